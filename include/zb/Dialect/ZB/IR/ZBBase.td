@@ -1,0 +1,33 @@
+//===- ZBBase.td - zb dialect definition -------------------*- tablegen -*-===//
+#ifndef ZB_DIALECT_ZB_IR_ZBBASE_TD
+#define ZB_DIALECT_ZB_IR_ZBBASE_TD
+
+include "mlir/IR/OpBase.td"
+
+def ZB_Dialect : Dialect {
+  let name = "zb";
+  let cppNamespace = "::zb";
+  let summary = "Tensor ops and pipeline ops for zero-bubble pipeline-parallel training";
+  let description = [{
+    The `zb` dialect holds a model's forward-and-loss graph as value-semantic
+    tensor ops (`zb.matmul`, `zb.add`, `zb.relu`, ...), the backward ops that
+    `zb-autodiff` adds (each marked with the forward op it differentiates, and
+    after `zb-split-backward` with its phase B or W), and the point-to-point
+    communication ops (`zb.send`, `zb.recv`) of the per-rank step functions
+    built by `zb-lower-pipeline`.
+
+    Discardable attributes used by the passes:
+      - `zb.param` (unit, on function arguments): a trainable parameter.
+      - `zb.id` (i64, on forward ops): a unique id given by `zb-autodiff`.
+      - `zb.origin` (i64, on backward ops): the `zb.id` of the forward op the
+        backward op differentiates (or whose result gradient it accumulates).
+      - `zb.phase` ("B" or "W", on backward ops): set by `zb-split-backward`.
+      - `zb.stage` (i64): the pipeline stage (set by `zb-partition-stages`).
+  }];
+  let useDefaultAttributePrinterParser = 0;
+}
+
+class ZB_Op<string mnemonic, list<Trait> traits = []>
+    : Op<ZB_Dialect, mnemonic, traits>;
+
+#endif // ZB_DIALECT_ZB_IR_ZBBASE_TD
