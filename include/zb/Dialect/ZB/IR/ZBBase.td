@@ -24,7 +24,7 @@ def ZB_Dialect : Dialect {
       - `zb.phase` ("B" or "W", on backward ops): set by `zb-split-backward`.
       - `zb.stage` (i64): the pipeline stage (set by `zb-partition-stages`).
   }];
-  let useDefaultAttributePrinterParser = 0;
+  let hasConstantMaterializer = 1;
 }
 
 class ZB_Op<string mnemonic, list<Trait> traits = []>

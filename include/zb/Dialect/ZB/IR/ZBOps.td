@@ -149,6 +149,16 @@ def ZB_BroadcastInDimOp : ZB_Op<"broadcast_in_dim", [Pure,
   let hasVerifier = 1;
 }
 
+def ZB_ReshapeOp : ZB_Op<"reshape", [Pure,
+    DeclareOpInterfaceMethods<ZB_GradientOpInterface>]> {
+  let summary = "Reshapes a tensor (same number of elements, row-major order)";
+  let arguments = (ins ZB_FloatTensor:$operand);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 class ZB_ReduceOp<string mnemonic> : ZB_Op<mnemonic, [Pure,
     DeclareOpInterfaceMethods<ZB_GradientOpInterface>]> {
   let arguments = (ins ZB_FloatTensor:$operand, DenseI64ArrayAttr:$axes);

@@ -1,0 +1,234 @@
+//===- Schedule.h - Pipeline-parallel schedules ------------------*- C++ -*-===//
+//
+// The scheduling core of zb: problem description, schedule builders
+// (handcrafted, heuristic, ILP), an event-driven simulator and a verifier.
+// No MLIR dependency; used by the compiler, zb-sched and the Python bindings.
+//
+// References (../shared/papers/zero-bubble-pipeline-parallelism.txt):
+//   Section 2     handcrafted ZB-H1 / ZB-H2 and the 1F1B baseline,
+//   Section 3.1   the automatic heuristic (ZB-1p / ZB-2p),
+//   Section 5.3   the bubble rate and Table 5,
+//   Appendix B    the memory model (F adds M_B, B adds M_W - M_B, W adds -M_W),
+//   Appendix G    the ILP formulation,
+// and the ZB-V note (../shared/papers/zero-bubble-blog-zbv.txt).
+//
+// Units: every time is in milliseconds (any consistent unit works; the
+// reference tables use integer microseconds), every memory quantity in bytes
+// (or any consistent unit, e.g. the paper's activation units).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZB_SCHEDULE_SCHEDULE_H
+#define ZB_SCHEDULE_SCHEDULE_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace zb::sched {
+
+/// The three passes of one microbatch on one stage: forward (F), gradient
+/// with respect to the stage input (B, the previous stage waits for it) and
+/// gradient with respect to the parameters (W, nobody waits for it).
+enum class ActionKind { F, B, W };
+
+/// Returns "F", "B" or "W".
+llvm::StringRef kindName(ActionKind kind);
+
+/// One pass of one microbatch on one (global, virtual) stage.
+struct Action {
+  ActionKind kind;
+  /// Global stage index 0..P*V-1 (for V = 1: the rank).
+  int stage;
+  /// Microbatch index 0..m-1.
+  int microbatch;
+
+  bool operator==(const Action &o) const {
+    return kind == o.kind && stage == o.stage && microbatch == o.microbatch;
+  }
+  bool operator!=(const Action &o) const { return !(*this == o); }
+};
+
+/// A scheduling problem. Costs and memory are given per rank (the rank's
+/// whole share of the model): a vector holds either one value (all ranks),
+/// p values (one per rank; with V chunks per rank each chunk gets 1/V of the
+/// rank's value) or p*V values (one per global stage, used as is).
+/// costComm is a latency per hop between different ranks (never divided by V,
+/// never occupying a rank); the value of the sending rank/stage is used.
+struct Problem {
+  /// p: pipeline ranks (devices).
+  int numRanks = 0;
+  /// m: microbatches per iteration.
+  int numMicrobatches = 0;
+  /// V: chunks (virtual stages) per rank; global stages = p*V.
+  int numChunks = 1;
+  /// T_F, T_B, T_W, T_comm in ms. costW/costComm may be empty (= 0).
+  std::vector<double> costF, costB, costW, costComm;
+  /// M_B (kept by F until B) and M_W (kept by B until W), in bytes.
+  /// Empty = 0 (no memory model).
+  std::vector<double> memB, memW;
+  /// Activation memory limit per rank in the unit of memB; 0 = unlimited.
+  double memoryLimit = 0;
+
+  int numStages() const { return numRanks * numChunks; }
+};
+
+/// How the paper measures the cost of a schedule (Section 5.3 and
+/// ../shared/reference/README.md).
+enum class CostConvention {
+  /// End time of the last action, measured from t = 0 (1F1B, 1F1B-I, ZB-H1).
+  Makespan,
+  /// Maximum over ranks of the span from the start of the rank's first action
+  /// to the end of its last one (ZB-H2, ZB-1p, ZB-2p, ILP, ZB-V).
+  StageSpan,
+};
+
+/// A schedule: for every rank the ordered list of actions it executes.
+struct Schedule {
+  std::string name;
+  /// perRank[r] is rank r's execution order.
+  std::vector<std::vector<Action>> perRank;
+  /// stageToRank[s] is the rank that runs global stage s (size p*V).
+  std::vector<int> stageToRank;
+  /// The cost convention the paper uses for this schedule.
+  CostConvention costConvention = CostConvention::Makespan;
+  /// True for schedules that do not split the backward pass (GPipe, 1F1B,
+  /// 1F1B-I): the W of a microbatch directly follows its B on the same rank
+  /// and the gradient is sent to the previous stage only after W (B and W are
+  /// one backward pass). False: the gradient is sent right after B.
+  bool fusedBackward = false;
+};
+
+/// One simulated action.
+struct TimedAction {
+  Action action;
+  int rank;
+  /// Start and end time (ms).
+  double start, end;
+};
+
+/// Simulation options.
+struct SimOptions {
+  /// Reproduce the simulation the paper used for its 1F1B-I column: the
+  /// dependency across the chunk boundary (last rank -> rank 0) is enforced
+  /// only for the first microbatch of every group of p. The resulting timeline
+  /// is NOT executable; use it only to compare with Table 5.
+  bool paperInterleavedQuirk = false;
+};
+
+/// Result of simulating a schedule.
+struct SimResult {
+  /// End time of the last action (ms, from t = 0).
+  double makespan = 0;
+  /// Maximum over ranks of (end of last action - start of first action), ms.
+  double stageSpan = 0;
+  /// The cost in the schedule's own convention (makespan or stageSpan).
+  double cost = 0;
+  /// Ideal time: maximum over ranks of the rank's total compute, ms
+  /// (= m (T_F + T_B + T_W) for uniform stages).
+  double idealTime = 0;
+  /// (cost - idealTime) / cost: the paper's bubble rate (Section 5.3).
+  double bubbleRate = 0;
+  /// Bubble rate under each convention.
+  double makespanBubbleRate = 0, stageSpanBubbleRate = 0;
+  /// Peak activation memory per rank (unit of memB).
+  std::vector<double> peakMemory;
+  /// Per rank, the actions in execution order with their times.
+  std::vector<std::vector<TimedAction>> timeline;
+  /// False if the simulation could not finish (a dependency that is never
+  /// satisfied: deadlock or missing action). Then the fields above are partial.
+  bool complete = true;
+};
+
+/// Options for buildSchedule.
+struct BuildOptions {
+  /// ILP: wall-clock limit for CBC in seconds.
+  double timeLimitSeconds = 60;
+  /// ILP: CBC threads.
+  int threads = 1;
+  /// ILP: print CBC's log to stderr.
+  bool verbose = false;
+  /// Heuristic: also run the local search that improves on the paper's
+  /// heuristic (moves single W passes, keeps only strict improvements).
+  bool localSearch = true;
+};
+
+/// What the ILP solver reported (Appendix G). Filled by buildSchedule("ilp").
+struct IlpReport {
+  /// CBC's status: "optimal", "time limit (feasible)", "infeasible", ...
+  std::string status;
+  /// True only if CBC proved optimality.
+  bool provenOptimal = false;
+  /// Objective of the returned schedule (stage span, ms) and CBC's best lower
+  /// bound (ms); gap = (objective - bound) / objective.
+  double objective = 0, bestBound = 0, gap = 0;
+  /// Objective of the warm start (the heuristic), ms.
+  double warmStartObjective = 0;
+  /// Wall time spent in CBC, seconds.
+  double seconds = 0;
+  int numVariables = 0, numConstraints = 0;
+};
+
+/// Names accepted by buildSchedule, in the order zb-sched --compare prints them.
+llvm::ArrayRef<llvm::StringRef> scheduleNames();
+
+/// Checks the problem: sizes of the cost vectors (1, p or p*V), non-negative
+/// costs and memory, p >= 1, m >= 1, V >= 1. Returns an error naming the field.
+llvm::Error validateProblem(const Problem &problem);
+
+/// Builds the named schedule: gpipe 1f1b 1f1b-i zb-h1 zb-h2 zb-auto zb-1p
+/// zb-2p ilp zb-v v-half v-min.
+///   - gpipe, 1f1b, zb-h1, zb-h2, zb-auto, zb-1p, zb-2p, ilp need V = 1;
+///     1f1b-i needs V >= 2 and m a multiple of p; zb-v, v-half, v-min need V=2.
+///   - zb-h1 needs m >= p, zb-h2 needs m >= 2p (Section 2).
+///   - zb-auto uses problem.memoryLimit; zb-1p / zb-2p use p*M_B / 2p*M_B
+///     (the limit is min(that, memoryLimit) when memoryLimit is set).
+///   - Every result is verified (including the memory limit, when set) before
+///     it is returned.
+/// On invalid parameters returns an error that states the minimum that would
+/// work (e.g. "zb-h1 needs at least p=4 microbatches, got m=2").
+llvm::Expected<Schedule> buildSchedule(const Problem &problem,
+                                       llvm::StringRef name);
+llvm::Expected<Schedule> buildSchedule(const Problem &problem,
+                                       llvm::StringRef name,
+                                       const BuildOptions &options,
+                                       IlpReport *ilpReport = nullptr);
+
+/// Event-driven simulation (one serial compute stream per rank, T_comm as a
+/// latency between ranks, every action as early as its dependencies and the
+/// rank's order allow). Dependencies: F(s,i) after F(s-1,i); B(s,i) after
+/// F(s,i) and B(s+1,i) (after W(s+1,i) for fusedBackward); W(s,i) after
+/// B(s,i). Memory: F adds M_B, B adds M_W - M_B, W subtracts M_W (Appendix B,
+/// counted at the start of the action).
+SimResult simulate(const Problem &problem, const Schedule &schedule,
+                   const SimOptions &options = {});
+
+/// Checks a schedule: structure (p ranks, stageToRank, actions on their
+/// stage's rank), counts (every F, B, W of every stage and microbatch exactly
+/// once), per-rank order (B after F and W after B of the same stage and
+/// microbatch; a fused W right after its B), deadlock freedom of the
+/// cross-rank dependencies (F(s-1,i) -> F(s,i), B(s+1,i) -> B(s,i)), and the
+/// memory limit. The error names the first violation.
+llvm::Error verify(const Problem &problem, const Schedule &schedule);
+
+/// Per-global-stage view of a problem for a given stage-to-rank mapping.
+struct StageCosts {
+  std::vector<double> f, b, w, comm, memB, memW;
+};
+/// Resolves the per-rank (or per-stage) vectors of \p problem to one value per
+/// global stage; chunks of a rank get 1/V of the rank's value.
+StageCosts resolveStageCosts(const Problem &problem,
+                             llvm::ArrayRef<int> stageToRank);
+
+/// The stage-to-rank mapping of interleaved schedules (stage s on rank s % p).
+std::vector<int> interleavedStageToRank(int numRanks, int numChunks);
+/// The V-shape mapping of ZB-V (V = 2): stage s on rank s for s < p, on rank
+/// 2p-1-s otherwise.
+std::vector<int> vShapeStageToRank(int numRanks);
+
+} // namespace zb::sched
+
+#endif // ZB_SCHEDULE_SCHEDULE_H

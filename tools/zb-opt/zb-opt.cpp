@@ -1,0 +1,25 @@
+//===- zb-opt.cpp - zb optimizer driver (like mlir-opt) -------------------===//
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "zb/Conversion/Passes.h"
+#include "zb/Dialect/ZB/IR/ZBDialect.h"
+#include "zb/Pipelines/Pipelines.h"
+#include "zb/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::registerAllPasses();
+  zb::registerZBTransformsPasses();
+  zb::registerZBConversionPasses();
+  zb::registerPipelines();
+
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  registry.insert<zb::ZBDialect>();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "zb optimizer driver\n", registry));
+}
