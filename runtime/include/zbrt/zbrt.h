@@ -84,6 +84,12 @@ void zbrt_adamw_step(float *param, const float *grad, float *m, float *v,
                      float beta2, float eps, float weightDecay,
                      float gradScale);
 
+//===-- Additions (after version 1 of this header) ------------------------===//
+
+/// This process's rank and the number of ranks; -1 / 0 before zbrt_init().
+int32_t zbrt_rank(void);
+int32_t zbrt_world_size(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,20 @@
+//===- Internal.h - zb runtime: shared internal helpers ---------*- C++ -*-===//
+//
+// Not installed; used by the runtime's own sources only.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBRT_LIB_INTERNAL_H
+#define ZBRT_LIB_INTERNAL_H
+
+namespace zbrt {
+namespace detail {
+
+/// printf-style zbrt_fatal: prints "zb-run: rank R: <message>" and aborts
+/// the job (MPI_Abort when MPI is up, exit(1) otherwise).
+[[noreturn]] void fatalf(const char *format, ...)
+    __attribute__((format(printf, 1, 2)));
+
+} // namespace detail
+} // namespace zbrt
+
+#endif // ZBRT_LIB_INTERNAL_H

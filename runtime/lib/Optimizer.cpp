@@ -1,0 +1,46 @@
+//===- Optimizer.cpp - zb runtime: SGD and AdamW --------------------------===//
+//
+// AdamW follows Loshchilov & Hutter, "Decoupled Weight Decay Regularization"
+// (ICLR 2019), Algorithm 2, in the exact form of torch.optim.AdamW
+// (single-tensor, non-amsgrad): decoupled decay p *= 1 - lr * wd, then the
+// bias-corrected Adam update p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)
+// with bc1 = 1 - beta1^t, bc2 = 1 - beta2^t.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbrt/zbrt.h"
+
+#include "Internal.h"
+
+#include <cmath>
+
+using namespace zbrt::detail;
+
+extern "C" void zbrt_sgd_step(float *param, const float *grad, int64_t n,
+                              float lr, float gradScale) {
+  const float scale = lr * gradScale;
+  for (int64_t i = 0; i < n; ++i)
+    param[i] -= scale * grad[i];
+}
+
+extern "C" void zbrt_adamw_step(float *param, const float *grad, float *m,
+                                float *v, int64_t n, int64_t step, float lr,
+                                float beta1, float beta2, float eps,
+                                float weightDecay, float gradScale) {
+  if (step < 1)
+    fatalf("zbrt_adamw_step: step must be >= 1 (1-based), got %lld",
+           (long long)step);
+  const double bc1 = 1.0 - std::pow((double)beta1, (double)step);
+  const double bc2 = 1.0 - std::pow((double)beta2, (double)step);
+  const float stepSize = (float)(lr / bc1);
+  const float bc2Sqrt = (float)std::sqrt(bc2);
+  const float decay = 1.0f - lr * weightDecay;
+  for (int64_t i = 0; i < n; ++i) {
+    float g = grad[i] * gradScale;
+    param[i] *= decay;
+    m[i] = beta1 * m[i] + (1.0f - beta1) * g;
+    v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
+    float denom = std::sqrt(v[i]) / bc2Sqrt + eps;
+    param[i] -= stepSize * (m[i] / denom);
+  }
+}

@@ -1,0 +1,249 @@
+//===- Trace.cpp - zb runtime: action trace, bubble, Chrome trace ---------===//
+
+#include "zbrt/Trace.h"
+#include "zbrt/zbrt.h"
+
+#include "Internal.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iomanip>
+
+using namespace zbrt;
+using namespace zbrt::detail;
+
+namespace {
+
+struct TraceState {
+  std::chrono::steady_clock::time_point origin =
+      std::chrono::steady_clock::now();
+  std::vector<TraceEvent> events;
+  /// Indices into `events` of actions begun and not yet ended.
+  std::vector<size_t> open;
+};
+
+TraceState &state() {
+  static TraceState s;
+  return s;
+}
+
+const char *actionName(int32_t kind) {
+  switch (kind) {
+  case 0:
+    return "F";
+  case 1:
+    return "B";
+  case 2:
+    return "W";
+  default:
+    return "?";
+  }
+}
+
+} // namespace
+
+const char *zbrt::eventKindName(EventKind kind) {
+  switch (kind) {
+  case EventKind::Forward:
+    return "F";
+  case EventKind::BackwardInput:
+    return "B";
+  case EventKind::BackwardWeight:
+    return "W";
+  case EventKind::Send:
+    return "send";
+  case EventKind::Recv:
+    return "recv";
+  }
+  return "?";
+}
+
+void zbrt::traceBeginStep() {
+  TraceState &s = state();
+  s.events.clear();
+  s.open.clear();
+  s.origin = std::chrono::steady_clock::now();
+}
+
+double zbrt::traceNowUs() {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now() - state().origin)
+      .count();
+}
+
+const std::vector<TraceEvent> &zbrt::traceEvents() { return state().events; }
+
+void zbrt::traceRecord(const TraceEvent &event) {
+  state().events.push_back(event);
+}
+
+extern "C" void zbrt_action_begin(int32_t kind, int32_t stage,
+                                  int32_t microbatch) {
+  if (kind < 0 || kind > 2)
+    fatalf("zbrt_action_begin: unknown action kind %d (0 = F, 1 = B, 2 = W)",
+           kind);
+  TraceState &s = state();
+  s.open.push_back(s.events.size());
+  s.events.push_back(TraceEvent{static_cast<EventKind>(kind), zbrt_rank(),
+                                stage, microbatch, -1, -1, 0, traceNowUs(),
+                                -1.0});
+}
+
+extern "C" void zbrt_action_end(int32_t kind, int32_t stage,
+                                int32_t microbatch) {
+  double now = traceNowUs();
+  TraceState &s = state();
+  // Normally the innermost open action; search outwards to tolerate
+  // interleaved begin/end pairs.
+  for (size_t i = s.open.size(); i-- > 0;) {
+    TraceEvent &e = s.events[s.open[i]];
+    if ((int32_t)e.kind == kind && e.stage == stage &&
+        e.microbatch == microbatch) {
+      e.endUs = now;
+      s.open.erase(s.open.begin() + i);
+      return;
+    }
+  }
+  fatalf("zbrt_action_end: %s of stage %d microbatch %d was not begun",
+         actionName(kind), stage, microbatch);
+}
+
+BubbleStats zbrt::computeBubble(const std::vector<TraceEvent> &events,
+                                int32_t rank) {
+  BubbleStats stats;
+  stats.rank = rank;
+  std::vector<std::pair<double, double>> intervals;
+  for (const TraceEvent &e : events) {
+    if (e.rank != rank || e.endUs < 0)
+      continue;
+    if (e.kind != EventKind::Forward && e.kind != EventKind::BackwardInput &&
+        e.kind != EventKind::BackwardWeight)
+      continue;
+    intervals.emplace_back(e.beginUs, std::max(e.beginUs, e.endUs));
+  }
+  stats.numActions = (int32_t)intervals.size();
+  if (intervals.empty())
+    return stats;
+  std::sort(intervals.begin(), intervals.end());
+  stats.firstBeginUs = intervals.front().first;
+  double curBegin = intervals.front().first, curEnd = intervals.front().second;
+  double busy = 0, lastEnd = curEnd;
+  for (size_t i = 1; i < intervals.size(); ++i) {
+    const auto &iv = intervals[i];
+    if (iv.first > curEnd) {
+      busy += curEnd - curBegin;
+      curBegin = iv.first;
+      curEnd = iv.second;
+    } else {
+      curEnd = std::max(curEnd, iv.second);
+    }
+    lastEnd = std::max(lastEnd, iv.second);
+  }
+  busy += curEnd - curBegin;
+  stats.lastEndUs = lastEnd;
+  stats.busyUs = busy;
+  double span = stats.lastEndUs - stats.firstBeginUs;
+  stats.bubbleRate = span > 0 ? std::max(0.0, 1.0 - busy / span) : 0.0;
+  return stats;
+}
+
+std::vector<BubbleStats>
+zbrt::computeBubblePerRank(const std::vector<TraceEvent> &events,
+                           int32_t numRanks) {
+  std::vector<BubbleStats> result;
+  for (int32_t r = 0; r < numRanks; ++r)
+    result.push_back(computeBubble(events, r));
+  return result;
+}
+
+std::vector<TraceEvent> zbrt::gatherTrace(const std::vector<TraceEvent> &local,
+                                          int32_t root) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int eventBytes = (int)sizeof(TraceEvent);
+  int myBytes = (int)local.size() * eventBytes;
+  std::vector<int> counts(rank == root ? size : 0);
+  MPI_Gather(&myBytes, 1, MPI_INT, counts.data(), 1, MPI_INT, root,
+             MPI_COMM_WORLD);
+  std::vector<int> displs;
+  std::vector<TraceEvent> all;
+  if (rank == root) {
+    displs.resize(size);
+    int total = 0;
+    for (int r = 0; r < size; ++r) {
+      displs[r] = total;
+      total += counts[r];
+    }
+    all.resize(total / eventBytes);
+  }
+  MPI_Gatherv(local.data(), myBytes, MPI_BYTE, all.data(), counts.data(),
+              displs.data(), MPI_BYTE, root, MPI_COMM_WORLD);
+  return all;
+}
+
+void zbrt::writeChromeTrace(std::ostream &os,
+                            const std::vector<TraceEvent> &events,
+                            int32_t numRanks, int64_t step) {
+  os << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  os << "  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, "
+        "\"args\": {\"name\": \"zb step "
+     << step << "\"}}";
+  for (int32_t r = 0; r < numRanks; ++r) {
+    os << ",\n  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, "
+          "\"tid\": "
+       << r << ", \"args\": {\"name\": \"rank " << r << "\"}}";
+    os << ",\n  {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 0, "
+          "\"tid\": "
+       << r << ", \"args\": {\"sort_index\": " << r << "}}";
+  }
+  os << std::fixed << std::setprecision(3);
+  for (const TraceEvent &e : events) {
+    if (e.endUs < 0)
+      continue;
+    const char *cat = eventKindName(e.kind);
+    os << ",\n  {\"name\": \"";
+    bool isAction = e.kind == EventKind::Forward ||
+                    e.kind == EventKind::BackwardInput ||
+                    e.kind == EventKind::BackwardWeight;
+    if (isAction)
+      os << cat << " s" << e.stage << " mb" << e.microbatch;
+    else if (e.kind == EventKind::Send)
+      os << "send ->" << e.peer;
+    else
+      os << "recv <-" << e.peer;
+    os << "\", \"cat\": \"" << cat << "\", \"ph\": \"X\", \"pid\": 0, "
+       << "\"tid\": " << e.rank << ", \"ts\": " << e.beginUs
+       << ", \"dur\": " << (e.endUs - e.beginUs) << ", \"args\": {";
+    if (isAction)
+      os << "\"stage\": " << e.stage << ", \"microbatch\": " << e.microbatch;
+    else
+      os << "\"peer\": " << e.peer << ", \"tag\": " << e.tag
+         << ", \"bytes\": " << e.bytes;
+    os << "}}";
+  }
+  os << "\n]}\n";
+}
+
+bool zbrt::writeChromeTraceFile(const std::string &path,
+                                const std::vector<TraceEvent> &events,
+                                int32_t numRanks, int64_t step,
+                                std::string *error) {
+  std::ofstream os(path);
+  if (!os) {
+    if (error)
+      *error = "cannot open '" + path + "' for writing";
+    return false;
+  }
+  writeChromeTrace(os, events, numRanks, step);
+  os.close();
+  if (!os) {
+    if (error)
+      *error = "cannot write '" + path + "'";
+    return false;
+  }
+  return true;
+}

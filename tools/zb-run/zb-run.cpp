@@ -1,0 +1,733 @@
+//===- zb-run.cpp - Host driver for compiled zb pipeline programs ---------===//
+//
+//   zb-run DIR [--ranks N] [--steps S] [--data DIR] [--lr F] [--trace FILE]
+//              [--backend cpu|cuda] [--print-every K] [--report-gradients]
+//              [--report-format text|json]
+//
+// DIR is a zb-compile output directory (plan.json, params.bin, rank<R>.so;
+// docs/plan-json.md). Outside an MPI job, `--ranks N` re-executes zb-run under
+// `mpirun -np N`; inside one, each process runs its rank: it loads its rank
+// program, feeds it the step's samples, calls it once per training step,
+// applies the optimizer to its parameters, and rank 0 reports loss and time
+// per step, then the predicted (plan.json) and realized bubble rates.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Data.h"
+#include "Plan.h"
+
+#include "zbrt/Trace.h"
+#include "zbrt/zbrt.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mpi.h>
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+
+using namespace llvm;
+using namespace zb::run;
+
+namespace {
+
+cl::OptionCategory runCategory("zb-run options");
+
+cl::opt<std::string> planDir(cl::Positional, cl::Required,
+                             cl::desc("<zb-compile output directory>"),
+                             cl::cat(runCategory));
+cl::opt<int> numRanksOpt(
+    "ranks",
+    cl::desc("Number of ranks: launches `mpirun -np N` unless already inside "
+             "an MPI job (must equal plan.json num_ranks)"),
+    cl::value_desc("N"), cl::init(0), cl::cat(runCategory));
+cl::opt<int> numSteps("steps", cl::desc("Training steps (default 20)"),
+                      cl::value_desc("S"), cl::init(20), cl::cat(runCategory));
+cl::opt<std::string>
+    dataDir("data",
+            cl::desc("Dataset directory with input_<i>.pb (default: "
+                     "plan.json \"data\")"),
+            cl::value_desc("DIR"), cl::cat(runCategory));
+cl::opt<double> lrOpt("lr",
+                      cl::desc("Learning rate (overrides plan.json optimizer)"),
+                      cl::value_desc("F"), cl::init(0.0),
+                      cl::cat(runCategory));
+cl::opt<std::string>
+    traceFile("trace",
+              cl::desc("Write a Chrome/Perfetto trace of the last step"),
+              cl::value_desc("FILE"), cl::cat(runCategory));
+enum class Backend { Cpu, Cuda };
+cl::opt<Backend> backend("backend", cl::desc("Execution backend"),
+                         cl::values(clEnumValN(Backend::Cpu, "cpu",
+                                               "CPU: MPI + OpenBLAS (default)"),
+                                    clEnumValN(Backend::Cuda, "cuda",
+                                               "CUDA: needs a GPU and driver")),
+                         cl::init(Backend::Cpu), cl::cat(runCategory));
+cl::opt<int> printEvery("print-every",
+                        cl::desc("Print the loss every K steps (default 1)"),
+                        cl::value_desc("K"), cl::init(1),
+                        cl::cat(runCategory));
+cl::opt<bool> reportGradients(
+    "report-gradients",
+    cl::desc("Evaluate one step without an optimizer step; print the loss "
+             "and the L2 norm of every parameter's (mean) gradient"),
+    cl::init(false), cl::cat(runCategory));
+enum class ReportFormat { Text, Json };
+cl::opt<ReportFormat> reportFormat(
+    "report-format", cl::desc("Output format"),
+    cl::values(clEnumValN(ReportFormat::Text, "text", "human-readable lines"),
+               clEnumValN(ReportFormat::Json, "json",
+                          "one JSON document on stdout at the end")),
+    cl::init(ReportFormat::Text), cl::cat(runCategory));
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+[[noreturn]] void exitWithError(const Twine &message) {
+  std::fflush(stdout);
+  errs() << "zb-run: error: " << message << "\n";
+  errs().flush();
+  std::exit(1);
+}
+
+Error makeError(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+/// Inside MPI: every rank passes its (possibly successful) setup result; if
+/// any rank failed, the lowest failing rank prints its message and all ranks
+/// exit(1) after MPI_Finalize (no rank is left waiting).
+void agreeOrExit(Error err) {
+  int rank = zbrt_rank(), size = zbrt_world_size();
+  std::string message;
+  if (err)
+    message = toString(std::move(err));
+  int mine = message.empty() ? size : rank, first = size;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first == size)
+    return;
+  if (rank == first) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "zb-run: rank %d: %s\n", rank, message.c_str());
+    std::fflush(stderr);
+  }
+  zbrt_finalize();
+  std::exit(1);
+}
+
+void fatalSignalHandler(int sig) {
+  char buf[160];
+  int len = std::snprintf(buf, sizeof(buf),
+                          "zb-run: rank %d: fatal signal %d (%s) in the rank "
+                          "program or runtime\n",
+                          zbrt_rank(), sig, strsignal(sig));
+  if (len > 0)
+    (void)!write(2, buf, (size_t)len);
+  _exit(128 + sig);
+}
+
+//===----------------------------------------------------------------------===//
+// Buffers and memref descriptors
+//===----------------------------------------------------------------------===//
+
+/// 64-byte aligned float storage, zero-initialised.
+class FloatBuffer {
+public:
+  FloatBuffer() = default;
+  explicit FloatBuffer(int64_t n) : count(n) {
+    size_t bytes = ((size_t)std::max<int64_t>(n, 1) * 4 + 63) / 64 * 64;
+    ptr.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
+    if (!ptr)
+      exitWithError(formatv("out of memory allocating {0} bytes", bytes));
+    std::memset(ptr.get(), 0, bytes);
+  }
+  float *data() const { return ptr.get(); }
+  int64_t size() const { return count; }
+  void zero() { std::memset(ptr.get(), 0, (size_t)count * 4); }
+
+private:
+  struct Free {
+    void operator()(float *p) const { std::free(p); }
+  };
+  std::unique_ptr<float, Free> ptr;
+  int64_t count = 0;
+};
+
+/// { float *allocated; float *aligned; int64_t offset; int64_t sizes[R];
+///   int64_t strides[R]; } with row-major strides and offset 0.
+std::vector<int64_t> makeDescriptor(float *data,
+                                    const std::vector<int64_t> &shape) {
+  std::vector<int64_t> d;
+  d.push_back((int64_t)(intptr_t)data);
+  d.push_back((int64_t)(intptr_t)data);
+  d.push_back(0);
+  d.insert(d.end(), shape.begin(), shape.end());
+  std::vector<int64_t> strides(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  d.insert(d.end(), strides.begin(), strides.end());
+  return d;
+}
+
+//===----------------------------------------------------------------------===//
+// One rank's program and state
+//===----------------------------------------------------------------------===//
+
+using EntryFn = void (*)(void **);
+
+std::string resolvePath(StringRef base, StringRef path) {
+  if (sys::path::is_absolute(path))
+    return path.str();
+  SmallString<256> p(base);
+  sys::path::append(p, path);
+  return std::string(p);
+}
+
+/// The data directory: --data, else plan.json "data" (relative to DIR).
+Expected<std::string> dataDirectory(const Plan &plan) {
+  if (!dataDir.empty())
+    return dataDir.getValue();
+  if (!plan.data.empty())
+    return resolvePath(plan.dir, plan.data);
+  return makeError(plan.path +
+                   ": no \"data\" directory given: pass --data DIR");
+}
+
+struct RankState {
+  const Plan *plan = nullptr;
+  int32_t rank = 0;
+  void *handle = nullptr;
+  EntryFn entry = nullptr;
+  std::map<int64_t, FloatBuffer> params, grads; // by parameter index
+  std::map<int64_t, FloatBuffer> adamM, adamV;  // AdamW state by index
+  std::map<int64_t, Dataset> datasets;          // by input index
+  std::map<int64_t, FloatBuffer> inputs;        // by input index
+  FloatBuffer loss{1};
+  bool hasLoss = false;
+  std::vector<std::vector<int64_t>> descriptors;
+  std::vector<void *> argv;
+
+  ~RankState() {
+    if (handle)
+      dlclose(handle);
+  }
+};
+
+/// Loads everything rank `rank` needs. `forRun` selects RTLD_GLOBAL (the
+/// real run) versus a side-effect-free check (the launcher validating every
+/// rank before starting mpirun).
+Expected<std::unique_ptr<RankState>> setupRank(const Plan &plan, int32_t rank,
+                                               bool forRun) {
+  auto st = std::make_unique<RankState>();
+  st->plan = &plan;
+  st->rank = rank;
+  const RankInfo &info = plan.ranks[rank];
+
+  // Rank program.
+  std::string lib = resolvePath(plan.dir, info.library);
+  if (!sys::fs::exists(lib))
+    return makeError(formatv("{0}: ranks[{1}].library: '{2}' not found",
+                             plan.path, rank, lib));
+  dlerror();
+  st->handle = dlopen(lib.c_str(),
+                      RTLD_NOW | (forRun ? RTLD_GLOBAL : RTLD_LOCAL));
+  if (!st->handle) {
+    const char *why = dlerror();
+    return makeError(formatv("{0}: cannot load rank program: {1}", lib,
+                             why ? why : "unknown error"));
+  }
+  st->entry = reinterpret_cast<EntryFn>(dlsym(st->handle, info.entry.c_str()));
+  if (!st->entry)
+    return makeError(formatv("{0}: entry symbol '{1}' (ranks[{2}].entry) "
+                             "not found",
+                             lib, info.entry, rank));
+
+  // Parameters (initial values) and gradient buffers.
+  std::unique_ptr<MemoryBuffer> paramsBin;
+  std::string paramsPath = resolvePath(plan.dir, "params.bin");
+  auto needParams = [&]() -> Error {
+    if (paramsBin)
+      return Error::success();
+    auto buf = MemoryBuffer::getFile(paramsPath, /*IsText=*/false,
+                                     /*RequiresNullTerminator=*/false);
+    if (!buf)
+      return makeError(paramsPath + ": cannot read: " +
+                       buf.getError().message());
+    paramsBin = std::move(*buf);
+    return Error::success();
+  };
+  for (const ArgInfo &a : info.args) {
+    if (a.kind != ArgKind::Param && a.kind != ArgKind::Grad)
+      continue;
+    const ParamInfo &p = plan.params[a.index];
+    if (a.kind == ArgKind::Grad) {
+      if (!st->grads.count(a.index))
+        st->grads.emplace(a.index, FloatBuffer(p.numElements()));
+      continue;
+    }
+    if (st->params.count(a.index))
+      continue;
+    if (Error e = needParams())
+      return std::move(e);
+    FloatBuffer buf(p.numElements());
+    if (Error e = readParam(paramsPath, paramsBin->getBuffer(), p.name,
+                            p.offsetBytes, p.numElements(), buf.data()))
+      return std::move(e);
+    st->params.emplace(a.index, std::move(buf));
+  }
+  for (auto &[index, g] : st->grads) {
+    if (!st->params.count(index))
+      return makeError(formatv("{0}: ranks[{1}] has a grad argument for "
+                               "parameter {2} ('{3}') but no param argument",
+                               plan.path, rank, index,
+                               plan.params[index].name));
+    if (plan.optimizer.name == "adamw") {
+      st->adamM.emplace(index, FloatBuffer(g.size()));
+      st->adamV.emplace(index, FloatBuffer(g.size()));
+    }
+  }
+
+  // Training data.
+  for (const ArgInfo &a : info.args) {
+    if (a.kind != ArgKind::Input || st->datasets.count(a.index))
+      continue;
+    Expected<std::string> dir = dataDirectory(plan);
+    if (!dir)
+      return dir.takeError();
+    std::string path = resolvePath(*dir, formatv("input_{0}.pb", a.index).str());
+    const InputInfo &in = plan.inputs[a.index];
+    Expected<Dataset> ds = readDataset(path, in.name, in.sampleShape);
+    if (!ds)
+      return ds.takeError();
+    st->datasets.emplace(a.index, std::move(*ds));
+    st->inputs.emplace(a.index,
+                       FloatBuffer(plan.numMicrobatches * plan.microbatchSize *
+                                   in.sampleElements()));
+  }
+
+  // Memref descriptors, in argument order.
+  for (const ArgInfo &a : info.args) {
+    float *data = nullptr;
+    switch (a.kind) {
+    case ArgKind::Param:
+      data = st->params.at(a.index).data();
+      break;
+    case ArgKind::Grad:
+      data = st->grads.at(a.index).data();
+      break;
+    case ArgKind::Input:
+      data = st->inputs.at(a.index).data();
+      break;
+    case ArgKind::Loss:
+      data = st->loss.data();
+      st->hasLoss = true;
+      break;
+    }
+    st->descriptors.push_back(makeDescriptor(data, plan.argShape(a)));
+  }
+  for (auto &d : st->descriptors)
+    st->argv.push_back(d.data());
+  return std::move(st);
+}
+
+/// Copies the samples of step `step` (0-based) into the input buffers.
+void fillInputs(RankState &st, int64_t step) {
+  const Plan &plan = *st.plan;
+  const int64_t batch = plan.numMicrobatches * plan.microbatchSize;
+  for (auto &[index, buf] : st.inputs) {
+    const Dataset &ds = st.datasets.at(index);
+    for (int64_t t = 0; t < batch; ++t) {
+      int64_t sample = (step * batch + t) % ds.numSamples;
+      std::memcpy(buf.data() + t * ds.sampleElements,
+                  ds.values.data() + sample * ds.sampleElements,
+                  (size_t)ds.sampleElements * 4);
+    }
+  }
+}
+
+void applyOptimizer(RankState &st, const OptimizerInfo &opt, int64_t step) {
+  const float gradScale = 1.0f / (float)st.plan->numMicrobatches;
+  for (auto &[index, g] : st.grads) {
+    FloatBuffer &p = st.params.at(index);
+    if (opt.name == "adamw")
+      zbrt_adamw_step(p.data(), g.data(), st.adamM.at(index).data(),
+                      st.adamV.at(index).data(), g.size(), step + 1,
+                      (float)opt.lr, (float)opt.beta1, (float)opt.beta2,
+                      (float)opt.eps, (float)opt.weightDecay, gradScale);
+    else
+      zbrt_sgd_step(p.data(), g.data(), g.size(), (float)opt.lr, gradScale);
+  }
+}
+
+double nowMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+//===----------------------------------------------------------------------===//
+// Launcher (outside MPI)
+//===----------------------------------------------------------------------===//
+
+bool insideMPIJob() {
+  const char *size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  return size && *size;
+}
+
+/// Checks every rank's files before anything is launched, so that the
+/// common mistakes give one clean line instead of mpirun noise.
+void validateAllRanks(const Plan &plan) {
+  for (int32_t r = 0; r < plan.numRanks; ++r) {
+    auto st = setupRank(plan, r, /*forRun=*/false);
+    if (!st)
+      exitWithError(toString(st.takeError()));
+  }
+}
+
+/// --backend cuda needs a usable driver and device; even then, rank
+/// programs are CPU code for now.
+Error backendError() {
+  if (backend != Backend::Cuda)
+    return Error::success();
+  char msg[512];
+  if (zbrt_cuda_available(msg, sizeof(msg)) != 0)
+    return makeError(Twine("--backend cuda: ") + msg);
+  return makeError("--backend cuda: the CUDA backend is not implemented yet "
+                   "(rank programs are CPU code); use --backend cpu");
+}
+
+[[noreturn]] void reexecUnderMpirun(int argc, char **argv, int ranks) {
+  ErrorOr<std::string> mpirun = sys::findProgramByName("mpirun");
+  if (!mpirun)
+    exitWithError("--ranks " + Twine(ranks) +
+                  ": mpirun not found on PATH (install openmpi-bin)");
+  std::string self =
+      sys::fs::getMainExecutable(argv[0], (void *)&reexecUnderMpirun);
+  if (self.empty())
+    exitWithError("cannot determine the path of the zb-run executable");
+  std::vector<std::string> args = {*mpirun,         "-q",
+                                   "--allow-run-as-root", "--oversubscribe",
+                                   "-np",           std::to_string(ranks),
+                                   self};
+  for (int i = 1; i < argc; ++i)
+    args.push_back(argv[i]);
+  std::vector<char *> cargs;
+  for (std::string &a : args)
+    cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  execv(mpirun->c_str(), cargs.data());
+  exitWithError(Twine("cannot execute ") + *mpirun + ": " +
+                std::strerror(errno));
+}
+
+//===----------------------------------------------------------------------===//
+// Reporting (rank 0)
+//===----------------------------------------------------------------------===//
+
+/// What every rank sends to rank 0 after a step.
+struct StepSample {
+  double loss;       ///< loss buffer (sum over microbatches) or 0
+  double hasLoss;    ///< 1 on the loss rank
+  double timeMs;     ///< this rank's step wall time
+  double bubble;     ///< realized bubble rate of this step
+  double numActions; ///< F/B/W actions traced in this step
+};
+
+struct StepResult {
+  int64_t step; ///< 1-based
+  double loss;
+  double timeMs; ///< max over ranks
+};
+
+void printGradientReport(double loss, const Plan &plan,
+                         const std::vector<double> &norms) {
+  if (reportFormat == ReportFormat::Json) {
+    json::OStream j(outs(), 2);
+    j.object([&] {
+      j.attribute("loss", loss);
+      j.attributeObject("grad_norm", [&] {
+        for (size_t i = 0; i < plan.params.size(); ++i)
+          j.attribute(plan.params[i].name, norms[i]);
+      });
+    });
+    outs() << "\n";
+  } else {
+    outs() << "loss " << format("%.9g", loss) << "\n";
+    for (size_t i = 0; i < plan.params.size(); ++i)
+      outs() << "grad_norm " << plan.params[i].name << " "
+             << format("%.9g", norms[i]) << "\n";
+  }
+  outs().flush();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  cl::HideUnrelatedOptions(runCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "zb-run: run a zb-compile output directory on MPI ranks\n\n"
+      "  zb-run DIR --ranks N          launches mpirun -np N zb-run DIR\n"
+      "  mpirun -np N zb-run DIR       runs inside an existing MPI job\n");
+
+  if (numSteps < 1)
+    exitWithError("--steps must be >= 1");
+  if (printEvery < 1)
+    exitWithError("--print-every must be >= 1");
+  if (numRanksOpt.getNumOccurrences() && numRanksOpt < 1)
+    exitWithError("--ranks must be >= 1");
+  const int64_t steps = reportGradients ? 1 : numSteps;
+
+  Expected<Plan> planOrErr = loadPlan(planDir);
+  const bool inMPI = insideMPIJob();
+  if (!inMPI) {
+    // Launcher: validate everything, then run directly or under mpirun.
+    if (!planOrErr)
+      exitWithError(toString(planOrErr.takeError()));
+    if (Error e = backendError())
+      exitWithError(toString(std::move(e)));
+    const Plan &plan = *planOrErr;
+    if (numRanksOpt.getNumOccurrences() && numRanksOpt != plan.numRanks)
+      exitWithError(formatv("--ranks {0}, but {1} needs num_ranks = {2}",
+                            (int)numRanksOpt, plan.path, plan.numRanks));
+    if (!numRanksOpt.getNumOccurrences() && plan.numRanks != 1)
+      exitWithError(formatv("{0} needs {1} ranks: run `zb-run {2} --ranks "
+                            "{1}` or `mpirun -np {1} zb-run {2}`",
+                            plan.path, plan.numRanks, planDir));
+    validateAllRanks(plan);
+    if (plan.numRanks > 1)
+      reexecUnderMpirun(argc, argv, plan.numRanks);
+    setenv("OPENBLAS_NUM_THREADS", "1", 0);
+    // One rank: run in this process (an MPI singleton).
+  }
+
+  int32_t worldSize = 0;
+  const int32_t rank = zbrt_init(&argc, &argv, &worldSize);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL})
+    signal(sig, fatalSignalHandler);
+
+  // Setup: any failure on any rank ends every rank cleanly.
+  if (!planOrErr)
+    agreeOrExit(planOrErr.takeError());
+  agreeOrExit(Error::success());
+  const Plan &plan = *planOrErr;
+  if (inMPI && numRanksOpt.getNumOccurrences() && numRanksOpt != worldSize)
+    agreeOrExit(makeError(formatv("--ranks {0}, but this MPI job has {1} "
+                                  "ranks",
+                                  (int)numRanksOpt, worldSize)));
+  if (worldSize != plan.numRanks)
+    agreeOrExit(makeError(formatv("{0} needs num_ranks = {1}, but this MPI "
+                                  "job has {2} ranks (mpirun -np {1})",
+                                  plan.path, plan.numRanks, worldSize)));
+  agreeOrExit(backendError());
+  auto stOrErr = setupRank(plan, rank, /*forRun=*/true);
+  if (!stOrErr)
+    agreeOrExit(stOrErr.takeError());
+  agreeOrExit(Error::success());
+  RankState &st = **stOrErr;
+
+  OptimizerInfo opt = plan.optimizer;
+  if (lrOpt.getNumOccurrences())
+    opt.lr = lrOpt;
+
+  const bool json = reportFormat == ReportFormat::Json;
+  std::vector<StepResult> results;
+  std::vector<double> bubbleTotal(worldSize, 0.0);
+  std::vector<int64_t> bubbleSteps(worldSize, 0);
+  std::vector<StepSample> samples(rank == 0 ? worldSize : 0);
+  bool haveTrace = false;
+
+  for (int64_t step = 0; step < steps; ++step) {
+    fillInputs(st, step);
+    for (auto &[index, g] : st.grads)
+      g.zero();
+    st.loss.zero();
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    zbrt::traceBeginStep();
+    double t0 = nowMs();
+    st.entry(st.argv.data());
+    zbrt_step_end();
+    if (!reportGradients)
+      applyOptimizer(st, opt, step);
+    double t1 = nowMs();
+
+    zbrt::BubbleStats bubble = zbrt::computeBubble(zbrt::traceEvents(), rank);
+    StepSample mine{st.hasLoss ? (double)st.loss.data()[0] : 0.0,
+                    st.hasLoss ? 1.0 : 0.0, t1 - t0, bubble.bubbleRate,
+                    (double)bubble.numActions};
+    static_assert(sizeof(StepSample) == 5 * sizeof(double), "packed");
+    MPI_Gather(&mine, 5, MPI_DOUBLE, samples.data(), 5, MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
+
+    const bool lastStep = step + 1 == steps;
+    if (lastStep && !traceFile.empty()) {
+      std::vector<zbrt::TraceEvent> all =
+          zbrt::gatherTrace(zbrt::traceEvents(), 0);
+      if (rank == 0) {
+        std::string err;
+        if (!zbrt::writeChromeTraceFile(traceFile, all, worldSize, step + 1,
+                                        &err))
+          zbrt_fatal(("--trace: " + err).c_str());
+        haveTrace = true;
+      }
+    }
+
+    if (rank != 0)
+      continue;
+    StepResult res{step + 1, 0.0, 0.0};
+    for (const StepSample &s : samples) {
+      if (s.hasLoss != 0)
+        res.loss = s.loss / (double)plan.numMicrobatches;
+      res.timeMs = std::max(res.timeMs, s.timeMs);
+    }
+    results.push_back(res);
+    // Realized bubble: mean over steps, excluding step 1 (warm-up of caches
+    // and MPI connections) when there is more than one step.
+    if (steps == 1 || step > 0)
+      for (int32_t r = 0; r < worldSize; ++r)
+        if (samples[r].numActions > 0) {
+          bubbleTotal[r] += samples[r].bubble;
+          ++bubbleSteps[r];
+        }
+    if (!json && !reportGradients &&
+        (step == 0 || lastStep || (step + 1) % printEvery == 0)) {
+      std::printf("step %3lld  loss %.6f  time %.2f ms\n",
+                  (long long)(step + 1), res.loss, res.timeMs);
+      std::fflush(stdout);
+    }
+  }
+
+  // Gradient report: L2 norm of grad / num_microbatches per parameter.
+  if (reportGradients) {
+    std::vector<double> sq(plan.params.size(), 0.0), total(plan.params.size());
+    const double scale = 1.0 / (double)plan.numMicrobatches;
+    for (auto &[index, g] : st.grads) {
+      double s = 0;
+      for (int64_t i = 0; i < g.size(); ++i) {
+        double v = (double)g.data()[i] * scale;
+        s += v * v;
+      }
+      sq[index] = s;
+    }
+    MPI_Reduce(sq.data(), total.data(), (int)sq.size(), MPI_DOUBLE, MPI_SUM, 0,
+               MPI_COMM_WORLD);
+    if (rank == 0) {
+      for (double &t : total)
+        t = std::sqrt(t);
+      printGradientReport(results.back().loss, plan, total);
+    }
+    zbrt_finalize();
+    return 0;
+  }
+
+  if (rank == 0) {
+    double meanMs = 0;
+    int64_t counted = 0;
+    for (const StepResult &r : results)
+      if (results.size() == 1 || r.step > 1) {
+        meanMs += r.timeMs;
+        ++counted;
+      }
+    meanMs /= std::max<int64_t>(counted, 1);
+    std::string stepsRange =
+        results.size() == 1 ? "step 1" : formatv("steps 2-{0}", steps).str();
+
+    if (json) {
+      json::OStream j(outs(), 2);
+      j.object([&] {
+        j.attribute("plan", plan.path);
+        j.attribute("schedule", plan.schedule);
+        j.attribute("num_ranks", plan.numRanks);
+        j.attribute("num_stages", plan.numStages);
+        j.attribute("num_microbatches", plan.numMicrobatches);
+        j.attributeArray("steps", [&] {
+          for (const StepResult &r : results)
+            j.object([&] {
+              j.attribute("step", r.step);
+              j.attribute("loss", r.loss);
+              j.attribute("time_ms", r.timeMs);
+            });
+        });
+        j.attributeObject("predicted", [&] {
+          for (const PredictedInfo &p : plan.predicted)
+            j.attributeObject(p.schedule, [&] {
+              j.attribute("bubble_rate", p.bubbleRate);
+              if (p.makespanMs >= 0)
+                j.attribute("makespan_ms", p.makespanMs);
+            });
+        });
+        j.attribute("mean_step_time_ms", meanMs);
+        j.attributeArray("realized_bubble_rate", [&] {
+          for (int32_t r = 0; r < worldSize; ++r)
+            if (bubbleSteps[r])
+              j.value(bubbleTotal[r] / bubbleSteps[r]);
+            else
+              j.value(nullptr);
+        });
+        if (haveTrace)
+          j.attribute("trace", traceFile);
+      });
+      outs() << "\n";
+      outs().flush();
+    } else {
+      std::printf("schedule %s: %d rank%s, %d stage%s, %lld microbatches of "
+                  "%lld\n",
+                  plan.schedule.empty() ? "?" : plan.schedule.c_str(),
+                  plan.numRanks, plan.numRanks == 1 ? "" : "s",
+                  plan.numStages, plan.numStages == 1 ? "" : "s",
+                  (long long)plan.numMicrobatches,
+                  (long long)plan.microbatchSize);
+      size_t width = 0;
+      for (const PredictedInfo &p : plan.predicted)
+        width = std::max(width, p.schedule.size());
+      for (const PredictedInfo &p : plan.predicted) {
+        std::printf("predicted bubble rate  %-*s  %.4f", (int)width,
+                    p.schedule.c_str(), p.bubbleRate);
+        if (p.makespanMs >= 0)
+          std::printf("  (makespan %.3f ms)", p.makespanMs);
+        std::printf("%s\n",
+                    p.schedule == plan.schedule ? "  <- this plan" : "");
+      }
+      std::printf("realized mean step time %.2f ms (%s)\n", meanMs,
+                  stepsRange.c_str());
+      for (int32_t r = 0; r < worldSize; ++r)
+        if (bubbleSteps[r])
+          std::printf("realized bubble rate  rank %d  %.4f (mean over %s)\n",
+                      r, bubbleTotal[r] / bubbleSteps[r], stepsRange.c_str());
+      if (haveTrace)
+        std::printf("trace of step %lld written to %s\n", (long long)steps,
+                    traceFile.c_str());
+      std::fflush(stdout);
+    }
+  }
+  zbrt_finalize();
+  return 0;
+}
