@@ -1,0 +1,79 @@
+//===- Formats.h - Reading and writing schedules -----------------*- C++ -*-===//
+//
+// Text, JSON (read and write), PyTorch torch.distributed.pipelining CSV
+// (read and write), Chrome/Perfetto trace JSON and SVG Gantt charts.
+//
+// JSON schema ("zb-schedule", version 1), written by writeJSON and read back
+// by readJSON:
+//   {
+//     "format": "zb-schedule", "version": 1, "name": "zb-h1",
+//     "problem": {"stages": p, "microbatches": m, "virtual_stages": V,
+//                 "cost_f": [ms...], "cost_b": [...], "cost_w": [...],
+//                 "cost_comm": [...], "mem_b": [...], "mem_w": [...],
+//                 "memory_limit": number (0 = unlimited)},
+//     "stage_to_rank": [rank of global stage 0, 1, ...],
+//     "cost_convention": "makespan" | "stage_span",
+//     "fused_backward": bool,
+//     "cost": ms (the paper's cost for this schedule), "makespan": ms,
+//     "stage_span": ms, "ideal_time": ms,
+//     "bubble_rate": (cost - ideal_time) / cost,
+//     "peak_memory": [per rank, unit of mem_b],
+//     "ranks": [{"rank": r, "peak_memory": x,
+//                "actions": [{"kind": "F"|"B"|"W", "stage": s,
+//                             "microbatch": i, "start": ms, "end": ms}, ...]}]
+//   }
+// Only "problem", "stage_to_rank", "cost_convention", "fused_backward" and the
+// kind/stage/microbatch of the actions are read back; times and statistics are
+// recomputed by simulate().
+//
+// CSV: one row per rank, one action per cell, "<stage><type><microbatch>"
+// with type F (forward), I (backward input = B), W (backward weight) or B
+// (full backward = fused B and W), as torch.distributed.pipelining writes
+// them with _dump_csv(format="compute_only").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZB_SCHEDULE_FORMATS_H
+#define ZB_SCHEDULE_FORMATS_H
+
+#include "zb/Schedule/Schedule.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace zb::sched {
+
+/// Human-readable text: statistics, then one line per rank with its actions
+/// ("F3" = forward of microbatch 3; "F3.5" = chunk stage 5 for V > 1).
+void writeText(llvm::raw_ostream &os, const Problem &problem,
+               const Schedule &schedule, const SimResult &sim);
+
+/// The JSON document described above.
+llvm::json::Value toJSON(const Problem &problem, const Schedule &schedule,
+                         const SimResult &sim);
+void writeJSON(llvm::raw_ostream &os, const Problem &problem,
+               const Schedule &schedule, const SimResult &sim);
+/// Parses a JSON document of the schema above. Does not verify the schedule.
+llvm::Error readJSON(llvm::StringRef text, Problem &problem,
+                     Schedule &schedule);
+
+/// torch.distributed.pipelining compute-only CSV.
+void writeCSV(llvm::raw_ostream &os, const Schedule &schedule);
+/// Parses CSV rows into a schedule for \p numRanks ranks (0 = one per row).
+/// Stages are mapped to the rank whose row holds them; a full backward "B"
+/// makes the schedule fusedBackward. Returns an error naming the bad cell.
+llvm::Expected<Schedule> readCSV(llvm::StringRef text, int numRanks = 0);
+
+/// Chrome / Perfetto trace event JSON (one thread per rank, times in us).
+void writeTrace(llvm::raw_ostream &os, const Schedule &schedule,
+                const SimResult &sim);
+
+/// SVG Gantt chart in the style of the paper's figures: one row per rank,
+/// F/B/W in distinct colours, the microbatch number in each box, idle time
+/// left blank on a grey background.
+void writeSVG(llvm::raw_ostream &os, const Problem &problem,
+              const Schedule &schedule, const SimResult &sim);
+
+} // namespace zb::sched
+
+#endif // ZB_SCHEDULE_FORMATS_H

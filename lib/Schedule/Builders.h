@@ -1,0 +1,38 @@
+//===- Builders.h - Internal schedule builders -------------------*- C++ -*-===//
+//
+// Internal to lib/Schedule: one builder per schedule family. buildSchedule()
+// validates the problem before calling them and verifies what they return.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZB_LIB_SCHEDULE_BUILDERS_H
+#define ZB_LIB_SCHEDULE_BUILDERS_H
+
+#include "zb/Schedule/Schedule.h"
+
+namespace zb::sched::detail {
+
+/// Peak memory per rank of the most frugal schedule (one microbatch in flight,
+/// W right after B); the maximum over ranks is returned, its rank in
+/// \p worstRank.
+double minimumMemory(const Problem &problem, llvm::ArrayRef<int> stageToRank,
+                     int *worstRank);
+
+llvm::Expected<Schedule> buildGPipe(const Problem &problem);
+llvm::Expected<Schedule> build1F1B(const Problem &problem);
+llvm::Expected<Schedule> buildInterleaved1F1B(const Problem &problem);
+llvm::Expected<Schedule> buildZBH1(const Problem &problem);
+llvm::Expected<Schedule> buildZBH2(const Problem &problem);
+llvm::Expected<Schedule> buildHeuristic(const Problem &problem,
+                                        llvm::StringRef name,
+                                        const BuildOptions &options);
+llvm::Expected<Schedule> buildIlp(const Problem &problem,
+                                  const BuildOptions &options,
+                                  IlpReport *report);
+llvm::Expected<Schedule> buildVShape(const Problem &problem,
+                                     llvm::StringRef name,
+                                     const BuildOptions &options);
+
+} // namespace zb::sched::detail
+
+#endif // ZB_LIB_SCHEDULE_BUILDERS_H

@@ -1,0 +1,476 @@
+//===- Formats.cpp - Text, JSON, CSV, trace and SVG -----------------------===//
+
+#include "zb/Schedule/Formats.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace zb::sched;
+namespace json = llvm::json;
+
+static std::string actionLabel(const Action &a, int numRanks, bool chunks) {
+  std::string s = (kindName(a.kind) + llvm::Twine(a.microbatch)).str();
+  if (chunks)
+    s += "." + std::to_string(a.stage);
+  (void)numRanks;
+  return s;
+}
+
+/// Integers without decimals, other values with 6 significant digits.
+static std::string num(double v) {
+  if (std::fabs(v) < 1e15 && v == std::floor(v))
+    return llvm::formatv("{0}", static_cast<long long>(v)).str();
+  return llvm::formatv("{0}", llvm::format("%.6g", v)).str();
+}
+
+//===----------------------------------------------------------------------===//
+// Text
+//===----------------------------------------------------------------------===//
+
+void zb::sched::writeText(llvm::raw_ostream &os, const Problem &problem,
+                          const Schedule &schedule, const SimResult &sim) {
+  os << "schedule " << schedule.name << ": p=" << problem.numRanks
+     << " m=" << problem.numMicrobatches;
+  if (problem.numChunks > 1)
+    os << " V=" << problem.numChunks;
+  os << "\n";
+  os << llvm::formatv("  bubble rate {0:F4} (cost {1} = {2}, ideal {3})\n",
+                      sim.bubbleRate, num(sim.cost),
+                      schedule.costConvention == CostConvention::Makespan
+                          ? "makespan"
+                          : "max stage span",
+                      num(sim.idealTime));
+  os << llvm::formatv("  makespan {0}, max stage span {1}\n",
+                      num(sim.makespan), num(sim.stageSpan));
+  os << "  peak memory per rank:";
+  for (double m : sim.peakMemory)
+    os << " " << num(m);
+  os << "\n";
+  bool chunks = problem.numChunks > 1;
+  for (size_t r = 0; r < schedule.perRank.size(); ++r) {
+    os << llvm::formatv("  rank {0,-3}:", r);
+    for (const Action &a : schedule.perRank[r])
+      os << " " << actionLabel(a, problem.numRanks, chunks);
+    os << "\n";
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// JSON
+//===----------------------------------------------------------------------===//
+
+static json::Array toArray(const std::vector<double> &v) {
+  json::Array a;
+  for (double x : v)
+    a.push_back(x);
+  return a;
+}
+
+json::Value zb::sched::toJSON(const Problem &problem, const Schedule &schedule,
+                              const SimResult &sim) {
+  json::Object prob{{"stages", problem.numRanks},
+                    {"microbatches", problem.numMicrobatches},
+                    {"virtual_stages", problem.numChunks},
+                    {"cost_f", toArray(problem.costF)},
+                    {"cost_b", toArray(problem.costB)},
+                    {"cost_w", toArray(problem.costW)},
+                    {"cost_comm", toArray(problem.costComm)},
+                    {"mem_b", toArray(problem.memB)},
+                    {"mem_w", toArray(problem.memW)},
+                    {"memory_limit", problem.memoryLimit}};
+  json::Array stageToRank;
+  for (int r : schedule.stageToRank)
+    stageToRank.push_back(r);
+  json::Array ranks;
+  for (size_t r = 0; r < schedule.perRank.size(); ++r) {
+    json::Array actions;
+    const auto *timed =
+        r < sim.timeline.size() ? &sim.timeline[r] : nullptr;
+    for (size_t k = 0; k < schedule.perRank[r].size(); ++k) {
+      const Action &a = schedule.perRank[r][k];
+      json::Object o{{"kind", kindName(a.kind)},
+                     {"stage", a.stage},
+                     {"microbatch", a.microbatch}};
+      if (timed && k < timed->size()) {
+        o["start"] = (*timed)[k].start;
+        o["end"] = (*timed)[k].end;
+      }
+      actions.push_back(std::move(o));
+    }
+    json::Object rank{{"rank", static_cast<int64_t>(r)},
+                      {"actions", std::move(actions)}};
+    if (r < sim.peakMemory.size())
+      rank["peak_memory"] = sim.peakMemory[r];
+    ranks.push_back(std::move(rank));
+  }
+  return json::Object{
+      {"format", "zb-schedule"},
+      {"version", 1},
+      {"name", schedule.name},
+      {"problem", std::move(prob)},
+      {"stage_to_rank", std::move(stageToRank)},
+      {"cost_convention", schedule.costConvention == CostConvention::Makespan
+                              ? "makespan"
+                              : "stage_span"},
+      {"fused_backward", schedule.fusedBackward},
+      {"cost", sim.cost},
+      {"makespan", sim.makespan},
+      {"stage_span", sim.stageSpan},
+      {"ideal_time", sim.idealTime},
+      {"bubble_rate", sim.bubbleRate},
+      {"peak_memory", toArray(sim.peakMemory)},
+      {"ranks", std::move(ranks)}};
+}
+
+void zb::sched::writeJSON(llvm::raw_ostream &os, const Problem &problem,
+                          const Schedule &schedule, const SimResult &sim) {
+  os << llvm::formatv("{0:2}", toJSON(problem, schedule, sim)) << "\n";
+}
+
+static llvm::Error readNumbers(const json::Object &o, llvm::StringRef key,
+                               std::vector<double> &out) {
+  out.clear();
+  const json::Value *v = o.get(key);
+  if (!v)
+    return llvm::Error::success();
+  const json::Array *a = v->getAsArray();
+  if (!a)
+    return llvm::createStringError("problem." + key.str() +
+                                   " must be an array of numbers");
+  for (const json::Value &x : *a) {
+    std::optional<double> d = x.getAsNumber();
+    if (!d)
+      return llvm::createStringError("problem." + key.str() +
+                                     " must be an array of numbers");
+    out.push_back(*d);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error zb::sched::readJSON(llvm::StringRef text, Problem &problem,
+                                Schedule &schedule) {
+  llvm::Expected<json::Value> parsed = json::parse(text);
+  if (!parsed)
+    return parsed.takeError();
+  const json::Object *root = parsed->getAsObject();
+  if (!root)
+    return llvm::createStringError("schedule JSON: expected an object");
+  const json::Object *prob = root->getObject("problem");
+  if (!prob)
+    return llvm::createStringError("schedule JSON: missing \"problem\"");
+  auto getInt = [&](const json::Object &o, llvm::StringRef key,
+                    int &out) -> llvm::Error {
+    std::optional<int64_t> v = o.getInteger(key);
+    if (!v)
+      return llvm::createStringError("schedule JSON: missing integer \"" +
+                                     key.str() + "\"");
+    out = static_cast<int>(*v);
+    return llvm::Error::success();
+  };
+  problem = Problem();
+  if (llvm::Error e = getInt(*prob, "stages", problem.numRanks))
+    return e;
+  if (llvm::Error e = getInt(*prob, "microbatches", problem.numMicrobatches))
+    return e;
+  if (prob->get("virtual_stages"))
+    if (llvm::Error e = getInt(*prob, "virtual_stages", problem.numChunks))
+      return e;
+  for (auto [key, vec] :
+       {std::pair<const char *, std::vector<double> *>{"cost_f",
+                                                       &problem.costF},
+        {"cost_b", &problem.costB},
+        {"cost_w", &problem.costW},
+        {"cost_comm", &problem.costComm},
+        {"mem_b", &problem.memB},
+        {"mem_w", &problem.memW}})
+    if (llvm::Error e = readNumbers(*prob, key, *vec))
+      return e;
+  if (std::optional<double> l = prob->getNumber("memory_limit"))
+    problem.memoryLimit = *l;
+
+  schedule = Schedule();
+  if (std::optional<llvm::StringRef> n = root->getString("name"))
+    schedule.name = n->str();
+  if (const json::Array *map = root->getArray("stage_to_rank")) {
+    for (const json::Value &x : *map) {
+      std::optional<int64_t> r = x.getAsInteger();
+      if (!r)
+        return llvm::createStringError(
+            "schedule JSON: stage_to_rank must hold integers");
+      schedule.stageToRank.push_back(static_cast<int>(*r));
+    }
+  } else {
+    schedule.stageToRank =
+        interleavedStageToRank(problem.numRanks, problem.numChunks);
+  }
+  if (std::optional<llvm::StringRef> c = root->getString("cost_convention"))
+    schedule.costConvention = *c == "makespan" ? CostConvention::Makespan
+                                               : CostConvention::StageSpan;
+  if (std::optional<bool> f = root->getBoolean("fused_backward"))
+    schedule.fusedBackward = *f;
+  const json::Array *ranks = root->getArray("ranks");
+  if (!ranks)
+    return llvm::createStringError("schedule JSON: missing \"ranks\"");
+  for (const json::Value &rv : *ranks) {
+    const json::Object *ro = rv.getAsObject();
+    const json::Array *actions = ro ? ro->getArray("actions") : nullptr;
+    if (!actions)
+      return llvm::createStringError(
+          "schedule JSON: every rank needs an \"actions\" array");
+    auto &list = schedule.perRank.emplace_back();
+    for (const json::Value &av : *actions) {
+      const json::Object *ao = av.getAsObject();
+      if (!ao)
+        return llvm::createStringError(
+            "schedule JSON: an action must be an object");
+      std::optional<llvm::StringRef> kind = ao->getString("kind");
+      Action a{ActionKind::F, 0, 0};
+      if (!kind || (*kind != "F" && *kind != "B" && *kind != "W"))
+        return llvm::createStringError(
+            "schedule JSON: action kind must be \"F\", \"B\" or \"W\"");
+      a.kind = *kind == "F"   ? ActionKind::F
+               : *kind == "B" ? ActionKind::B
+                              : ActionKind::W;
+      if (llvm::Error e = getInt(*ao, "stage", a.stage))
+        return e;
+      if (llvm::Error e = getInt(*ao, "microbatch", a.microbatch))
+        return e;
+      list.push_back(a);
+    }
+  }
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// CSV (torch.distributed.pipelining)
+//===----------------------------------------------------------------------===//
+
+void zb::sched::writeCSV(llvm::raw_ostream &os, const Schedule &schedule) {
+  for (const auto &list : schedule.perRank) {
+    bool first = true;
+    for (const Action &a : list) {
+      char type = 'F';
+      switch (a.kind) {
+      case ActionKind::F:
+        type = 'F';
+        break;
+      case ActionKind::B:
+        type = schedule.fusedBackward ? 'B' : 'I';
+        break;
+      case ActionKind::W:
+        if (schedule.fusedBackward)
+          continue;
+        type = 'W';
+        break;
+      }
+      if (!first)
+        os << ",";
+      first = false;
+      os << a.stage << type << a.microbatch;
+    }
+    os << "\n";
+  }
+}
+
+llvm::Expected<Schedule> zb::sched::readCSV(llvm::StringRef text,
+                                            int numRanks) {
+  Schedule s;
+  s.name = "csv";
+  llvm::SmallVector<llvm::StringRef> lines;
+  text.split(lines, '\n');
+  while (!lines.empty() && lines.back().trim().empty())
+    lines.pop_back();
+  bool sawFull = false, sawSplit = false;
+  int maxStage = -1;
+  std::vector<int> stageRank;
+  for (size_t row = 0; row < lines.size(); ++row) {
+    auto &list = s.perRank.emplace_back();
+    llvm::SmallVector<llvm::StringRef> cells;
+    lines[row].trim().split(cells, ',');
+    for (llvm::StringRef cell : cells) {
+      cell = cell.trim();
+      if (cell.empty())
+        continue;
+      size_t pos = cell.find_first_not_of("0123456789");
+      unsigned stage, mb;
+      if (pos == 0 || pos == llvm::StringRef::npos ||
+          cell.substr(0, pos).getAsInteger(10, stage) ||
+          cell.substr(pos + 1).getAsInteger(10, mb))
+        return llvm::createStringError(
+            llvm::formatv("CSV row {0}: cannot parse action '{1}' (expected "
+                          "<stage><F|I|W|B><microbatch>, e.g. 0F3)",
+                          row, cell)
+                .str());
+      char type = cell[pos];
+      if (stage >= stageRank.size())
+        stageRank.resize(stage + 1, -1);
+      if (stageRank[stage] >= 0 && stageRank[stage] != (int)row)
+        return llvm::createStringError(
+            llvm::formatv("CSV row {0}: stage {1} already appears on row {2}",
+                          row, stage, stageRank[stage])
+                .str());
+      stageRank[stage] = row;
+      maxStage = std::max<int>(maxStage, stage);
+      switch (type) {
+      case 'F':
+        list.push_back({ActionKind::F, (int)stage, (int)mb});
+        break;
+      case 'I':
+        sawSplit = true;
+        list.push_back({ActionKind::B, (int)stage, (int)mb});
+        break;
+      case 'W':
+        sawSplit = true;
+        list.push_back({ActionKind::W, (int)stage, (int)mb});
+        break;
+      case 'B':
+        sawFull = true;
+        list.push_back({ActionKind::B, (int)stage, (int)mb});
+        list.push_back({ActionKind::W, (int)stage, (int)mb});
+        break;
+      default:
+        return llvm::createStringError(
+            llvm::formatv("CSV row {0}: action '{1}' has type '{2}'; only "
+                          "compute actions F, I, W and B are supported",
+                          row, cell, type)
+                .str());
+      }
+    }
+  }
+  if (sawFull && sawSplit)
+    return llvm::createStringError(
+        "CSV mixes full backward (B) with split backward (I/W) actions");
+  s.fusedBackward = sawFull;
+  if (numRanks > 0)
+    s.perRank.resize(std::max<size_t>(numRanks, s.perRank.size()));
+  for (int st = 0; st <= maxStage; ++st) {
+    if (stageRank[st] < 0)
+      return llvm::createStringError(
+          llvm::formatv("CSV: stage {0} never appears", st).str());
+    s.stageToRank.push_back(stageRank[st]);
+  }
+  s.costConvention = CostConvention::StageSpan;
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Chrome trace
+//===----------------------------------------------------------------------===//
+
+void zb::sched::writeTrace(llvm::raw_ostream &os, const Schedule &schedule,
+                           const SimResult &sim) {
+  json::Array events;
+  for (size_t r = 0; r < sim.timeline.size(); ++r) {
+    events.push_back(json::Object{
+        {"name", "thread_name"},
+        {"ph", "M"},
+        {"pid", 0},
+        {"tid", static_cast<int64_t>(r)},
+        {"args", json::Object{{"name", llvm::formatv("rank {0}", r).str()}}}});
+    for (const TimedAction &t : sim.timeline[r]) {
+      const Action &a = t.action;
+      events.push_back(json::Object{
+          {"name", (kindName(a.kind) + llvm::Twine(a.microbatch)).str()},
+          {"cat", kindName(a.kind)},
+          {"ph", "X"},
+          {"pid", 0},
+          {"tid", static_cast<int64_t>(r)},
+          {"ts", t.start * 1000.0},
+          {"dur", (t.end - t.start) * 1000.0},
+          {"args", json::Object{{"stage", a.stage},
+                                {"microbatch", a.microbatch}}}});
+    }
+  }
+  json::Object root{{"traceEvents", std::move(events)},
+                    {"displayTimeUnit", "ms"},
+                    {"otherData", json::Object{{"schedule", schedule.name},
+                                               {"bubble_rate", sim.bubbleRate},
+                                               {"cost_ms", sim.cost}}}};
+  os << llvm::formatv("{0}", json::Value(std::move(root))) << "\n";
+}
+
+//===----------------------------------------------------------------------===//
+// SVG
+//===----------------------------------------------------------------------===//
+
+void zb::sched::writeSVG(llvm::raw_ostream &os, const Problem &problem,
+                         const Schedule &schedule, const SimResult &sim) {
+  const double width = 1400, rowH = 24, left = 70, top = 40, legendH = 30;
+  int p = sim.timeline.size();
+  double span = std::max(sim.makespan, 1e-9);
+  double scale = (width - left - 10) / span;
+  double height = top + p * rowH + legendH + 10;
+  // Colours in the spirit of the paper's figures: F blue, B teal, W green.
+  auto fill = [&](const Action &a) -> const char * {
+    bool second = problem.numChunks > 1 &&
+                  a.stage >= problem.numRanks; // later chunks darker
+    switch (a.kind) {
+    case ActionKind::F:
+      return second ? "#5b8fd6" : "#9ec5f4";
+    case ActionKind::B:
+      return second ? "#3aa8a0" : "#8fe0d9";
+    case ActionKind::W:
+      return second ? "#4f9a45" : "#a6dc9c";
+    }
+    return "#ccc";
+  };
+  os << llvm::formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" "
+                      "width=\"{0}\" height=\"{1}\" font-family=\"sans-serif\" "
+                      "font-size=\"10\">\n",
+                      width, height);
+  os << llvm::formatv("<text x=\"{0}\" y=\"20\" font-size=\"13\">{1}: p={2} "
+                      "m={3}{4}, bubble rate {5:F4}, cost {6:F3}, peak "
+                      "memory {7}</text>\n",
+                      left, schedule.name, problem.numRanks,
+                      problem.numMicrobatches,
+                      problem.numChunks > 1
+                          ? llvm::formatv(" V={0}", problem.numChunks).str()
+                          : "",
+                      sim.bubbleRate, sim.cost,
+                      sim.peakMemory.empty()
+                          ? 0.0
+                          : *std::max_element(sim.peakMemory.begin(),
+                                              sim.peakMemory.end()));
+  for (int r = 0; r < p; ++r) {
+    double y = top + r * rowH;
+    os << llvm::formatv("<text x=\"5\" y=\"{0}\">rank {1}</text>\n",
+                        y + rowH * 0.65, r);
+    // Idle time: the grey background shows through.
+    os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" "
+                        "height=\"{3}\" fill=\"#e6e6e6\"/>\n",
+                        left, y + 1, span * scale, rowH - 2);
+    for (const TimedAction &t : sim.timeline[r]) {
+      double x = left + t.start * scale, w = (t.end - t.start) * scale;
+      os << llvm::formatv("<rect x=\"{0:F2}\" y=\"{1}\" width=\"{2:F2}\" "
+                          "height=\"{3}\" fill=\"{4}\" stroke=\"#333\" "
+                          "stroke-width=\"0.5\"><title>{5}{6} stage {7} "
+                          "[{8:F3}, {9:F3}]</title></rect>\n",
+                          x, y + 1, w, rowH - 2, fill(t.action),
+                          kindName(t.action.kind), t.action.microbatch,
+                          t.action.stage, t.start, t.end);
+      if (w >= 7)
+        os << llvm::formatv("<text x=\"{0:F2}\" y=\"{1}\" "
+                            "text-anchor=\"middle\">{2}</text>\n",
+                            x + w / 2, y + rowH * 0.65, t.action.microbatch);
+    }
+  }
+  double ly = top + p * rowH + 12;
+  const char *names[] = {"F (forward)", "B (input gradient)",
+                         "W (weight gradient)", "idle"};
+  const char *colours[] = {"#9ec5f4", "#8fe0d9", "#a6dc9c", "#e6e6e6"};
+  for (int k = 0; k < 4; ++k) {
+    double x = left + k * 170;
+    os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"14\" "
+                        "height=\"12\" fill=\"{2}\" stroke=\"#333\" "
+                        "stroke-width=\"0.5\"/><text x=\"{3}\" y=\"{4}\">{5}"
+                        "</text>\n",
+                        x, ly, colours[k], x + 18, ly + 10, names[k]);
+  }
+  os << "</svg>\n";
+}

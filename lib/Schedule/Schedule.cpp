@@ -1,0 +1,630 @@
+//===- Schedule.cpp - Problem, simulator, verifier, dispatch -------------===//
+//
+// The simulator and the verifier that every schedule goes through, and the
+// name -> builder dispatch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zb/Schedule/Schedule.h"
+#include "Builders.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+using namespace zb::sched;
+
+llvm::StringRef zb::sched::kindName(ActionKind kind) {
+  switch (kind) {
+  case ActionKind::F:
+    return "F";
+  case ActionKind::B:
+    return "B";
+  case ActionKind::W:
+    return "W";
+  }
+  return "?";
+}
+
+llvm::ArrayRef<llvm::StringRef> zb::sched::scheduleNames() {
+  static const llvm::StringRef names[] = {
+      "gpipe", "1f1b",   "1f1b-i", "zb-h1", "zb-h2",  "zb-auto",
+      "zb-1p", "zb-2p",  "ilp",    "zb-v",  "v-half", "v-min"};
+  return names;
+}
+
+std::vector<int> zb::sched::interleavedStageToRank(int numRanks,
+                                                   int numChunks) {
+  std::vector<int> map(numRanks * numChunks);
+  for (int s = 0, e = map.size(); s < e; ++s)
+    map[s] = s % numRanks;
+  return map;
+}
+
+std::vector<int> zb::sched::vShapeStageToRank(int numRanks) {
+  std::vector<int> map(2 * numRanks);
+  for (int s = 0; s < 2 * numRanks; ++s)
+    map[s] = s < numRanks ? s : 2 * numRanks - 1 - s;
+  return map;
+}
+
+//===----------------------------------------------------------------------===//
+// Problem
+//===----------------------------------------------------------------------===//
+
+static llvm::Error checkVector(llvm::StringRef field,
+                               const std::vector<double> &values,
+                               const Problem &problem, bool required) {
+  size_t p = problem.numRanks, s = problem.numStages();
+  if (values.empty()) {
+    if (required)
+      return llvm::createStringError(
+          llvm::formatv("{0} is required (one value, or p={1} values)", field,
+                        p)
+              .str());
+    return llvm::Error::success();
+  }
+  if (values.size() != 1 && values.size() != p && values.size() != s)
+    return llvm::createStringError(
+        llvm::formatv("{0} has {1} values; expected 1, p={2}{3}", field,
+                      values.size(), p,
+                      s != p ? llvm::formatv(" or p*V={0}", s).str() : "")
+            .str());
+  for (double v : values)
+    if (!(v >= 0) || !std::isfinite(v))
+      return llvm::createStringError(
+          llvm::formatv("{0} must be finite and >= 0, got {1}", field, v)
+              .str());
+  return llvm::Error::success();
+}
+
+llvm::Error zb::sched::validateProblem(const Problem &problem) {
+  if (problem.numRanks < 1)
+    return llvm::createStringError(
+        llvm::formatv("the number of stages (ranks) must be at least 1, got {0}",
+                      problem.numRanks)
+            .str());
+  if (problem.numMicrobatches < 1)
+    return llvm::createStringError(
+        llvm::formatv("the number of microbatches must be at least 1, got {0}",
+                      problem.numMicrobatches)
+            .str());
+  if (problem.numChunks < 1)
+    return llvm::createStringError(
+        llvm::formatv("the number of virtual stages (chunks) per rank must be "
+                      "at least 1, got {0}",
+                      problem.numChunks)
+            .str());
+  if (llvm::Error e = checkVector("cost-f", problem.costF, problem, true))
+    return e;
+  if (llvm::Error e = checkVector("cost-b", problem.costB, problem, true))
+    return e;
+  if (llvm::Error e = checkVector("cost-w", problem.costW, problem, false))
+    return e;
+  if (llvm::Error e = checkVector("cost-comm", problem.costComm, problem, false))
+    return e;
+  if (llvm::Error e = checkVector("mem-b", problem.memB, problem, false))
+    return e;
+  if (llvm::Error e = checkVector("mem-w", problem.memW, problem, false))
+    return e;
+  if (!(problem.memoryLimit >= 0) || !std::isfinite(problem.memoryLimit))
+    return llvm::createStringError(
+        llvm::formatv("memory-limit must be finite and >= 0 (0 = unlimited), "
+                      "got {0}",
+                      problem.memoryLimit)
+            .str());
+  return llvm::Error::success();
+}
+
+static std::vector<double> resolve(const std::vector<double> &values,
+                                   const Problem &problem,
+                                   llvm::ArrayRef<int> stageToRank,
+                                   bool divideByChunks) {
+  size_t s = stageToRank.size();
+  std::vector<double> out(s, 0.0);
+  if (values.empty())
+    return out;
+  for (size_t i = 0; i < s; ++i) {
+    if (values.size() == s && (s != (size_t)problem.numRanks || s == 1)) {
+      out[i] = values[i];
+      continue;
+    }
+    double v = values.size() == 1 ? values[0] : values[stageToRank[i]];
+    out[i] = divideByChunks ? v / problem.numChunks : v;
+  }
+  return out;
+}
+
+StageCosts zb::sched::resolveStageCosts(const Problem &problem,
+                                        llvm::ArrayRef<int> stageToRank) {
+  StageCosts c;
+  c.f = resolve(problem.costF, problem, stageToRank, true);
+  c.b = resolve(problem.costB, problem, stageToRank, true);
+  c.w = resolve(problem.costW, problem, stageToRank, true);
+  c.comm = resolve(problem.costComm, problem, stageToRank, false);
+  c.memB = resolve(problem.memB, problem, stageToRank, true);
+  c.memW = resolve(problem.memW, problem, stageToRank, true);
+  return c;
+}
+
+//===----------------------------------------------------------------------===//
+// Simulator
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Dense index of (kind, stage, microbatch).
+struct ActionIndex {
+  int numStages, numMicrobatches;
+  int operator()(ActionKind k, int s, int i) const {
+    return (static_cast<int>(k) * numStages + s) * numMicrobatches + i;
+  }
+  int size() const { return 3 * numStages * numMicrobatches; }
+};
+
+struct Dep {
+  ActionKind kind;
+  int stage, microbatch;
+  /// Latency added to the dependency's end time.
+  double latency;
+};
+} // namespace
+
+/// Dependencies of \p a. Returns the number written to \p deps (at most 2).
+static int dependencies(const Action &a, const Schedule &schedule,
+                        const StageCosts &costs, int numRanks,
+                        const SimOptions &options, Dep deps[2]) {
+  int numStages = schedule.stageToRank.size();
+  int n = 0;
+  int rank = schedule.stageToRank[a.stage];
+  switch (a.kind) {
+  case ActionKind::F:
+    if (a.stage > 0) {
+      bool skip = options.paperInterleavedQuirk && a.stage % numRanks == 0 &&
+                  a.microbatch % numRanks != 0;
+      if (!skip) {
+        int src = a.stage - 1;
+        double lat = schedule.stageToRank[src] != rank ? costs.comm[src] : 0;
+        deps[n++] = {ActionKind::F, src, a.microbatch, lat};
+      }
+    }
+    break;
+  case ActionKind::B:
+    deps[n++] = {ActionKind::F, a.stage, a.microbatch, 0};
+    if (a.stage + 1 < numStages) {
+      int src = a.stage + 1;
+      bool skip = options.paperInterleavedQuirk && src % numRanks == 0 &&
+                  a.microbatch % numRanks != 0;
+      if (!skip) {
+        double lat = schedule.stageToRank[src] != rank ? costs.comm[src] : 0;
+        deps[n++] = {schedule.fusedBackward ? ActionKind::W : ActionKind::B,
+                     src, a.microbatch, lat};
+      }
+    }
+    break;
+  case ActionKind::W:
+    deps[n++] = {ActionKind::B, a.stage, a.microbatch, 0};
+    break;
+  }
+  return n;
+}
+
+static double actionCost(const StageCosts &c, const Action &a) {
+  switch (a.kind) {
+  case ActionKind::F:
+    return c.f[a.stage];
+  case ActionKind::B:
+    return c.b[a.stage];
+  case ActionKind::W:
+    return c.w[a.stage];
+  }
+  return 0;
+}
+
+static double memDelta(const StageCosts &c, const Action &a) {
+  switch (a.kind) {
+  case ActionKind::F:
+    return c.memB[a.stage];
+  case ActionKind::B:
+    return c.memW[a.stage] - c.memB[a.stage];
+  case ActionKind::W:
+    return -c.memW[a.stage];
+  }
+  return 0;
+}
+
+namespace {
+/// Shared core of simulate() and the verifier's deadlock check. Assumes the
+/// schedule is structurally valid (ranks, stage ranges, no duplicates).
+struct SimCore {
+  std::vector<double> end;
+  std::vector<char> done;
+  std::vector<size_t> next; // per rank: index of the first unsimulated action
+  std::vector<double> free, first;
+  bool complete = true;
+};
+} // namespace
+
+static SimCore runSimulation(const Problem &problem, const Schedule &schedule,
+                             const StageCosts &costs,
+                             const SimOptions &options) {
+  int p = schedule.perRank.size();
+  ActionIndex idx{static_cast<int>(schedule.stageToRank.size()),
+                  problem.numMicrobatches};
+  SimCore core;
+  core.end.assign(idx.size(), 0.0);
+  core.done.assign(idx.size(), 0);
+  core.next.assign(p, 0);
+  core.free.assign(p, 0.0);
+  core.first.assign(p, -1.0);
+  size_t total = 0, finished = 0;
+  for (const auto &list : schedule.perRank)
+    total += list.size();
+  while (finished < total) {
+    bool progress = false;
+    for (int r = 0; r < p; ++r) {
+      const auto &list = schedule.perRank[r];
+      while (core.next[r] < list.size()) {
+        const Action &a = list[core.next[r]];
+        Dep deps[2];
+        int n = dependencies(a, schedule, costs, problem.numRanks, options,
+                             deps);
+        double start = core.free[r];
+        bool ready = true;
+        for (int d = 0; d < n; ++d) {
+          int j = idx(deps[d].kind, deps[d].stage, deps[d].microbatch);
+          if (!core.done[j]) {
+            ready = false;
+            break;
+          }
+          start = std::max(start, core.end[j] + deps[d].latency);
+        }
+        if (!ready)
+          break;
+        int j = idx(a.kind, a.stage, a.microbatch);
+        core.end[j] = start + actionCost(costs, a);
+        core.done[j] = 1;
+        if (core.first[r] < 0)
+          core.first[r] = start;
+        core.free[r] = core.end[j];
+        ++core.next[r];
+        ++finished;
+        progress = true;
+      }
+    }
+    if (!progress) {
+      core.complete = false;
+      break;
+    }
+  }
+  return core;
+}
+
+SimResult zb::sched::simulate(const Problem &problem, const Schedule &schedule,
+                              const SimOptions &options) {
+  SimResult result;
+  int p = schedule.perRank.size();
+  StageCosts costs = resolveStageCosts(problem, schedule.stageToRank);
+  SimCore core = runSimulation(problem, schedule, costs, options);
+  ActionIndex idx{static_cast<int>(schedule.stageToRank.size()),
+                  problem.numMicrobatches};
+  result.complete = core.complete;
+  result.peakMemory.assign(p, 0.0);
+  result.timeline.resize(p);
+  for (int r = 0; r < p; ++r) {
+    double mem = 0, peak = 0, work = 0;
+    for (const Action &a : schedule.perRank[r]) {
+      mem += memDelta(costs, a);
+      peak = std::max(peak, mem);
+      double c = actionCost(costs, a);
+      work += c;
+      int j = idx(a.kind, a.stage, a.microbatch);
+      if (core.done[j])
+        result.timeline[r].push_back({a, r, core.end[j] - c, core.end[j]});
+    }
+    result.peakMemory[r] = peak;
+    result.idealTime = std::max(result.idealTime, work);
+    result.makespan = std::max(result.makespan, core.free[r]);
+    if (core.first[r] >= 0)
+      result.stageSpan =
+          std::max(result.stageSpan, core.free[r] - core.first[r]);
+  }
+  auto rate = [&](double cost) {
+    return cost > 0 ? (cost - result.idealTime) / cost : 0.0;
+  };
+  result.makespanBubbleRate = rate(result.makespan);
+  result.stageSpanBubbleRate = rate(result.stageSpan);
+  result.cost = schedule.costConvention == CostConvention::Makespan
+                    ? result.makespan
+                    : result.stageSpan;
+  result.bubbleRate = rate(result.cost);
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Verifier
+//===----------------------------------------------------------------------===//
+
+static std::string describe(const Action &a) {
+  return llvm::formatv("{0}(stage {1}, microbatch {2})", kindName(a.kind),
+                       a.stage, a.microbatch)
+      .str();
+}
+
+static bool exceeds(double value, double limit) {
+  return value > limit + 1e-9 * std::max(1.0, std::fabs(limit));
+}
+
+llvm::Error zb::sched::verify(const Problem &problem,
+                              const Schedule &schedule) {
+  if (llvm::Error e = validateProblem(problem))
+    return e;
+  int p = problem.numRanks, m = problem.numMicrobatches;
+  int numStages = problem.numStages();
+  if (static_cast<int>(schedule.perRank.size()) != p)
+    return llvm::createStringError(
+        llvm::formatv("schedule '{0}' has {1} ranks, the problem has p={2}",
+                      schedule.name, schedule.perRank.size(), p)
+            .str());
+  if (static_cast<int>(schedule.stageToRank.size()) != numStages)
+    return llvm::createStringError(
+        llvm::formatv("schedule '{0}' maps {1} stages to ranks, the problem "
+                      "has p*V={2} stages",
+                      schedule.name, schedule.stageToRank.size(), numStages)
+            .str());
+  for (int s = 0; s < numStages; ++s)
+    if (schedule.stageToRank[s] < 0 || schedule.stageToRank[s] >= p)
+      return llvm::createStringError(
+          llvm::formatv("stage {0} is mapped to rank {1}, outside 0..{2}", s,
+                        schedule.stageToRank[s], p - 1)
+              .str());
+
+  // Counts and placement.
+  ActionIndex idx{numStages, m};
+  std::vector<int> position(idx.size(), -1);
+  for (int r = 0; r < p; ++r) {
+    const auto &list = schedule.perRank[r];
+    for (int k = 0, e = list.size(); k < e; ++k) {
+      const Action &a = list[k];
+      if (a.stage < 0 || a.stage >= numStages || a.microbatch < 0 ||
+          a.microbatch >= m ||
+          (a.kind != ActionKind::F && a.kind != ActionKind::B &&
+           a.kind != ActionKind::W))
+        return llvm::createStringError(
+            llvm::formatv("rank {0} position {1}: {2} is out of range "
+                          "(stages 0..{3}, microbatches 0..{4})",
+                          r, k, describe(a), numStages - 1, m - 1)
+                .str());
+      if (schedule.stageToRank[a.stage] != r)
+        return llvm::createStringError(
+            llvm::formatv("rank {0} position {1}: {2} belongs to rank {3}", r,
+                          k, describe(a), schedule.stageToRank[a.stage])
+                .str());
+      int j = idx(a.kind, a.stage, a.microbatch);
+      if (position[j] >= 0)
+        return llvm::createStringError(
+            llvm::formatv("rank {0}: {1} appears more than once", r,
+                          describe(a))
+                .str());
+      position[j] = k;
+    }
+  }
+  for (int s = 0; s < numStages; ++s)
+    for (ActionKind k : {ActionKind::F, ActionKind::B, ActionKind::W})
+      for (int i = 0; i < m; ++i)
+        if (position[idx(k, s, i)] < 0)
+          return llvm::createStringError(
+              llvm::formatv("count: {0} is missing (rank {1} must run {2} "
+                            "actions)",
+                            describe({k, s, i}), schedule.stageToRank[s],
+                            3 * m *
+                                llvm::count(schedule.stageToRank,
+                                            schedule.stageToRank[s]))
+                  .str());
+
+  // Same-rank order.
+  for (int r = 0; r < p; ++r) {
+    for (const Action &a : schedule.perRank[r]) {
+      int here = position[idx(a.kind, a.stage, a.microbatch)];
+      if (a.kind == ActionKind::B &&
+          position[idx(ActionKind::F, a.stage, a.microbatch)] > here)
+        return llvm::createStringError(
+            llvm::formatv("dependency: rank {0} runs {1} before {2}", r,
+                          describe(a),
+                          describe({ActionKind::F, a.stage, a.microbatch}))
+                .str());
+      if (a.kind == ActionKind::W) {
+        int b = position[idx(ActionKind::B, a.stage, a.microbatch)];
+        if (b > here)
+          return llvm::createStringError(
+              llvm::formatv("dependency: rank {0} runs {1} before {2}", r,
+                            describe(a),
+                            describe({ActionKind::B, a.stage, a.microbatch}))
+                  .str());
+        if (schedule.fusedBackward && b + 1 != here)
+          return llvm::createStringError(
+              llvm::formatv("fused backward: rank {0} must run {1} right "
+                            "after {2}",
+                            r, describe(a),
+                            describe({ActionKind::B, a.stage, a.microbatch}))
+                  .str());
+      }
+    }
+  }
+
+  // Cross-stage dependencies and deadlock freedom.
+  StageCosts costs = resolveStageCosts(problem, schedule.stageToRank);
+  SimCore core = runSimulation(problem, schedule, costs, SimOptions());
+  if (!core.complete) {
+    for (int r = 0; r < p; ++r) {
+      const auto &list = schedule.perRank[r];
+      if (core.next[r] >= list.size())
+        continue;
+      const Action &a = list[core.next[r]];
+      Dep deps[2];
+      int n = dependencies(a, schedule, costs, p, SimOptions(), deps);
+      for (int d = 0; d < n; ++d) {
+        Action dep{deps[d].kind, deps[d].stage, deps[d].microbatch};
+        if (core.done[idx(dep.kind, dep.stage, dep.microbatch)])
+          continue;
+        int depRank = schedule.stageToRank[dep.stage];
+        return llvm::createStringError(
+            llvm::formatv("dependency: {0} on rank {1} needs {2} on rank {3}, "
+                          "which {4} (deadlock)",
+                          describe(a), r, describe(dep), depRank,
+                          depRank == r
+                              ? "comes later in the same rank's order"
+                              : "cannot run before it")
+                .str());
+      }
+    }
+    return llvm::createStringError("deadlock in schedule '" + schedule.name +
+                                   "'");
+  }
+
+  // Memory.
+  if (problem.memoryLimit > 0) {
+    for (int r = 0; r < p; ++r) {
+      double mem = 0;
+      for (const Action &a : schedule.perRank[r]) {
+        mem += memDelta(costs, a);
+        if (exceeds(mem, problem.memoryLimit))
+          return llvm::createStringError(
+              llvm::formatv("memory limit: rank {0} holds {1} after {2}, "
+                            "above the limit {3}",
+                            r, mem, describe(a), problem.memoryLimit)
+                  .str());
+      }
+    }
+  }
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Dispatch
+//===----------------------------------------------------------------------===//
+
+double zb::sched::detail::minimumMemory(const Problem &problem,
+                                        llvm::ArrayRef<int> stageToRank,
+                                        int *worstRank) {
+  StageCosts c = resolveStageCosts(problem, stageToRank);
+  double worst = 0;
+  for (int r = 0; r < problem.numRanks; ++r) {
+    // One microbatch at a time: all its F, then B immediately followed by W.
+    double mem = 0, peak = 0;
+    for (int s = 0, e = stageToRank.size(); s < e; ++s)
+      if (stageToRank[s] == r) {
+        mem += c.memB[s];
+        peak = std::max(peak, mem);
+      }
+    for (int s = stageToRank.size() - 1; s >= 0; --s)
+      if (stageToRank[s] == r) {
+        mem += c.memW[s] - c.memB[s];
+        peak = std::max(peak, mem);
+        mem -= c.memW[s];
+      }
+    if (r == 0 || peak > worst) {
+      worst = peak;
+      if (worstRank)
+        *worstRank = r;
+    }
+  }
+  return worst;
+}
+
+llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
+                                                  llvm::StringRef name) {
+  return buildSchedule(problem, name, BuildOptions());
+}
+
+llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
+                                                  llvm::StringRef name,
+                                                  const BuildOptions &options,
+                                                  IlpReport *ilpReport) {
+  if (llvm::Error e = validateProblem(problem))
+    return std::move(e);
+  if (!llvm::is_contained(scheduleNames(), name))
+    return llvm::createStringError(
+        llvm::formatv("unknown schedule '{0}'; expected one of: {1}", name,
+                      llvm::join(scheduleNames(), ", "))
+            .str());
+
+  int p = problem.numRanks, v = problem.numChunks;
+  bool interleaved = name == "1f1b-i";
+  bool vShape = name == "zb-v" || name == "v-half" || name == "v-min";
+  if (interleaved && v < 2)
+    return llvm::createStringError(
+        llvm::formatv("1f1b-i needs at least 2 virtual stages per rank, got "
+                      "V={0}",
+                      v)
+            .str());
+  if (vShape && v != 2)
+    return llvm::createStringError(
+        llvm::formatv("{0} needs exactly V=2 virtual stages per rank, got "
+                      "V={1}",
+                      name, v)
+            .str());
+  if (!interleaved && !vShape && v != 1)
+    return llvm::createStringError(
+        llvm::formatv("{0} needs V=1 virtual stage per rank, got V={1} (use "
+                      "1f1b-i, zb-v, v-half or v-min for V > 1)",
+                      name, v)
+            .str());
+
+  // A memory limit below what the sequential schedule needs is impossible.
+  std::vector<int> map = vShape        ? vShapeStageToRank(p)
+                         : interleaved ? interleavedStageToRank(p, v)
+                                       : interleavedStageToRank(p, 1);
+  if (problem.memoryLimit > 0) {
+    int rank = 0;
+    double need = detail::minimumMemory(problem, map, &rank);
+    if (exceeds(need, problem.memoryLimit))
+      return llvm::createStringError(
+          llvm::formatv("memory limit {0} is below what any schedule needs: "
+                        "at least {1} on rank {2} (one microbatch in flight)",
+                        problem.memoryLimit, need, rank)
+              .str());
+  }
+
+  llvm::Expected<Schedule> result = llvm::createStringError("unreachable");
+  if (name == "gpipe")
+    result = detail::buildGPipe(problem);
+  else if (name == "1f1b")
+    result = detail::build1F1B(problem);
+  else if (name == "1f1b-i")
+    result = detail::buildInterleaved1F1B(problem);
+  else if (name == "zb-h1")
+    result = detail::buildZBH1(problem);
+  else if (name == "zb-h2")
+    result = detail::buildZBH2(problem);
+  else if (name == "zb-auto" || name == "zb-1p" || name == "zb-2p")
+    result = detail::buildHeuristic(problem, name, options);
+  else if (name == "ilp")
+    result = detail::buildIlp(problem, options, ilpReport);
+  else
+    result = detail::buildVShape(problem, name, options);
+  if (!result)
+    return result.takeError();
+  if (problem.memoryLimit > 0) {
+    SimResult sim = simulate(problem, *result);
+    for (int r = 0; r < p; ++r)
+      if (exceeds(sim.peakMemory[r], problem.memoryLimit))
+        return llvm::createStringError(
+            llvm::formatv("{0} needs {1} activation memory on rank {2}, above "
+                          "the memory limit {3}; raise the limit to at least "
+                          "{4} or use zb-auto",
+                          name, sim.peakMemory[r], r, problem.memoryLimit,
+                          *llvm::max_element(sim.peakMemory))
+                .str());
+  }
+  if (llvm::Error e = verify(problem, *result))
+    return llvm::createStringError(
+        llvm::formatv("internal error: schedule '{0}' failed verification: "
+                      "{1}",
+                      name, llvm::toString(std::move(e)))
+            .str());
+  return result;
+}

@@ -1,0 +1,299 @@
+//===- zb-sched.cpp - Pipeline schedule explorer --------------------------===//
+//
+// Builds, verifies, simulates and prints pipeline-parallel schedules:
+//
+//   zb-sched --stages 8 --microbatches 24 --cost-f 18.5 --cost-b 18.1 \
+//       --cost-w 9.3 --cost-comm 0.6 --mem-b 1 --mem-w 0.4 \
+//       --memory-limit 2p --schedule zb-auto --format svg -o zb.svg
+//
+// Costs and memory are per rank (comma-separated lists: one value = every
+// rank). --memory-limit takes an absolute value or a multiple of p*M_B
+// ("1p", "2p", "1.5p").
+//
+//===----------------------------------------------------------------------===//
+
+#include "zb/Schedule/Formats.h"
+#include "zb/Schedule/Schedule.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+#include <algorithm>
+
+using namespace zb::sched;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("zb-sched options");
+
+static cl::opt<int> numStages("stages",
+                              cl::desc("Pipeline stages (ranks), p"),
+                              cl::init(4), cl::cat(category));
+static cl::opt<int> numMicrobatches("microbatches",
+                                    cl::desc("Microbatches per iteration, m"),
+                                    cl::init(8), cl::cat(category));
+static cl::opt<std::string>
+    costF("cost-f", cl::desc("T_F per rank in ms (comma-separated list)"),
+          cl::init("1"), cl::cat(category));
+static cl::opt<std::string>
+    costB("cost-b", cl::desc("T_B per rank in ms (comma-separated list)"),
+          cl::init("1"), cl::cat(category));
+static cl::opt<std::string>
+    costW("cost-w", cl::desc("T_W per rank in ms (comma-separated list)"),
+          cl::init("1"), cl::cat(category));
+static cl::opt<std::string>
+    costComm("cost-comm",
+             cl::desc("T_comm latency between ranks in ms (list)"),
+             cl::init("0"), cl::cat(category));
+static cl::opt<std::string>
+    memB("mem-b", cl::desc("M_B per rank: activation memory F keeps for B"),
+         cl::init(""), cl::cat(category));
+static cl::opt<std::string>
+    memW("mem-w", cl::desc("M_W per rank: memory B keeps for W"),
+         cl::init(""), cl::cat(category));
+static cl::opt<std::string> memoryLimit(
+    "memory-limit",
+    cl::desc("Activation memory limit per rank: absolute (unit of --mem-b) "
+             "or a multiple of p*M_B such as 2p; 0 = unlimited"),
+    cl::init("0"), cl::cat(category));
+static cl::opt<std::string> scheduleName(
+    "schedule",
+    cl::desc("gpipe 1f1b 1f1b-i zb-h1 zb-h2 zb-auto zb-1p zb-2p ilp zb-v "
+             "v-half v-min"),
+    cl::init("zb-auto"), cl::cat(category));
+static cl::opt<std::string>
+    format("format", cl::desc("Output format: text|json|csv|trace|svg"),
+           cl::init("text"), cl::cat(category));
+static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+                                       cl::value_desc("FILE"), cl::init("-"),
+                                       cl::cat(category));
+static cl::opt<int> virtualStages(
+    "virtual-stages",
+    cl::desc("Chunks per rank, V (default: 2 for 1f1b-i and the V-shape "
+             "schedules, 1 otherwise)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<double> timeLimit("time-limit",
+                                 cl::desc("ILP time limit in seconds"),
+                                 cl::init(60), cl::cat(category));
+static cl::opt<bool>
+    compare("compare",
+            cl::desc("Print every schedule's bubble rate and peak memory"),
+            cl::init(false), cl::cat(category));
+static cl::opt<std::string> inputFile(
+    "input",
+    cl::desc("Read a schedule (JSON, or CSV with --stages/--microbatches and "
+             "the costs) instead of building one; it is verified"),
+    cl::value_desc("FILE"), cl::init(""), cl::cat(category));
+static cl::opt<bool> noLocalSearch(
+    "no-local-search",
+    cl::desc("Heuristic: only the paper's 8 flag settings, no local search"),
+    cl::init(false), cl::cat(category));
+
+static llvm::Expected<std::vector<double>> parseList(llvm::StringRef flag,
+                                                     llvm::StringRef text) {
+  std::vector<double> out;
+  if (text.trim().empty())
+    return out;
+  llvm::SmallVector<llvm::StringRef> parts;
+  text.split(parts, ',');
+  for (llvm::StringRef part : parts) {
+    double v;
+    if (part.trim().getAsDouble(v))
+      return llvm::createStringError(
+          llvm::formatv("--{0}: '{1}' is not a number", flag, part).str());
+    out.push_back(v);
+  }
+  return out;
+}
+
+static int defaultChunks(llvm::StringRef name) {
+  if (virtualStages > 0)
+    return virtualStages;
+  return name == "1f1b-i" || name == "zb-v" || name == "v-half" ||
+                 name == "v-min"
+             ? 2
+             : 1;
+}
+
+static llvm::Expected<Problem> makeProblem(int chunks) {
+  Problem p;
+  p.numRanks = numStages;
+  p.numMicrobatches = numMicrobatches;
+  p.numChunks = chunks;
+  std::pair<cl::opt<std::string> *, std::vector<double> *> fields[] = {
+      {&costF, &p.costF},       {&costB, &p.costB}, {&costW, &p.costW},
+      {&costComm, &p.costComm}, {&memB, &p.memB},   {&memW, &p.memW}};
+  for (auto &[opt, vec] : fields) {
+    auto list = parseList(opt->ArgStr, *opt);
+    if (!list)
+      return list.takeError();
+    *vec = *list;
+  }
+  llvm::StringRef limit = llvm::StringRef(memoryLimit).trim();
+  if (limit.ends_with("p")) {
+    double factor;
+    if (limit.drop_back().getAsDouble(factor))
+      return llvm::createStringError(
+          "--memory-limit: expected a number or a multiple of p such as 2p");
+    if (p.memB.empty())
+      return llvm::createStringError(
+          "--memory-limit " + limit.str() + " needs --mem-b (M_B)");
+    p.memoryLimit =
+        factor * p.numRanks * *std::max_element(p.memB.begin(), p.memB.end());
+  } else if (limit.getAsDouble(p.memoryLimit)) {
+    return llvm::createStringError(
+        "--memory-limit: expected a number or a multiple of p such as 2p");
+  }
+  if (llvm::Error e = validateProblem(p))
+    return std::move(e);
+  return p;
+}
+
+static void emit(llvm::raw_ostream &os, const Problem &problem,
+                 const Schedule &schedule, const SimResult &sim,
+                 const IlpReport *ilp) {
+  if (format == "json") {
+    llvm::json::Value v = toJSON(problem, schedule, sim);
+    if (ilp && !ilp->status.empty())
+      v.getAsObject()->try_emplace(
+          "ilp", llvm::json::Object{{"status", ilp->status},
+                                    {"proven_optimal", ilp->provenOptimal},
+                                    {"objective", ilp->objective},
+                                    {"best_bound", ilp->bestBound},
+                                    {"gap", ilp->gap},
+                                    {"warm_start", ilp->warmStartObjective},
+                                    {"seconds", ilp->seconds}});
+    os << llvm::formatv("{0:2}", v) << "\n";
+  } else if (format == "csv") {
+    writeCSV(os, schedule);
+  } else if (format == "trace") {
+    writeTrace(os, schedule, sim);
+  } else if (format == "svg") {
+    writeSVG(os, problem, schedule, sim);
+  } else {
+    writeText(os, problem, schedule, sim);
+    if (ilp && !ilp->status.empty())
+      os << llvm::formatv("  ilp: CBC status '{0}', objective {1}, best bound "
+                          "{2}, gap {3:P2}, warm start {4}, {5:F1} s, {6} "
+                          "variables, {7} constraints\n",
+                          ilp->status, ilp->objective, ilp->bestBound,
+                          ilp->gap, ilp->warmStartObjective, ilp->seconds,
+                          ilp->numVariables, ilp->numConstraints);
+  }
+}
+
+static int runCompare(llvm::raw_ostream &os) {
+  os << llvm::formatv("{0,-8} {1,11} {2,14} {3,14} {4,14}  {5}\n", "schedule",
+                      "bubble", "cost", "makespan", "peak memory", "note");
+  BuildOptions options;
+  options.timeLimitSeconds = timeLimit;
+  options.localSearch = !noLocalSearch;
+  for (llvm::StringRef name : scheduleNames()) {
+    auto problem = makeProblem(defaultChunks(name));
+    if (!problem) {
+      llvm::WithColor::error(llvm::errs(), "zb-sched")
+          << llvm::toString(problem.takeError()) << "\n";
+      return 1;
+    }
+    IlpReport ilp;
+    auto schedule = buildSchedule(*problem, name, options, &ilp);
+    if (!schedule) {
+      os << llvm::formatv("{0,-8} {1,11} {2,14} {3,14} {4,14}  {5}\n", name,
+                          "-", "-", "-", "-",
+                          llvm::toString(schedule.takeError()));
+      continue;
+    }
+    SimResult sim = simulate(*problem, *schedule);
+    double peak = *std::max_element(sim.peakMemory.begin(),
+                                    sim.peakMemory.end());
+    std::string note;
+    if (problem->numChunks > 1)
+      note = llvm::formatv("V={0}", problem->numChunks).str();
+    if (!ilp.status.empty())
+      note += llvm::formatv("CBC {0}, gap {1:P2}", ilp.status, ilp.gap).str();
+    os << llvm::formatv("{0,-8} {1,11:F4} {2,14:F3} {3,14:F3} {4,14}  {5}\n",
+                        name, sim.bubbleRate, sim.cost, sim.makespan, peak,
+                        note);
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "zb-sched: zero-bubble pipeline schedules\n");
+  if (format != "text" && format != "json" && format != "csv" &&
+      format != "trace" && format != "svg") {
+    llvm::WithColor::error(llvm::errs(), "zb-sched")
+        << "--format must be text, json, csv, trace or svg, got '" << format
+        << "'\n";
+    return 1;
+  }
+  std::error_code ec;
+  llvm::ToolOutputFile out(outputFile, ec, llvm::sys::fs::OF_Text);
+  if (ec) {
+    llvm::WithColor::error(llvm::errs(), "zb-sched")
+        << "cannot open '" << outputFile << "': " << ec.message() << "\n";
+    return 1;
+  }
+  auto fail = [](llvm::Error e) {
+    llvm::WithColor::error(llvm::errs(), "zb-sched")
+        << llvm::toString(std::move(e)) << "\n";
+    return 1;
+  };
+
+  if (compare) {
+    int rc = runCompare(out.os());
+    if (rc == 0)
+      out.keep();
+    return rc;
+  }
+
+  Problem problem;
+  Schedule schedule;
+  IlpReport ilp;
+  if (!inputFile.empty()) {
+    auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
+    if (!buffer)
+      return fail(llvm::createStringError("cannot read '" + inputFile +
+                                          "': " + buffer.getError().message()));
+    llvm::StringRef text = (*buffer)->getBuffer();
+    if (text.ltrim().starts_with("{")) {
+      if (llvm::Error e = readJSON(text, problem, schedule))
+        return fail(std::move(e));
+    } else {
+      auto csv = readCSV(text, numStages);
+      if (!csv)
+        return fail(csv.takeError());
+      schedule = std::move(*csv);
+      int chunks = std::max<int>(1, schedule.stageToRank.size() / numStages);
+      auto p = makeProblem(chunks);
+      if (!p)
+        return fail(p.takeError());
+      problem = *p;
+    }
+    if (llvm::Error e = verify(problem, schedule))
+      return fail(std::move(e));
+  } else {
+    auto p = makeProblem(defaultChunks(scheduleName));
+    if (!p)
+      return fail(p.takeError());
+    problem = *p;
+    BuildOptions options;
+    options.timeLimitSeconds = timeLimit;
+    options.localSearch = !noLocalSearch;
+    auto s = buildSchedule(problem, scheduleName, options, &ilp);
+    if (!s)
+      return fail(s.takeError());
+    schedule = std::move(*s);
+  }
+  SimResult sim = simulate(problem, schedule);
+  emit(out.os(), problem, schedule, sim, &ilp);
+  out.keep();
+  return 0;
+}
