@@ -167,9 +167,12 @@ bool HeuristicRun::run(const HeuristicFlags &flags) {
         lastT = std::max(time, arrival) + c.b[j];
       }
       // Stage j runs strictly fewer warm-up F than stage j-1.
+      // (and never more F passes than stage j-1, which the paper's settings
+      // never ask for but per-stage costs can).
       for (int j = 1; j < p; ++j)
-        while (required[j] > 0 && required[j] >= required[j - 1] &&
-               f[j] + required[j] < m)
+        while (required[j] > 0 &&
+               ((required[j] >= required[j - 1] && f[j] + required[j] < m) ||
+                f[j] + required[j] > f[j - 1] + required[j - 1]))
           --required[j];
       for (int j = 0; j < p; ++j)
         for (int k = 0; k < required[j]; ++k)
@@ -204,10 +207,14 @@ bool HeuristicRun::run(const HeuristicFlags &flags) {
       }
       required[j] = 1;
     }
+    // A stage whose successor skips its F skips too (the invariant f[j] >
+    // f[j+1]); a successor that has used up its F passes constrains nothing
+    // (the paper's setting never gets there; per-stage costs can).
     for (int j = p - 2; j >= 0; --j)
-      required[j] = std::min(required[j], required[j + 1]);
+      if (f[j + 1] < m)
+        required[j] = std::min(required[j], required[j + 1]);
     for (int j = 0; j < p; ++j) {
-      if (!required[j])
+      if (!required[j] || (j > 0 && f[j] >= f[j - 1]))
         continue;
       if (!makeRoom(j, c.memB[j]))
         return false;
@@ -217,8 +224,13 @@ bool HeuristicRun::run(const HeuristicFlags &flags) {
       put(j, ActionKind::F);
     }
     for (int j = p - 1; j >= 0; --j) {
-      if (b[j] != i || f[j] <= i)
+      if (b[j] != i)
         return false; // cannot happen for a well-formed run
+      while (f[j] <= i) { // B(j, i) needs F(j, i); not reached in the paper's
+        if ((j > 0 && f[j] >= f[j - 1]) || !makeRoom(j, c.memB[j])) // settings
+          return false;
+        put(j, ActionKind::F);
+      }
       if (!makeRoom(j, c.memW[j] - c.memB[j]))
         return false;
       if (j + 1 < p)
@@ -287,6 +299,27 @@ llvm::Expected<Schedule> detail::buildHeuristic(const Problem &problem,
       limits[j] = std::min(limits[j], problem.memoryLimit);
   }
   s.perRank = heuristicOrder(costs, limits, m, nullptr);
+  // The handcrafted schedules are candidates too, so that the automatic
+  // schedule is never worse than ZB-H1 / ZB-H2 whenever they fit the limit.
+  double best = std::numeric_limits<double>::infinity();
+  if (!s.perRank.empty())
+    best = simulate(problem, s).stageSpan;
+  for (auto *candidate : {&buildZBH1, &buildZBH2}) {
+    llvm::Expected<Schedule> hand = (*candidate)(problem);
+    if (!hand) {
+      llvm::consumeError(hand.takeError());
+      continue;
+    }
+    SimResult sim = simulate(problem, *hand);
+    bool fits = true;
+    for (int j = 0; j < p; ++j)
+      fits &= sim.peakMemory[j] <=
+              limits[j] + 1e-9 * std::max(1.0, std::fabs(limits[j]));
+    if (fits && sim.stageSpan < best) {
+      best = sim.stageSpan;
+      s.perRank = std::move(hand->perRank);
+    }
+  }
   if (s.perRank.empty()) {
     int rank = 0;
     double need = minimumMemory(problem, s.stageToRank, &rank);

@@ -238,8 +238,8 @@ TEST(Verifier, RejectsCrossRankDeadlock) {
                 {K::W, 1, 0}, {K::W, 1, 1}}};
   std::string msg = errorOf(verify(pr, s));
   EXPECT_NE(msg.find("deadlock"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("F(stage 1, microbatch 1) on rank 1 needs F(stage 0, "
-                     "microbatch 1) on rank 0"),
+  EXPECT_NE(msg.find("B(stage 0, microbatch 0) on rank 0 needs B(stage 1, "
+                     "microbatch 0) on rank 1"),
             std::string::npos)
       << msg;
   EXPECT_FALSE(simulate(pr, s).complete);
