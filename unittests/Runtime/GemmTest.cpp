@@ -109,3 +109,89 @@ TEST(Sgemm, BetaZeroIgnoresNaNInC) {
 }
 
 } // namespace
+
+namespace {
+
+/// A row-major matrix inside a larger buffer, viewed with arbitrary strides.
+struct StridedMatrix {
+  std::vector<float> storage;
+  int64_t rows, cols, offset, rowStride, colStride;
+  float &at(int64_t i, int64_t j) {
+    return storage[offset + i * rowStride + j * colStride];
+  }
+};
+
+StridedMatrix makeStrided(int64_t rows, int64_t cols, int64_t rowStride,
+                          int64_t colStride, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  StridedMatrix m{{}, rows, cols, 3, rowStride, colStride};
+  int64_t extent = m.offset + (rows - 1) * rowStride + (cols - 1) * colStride;
+  m.storage.resize(extent + 1);
+  for (float &v : m.storage)
+    v = dist(rng);
+  return m;
+}
+
+void callSgemmMemref(StridedMatrix &a, StridedMatrix &b, StridedMatrix &c,
+                     int tA, int tB) {
+  zbrt_sgemm_memref(a.storage.data(), a.storage.data(), a.offset, a.rows,
+                    a.cols, a.rowStride, a.colStride, b.storage.data(),
+                    b.storage.data(), b.offset, b.rows, b.cols, b.rowStride,
+                    b.colStride, c.storage.data(), c.storage.data(), c.offset,
+                    c.rows, c.cols, c.rowStride, c.colStride, tA, tB);
+}
+
+// Row-major (inner stride 1), column-major (outer stride 1) and general
+// strided views, all transpose flags.
+TEST(SgemmMemref, StridedViewsMatchReference) {
+  const int64_t M = 5, N = 4, K = 6;
+  std::mt19937 rng(7);
+  struct Layout {
+    const char *name;
+    int64_t rowStrideExtra, colStride; // colStride 0 means column-major
+  };
+  const Layout layouts[] = {
+      {"row-major", 2, 1}, {"column-major", 0, 0}, {"strided", 1, 2}};
+  for (int tA = 0; tA < 2; ++tA)
+    for (int tB = 0; tB < 2; ++tB)
+      for (const Layout &la : layouts)
+        for (const Layout &lc : layouts) {
+          SCOPED_TRACE(testing::Message() << "tA=" << tA << " tB=" << tB
+                                          << " A " << la.name << " C "
+                                          << lc.name);
+          auto make = [&](int64_t r, int64_t c, const Layout &l) {
+            if (l.colStride == 0)
+              return makeStrided(r, c, 1, r + 1, rng);
+            return makeStrided(r, c, c * l.colStride + l.rowStrideExtra,
+                               l.colStride, rng);
+          };
+          StridedMatrix a = tA ? make(K, M, la) : make(M, K, la);
+          StridedMatrix b = tB ? make(N, K, layouts[2]) : make(K, N, la);
+          StridedMatrix c = make(M, N, lc);
+          std::vector<double> expected(M * N, 0.0);
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j)
+              for (int64_t k = 0; k < K; ++k)
+                expected[i * N + j] += (double)(tA ? a.at(k, i) : a.at(i, k)) *
+                                       (double)(tB ? b.at(j, k) : b.at(k, j));
+          callSgemmMemref(a, b, c, tA, tB);
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j)
+              EXPECT_NEAR(c.at(i, j), expected[i * N + j], 1e-5)
+                  << "at (" << i << ", " << j << ")";
+        }
+}
+
+TEST(SgemmMemref, CInterfaceForm) {
+  float a[6] = {1, 2, 3, 4, 5, 6}; // 2x3
+  float b[3] = {1, 0, -1};         // 3x1
+  float c[2] = {0, 0};
+  ZbrtMemref2D ma{a, a, 0, {2, 3}, {3, 1}};
+  ZbrtMemref2D mb{b, b, 0, {3, 1}, {1, 1}};
+  ZbrtMemref2D mc{c, c, 0, {2, 1}, {1, 1}};
+  _mlir_ciface_zbrt_sgemm_memref(&ma, &mb, &mc, 0, 0);
+  EXPECT_EQ(c[0], 1.0f - 3.0f);
+  EXPECT_EQ(c[1], 4.0f - 6.0f);
+}
+
+} // namespace

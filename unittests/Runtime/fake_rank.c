@@ -13,7 +13,7 @@
  *      of microbatch j of w0 . x, sent to rank 1; then receives g_j and
  *      accumulates grad w0 += g_j * sum of x.
  *    rank 1 args (param w1[1], grad w1, loss): loss += w1 * a_j,
- *      sends g_j = w1 back, grad w1 += a_j.
+ *      sends g_j = w1 back (zbrt_send_memref), grad w1 += a_j.
  *  fake2_rank1_bad_main receives 8 bytes where 4 are sent (size mismatch).
  *
  *===----------------------------------------------------------------------===*/
@@ -111,7 +111,8 @@ static void fake2_rank1(void **argv, int64_t recvBytes) {
     zbrt_action_end(F, 1, j);
     zbrt_action_begin(B, 1, j);
     float g = w1->aligned[0];
-    zbrt_send((int64_t)(intptr_t)&g, sizeof(float), 0, zbrt_tag(1, 1, j));
+    /* The memref form, as code from convert-zb-to-runtime calls it. */
+    zbrt_send_memref(&g, &g, 0, 1, 1, 0, zbrt_tag(1, 1, j));
     zbrt_action_end(B, 1, j);
     zbrt_action_begin(W, 1, j);
     gw1->aligned[0] += a[0];

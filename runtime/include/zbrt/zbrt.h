@@ -90,6 +90,62 @@ void zbrt_adamw_step(float *param, const float *grad, float *m, float *v,
 int32_t zbrt_rank(void);
 int32_t zbrt_world_size(void);
 
+//===-- Memref forms (called by code from convert-zb-to-runtime) ----------===//
+//
+// The same operations on memrefs with a fully dynamic strided layout
+// (memref<?x?xf32, strided<[?, ?], offset: ?>>, rank 1 for send/recv), in
+// the calling convention MLIR's func-to-llvm uses for an external function
+// without llvm.emit_c_interface: every memref argument is expanded into
+// (allocated, aligned, offset, sizes[R], strides[R]), offset and strides in
+// elements. Element (i, j) is aligned[offset + i*strides[0] + j*strides[1]].
+// Any strides are accepted (non-unit inner strides are handled by copying).
+
+/// C = op(A) * op(B) with C freshly written (beta = 0). Shapes as stored:
+/// A is M x K (K x M when transA), B is K x N (N x K when transB), C is
+/// M x N. Mismatched shapes are a fatal error naming them.
+void zbrt_sgemm_memref(float *aAllocated, float *aAligned, int64_t aOffset,
+                       int64_t aSize0, int64_t aSize1, int64_t aStride0,
+                       int64_t aStride1, float *bAllocated, float *bAligned,
+                       int64_t bOffset, int64_t bSize0, int64_t bSize1,
+                       int64_t bStride0, int64_t bStride1, float *cAllocated,
+                       float *cAligned, int64_t cOffset, int64_t cSize0,
+                       int64_t cSize1, int64_t cStride0, int64_t cStride1,
+                       int32_t transA, int32_t transB);
+/// zbrt_send of the `size` floats of a 1-D memref.
+void zbrt_send_memref(float *allocated, float *aligned, int64_t offset,
+                      int64_t size, int64_t stride, int32_t peer,
+                      int32_t tag);
+/// zbrt_recv of exactly `size` floats into a 1-D memref.
+void zbrt_recv_memref(float *allocated, float *aligned, int64_t offset,
+                      int64_t size, int64_t stride, int32_t peer,
+                      int32_t tag);
+
+/// Memref descriptors of rank 1 and 2 (MLIR's C interface layout).
+typedef struct {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[1];
+  int64_t strides[1];
+} ZbrtMemref1D;
+typedef struct {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[2];
+  int64_t strides[2];
+} ZbrtMemref2D;
+
+/// The same three functions for callers declared with
+/// llvm.emit_c_interface (descriptors passed by pointer).
+void _mlir_ciface_zbrt_sgemm_memref(ZbrtMemref2D *a, ZbrtMemref2D *b,
+                                    ZbrtMemref2D *c, int32_t transA,
+                                    int32_t transB);
+void _mlir_ciface_zbrt_send_memref(ZbrtMemref1D *buf, int32_t peer,
+                                   int32_t tag);
+void _mlir_ciface_zbrt_recv_memref(ZbrtMemref1D *buf, int32_t peer,
+                                   int32_t tag);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,164 @@
+//===- MemrefABI.cpp - zb runtime: memref forms of sgemm/send/recv --------===//
+//
+// Entry points for code lowered by convert-zb-to-runtime: memref arguments
+// with dynamic strides. Row-major views (inner stride 1) and transposed views
+// (outer stride 1) go straight to BLAS; anything else is copied.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbrt/zbrt.h"
+
+#include "../Internal.h"
+
+#include <algorithm>
+#include <vector>
+
+using namespace zbrt::detail;
+
+namespace {
+
+/// A 2-D strided view: element (i, j) at data[i * rowStride + j * colStride].
+struct View {
+  float *data;
+  int64_t rows, cols, rowStride, colStride;
+};
+
+/// A BLAS operand equivalent to `v` (or op(v)^T when `transposed` flips):
+/// row-major storage `data` with leading dimension `ld`.
+struct BlasOperand {
+  const float *data;
+  bool transposed; // storage holds v^T
+  int64_t ld;
+  std::vector<float> copy; // owns the data when the view had to be copied
+};
+
+BlasOperand asBlas(const View &v) {
+  BlasOperand op{v.data, false, 0, {}};
+  // With one row (column) the row (column) stride is irrelevant.
+  int64_t rowStride = v.rows <= 1 ? v.cols : v.rowStride;
+  int64_t colStride = v.cols <= 1 ? 1 : v.colStride;
+  if (colStride == 1 && rowStride >= std::max<int64_t>(v.cols, 1)) {
+    op.ld = rowStride;
+    return op;
+  }
+  int64_t tRowStride = v.cols <= 1 ? v.rows : v.colStride;
+  int64_t tColStride = v.rows <= 1 ? 1 : v.rowStride;
+  if (tColStride == 1 && tRowStride >= std::max<int64_t>(v.rows, 1)) {
+    op.transposed = true;
+    op.ld = tRowStride;
+    return op;
+  }
+  op.copy.resize((size_t)(v.rows * v.cols));
+  for (int64_t i = 0; i < v.rows; ++i)
+    for (int64_t j = 0; j < v.cols; ++j)
+      op.copy[i * v.cols + j] = v.data[i * v.rowStride + j * v.colStride];
+  op.data = op.copy.data();
+  op.ld = std::max<int64_t>(v.cols, 1);
+  return op;
+}
+
+/// Computes C[M x N] = op(A) * op(B), A and B given as stored.
+void sgemmViews(const View &a, const View &b, const View &c, bool transA,
+                bool transB) {
+  int64_t M = transA ? a.cols : a.rows, K = transA ? a.rows : a.cols;
+  int64_t kB = transB ? b.cols : b.rows, N = transB ? b.rows : b.cols;
+  if (K != kB || c.rows != M || c.cols != N)
+    fatalf("zbrt_sgemm_memref: shape mismatch: A %lldx%lld%s, B %lldx%lld%s, "
+           "C %lldx%lld",
+           (long long)a.rows, (long long)a.cols, transA ? " (transposed)" : "",
+           (long long)b.rows, (long long)b.cols, transB ? " (transposed)" : "",
+           (long long)c.rows, (long long)c.cols);
+  if (M == 0 || N == 0)
+    return;
+  BlasOperand ao = asBlas(a), bo = asBlas(b);
+  int32_t ta = (int32_t)(transA != ao.transposed);
+  int32_t tb = (int32_t)(transB != bo.transposed);
+  int64_t cRowStride = c.rows <= 1 ? c.cols : c.rowStride;
+  int64_t cColStride = c.cols <= 1 ? 1 : c.colStride;
+  if (cColStride == 1 && cRowStride >= N) {
+    zbrt_sgemm((int64_t)ao.data, (int64_t)bo.data, (int64_t)c.data, M, N, K,
+               ta, tb, 1.0f, 0.0f, ao.ld, bo.ld, cRowStride);
+    return;
+  }
+  std::vector<float> tmp((size_t)(M * N));
+  zbrt_sgemm((int64_t)ao.data, (int64_t)bo.data, (int64_t)tmp.data(), M, N, K,
+             ta, tb, 1.0f, 0.0f, ao.ld, bo.ld, N);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      c.data[i * c.rowStride + j * c.colStride] = tmp[i * N + j];
+}
+
+void checkSize(const char *what, int64_t size) {
+  if (size < 0 || size > (int64_t)1 << 29)
+    fatalf("%s: unsupported size %lld elements", what, (long long)size);
+}
+
+} // namespace
+
+extern "C" void
+zbrt_sgemm_memref(float *, float *aAligned, int64_t aOffset, int64_t aSize0,
+                  int64_t aSize1, int64_t aStride0, int64_t aStride1, float *,
+                  float *bAligned, int64_t bOffset, int64_t bSize0,
+                  int64_t bSize1, int64_t bStride0, int64_t bStride1, float *,
+                  float *cAligned, int64_t cOffset, int64_t cSize0,
+                  int64_t cSize1, int64_t cStride0, int64_t cStride1,
+                  int32_t transA, int32_t transB) {
+  sgemmViews(View{aAligned + aOffset, aSize0, aSize1, aStride0, aStride1},
+             View{bAligned + bOffset, bSize0, bSize1, bStride0, bStride1},
+             View{cAligned + cOffset, cSize0, cSize1, cStride0, cStride1},
+             transA != 0, transB != 0);
+}
+
+extern "C" void zbrt_send_memref(float *, float *aligned, int64_t offset,
+                                 int64_t size, int64_t stride, int32_t peer,
+                                 int32_t tag) {
+  checkSize("zbrt_send_memref", size);
+  const float *data = aligned + offset;
+  if (stride == 1 || size <= 1) {
+    zbrt_send((int64_t)data, size * 4, peer, tag);
+    return;
+  }
+  std::vector<float> tmp((size_t)size);
+  for (int64_t i = 0; i < size; ++i)
+    tmp[i] = data[i * stride];
+  zbrt_send((int64_t)tmp.data(), size * 4, peer, tag);
+}
+
+extern "C" void zbrt_recv_memref(float *, float *aligned, int64_t offset,
+                                 int64_t size, int64_t stride, int32_t peer,
+                                 int32_t tag) {
+  checkSize("zbrt_recv_memref", size);
+  float *data = aligned + offset;
+  if (stride == 1 || size <= 1) {
+    zbrt_recv((int64_t)data, size * 4, peer, tag);
+    return;
+  }
+  std::vector<float> tmp((size_t)size);
+  zbrt_recv((int64_t)tmp.data(), size * 4, peer, tag);
+  for (int64_t i = 0; i < size; ++i)
+    data[i * stride] = tmp[i];
+}
+
+extern "C" void _mlir_ciface_zbrt_sgemm_memref(ZbrtMemref2D *a,
+                                               ZbrtMemref2D *b,
+                                               ZbrtMemref2D *c, int32_t transA,
+                                               int32_t transB) {
+  zbrt_sgemm_memref(a->allocated, a->aligned, a->offset, a->sizes[0],
+                    a->sizes[1], a->strides[0], a->strides[1], b->allocated,
+                    b->aligned, b->offset, b->sizes[0], b->sizes[1],
+                    b->strides[0], b->strides[1], c->allocated, c->aligned,
+                    c->offset, c->sizes[0], c->sizes[1], c->strides[0],
+                    c->strides[1], transA, transB);
+}
+
+extern "C" void _mlir_ciface_zbrt_send_memref(ZbrtMemref1D *buf, int32_t peer,
+                                              int32_t tag) {
+  zbrt_send_memref(buf->allocated, buf->aligned, buf->offset, buf->sizes[0],
+                   buf->strides[0], peer, tag);
+}
+
+extern "C" void _mlir_ciface_zbrt_recv_memref(ZbrtMemref1D *buf, int32_t peer,
+                                              int32_t tag) {
+  zbrt_recv_memref(buf->allocated, buf->aligned, buf->offset, buf->sizes[0],
+                   buf->strides[0], peer, tag);
+}
