@@ -1,0 +1,83 @@
+//===- ONNXImporter.h - ONNX model -> zb dialect ----------------*- C++ -*-===//
+//
+// Step 1 of the compilation flow (see docs in ../shared/design/DESIGN.md):
+// reads an ONNX ModelProto (libonnx + protobuf) holding a model's forward
+// graph *and its loss*, as exported by torch.onnx.export with static shapes,
+// and builds one function
+//
+//   module attributes {zb.param_values = {"fc1.weight" = dense<...>, ...}} {
+//     func.func @main(%x: tensor<16x16xf32> {zb.name = "x"}, ...,
+//                     %w: tensor<64x16xf32> {zb.name = "fc1.weight", zb.param},
+//                     ...) -> tensor<f32>
+//   }
+//
+// - arguments: the graph inputs that are not initializers, in graph order
+//   (attribute `zb.name` = the ONNX name), then the parameters: the
+//   floating-point initializers used as tensor operands, in initializer order
+//   (attributes `zb.param` and `zb.name`);
+// - result: the graph's single output, the scalar loss (`tensor<f32>` for a
+//   float32 model; an output with one element and rank > 0 is reduced to
+//   rank 0);
+// - body: `zb` ops only; numpy broadcasting is explicit (zb.broadcast_in_dim);
+//   every op's location is NameLoc(<ONNX node name>, FileLineColLoc(file,0,0));
+// - the initial parameter values are the module attribute `zb.param_values`,
+//   a DictionaryAttr from ONNX name to DenseElementsAttr (the initializer's
+//   shape and element type, unchanged).
+//
+// Constants (Constant nodes, integer initializers, initializers only used as
+// static operands such as a Pow exponent or ReduceMean axes) are folded at
+// import and become zb.constant only where a tensor operand needs them.
+//
+// Supported ONNX ops (default domain, opsets 13-18): Add Sub Mul Div (numpy
+// broadcasting), Gemm (alpha, beta, transA, transB, C broadcast), MatMul
+// (2-D x 2-D), Relu Tanh Exp Log Neg, Pow (constant exponent 2 or 1),
+// ReduceMean ReduceSum (axes as attribute or as constant input, keepdims,
+// noop_with_empty_axes), Identity, Constant.
+//
+// Errors never crash and never throw: they are reported as MLIR diagnostics on
+// the context (the null module is returned), e.g.
+//   mlp.onnx:0:0: error: failed to parse ONNX model 'mlp.onnx': ...
+//   mlp.onnx:0:0: error: unsupported ONNX op 'Softplus' (node 'Softplus_3', #3)
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZB_FRONTEND_ONNX_ONNXIMPORTER_H
+#define ZB_FRONTEND_ONNX_ONNXIMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBufferRef.h"
+
+namespace mlir {
+class MLIRContext;
+} // namespace mlir
+
+namespace zb {
+namespace frontend {
+
+/// Argument attribute: the ONNX name of a graph input or parameter (string).
+inline constexpr llvm::StringLiteral kNameAttr = "zb.name";
+/// Module attribute: DictionaryAttr, ONNX parameter name -> initial value
+/// (DenseElementsAttr with the parameter's tensor type).
+inline constexpr llvm::StringLiteral kParamValuesAttr = "zb.param_values";
+/// Name of the imported function.
+inline constexpr llvm::StringLiteral kMainFuncName = "main";
+
+/// Imports the ONNX model in the file at `path` (binary protobuf). Loads the
+/// func and zb dialects into `ctx`. Returns null after emitting an error
+/// diagnostic (a location naming the file, and the node when there is one).
+mlir::OwningOpRef<mlir::ModuleOp> importONNXFile(llvm::StringRef path,
+                                                 mlir::MLIRContext *ctx);
+
+/// Same, from a serialized ModelProto in memory; the buffer identifier is used
+/// as the file name in locations and messages.
+mlir::OwningOpRef<mlir::ModuleOp> importONNX(llvm::MemoryBufferRef buffer,
+                                             mlir::MLIRContext *ctx);
+
+/// Registers the `--import-onnx` translation (for mlirTranslateMain).
+void registerONNXImportTranslation();
+
+} // namespace frontend
+} // namespace zb
+
+#endif // ZB_FRONTEND_ONNX_ONNXIMPORTER_H

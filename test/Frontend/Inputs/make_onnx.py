@@ -1,0 +1,182 @@
+#!/usr/bin/python3
+"""Writes small ONNX models for the importer's lit tests.
+
+Usage: make_onnx.py CASE OUT.onnx   (run with %python, Debian's python3 + onnx)
+
+Each case is one function below; the list is printed by `make_onnx.py --list`.
+"""
+
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F32 = TensorProto.FLOAT
+
+
+def model(nodes, inputs, output, initializers=(), opset=17):
+    graph = helper.make_graph(
+        nodes, "test",
+        [helper.make_tensor_value_info(n, F32, s) for n, s in inputs],
+        [helper.make_tensor_value_info(output, F32, [])],
+        initializer=list(initializers))
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)],
+        producer_name="zb-test")
+
+
+def init(name, shape, seed=0):
+    data = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return numpy_helper.from_array(data, name)
+
+
+def unsupported_op():
+    # node #3 is an op the importer does not know
+    return model([
+        helper.make_node("Relu", ["x"], ["a"], name="Relu_0"),
+        helper.make_node("Neg", ["a"], ["b"], name="Neg_1"),
+        helper.make_node("Exp", ["b"], ["c"], name="Exp_2"),
+        helper.make_node("Softplus", ["c"], ["d"], name="Softplus_3"),
+        helper.make_node("ReduceMean", ["d"], ["loss"], keepdims=0,
+                         name="ReduceMean_4"),
+    ], [("x", [4, 8])], "loss")
+
+
+def unsupported_pow():
+    return model([
+        helper.make_node("Constant", [], ["three"], name="three",
+                         value=helper.make_tensor("v", F32, [], [3.0])),
+        helper.make_node("Pow", ["x", "three"], ["c"], name="cube"),
+        helper.make_node("ReduceSum", ["c"], ["loss"], keepdims=0, name="sum"),
+    ], [("x", [4, 8])], "loss")
+
+
+def valid_small():
+    # also the source of the truncated / corrupt files
+    return model([
+        helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1, name="fc"),
+        helper.make_node("ReduceMean", ["y"], ["loss"], keepdims=0, name="mean"),
+    ], [("x", [4, 8])], "loss", [init("w", [16, 8]), init("b", [16], 1)])
+
+
+def broadcast_add():
+    # [2,3,4] + [3,1] -> [2,3,4]; [4] * scalar constant; keepdims reduction
+    return model([
+        helper.make_node("Add", ["x", "y"], ["s"], name="add"),
+        helper.make_node("Constant", [], ["half"], name="half",
+                         value=helper.make_tensor("v", F32, [], [0.5])),
+        helper.make_node("Mul", ["z", "half"], ["zh"], name="scale"),
+        helper.make_node("Sub", ["s", "zh"], ["d"], name="sub"),
+        helper.make_node("ReduceSum", ["d", "axes"], ["r"], keepdims=1,
+                         name="sum"),
+        helper.make_node("Div", ["r", "d"], ["q"], name="div"),
+        helper.make_node("ReduceMean", ["q"], ["loss"], axes=[0, -1, 1],
+                         keepdims=0, name="mean"),
+    ], [("x", [2, 3, 4]), ("y", [3, 1]), ("z", [4])], "loss",
+        [numpy_helper.from_array(np.array([1], dtype=np.int64), "axes")])
+
+
+def gemm_transb():
+    # Y = 0.5 * A B^T + 2 * C with C [1, 16] broadcast over the rows
+    return model([
+        helper.make_node("Gemm", ["a", "w", "c"], ["y"], transB=1, alpha=0.5,
+                         beta=2.0, name="gemm"),
+        helper.make_node("MatMul", ["y", "v"], ["z"], name="matmul"),
+        helper.make_node("Tanh", ["z"], ["t"], name="tanh"),
+        helper.make_node("Identity", ["t"], ["u"], name="identity"),
+        helper.make_node("ReduceMean", ["u"], ["loss"], keepdims=0,
+                         name="mean"),
+    ], [("a", [4, 8])], "loss",
+        [init("w", [16, 8]), init("c", [1, 16], 1), init("v", [16, 2], 2)])
+
+
+def undefined_value():
+    return model([
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node("Add", ["a", "nowhere"], ["b"], name="add"),
+        helper.make_node("ReduceMean", ["b"], ["loss"], keepdims=0, name="m"),
+    ], [("x", [4])], "loss")
+
+
+def dynamic_shape():
+    return model([
+        helper.make_node("ReduceMean", ["x"], ["loss"], keepdims=0, name="m"),
+    ], [("x", ["batch", 4])], "loss")
+
+
+def not_scalar():
+    return model([helper.make_node("Relu", ["x"], ["loss"], name="relu")],
+                 [("x", [4, 2])], "loss")
+
+
+def shape_mismatch():
+    return model([
+        helper.make_node("Gemm", ["x", "w"], ["y"], name="fc"),
+        helper.make_node("ReduceMean", ["y"], ["loss"], keepdims=0, name="m"),
+    ], [("x", [4, 8])], "loss", [init("w", [16, 8])])
+
+
+def int_loss():
+    m = model([
+        helper.make_node("Add", ["i", "i"], ["j"], name="add_ints"),
+        helper.make_node("ReduceMean", ["j"], ["loss"], keepdims=0, name="m"),
+    ], [("i", [4])], "loss")
+    m.graph.input[0].type.tensor_type.elem_type = TensorProto.INT64
+    return m
+
+
+def opset18_reduce():
+    # ReduceMean-18 takes its axes as an input; keepdims=1; loss of shape [1, 1]
+    m = onnx.helper.make_model(onnx.helper.make_graph(
+        [helper.make_node("ReduceMean", ["x", "axes"], ["loss"], keepdims=1,
+                          name="mean")], "test",
+        [helper.make_tensor_value_info("x", F32, [4, 8])],
+        [helper.make_tensor_value_info("loss", F32, [1, 1])],
+        initializer=[numpy_helper.from_array(np.array([0, 1], np.int64),
+                                             "axes")]),
+        opset_imports=[helper.make_opsetid("", 18)])
+    return m
+
+
+# Raw bytes rather than models.
+def truncated():
+    return valid_small().SerializeToString()[:200]
+
+
+def empty():
+    return b""
+
+
+def not_onnx():
+    return b"func.func @main() {\n  return\n}\n"
+
+
+CASES = {f.__name__: f for f in [
+    unsupported_op, unsupported_pow, valid_small, broadcast_add, gemm_transb,
+    undefined_value, dynamic_shape, not_scalar, shape_mismatch, int_loss,
+    opset18_reduce, truncated, empty, not_onnx]}
+
+
+# Cases the ONNX checker itself rejects (the importer must too, cleanly).
+INVALID = {"undefined_value", "int_loss", "opset18_reduce"}
+
+
+def main():
+    if sys.argv[1:] == ["--list"]:
+        print("\n".join(CASES))
+        return
+    if len(sys.argv) != 3 or sys.argv[1] not in CASES:
+        sys.exit("usage: make_onnx.py {%s} OUT.onnx" % "|".join(CASES))
+    m = CASES[sys.argv[1]]()
+    if isinstance(m, bytes):
+        with open(sys.argv[2], "wb") as f:
+            f.write(m)
+        return
+    if sys.argv[1] not in INVALID:
+        onnx.checker.check_model(m)
+    onnx.save(m, sys.argv[2])
+
+
+if __name__ == "__main__":
+    main()
