@@ -8,6 +8,7 @@ include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 
 def ZB_FloatTensor : RankedTensorOf<[AnyFloat]>;
 def ZB_BoolTensor : RankedTensorOf<[I1]>;
@@ -39,7 +40,8 @@ def ZB_ConstantOp : ZB_Op<"constant", [ConstantLike, Pure]> {
 //===----------------------------------------------------------------------===//
 
 class ZB_BinaryOp<string mnemonic, list<Trait> traits = []>
-    : ZB_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
+    : ZB_Op<mnemonic, !listconcat(traits, [Pure,
+        AllTypesMatch<["lhs", "rhs", "result"]>,
         DeclareOpInterfaceMethods<ZB_GradientOpInterface>])> {
   let arguments = (ins ZB_FloatTensor:$lhs, ZB_FloatTensor:$rhs);
   let results = (outs ZB_FloatTensor:$result);
@@ -60,7 +62,7 @@ def ZB_DivOp : ZB_BinaryOp<"div"> {
 }
 
 class ZB_UnaryOp<string mnemonic, list<Trait> traits = []>
-    : ZB_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
+    : ZB_Op<mnemonic, !listconcat(traits, [Pure, AllTypesMatch<["operand", "result"]>,
         DeclareOpInterfaceMethods<ZB_GradientOpInterface>])> {
   let arguments = (ins ZB_FloatTensor:$operand);
   let results = (outs ZB_FloatTensor:$result);
@@ -73,7 +75,7 @@ def ZB_ExpOp : ZB_UnaryOp<"exp"> { let summary = "Elementwise e^x"; }
 def ZB_LogOp : ZB_UnaryOp<"log"> { let summary = "Elementwise natural logarithm"; }
 def ZB_TanhOp : ZB_UnaryOp<"tanh"> { let summary = "Elementwise tanh"; }
 
-def ZB_CompareOp : ZB_Op<"compare", [Pure,
+def ZB_CompareOp : ZB_Op<"compare", [Pure, AllTypesMatch<["lhs", "rhs"]>,
     DeclareOpInterfaceMethods<ZB_GradientOpInterface>]> {
   let summary = "Elementwise comparison producing booleans";
   let description = [{
@@ -92,6 +94,7 @@ def ZB_CompareOp : ZB_Op<"compare", [Pure,
 }
 
 def ZB_SelectOp : ZB_Op<"select", [Pure,
+    AllTypesMatch<["on_true", "on_false", "result"]>,
     DeclareOpInterfaceMethods<ZB_GradientOpInterface>]> {
   let summary = "Elementwise select: cond ? on_true : on_false";
   let arguments = (ins ZB_BoolTensor:$cond, ZB_FloatTensor:$on_true,

@@ -1,0 +1,46 @@
+//===- Pipelines.h - named zb pass pipelines --------------------*- C++ -*-===//
+#ifndef ZB_PIPELINES_PIPELINES_H
+#define ZB_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace zb {
+
+/// Options of the compiler front half (DESIGN.md steps 2-6).
+struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
+  Option<int64_t> numStages{*this, "num-stages",
+                            llvm::cl::desc("Pipeline stages (= ranks)"),
+                            llvm::cl::init(2)};
+  Option<int64_t> microbatches{*this, "microbatches",
+                               llvm::cl::desc("Microbatches per step"),
+                               llvm::cl::init(8)};
+  Option<std::string> schedule{*this, "schedule",
+                               llvm::cl::desc("Schedule name (lib/Schedule)"),
+                               llvm::cl::init("zb-h1")};
+  Option<double> memoryLimit{
+      *this, "memory-limit",
+      llvm::cl::desc("Activation memory limit per rank in bytes (0: none)"),
+      llvm::cl::init(0)};
+  Option<std::string> target{*this, "target",
+                             llvm::cl::desc("Cost model target: cpu | h100"),
+                             llvm::cl::init("cpu")};
+};
+
+/// zb-autodiff, zb-split-backward, zb-partition-stages, zb-schedule,
+/// zb-lower-pipeline: from the imported forward-and-loss function to per-rank
+/// step functions.
+void buildPipelineParallelPipeline(mlir::OpPassManager &pm,
+                                   const PipelineOptions &options);
+
+/// From per-rank step functions on zb tensors to the LLVM dialect: runtime
+/// calls (OpenBLAS, MPI), linalg, one-shot bufferization with
+/// ownership-based deallocation, loops, LLVM, and the zb_rank_main entry.
+void buildLowerToLLVMPipeline(mlir::OpPassManager &pm);
+
+/// Registers "zb-pipeline-parallel" and "zb-lower-to-llvm" for zb-opt.
+void registerPipelines();
+
+} // namespace zb
+
+#endif // ZB_PIPELINES_PIPELINES_H

@@ -1,0 +1,62 @@
+//===- PipelineInfo.h - reading zb.pipeline / zb.schedule -------*- C++ -*-===//
+//
+// Typed views of the module attributes that zb-partition-stages
+// (`zb.pipeline`) and zb-schedule (`zb.schedule`) attach, shared by the
+// passes after them and by zb-compile.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZB_TRANSFORMS_PIPELINEINFO_H
+#define ZB_TRANSFORMS_PIPELINEINFO_H
+
+#include "zb/Schedule/Schedule.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+namespace zb {
+
+/// One pipeline stage: its outlined functions, costs (ms, per microbatch) and
+/// memory (bytes per microbatch: M_B kept by F, M_W kept by B for W).
+struct StageInfo {
+  int64_t stage;
+  std::string forward, backwardInput, backwardWeight;
+  double tF, tB, tW, tComm;
+  int64_t mB, mW;
+};
+
+/// A parameter or batch input of the model (argument `index` of the
+/// original function).
+struct ModelValueInfo {
+  std::string name;
+  int64_t index;
+  mlir::RankedTensorType type;
+  llvm::SmallVector<int64_t> stages; // stages using it
+};
+
+struct PipelineInfo {
+  int64_t numStages = 0;
+  std::string target;
+  llvm::SmallVector<StageInfo> stages;
+  llvm::SmallVector<ModelValueInfo> params, inputs;
+
+  /// Reads `zb.pipeline`; emits an error on the module and fails when it is
+  /// missing or malformed.
+  static mlir::FailureOr<PipelineInfo> read(mlir::ModuleOp module);
+  /// The scheduling problem (one rank per stage) for `microbatches`
+  /// microbatches and a memory limit in bytes per rank (0 = unlimited).
+  sched::Problem toProblem(int64_t microbatches, double memoryLimit) const;
+};
+
+/// The attribute form of a schedule: {name, microbatches, bubble_rate,
+/// makespan_ms, peak_memory, stage_to_rank, ranks = [["F0.0", ...], ...]}.
+mlir::DictionaryAttr scheduleToAttr(mlir::MLIRContext *ctx,
+                                    const sched::Schedule &schedule,
+                                    const sched::SimResult &sim,
+                                    int64_t microbatches);
+/// Reads `zb.schedule` back; fails with an error on the module.
+mlir::FailureOr<sched::Schedule> readSchedule(mlir::ModuleOp module,
+                                              int64_t *microbatches);
+
+} // namespace zb
+
+#endif // ZB_TRANSFORMS_PIPELINEINFO_H

@@ -1,0 +1,170 @@
+//===- ZBToRuntime.cpp - convert-zb-to-runtime ----------------------------===//
+//
+// zb.matmul (f32) -> zbrt_sgemm_memref (OpenBLAS), zb.send / zb.recv ->
+// zbrt_send_memref / zbrt_recv_memref (MPI). Runs on tensors before
+// bufferization: buffers enter the calls as memrefs with a fully dynamic
+// strided layout, so any buffer the bufferizer picks can be passed without a
+// copy and the calls are real uses for buffer deallocation.
+//
+//===----------------------------------------------------------------------===//
+#include "zb/Conversion/Passes.h"
+#include "zb/Dialect/ZB/IR/ZBOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace zb {
+#define GEN_PASS_DEF_CONVERTZBTORUNTIME
+#include "zb/Conversion/Passes.h.inc"
+} // namespace zb
+
+using namespace mlir;
+using namespace zb;
+
+/// memref<?x...xT, strided<[?, ...], offset: ?>> of the given rank.
+static MemRefType dynamicStrided(MLIRContext *ctx, int64_t rank, Type elem) {
+  SmallVector<int64_t> shape(rank, ShapedType::kDynamic);
+  SmallVector<int64_t> strides(rank, ShapedType::kDynamic);
+  auto layout =
+      StridedLayoutAttr::get(ctx, ShapedType::kDynamic, strides);
+  return MemRefType::get(shape, elem, layout);
+}
+
+/// The buffer of `t` as a dynamically shaped strided memref.
+static Value bufferOf(OpBuilder &b, Location loc, Value t) {
+  auto tt = llvm::cast<RankedTensorType>(t.getType());
+  SmallVector<int64_t> strides(tt.getRank(), ShapedType::kDynamic);
+  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
+                                       strides);
+  auto staticTy = MemRefType::get(tt.getShape(), tt.getElementType(), layout);
+  Value m = bufferization::ToBufferOp::create(b, loc, staticTy, t,
+                                              /*read_only=*/true);
+  return memref::CastOp::create(
+      b, loc, dynamicStrided(b.getContext(), tt.getRank(), tt.getElementType()),
+      m);
+}
+
+/// Flattens a tensor of any rank to 1-D (rank 0 becomes tensor<1xT>).
+static Value flatten(OpBuilder &b, Location loc, Value t) {
+  auto tt = llvm::cast<RankedTensorType>(t.getType());
+  auto flatTy = RankedTensorType::get({tt.getNumElements()},
+                                      tt.getElementType());
+  if (tt.getRank() == 1)
+    return t;
+  if (tt.getRank() == 0)
+    return tensor::ExpandShapeOp::create(b, loc, flatTy, t,
+                                         ArrayRef<ReassociationIndices>{});
+  ReassociationIndices all;
+  for (int64_t i = 0; i < tt.getRank(); ++i)
+    all.push_back(i);
+  return tensor::CollapseShapeOp::create(b, loc, flatTy, t,
+                                         ArrayRef<ReassociationIndices>{all});
+}
+
+/// Inverse of flatten: reshapes a 1-D tensor to `ty`.
+static Value unflatten(OpBuilder &b, Location loc, Value flat,
+                       RankedTensorType ty) {
+  if (ty.getRank() == 1)
+    return flat;
+  if (ty.getRank() == 0)
+    return tensor::CollapseShapeOp::create(b, loc, ty, flat,
+                                           ArrayRef<ReassociationIndices>{});
+  ReassociationIndices all;
+  for (int64_t i = 0; i < ty.getRank(); ++i)
+    all.push_back(i);
+  return tensor::ExpandShapeOp::create(b, loc, ty, flat,
+                                       ArrayRef<ReassociationIndices>{all});
+}
+
+static void declare(ModuleOp module, StringRef name, TypeRange args) {
+  if (module.lookupSymbol<func::FuncOp>(name))
+    return;
+  OpBuilder b(module.getContext());
+  b.setInsertionPointToStart(module.getBody());
+  auto f = func::FuncOp::create(b, module.getLoc(), name,
+                                b.getFunctionType(args, {}));
+  f.setPrivate();
+}
+
+namespace {
+struct ConvertZBToRuntimePass
+    : public zb::impl::ConvertZBToRuntimeBase<ConvertZBToRuntimePass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    OpBuilder b(ctx);
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    MemRefType mat = dynamicStrided(ctx, 2, f32);
+    MemRefType vec = dynamicStrided(ctx, 1, f32);
+
+    SmallVector<Operation *> work;
+    module.walk([&](Operation *op) {
+      if (auto mm = llvm::dyn_cast<MatmulOp>(op)) {
+        if (mm.getType().getElementType().isF32())
+          work.push_back(op);
+      } else if (llvm::isa<SendOp, RecvOp>(op)) {
+        work.push_back(op);
+      }
+    });
+    for (Operation *op : work) {
+      b.setInsertionPoint(op);
+      Location loc = op->getLoc();
+      auto i32c = [&](int64_t v) -> Value {
+        return arith::ConstantIntOp::create(b, loc, v, 32);
+      };
+      if (auto mm = llvm::dyn_cast<MatmulOp>(op)) {
+        declare(module, "zbrt_sgemm_memref", {mat, mat, mat, i32, i32});
+        Value a = bufferOf(b, loc, mm.getLhs());
+        Value bb = bufferOf(b, loc, mm.getRhs());
+        RankedTensorType rt = mm.getType();
+        Value c = memref::AllocOp::create(
+            b, loc, MemRefType::get(rt.getShape(), rt.getElementType()));
+        Value cd = memref::CastOp::create(b, loc, mat, c);
+        func::CallOp::create(
+            b, loc, "zbrt_sgemm_memref", TypeRange{},
+            ValueRange{a, bb, cd, i32c(mm.getTransposeLhs() ? 1 : 0),
+                       i32c(mm.getTransposeRhs() ? 1 : 0)});
+        Value t = bufferization::ToTensorOp::create(b, loc, rt, c,
+                                                    /*restrict=*/true,
+                                                    /*writable=*/true);
+        mm.getResult().replaceAllUsesWith(t);
+        mm.erase();
+        continue;
+      }
+      if (auto send = llvm::dyn_cast<SendOp>(op)) {
+        auto tt = llvm::cast<RankedTensorType>(send.getValue().getType());
+        if (!tt.getElementType().isF32()) {
+          send.emitOpError("only f32 tensors can be sent yet");
+          return signalPassFailure();
+        }
+        declare(module, "zbrt_send_memref", {vec, i32, i32});
+        Value m = bufferOf(b, loc, flatten(b, loc, send.getValue()));
+        func::CallOp::create(b, loc, "zbrt_send_memref", TypeRange{},
+                             ValueRange{m, i32c(send.getPeer()),
+                                        i32c(send.getTag())});
+        send.erase();
+        continue;
+      }
+      auto recv = llvm::cast<RecvOp>(op);
+      RankedTensorType rt = recv.getType();
+      if (!rt.getElementType().isF32()) {
+        recv.emitOpError("only f32 tensors can be received yet");
+        return signalPassFailure();
+      }
+      declare(module, "zbrt_recv_memref", {vec, i32, i32});
+      auto flatTy = MemRefType::get({rt.getNumElements()}, f32);
+      Value m = memref::AllocOp::create(b, loc, flatTy);
+      Value md = memref::CastOp::create(b, loc, vec, m);
+      func::CallOp::create(b, loc, "zbrt_recv_memref", TypeRange{},
+                           ValueRange{md, i32c(recv.getPeer()),
+                                      i32c(recv.getTag())});
+      Value t = bufferization::ToTensorOp::create(
+          b, loc, RankedTensorType::get({rt.getNumElements()}, f32), m,
+          /*restrict=*/true, /*writable=*/true);
+      recv.getResult().replaceAllUsesWith(unflatten(b, loc, t, rt));
+      recv.erase();
+    }
+  }
+};
+} // namespace

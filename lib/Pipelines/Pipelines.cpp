@@ -1,0 +1,66 @@
+//===- Pipelines.cpp - named zb pass pipelines ----------------------------===//
+#include "zb/Pipelines/Pipelines.h"
+#include "zb/Conversion/Passes.h"
+#include "zb/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace zb {
+
+void buildPipelineParallelPipeline(OpPassManager &pm,
+                                   const PipelineOptions &options) {
+  pm.addPass(createZBAutodiff());
+  pm.addPass(createZBSplitBackward());
+  ZBPartitionStagesOptions partition;
+  partition.numStages = options.numStages;
+  partition.target = options.target;
+  pm.addPass(createZBPartitionStages(partition));
+  ZBScheduleOptions schedule;
+  schedule.algorithm = options.schedule;
+  schedule.microbatches = options.microbatches;
+  schedule.memoryLimit = options.memoryLimit;
+  pm.addPass(createZBSchedule(schedule));
+  pm.addPass(createZBLowerPipeline());
+}
+
+void buildLowerToLLVMPipeline(OpPassManager &pm) {
+  pm.addPass(createConvertZBToRuntime());
+  pm.addPass(createConvertZBToLinalg());
+  pm.addPass(createCanonicalizerPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createZBEmitRankEntry());
+}
+
+void registerPipelines() {
+  PassPipelineRegistration<PipelineOptions>(
+      "zb-pipeline-parallel",
+      "Autodiff, B/W split, stage partition, schedule and per-rank lowering",
+      buildPipelineParallelPipeline);
+  PassPipelineRegistration<>(
+      "zb-lower-to-llvm",
+      "Lowers one rank's step function to the LLVM dialect (CPU)",
+      buildLowerToLLVMPipeline);
+}
+
+} // namespace zb

@@ -1,0 +1,462 @@
+//===- LowerPipeline.cpp - zb-lower-pipeline: per-rank step functions -----===//
+//
+// Turns the verified schedule into one step function per rank. Every action
+// becomes a call of the stage function with its inputs: received tensors
+// (zb.recv), tensors produced earlier on the same rank, and the per-microbatch
+// saved tensors and residuals (SSA values, stash buffers once bufferized).
+// Weight gradients are summed in increasing microbatch order whatever the
+// schedule's W order, so every schedule gives bit-identical gradients.
+//
+//===----------------------------------------------------------------------===//
+#include "zb/Dialect/ZB/IR/ZBOps.h"
+#include "zb/Transforms/Passes.h"
+#include "zb/Transforms/PipelineInfo.h"
+
+#include "zbrt/zbrt.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <deque>
+#include <map>
+#include <tuple>
+
+namespace zb {
+#define GEN_PASS_DEF_ZBLOWERPIPELINE
+#include "zb/Transforms/Passes.h.inc"
+} // namespace zb
+
+using namespace mlir;
+using namespace zb;
+
+namespace {
+
+/// A point-to-point message as the deadlock check sees it.
+struct Message {
+  bool isSend;
+  int64_t peer, tag, bytes;
+  std::string what; // for diagnostics, e.g. "F1.3 activation"
+};
+
+/// Checks that every send is matched by a recv with the same tag and size in
+/// the same order per rank pair, and that the program cannot deadlock when
+/// sends are non-blocking and receives block (zbrt semantics). Returns an
+/// error message naming the first conflict, or "" when the check passes.
+std::string checkCommunication(const std::vector<std::vector<Message>> &prog) {
+  int64_t n = prog.size();
+  // Order per pair: sends r->q must match recvs on q from r.
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t q = 0; q < n; ++q) {
+      std::vector<const Message *> sends, recvs;
+      for (const Message &m : prog[r])
+        if (m.isSend && m.peer == q)
+          sends.push_back(&m);
+      for (const Message &m : prog[q])
+        if (!m.isSend && m.peer == r)
+          recvs.push_back(&m);
+      for (size_t i = 0; i < std::max(sends.size(), recvs.size()); ++i) {
+        if (i >= sends.size())
+          return llvm::formatv("rank {0} receives '{1}' from rank {2}, which "
+                               "never sends it",
+                               q, recvs[i]->what, r);
+        if (i >= recvs.size())
+          return llvm::formatv("rank {0} sends '{1}' to rank {2}, which never "
+                               "receives it",
+                               r, sends[i]->what, q);
+        if (sends[i]->tag != recvs[i]->tag ||
+            sends[i]->bytes != recvs[i]->bytes)
+          return llvm::formatv("message #{0} from rank {1} to rank {2}: sent "
+                               "'{3}' (tag {4}, {5} bytes) but received '{6}' "
+                               "(tag {7}, {8} bytes)",
+                               i, r, q, sends[i]->what, sends[i]->tag,
+                               sends[i]->bytes, recvs[i]->what, recvs[i]->tag,
+                               recvs[i]->bytes);
+      }
+    }
+  // Progress simulation: a recv completes once the matching send was issued.
+  std::vector<size_t> pc(n, 0);
+  std::map<std::pair<int64_t, int64_t>, int64_t> sent, received;
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int64_t r = 0; r < n; ++r)
+      while (pc[r] < prog[r].size()) {
+        const Message &m = prog[r][pc[r]];
+        if (m.isSend) {
+          ++sent[{r, m.peer}];
+        } else {
+          auto key = std::make_pair(m.peer, r);
+          if (sent[key] <= received[key])
+            break;
+          ++received[key];
+        }
+        ++pc[r];
+        progress = true;
+      }
+  }
+  for (int64_t r = 0; r < n; ++r)
+    if (pc[r] < prog[r].size())
+      return llvm::formatv("deadlock: rank {0} waits forever in '{1}' (recv "
+                           "from rank {2})",
+                           r, prog[r][pc[r]].what, prog[r][pc[r]].peer);
+  return "";
+}
+
+struct RankLowering {
+  ModuleOp module;
+  const PipelineInfo &info;
+  const sched::Schedule &schedule;
+  int64_t numMicrobatches;
+  std::vector<std::vector<Message>> &messages;
+
+  func::FuncOp lookup(StringRef name) {
+    return module.lookupSymbol<func::FuncOp>(name);
+  }
+  static StringRef role(DictionaryAttr attrs) {
+    auto r = attrs ? attrs.getAs<StringAttr>("zb.role") : nullptr;
+    return r ? r.getValue() : StringRef();
+  }
+  static int64_t key(DictionaryAttr attrs) {
+    if (auto v = attrs.getAs<IntegerAttr>("zb.value"))
+      return v.getInt();
+    if (auto v = attrs.getAs<IntegerAttr>("zb.index"))
+      return v.getInt();
+    return -1;
+  }
+
+  LogicalResult lower(int64_t rank);
+};
+
+LogicalResult RankLowering::lower(int64_t rank) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  Location loc = module.getLoc();
+  auto rankOf = [&](int64_t stage) { return schedule.stageToRank[stage]; };
+  int64_t lastStage = info.numStages - 1;
+
+  // The rank's stages, parameters and batch inputs.
+  SmallVector<int64_t> paramIdx, inputIdx;
+  for (const ModelValueInfo &p : info.params)
+    if (!p.stages.empty() && rankOf(p.stages.front()) == rank)
+      paramIdx.push_back(p.index);
+  for (const ModelValueInfo &in : info.inputs)
+    if (llvm::any_of(in.stages, [&](int64_t s) { return rankOf(s) == rank; }))
+      inputIdx.push_back(in.index);
+  bool hasLoss = rankOf(lastStage) == rank;
+  auto typeOf = [&](int64_t index) -> RankedTensorType {
+    for (const ModelValueInfo &v : info.params)
+      if (v.index == index)
+        return v.type;
+    for (const ModelValueInfo &v : info.inputs)
+      if (v.index == index)
+        return v.type;
+    return {};
+  };
+
+  // Signature: params, grads, inputs ([M] + microbatch shape), loss.
+  SmallVector<Type> argTypes;
+  SmallVector<Attribute> argRoles;
+  auto memrefOf = [](RankedTensorType t) {
+    return MemRefType::get(t.getShape(), t.getElementType());
+  };
+  for (int64_t p : paramIdx) {
+    argTypes.push_back(memrefOf(typeOf(p)));
+    argRoles.push_back(b.getStringAttr(llvm::formatv("param:{0}", p)));
+  }
+  for (int64_t p : paramIdx) {
+    argTypes.push_back(memrefOf(typeOf(p)));
+    argRoles.push_back(b.getStringAttr(llvm::formatv("grad:{0}", p)));
+  }
+  for (int64_t i : inputIdx) {
+    RankedTensorType t = typeOf(i);
+    SmallVector<int64_t> shape{numMicrobatches};
+    shape.append(t.getShape().begin(), t.getShape().end());
+    argTypes.push_back(MemRefType::get(shape, t.getElementType()));
+    argRoles.push_back(b.getStringAttr(llvm::formatv("input:{0}", i)));
+  }
+  Type f32 = b.getF32Type();
+  RankedTensorType lossTy;
+  if (hasLoss) {
+    auto fwd = lookup(info.stages[lastStage].forward);
+    for (unsigned i = 0; i < fwd.getNumResults(); ++i)
+      if (role(fwd.getResultAttrDict(i)) == "loss")
+        lossTy = llvm::cast<RankedTensorType>(fwd.getResultTypes()[i]);
+    if (!lossTy)
+      return fwd.emitError("last stage's forward function returns no loss");
+    argTypes.push_back(MemRefType::get({}, lossTy.getElementType()));
+    argRoles.push_back(b.getStringAttr("loss"));
+  }
+  (void)f32;
+
+  b.setInsertionPointToEnd(module.getBody());
+  std::string name = llvm::formatv("zb_rank{0}_step", rank);
+  auto step = func::FuncOp::create(b, loc, name,
+                                   b.getFunctionType(argTypes, {}));
+  step->setAttr("zb.rank", b.getI64IntegerAttr(rank));
+  step->setAttr("zb.rank_args", b.getArrayAttr(argRoles));
+  step->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *entry = step.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+
+  // Runtime trace markers.
+  auto i32 = b.getI32Type();
+  auto declare = [&](StringRef fname, TypeRange args) {
+    if (module.lookupSymbol<func::FuncOp>(fname))
+      return;
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto f = func::FuncOp::create(b, loc, fname, b.getFunctionType(args, {}));
+    f.setPrivate();
+  };
+  declare("zbrt_action_begin", {i32, i32, i32});
+  declare("zbrt_action_end", {i32, i32, i32});
+  auto mark = [&](StringRef fname, int kind, int64_t stage, int64_t mb) {
+    Value k = arith::ConstantIntOp::create(b, loc, kind, 32);
+    Value s = arith::ConstantIntOp::create(b, loc, stage, 32);
+    Value m = arith::ConstantIntOp::create(b, loc, mb, 32);
+    func::CallOp::create(b, loc, fname, TypeRange{}, ValueRange{k, s, m});
+  };
+
+  // Tensors of the arguments.
+  llvm::DenseMap<int64_t, Value> paramT, inputT;
+  unsigned argNo = 0;
+  for (int64_t p : paramIdx)
+    paramT[p] = bufferization::ToTensorOp::create(
+        b, loc, typeOf(p), entry->getArgument(argNo++), /*restrict=*/true);
+  argNo += paramIdx.size(); // grads are outputs
+  for (int64_t i : inputIdx) {
+    Value m = entry->getArgument(argNo++);
+    auto mt = llvm::cast<MemRefType>(m.getType());
+    inputT[i] = bufferization::ToTensorOp::create(
+        b, loc, RankedTensorType::get(mt.getShape(), mt.getElementType()), m,
+        /*restrict=*/true);
+  }
+  std::map<std::pair<int64_t, int64_t>, Value> slices;
+  auto sliceOf = [&](int64_t input, int64_t mb) -> Value {
+    auto it = slices.find({input, mb});
+    if (it != slices.end())
+      return it->second;
+    RankedTensorType t = typeOf(input);
+    SmallVector<OpFoldResult> offsets{b.getIndexAttr(mb)}, sizes{
+                                                               b.getIndexAttr(1)},
+        strides{b.getIndexAttr(1)};
+    for (int64_t d : t.getShape()) {
+      offsets.push_back(b.getIndexAttr(0));
+      sizes.push_back(b.getIndexAttr(d));
+      strides.push_back(b.getIndexAttr(1));
+    }
+    Value v = tensor::ExtractSliceOp::create(b, loc, t, inputT[input], offsets,
+                                             sizes, strides);
+    slices[{input, mb}] = v;
+    return v;
+  };
+
+  // Values per microbatch: (kind, value id, microbatch) -> tensor.
+  std::map<std::tuple<int, int64_t, int64_t>, Value> env;
+  enum { Act = 0, Grad = 1, Saved = 2, Residual = 3 };
+
+  // In-order accumulation of losses and weight gradients.
+  std::map<int64_t, Value> pendingLoss;
+  int64_t nextLoss = 0;
+  Value lossAcc;
+  std::map<int64_t, std::map<int64_t, SmallVector<std::pair<int64_t, Value>>>>
+      pendingGrads; // stage -> mb -> (param, grad)
+  std::map<int64_t, int64_t> nextGrad;
+  llvm::DenseMap<int64_t, Value> gradAcc;
+  auto addInOrder = [&](Value acc, Value v) -> Value {
+    return acc ? AddOp::create(b, loc, v.getType(), acc, v).getResult() : v;
+  };
+
+  auto &msgs = messages[rank];
+  for (const sched::Action &a : schedule.perRank[rank]) {
+    int64_t s = a.stage, mb = a.microbatch;
+    const StageInfo &st = info.stages[s];
+    auto actName = [&](StringRef what) {
+      return llvm::formatv("{0}{1}.{2} {3}", sched::kindName(a.kind), s, mb,
+                           what)
+          .str();
+    };
+    func::FuncOp callee;
+    int kindCode = 0;
+    switch (a.kind) {
+    case sched::ActionKind::F:
+      callee = lookup(st.forward);
+      kindCode = 0;
+      break;
+    case sched::ActionKind::B:
+      callee = lookup(st.backwardInput);
+      kindCode = 1;
+      break;
+    case sched::ActionKind::W:
+      callee = lookup(st.backwardWeight);
+      kindCode = 2;
+      break;
+    }
+    if (!callee)
+      return module.emitError("stage function of action ")
+             << actName("") << " not found";
+
+    // Gather operands.
+    SmallVector<Value> operands;
+    for (unsigned i = 0; i < callee.getNumArguments(); ++i) {
+      DictionaryAttr attrs = callee.getArgAttrDict(i);
+      StringRef r = role(attrs);
+      int64_t k = key(attrs);
+      Type ty = callee.getArgumentTypes()[i];
+      Value v;
+      if (r == "param") {
+        v = paramT.lookup(k);
+      } else if (r == "batch") {
+        v = sliceOf(k, mb);
+      } else if (r == "act" || r == "grad") {
+        bool isAct = r == "act";
+        int kind = isAct ? Act : Grad;
+        auto it = env.find({kind, k, mb});
+        if (it != env.end()) {
+          v = it->second;
+        } else {
+          int64_t from = isAct ? s - 1 : s + 1;
+          if (from < 0 || from > lastStage)
+            return callee.emitError("argument #")
+                   << i << " expects a tensor from stage " << from
+                   << ", which does not exist";
+          if (rankOf(from) == rank)
+            return module.emitError("schedule runs ")
+                   << actName("") << " before the action producing its input";
+          int64_t tag = zbrt_tag(isAct ? 0 : 1, from, mb);
+          v = RecvOp::create(b, loc, ty, rankOf(from), tag);
+          msgs.push_back({false, rankOf(from), tag,
+                          static_cast<int64_t>(
+                              llvm::cast<RankedTensorType>(ty).getNumElements() *
+                              4),
+                          actName(isAct ? "activation" : "gradient")});
+          env[{kind, k, mb}] = v;
+        }
+      } else if (r == "saved" || r == "residual") {
+        auto it = env.find({r == "saved" ? Saved : Residual, k, mb});
+        if (it == env.end())
+          return module.emitError("schedule runs ")
+                 << actName("") << " before the action producing its " << r
+                 << " tensors";
+        v = it->second;
+      }
+      if (!v)
+        return callee.emitError("argument #")
+               << i << " has an unknown role '" << r << "'";
+      operands.push_back(v);
+    }
+    mark("zbrt_action_begin", kindCode, s, mb);
+    auto call = func::CallOp::create(b, loc, callee, operands);
+    mark("zbrt_action_end", kindCode, s, mb);
+
+    // Route results.
+    for (unsigned i = 0; i < callee.getNumResults(); ++i) {
+      DictionaryAttr attrs = callee.getResultAttrDict(i);
+      StringRef r = role(attrs);
+      int64_t k = key(attrs);
+      Value v = call.getResult(i);
+      if (r == "act" || r == "grad") {
+        bool isAct = r == "act";
+        int64_t to = isAct ? s + 1 : s - 1;
+        if (to < 0 || to > lastStage)
+          return callee.emitError("result #")
+                 << i << " goes to stage " << to << ", which does not exist";
+        if (rankOf(to) == rank) {
+          env[{isAct ? Act : Grad, k, mb}] = v;
+        } else {
+          int64_t tag = zbrt_tag(isAct ? 0 : 1, s, mb);
+          SendOp::create(b, loc, v, rankOf(to), tag);
+          msgs.push_back(
+              {true, rankOf(to), tag,
+               static_cast<int64_t>(
+                   llvm::cast<RankedTensorType>(v.getType()).getNumElements() *
+                   4),
+               actName(isAct ? "activation" : "gradient")});
+        }
+      } else if (r == "saved") {
+        env[{Saved, k, mb}] = v;
+      } else if (r == "residual") {
+        env[{Residual, k, mb}] = v;
+      } else if (r == "loss") {
+        pendingLoss[mb] = v;
+        while (pendingLoss.count(nextLoss)) {
+          lossAcc = addInOrder(lossAcc, pendingLoss[nextLoss]);
+          pendingLoss.erase(nextLoss++);
+        }
+      } else if (r == "param_grad") {
+        pendingGrads[s][mb].push_back({k, v});
+        int64_t &next = nextGrad[s];
+        while (pendingGrads[s].count(next)) {
+          for (auto [p, g] : pendingGrads[s][next])
+            gradAcc[p] = addInOrder(gradAcc.lookup(p), g);
+          pendingGrads[s].erase(next++);
+        }
+      } else {
+        return callee.emitError("result #")
+               << i << " has an unknown role '" << r << "'";
+      }
+    }
+  }
+
+  // Write the outputs.
+  if (!pendingLoss.empty() ||
+      llvm::any_of(pendingGrads, [](auto &kv) { return !kv.second.empty(); }))
+    return module.emitError("rank ")
+           << rank << ": the schedule misses microbatches (loss or weight "
+                      "gradients could not be summed in order)";
+  for (auto [i, p] : llvm::enumerate(paramIdx)) {
+    Value g = gradAcc.lookup(p);
+    if (!g)
+      return module.emitError("rank ")
+             << rank << " never computes the gradient of parameter #" << p;
+    bufferization::MaterializeInDestinationOp::create(
+        b, loc, TypeRange{}, g, entry->getArgument(paramIdx.size() + i),
+        /*restrict=*/true, /*writable=*/true);
+  }
+  if (hasLoss) {
+    if (!lossAcc)
+      return module.emitError("rank ") << rank << " computes no loss";
+    bufferization::MaterializeInDestinationOp::create(
+        b, loc, TypeRange{}, lossAcc, entry->getArguments().back(),
+        /*restrict=*/true, /*writable=*/true);
+  }
+  func::ReturnOp::create(b, loc);
+  return success();
+}
+
+struct ZBLowerPipelinePass
+    : public zb::impl::ZBLowerPipelineBase<ZBLowerPipelinePass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<PipelineInfo> info = PipelineInfo::read(module);
+    if (failed(info))
+      return signalPassFailure();
+    int64_t microbatches = 0;
+    FailureOr<sched::Schedule> schedule = readSchedule(module, &microbatches);
+    if (failed(schedule))
+      return signalPassFailure();
+    if (static_cast<int64_t>(schedule->stageToRank.size()) != info->numStages) {
+      module.emitError("zb.schedule has ")
+          << schedule->stageToRank.size() << " stages, zb.pipeline has "
+          << info->numStages;
+      return signalPassFailure();
+    }
+    std::vector<std::vector<Message>> messages(schedule->perRank.size());
+    for (int64_t r = 0; r < static_cast<int64_t>(schedule->perRank.size());
+         ++r) {
+      RankLowering lowering{module, *info, *schedule, microbatches, messages};
+      if (failed(lowering.lower(r)))
+        return signalPassFailure();
+    }
+    std::string err = checkCommunication(messages);
+    if (!err.empty()) {
+      module.emitError("zb-lower-pipeline: communication check failed: ")
+          << err;
+      return signalPassFailure();
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,512 @@
+//===- PartitionStages.cpp - zb-partition-stages --------------------------===//
+//
+// Cuts the differentiated model into contiguous pipeline stages that balance
+// the cost model (dynamic programming: minimise the slowest stage), then
+// outlines every stage into forward / backward_input / backward_weight
+// functions whose signatures make the saved tensors (M_B) and the B-to-W
+// residuals (M_W) explicit.
+//
+//===----------------------------------------------------------------------===//
+#include "zb/Dialect/ZB/IR/ZBOps.h"
+#include "zb/Transforms/CostModel.h"
+#include "zb/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace zb {
+#define GEN_PASS_DEF_ZBPARTITIONSTAGES
+#include "zb/Transforms/Passes.h.inc"
+} // namespace zb
+
+using namespace mlir;
+using namespace zb;
+
+namespace {
+
+/// One argument or result of an outlined stage function and its role.
+struct Port {
+  Value value;
+  StringRef role; // param | batch | act | saved | grad | residual | loss |
+                  // param_grad
+  int64_t key;    // zb.value id (act/saved/grad/residual) or arg index
+};
+
+struct Partitioner {
+  ModuleOp module;
+  func::FuncOp func;
+  int64_t numStages;
+  CostTarget target;
+
+  Block *body = nullptr;
+  Operation *ret = nullptr;
+  llvm::DenseMap<Operation *, int64_t> stageOf; // non-constant ops
+  llvm::DenseMap<Value, int64_t> valueIds;
+
+  bool isParam(Value v) {
+    auto arg = llvm::dyn_cast<BlockArgument>(v);
+    return arg && func.getArgAttr(arg.getArgNumber(), kParamAttr);
+  }
+  bool isBatch(Value v) {
+    return llvm::isa<BlockArgument>(v) && !isParam(v);
+  }
+  static bool isConstant(Value v) {
+    return v.getDefiningOp() && llvm::isa<ConstantOp>(v.getDefiningOp());
+  }
+  static bool isBackwardOp(Operation *op) {
+    return op && op->hasAttr(kOriginAttr);
+  }
+  int64_t stageOfValue(Value v) {
+    Operation *def = v.getDefiningOp();
+    auto it = def ? stageOf.find(def) : stageOf.end();
+    return it == stageOf.end() ? -1 : it->second;
+  }
+  int64_t idFor(Value v) {
+    auto [it, inserted] = valueIds.try_emplace(v, valueIds.size());
+    return it->second;
+  }
+  StringAttr nameOfArg(unsigned i) {
+    if (auto n = func.getArgAttrOfType<StringAttr>(i, "zb.name"))
+      return n;
+    return StringAttr::get(func.getContext(), "arg" + std::to_string(i));
+  }
+
+  LogicalResult run();
+  LogicalResult assignStages(ArrayRef<Operation *> forward,
+                             ArrayRef<Operation *> backward);
+  func::FuncOp outline(StringRef name, int64_t stage, StringRef kind,
+                       ArrayRef<Operation *> ops, ArrayRef<Port> inputs,
+                       ArrayRef<Port> outputs);
+};
+
+LogicalResult Partitioner::assignStages(ArrayRef<Operation *> forward,
+                                        ArrayRef<Operation *> backward) {
+  // Cost of a forward op = its own time plus that of the backward ops it
+  // originates, so the partition balances whole F+B+W per stage.
+  llvm::DenseMap<int64_t, double> costById;
+  for (Operation *op : backward)
+    costById[llvm::cast<IntegerAttr>(op->getAttr(kOriginAttr)).getInt()] +=
+        opTimeMs(op, target);
+  SmallVector<Operation *> compute;
+  SmallVector<double> cost;
+  for (Operation *op : forward) {
+    if (llvm::isa<ConstantOp>(op))
+      continue;
+    compute.push_back(op);
+    int64_t id = llvm::cast<IntegerAttr>(op->getAttr(kIdAttr)).getInt();
+    // A tiny floor keeps zero-cost ops from making stages empty of work.
+    cost.push_back(opTimeMs(op, target) + costById.lookup(id) + 1e-9);
+  }
+  int64_t n = compute.size();
+  if (n < numStages)
+    return func.emitError("cannot cut ")
+           << n << " compute ops into " << numStages
+           << " stages: use --stages " << n << " or fewer";
+  // prefix sums and DP: best[k][j] = min over cuts of the max stage cost of
+  // the first j ops in k stages.
+  SmallVector<double> prefix(n + 1, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    prefix[i + 1] = prefix[i] + cost[i];
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(numStages + 1,
+                                        std::vector<double>(n + 1, inf));
+  std::vector<std::vector<int64_t>> cut(numStages + 1,
+                                        std::vector<int64_t>(n + 1, 0));
+  best[0][0] = 0;
+  for (int64_t k = 1; k <= numStages; ++k)
+    for (int64_t j = k; j <= n; ++j)
+      for (int64_t i = k - 1; i < j; ++i) {
+        double c = std::max(best[k - 1][i], prefix[j] - prefix[i]);
+        if (c < best[k][j]) {
+          best[k][j] = c;
+          cut[k][j] = i;
+        }
+      }
+  int64_t j = n;
+  for (int64_t k = numStages; k >= 1; --k) {
+    int64_t i = cut[k][j];
+    for (int64_t t = i; t < j; ++t)
+      stageOf[compute[t]] = k - 1;
+    j = i;
+  }
+  // Backward ops follow their origin.
+  llvm::DenseMap<int64_t, int64_t> stageById;
+  for (Operation *op : compute)
+    stageById[llvm::cast<IntegerAttr>(op->getAttr(kIdAttr)).getInt()] =
+        stageOf[op];
+  for (Operation *op : backward) {
+    int64_t origin = llvm::cast<IntegerAttr>(op->getAttr(kOriginAttr)).getInt();
+    auto it = stageById.find(origin);
+    if (it == stageById.end())
+      return op->emitOpError("has zb.origin = ")
+             << origin << " which names no compute op of the forward pass";
+    stageOf[op] = it->second;
+  }
+  return success();
+}
+
+func::FuncOp Partitioner::outline(StringRef name, int64_t stage,
+                                  StringRef kind, ArrayRef<Operation *> ops,
+                                  ArrayRef<Port> inputs,
+                                  ArrayRef<Port> outputs) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  b.setInsertionPoint(func);
+  SmallVector<Type> argTypes, resultTypes;
+  for (const Port &p : inputs)
+    argTypes.push_back(p.value.getType());
+  for (const Port &p : outputs)
+    resultTypes.push_back(p.value.getType());
+  auto fn = func::FuncOp::create(b, func.getLoc(), name,
+                                 b.getFunctionType(argTypes, resultTypes));
+  auto i64 = b.getI64Type();
+  auto setPortAttrs = [&](auto setter, unsigned i, const Port &p) {
+    setter(i, "zb.role", b.getStringAttr(p.role));
+    bool isIndex = p.role == "param" || p.role == "batch" ||
+                   p.role == "param_grad";
+    if (p.role != "loss")
+      setter(i, isIndex ? "zb.index" : "zb.value", IntegerAttr::get(i64, p.key));
+  };
+  for (auto [i, p] : llvm::enumerate(inputs))
+    setPortAttrs([&](unsigned k, StringRef n, Attribute a) {
+      fn.setArgAttr(k, n, a);
+    }, i, p);
+  for (auto [i, p] : llvm::enumerate(outputs))
+    setPortAttrs([&](unsigned k, StringRef n, Attribute a) {
+      fn.setResultAttr(k, n, a);
+    }, i, p);
+  fn->setAttr(kStageAttr, IntegerAttr::get(i64, stage));
+  fn->setAttr("zb.kind", b.getStringAttr(kind));
+
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  IRMapping map;
+  for (auto [i, p] : llvm::enumerate(inputs))
+    map.map(p.value, entry->getArgument(i));
+  auto materialize = [&](Value v) {
+    if (!map.contains(v) && isConstant(v))
+      map.map(v, b.clone(*v.getDefiningOp())->getResult(0));
+  };
+  for (Operation *op : ops) {
+    for (Value v : op->getOperands())
+      materialize(v);
+    b.clone(*op, map);
+  }
+  SmallVector<Value> results;
+  for (const Port &p : outputs) {
+    materialize(p.value);
+    results.push_back(map.lookup(p.value));
+  }
+  func::ReturnOp::create(b, func.getLoc(), results);
+  return fn;
+}
+
+LogicalResult Partitioner::run() {
+  if (func.isExternal() || !func.getBody().hasOneBlock())
+    return func.emitError("expects a single-block function");
+  body = &func.getBody().front();
+  ret = body->getTerminator();
+  SmallVector<Operation *> forward, backward;
+  for (Operation &op : body->without_terminator())
+    (isBackwardOp(&op) ? backward : forward).push_back(&op);
+  if (backward.empty())
+    return func.emitError("has no backward ops: run zb-autodiff first");
+  for (Operation *op : backward)
+    if (!op->hasAttr(kPhaseAttr))
+      return op->emitOpError("has no zb.phase: run zb-split-backward first");
+  if (failed(assignStages(forward, backward)))
+    return failure();
+
+  // Stage-local op lists in program order.
+  std::vector<SmallVector<Operation *>> F(numStages), B(numStages),
+      W(numStages);
+  for (Operation &op : body->without_terminator()) {
+    if (llvm::isa<ConstantOp>(op) && !isBackwardOp(&op))
+      continue; // cloned into every function that uses it
+    int64_t s = stageOf.lookup(&op);
+    if (!isBackwardOp(&op))
+      F[s].push_back(&op);
+    else if (llvm::cast<StringAttr>(op.getAttr(kPhaseAttr)).getValue() == "W")
+      W[s].push_back(&op);
+    else
+      B[s].push_back(&op);
+  }
+
+  // Forward values may only flow to the next stage.
+  for (int64_t s = 0; s < numStages; ++s)
+    for (Operation *op : F[s])
+      for (Value v : op->getOperands()) {
+        int64_t t = stageOfValue(v);
+        if (t >= 0 && t != s && t != s - 1)
+          return op->emitOpError("uses a value of stage ")
+                 << t << " in stage " << s
+                 << "; values crossing more than one stage boundary are not "
+                    "supported yet (choose fewer stages)";
+      }
+
+  // Parameters belong to the one stage that uses them.
+  unsigned numArgs = body->getNumArguments();
+  SmallVector<int64_t> paramStage(numArgs, -1);
+  for (BlockArgument arg : body->getArguments()) {
+    if (!isParam(arg))
+      continue;
+    for (Operation *user : arg.getUsers()) {
+      int64_t s = stageOf.lookup(user);
+      if (paramStage[arg.getArgNumber()] >= 0 &&
+          paramStage[arg.getArgNumber()] != s)
+        return func.emitError("parameter '")
+               << nameOfArg(arg.getArgNumber()).getValue()
+               << "' is used by stages " << paramStage[arg.getArgNumber()]
+               << " and " << s << "; shared parameters are not supported yet";
+      paramStage[arg.getArgNumber()] = s;
+    }
+    if (paramStage[arg.getArgNumber()] < 0)
+      paramStage[arg.getArgNumber()] = 0;
+  }
+  // ret operands: loss, then one gradient per parameter in argument order.
+  llvm::DenseMap<unsigned, Value> gradOfParam;
+  for (unsigned i = 1; i < ret->getNumOperands(); ++i) {
+    auto idx = func.getResultAttrOfType<IntegerAttr>(i, "zb.grad_of");
+    if (!idx)
+      return func.emitError("result #") << i << " has no zb.grad_of";
+    gradOfParam[idx.getInt()] = ret->getOperand(i);
+  }
+
+  auto collectArgs = [&](ArrayRef<Operation *> ops, SmallVector<Port> &out) {
+    llvm::SetVector<unsigned> params, batch;
+    for (Operation *op : ops)
+      for (Value v : op->getOperands())
+        if (auto a = llvm::dyn_cast<BlockArgument>(v))
+          (isParam(v) ? params : batch).insert(a.getArgNumber());
+    SmallVector<unsigned> p(params.begin(), params.end()),
+        q(batch.begin(), batch.end());
+    llvm::sort(p);
+    llvm::sort(q);
+    for (unsigned i : p)
+      out.push_back({body->getArgument(i), "param", i});
+    for (unsigned i : q)
+      out.push_back({body->getArgument(i), "batch", i});
+  };
+  auto definedIn = [](ArrayRef<Operation *> ops) {
+    llvm::DenseSet<Operation *> set(ops.begin(), ops.end());
+    return set;
+  };
+
+  MLIRContext *ctx = module.getContext();
+  Builder b(ctx);
+  SmallVector<Attribute> stageAttrs;
+  for (int64_t s = 0; s < numStages; ++s) {
+    auto inF = definedIn(F[s]), inB = definedIn(B[s]), inW = definedIn(W[s]);
+    std::string prefix = "stage" + std::to_string(s);
+
+    // ---- forward ----
+    SmallVector<Port> fIn, fOut;
+    collectArgs(F[s], fIn);
+    llvm::SetVector<Value> actIn;
+    for (Operation *op : F[s])
+      for (Value v : op->getOperands())
+        if (stageOfValue(v) == s - 1 && !isBackwardOp(v.getDefiningOp()))
+          actIn.insert(v);
+    for (Value v : actIn)
+      fIn.push_back({v, "act", idFor(v)});
+    if (s == numStages - 1) {
+      fOut.push_back({ret->getOperand(0), "loss", 0});
+    } else {
+      llvm::SetVector<Value> actOut;
+      for (Operation *op : F[s + 1])
+        for (Value v : op->getOperands())
+          if (v.getDefiningOp() && inF.contains(v.getDefiningOp()))
+            actOut.insert(v);
+      for (Value v : actOut)
+        fOut.push_back({v, "act", idFor(v)});
+    }
+    // Saved: forward values the stage's backward ops need.
+    llvm::SetVector<Value> saved;
+    for (auto *list : {&B[s], &W[s]})
+      for (Operation *op : *list)
+        for (Value v : op->getOperands()) {
+          if (isBackwardOp(v.getDefiningOp()) || isConstant(v) ||
+              llvm::isa<BlockArgument>(v))
+            continue;
+          if (!inF.contains(v.getDefiningOp()) && !actIn.contains(v))
+            return op->emitOpError("stage ")
+                   << s << " backward op needs a forward value that stage "
+                   << s << " neither computes nor receives";
+          saved.insert(v);
+        }
+    for (Value v : saved)
+      fOut.push_back({v, "saved", idFor(v)});
+
+    // ---- backward_input ----
+    SmallVector<Port> bIn, bOut;
+    collectArgs(B[s], bIn);
+    for (Operation *op : B[s])
+      for (Value v : op->getOperands())
+        if (saved.contains(v) &&
+            llvm::none_of(bIn, [&](const Port &p) { return p.value == v; }))
+          bIn.push_back({v, "saved", idFor(v)});
+    // Gradients arriving from stage s+1 (used by B or W of this stage).
+    llvm::SetVector<Value> gradIn;
+    for (auto *list : {&B[s], &W[s]})
+      for (Operation *op : *list)
+        for (Value v : op->getOperands()) {
+          if (!isBackwardOp(v.getDefiningOp()) || isConstant(v))
+            continue;
+          int64_t t = stageOfValue(v);
+          if (t == s)
+            continue;
+          if (t != s + 1)
+            return op->emitOpError("uses a gradient computed in stage ")
+                   << t << " from stage " << s
+                   << "; only the next stage's gradients can be received";
+          gradIn.insert(v);
+        }
+    for (Value v : gradIn)
+      bIn.push_back({v, "grad", idFor(v)});
+    if (s > 0) {
+      llvm::SetVector<Value> gradOut;
+      for (auto *list : {&B[s - 1], &W[s - 1]})
+        for (Operation *op : *list)
+          for (Value v : op->getOperands())
+            if (!isConstant(v) && v.getDefiningOp() &&
+                inB.contains(v.getDefiningOp()))
+              gradOut.insert(v);
+      for (Value v : gradOut)
+        bOut.push_back({v, "grad", idFor(v)});
+    }
+    llvm::SetVector<Value> residuals;
+    for (Operation *op : W[s])
+      for (Value v : op->getOperands()) {
+        if (!isBackwardOp(v.getDefiningOp()) || isConstant(v) ||
+            inW.contains(v.getDefiningOp()))
+          continue;
+        if (!inB.contains(v.getDefiningOp()) && !gradIn.contains(v))
+          return op->emitOpError("weight-gradient op of stage ")
+                 << s << " needs a value its B pass does not provide";
+        residuals.insert(v);
+      }
+    for (Value v : residuals)
+      bOut.push_back({v, "residual", idFor(v)});
+
+    // ---- backward_weight ----
+    SmallVector<Port> wIn, wOut;
+    collectArgs(W[s], wIn);
+    for (Value v : saved)
+      if (llvm::any_of(W[s], [&](Operation *op) {
+            return llvm::is_contained(op->getOperands(), v);
+          }))
+        wIn.push_back({v, "saved", idFor(v)});
+    for (Value v : residuals)
+      wIn.push_back({v, "residual", idFor(v)});
+    for (unsigned i = 0; i < numArgs; ++i) {
+      if (!isParam(body->getArgument(i)) || paramStage[i] != s)
+        continue;
+      Value g = gradOfParam.lookup(i);
+      if (!g || (!isConstant(g) && !inW.contains(g.getDefiningOp())))
+        return func.emitError("gradient of parameter '")
+               << nameOfArg(i).getValue()
+               << "' is not computed by a W op of stage " << s;
+      wOut.push_back({g, "param_grad", i});
+    }
+
+    func::FuncOp fwd = outline(prefix + "_forward", s, "forward", F[s], fIn,
+                               fOut);
+    func::FuncOp bwdIn = outline(prefix + "_backward_input", s,
+                                 "backward_input", B[s], bIn, bOut);
+    func::FuncOp bwdW = outline(prefix + "_backward_weight", s,
+                                "backward_weight", W[s], wIn, wOut);
+
+    // Cost and memory of this stage (per microbatch).
+    double tF = 0, tB = 0, tW = 0, commBytes = 0;
+    for (Operation *op : F[s])
+      tF += opTimeMs(op, target);
+    for (Operation *op : B[s])
+      tB += opTimeMs(op, target);
+    for (Operation *op : W[s])
+      tW += opTimeMs(op, target);
+    int64_t mB = 0, mW = 0;
+    for (Value v : saved)
+      mB += tensorBytes(v.getType());
+    for (Value v : residuals)
+      mW += tensorBytes(v.getType());
+    for (const Port &p : fOut)
+      if (p.role == "act")
+        commBytes += tensorBytes(p.value.getType());
+    for (const Port &p : fIn)
+      if (p.role == "act" && s == numStages - 1)
+        commBytes += tensorBytes(p.value.getType());
+    NamedAttrList attrs;
+    attrs.set("stage", b.getI64IntegerAttr(s));
+    attrs.set("forward", FlatSymbolRefAttr::get(fwd.getSymNameAttr()));
+    attrs.set("backward_input", FlatSymbolRefAttr::get(bwdIn.getSymNameAttr()));
+    attrs.set("backward_weight", FlatSymbolRefAttr::get(bwdW.getSymNameAttr()));
+    attrs.set("t_f", b.getF64FloatAttr(tF));
+    attrs.set("t_b", b.getF64FloatAttr(tB));
+    attrs.set("t_w", b.getF64FloatAttr(tW));
+    attrs.set("t_comm", b.getF64FloatAttr(commTimeMs(commBytes, target)));
+    attrs.set("m_b", b.getI64IntegerAttr(mB));
+    attrs.set("m_w", b.getI64IntegerAttr(mW));
+    stageAttrs.push_back(attrs.getDictionary(ctx));
+  }
+
+  SmallVector<Attribute> params, inputs;
+  for (unsigned i = 0; i < numArgs; ++i) {
+    NamedAttrList a;
+    a.set("name", nameOfArg(i));
+    a.set("index", b.getI64IntegerAttr(i));
+    a.set("type", TypeAttr::get(body->getArgument(i).getType()));
+    if (isParam(body->getArgument(i))) {
+      a.set("stage", b.getI64IntegerAttr(paramStage[i]));
+      params.push_back(a.getDictionary(ctx));
+    } else {
+      SmallVector<int64_t> stages;
+      for (Operation *user : body->getArgument(i).getUsers())
+        if (!llvm::is_contained(stages, stageOf.lookup(user)))
+          stages.push_back(stageOf.lookup(user));
+      llvm::sort(stages);
+      a.set("stages", b.getDenseI64ArrayAttr(stages));
+      inputs.push_back(a.getDictionary(ctx));
+    }
+  }
+  NamedAttrList pipeline;
+  pipeline.set("num_stages", b.getI64IntegerAttr(numStages));
+  pipeline.set("target", b.getStringAttr(target.name));
+  pipeline.set("stages", b.getArrayAttr(stageAttrs));
+  pipeline.set("params", b.getArrayAttr(params));
+  pipeline.set("inputs", b.getArrayAttr(inputs));
+  module->setAttr("zb.pipeline", pipeline.getDictionary(ctx));
+  func.erase();
+  return success();
+}
+
+struct ZBPartitionStagesPass
+    : public zb::impl::ZBPartitionStagesBase<ZBPartitionStagesPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto func = module.lookupSymbol<func::FuncOp>(function);
+    if (!func) {
+      module.emitError("zb-partition-stages: no function named '")
+          << function << "'";
+      return signalPassFailure();
+    }
+    if (numStages < 1) {
+      module.emitError("zb-partition-stages: num-stages must be >= 1, got ")
+          << numStages;
+      return signalPassFailure();
+    }
+    auto t = lookupCostTarget(target);
+    if (!t) {
+      module.emitError("zb-partition-stages: unknown target '")
+          << target << "' (expected cpu or h100)";
+      return signalPassFailure();
+    }
+    Partitioner p{module, func, numStages, *t};
+    if (failed(p.run()))
+      signalPassFailure();
+  }
+};
+} // namespace
