@@ -5,7 +5,7 @@
 //              [--report-format text|json]
 //
 // DIR is a zb-compile output directory (plan.json, params.bin, rank<R>.so;
-// docs/plan-json.md). Outside an MPI job, `--ranks N` re-executes zb-run under
+// docs/plan-json.md). Outside an MPI job, `--ranks N` runs zb-run under
 // `mpirun -np N`; inside one, each process runs its rank: it loads its rank
 // program, feeds it the step's samples, calls it once per training step,
 // applies the optimizer to its parameters, and rank 0 reports loss and time
@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Data.h"
+#include "Launcher.h"
 #include "Plan.h"
 
 #include "zbrt/Trace.h"
@@ -418,33 +419,31 @@ Error backendError() {
                    "(rank programs are CPU code); use --backend cpu");
 }
 
-[[noreturn]] void reexecUnderMpirun(int argc, char **argv, int ranks) {
+/// Runs this same command under mpirun (with N ranks) and returns its exit
+/// code. Open MPI's multi-line failure banners become one line naming the
+/// rank (Launcher.h).
+int runUnderMpirun(int argc, char **argv, int ranks) {
   ErrorOr<std::string> mpirun = sys::findProgramByName("mpirun");
   if (!mpirun)
     exitWithError("--ranks " + Twine(ranks) +
                   ": mpirun not found on PATH (install openmpi-bin)");
   std::string self =
-      sys::fs::getMainExecutable(argv[0], (void *)&reexecUnderMpirun);
+      sys::fs::getMainExecutable(argv[0], (void *)&runUnderMpirun);
   if (self.empty())
     exitWithError("cannot determine the path of the zb-run executable");
-  std::vector<std::string> args = {*mpirun,         "-q",
-                                   "--allow-run-as-root", "--oversubscribe",
-                                   "-np",           std::to_string(ranks),
-                                   self};
+  std::vector<std::string> args = {*mpirun, "--allow-run-as-root",
+                                   "--oversubscribe", "-np",
+                                   std::to_string(ranks), self};
   for (int i = 1; i < argc; ++i)
     args.push_back(argv[i]);
-  std::vector<char *> cargs;
-  for (std::string &a : args)
-    cargs.push_back(a.data());
-  cargs.push_back(nullptr);
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  execv(mpirun->c_str(), cargs.data());
-  exitWithError(Twine("cannot execute ") + *mpirun + ": " +
-                std::strerror(errno));
+  std::string error;
+  int code = runMpirun(args, &error);
+  if (code < 0)
+    exitWithError("cannot run " + *mpirun + ": " + error);
+  return code;
 }
 
 //===----------------------------------------------------------------------===//
@@ -523,7 +522,7 @@ int main(int argc, char **argv) {
                             plan.path, plan.numRanks, planDir));
     validateAllRanks(plan);
     if (plan.numRanks > 1)
-      reexecUnderMpirun(argc, argv, plan.numRanks);
+      return runUnderMpirun(argc, argv, plan.numRanks);
     setenv("OPENBLAS_NUM_THREADS", "1", 0);
     // One rank: run in this process (an MPI singleton).
   }

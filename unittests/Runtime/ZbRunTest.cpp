@@ -310,6 +310,32 @@ TEST(ZbRun, ReceiveSizeMismatchNamesPeerAndTag) {
       << r.output;
 }
 
+/// The launcher's stderr holds exactly one line, the given message (no
+/// Open MPI banners).
+void expectOnlyLine(const RunResult &r, const std::string &prefix) {
+  EXPECT_EQ(r.output.rfind(prefix, 0), 0u) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1)
+      << r.output;
+}
+
+TEST(ZbRun, ReceiveSizeMismatchIsOneLine) {
+  RunResult r = zbRun(fixture("fake2_badsize") + " --ranks 2 --steps 1");
+  EXPECT_NE(r.exitCode, 0) << r.output;
+  expectOnlyLine(r, "zb-run: rank 1: zbrt_recv from rank 0");
+}
+
+TEST(ZbRun, CrashingRankEndsTheJobNamingIt) {
+  RunResult r = zbRun(fixture("fake2_segv") + " --ranks 2 --steps 3");
+  EXPECT_NE(r.exitCode, 0) << r.output;
+  expectOnlyLine(r, "zb-run: rank 1: fatal signal 11");
+}
+
+TEST(ZbRun, KilledRankEndsTheJobNamingIt) {
+  RunResult r = zbRun(fixture("fake2_killed") + " --ranks 2 --steps 3");
+  EXPECT_NE(r.exitCode, 0) << r.output;
+  expectOnlyLine(r, "zb-run: rank 1: terminated by signal 9 (Killed)");
+}
+
 /// Bad input: exit code != 0 and a single "zb-run: error: ..." line that
 /// contains `needle`.
 void expectOneLineError(const std::string &args, const std::string &needle) {

@@ -124,3 +124,16 @@ void fake2_rank1_main(void **argv) { fake2_rank1(argv, sizeof(float)); }
 void fake2_rank1_bad_main(void **argv) {
   fake2_rank1(argv, 2 * sizeof(float));
 }
+
+/* Rank 1 dies in the middle of a step while rank 0 waits for it: the job
+ * must end (with a message naming the rank), not hang. */
+#include <signal.h>
+#include <unistd.h>
+void fake2_rank1_segv_main(void **argv) {
+  (void)argv;
+  raise(SIGSEGV);
+}
+void fake2_rank1_killed_main(void **argv) {
+  (void)argv;
+  kill(getpid(), SIGKILL);
+}

@@ -1,0 +1,176 @@
+//===- Launcher.cpp - zb-run: running the job under mpirun ----------------===//
+
+#include "Launcher.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <regex>
+
+using namespace zb::run;
+
+namespace {
+
+bool isBannerRule(const std::string &line) {
+  return line.size() >= 20 && line.find_first_not_of('-') == std::string::npos;
+}
+
+std::string join(const std::vector<std::string> &lines) {
+  std::string text;
+  for (const std::string &l : lines)
+    text += l + "\n";
+  return text;
+}
+
+pid_t gChild = -1;
+
+void forwardSignal(int sig) {
+  if (gChild > 0)
+    kill(gChild, sig);
+}
+
+} // namespace
+
+std::vector<std::string>
+MpirunStderrFilter::addLine(const std::string &line) {
+  if (isBannerRule(line)) {
+    if (!inBanner) {
+      inBanner = true;
+      banner.clear();
+      return {};
+    }
+    inBanner = false;
+    return classifyBanner();
+  }
+  if (inBanner) {
+    banner.push_back(line);
+    return {};
+  }
+  if (line.rfind("zb-run: rank ", 0) == 0)
+    sawRankMessage = true;
+  // Noise Open MPI 4.1 prints after MPI_Abort without the -q option.
+  if (line.find("ORTE_ERROR_LOG") != std::string::npos &&
+      line.find("show_help") != std::string::npos)
+    return {};
+  return {line};
+}
+
+std::vector<std::string> MpirunStderrFilter::finish() {
+  if (!inBanner)
+    return {};
+  inBanner = false;
+  std::vector<std::string> out = {std::string(74, '-')};
+  out.insert(out.end(), banner.begin(), banner.end());
+  return out;
+}
+
+std::vector<std::string> MpirunStderrFilter::classifyBanner() {
+  const std::string text = join(banner);
+  std::smatch m;
+  static const std::regex signalRe(
+      R"(process rank (\d+) with PID .* exited on signal (\d+) \(([^)]*)\))");
+  static const std::regex nonZeroRe(
+      R"(Process name: \[\[\d+,\d+\],(\d+)\][\s\S]*Exit code:\s+(\d+))");
+  static const std::regex abortRe(R"(MPI_ABORT was invoked on rank (\d+))");
+  static const std::regex improperRe(
+      R"(mpirun has exited due to process rank (\d+))");
+  if (std::regex_search(text, m, signalRe)) {
+    sawRankMessage = true;
+    return {"zb-run: rank " + m[1].str() + ": terminated by signal " +
+            m[2].str() + " (" + m[3].str() + "); the job was stopped"};
+  }
+  if (text.find("Primary job") != std::string::npos &&
+      text.find("non-zero exit code") != std::string::npos)
+    return {};
+  if (text.find("exited with non-zero status") != std::string::npos) {
+    if (sawRankMessage || !std::regex_search(text, m, nonZeroRe))
+      return {};
+    sawRankMessage = true;
+    return {"zb-run: rank " + m[1].str() + ": exited with code " +
+            m[2].str() + "; the job was stopped"};
+  }
+  if (std::regex_search(text, m, abortRe)) {
+    if (sawRankMessage)
+      return {};
+    sawRankMessage = true;
+    return {"zb-run: rank " + m[1].str() + ": aborted the job (MPI_Abort)"};
+  }
+  if (std::regex_search(text, m, improperRe)) {
+    if (sawRankMessage)
+      return {};
+    sawRankMessage = true;
+    return {"zb-run: rank " + m[1].str() +
+            ": exited without finalizing MPI; the job was stopped"};
+  }
+  // Unknown banner: show it as it was.
+  std::vector<std::string> out = {std::string(74, '-')};
+  out.insert(out.end(), banner.begin(), banner.end());
+  out.push_back(std::string(74, '-'));
+  return out;
+}
+
+int zb::run::runMpirun(const std::vector<std::string> &argv,
+                       std::string *error) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    *error = std::string("pipe: ") + std::strerror(errno);
+    return -1;
+  }
+  std::vector<char *> cargs;
+  for (const std::string &a : argv)
+    cargs.push_back(const_cast<char *>(a.c_str()));
+  cargs.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("fork: ") + std::strerror(errno);
+    return -1;
+  }
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    close(fds[1]);
+    execv(cargs[0], cargs.data());
+    std::fprintf(stderr, "zb-run: error: cannot execute %s: %s\n", cargs[0],
+                 std::strerror(errno));
+    _exit(127);
+  }
+  close(fds[1]);
+  gChild = pid;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    signal(sig, forwardSignal);
+
+  MpirunStderrFilter filter;
+  FILE *in = fdopen(fds[0], "r");
+  char *line = nullptr;
+  size_t cap = 0;
+  ssize_t len;
+  auto emit = [](const std::vector<std::string> &lines) {
+    for (const std::string &l : lines)
+      std::fprintf(stderr, "%s\n", l.c_str());
+    std::fflush(stderr);
+  };
+  while ((len = getline(&line, &cap, in)) >= 0) {
+    std::string text(line, (size_t)len);
+    if (!text.empty() && text.back() == '\n')
+      text.pop_back();
+    emit(filter.addLine(text));
+  }
+  emit(filter.finish());
+  std::free(line);
+  std::fclose(in);
+
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
+  return 1;
+}
