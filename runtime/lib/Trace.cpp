@@ -17,6 +17,11 @@ using namespace zbrt::detail;
 
 namespace {
 
+/// Bound on the events of one step, so that a program that never calls
+/// traceBeginStep() (generated code driven by something else than zb-run)
+/// cannot grow the trace without limit.
+constexpr size_t kMaxEventsPerStep = size_t(1) << 22;
+
 struct TraceState {
   std::chrono::steady_clock::time_point origin =
       std::chrono::steady_clock::now();
@@ -77,7 +82,9 @@ double zbrt::traceNowUs() {
 const std::vector<TraceEvent> &zbrt::traceEvents() { return state().events; }
 
 void zbrt::traceRecord(const TraceEvent &event) {
-  state().events.push_back(event);
+  TraceState &s = state();
+  if (s.events.size() < kMaxEventsPerStep)
+    s.events.push_back(event);
 }
 
 extern "C" void zbrt_action_begin(int32_t kind, int32_t stage,
@@ -86,6 +93,8 @@ extern "C" void zbrt_action_begin(int32_t kind, int32_t stage,
     fatalf("zbrt_action_begin: unknown action kind %d (0 = F, 1 = B, 2 = W)",
            kind);
   TraceState &s = state();
+  if (s.events.size() >= kMaxEventsPerStep)
+    return;
   s.open.push_back(s.events.size());
   s.events.push_back(TraceEvent{static_cast<EventKind>(kind), zbrt_rank(),
                                 stage, microbatch, -1, -1, 0, traceNowUs(),
@@ -107,6 +116,8 @@ extern "C" void zbrt_action_end(int32_t kind, int32_t stage,
       return;
     }
   }
+  if (s.events.size() >= kMaxEventsPerStep)
+    return; // its begin was dropped
   fatalf("zbrt_action_end: %s of stage %d microbatch %d was not begun",
          actionName(kind), stage, microbatch);
 }

@@ -1,8 +1,8 @@
 //===- zb-run.cpp - Host driver for compiled zb pipeline programs ---------===//
 //
 //   zb-run DIR [--ranks N] [--steps S] [--data DIR] [--lr F] [--trace FILE]
-//              [--backend cpu|cuda] [--print-every K] [--report-gradients]
-//              [--report-format text|json]
+//              [--profile FILE] [--backend cpu|cuda] [--print-every K]
+//              [--report-gradients] [--report-format text|json]
 //
 // DIR is a zb-compile output directory (plan.json, params.bin, rank<R>.so;
 // docs/plan-json.md). Outside an MPI job, `--ranks N` runs zb-run under
@@ -75,6 +75,11 @@ cl::opt<std::string>
     traceFile("trace",
               cl::desc("Write a Chrome/Perfetto trace of the last step"),
               cl::value_desc("FILE"), cl::cat(runCategory));
+cl::opt<std::string> profileFile(
+    "profile",
+    cl::desc("Write measured per-stage costs (T_F, T_B, T_W, T_comm in ms; "
+             "mean over steps 2..S) as JSON, for zb-compile --profile"),
+    cl::value_desc("FILE"), cl::cat(runCategory));
 enum class Backend { Cpu, Cuda };
 cl::opt<Backend> backend("backend", cl::desc("Execution backend"),
                          cl::values(clEnumValN(Backend::Cpu, "cpu",
@@ -465,6 +470,89 @@ struct StepResult {
   double timeMs; ///< max over ranks
 };
 
+/// Per-stage action durations accumulated over the measured steps (the
+/// profile of the paper's profile-then-schedule loop, Section 3/Appendix).
+struct StageProfile {
+  // [stage][kind] for kind 0 = F, 1 = B, 2 = W.
+  std::vector<double> sumMs, count;
+  std::vector<double> rank;      // rank that ran the stage (-1 unknown)
+  std::vector<double> minRecvMs; // shortest receive by the stage's rank
+  explicit StageProfile(int32_t numStages)
+      : sumMs(3 * numStages, 0.0), count(3 * numStages, 0.0),
+        rank(numStages, -1.0), minRecvMs(numStages, 1e300) {}
+
+  void add(const std::vector<zbrt::TraceEvent> &events, int32_t myRank) {
+    double minRecv = 1e300;
+    for (const zbrt::TraceEvent &e : events)
+      if (e.kind == zbrt::EventKind::Recv && e.endUs >= 0)
+        minRecv = std::min(minRecv, (e.endUs - e.beginUs) / 1000.0);
+    int32_t numStages = (int32_t)rank.size();
+    for (const zbrt::TraceEvent &e : events) {
+      int k = (int)e.kind;
+      if (k > 2 || e.endUs < 0 || e.stage < 0 || e.stage >= numStages)
+        continue;
+      sumMs[3 * e.stage + k] += (e.endUs - e.beginUs) / 1000.0;
+      count[3 * e.stage + k] += 1;
+      rank[e.stage] = myRank;
+      minRecvMs[e.stage] = std::min(minRecvMs[e.stage], minRecv);
+    }
+  }
+
+  /// Combines all ranks' accumulators on rank 0 (collective).
+  void reduce() {
+    int rankId = zbrt_rank();
+    auto red = [&](std::vector<double> &v, MPI_Op op) {
+      std::vector<double> out(v.size());
+      MPI_Reduce(v.data(), out.data(), (int)v.size(), MPI_DOUBLE, op, 0,
+                 MPI_COMM_WORLD);
+      if (rankId == 0)
+        v = out;
+    };
+    red(sumMs, MPI_SUM);
+    red(count, MPI_SUM);
+    red(rank, MPI_MAX);
+    red(minRecvMs, MPI_MIN);
+  }
+
+  /// {"format": "zb-profile", "version": 1, "plan": ..., "steps": S,
+  ///  "stages": [{"stage", "rank", "t_f", "t_b", "t_w", "t_comm",
+  ///              "count_f", "count_b", "count_w"}]}, times in ms:
+  /// t_x = mean duration of the stage's x actions, t_comm = the shortest
+  /// receive of the stage's rank (a latency estimate; 0 without receives).
+  Error write(StringRef path, const Plan &plan, int64_t steps) const {
+    std::error_code ec;
+    raw_fd_ostream os(path, ec);
+    if (ec)
+      return makeError("--profile: cannot open '" + path + "': " +
+                       ec.message());
+    json::OStream j(os, 2);
+    j.object([&] {
+      j.attribute("format", "zb-profile");
+      j.attribute("version", 1);
+      j.attribute("plan", plan.path);
+      j.attribute("steps", steps);
+      j.attributeArray("stages", [&] {
+        for (size_t s = 0; s < rank.size(); ++s)
+          j.object([&] {
+            j.attribute("stage", (int64_t)s);
+            j.attribute("rank", (int64_t)rank[s]);
+            const char *names[3] = {"t_f", "t_b", "t_w"};
+            for (int k = 0; k < 3; ++k)
+              j.attribute(names[k], count[3 * s + k] > 0
+                                        ? sumMs[3 * s + k] / count[3 * s + k]
+                                        : 0.0);
+            j.attribute("t_comm", minRecvMs[s] < 1e300 ? minRecvMs[s] : 0.0);
+            const char *counts[3] = {"count_f", "count_b", "count_w"};
+            for (int k = 0; k < 3; ++k)
+              j.attribute(counts[k], (int64_t)count[3 * s + k]);
+          });
+      });
+    });
+    os << "\n";
+    return Error::success();
+  }
+};
+
 void printGradientReport(double loss, const Plan &plan,
                          const std::vector<double> &norms) {
   if (reportFormat == ReportFormat::Json) {
@@ -562,6 +650,7 @@ int main(int argc, char **argv) {
   std::vector<int64_t> bubbleSteps(worldSize, 0);
   std::vector<StepSample> samples(rank == 0 ? worldSize : 0);
   bool haveTrace = false;
+  StageProfile profile(plan.numStages);
 
   for (int64_t step = 0; step < steps; ++step) {
     fillInputs(st, step);
@@ -587,6 +676,8 @@ int main(int argc, char **argv) {
                MPI_COMM_WORLD);
 
     const bool lastStep = step + 1 == steps;
+    if (!profileFile.empty() && (steps == 1 || step > 0))
+      profile.add(zbrt::traceEvents(), rank);
     if (lastStep && !traceFile.empty()) {
       std::vector<zbrt::TraceEvent> all =
           zbrt::gatherTrace(zbrt::traceEvents(), 0);
@@ -647,6 +738,16 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  bool haveProfile = false;
+  if (!profileFile.empty()) {
+    profile.reduce();
+    if (rank == 0) {
+      if (Error e = profile.write(profileFile, plan, steps))
+        zbrt_fatal(toString(std::move(e)).c_str());
+      haveProfile = true;
+    }
+  }
+
   if (rank == 0) {
     double meanMs = 0;
     int64_t counted = 0;
@@ -693,6 +794,8 @@ int main(int argc, char **argv) {
         });
         if (haveTrace)
           j.attribute("trace", traceFile);
+        if (haveProfile)
+          j.attribute("profile", profileFile);
       });
       outs() << "\n";
       outs().flush();
@@ -724,6 +827,9 @@ int main(int argc, char **argv) {
       if (haveTrace)
         std::printf("trace of step %lld written to %s\n", (long long)steps,
                     traceFile.c_str());
+      if (haveProfile)
+        std::printf("measured stage costs (%s) written to %s\n",
+                    stepsRange.c_str(), profileFile.c_str());
       std::fflush(stdout);
     }
   }

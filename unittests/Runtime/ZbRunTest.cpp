@@ -279,6 +279,26 @@ TEST(ZbRun, TwoRanksUnderMpirunWithTrace) {
   std::remove(trace.c_str());
 }
 
+TEST(ZbRun, ProfileCountsEveryActionOfTheMeasuredSteps) {
+  std::string profile = ::testing::TempDir() + "zbrt_fake2_profile.json";
+  std::remove(profile.c_str());
+  RunResult r =
+      zbRun(fixture("fake2") + " --ranks 2 --steps 5 --profile " + profile);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  std::ifstream in(profile);
+  ASSERT_TRUE(in) << r.output;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string json = ss.str();
+  // Steps 2..5, 2 microbatches: 8 actions of each kind per stage.
+  for (const char *key : {"\"format\": \"zb-profile\"", "\"stage\": 1",
+                          "\"rank\": 1", "\"t_f\":", "\"t_b\":", "\"t_w\":",
+                          "\"t_comm\":", "\"count_w\": 8"})
+    EXPECT_NE(json.find(key), std::string::npos) << key << "\n" << json;
+  EXPECT_EQ(json.find("\"count_f\": 10"), std::string::npos) << json;
+  std::remove(profile.c_str());
+}
+
 TEST(ZbRun, InsideAnExistingMpirun) {
   RunResult r = runCommand(
       "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -q "
