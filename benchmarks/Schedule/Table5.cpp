@@ -53,6 +53,7 @@ int main() {
   BuildOptions paperOnly;
   paperOnly.localSearch = false;
   BuildOptions withSearch;
+  withSearch.localSearch = true;
   int misses = 0, better = 0;
   auto cell = [&](double ours, double paper, bool mayBeBetter) {
     bool ok = mayBeBetter ? ours <= paper + 1e-4

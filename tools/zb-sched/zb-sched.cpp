@@ -89,9 +89,10 @@ static cl::opt<std::string> inputFile(
     cl::desc("Read a schedule (JSON, or CSV with --stages/--microbatches and "
              "the costs) instead of building one; it is verified"),
     cl::value_desc("FILE"), cl::init(""), cl::cat(category));
-static cl::opt<bool> noLocalSearch(
-    "no-local-search",
-    cl::desc("Heuristic: only the paper's 8 flag settings, no local search"),
+static cl::opt<bool> localSearch(
+    "local-search",
+    cl::desc("Heuristic: after the paper's 8 flag settings, improve the "
+             "order by local search (beyond the paper)"),
     cl::init(false), cl::cat(category));
 
 static llvm::Expected<std::vector<double>> parseList(llvm::StringRef flag,
@@ -192,7 +193,7 @@ static int runCompare(llvm::raw_ostream &os) {
                       "bubble", "cost", "makespan", "peak memory", "note");
   BuildOptions options;
   options.timeLimitSeconds = timeLimit;
-  options.localSearch = !noLocalSearch;
+  options.localSearch = localSearch;
   for (llvm::StringRef name : scheduleNames()) {
     auto problem = makeProblem(defaultChunks(name));
     if (!problem) {
@@ -286,7 +287,7 @@ int main(int argc, char **argv) {
     problem = *p;
     BuildOptions options;
     options.timeLimitSeconds = timeLimit;
-    options.localSearch = !noLocalSearch;
+    options.localSearch = localSearch;
     auto s = buildSchedule(problem, scheduleName, options, &ilp);
     if (!s)
       return fail(s.takeError());

@@ -79,3 +79,108 @@ TEST(Property, RandomProblemsV1) {
 }
 
 } // namespace
+
+namespace {
+/// Random problems through the V > 1 schedules (1F1B-I, ZB-V, V-Half, V-Min).
+TEST(Property, RandomProblemsVShapeAndInterleaved) {
+  std::mt19937 rng(777);
+  auto uni = [&](double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(rng);
+  };
+  int built = 0;
+  for (int iter = 0; iter < 600; ++iter) {
+    Problem pr;
+    pr.numRanks = 1 + rng() % 6;
+    pr.numMicrobatches = 1 + rng() % 14;
+    pr.numChunks = 2;
+    int n = rng() % 2 ? pr.numRanks : 1;
+    for (int k = 0; k < n; ++k) {
+      pr.costF.push_back(uni(1, 10));
+      pr.costB.push_back(uni(1, 10));
+      pr.costW.push_back(uni(0, 8));
+      pr.memB.push_back(uni(1, 5));
+      pr.memW.push_back(uni(0, 4));
+    }
+    pr.costComm = {uni(0, 2)};
+    double maxMB = *std::max_element(pr.memB.begin(), pr.memB.end());
+    pr.memoryLimit = rng() % 2 ? 0 : uni(0.3, 2) * pr.numRanks * maxMB;
+    SCOPED_TRACE("iteration " + std::to_string(iter));
+    for (llvm::StringRef name : {"1f1b-i", "zb-v", "v-half", "v-min"}) {
+      auto s = buildSchedule(pr, name);
+      if (!s) {
+        std::string msg = errorOf(s.takeError());
+        EXPECT_TRUE(msg.find("multiple of p") != std::string::npos ||
+                    msg.find("memory") != std::string::npos)
+            << name.str() << ": " << msg;
+        continue;
+      }
+      ++built;
+      EXPECT_EQ(errorOf(verify(pr, *s)), "") << name.str();
+      SimResult r = simulate(pr, *s);
+      ASSERT_TRUE(r.complete);
+      if (pr.memoryLimit > 0)
+        for (double peak : r.peakMemory)
+          EXPECT_LE(peak, pr.memoryLimit * (1 + 1e-9)) << name.str();
+    }
+  }
+  EXPECT_GT(built, 1000);
+}
+
+/// The V-shape family trades memory for bubbles: V-Min <= V-Half <= ZB-V in
+/// peak memory.
+TEST(VShape, MemoryOrdering) {
+  Problem pr;
+  pr.numRanks = 6;
+  pr.numMicrobatches = 18;
+  pr.numChunks = 2;
+  pr.costF = pr.costB = pr.costW = {2};
+  pr.memB = {1};
+  pr.memW = {0.5};
+  auto peak = [&](llvm::StringRef name) {
+    auto s = buildSchedule(pr, name);
+    EXPECT_TRUE(static_cast<bool>(s)) << name.str();
+    if (!s) {
+      llvm::consumeError(s.takeError());
+      return 0.0;
+    }
+    auto mem = simulate(pr, *s).peakMemory;
+    return *std::max_element(mem.begin(), mem.end());
+  };
+  double v = peak("zb-v"), half = peak("v-half"), min = peak("v-min");
+  EXPECT_LE(v, pr.numRanks * 1.0);     // as 1F1B: p M_B
+  EXPECT_LE(half, pr.numRanks / 2.0 + 1);
+  EXPECT_LE(min, pr.numRanks / 3.0 + 1);
+  EXPECT_LE(min, half);
+  EXPECT_LE(half, v);
+}
+
+/// ILP (Appendix G) on small problems: CBC proves optimality, the schedule is
+/// never worse than the heuristic, and the bound is below the objective.
+TEST(Ilp, SmallProblemsOptimal) {
+  for (double limit : {0.0, 4.0}) {
+    Problem pr;
+    pr.numRanks = 3;
+    pr.numMicrobatches = 4;
+    pr.costF = {5};
+    pr.costB = {6};
+    pr.costW = {4};
+    pr.costComm = {1};
+    pr.memB = {1};
+    pr.memW = {0.5};
+    pr.memoryLimit = limit;
+    BuildOptions options;
+    options.timeLimitSeconds = 20;
+    IlpReport report;
+    auto ilp = buildSchedule(pr, "ilp", options, &report);
+    ASSERT_TRUE(static_cast<bool>(ilp)) << llvm::toString(ilp.takeError());
+    auto heuristic = buildSchedule(pr, "zb-auto");
+    ASSERT_TRUE(static_cast<bool>(heuristic));
+    double ilpSpan = simulate(pr, *ilp).stageSpan;
+    EXPECT_LE(ilpSpan, simulate(pr, *heuristic).stageSpan + 1e-9);
+    EXPECT_EQ(report.status, "optimal");
+    EXPECT_TRUE(report.provenOptimal);
+    EXPECT_LE(report.bestBound, ilpSpan + 1e-6);
+    EXPECT_DOUBLE_EQ(report.objective, ilpSpan);
+  }
+}
+} // namespace
