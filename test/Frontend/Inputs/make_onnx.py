@@ -2,6 +2,8 @@
 """Writes small ONNX models for the importer's lit tests.
 
 Usage: make_onnx.py CASE OUT.onnx   (run with %python, Debian's python3 + onnx)
+       make_onnx.py --expect CASE SEED   prints `loss %.6f`, the case's loss in
+                    NumPy float64 for the inputs random_input(SEED, i, shape)
 
 Each case is one function below; the list is printed by `make_onnx.py --list`.
 """
@@ -158,6 +160,36 @@ CASES = {f.__name__: f for f in [
     opset18_reduce, truncated, empty, not_onnx]}
 
 
+def random_input(seed, index, shape):
+    """Graph input #index for numerical checks (float64)."""
+    return np.random.default_rng(1000 * seed + index).standard_normal(shape)
+
+
+def _inits(m):
+    return {t.name: numpy_helper.to_array(t).astype(np.float64)
+            for t in m.graph.initializer}
+
+
+def expected_loss(case, seed):
+    """The loss of a case's model in float64, written with NumPy."""
+    if case == "gemm_transb":
+        p = _inits(gemm_transb())
+        a = random_input(seed, 0, (4, 8))
+        y = 0.5 * a @ p["w"].T + 2.0 * p["c"]
+        return np.mean(np.tanh(y @ p["v"]))
+    if case == "broadcast_add":
+        x = random_input(seed, 0, (2, 3, 4))
+        y = random_input(seed, 1, (3, 1))
+        z = random_input(seed, 2, (4,))
+        d = x + y - 0.5 * z
+        return np.mean(d.sum(axis=1, keepdims=True) / d)
+    if case == "valid_small":
+        p = _inits(valid_small())
+        x = random_input(seed, 0, (4, 8))
+        return np.mean(x @ p["w"].T + p["b"])
+    raise SystemExit("no expected loss for " + case)
+
+
 # Cases the ONNX checker itself rejects (the importer must too, cleanly).
 INVALID = {"undefined_value", "int_loss", "opset18_reduce"}
 
@@ -165,6 +197,9 @@ INVALID = {"undefined_value", "int_loss", "opset18_reduce"}
 def main():
     if sys.argv[1:] == ["--list"]:
         print("\n".join(CASES))
+        return
+    if len(sys.argv) == 4 and sys.argv[1] == "--expect":
+        print("loss %.6f" % expected_loss(sys.argv[2], int(sys.argv[3])))
         return
     if len(sys.argv) != 3 or sys.argv[1] not in CASES:
         sys.exit("usage: make_onnx.py {%s} OUT.onnx" % "|".join(CASES))
