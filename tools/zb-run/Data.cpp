@@ -37,8 +37,7 @@ zb::run::readDataset(StringRef path, StringRef inputName,
                      const std::vector<int64_t> &sampleShape) {
   std::ifstream in(path.str(), std::ios::binary);
   if (!in)
-    return fail(path, "cannot open (data for graph input '" + inputName +
-                          "')");
+    return fail(path, "cannot open (data for graph input '" + inputName + "')");
   onnx::TensorProto tensor;
   if (!tensor.ParseFromIstream(&in))
     return fail(path, "not a serialized ONNX TensorProto");
@@ -46,8 +45,8 @@ zb::run::readDataset(StringRef path, StringRef inputName,
   std::vector<int64_t> dims(tensor.dims().begin(), tensor.dims().end());
   std::vector<int64_t> expected = {-1};
   expected.insert(expected.end(), sampleShape.begin(), sampleShape.end());
-  bool shapeOk = dims.size() == expected.size() && !dims.empty() &&
-                 dims[0] >= 1;
+  bool shapeOk =
+      dims.size() == expected.size() && !dims.empty() && dims[0] >= 1;
   for (size_t i = 1; shapeOk && i < dims.size(); ++i)
     shapeOk = dims[i] == expected[i];
   if (!shapeOk)
@@ -76,8 +75,8 @@ zb::run::readDataset(StringRef path, StringRef inputName,
       if ((int64_t)raw.size() != total * 4)
         return sizeError((int64_t)raw.size() / 4);
       for (int64_t i = 0; i < total; ++i)
-        ds.values[i] = bit_cast<float>(
-            support::endian::read32le(raw.data() + 4 * i));
+        ds.values[i] =
+            bit_cast<float>(support::endian::read32le(raw.data() + 4 * i));
     } else {
       if (tensor.float_data_size() != total)
         return sizeError(tensor.float_data_size());
@@ -114,11 +113,11 @@ zb::run::readDataset(StringRef path, StringRef inputName,
     }
     break;
   default:
-    return fail(path, formatv("element type {0} not supported (expected "
-                              "float32; int32/int64 are converted)",
-                              onnx::TensorProto::DataType_Name(
-                                  (onnx::TensorProto::DataType)
-                                      tensor.data_type())));
+    return fail(path,
+                formatv("element type {0} not supported (expected "
+                        "float32; int32/int64 are converted)",
+                        onnx::TensorProto::DataType_Name(
+                            (onnx::TensorProto::DataType)tensor.data_type())));
   }
   return ds;
 }

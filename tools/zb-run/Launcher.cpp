@@ -35,8 +35,7 @@ void forwardSignal(int sig) {
 
 } // namespace
 
-std::vector<std::string>
-MpirunStderrFilter::addLine(const std::string &line) {
+std::vector<std::string> MpirunStderrFilter::addLine(const std::string &line) {
   if (isBannerRule(line)) {
     if (!inBanner) {
       inBanner = true;
@@ -50,8 +49,10 @@ MpirunStderrFilter::addLine(const std::string &line) {
     banner.push_back(line);
     return {};
   }
-  if (line.rfind("zb-run: rank ", 0) == 0)
-    sawRankMessage = true;
+  static const std::regex rankLineRe(R"(^zb-run: rank (\d+): )");
+  std::smatch m;
+  if (std::regex_search(line, m, rankLineRe))
+    ranksWithMessage.insert(m[1].str());
   // Noise Open MPI 4.1 prints after MPI_Abort without the -q option.
   if (line.find("ORTE_ERROR_LOG") != std::string::npos &&
       line.find("show_help") != std::string::npos)
@@ -60,11 +61,17 @@ MpirunStderrFilter::addLine(const std::string &line) {
 }
 
 std::vector<std::string> MpirunStderrFilter::finish() {
-  if (!inBanner)
-    return {};
-  inBanner = false;
-  std::vector<std::string> out = {std::string(74, '-')};
-  out.insert(out.end(), banner.begin(), banner.end());
+  std::vector<std::string> out;
+  if (inBanner) {
+    inBanner = false;
+    out.push_back(std::string(74, '-'));
+    out.insert(out.end(), banner.begin(), banner.end());
+  }
+  // One line per failed rank that did not explain itself.
+  std::set<std::string> done = ranksWithMessage;
+  for (const auto &[rank, line] : deferred)
+    if (done.insert(rank).second)
+      out.push_back(line);
   return out;
 }
 
@@ -78,34 +85,27 @@ std::vector<std::string> MpirunStderrFilter::classifyBanner() {
   static const std::regex abortRe(R"(MPI_ABORT was invoked on rank (\d+))");
   static const std::regex improperRe(
       R"(mpirun has exited due to process rank (\d+))");
-  if (std::regex_search(text, m, signalRe)) {
-    sawRankMessage = true;
-    return {"zb-run: rank " + m[1].str() + ": terminated by signal " +
-            m[2].str() + " (" + m[3].str() + "); the job was stopped"};
-  }
+  auto defer = [&](const std::string &rank, const std::string &what) {
+    deferred.emplace_back(rank, "zb-run: rank " + rank + ": " + what);
+    return std::vector<std::string>{};
+  };
+  if (std::regex_search(text, m, signalRe))
+    return defer(m[1].str(), "terminated by signal " + m[2].str() + " (" +
+                                 m[3].str() + "); the job was stopped");
   if (text.find("Primary job") != std::string::npos &&
       text.find("non-zero exit code") != std::string::npos)
     return {};
   if (text.find("exited with non-zero status") != std::string::npos) {
-    if (sawRankMessage || !std::regex_search(text, m, nonZeroRe))
+    if (!std::regex_search(text, m, nonZeroRe))
       return {};
-    sawRankMessage = true;
-    return {"zb-run: rank " + m[1].str() + ": exited with code " +
-            m[2].str() + "; the job was stopped"};
+    return defer(m[1].str(),
+                 "exited with code " + m[2].str() + "; the job was stopped");
   }
-  if (std::regex_search(text, m, abortRe)) {
-    if (sawRankMessage)
-      return {};
-    sawRankMessage = true;
-    return {"zb-run: rank " + m[1].str() + ": aborted the job (MPI_Abort)"};
-  }
-  if (std::regex_search(text, m, improperRe)) {
-    if (sawRankMessage)
-      return {};
-    sawRankMessage = true;
-    return {"zb-run: rank " + m[1].str() +
-            ": exited without finalizing MPI; the job was stopped"};
-  }
+  if (std::regex_search(text, m, abortRe))
+    return defer(m[1].str(), "aborted the job (MPI_Abort)");
+  if (std::regex_search(text, m, improperRe))
+    return defer(m[1].str(),
+                 "exited without finalizing MPI; the job was stopped");
   // Unknown banner: show it as it was.
   std::vector<std::string> out = {std::string(74, '-')};
   out.insert(out.end(), banner.begin(), banner.end());

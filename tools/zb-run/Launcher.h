@@ -12,6 +12,7 @@
 #ifndef ZB_TOOLS_ZBRUN_LAUNCHER_H
 #define ZB_TOOLS_ZBRUN_LAUNCHER_H
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,13 @@ public:
 private:
   std::vector<std::string> classifyBanner();
   bool inBanner = false;
-  bool sawRankMessage = false;
   std::vector<std::string> banner;
+  /// Ranks that printed their own "zb-run: rank R: ..." line.
+  std::set<std::string> ranksWithMessage;
+  /// One-line replacements of banners, by rank, printed at the end unless
+  /// the rank printed its own message (mpirun's banners and the ranks'
+  /// forwarded stderr arrive in no particular order).
+  std::vector<std::pair<std::string, std::string>> deferred;
 };
 
 /// Runs `argv` (argv[0] an absolute path) with stderr filtered through

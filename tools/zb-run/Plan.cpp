@@ -83,10 +83,9 @@ public:
       return a;
     return error(field, "expected an array");
   }
-  Expected<int64_t> integer(const json::Object &o, StringRef key,
-                            const Twine &field, int64_t min,
-                            int64_t max = std::numeric_limits<int64_t>::max())
-      const {
+  Expected<int64_t>
+  integer(const json::Object &o, StringRef key, const Twine &field, int64_t min,
+          int64_t max = std::numeric_limits<int64_t>::max()) const {
     const json::Value *v = o.get(key);
     if (!v)
       return error(field, "missing");
@@ -98,8 +97,8 @@ public:
     if (!i)
       return error(field, "expected an integer");
     if (*i < min || *i > max)
-      return error(field, formatv("{0} out of range [{1}, {2}]", *i, min, max)
-                              .str());
+      return error(field,
+                   formatv("{0} out of range [{1}, {2}]", *i, min, max).str());
     return *i;
   }
   Expected<double> number(const json::Object &o, StringRef key,
@@ -154,9 +153,9 @@ Expected<Plan> zb::run::parsePlan(StringRef text, StringRef path) {
   Reader rd(path);
   Expected<json::Value> parsed = json::parse(text);
   if (!parsed)
-    return createStringError(inconvertibleErrorCode(),
-                             path + ": invalid JSON: " +
-                                 toString(parsed.takeError()));
+    return createStringError(
+        inconvertibleErrorCode(),
+        path + ": invalid JSON: " + toString(parsed.takeError()));
   const json::Object *root = nullptr;
   ZB_ASSIGN(root, rd.object(&*parsed, "(root)"));
 
@@ -184,12 +183,10 @@ Expected<Plan> zb::run::parsePlan(StringRef text, StringRef path) {
   plan.numRanks = (int32_t)v;
   ZB_ASSIGN(v, rd.integer(*root, "num_stages", "num_stages", 1, 1024));
   plan.numStages = (int32_t)v;
-  ZB_ASSIGN(plan.numMicrobatches,
-            rd.integer(*root, "num_microbatches", "num_microbatches", 1,
-                       1 << 20));
-  ZB_ASSIGN(plan.microbatchSize,
-            rd.integer(*root, "microbatch_size", "microbatch_size", 1,
-                       1 << 24));
+  ZB_ASSIGN(plan.numMicrobatches, rd.integer(*root, "num_microbatches",
+                                             "num_microbatches", 1, 1 << 20));
+  ZB_ASSIGN(plan.microbatchSize, rd.integer(*root, "microbatch_size",
+                                            "microbatch_size", 1, 1 << 24));
   if (root->get("schedule"))
     ZB_ASSIGN(plan.schedule, rd.string(*root, "schedule", "schedule"));
   if (root->get("data"))
@@ -235,18 +232,17 @@ Expected<Plan> zb::run::parsePlan(StringRef text, StringRef path) {
     ParamInfo p;
     ZB_ASSIGN(p.name, rd.string(*o, "name", field + ".name"));
     ZB_ASSIGN(p.shape, rd.shape(*o, "shape", field + ".shape"));
-    ZB_ASSIGN(v, rd.integer(*o, "rank", field + ".rank", 0,
-                            plan.numRanks - 1));
+    ZB_ASSIGN(v, rd.integer(*o, "rank", field + ".rank", 0, plan.numRanks - 1));
     p.rank = (int32_t)v;
-    ZB_ASSIGN(v, rd.integer(*o, "stage", field + ".stage", 0,
-                            plan.numStages - 1));
+    ZB_ASSIGN(v,
+              rd.integer(*o, "stage", field + ".stage", 0, plan.numStages - 1));
     p.stage = (int32_t)v;
     ZB_ASSIGN(p.offsetBytes,
               rd.integer(*o, "offset_bytes", field + ".offset_bytes", 0));
     if (p.offsetBytes % 4 != 0)
-      return rd.error(field + ".offset_bytes",
-                      formatv("{0} is not a multiple of 4", p.offsetBytes)
-                          .str());
+      return rd.error(
+          field + ".offset_bytes",
+          formatv("{0} is not a multiple of 4", p.offsetBytes).str());
     plan.params.push_back(std::move(p));
   }
 
@@ -261,11 +257,10 @@ Expected<Plan> zb::run::parsePlan(StringRef text, StringRef path) {
     ZB_ASSIGN(in.name, rd.string(*o, "name", field + ".name"));
     ZB_ASSIGN(in.sampleShape,
               rd.shape(*o, "sample_shape", field + ".sample_shape"));
-    ZB_ASSIGN(v, rd.integer(*o, "rank", field + ".rank", 0,
-                            plan.numRanks - 1));
+    ZB_ASSIGN(v, rd.integer(*o, "rank", field + ".rank", 0, plan.numRanks - 1));
     in.rank = (int32_t)v;
-    ZB_ASSIGN(v, rd.integer(*o, "stage", field + ".stage", 0,
-                            plan.numStages - 1));
+    ZB_ASSIGN(v,
+              rd.integer(*o, "stage", field + ".stage", 0, plan.numStages - 1));
     in.stage = (int32_t)v;
     plan.inputs.push_back(std::move(in));
   }
@@ -287,10 +282,10 @@ Expected<Plan> zb::run::parsePlan(StringRef text, StringRef path) {
                   rd.number(*e, "makespan_ms", field + ".makespan_ms"));
       plan.predicted.push_back(std::move(p));
     }
-    llvm::sort(plan.predicted, [](const PredictedInfo &a,
-                                  const PredictedInfo &b) {
-      return a.schedule < b.schedule;
-    });
+    llvm::sort(plan.predicted,
+               [](const PredictedInfo &a, const PredictedInfo &b) {
+                 return a.schedule < b.schedule;
+               });
   }
 
   // ranks
@@ -308,8 +303,7 @@ Expected<Plan> zb::run::parsePlan(StringRef text, StringRef path) {
     const json::Object *o = nullptr;
     ZB_ASSIGN(o, rd.object(&rv, field));
     RankInfo r;
-    ZB_ASSIGN(v, rd.integer(*o, "rank", field + ".rank", 0,
-                            plan.numRanks - 1));
+    ZB_ASSIGN(v, rd.integer(*o, "rank", field + ".rank", 0, plan.numRanks - 1));
     r.rank = (int32_t)v;
     if (seen[r.rank])
       return rd.error(field + ".rank",
@@ -345,15 +339,14 @@ Expected<Plan> zb::run::parsePlan(StringRef text, StringRef path) {
       if (a.kind == ArgKind::Loss) {
         ++lossCount;
       } else {
-        int64_t count = a.kind == ArgKind::Input
-                            ? (int64_t)plan.inputs.size()
-                            : (int64_t)plan.params.size();
+        int64_t count = a.kind == ArgKind::Input ? (int64_t)plan.inputs.size()
+                                                 : (int64_t)plan.params.size();
         if (count == 0)
-          return rd.error(afield + ".index",
-                          formatv("refers to {0}, which is empty",
-                                  a.kind == ArgKind::Input ? "inputs"
-                                                           : "params")
-                              .str());
+          return rd.error(
+              afield + ".index",
+              formatv("refers to {0}, which is empty",
+                      a.kind == ArgKind::Input ? "inputs" : "params")
+                  .str());
         ZB_ASSIGN(a.index,
                   rd.integer(*ao, "index", afield + ".index", 0, count - 1));
       }

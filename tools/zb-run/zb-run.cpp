@@ -69,8 +69,7 @@ cl::opt<std::string>
             cl::value_desc("DIR"), cl::cat(runCategory));
 cl::opt<double> lrOpt("lr",
                       cl::desc("Learning rate (overrides plan.json optimizer)"),
-                      cl::value_desc("F"), cl::init(0.0),
-                      cl::cat(runCategory));
+                      cl::value_desc("F"), cl::init(0.0), cl::cat(runCategory));
 cl::opt<std::string>
     traceFile("trace",
               cl::desc("Write a Chrome/Perfetto trace of the last step"),
@@ -89,8 +88,7 @@ cl::opt<Backend> backend("backend", cl::desc("Execution backend"),
                          cl::init(Backend::Cpu), cl::cat(runCategory));
 cl::opt<int> printEvery("print-every",
                         cl::desc("Print the loss every K steps (default 1)"),
-                        cl::value_desc("K"), cl::init(1),
-                        cl::cat(runCategory));
+                        cl::value_desc("K"), cl::init(1), cl::cat(runCategory));
 cl::opt<bool> reportGradients(
     "report-gradients",
     cl::desc("Evaluate one step without an optimizer step; print the loss "
@@ -257,8 +255,8 @@ Expected<std::unique_ptr<RankState>> setupRank(const Plan &plan, int32_t rank,
     return makeError(formatv("{0}: ranks[{1}].library: '{2}' not found",
                              plan.path, rank, lib));
   dlerror();
-  st->handle = dlopen(lib.c_str(),
-                      RTLD_NOW | (forRun ? RTLD_GLOBAL : RTLD_LOCAL));
+  st->handle =
+      dlopen(lib.c_str(), RTLD_NOW | (forRun ? RTLD_GLOBAL : RTLD_LOCAL));
   if (!st->handle) {
     const char *why = dlerror();
     return makeError(formatv("{0}: cannot load rank program: {1}", lib,
@@ -279,8 +277,8 @@ Expected<std::unique_ptr<RankState>> setupRank(const Plan &plan, int32_t rank,
     auto buf = MemoryBuffer::getFile(paramsPath, /*IsText=*/false,
                                      /*RequiresNullTerminator=*/false);
     if (!buf)
-      return makeError(paramsPath + ": cannot read: " +
-                       buf.getError().message());
+      return makeError(paramsPath +
+                       ": cannot read: " + buf.getError().message());
     paramsBin = std::move(*buf);
     return Error::success();
   };
@@ -322,7 +320,8 @@ Expected<std::unique_ptr<RankState>> setupRank(const Plan &plan, int32_t rank,
     Expected<std::string> dir = dataDirectory(plan);
     if (!dir)
       return dir.takeError();
-    std::string path = resolvePath(*dir, formatv("input_{0}.pb", a.index).str());
+    std::string path =
+        resolvePath(*dir, formatv("input_{0}.pb", a.index).str());
     const InputInfo &in = plan.inputs[a.index];
     Expected<Dataset> ds = readDataset(path, in.name, in.sampleShape);
     if (!ds)
@@ -436,9 +435,9 @@ int runUnderMpirun(int argc, char **argv, int ranks) {
       sys::fs::getMainExecutable(argv[0], (void *)&runUnderMpirun);
   if (self.empty())
     exitWithError("cannot determine the path of the zb-run executable");
-  std::vector<std::string> args = {*mpirun, "--allow-run-as-root",
-                                   "--oversubscribe", "-np",
-                                   std::to_string(ranks), self};
+  std::vector<std::string> args = {
+      *mpirun, "--allow-run-as-root", "--oversubscribe",
+      "-np",   std::to_string(ranks), self};
   for (int i = 1; i < argc; ++i)
     args.push_back(argv[i]);
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
@@ -523,8 +522,8 @@ struct StageProfile {
     std::error_code ec;
     raw_fd_ostream os(path, ec);
     if (ec)
-      return makeError("--profile: cannot open '" + path + "': " +
-                       ec.message());
+      return makeError("--profile: cannot open '" + path +
+                       "': " + ec.message());
     json::OStream j(os, 2);
     j.object([&] {
       j.attribute("format", "zb-profile");
@@ -803,8 +802,8 @@ int main(int argc, char **argv) {
       std::printf("schedule %s: %d rank%s, %d stage%s, %lld microbatches of "
                   "%lld\n",
                   plan.schedule.empty() ? "?" : plan.schedule.c_str(),
-                  plan.numRanks, plan.numRanks == 1 ? "" : "s",
-                  plan.numStages, plan.numStages == 1 ? "" : "s",
+                  plan.numRanks, plan.numRanks == 1 ? "" : "s", plan.numStages,
+                  plan.numStages == 1 ? "" : "s",
                   (long long)plan.numMicrobatches,
                   (long long)plan.microbatchSize);
       size_t width = 0;
@@ -822,8 +821,8 @@ int main(int argc, char **argv) {
                   stepsRange.c_str());
       for (int32_t r = 0; r < worldSize; ++r)
         if (bubbleSteps[r])
-          std::printf("realized bubble rate  rank %d  %.4f (mean over %s)\n",
-                      r, bubbleTotal[r] / bubbleSteps[r], stepsRange.c_str());
+          std::printf("realized bubble rate  rank %d  %.4f (mean over %s)\n", r,
+                      bubbleTotal[r] / bubbleSteps[r], stepsRange.c_str());
       if (haveTrace)
         std::printf("trace of step %lld written to %s\n", (long long)steps,
                     traceFile.c_str());

@@ -46,9 +46,9 @@ TEST_P(SgemmTest, MatchesFloat64ReferenceForAllTransposes) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (int tA = 0; tA < 2; ++tA) {
     for (int tB = 0; tB < 2; ++tB) {
-      SCOPED_TRACE(testing::Message() << "transA=" << tA << " transB=" << tB
-                                      << " M=" << p.M << " N=" << p.N
-                                      << " K=" << p.K);
+      SCOPED_TRACE(testing::Message()
+                   << "transA=" << tA << " transB=" << tB << " M=" << p.M
+                   << " N=" << p.N << " K=" << p.K);
       int64_t aRows = tA ? p.K : p.M, aCols = tA ? p.M : p.K;
       int64_t bRows = tB ? p.N : p.K, bCols = tB ? p.K : p.N;
       int64_t lda = aCols + p.padA, ldb = bCols + p.padB, ldc = p.N + p.padC;
@@ -63,8 +63,8 @@ TEST_P(SgemmTest, MatchesFloat64ReferenceForAllTransposes) {
       std::vector<double> expected = referenceGemm(
           a, b, c, p.M, p.N, p.K, tA, tB, alpha, beta, lda, ldb, ldc);
       std::vector<float> got = c;
-      zbrt_sgemm((int64_t)a.data(), (int64_t)b.data(), (int64_t)got.data(),
-                 p.M, p.N, p.K, tA, tB, alpha, beta, lda, ldb, ldc);
+      zbrt_sgemm((int64_t)a.data(), (int64_t)b.data(), (int64_t)got.data(), p.M,
+                 p.N, p.K, tA, tB, alpha, beta, lda, ldb, ldc);
       for (int64_t i = 0; i < p.M; ++i) {
         for (int64_t j = 0; j < p.N; ++j) {
           // float32 accumulation of K products of magnitude <= 1.
@@ -80,22 +80,23 @@ TEST_P(SgemmTest, MatchesFloat64ReferenceForAllTransposes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, SgemmTest,
-    ::testing::Values(GemmCase{1, 1, 1, 0, 0, 0}, GemmCase{3, 5, 7, 0, 0, 0},
-                      GemmCase{7, 3, 5, 2, 3, 1}, GemmCase{17, 4, 9, 5, 0, 3},
-                      GemmCase{2, 33, 64, 1, 7, 2},
-                      GemmCase{64, 48, 96, 0, 0, 0},
-                      GemmCase{5, 1, 130, 3, 2, 4}));
+INSTANTIATE_TEST_SUITE_P(Shapes, SgemmTest,
+                         ::testing::Values(GemmCase{1, 1, 1, 0, 0, 0},
+                                           GemmCase{3, 5, 7, 0, 0, 0},
+                                           GemmCase{7, 3, 5, 2, 3, 1},
+                                           GemmCase{17, 4, 9, 5, 0, 3},
+                                           GemmCase{2, 33, 64, 1, 7, 2},
+                                           GemmCase{64, 48, 96, 0, 0, 0},
+                                           GemmCase{5, 1, 130, 3, 2, 4}));
 
 TEST(Sgemm, ZeroKScalesC) {
   std::vector<float> c = {1.0f, 2.0f, 3.0f, 4.0f};
   float dummy = 0.0f;
-  zbrt_sgemm((int64_t)&dummy, (int64_t)&dummy, (int64_t)c.data(), 2, 2, 0, 0,
-             0, 1.0f, 0.5f, 0, 0, 2);
+  zbrt_sgemm((int64_t)&dummy, (int64_t)&dummy, (int64_t)c.data(), 2, 2, 0, 0, 0,
+             1.0f, 0.5f, 0, 0, 2);
   EXPECT_EQ(c, (std::vector<float>{0.5f, 1.0f, 1.5f, 2.0f}));
-  zbrt_sgemm((int64_t)&dummy, (int64_t)&dummy, (int64_t)c.data(), 2, 2, 0, 0,
-             0, 1.0f, 0.0f, 0, 0, 2);
+  zbrt_sgemm((int64_t)&dummy, (int64_t)&dummy, (int64_t)c.data(), 2, 2, 0, 0, 0,
+             1.0f, 0.0f, 0, 0, 2);
   EXPECT_EQ(c, (std::vector<float>{0.0f, 0.0f, 0.0f, 0.0f}));
 }
 
@@ -156,9 +157,9 @@ TEST(SgemmMemref, StridedViewsMatchReference) {
     for (int tB = 0; tB < 2; ++tB)
       for (const Layout &la : layouts)
         for (const Layout &lc : layouts) {
-          SCOPED_TRACE(testing::Message() << "tA=" << tA << " tB=" << tB
-                                          << " A " << la.name << " C "
-                                          << lc.name);
+          SCOPED_TRACE(testing::Message()
+                       << "tA=" << tA << " tB=" << tB << " A " << la.name
+                       << " C " << lc.name);
           auto make = [&](int64_t r, int64_t c, const Layout &l) {
             if (l.colStride == 0)
               return makeStrided(r, c, 1, r + 1, rng);

@@ -74,8 +74,7 @@ TEST(Optimizer, AdamWMatchesReferenceOverSteps) {
 
 TEST(Optimizer, AdamWZeroGradientOnlyDecays) {
   float p = 1.0f, g = 0.0f, m = 0.0f, v = 0.0f;
-  zbrt_adamw_step(&p, &g, &m, &v, 1, 1, 0.1f, 0.9f, 0.999f, 1e-8f, 0.5f,
-                  1.0f);
+  zbrt_adamw_step(&p, &g, &m, &v, 1, 1, 0.1f, 0.9f, 0.999f, 1e-8f, 0.5f, 1.0f);
   EXPECT_FLOAT_EQ(p, 0.95f);
 }
 

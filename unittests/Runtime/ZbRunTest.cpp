@@ -61,8 +61,8 @@ std::vector<double> parseLosses(const std::string &output) {
   while (std::getline(in, line)) {
     int step = 0;
     double loss = 0, time = 0;
-    if (std::sscanf(line.c_str(), "step %d loss %lf time %lf ms", &step,
-                    &loss, &time) == 3) {
+    if (std::sscanf(line.c_str(), "step %d loss %lf time %lf ms", &step, &loss,
+                    &time) == 3) {
       EXPECT_EQ(step, (int)losses.size() + 1) << line;
       EXPECT_GE(time, 0.0) << line;
       losses.push_back(loss);
@@ -124,8 +124,7 @@ TEST(ZbRun, OneRankSgdLossesArePredicted) {
 }
 
 TEST(ZbRun, LearningRateOverrideAndPrintEvery) {
-  RunResult r =
-      zbRun(fixture("fake1") + " --steps 6 --lr 0.2 --print-every 3");
+  RunResult r = zbRun(fixture("fake1") + " --steps 6 --lr 0.2 --print-every 3");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   std::vector<double> expected = expectedFake1Sgd(6, 0.2);
   // Printed: step 1 (always), 3, 6.
@@ -199,8 +198,7 @@ TEST(ZbRun, ReportGradients) {
     double value;
     if (std::sscanf(line.c_str(), "loss %lf", &value) == 1)
       gotLoss = value;
-    else if (std::sscanf(line.c_str(), "grad_norm %63s %lf", name, &value) ==
-             2)
+    else if (std::sscanf(line.c_str(), "grad_norm %63s %lf", name, &value) == 2)
       (std::string(name) == "w" ? gotW : gotB) = value;
     else
       ADD_FAILURE() << "unexpected line: " << line;
@@ -210,8 +208,8 @@ TEST(ZbRun, ReportGradients) {
   EXPECT_NEAR(gotW, normW, 1e-6);
   EXPECT_NEAR(gotB, normB, 1e-6);
 
-  RunResult j = zbRun(fixture("fake1") +
-                      " --report-gradients --report-format json");
+  RunResult j =
+      zbRun(fixture("fake1") + " --report-gradients --report-format json");
   ASSERT_EQ(j.exitCode, 0) << j.output;
   EXPECT_NE(j.output.find("\"loss\":"), std::string::npos) << j.output;
   EXPECT_NE(j.output.find("\"grad_norm\": {"), std::string::npos) << j.output;
@@ -222,11 +220,10 @@ TEST(ZbRun, JsonReport) {
   RunResult r = zbRun(fixture("fake1") + " --steps 3 --report-format json");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_EQ(r.output.find("step   1"), std::string::npos) << r.output;
-  for (const char *key : {"\"steps\": [", "\"time_ms\":", "\"predicted\": {",
-                          "\"mean_step_time_ms\":",
-                          "\"realized_bubble_rate\": ["})
-    EXPECT_NE(r.output.find(key), std::string::npos) << key << "\n"
-                                                     << r.output;
+  for (const char *key :
+       {"\"steps\": [", "\"time_ms\":", "\"predicted\": {",
+        "\"mean_step_time_ms\":", "\"realized_bubble_rate\": ["})
+    EXPECT_NE(r.output.find(key), std::string::npos) << key << "\n" << r.output;
 }
 
 /// fake2: rank 0 computes a_j = sum w0.x over microbatch j and sends it;
@@ -291,9 +288,9 @@ TEST(ZbRun, ProfileCountsEveryActionOfTheMeasuredSteps) {
   ss << in.rdbuf();
   std::string json = ss.str();
   // Steps 2..5, 2 microbatches: 8 actions of each kind per stage.
-  for (const char *key : {"\"format\": \"zb-profile\"", "\"stage\": 1",
-                          "\"rank\": 1", "\"t_f\":", "\"t_b\":", "\"t_w\":",
-                          "\"t_comm\":", "\"count_w\": 8"})
+  for (const char *key :
+       {"\"format\": \"zb-profile\"", "\"stage\": 1", "\"rank\": 1",
+        "\"t_f\":", "\"t_b\":", "\"t_w\":", "\"t_comm\":", "\"count_w\": 8"})
     EXPECT_NE(json.find(key), std::string::npos) << key << "\n" << json;
   EXPECT_EQ(json.find("\"count_f\": 10"), std::string::npos) << json;
   std::remove(profile.c_str());
@@ -334,8 +331,7 @@ TEST(ZbRun, ReceiveSizeMismatchNamesPeerAndTag) {
 /// Open MPI banners).
 void expectOnlyLine(const RunResult &r, const std::string &prefix) {
   EXPECT_EQ(r.output.rfind(prefix, 0), 0u) << r.output;
-  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1)
-      << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
 }
 
 TEST(ZbRun, ReceiveSizeMismatchIsOneLine) {
@@ -362,8 +358,7 @@ void expectOneLineError(const std::string &args, const std::string &needle) {
   RunResult r = zbRun(args);
   EXPECT_NE(r.exitCode, 0) << r.output;
   EXPECT_EQ(r.output.rfind("zb-run: error: ", 0), 0u) << r.output;
-  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1)
-      << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   EXPECT_NE(r.output.find(needle), std::string::npos) << r.output;
 }
 

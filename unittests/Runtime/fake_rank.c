@@ -46,8 +46,8 @@ void fake1_main(void **argv) {
   for (int64_t j = 0; j < numMb; ++j) {
     zbrt_action_begin(F, 0, (int32_t)j);
     for (int64_t t = 0; t < mbs; ++t) {
-      const float *xs = x->aligned + x->offset + j * x->strides[0] +
-                        t * x->strides[1];
+      const float *xs =
+          x->aligned + x->offset + j * x->strides[0] + t * x->strides[1];
       float dot = b->aligned[0];
       for (int64_t i = 0; i < d; ++i)
         dot += w->aligned[i] * xs[i * x->strides[2]];
@@ -76,8 +76,8 @@ void fake2_rank0_main(void **argv) {
     float a = 0.0f;
     for (int64_t t = 0; t < mbs; ++t)
       for (int64_t i = 0; i < d; ++i)
-        a += w0->aligned[i] * x->aligned[j * x->strides[0] +
-                                         t * x->strides[1] + i];
+        a += w0->aligned[i] *
+             x->aligned[j * x->strides[0] + t * x->strides[1] + i];
     zbrt_send((int64_t)(intptr_t)&a, sizeof(float), 1,
               zbrt_tag(0, 0, (int32_t)j));
     zbrt_action_end(F, 0, (int32_t)j);
@@ -121,9 +121,7 @@ static void fake2_rank1(void **argv, int64_t recvBytes) {
 }
 
 void fake2_rank1_main(void **argv) { fake2_rank1(argv, sizeof(float)); }
-void fake2_rank1_bad_main(void **argv) {
-  fake2_rank1(argv, 2 * sizeof(float));
-}
+void fake2_rank1_bad_main(void **argv) { fake2_rank1(argv, 2 * sizeof(float)); }
 
 /* Rank 1 dies in the middle of a step while rank 0 waits for it: the job
  * must end (with a message naming the rank), not hang. */

@@ -73,8 +73,7 @@ struct BubbleStats {
 
 /// Bubble of `rank` over the events of that rank in `events` (events of
 /// other ranks are ignored; open events are ignored).
-BubbleStats computeBubble(const std::vector<TraceEvent> &events,
-                          int32_t rank);
+BubbleStats computeBubble(const std::vector<TraceEvent> &events, int32_t rank);
 /// computeBubble for ranks 0 .. numRanks-1.
 std::vector<BubbleStats>
 computeBubblePerRank(const std::vector<TraceEvent> &events, int32_t numRanks);

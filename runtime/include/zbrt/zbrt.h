@@ -113,12 +113,10 @@ void zbrt_sgemm_memref(float *aAllocated, float *aAligned, int64_t aOffset,
                        int32_t transA, int32_t transB);
 /// zbrt_send of the `size` floats of a 1-D memref.
 void zbrt_send_memref(float *allocated, float *aligned, int64_t offset,
-                      int64_t size, int64_t stride, int32_t peer,
-                      int32_t tag);
+                      int64_t size, int64_t stride, int32_t peer, int32_t tag);
 /// zbrt_recv of exactly `size` floats into a 1-D memref.
 void zbrt_recv_memref(float *allocated, float *aligned, int64_t offset,
-                      int64_t size, int64_t stride, int32_t peer,
-                      int32_t tag);
+                      int64_t size, int64_t stride, int32_t peer, int32_t tag);
 
 /// Memref descriptors of rank 1 and 2 (MLIR's C interface layout).
 typedef struct {

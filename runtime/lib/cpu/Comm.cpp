@@ -225,8 +225,8 @@ extern "C" void zbrt_send(int64_t buf, int64_t bytes, int32_t peer,
   if (bytes < 0 || bytes > INT_MAX)
     fatalf("zbrt_send to rank %d tag %d: unsupported size %lld bytes", peer,
            tag, (long long)bytes);
-  TraceEvent event{EventKind::Send, gRank, -1, -1, peer, tag, bytes,
-                   traceNowUs(), -1.0};
+  TraceEvent event{EventKind::Send, gRank,        -1,  -1, peer, tag,
+                   bytes,           traceNowUs(), -1.0};
   PendingSends &sends = pendingSends();
   sends.reap(/*wait=*/false);
   SendBuffer b = sends.take(bytes);
@@ -245,10 +245,10 @@ extern "C" void zbrt_recv(int64_t buf, int64_t bytes, int32_t peer,
                           int32_t tag) {
   checkPeerAndTag("zbrt_recv", peer, tag);
   if (bytes < 0 || bytes > INT_MAX)
-    fatalf("zbrt_recv from rank %d tag %d: unsupported size %lld bytes",
-           peer, tag, (long long)bytes);
-  TraceEvent event{EventKind::Recv, gRank, -1, -1, peer, tag, bytes,
-                   traceNowUs(), -1.0};
+    fatalf("zbrt_recv from rank %d tag %d: unsupported size %lld bytes", peer,
+           tag, (long long)bytes);
+  TraceEvent event{EventKind::Recv, gRank,        -1,  -1, peer, tag,
+                   bytes,           traceNowUs(), -1.0};
   // Let our own sends progress while we wait (a peer may need them first).
   pendingSends().reap(/*wait=*/false);
   MPI_Status status;

@@ -10,9 +10,9 @@
 using namespace zbrt::detail;
 
 extern "C" void zbrt_sgemm(int64_t a, int64_t b, int64_t c, int64_t M,
-                           int64_t N, int64_t K, int32_t transA,
-                           int32_t transB, float alpha, float beta,
-                           int64_t lda, int64_t ldb, int64_t ldc) {
+                           int64_t N, int64_t K, int32_t transA, int32_t transB,
+                           float alpha, float beta, int64_t lda, int64_t ldb,
+                           int64_t ldc) {
   if (M < 0 || N < 0 || K < 0)
     fatalf("zbrt_sgemm: negative size M=%lld N=%lld K=%lld", (long long)M,
            (long long)N, (long long)K);
@@ -38,8 +38,7 @@ extern "C" void zbrt_sgemm(int64_t a, int64_t b, int64_t c, int64_t M,
     return;
   }
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
-              alpha, reinterpret_cast<const float *>(a), (int)lda,
-              reinterpret_cast<const float *>(b), (int)ldb, beta, cp,
-              (int)ldc);
+              transB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha,
+              reinterpret_cast<const float *>(a), (int)lda,
+              reinterpret_cast<const float *>(b), (int)ldb, beta, cp, (int)ldc);
 }

@@ -76,8 +76,8 @@ void sgemmViews(const View &a, const View &b, const View &c, bool transA,
   int64_t cRowStride = c.rows <= 1 ? c.cols : c.rowStride;
   int64_t cColStride = c.cols <= 1 ? 1 : c.colStride;
   if (cColStride == 1 && cRowStride >= N) {
-    zbrt_sgemm((int64_t)ao.data, (int64_t)bo.data, (int64_t)c.data, M, N, K,
-               ta, tb, 1.0f, 0.0f, ao.ld, bo.ld, cRowStride);
+    zbrt_sgemm((int64_t)ao.data, (int64_t)bo.data, (int64_t)c.data, M, N, K, ta,
+               tb, 1.0f, 0.0f, ao.ld, bo.ld, cRowStride);
     return;
   }
   std::vector<float> tmp((size_t)(M * N));
@@ -139,8 +139,7 @@ extern "C" void zbrt_recv_memref(float *, float *aligned, int64_t offset,
     data[i * stride] = tmp[i];
 }
 
-extern "C" void _mlir_ciface_zbrt_sgemm_memref(ZbrtMemref2D *a,
-                                               ZbrtMemref2D *b,
+extern "C" void _mlir_ciface_zbrt_sgemm_memref(ZbrtMemref2D *a, ZbrtMemref2D *b,
                                                ZbrtMemref2D *c, int32_t transA,
                                                int32_t transB) {
   zbrt_sgemm_memref(a->allocated, a->aligned, a->offset, a->sizes[0],

@@ -26,11 +26,10 @@ constexpr int kCudaErrorNoDevice = 100;
 constexpr int kCudaErrorInsufficientDriver = 35;
 constexpr int kCudaErrorStubLibrary = 34;
 
-int32_t report(char *msg, int64_t cap, int32_t code, const char *format,
-               ...) __attribute__((format(printf, 4, 5)));
+int32_t report(char *msg, int64_t cap, int32_t code, const char *format, ...)
+    __attribute__((format(printf, 4, 5)));
 
-int32_t report(char *msg, int64_t cap, int32_t code, const char *format,
-               ...) {
+int32_t report(char *msg, int64_t cap, int32_t code, const char *format, ...) {
   if (msg && cap > 0) {
     va_list args;
     va_start(args, format);
@@ -59,8 +58,7 @@ extern "C" int32_t zbrt_cuda_available(char *msg, int64_t cap) {
   if (!cuInit || !cuDeviceGetCount) {
     dlclose(handle);
     return report(msg, cap, 2,
-                  "no CUDA driver (%s lacks cuInit/cuDeviceGetCount)",
-                  library);
+                  "no CUDA driver (%s lacks cuInit/cuDeviceGetCount)", library);
   }
   int err = cuInit(0);
   if (err == kCudaErrorNoDevice) {
@@ -70,8 +68,7 @@ extern "C" int32_t zbrt_cuda_available(char *msg, int64_t cap) {
   if (err == kCudaErrorStubLibrary) {
     dlclose(handle);
     return report(msg, cap, 4,
-                  "no CUDA driver (%s is the toolkit's stub library)",
-                  library);
+                  "no CUDA driver (%s is the toolkit's stub library)", library);
   }
   if (err == kCudaErrorInsufficientDriver) {
     dlclose(handle);
@@ -87,8 +84,10 @@ extern "C" int32_t zbrt_cuda_available(char *msg, int64_t cap) {
   err = cuDeviceGetCount(&count);
   if (err != 0 || count <= 0) {
     dlclose(handle);
-    return report(msg, cap, 3, "no CUDA device (cuDeviceGetCount: %d device%s"
-                  ", error %d)", count, count == 1 ? "" : "s", err);
+    return report(msg, cap, 3,
+                  "no CUDA device (cuDeviceGetCount: %d device%s"
+                  ", error %d)",
+                  count, count == 1 ? "" : "s", err);
   }
   return report(msg, cap, 0, "%d CUDA device%s", count, count == 1 ? "" : "s");
 }
