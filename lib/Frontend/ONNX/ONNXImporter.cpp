@@ -531,6 +531,22 @@ OwningOpRef<ModuleOp> ONNXImporter::importModel(const onnx::ModelProto &model) {
                 << "' must be a scalar loss, but it is " << lossType;
     return nullptr;
   }
+  // A fully static declared type must be what the nodes compute.
+  const onnx::TypeProto &declared = output.type();
+  if (declared.has_tensor_type() && declared.tensor_type().has_shape()) {
+    SmallVector<int64_t> shape;
+    for (const auto &d : declared.tensor_type().shape().dim())
+      shape.push_back(d.has_dim_value() ? d.dim_value() : ShapedType::kDynamic);
+    Type elementType = convertElementType(declared.tensor_type().elem_type());
+    if (!llvm::is_contained(shape, ShapedType::kDynamic) && elementType &&
+        RankedTensorType::get(shape, elementType) != lossType) {
+      fileError() << "the graph output '" << output.name()
+                  << "' is declared as "
+                  << RankedTensorType::get(shape, elementType)
+                  << " but the graph computes " << lossType;
+      return nullptr;
+    }
+  }
   if (lossType.getRank() != 0)
     loss = zb::ReshapeOp::create(
         builder, loc, RankedTensorType::get({}, lossType.getElementType()),

@@ -119,6 +119,14 @@ def shape_mismatch():
     ], [("x", [4, 8])], "loss", [init("w", [16, 8])])
 
 
+def wrong_output_type():
+    m = model([
+        helper.make_node("ReduceMean", ["x"], ["loss"], keepdims=1, name="m"),
+    ], [("x", [4, 2])], "loss")
+    m.graph.output[0].type.tensor_type.shape.dim.add().dim_value = 1
+    return m
+
+
 def int_loss():
     m = model([
         helper.make_node("Add", ["i", "i"], ["j"], name="add_ints"),
@@ -157,7 +165,7 @@ def not_onnx():
 CASES = {f.__name__: f for f in [
     unsupported_op, unsupported_pow, valid_small, broadcast_add, gemm_transb,
     undefined_value, dynamic_shape, not_scalar, shape_mismatch, int_loss,
-    opset18_reduce, truncated, empty, not_onnx]}
+    opset18_reduce, wrong_output_type, truncated, empty, not_onnx]}
 
 
 def random_input(seed, index, shape):
@@ -191,7 +199,8 @@ def expected_loss(case, seed):
 
 
 # Cases the ONNX checker itself rejects (the importer must too, cleanly).
-INVALID = {"undefined_value", "int_loss", "opset18_reduce"}
+INVALID = {"undefined_value", "int_loss", "opset18_reduce",
+           "wrong_output_type"}
 
 
 def main():
