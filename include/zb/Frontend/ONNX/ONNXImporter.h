@@ -22,7 +22,9 @@
 //   every op's location is NameLoc(<ONNX node name>, FileLineColLoc(file,0,0));
 // - the initial parameter values are the module attribute `zb.param_values`,
 //   a DictionaryAttr from ONNX name to DenseElementsAttr (the initializer's
-//   shape and element type, unchanged).
+//   shape and element type, unchanged). Read them with getValues<float>() or
+//   check isSplat() first: a constant initializer (e.g. zero biases) is stored
+//   as a splat, whose getRawData() holds a single element.
 //
 // Constants (Constant nodes, integer initializers, initializers only used as
 // static operands such as a Pow exponent or ReduceMean axes) are folded at
