@@ -255,8 +255,11 @@ Expected<std::unique_ptr<RankState>> setupRank(const Plan &plan, int32_t rank,
     return makeError(formatv("{0}: ranks[{1}].library: '{2}' not found",
                              plan.path, rank, lib));
   dlerror();
-  st->handle =
-      dlopen(lib.c_str(), RTLD_NOW | (forRun ? RTLD_GLOBAL : RTLD_LOCAL));
+  // RTLD_DEEPBIND: the program's own functions win over same-named ones
+  // already loaded (libc exports `step`, for one); zbrt_* still resolve
+  // from the libzbrt.so zb-run is linked with.
+  st->handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_DEEPBIND |
+                                       (forRun ? RTLD_GLOBAL : RTLD_LOCAL));
   if (!st->handle) {
     const char *why = dlerror();
     return makeError(formatv("{0}: cannot load rank program: {1}", lib,

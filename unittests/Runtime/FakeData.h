@@ -19,8 +19,11 @@ inline float fakeSample(int64_t s, int64_t i) {
   return (float)((s * 3 + i) % 5 - 2) * 0.25f + 0.1f * (float)(i + 1);
 }
 
-/// params.bin: 4 floats (fake1: w[3] then b[1]; fake2: w0[3] then w1[1]).
-inline std::vector<float> fakeParams() { return {0.5f, -0.25f, 1.0f, 0.75f}; }
+/// params.bin: 6 floats (fake1: w[3] then b[1]; fake2: w0[3] then w1[1];
+/// mlir1: W[3][2]).
+inline std::vector<float> fakeParams() {
+  return {0.5f, -0.25f, 1.0f, 0.75f, -0.5f, 0.25f};
+}
 
 } // namespace zbtest
 

@@ -296,6 +296,33 @@ TEST(ZbRun, ProfileCountsEveryActionOfTheMeasuredSteps) {
   std::remove(profile.c_str());
 }
 
+#ifdef ZB_HAVE_MLIR_RANK
+/// mlir1 (mlir_rank.mlir): loss = sum over samples of sum(x^T W), through
+/// zbrt_sgemm_memref and a send/recv round trip; grad W[i][k] = sum of x_i.
+TEST(ZbRun, MlirLoweredRankProgram) {
+  std::vector<float> init = fakeParams();
+  std::vector<double> w(init.begin(), init.begin() + 6); // W[i][k] = w[2i+k]
+  const double lr = 0.05;
+  std::vector<double> expected;
+  for (int k = 0; k < 4; ++k) {
+    double loss = 0;
+    std::vector<double> colSum(3, 0.0);
+    for (int64_t t = 0; t < kBatch; ++t)
+      for (int i = 0; i < 3; ++i) {
+        colSum[i] += sample(k, t, i);
+        loss += sample(k, t, i) * (w[2 * i] + w[2 * i + 1]);
+      }
+    expected.push_back(loss / kMicrobatches);
+    for (int i = 0; i < 3; ++i)
+      for (int c = 0; c < 2; ++c)
+        w[2 * i + c] -= lr / kMicrobatches * colSum[i];
+  }
+  RunResult r = zbRun(fixture("mlir1") + " --steps 4");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  expectLosses(parseLosses(r.output), expected, r.output);
+}
+#endif
+
 TEST(ZbRun, InsideAnExistingMpirun) {
   RunResult r = runCommand(
       "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -q "
