@@ -304,6 +304,9 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   Cbc_setMIPStartI(ilp.model, ilp.numCols, allCols.data(), ilp.start.data());
   Cbc_setMaximumSeconds(ilp.model, options.timeLimitSeconds);
   Cbc_setParameter(ilp.model, "timeMode", "elapsed");
+  // CBC 2.10.8 can crash in CglPreProcess::postProcess when the time limit
+  // stops the search: switch its MIP preprocessing off.
+  Cbc_setParameter(ilp.model, "preprocess", "off");
   Cbc_setParameter(ilp.model, "threads",
                    std::to_string(std::max(1, options.threads)).c_str());
   auto t0 = std::chrono::steady_clock::now();
