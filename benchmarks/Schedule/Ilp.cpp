@@ -51,9 +51,9 @@ int main(int argc, char **argv) {
   // p=4, m=8: a few cost profiles and memory limits (units of M_B).
   struct Small {
     double f, b, w, c, limitP;
-  } smalls[] = {{5, 6, 4, 1, 0},   {5, 6, 4, 1, 2},   {5, 6, 4, 1, 1.5},
-                {1, 1, 1, 0, 0},   {18.5, 18.1, 9.3, 0.6, 2},
-                {10, 12, 3, 2, 0}, {10, 12, 3, 2, 1}};
+  } smalls[] = {{5, 6, 4, 1, 0},  {5, 6, 4, 1, 2},           {5, 6, 4, 1, 1.5},
+                {1, 1, 1, 0, 0},  {18.5, 18.1, 9.3, 0.6, 2}, {10, 12, 3, 2, 0},
+                {10, 12, 3, 2, 1}};
   for (const Small &s : smalls) {
     Problem pr;
     pr.numRanks = 4;

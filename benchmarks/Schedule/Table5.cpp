@@ -56,21 +56,19 @@ int main() {
   withSearch.localSearch = true;
   int misses = 0, better = 0;
   auto cell = [&](double ours, double paper, bool mayBeBetter) {
-    bool ok = mayBeBetter ? ours <= paper + 1e-4
-                          : std::fabs(ours - paper) <= 1e-4;
+    bool ok =
+        mayBeBetter ? ours <= paper + 1e-4 : std::fabs(ours - paper) <= 1e-4;
     if (!ok)
       ++misses;
     if (mayBeBetter && ours < paper - 5e-5)
       ++better;
-    return llvm::formatv("{0:F4}/{1:F4}{2}", ours, paper, ok ? " " : "!")
-        .str();
+    return llvm::formatv("{0:F4}/{1:F4}{2}", ours, paper, ok ? " " : "!").str();
   };
   os << "Table 5 (Zero Bubble paper): ours/paper bubble rate; '!' = miss\n";
   os << llvm::formatv("{0,-6}{1,3}{2,4} {3,-15} {4,-15} {5,-8} {6,-15} "
                       "{7,-15} {8,-15} {9,-8} {10,-15} {11,-8}\n",
                       "model", "p", "m", "1F1B", "1F1B-I(paper-sim)", "exact",
-                      "ZB-H1", "ZB-H2", "ZB-1p", "+search", "ZB-2p",
-                      "+search");
+                      "ZB-H1", "ZB-H2", "ZB-1p", "+search", "ZB-2p", "+search");
   for (const table5::Row &row : table5::rows) {
     Problem one = makeProblem(row, 1);
     Problem inter = makeProblem(row, row.chunks1F1BI);

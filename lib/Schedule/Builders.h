@@ -1,4 +1,5 @@
-//===- Builders.h - Internal schedule builders -------------------*- C++ -*-===//
+//===- Builders.h - Internal schedule builders -------------------*- C++
+//-*-===//
 //
 // Internal to lib/Schedule: one builder per schedule family. buildSchedule()
 // validates the problem before calling them and verifies what they return.

@@ -46,8 +46,8 @@ void zb::sched::writeText(llvm::raw_ostream &os, const Problem &problem,
                           ? "makespan"
                           : "max stage span",
                       num(sim.idealTime));
-  os << llvm::formatv("  makespan {0}, max stage span {1}\n",
-                      num(sim.makespan), num(sim.stageSpan));
+  os << llvm::formatv("  makespan {0}, max stage span {1}\n", num(sim.makespan),
+                      num(sim.stageSpan));
   os << "  peak memory per rank:";
   for (double m : sim.peakMemory)
     os << " " << num(m);
@@ -90,8 +90,7 @@ json::Value zb::sched::toJSON(const Problem &problem, const Schedule &schedule,
   json::Array ranks;
   for (size_t r = 0; r < schedule.perRank.size(); ++r) {
     json::Array actions;
-    const auto *timed =
-        r < sim.timeline.size() ? &sim.timeline[r] : nullptr;
+    const auto *timed = r < sim.timeline.size() ? &sim.timeline[r] : nullptr;
     for (size_t k = 0; k < schedule.perRank[r].size(); ++k) {
       const Action &a = schedule.perRank[r][k];
       json::Object o{{"kind", kindName(a.kind)},
@@ -181,14 +180,13 @@ llvm::Error zb::sched::readJSON(llvm::StringRef text, Problem &problem,
   if (prob->get("virtual_stages"))
     if (llvm::Error e = getInt(*prob, "virtual_stages", problem.numChunks))
       return e;
-  for (auto [key, vec] :
-       {std::pair<const char *, std::vector<double> *>{"cost_f",
-                                                       &problem.costF},
-        {"cost_b", &problem.costB},
-        {"cost_w", &problem.costW},
-        {"cost_comm", &problem.costComm},
-        {"mem_b", &problem.memB},
-        {"mem_w", &problem.memW}})
+  for (auto [key, vec] : {std::pair<const char *, std::vector<double> *>{
+                              "cost_f", &problem.costF},
+                          {"cost_b", &problem.costB},
+                          {"cost_w", &problem.costW},
+                          {"cost_comm", &problem.costComm},
+                          {"mem_b", &problem.memB},
+                          {"mem_w", &problem.memW}})
     if (llvm::Error e = readNumbers(*prob, key, *vec))
       return e;
   if (std::optional<double> l = prob->getNumber("memory_limit"))
@@ -210,8 +208,8 @@ llvm::Error zb::sched::readJSON(llvm::StringRef text, Problem &problem,
         interleavedStageToRank(problem.numRanks, problem.numChunks);
   }
   if (std::optional<llvm::StringRef> c = root->getString("cost_convention"))
-    schedule.costConvention = *c == "makespan" ? CostConvention::Makespan
-                                               : CostConvention::StageSpan;
+    schedule.costConvention =
+        *c == "makespan" ? CostConvention::Makespan : CostConvention::StageSpan;
   if (std::optional<bool> f = root->getBoolean("fused_backward"))
     schedule.fusedBackward = *f;
   const json::Array *ranks = root->getArray("ranks");
@@ -383,8 +381,8 @@ void zb::sched::writeTrace(llvm::raw_ostream &os, const Schedule &schedule,
           {"tid", static_cast<int64_t>(r)},
           {"ts", t.start * 1000.0},
           {"dur", (t.end - t.start) * 1000.0},
-          {"args", json::Object{{"stage", a.stage},
-                                {"microbatch", a.microbatch}}}});
+          {"args",
+           json::Object{{"stage", a.stage}, {"microbatch", a.microbatch}}}});
     }
   }
   json::Object root{{"traceEvents", std::move(events)},
@@ -424,19 +422,17 @@ void zb::sched::writeSVG(llvm::raw_ostream &os, const Problem &problem,
                       "width=\"{0}\" height=\"{1}\" font-family=\"sans-serif\" "
                       "font-size=\"10\">\n",
                       width, height);
-  os << llvm::formatv("<text x=\"{0}\" y=\"20\" font-size=\"13\">{1}: p={2} "
-                      "m={3}{4}, bubble rate {5:F4}, cost {6:F3}, peak "
-                      "memory {7}</text>\n",
-                      left, schedule.name, problem.numRanks,
-                      problem.numMicrobatches,
-                      problem.numChunks > 1
-                          ? llvm::formatv(" V={0}", problem.numChunks).str()
-                          : "",
-                      sim.bubbleRate, sim.cost,
-                      sim.peakMemory.empty()
-                          ? 0.0
-                          : *std::max_element(sim.peakMemory.begin(),
-                                              sim.peakMemory.end()));
+  os << llvm::formatv(
+      "<text x=\"{0}\" y=\"20\" font-size=\"13\">{1}: p={2} "
+      "m={3}{4}, bubble rate {5:F4}, cost {6:F3}, peak "
+      "memory {7}</text>\n",
+      left, schedule.name, problem.numRanks, problem.numMicrobatches,
+      problem.numChunks > 1 ? llvm::formatv(" V={0}", problem.numChunks).str()
+                            : "",
+      sim.bubbleRate, sim.cost,
+      sim.peakMemory.empty()
+          ? 0.0
+          : *std::max_element(sim.peakMemory.begin(), sim.peakMemory.end()));
   for (int r = 0; r < p; ++r) {
     double y = top + r * rowH;
     os << llvm::formatv("<text x=\"5\" y=\"{0}\">rank {1}</text>\n",

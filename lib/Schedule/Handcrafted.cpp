@@ -18,8 +18,7 @@ static Schedule makeSchedule(llvm::StringRef name, const Problem &problem,
   Schedule s;
   s.name = name.str();
   s.perRank.resize(problem.numRanks);
-  s.stageToRank =
-      interleavedStageToRank(problem.numRanks, problem.numChunks);
+  s.stageToRank = interleavedStageToRank(problem.numRanks, problem.numChunks);
   s.costConvention = convention;
   s.fusedBackward = fused;
   return s;
@@ -92,8 +91,7 @@ llvm::Expected<Schedule> detail::buildZBH2(const Problem &problem) {
         llvm::formatv("zb-h2 needs at least 2p-1={0} microbatches, got m={1}",
                       need, m)
             .str());
-  Schedule s =
-      makeSchedule("zb-h2", problem, CostConvention::StageSpan, false);
+  Schedule s = makeSchedule("zb-h2", problem, CostConvention::StageSpan, false);
   fillOneFOneB(s, problem, 2, false);
   return s;
 }
@@ -103,8 +101,7 @@ llvm::Expected<Schedule> detail::buildZBH2(const Problem &problem) {
 /// over the m*V chunk passes; microbatches go through the chunks in groups of
 /// p; the backward pass is not split (B and W fused).
 llvm::Expected<Schedule> detail::buildInterleaved1F1B(const Problem &problem) {
-  int p = problem.numRanks, m = problem.numMicrobatches,
-      v = problem.numChunks;
+  int p = problem.numRanks, m = problem.numMicrobatches, v = problem.numChunks;
   if (m % p != 0)
     return llvm::createStringError(
         llvm::formatv("1f1b-i needs the number of microbatches to be a "

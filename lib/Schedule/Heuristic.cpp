@@ -37,8 +37,8 @@ struct HeuristicFlags {
 class HeuristicRun {
 public:
   HeuristicRun(const StageCosts &c, const std::vector<double> &limit, int m)
-      : c(c), limit(limit), p(c.f.size()), m(m), f(p), b(p), w(p), e(p),
-        mem(p), bubble(p), end(3 * p * m, 0.0), order(p) {}
+      : c(c), limit(limit), p(c.f.size()), m(m), f(p), b(p), w(p), e(p), mem(p),
+        bubble(p), end(3 * p * m, 0.0), order(p) {}
 
   /// Runs the construction. Returns false if the memory limit cannot be met.
   bool run(const HeuristicFlags &flags);
@@ -225,7 +225,7 @@ bool HeuristicRun::run(const HeuristicFlags &flags) {
     }
     for (int j = p - 1; j >= 0; --j) {
       if (b[j] != i)
-        return false; // cannot happen for a well-formed run
+        return false;     // cannot happen for a well-formed run
       while (f[j] <= i) { // B(j, i) needs F(j, i); not reached in the paper's
         if ((j > 0 && f[j] >= f[j - 1]) || !makeRoom(j, c.memB[j])) // settings
           return false;

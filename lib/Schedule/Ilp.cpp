@@ -30,9 +30,9 @@
 #include <coin/Cbc_C_Interface.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -165,8 +165,8 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
     }
 
   // Horizon and big-M: every pass serially plus every hop's latency.
-  double maxComm = c.comm.empty() ? 0 : *std::max_element(c.comm.begin(),
-                                                          c.comm.end());
+  double maxComm =
+      c.comm.empty() ? 0 : *std::max_element(c.comm.begin(), c.comm.end());
   double horizon = std::accumulate(cost.begin(), cost.end(), 0.0) +
                    2.0 * p * m * maxComm + 1;
   horizon = std::max(horizon, 2 * warmSim.makespan / tUnit);
@@ -209,8 +209,7 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
             int col = ilp.addCol(0, 1, 0, true, warmPos[a] < warmPos[b]);
             P[{a, b}] = col;
             // (6): E[b] - E[a] - M P >= T_b - M ; E[a] - E[b] + M P >= T_a
-            ilp.addRow({E[b], E[a], col}, {1, -1, -bigM}, 'G',
-                       cost[b] - bigM);
+            ilp.addRow({E[b], E[a], col}, {1, -1, -bigM}, 'G', cost[b] - bigM);
             ilp.addRow({E[a], E[b], col}, {1, -1, bigM}, 'G', cost[a]);
           }
 
@@ -236,8 +235,8 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   // Objective rows and the span cuts.
   for (int s = 0; s < p; ++s) {
     int first = node(ActionKind::F, s, 0);
-    ilp.addRow({R, E[node(ActionKind::W, s, m - 1)], E[first]}, {1, -1, 1},
-               'G', c.f[s]);
+    ilp.addRow({R, E[node(ActionKind::W, s, m - 1)], E[first]}, {1, -1, 1}, 'G',
+               c.f[s]);
     for (ActionKind kn : kinds)
       for (int in = 0; in < m; ++in) {
         int n = node(kn, s, in);
@@ -295,8 +294,10 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   }
 
   if (options.verbose)
-    fprintf(stderr, "zb ilp: %d columns, %d rows, warm start violates %d "
-            "rows\n", ilp.numCols, ilp.numRows, ilp.startViolations);
+    fprintf(stderr,
+            "zb ilp: %d columns, %d rows, warm start violates %d "
+            "rows\n",
+            ilp.numCols, ilp.numRows, ilp.startViolations);
   ilp.load();
   Cbc_setLogLevel(ilp.model, options.verbose ? 1 : 0);
   std::vector<int> allCols(ilp.numCols);
@@ -311,9 +312,9 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
                    std::to_string(std::max(1, options.threads)).c_str());
   auto t0 = std::chrono::steady_clock::now();
   Cbc_solve(ilp.model);
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - t0)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
 
   IlpReport rep;
   rep.seconds = seconds;
@@ -358,11 +359,9 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
                          double ea = sol[E[a]], eb = sol[E[b]];
                          if (std::fabs(ea - eb) > 1e-6)
                            return ea < eb;
-                         if (before(x.kind, x.microbatch, y.kind,
-                                    y.microbatch))
+                         if (before(x.kind, x.microbatch, y.kind, y.microbatch))
                            return true;
-                         if (before(y.kind, y.microbatch, x.kind,
-                                    x.microbatch))
+                         if (before(y.kind, y.microbatch, x.kind, x.microbatch))
                            return false;
                          auto [col, xFirst] = order(a, b);
                          return (sol[col] > 0.5) == xFirst;
@@ -382,8 +381,8 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   // early as possible), which may differ from the ILP's objective value.
   double realized = simulate(problem, result).stageSpan;
   rep.objective = realized;
-  rep.gap = realized > 0 ? std::max(0.0, (realized - rep.bestBound) / realized)
-                         : 0;
+  rep.gap =
+      realized > 0 ? std::max(0.0, (realized - rep.bestBound) / realized) : 0;
   if (report)
     *report = rep;
   return result;

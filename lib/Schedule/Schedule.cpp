@@ -32,8 +32,8 @@ llvm::StringRef zb::sched::kindName(ActionKind kind) {
 
 llvm::ArrayRef<llvm::StringRef> zb::sched::scheduleNames() {
   static const llvm::StringRef names[] = {
-      "gpipe", "1f1b",   "1f1b-i", "zb-h1", "zb-h2",  "zb-auto",
-      "zb-1p", "zb-2p",  "ilp",    "zb-v",  "v-half", "v-min"};
+      "gpipe", "1f1b",  "1f1b-i", "zb-h1", "zb-h2",  "zb-auto",
+      "zb-1p", "zb-2p", "ilp",    "zb-v",  "v-half", "v-min"};
   return names;
 }
 
@@ -85,8 +85,9 @@ static llvm::Error checkVector(llvm::StringRef field,
 llvm::Error zb::sched::validateProblem(const Problem &problem) {
   if (problem.numRanks < 1)
     return llvm::createStringError(
-        llvm::formatv("the number of stages (ranks) must be at least 1, got {0}",
-                      problem.numRanks)
+        llvm::formatv(
+            "the number of stages (ranks) must be at least 1, got {0}",
+            problem.numRanks)
             .str());
   if (problem.numMicrobatches < 1)
     return llvm::createStringError(
@@ -105,7 +106,8 @@ llvm::Error zb::sched::validateProblem(const Problem &problem) {
     return e;
   if (llvm::Error e = checkVector("cost-w", problem.costW, problem, false))
     return e;
-  if (llvm::Error e = checkVector("cost-comm", problem.costComm, problem, false))
+  if (llvm::Error e =
+          checkVector("cost-comm", problem.costComm, problem, false))
     return e;
   if (llvm::Error e = checkVector("mem-b", problem.memB, problem, false))
     return e;
@@ -270,8 +272,8 @@ static SimCore runSimulation(const Problem &problem, const Schedule &schedule,
       while (core.next[r] < list.size()) {
         const Action &a = list[core.next[r]];
         Dep deps[2];
-        int n = dependencies(a, schedule, costs, problem.numRanks, options,
-                             deps);
+        int n =
+            dependencies(a, schedule, costs, problem.numRanks, options, deps);
         double start = core.free[r];
         bool ready = true;
         for (int d = 0; d < n; ++d) {
@@ -475,9 +477,8 @@ llvm::Error zb::sched::verify(const Problem &problem,
             llvm::formatv("dependency: {0} on rank {1} needs {2} on rank {3}, "
                           "which {4} (deadlock)",
                           describe(a), r, describe(dep), depRank,
-                          depRank == r
-                              ? "comes later in the same rank's order"
-                              : "cannot run before it")
+                          depRank == r ? "comes later in the same rank's order"
+                                       : "cannot run before it")
                 .str());
       }
     }

@@ -37,9 +37,9 @@ public:
   VGreedy(const Problem &problem, const StageCosts &c,
           const std::vector<int> &stageToRank, std::vector<double> limit)
       : p(problem.numRanks), m(problem.numMicrobatches), S(2 * p), c(c),
-        stageToRank(stageToRank), limit(std::move(limit)),
-        end(3 * S * m, -1.0), free(p, 0.0), mem(p, 0.0), nextF(S, 0),
-        nextB(S, 0), nextW(S, 0), perRank(p) {}
+        stageToRank(stageToRank), limit(std::move(limit)), end(3 * S * m, -1.0),
+        free(p, 0.0), mem(p, 0.0), nextF(S, 0), nextB(S, 0), nextW(S, 0),
+        perRank(p) {}
 
   bool run();
   std::vector<std::vector<Action>> takeOrder() { return std::move(perRank); }
@@ -205,8 +205,9 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
     std::fill(control.memB.begin(), control.memB.end(), 0.5);
     std::fill(control.memW.begin(), control.memW.end(), 0.0);
   }
-  double factor = name == "zb-v" ? p : name == "v-half" ? p / 2.0 + 1
-                                                        : p / 3.0 + 1;
+  double factor = name == "zb-v"     ? p
+                  : name == "v-half" ? p / 2.0 + 1
+                                     : p / 3.0 + 1;
   std::vector<double> limits(p);
   for (int r = 0; r < p; ++r) {
     double rankMB = control.memB[r] + control.memB[2 * p - 1 - r];
@@ -215,9 +216,8 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
       limits[r] = std::min(limits[r], problem.memoryLimit);
     // Never below one microbatch in flight (both chunks, then B of the
     // second chunk).
-    double minimum = std::max(
-        rankMB, rankMB - control.memB[2 * p - 1 - r] +
-                    control.memW[2 * p - 1 - r]);
+    double minimum = std::max(rankMB, rankMB - control.memB[2 * p - 1 - r] +
+                                          control.memW[2 * p - 1 - r]);
     if (limits[r] < minimum && problem.memoryLimit == 0)
       limits[r] = minimum;
   }

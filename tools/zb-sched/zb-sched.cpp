@@ -31,8 +31,7 @@ namespace cl = llvm::cl;
 
 static cl::OptionCategory category("zb-sched options");
 
-static cl::opt<int> numStages("stages",
-                              cl::desc("Pipeline stages (ranks), p"),
+static cl::opt<int> numStages("stages", cl::desc("Pipeline stages (ranks), p"),
                               cl::init(4), cl::cat(category));
 static cl::opt<int> numMicrobatches("microbatches",
                                     cl::desc("Microbatches per iteration, m"),
@@ -47,15 +46,14 @@ static cl::opt<std::string>
     costW("cost-w", cl::desc("T_W per rank in ms (comma-separated list)"),
           cl::init("1"), cl::cat(category));
 static cl::opt<std::string>
-    costComm("cost-comm",
-             cl::desc("T_comm latency between ranks in ms (list)"),
+    costComm("cost-comm", cl::desc("T_comm latency between ranks in ms (list)"),
              cl::init("0"), cl::cat(category));
 static cl::opt<std::string>
     memB("mem-b", cl::desc("M_B per rank: activation memory F keeps for B"),
          cl::init(""), cl::cat(category));
-static cl::opt<std::string>
-    memW("mem-w", cl::desc("M_W per rank: memory B keeps for W"),
-         cl::init(""), cl::cat(category));
+static cl::opt<std::string> memW("mem-w",
+                                 cl::desc("M_W per rank: memory B keeps for W"),
+                                 cl::init(""), cl::cat(category));
 static cl::opt<std::string> memoryLimit(
     "memory-limit",
     cl::desc("Activation memory limit per rank: absolute (unit of --mem-b) "
@@ -142,8 +140,8 @@ static llvm::Expected<Problem> makeProblem(int chunks) {
       return llvm::createStringError(
           "--memory-limit: expected a number or a multiple of p such as 2p");
     if (p.memB.empty())
-      return llvm::createStringError(
-          "--memory-limit " + limit.str() + " needs --mem-b (M_B)");
+      return llvm::createStringError("--memory-limit " + limit.str() +
+                                     " needs --mem-b (M_B)");
     p.memoryLimit =
         factor * p.numRanks * *std::max_element(p.memB.begin(), p.memB.end());
   } else if (limit.getAsDouble(p.memoryLimit)) {
@@ -182,8 +180,8 @@ static void emit(llvm::raw_ostream &os, const Problem &problem,
       os << llvm::formatv("  ilp: CBC status '{0}', objective {1}, best bound "
                           "{2}, gap {3:P2}, warm start {4}, {5:F1} s, {6} "
                           "variables, {7} constraints\n",
-                          ilp->status, ilp->objective, ilp->bestBound,
-                          ilp->gap, ilp->warmStartObjective, ilp->seconds,
+                          ilp->status, ilp->objective, ilp->bestBound, ilp->gap,
+                          ilp->warmStartObjective, ilp->seconds,
                           ilp->numVariables, ilp->numConstraints);
   }
 }
@@ -210,8 +208,8 @@ static int runCompare(llvm::raw_ostream &os) {
       continue;
     }
     SimResult sim = simulate(*problem, *schedule);
-    double peak = *std::max_element(sim.peakMemory.begin(),
-                                    sim.peakMemory.end());
+    double peak =
+        *std::max_element(sim.peakMemory.begin(), sim.peakMemory.end());
     std::string note;
     if (problem->numChunks > 1)
       note = llvm::formatv("V={0}", problem->numChunks).str();

@@ -96,8 +96,9 @@ TEST(Formats, CSVImportedScheduleIsChecked) {
   auto bad = readCSV("0F0,0F1,0I0,0W0,0I1,0W1\n1F0,1I1,1F1,1I0,1W0,1W1\n");
   ASSERT_TRUE(static_cast<bool>(bad));
   llvm::Error e = verify(pr, *bad);
-  EXPECT_NE(llvm::toString(std::move(e)).find("before F(stage 1, microbatch 1)"),
-            std::string::npos);
+  EXPECT_NE(
+      llvm::toString(std::move(e)).find("before F(stage 1, microbatch 1)"),
+      std::string::npos);
 }
 
 TEST(Formats, TraceAndSVG) {

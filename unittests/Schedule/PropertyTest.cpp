@@ -46,8 +46,8 @@ TEST(Property, RandomProblemsV1) {
     pr.memoryLimit = rng() % 3 == 0 ? 0 : uni(0.5, 2.5) * pr.numRanks * maxMB;
     SCOPED_TRACE("iteration " + std::to_string(iter));
     double h1Cost = -1, h1Peak = 0;
-    for (llvm::StringRef name : {"gpipe", "1f1b", "zb-h1", "zb-h2",
-                                 "zb-auto", "zb-1p", "zb-2p"}) {
+    for (llvm::StringRef name :
+         {"gpipe", "1f1b", "zb-h1", "zb-h2", "zb-auto", "zb-1p", "zb-2p"}) {
       auto s = buildSchedule(pr, name);
       if (!s) {
         std::string msg = errorOf(s.takeError());
@@ -61,18 +61,20 @@ TEST(Property, RandomProblemsV1) {
       EXPECT_EQ(errorOf(verify(pr, *s)), "") << name.str();
       SimResult r = simulate(pr, *s);
       ASSERT_TRUE(r.complete);
-      if (pr.memoryLimit > 0)
+      if (pr.memoryLimit > 0) {
         for (double peak : r.peakMemory)
           EXPECT_LE(peak, pr.memoryLimit * (1 + 1e-9)) << name.str();
+      }
       EXPECT_GE(r.cost, r.idealTime * (1 - 1e-12));
       if (name == "zb-h1") {
         h1Cost = r.stageSpan;
         h1Peak = *std::max_element(r.peakMemory.begin(), r.peakMemory.end());
       }
       if (name == "zb-auto" && h1Cost >= 0 &&
-          (pr.memoryLimit == 0 || h1Peak <= pr.memoryLimit))
+          (pr.memoryLimit == 0 || h1Peak <= pr.memoryLimit)) {
         EXPECT_LE(r.stageSpan, h1Cost * (1 + 1e-9))
             << "zb-auto worse than zb-h1";
+      }
     }
   }
   EXPECT_GT(built, 3000);
@@ -118,9 +120,10 @@ TEST(Property, RandomProblemsVShapeAndInterleaved) {
       EXPECT_EQ(errorOf(verify(pr, *s)), "") << name.str();
       SimResult r = simulate(pr, *s);
       ASSERT_TRUE(r.complete);
-      if (pr.memoryLimit > 0)
+      if (pr.memoryLimit > 0) {
         for (double peak : r.peakMemory)
           EXPECT_LE(peak, pr.memoryLimit * (1 + 1e-9)) << name.str();
+      }
     }
   }
   EXPECT_GT(built, 1000);
@@ -147,7 +150,7 @@ TEST(VShape, MemoryOrdering) {
     return *std::max_element(mem.begin(), mem.end());
   };
   double v = peak("zb-v"), half = peak("v-half"), min = peak("v-min");
-  EXPECT_LE(v, pr.numRanks * 1.0);     // as 1F1B: p M_B
+  EXPECT_LE(v, pr.numRanks * 1.0); // as 1F1B: p M_B
   EXPECT_LE(half, pr.numRanks / 2.0 + 1);
   EXPECT_LE(min, pr.numRanks / 3.0 + 1);
   EXPECT_LE(min, half);

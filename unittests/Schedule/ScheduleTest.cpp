@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../../benchmarks/Schedule/Table5Data.h"
 #include "zb/Schedule/Schedule.h"
+#include "../../benchmarks/Schedule/Table5Data.h"
 
 #include "gtest/gtest.h"
 
@@ -67,8 +67,7 @@ TEST(ClosedForm, OneFOneBBubble) {
         // 1F1B: bubble (p-1)(T_F+T_B+T_W), makespan (m+p-1)(T_F+T_B+T_W).
         double expected = (m + p - 1) * (f + b + w);
         EXPECT_DOUBLE_EQ(r.makespan, expected) << "p=" << p << " m=" << m;
-        EXPECT_DOUBLE_EQ(r.bubbleRate,
-                         (p - 1) * (f + b + w) / expected);
+        EXPECT_DOUBLE_EQ(r.bubbleRate, (p - 1) * (f + b + w) / expected);
         EXPECT_DOUBLE_EQ(r.idealTime, m * (f + b + w));
       }
 }
@@ -76,8 +75,7 @@ TEST(ClosedForm, OneFOneBBubble) {
 TEST(ClosedForm, GPipeMatchesOneFOneBTime) {
   // Without communication GPipe and 1F1B have the same bubble.
   Problem pr = uniform(4, 8, 1, 2, 1);
-  EXPECT_DOUBLE_EQ(simulate(pr, build(pr, "gpipe")).makespan,
-                   (8 + 3) * 4.0);
+  EXPECT_DOUBLE_EQ(simulate(pr, build(pr, "gpipe")).makespan, (8 + 3) * 4.0);
 }
 
 TEST(ClosedForm, ZBH1Bubble) {
@@ -199,8 +197,9 @@ TEST(Verifier, RejectsWBeforeB) {
   auto w = std::find(list.begin(), list.end(), Action{ActionKind::W, 1, 1});
   auto b = std::find(list.begin(), list.end(), Action{ActionKind::B, 1, 1});
   std::iter_swap(w, b);
-  EXPECT_NE(errorOf(verify(pr, s)).find("W(stage 1, microbatch 1) before "
-                                        "B(stage 1, microbatch 1)"),
+  EXPECT_NE(errorOf(verify(pr, s))
+                .find("W(stage 1, microbatch 1) before "
+                      "B(stage 1, microbatch 1)"),
             std::string::npos);
 }
 
@@ -208,8 +207,9 @@ TEST(Verifier, RejectsMissingAndDuplicate) {
   Problem pr = uniform(2, 3, 1, 1, 1);
   Schedule s = build(pr, "1f1b");
   s.perRank[0].pop_back();
-  EXPECT_NE(errorOf(verify(pr, s)).find("count: W(stage 0, microbatch 2) is "
-                                        "missing"),
+  EXPECT_NE(errorOf(verify(pr, s))
+                .find("count: W(stage 0, microbatch 2) is "
+                      "missing"),
             std::string::npos);
   s = build(pr, "1f1b");
   s.perRank[0].back() = s.perRank[0].front();
@@ -232,10 +232,18 @@ TEST(Verifier, RejectsCrossRankDeadlock) {
   s.name = "broken";
   s.stageToRank = {0, 1};
   using K = ActionKind;
-  s.perRank = {{{K::F, 0, 0}, {K::B, 0, 0}, {K::F, 0, 1}, {K::B, 0, 1},
-                {K::W, 0, 0}, {K::W, 0, 1}},
-               {{K::F, 1, 0}, {K::F, 1, 1}, {K::B, 1, 0}, {K::B, 1, 1},
-                {K::W, 1, 0}, {K::W, 1, 1}}};
+  s.perRank = {{{K::F, 0, 0},
+                {K::B, 0, 0},
+                {K::F, 0, 1},
+                {K::B, 0, 1},
+                {K::W, 0, 0},
+                {K::W, 0, 1}},
+               {{K::F, 1, 0},
+                {K::F, 1, 1},
+                {K::B, 1, 0},
+                {K::B, 1, 1},
+                {K::W, 1, 0},
+                {K::W, 1, 1}}};
   std::string msg = errorOf(verify(pr, s));
   EXPECT_NE(msg.find("deadlock"), std::string::npos) << msg;
   EXPECT_NE(msg.find("B(stage 0, microbatch 0) on rank 0 needs B(stage 1, "
@@ -250,8 +258,7 @@ TEST(Verifier, RejectsMemoryOverLimit) {
   Schedule s = build(pr, "zb-h2"); // rank 0 holds 7 M_B
   pr.memoryLimit = 4;
   std::string msg = errorOf(verify(pr, s));
-  EXPECT_NE(msg.find("memory limit: rank 0 holds 5"), std::string::npos)
-      << msg;
+  EXPECT_NE(msg.find("memory limit: rank 0 holds 5"), std::string::npos) << msg;
 }
 
 TEST(Verifier, FusedBackwardNeedsAdjacentW) {
@@ -269,14 +276,14 @@ TEST(Errors, TooFewMicrobatches) {
   Problem pr = uniform(4, 2, 1, 1, 1);
   EXPECT_EQ(errorOf(buildSchedule(pr, "zb-h1").takeError()),
             "zb-h1 needs at least p=4 microbatches, got m=2");
-  EXPECT_NE(errorOf(buildSchedule(pr, "zb-h2").takeError())
-                .find("at least 2p-1=7"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf(buildSchedule(pr, "zb-h2").takeError()).find("at least 2p-1=7"),
+      std::string::npos);
   pr.numChunks = 2;
   pr.numMicrobatches = 6;
-  EXPECT_NE(errorOf(buildSchedule(pr, "1f1b-i").takeError())
-                .find("multiple of p=4"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf(buildSchedule(pr, "1f1b-i").takeError()).find("multiple of p=4"),
+      std::string::npos);
 }
 
 TEST(Errors, MemoryBelowMinimum) {

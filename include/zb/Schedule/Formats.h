@@ -1,4 +1,5 @@
-//===- Formats.h - Reading and writing schedules -----------------*- C++ -*-===//
+//===- Formats.h - Reading and writing schedules -----------------*- C++
+//-*-===//
 //
 // Text, JSON (read and write), PyTorch torch.distributed.pipelining CSV
 // (read and write), Chrome/Perfetto trace JSON and SVG Gantt charts.

@@ -1,4 +1,5 @@
-//===- Schedule.h - Pipeline-parallel schedules ------------------*- C++ -*-===//
+//===- Schedule.h - Pipeline-parallel schedules ------------------*- C++
+//-*-===//
 //
 // The scheduling core of zb: problem description, schedule builders
 // (handcrafted, heuristic, ILP), an event-driven simulator and a verifier.
@@ -174,7 +175,8 @@ struct IlpReport {
   int numVariables = 0, numConstraints = 0;
 };
 
-/// Names accepted by buildSchedule, in the order zb-sched --compare prints them.
+/// Names accepted by buildSchedule, in the order zb-sched --compare prints
+/// them.
 llvm::ArrayRef<llvm::StringRef> scheduleNames();
 
 /// Checks the problem: sizes of the cost vectors (1, p or p*V), non-negative
