@@ -151,6 +151,11 @@ struct ZBAutodiffPass : public zb::impl::ZBAutodiffBase<ZBAutodiffPass> {
           return op->emitOpError("gradient rule for operand #")
                  << operand.getOperandNumber() << " built type "
                  << d.getType() << ", expected " << operand.get().getType();
+        // Gradients of activations (non-parameter values) form the B chain
+        // (zb-split-backward): mark the ops producing them.
+        if (!llvm::is_contained(params, operand.get()))
+          if (Operation *def = d.getDefiningOp())
+            def->setAttr(kActGradAttr, UnitAttr::get(ctx));
         contributions[operand.get()].push_back(d);
       }
     }

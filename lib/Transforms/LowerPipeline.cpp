@@ -387,15 +387,20 @@ LogicalResult RankLowering::lower(int64_t rank) {
         }
       } else if (r == "param_grad") {
         pendingGrads[s][mb].push_back({k, v});
-        int64_t &next = nextGrad[s];
-        while (pendingGrads[s].count(next)) {
-          for (auto [p, g] : pendingGrads[s][next])
-            gradAcc[p] = addInOrder(gradAcc.lookup(p), g);
-          pendingGrads[s].erase(next++);
-        }
       } else {
         return callee.emitError("result #")
                << i << " has an unknown role '" << r << "'";
+      }
+    }
+    // Sum the weight gradients of the microbatches that are now complete, in
+    // microbatch order.
+    if (a.kind == sched::ActionKind::W) {
+      int64_t &next = nextGrad[s];
+      auto &pending = pendingGrads[s];
+      while (pending.count(next)) {
+        for (auto [p, g] : pending[next])
+          gradAcc[p] = addInOrder(gradAcc.lookup(p), g);
+        pending.erase(next++);
       }
     }
   }

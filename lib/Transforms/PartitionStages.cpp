@@ -308,7 +308,8 @@ LogicalResult Partitioner::run() {
     llvm::SetVector<Value> actIn;
     for (Operation *op : F[s])
       for (Value v : op->getOperands())
-        if (stageOfValue(v) == s - 1 && !isBackwardOp(v.getDefiningOp()))
+        if (s > 0 && stageOfValue(v) == s - 1 &&
+            !isBackwardOp(v.getDefiningOp()))
           actIn.insert(v);
     for (Value v : actIn)
       fIn.push_back({v, "act", idFor(v)});

@@ -40,26 +40,37 @@ struct ZBSplitBackwardPass
         continue;
       Block &body = func.getBody().front();
       Operation *ret = body.getTerminator();
-      llvm::DenseSet<Operation *> weightOps;
-      int64_t numB = 0, numW = 0;
+      // B = the activation-gradient ops and everything they need.
+      llvm::DenseSet<Operation *> inputOps;
+      SmallVector<Operation *> worklist;
       bool any = false;
-      for (Operation &op : llvm::reverse(body.without_terminator())) {
+      for (Operation &op : body.without_terminator()) {
         if (!op.hasAttr(kOriginAttr))
           continue;
         any = true;
-        bool isW = llvm::all_of(op.getUsers(), [&](Operation *user) {
-          if (user == ret)
-            return true; // only parameter gradients are returned besides
-                         // the loss, and the loss is a forward value
-          return weightOps.contains(user);
-        });
-        // Dead backward ops (no users) are W vacuously; they never feed B.
+        if (op.hasAttr(kActGradAttr) && inputOps.insert(&op).second)
+          worklist.push_back(&op);
+      }
+      while (!worklist.empty()) {
+        Operation *op = worklist.pop_back_val();
+        for (Value v : op->getOperands())
+          if (Operation *def = v.getDefiningOp())
+            if (def->hasAttr(kOriginAttr) && inputOps.insert(def).second)
+              worklist.push_back(def);
+      }
+      llvm::DenseSet<Operation *> weightOps;
+      int64_t numB = 0, numW = 0;
+      for (Operation &op : body.without_terminator()) {
+        if (!op.hasAttr(kOriginAttr))
+          continue;
+        bool isW = !inputOps.contains(&op);
         if (isW)
           weightOps.insert(&op);
         op.setAttr(kPhaseAttr,
                    StringAttr::get(&getContext(), isW ? "W" : "B"));
         (isW ? numW : numB)++;
       }
+      (void)ret;
       if (!any || !report)
         continue;
       // Residuals: values produced by B ops and consumed by W ops.

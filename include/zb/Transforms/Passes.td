@@ -28,10 +28,11 @@ def ZBAutodiff : Pass<"zb-autodiff", "mlir::ModuleOp"> {
 def ZBSplitBackward : Pass<"zb-split-backward", "mlir::ModuleOp"> {
   let summary = "Splits backward ops into B (input gradients) and W (weight gradients)";
   let description = [{
-    Zero Bubble paper, Section 2: a backward op is **W** when every value it
-    produces flows only into parameter gradients (function results marked
-    `zb.grad_of`); all other backward ops are **B** (the activation-gradient
-    chain and what it needs). Sets `zb.phase = "B" | "W"` on every backward
+    Zero Bubble paper, Section 2: **B** is the activation-gradient chain (the
+    ops `zb-autodiff` marked `zb.act_grad`: gradients of values that are not
+    parameters, which the previous stage waits for) and every backward op it
+    needs; **W** is every other backward op, i.e. the ops whose results flow
+    only into parameter gradients (function results marked `zb.grad_of`). Sets `zb.phase = "B" | "W"` on every backward
     op. Values produced by B and consumed by W are the residuals that
     `zb-partition-stages` makes explicit. With `report`, prints per function
     the number of B and W ops and the bytes of residuals crossing from B to W.

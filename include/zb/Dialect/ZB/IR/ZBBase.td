@@ -21,6 +21,9 @@ def ZB_Dialect : Dialect {
       - `zb.id` (i64, on forward ops): a unique id given by `zb-autodiff`.
       - `zb.origin` (i64, on backward ops): the `zb.id` of the forward op the
         backward op differentiates (or whose result gradient it accumulates).
+      - `zb.act_grad` (unit, on backward ops): produces the gradient (or a
+        gradient contribution) of an activation, i.e. of a value that is not
+        a parameter; the roots of the B chain.
       - `zb.phase` ("B" or "W", on backward ops): set by `zb-split-backward`.
       - `zb.stage` (i64): the pipeline stage (set by `zb-partition-stages`).
   }];

@@ -23,6 +23,7 @@ inline constexpr llvm::StringLiteral kIdAttr = "zb.id";
 inline constexpr llvm::StringLiteral kOriginAttr = "zb.origin";
 inline constexpr llvm::StringLiteral kPhaseAttr = "zb.phase";
 inline constexpr llvm::StringLiteral kStageAttr = "zb.stage";
+inline constexpr llvm::StringLiteral kActGradAttr = "zb.act_grad";
 } // namespace zb
 
 #endif // ZB_DIALECT_ZB_IR_ZBOPS_H

@@ -1,0 +1,469 @@
+//===- zb-compile.cpp - model file -> per-rank native programs ------------===//
+//
+// zb-compile MODEL -o DIR [--stages P] [--microbatches M] [--schedule NAME]
+//
+// Imports the model (ONNX, or a zb-dialect .mlir file), runs the compiler
+// (DESIGN.md steps 2-7: autodiff, B/W split, stage partition, schedule,
+// per-rank lowering, CPU codegen), and writes DIR/plan.json, DIR/params.bin,
+// DIR/rank<R>.so (native code, entry `zb_rank_main`), DIR/pipeline.mlir (the
+// IR after zb-lower-pipeline) and DIR/schedule.svg. zb-run executes the result.
+//
+//===----------------------------------------------------------------------===//
+#include "zb/Conversion/Passes.h"
+#include "zb/Dialect/ZB/IR/ZBDialect.h"
+#include "zb/Dialect/ZB/IR/ZBOps.h"
+#include "zb/Frontend/ONNX/ONNXImporter.h"
+#include "zb/Pipelines/Pipelines.h"
+#include "zb/Schedule/Formats.h"
+#include "zb/Schedule/Schedule.h"
+#include "zb/Transforms/Passes.h"
+#include "zb/Transforms/PipelineInfo.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("zb-compile options");
+static cl::opt<std::string> inputFile(cl::Positional,
+                                      cl::desc("<model.onnx | model.mlir>"),
+                                      cl::Required, cl::cat(category));
+static cl::opt<std::string> outputDir("o", cl::desc("Output directory"),
+                                      cl::value_desc("dir"), cl::Required,
+                                      cl::cat(category));
+static cl::opt<int64_t> numStages("stages",
+                                  cl::desc("Pipeline stages = ranks (default 2)"),
+                                  cl::init(2), cl::cat(category));
+static cl::opt<int64_t>
+    microbatches("microbatches",
+                 cl::desc("Microbatches per training step (default 8)"),
+                 cl::init(8), cl::cat(category));
+static cl::opt<std::string>
+    scheduleName("schedule",
+                 cl::desc("Schedule: gpipe 1f1b zb-h1 zb-h2 zb-auto zb-1p zb-2p "
+                          "ilp (default zb-h1)"),
+                 cl::init("zb-h1"), cl::cat(category));
+static cl::opt<double> memoryLimit(
+    "memory-limit",
+    cl::desc("Activation memory limit per rank in bytes (0 = none)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<std::string> target("target",
+                                   cl::desc("Cost model target: cpu | h100"),
+                                   cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string> optimizer("optimizer",
+                                      cl::desc("sgd | adamw (default sgd)"),
+                                      cl::init("sgd"), cl::cat(category));
+static cl::opt<double> learningRate("lr", cl::desc("Learning rate"),
+                                    cl::init(0.05), cl::cat(category));
+static cl::opt<std::string>
+    dataDir("data",
+            cl::desc("Default training data directory (input_<i>.pb); "
+                     "default: the 'data' directory next to the model"),
+            cl::init(""), cl::cat(category));
+static cl::opt<bool> keepIntermediates(
+    "keep-intermediates",
+    cl::desc("Also write rank<R>.llvm.mlir (the LLVM dialect) and rank<R>.o"),
+    cl::init(false), cl::cat(category));
+static cl::opt<bool> quiet("quiet", cl::desc("No progress messages"),
+                           cl::init(false), cl::cat(category));
+
+static void progress(const llvm::Twine &msg) {
+  if (!quiet)
+    llvm::errs() << "[zb-compile] " << msg << "\n";
+}
+
+static int fail(const llvm::Twine &msg) {
+  llvm::errs() << "zb-compile: error: " << msg << "\n";
+  return 1;
+}
+
+/// Writes `module` (LLVM dialect) as a PIC object file, optimised at -O2.
+static LogicalResult emitObject(ModuleOp module, StringRef path,
+                                std::string &err) {
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmCtx, "zb_rank");
+  if (!llvmModule) {
+    err = "translation to LLVM IR failed";
+    return failure();
+  }
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  const llvm::Target *tgt = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!tgt)
+    return failure();
+  llvm::StringMap<bool> hostFeatures = llvm::sys::getHostCPUFeatures();
+  std::string features;
+  for (auto &f : hostFeatures)
+    features += (f.second ? "+" : "-") + f.first().str() + ",";
+  std::unique_ptr<llvm::TargetMachine> tm(tgt->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), features, llvm::TargetOptions(),
+      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Default));
+  if (!tm) {
+    err = "cannot create a target machine for " + triple.str();
+    return failure();
+  }
+  llvmModule->setTargetTriple(triple);
+  llvmModule->setDataLayout(tm->createDataLayout());
+  auto optimize = makeOptimizingTransformer(2, 0, tm.get());
+  if (llvm::Error e = optimize(llvmModule.get())) {
+    err = llvm::toString(std::move(e));
+    return failure();
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    err = "cannot write " + path.str() + ": " + ec.message();
+    return failure();
+  }
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr,
+                              llvm::CodeGenFileType::ObjectFile)) {
+    err = "the target cannot emit object files";
+    return failure();
+  }
+  pm.run(*llvmModule);
+  return success();
+}
+
+/// Links an object into a shared library with the system C compiler.
+static LogicalResult linkShared(StringRef object, StringRef library,
+                                std::string &err) {
+  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
+  if (!cc)
+    cc = llvm::sys::findProgramByName("gcc");
+  if (!cc) {
+    err = "no C compiler (cc) on PATH to link " + library.str();
+    return failure();
+  }
+  SmallVector<StringRef> args{*cc, "-shared", "-o", library, object};
+  std::string msg;
+  int rc = llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &msg);
+  if (rc != 0) {
+    err = "linking " + library.str() + " failed: " + msg;
+    return failure();
+  }
+  return success();
+}
+
+static OwningOpRef<ModuleOp> loadModel(StringRef path, MLIRContext *ctx) {
+  if (path.ends_with(".onnx"))
+    return zb::frontend::importONNXFile(path, ctx);
+  llvm::SourceMgr sourceMgr;
+  std::string err;
+  auto file = openInputFile(path, &err);
+  if (!file) {
+    llvm::errs() << "zb-compile: error: " << err << "\n";
+    return nullptr;
+  }
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  return parseSourceFile<ModuleOp>(sourceMgr, ctx);
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "zb-compile: compile a model for zero-bubble pipeline-parallel training\n"
+      "\n"
+      "Writes OUTDIR/plan.json, params.bin, rank<R>.so (one native program per\n"
+      "rank), pipeline.mlir and schedule.svg; run them with `zb-run OUTDIR`.\n"
+      "Example: zb-compile examples/mlp/mlp.onnx --stages 2 --microbatches 8 "
+      "--schedule zb-h1 -o out\n");
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+
+  if (numStages < 1)
+    return fail("--stages must be >= 1, got " + llvm::Twine(numStages));
+  if (microbatches < 1)
+    return fail("--microbatches must be >= 1, got " +
+                llvm::Twine(microbatches));
+  if (optimizer != "sgd" && optimizer != "adamw")
+    return fail("--optimizer must be sgd or adamw, got '" + optimizer + "'");
+  if (!llvm::is_contained(zb::sched::scheduleNames(), scheduleName))
+    return fail("unknown --schedule '" + scheduleName + "'");
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registry.insert<zb::ZBDialect>();
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+
+  progress("importing " + inputFile);
+  OwningOpRef<ModuleOp> module = loadModel(inputFile, &ctx);
+  if (!module)
+    return 1;
+  // Keep the parameter values aside: they are data, not IR to transform.
+  auto paramValues =
+      (*module)->getAttrOfType<DictionaryAttr>("zb.param_values");
+  if (!paramValues)
+    return fail("the model has no parameter values (zb.param_values)");
+
+  progress(llvm::formatv("autodiff, B/W split, {0} stages, schedule {1} with "
+                         "{2} microbatches",
+                         numStages.getValue(), scheduleName.getValue(),
+                         microbatches.getValue()));
+  PassManager pm = PassManager::on<ModuleOp>(&ctx);
+  zb::PipelineOptions options;
+  options.numStages = numStages;
+  options.microbatches = microbatches;
+  options.schedule = scheduleName;
+  options.memoryLimit = memoryLimit;
+  options.target = target;
+  zb::buildPipelineParallelPipeline(pm, options);
+  if (failed(pm.run(*module)))
+    return 1;
+
+  if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
+    return fail("cannot create " + outputDir + ": " + ec.message());
+  auto outPath = [&](StringRef name) {
+    SmallString<256> p(outputDir.getValue());
+    llvm::sys::path::append(p, name);
+    return std::string(p);
+  };
+  {
+    std::string err;
+    auto out = openOutputFile(outPath("pipeline.mlir"), &err);
+    if (!out)
+      return fail(err);
+    (*module)->removeAttr("zb.param_values");
+    module->print(out->os());
+    out->keep();
+  }
+
+  FailureOr<zb::PipelineInfo> info = zb::PipelineInfo::read(*module);
+  int64_t mbCount = 0;
+  FailureOr<zb::sched::Schedule> schedule =
+      zb::readSchedule(*module, &mbCount);
+  if (failed(info) || failed(schedule))
+    return 1;
+  int64_t numRanks = schedule->perRank.size();
+
+  // Predicted bubble rates for the model's costs.
+  zb::sched::Problem problem = info->toProblem(microbatches, memoryLimit);
+  llvm::json::Object predicted;
+  SmallVector<std::string> names{"1f1b", "zb-h1"};
+  if (!llvm::is_contained(names, scheduleName.getValue()))
+    names.push_back(scheduleName);
+  for (const std::string &name : names) {
+    auto s = zb::sched::buildSchedule(problem, name);
+    if (!s) {
+      llvm::consumeError(s.takeError());
+      continue;
+    }
+    zb::sched::SimResult sim = zb::sched::simulate(problem, *s);
+    predicted[name] = llvm::json::Object{{"bubble_rate", sim.bubbleRate},
+                                         {"makespan_ms", sim.makespan}};
+    progress(llvm::formatv("predicted bubble rate {0,-6}: {1:f4}", name,
+                           sim.bubbleRate));
+  }
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream svg(outPath("schedule.svg"), ec);
+    if (!ec)
+      zb::sched::writeSVG(svg, problem, *schedule,
+                          zb::sched::simulate(problem, *schedule));
+  }
+
+  // Parameters: params.bin in model order.
+  llvm::json::Array paramsJson;
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream bin(outPath("params.bin"), ec,
+                             llvm::sys::fs::OF_None);
+    if (ec)
+      return fail("cannot write params.bin: " + ec.message());
+    int64_t offset = 0;
+    for (const zb::ModelValueInfo &p : info->params) {
+      auto value = paramValues.getAs<DenseElementsAttr>(p.name);
+      if (!value || value.getType() != p.type ||
+          !p.type.getElementType().isF32())
+        return fail("no float32 value of type " +
+                    llvm::formatv("{0}", p.type).str() + " for parameter '" +
+                    p.name + "'");
+      for (float f : value.getValues<float>())
+        bin.write(reinterpret_cast<const char *>(&f), sizeof(float));
+      llvm::json::Array shape;
+      for (int64_t d : p.type.getShape())
+        shape.push_back(d);
+      int64_t stage = p.stages.empty() ? 0 : p.stages.front();
+      paramsJson.push_back(llvm::json::Object{
+          {"name", p.name},
+          {"shape", std::move(shape)},
+          {"stage", stage},
+          {"rank", schedule->stageToRank[stage]},
+          {"offset_bytes", offset}});
+      offset += p.type.getNumElements() * 4;
+    }
+  }
+  llvm::json::Array inputsJson;
+  int64_t microbatchSize = 0;
+  for (const zb::ModelValueInfo &in : info->inputs) {
+    llvm::json::Array sampleShape;
+    for (int64_t d : in.type.getShape().drop_front())
+      sampleShape.push_back(d);
+    if (in.type.getRank() > 0)
+      microbatchSize = in.type.getDimSize(0);
+    int64_t stage = in.stages.empty() ? 0 : in.stages.front();
+    inputsJson.push_back(llvm::json::Object{
+        {"name", in.name},
+        {"sample_shape", std::move(sampleShape)},
+        {"stage", stage},
+        {"rank", schedule->stageToRank[stage]}});
+  }
+
+  // One native program per rank.
+  llvm::json::Array ranksJson;
+  for (int64_t r = 0; r < numRanks; ++r) {
+    progress(llvm::formatv("rank {0}/{1}: lowering to LLVM and emitting "
+                           "rank{0}.so",
+                           r, numRanks));
+    OwningOpRef<ModuleOp> rankModule(cast<ModuleOp>((*module)->clone()));
+    std::string stepName = llvm::formatv("zb_rank{0}_step", r);
+    llvm::json::Array args;
+    for (auto fn :
+         llvm::make_early_inc_range(rankModule->getOps<func::FuncOp>())) {
+      if (fn->hasAttr("zb.rank")) {
+        if (fn.getSymName() != stepName) {
+          fn.erase();
+          continue;
+        }
+        for (Attribute a : fn->getAttrOfType<ArrayAttr>("zb.rank_args")) {
+          auto [kind, index] = cast<StringAttr>(a).getValue().split(':');
+          llvm::json::Object arg{{"kind", kind}};
+          if (!index.empty()) {
+            int64_t idx = 0;
+            (void)index.getAsInteger(10, idx);
+            // Map the function argument index to the params/inputs position.
+            const auto &list = kind == "input" ? info->inputs : info->params;
+            for (auto [pos, v] : llvm::enumerate(list))
+              if (v.index == idx)
+                arg["index"] = static_cast<int64_t>(pos);
+          }
+          args.push_back(std::move(arg));
+        }
+      } else if (!fn.isExternal()) {
+        fn.setPrivate();
+      }
+    }
+    PassManager lower = PassManager::on<ModuleOp>(&ctx);
+    lower.addPass(createSymbolDCEPass());
+    zb::buildLowerToLLVMPipeline(lower);
+    if (failed(lower.run(*rankModule)))
+      return fail(llvm::formatv("lowering rank {0} failed", r).str());
+    if (keepIntermediates) {
+      std::string err;
+      auto out = openOutputFile(
+          outPath(llvm::formatv("rank{0}.llvm.mlir", r).str()), &err);
+      if (!out)
+        return fail(err);
+      rankModule->print(out->os());
+      out->keep();
+    }
+    std::string err;
+    std::string obj = outPath(llvm::formatv("rank{0}.o", r).str());
+    std::string lib = outPath(llvm::formatv("rank{0}.so", r).str());
+    if (failed(emitObject(*rankModule, obj, err)) ||
+        failed(linkShared(obj, lib, err)))
+      return fail(err);
+    if (!keepIntermediates)
+      llvm::sys::fs::remove(obj);
+    ranksJson.push_back(
+        llvm::json::Object{{"rank", r},
+                           {"library", llvm::formatv("rank{0}.so", r).str()},
+                           {"entry", "zb_rank_main"},
+                           {"args", std::move(args)}});
+  }
+
+  llvm::json::Array stagesJson;
+  for (const zb::StageInfo &s : info->stages)
+    stagesJson.push_back(llvm::json::Object{
+        {"stage", s.stage},
+        {"rank", schedule->stageToRank[s.stage]},
+        {"t_f", s.tF},
+        {"t_b", s.tB},
+        {"t_w", s.tW},
+        {"t_comm", s.tComm},
+        {"m_b", s.mB},
+        {"m_w", s.mW}});
+
+  std::string data = dataDir;
+  if (data.empty()) {
+    SmallString<256> d(inputFile.getValue());
+    llvm::sys::path::remove_filename(d);
+    llvm::sys::path::append(d, "data");
+    if (llvm::sys::fs::is_directory(d))
+      data = std::string(d);
+  }
+  if (!data.empty()) {
+    SmallString<256> abs(data);
+    llvm::sys::fs::make_absolute(abs);
+    data = std::string(abs);
+  }
+  llvm::json::Object opt{{"name", std::string(optimizer.getValue())},
+                         {"lr", learningRate.getValue()}};
+  if (optimizer == "adamw") {
+    opt["beta1"] = 0.9;
+    opt["beta2"] = 0.999;
+    opt["eps"] = 1e-8;
+    opt["weight_decay"] = 0.01;
+  }
+  SmallString<256> model(inputFile.getValue());
+  llvm::json::Object plan{
+      {"format", "zb-plan"},
+      {"version", 1},
+      {"model", std::string(model.str())},
+      {"num_ranks", numRanks},
+      {"num_stages", info->numStages},
+      {"num_microbatches", mbCount},
+      {"microbatch_size", microbatchSize},
+      {"schedule", std::string(scheduleName.getValue())},
+      {"target", info->target},
+      {"data", data},
+      {"optimizer", std::move(opt)},
+      {"params", std::move(paramsJson)},
+      {"inputs", std::move(inputsJson)},
+      {"stages", std::move(stagesJson)},
+      {"predicted", std::move(predicted)},
+      {"ranks", std::move(ranksJson)}};
+  std::error_code ec;
+  llvm::raw_fd_ostream planOut(outPath("plan.json"), ec);
+  if (ec)
+    return fail("cannot write plan.json: " + ec.message());
+  planOut << llvm::formatv("{0:2}", llvm::json::Value(std::move(plan)))
+          << "\n";
+  progress("wrote " + outputDir + "/plan.json; run: zb-run " + outputDir +
+           " --ranks " + llvm::Twine(numRanks));
+  return 0;
+}
