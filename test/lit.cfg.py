@@ -1,0 +1,44 @@
+# -*- Python -*-
+# lit configuration of the zb test suite (test/). Substitutions:
+#   zb-opt zb-translate zb-compile zb-run zb-sched   the tools under test
+#   FileCheck not count split-file                    LLVM's test tools
+#   %python      Debian's python3 (numpy, onnx; torch optional)
+#   %examples    the examples/ directory
+#   %mpirun      mpirun that works as root and oversubscribes the 2 cores
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "zb"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.zb_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.zb_tools_dir, append_path=True)
+# One BLAS thread per rank; MPI as root on a 2-core machine.
+config.environment["OPENBLAS_NUM_THREADS"] = "1"
+config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+config.environment["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+for var in ("OPENBLAS_CORETYPE", "HOME"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+
+python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+config.substitutions.append(("%python", python))
+config.substitutions.append(("%examples", os.path.join(config.zb_src_root, "examples")))
+config.substitutions.append(("%zb_src_root", config.zb_src_root))
+
+tools = ["zb-opt", "zb-translate", "zb-compile", "zb-run", "zb-sched"]
+llvm_config.add_tool_substitutions(tools, [config.zb_tools_dir])
+llvm_config.add_tool_substitutions(["FileCheck", "not", "count", "split-file"],
+                                   [config.llvm_tools_dir])
+
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")
