@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs missing system packages, configures and builds zb into ./build.
+# Usage: scripts/build.sh [extra ninja targets...]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+"$root/scripts/install-deps.sh"
+
+BUILD_DIR="${ZB_BUILD_DIR:-$root/build}"
+JOBS="${ZB_JOBS:-$(nproc)}"
+if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
+  echo "[zb] configuring $BUILD_DIR"
+  cmake -G Ninja -S "$root" -B "$BUILD_DIR" \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+    -DLLVM_USE_LINKER=lld
+fi
+echo "[zb] building ($JOBS jobs)"
+ninja -C "$BUILD_DIR" -j "$JOBS" "$@"

@@ -1,0 +1,54 @@
+// RUN: zb-opt %S/Inputs/w-reversed.mlir -zb-lower-pipeline | FileCheck %s
+// RUN: not zb-opt %S/Inputs/broken-order.mlir -zb-lower-pipeline 2>&1 | FileCheck %s --check-prefix=BROKEN
+// RUN: zb-opt %s -zb-autodiff -zb-split-backward -zb-partition-stages=num-stages=1 -zb-schedule="algorithm=1f1b microbatches=2" -zb-lower-pipeline | FileCheck %s --check-prefix=ONE
+
+// Rank 0 runs stage 0: forward of both microbatches (sending activations to
+// rank 1), B of both (receiving gradients), then W in reverse order.
+// CHECK-LABEL: func.func @zb_rank0_step(
+// CHECK-SAME: %[[P:.*]]: memref<3x5xf32>, %[[G:.*]]: memref<3x5xf32>, %[[X:.*]]: memref<2x4x3xf32>)
+// CHECK-SAME: zb.rank = 0 : i64, zb.rank_args = ["param:1", "grad:1", "input:0"]
+// CHECK: %[[PT:.*]] = bufferization.to_tensor %[[P]] restrict
+// CHECK: %[[XT:.*]] = bufferization.to_tensor %[[X]] restrict
+// CHECK: %[[X0:.*]] = tensor.extract_slice %[[XT]][0, 0, 0] [1, 4, 3] [1, 1, 1]
+// CHECK: call @zbrt_action_begin
+// CHECK: %[[F0:.*]]:2 = call @stage0_forward(%[[PT]], %[[X0]])
+// CHECK: zb.send %[[F0]]#0 to 1 tag 0
+// CHECK: %[[X1:.*]] = tensor.extract_slice %[[XT]][1, 0, 0]
+// CHECK: %[[F1:.*]]:2 = call @stage0_forward(%[[PT]], %[[X1]])
+// CHECK: zb.send %[[F1]]#0 to 1 tag 2048
+// CHECK: %[[D0:.*]] = zb.recv from 1 tag 3
+// CHECK: %[[B0:.*]] = call @stage0_backward_input(%[[F0]]#1, %[[D0]])
+// CHECK: %[[D1:.*]] = zb.recv from 1 tag 2051
+// CHECK: %[[B1:.*]] = call @stage0_backward_input(%[[F1]]#1, %[[D1]])
+// CHECK: %[[W1:.*]] = call @stage0_backward_weight(%[[X1]], %[[B1]])
+// CHECK: %[[W0:.*]] = call @stage0_backward_weight(%[[X0]], %[[B0]])
+// Weight gradients summed in microbatch order (mb 0 + mb 1), whatever the W order.
+// CHECK: %[[SUM:.*]] = zb.add %[[W0]], %[[W1]]
+// CHECK: bufferization.materialize_in_destination %[[SUM]] in restrict writable %[[G]]
+
+// Rank 1 runs the last stage: it receives activations, sums the losses in
+// microbatch order and sends gradients back.
+// CHECK-LABEL: func.func @zb_rank1_step(
+// CHECK-SAME: zb.rank_args = ["param:2", "grad:2", "loss"]
+// CHECK: zb.recv from 0 tag 0
+// CHECK: %[[L0:.*]]:2 = call @stage1_forward
+// CHECK: zb.send %{{.*}}#0 to 0 tag 3
+// CHECK: zb.recv from 0 tag 2048
+// CHECK: %[[L1:.*]]:2 = call @stage1_forward
+// CHECK: %[[LOSS:.*]] = zb.add %[[L0]]#0, %[[L1]]#0 : tensor<f32>
+// CHECK: zb.send %{{.*}}#0 to 0 tag 2051
+// CHECK: bufferization.materialize_in_destination %[[LOSS]] in restrict writable
+
+// BROKEN: error: zb-lower-pipeline: communication check failed: message #0 from rank 0 to rank 1: sent 'F0.0 activation' (tag 0, 80 bytes) but received 'F1.1 activation' (tag 2048, 80 bytes)
+
+// One stage: no communication at all.
+// ONE-LABEL: func.func @zb_rank0_step(
+// ONE-SAME: zb.rank_args = ["param:1", "grad:1", "input:0", "loss"]
+// ONE-NOT: zb.send
+// ONE-NOT: zb.recv
+// ONE: return
+func.func @main(%x: tensor<4x3xf32>, %w: tensor<3x5xf32> {zb.param}) -> tensor<f32> {
+  %h = zb.matmul %x, %w : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+  %l = zb.reduce_sum %h axes [0, 1] : tensor<4x5xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

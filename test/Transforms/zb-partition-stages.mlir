@@ -1,0 +1,52 @@
+// RUN: zb-opt %s -zb-autodiff -zb-split-backward -zb-partition-stages=num-stages=2 -split-input-file -verify-diagnostics | FileCheck %s
+
+// Two layers cut into two stages. Each stage becomes forward /
+// backward_input / backward_weight functions whose argument and result roles
+// make the stage interfaces explicit: activations (act) and their gradients
+// (grad) cross stages; saved tensors go from F to B/W (M_B), residuals from B
+// to W (M_W).
+// CHECK: module attributes {zb.pipeline = {
+// CHECK-SAME: num_stages = 2
+// CHECK-SAME: params = [{index = 1 : i64, name = "w1", stage = 0 : i64, type = tensor<3x5xf32>}, {index = 2 : i64, name = "w2", stage = 1 : i64, type = tensor<5x2xf32>}]
+// CHECK-SAME: stages = [{backward_input = @stage0_backward_input, backward_weight = @stage0_backward_weight, forward = @stage0_forward, m_b = 80 : i64, m_w = 80 : i64, stage = 0 : i64
+// CHECK-SAME: {backward_input = @stage1_backward_input, backward_weight = @stage1_backward_weight, forward = @stage1_forward, m_b = 80 : i64, m_w = 32 : i64, stage = 1 : i64
+
+// CHECK-LABEL: func.func @stage0_forward(
+// CHECK-SAME: %{{.*}}: tensor<3x5xf32> {zb.index = 1 : i64, zb.role = "param"}, %{{.*}}: tensor<4x3xf32> {zb.index = 0 : i64, zb.role = "batch"})
+// CHECK-SAME: -> (tensor<4x5xf32> {zb.role = "act", zb.value = [[ACT:[0-9]+]] : i64}, tensor<4x5xf32> {zb.role = "saved", zb.value = [[ACT]] : i64})
+// CHECK-SAME: attributes {zb.kind = "forward", zb.stage = 0 : i64}
+// CHECK: zb.matmul
+// CHECK: zb.tanh
+// CHECK-LABEL: func.func @stage0_backward_input(
+// CHECK-SAME: {zb.role = "saved", zb.value = [[ACT]] : i64}, %{{.*}}: tensor<4x5xf32> {zb.role = "grad", zb.value = [[DA:[0-9]+]] : i64})
+// CHECK-SAME: -> (tensor<4x5xf32> {zb.role = "residual", zb.value = [[DH:[0-9]+]] : i64})
+// CHECK-LABEL: func.func @stage0_backward_weight(
+// CHECK-SAME: {zb.index = 0 : i64, zb.role = "batch"}, %{{.*}}: tensor<4x5xf32> {zb.role = "residual", zb.value = [[DH]] : i64})
+// CHECK-SAME: -> (tensor<3x5xf32> {zb.index = 1 : i64, zb.role = "param_grad"})
+// CHECK: zb.matmul %arg0, %arg1 {transpose_lhs
+
+// The last stage computes the loss; it saves its input activation for W.
+// CHECK-LABEL: func.func @stage1_forward(
+// CHECK-SAME: {zb.index = 2 : i64, zb.role = "param"}, %{{.*}}: tensor<4x5xf32> {zb.role = "act", zb.value = [[ACT]] : i64})
+// CHECK-SAME: -> (tensor<f32> {zb.role = "loss"}, tensor<4x5xf32> {zb.role = "saved", zb.value = [[ACT]] : i64})
+// CHECK-LABEL: func.func @stage1_backward_input(
+// CHECK-SAME: -> (tensor<4x5xf32> {zb.role = "grad", zb.value = [[DA]] : i64}, tensor<4x2xf32> {zb.role = "residual", zb.value = [[DY:[0-9]+]] : i64})
+// CHECK-LABEL: func.func @stage1_backward_weight(
+// CHECK-SAME: {zb.role = "residual", zb.value = [[DY]] : i64}) -> (tensor<5x2xf32> {zb.index = 2 : i64, zb.role = "param_grad"})
+// CHECK-NOT: func.func @main
+func.func @main(%x: tensor<4x3xf32> {zb.name = "x"}, %w1: tensor<3x5xf32> {zb.param, zb.name = "w1"},
+                %w2: tensor<5x2xf32> {zb.param, zb.name = "w2"}) -> tensor<f32> {
+  %h = zb.matmul %x, %w1 : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+  %a = zb.tanh %h : tensor<4x5xf32>
+  %y = zb.matmul %a, %w2 : (tensor<4x5xf32>, tensor<5x2xf32>) -> tensor<4x2xf32>
+  %l = zb.reduce_sum %y axes [0, 1] : tensor<4x2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{cannot cut 1 compute ops into 2 stages: use --stages 1 or fewer}}
+func.func @main(%w: tensor<2xf32> {zb.param}) -> tensor<f32> {
+  %l = zb.reduce_sum %w axes [0] : tensor<2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

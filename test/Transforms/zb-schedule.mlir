@@ -1,0 +1,25 @@
+// RUN: zb-opt %s -zb-schedule="algorithm=1f1b microbatches=8" | FileCheck %s --check-prefix=ONEF
+// RUN: zb-opt %s -zb-schedule="algorithm=zb-h1 microbatches=8" | FileCheck %s --check-prefix=H1
+// RUN: not zb-opt %s -zb-schedule="algorithm=zb-h1 microbatches=2" 2>&1 | FileCheck %s --check-prefix=FEW
+// RUN: not zb-opt %s -zb-schedule="algorithm=nonsense" 2>&1 | FileCheck %s --check-prefix=NAME
+
+// Four stages with T_F = T_B = T_W = 1 ms and no communication latency.
+// 1F1B: makespan (m + p - 1)(T_F + T_B + T_W) = 33 ms, bubble 9/33.
+// ONEF: zb.schedule = {bubble_rate = 0.27272727
+// ONEF-SAME: makespan_ms = 3.300000e+01
+// ONEF-SAME: microbatches = 8 : i64, name = "1f1b"
+// ONEF-SAME: ranks = {{\[\[}}"F0.0", "F0.1", "F0.2", "F0.3", "B0.0", "W0.0", "F0.4", "B0.1", "W0.1"
+// ONEF-SAME: stage_to_rank = array<i64: 0, 1, 2, 3>
+// ZB-H1 (paper Section 2): bubble (p-1)(T_F + T_B - T_W) = 3 ms of 27 ms.
+// H1: zb.schedule = {bubble_rate = 0.1111111
+// H1-SAME: makespan_ms = 2.700000e+01
+// H1-SAME: name = "zb-h1"
+// FEW: error: zb-schedule: zb-h1 needs at least p=4 microbatches, got m=2
+// NAME: error: zb-schedule: {{.*}}nonsense
+module attributes {zb.pipeline = {num_stages = 4 : i64, target = "cpu", params = [], inputs = [],
+  stages = [
+    {stage = 0 : i64, forward = @f0, backward_input = @b0, backward_weight = @w0, t_f = 1.0 : f64, t_b = 1.0 : f64, t_w = 1.0 : f64, t_comm = 0.0 : f64, m_b = 2 : i64, m_w = 1 : i64},
+    {stage = 1 : i64, forward = @f1, backward_input = @b1, backward_weight = @w1, t_f = 1.0 : f64, t_b = 1.0 : f64, t_w = 1.0 : f64, t_comm = 0.0 : f64, m_b = 2 : i64, m_w = 1 : i64},
+    {stage = 2 : i64, forward = @f2, backward_input = @b2, backward_weight = @w2, t_f = 1.0 : f64, t_b = 1.0 : f64, t_w = 1.0 : f64, t_comm = 0.0 : f64, m_b = 2 : i64, m_w = 1 : i64},
+    {stage = 3 : i64, forward = @f3, backward_input = @b3, backward_weight = @w3, t_f = 1.0 : f64, t_b = 1.0 : f64, t_w = 1.0 : f64, t_comm = 0.0 : f64, m_b = 2 : i64, m_w = 1 : i64}]}} {
+}
