@@ -93,6 +93,73 @@ static cl::opt<bool> localSearch(
              "order by local search (beyond the paper)"),
     cl::init(false), cl::cat(category));
 
+static cl::opt<bool> verifyComm(
+    "verify-comm",
+    cl::desc("Insert send/recv (after the producing pass, before the "
+             "consuming one) and check matching and deadlock freedom; the "
+             "result is part of every output (default on)"),
+    cl::init(true), cl::cat(category));
+static cl::opt<std::string> commSends(
+    "comm-sends",
+    cl::desc("Send semantics the schedule must work with: buffered (sends "
+             "return at once, receives block) or rendezvous (both block)"),
+    cl::init("buffered"), cl::cat(category));
+static cl::opt<std::string> commChannels(
+    "comm-channels",
+    cl::desc("Message matching the schedule must work with: tag (one FIFO "
+             "channel per peer pair and message kind, activation/gradient) or "
+             "pair (one FIFO channel per peer pair)"),
+    cl::init("tag"), cl::cat(category));
+
+/// The communication checks of a schedule: the required one (--comm-sends,
+/// --comm-channels) and, for the report, every combination.
+struct CommReport {
+  /// Empty string = ok, else the verifier's message.
+  std::string required, bufferedTag, bufferedPair, rendezvousTag,
+      rendezvousPair;
+};
+
+static CommOptions requiredCommOptions() {
+  CommOptions o;
+  o.sends = commSends == "rendezvous" ? SendSemantics::Rendezvous
+                                      : SendSemantics::Buffered;
+  o.oneChannelPerPeerPair = commChannels == "pair";
+  return o;
+}
+
+static CommReport checkCommunication(const Problem &problem,
+                                     const Schedule &schedule) {
+  auto run = [&](SendSemantics sends, bool pair) {
+    CommOptions o;
+    o.sends = sends;
+    o.oneChannelPerPeerPair = pair;
+    llvm::Error e = verifyCommunication(problem, schedule, o);
+    return e ? llvm::toString(std::move(e)) : std::string();
+  };
+  CommReport r;
+  CommOptions req = requiredCommOptions();
+  r.required = run(req.sends, req.oneChannelPerPeerPair);
+  r.bufferedTag = run(SendSemantics::Buffered, false);
+  r.bufferedPair = run(SendSemantics::Buffered, true);
+  r.rendezvousTag = run(SendSemantics::Rendezvous, false);
+  r.rendezvousPair = run(SendSemantics::Rendezvous, true);
+  return r;
+}
+
+/// "rendezvous", "buffered", "buffered+tags" or "none": the weakest
+/// communication this schedule needs.
+static std::string commNeeds(const CommReport &r) {
+  if (r.rendezvousPair.empty())
+    return "rendezvous";
+  if (r.rendezvousTag.empty())
+    return "rendezvous+tags";
+  if (r.bufferedPair.empty())
+    return "buffered";
+  if (r.bufferedTag.empty())
+    return "buffered+tags";
+  return "none";
+}
+
 static llvm::Expected<std::vector<double>> parseList(llvm::StringRef flag,
                                                      llvm::StringRef text) {
   std::vector<double> out;
@@ -155,9 +222,23 @@ static llvm::Expected<Problem> makeProblem(int chunks) {
 
 static void emit(llvm::raw_ostream &os, const Problem &problem,
                  const Schedule &schedule, const SimResult &sim,
-                 const IlpReport *ilp) {
+                 const IlpReport *ilp, const CommReport *comm) {
+  auto okOr = [](const std::string &e) -> llvm::json::Value {
+    if (e.empty())
+      return "ok";
+    return e;
+  };
   if (format == "json") {
     llvm::json::Value v = toJSON(problem, schedule, sim);
+    if (comm)
+      v.getAsObject()->try_emplace(
+          "communication",
+          llvm::json::Object{
+              {"needs", commNeeds(*comm)},
+              {"buffered_tag_channels", okOr(comm->bufferedTag)},
+              {"buffered_one_channel_per_pair", okOr(comm->bufferedPair)},
+              {"rendezvous_tag_channels", okOr(comm->rendezvousTag)},
+              {"rendezvous_one_channel_per_pair", okOr(comm->rendezvousPair)}});
     if (ilp && !ilp->status.empty())
       v.getAsObject()->try_emplace(
           "ilp", llvm::json::Object{{"status", ilp->status},
@@ -183,12 +264,26 @@ static void emit(llvm::raw_ostream &os, const Problem &problem,
                           ilp->status, ilp->objective, ilp->bestBound, ilp->gap,
                           ilp->warmStartObjective, ilp->seconds,
                           ilp->numVariables, ilp->numConstraints);
+    if (comm) {
+      auto line = [&](llvm::StringRef what, const std::string &e) {
+        os << "    " << what << ": " << (e.empty() ? "ok" : e) << "\n";
+      };
+      os << "  communication (send after the producer, recv before the "
+            "consumer): needs "
+         << commNeeds(*comm) << " sends\n";
+      line("buffered sends, activation/gradient tags", comm->bufferedTag);
+      line("buffered sends, one channel per peer pair", comm->bufferedPair);
+      line("rendezvous sends, activation/gradient tags", comm->rendezvousTag);
+      line("rendezvous sends, one channel per peer pair",
+           comm->rendezvousPair);
+    }
   }
 }
 
 static int runCompare(llvm::raw_ostream &os) {
-  os << llvm::formatv("{0,-8} {1,11} {2,14} {3,14} {4,14}  {5}\n", "schedule",
-                      "bubble", "cost", "makespan", "peak memory", "note");
+  os << llvm::formatv("{0,-8} {1,11} {2,14} {3,14} {4,14}  {5,-15} {6}\n",
+                      "schedule", "bubble", "cost", "makespan", "peak memory",
+                      "comm needs", "note");
   BuildOptions options;
   options.timeLimitSeconds = timeLimit;
   options.localSearch = localSearch;
@@ -202,8 +297,8 @@ static int runCompare(llvm::raw_ostream &os) {
     IlpReport ilp;
     auto schedule = buildSchedule(*problem, name, options, &ilp);
     if (!schedule) {
-      os << llvm::formatv("{0,-8} {1,11} {2,14} {3,14} {4,14}  {5}\n", name,
-                          "-", "-", "-", "-",
+      os << llvm::formatv("{0,-8} {1,11} {2,14} {3,14} {4,14}  {5,-15} {6}\n",
+                          name, "-", "-", "-", "-", "-",
                           llvm::toString(schedule.takeError()));
       continue;
     }
@@ -215,9 +310,12 @@ static int runCompare(llvm::raw_ostream &os) {
       note = llvm::formatv("V={0}", problem->numChunks).str();
     if (!ilp.status.empty())
       note += llvm::formatv("CBC {0}, gap {1:P2}", ilp.status, ilp.gap).str();
-    os << llvm::formatv("{0,-8} {1,11:F4} {2,14:F3} {3,14:F3} {4,14}  {5}\n",
-                        name, sim.bubbleRate, sim.cost, sim.makespan, peak,
-                        note);
+    std::string needs = "-";
+    if (verifyComm)
+      needs = commNeeds(checkCommunication(*problem, *schedule));
+    os << llvm::formatv(
+        "{0,-8} {1,11:F4} {2,14:F3} {3,14:F3} {4,14}  {5,-15} {6}\n", name,
+        sim.bubbleRate, sim.cost, sim.makespan, peak, needs, note);
   }
   return 0;
 }
@@ -231,6 +329,14 @@ int main(int argc, char **argv) {
     llvm::WithColor::error(llvm::errs(), "zb-sched")
         << "--format must be text, json, csv, trace or svg, got '" << format
         << "'\n";
+    return 1;
+  }
+  if ((commSends != "buffered" && commSends != "rendezvous") ||
+      (commChannels != "tag" && commChannels != "pair")) {
+    llvm::WithColor::error(llvm::errs(), "zb-sched")
+        << "--comm-sends must be buffered or rendezvous and --comm-channels "
+           "tag or pair, got '"
+        << commSends << "' and '" << commChannels << "'\n";
     return 1;
   }
   std::error_code ec;
@@ -291,8 +397,18 @@ int main(int argc, char **argv) {
       return fail(s.takeError());
     schedule = std::move(*s);
   }
+  CommReport comm;
+  if (verifyComm) {
+    comm = checkCommunication(problem, schedule);
+    if (!comm.required.empty())
+      return fail(llvm::createStringError(
+          llvm::formatv("schedule '{0}' does not work with {1} sends and {2} "
+                        "channels (--comm-sends, --comm-channels): {3}",
+                        schedule.name, commSends, commChannels, comm.required)
+              .str()));
+  }
   SimResult sim = simulate(problem, schedule);
-  emit(out.os(), problem, schedule, sim, &ilp);
+  emit(out.os(), problem, schedule, sim, &ilp, verifyComm ? &comm : nullptr);
   out.keep();
   return 0;
 }

@@ -218,6 +218,60 @@ SimResult simulate(const Problem &problem, const Schedule &schedule,
 /// memory limit. The error names the first violation.
 llvm::Error verify(const Problem &problem, const Schedule &schedule);
 
+//===----------------------------------------------------------------------===//
+// Communication
+//===----------------------------------------------------------------------===//
+
+/// One operation of a rank's program after communication insertion.
+struct CommOp {
+  enum class Kind { Compute, Send, Recv };
+  Kind kind;
+  /// Compute: the action. Send/Recv: the action that produces the message
+  /// (F(s,i) for the activation of stage s, B(s,i) for the gradient that
+  /// B(s,i) sends to stage s-1).
+  Action action;
+  /// Send/Recv: the other rank (-1 for Compute).
+  int peer = -1;
+  /// True for a gradient (backward) message, false for an activation.
+  bool isGradient() const { return action.kind != ActionKind::F; }
+};
+
+/// Derives every rank's program with point-to-point communication inserted:
+/// when stages s and s+1 are on different ranks, the activation of F(s,i) is
+/// sent right after F(s,i) and received right before F(s+1,i); the gradient
+/// of B(s,i) is sent right after B(s,i) (after W(s,i) for fusedBackward) and
+/// received right before B(s-1,i). Assumes a structurally valid schedule.
+std::vector<std::vector<CommOp>> communicationProgram(const Schedule &schedule);
+
+/// How point-to-point operations block (verifyCommunication).
+enum class SendSemantics {
+  /// Sends return at once (buffered / isend); receives block until the
+  /// message has been sent.
+  Buffered,
+  /// Sends and receives both block until the peer reaches the matching
+  /// operation (rendezvous, e.g. large MPI_Send or NCCL without grouping).
+  Rendezvous,
+};
+
+struct CommOptions {
+  SendSemantics sends = SendSemantics::Buffered;
+  /// True: all messages from one rank to another form one FIFO channel (same
+  /// tag), so the receiver must post its receives in the sender's order.
+  /// False: activations and gradients use separate channels (tags), and only
+  /// the order within each channel must match.
+  bool oneChannelPerPeerPair = true;
+};
+
+/// Checks the communication of a schedule (after verify() succeeded): every
+/// send is matched by a receive of the same message at the same position of
+/// its channel (see CommOptions), and the programs of communicationProgram()
+/// run to completion under the blocking semantics of \p options (no
+/// deadlock). The error names the first conflicting send/recv: ranks, peer,
+/// action and microbatch.
+llvm::Error verifyCommunication(const Problem &problem,
+                                const Schedule &schedule,
+                                const CommOptions &options = {});
+
 /// Per-global-stage view of a problem for a given stage-to-rank mapping.
 struct StageCosts {
   std::vector<double> f, b, w, comm, memB, memW;
