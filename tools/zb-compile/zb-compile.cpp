@@ -21,6 +21,7 @@
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -173,6 +174,41 @@ static LogicalResult linkShared(StringRef object, StringRef library,
   return success();
 }
 
+/// Prints diagnostics as `file[:line:col]: error: message`, naming the
+/// model node (NameLoc) when there is one, one line per diagnostic.
+static LogicalResult printDiagnostic(Diagnostic &diag) {
+  std::string file, node;
+  diag.getLocation()->walk([&](Location loc) {
+    if (auto name = llvm::dyn_cast<NameLoc>(loc); name && node.empty())
+      node = name.getName().str();
+    if (auto f = llvm::dyn_cast<FileLineColLoc>(loc); f && file.empty()) {
+      file = f.getFilename().str();
+      if (f.getLine() != 0)
+        file += llvm::formatv(":{0}:{1}", f.getLine(), f.getColumn()).str();
+    }
+    return WalkResult::advance();
+  });
+  llvm::raw_ostream &os = llvm::errs();
+  os << (file.empty() ? "zb-compile" : file) << ": ";
+  switch (diag.getSeverity()) {
+  case DiagnosticSeverity::Error:
+    os << "error: ";
+    break;
+  case DiagnosticSeverity::Warning:
+    os << "warning: ";
+    break;
+  default:
+    os << "note: ";
+  }
+  os << diag.str();
+  if (!node.empty() && diag.str().find(node) == std::string::npos)
+    os << " (node '" << node << "')";
+  os << "\n";
+  for (Diagnostic &note : diag.getNotes())
+    (void)printDiagnostic(note);
+  return success();
+}
+
 static OwningOpRef<ModuleOp> loadModel(StringRef path, MLIRContext *ctx) {
   if (path.ends_with(".onnx"))
     return zb::frontend::importONNXFile(path, ctx);
@@ -219,6 +255,8 @@ int main(int argc, char **argv) {
   registerLLVMDialectTranslation(registry);
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
+  ctx.printOpOnDiagnostic(false);
+  ScopedDiagnosticHandler diagnostics(&ctx, printDiagnostic);
 
   progress("importing " + inputFile);
   OwningOpRef<ModuleOp> module = loadModel(inputFile, &ctx);
