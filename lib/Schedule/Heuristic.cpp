@@ -275,7 +275,7 @@ heuristicOrder(const StageCosts &costs, const std::vector<double> &limits,
 
 std::vector<std::vector<Action>>
 improveByLocalSearch(const Problem &problem, const Schedule &schedule,
-                     const std::vector<double> &limits);
+                     const std::vector<double> &limits, int maxEvaluations);
 } // namespace zb::sched::detail
 
 llvm::Expected<Schedule> detail::buildHeuristic(const Problem &problem,
@@ -331,7 +331,41 @@ llvm::Expected<Schedule> detail::buildHeuristic(const Problem &problem,
                       need, rank)
             .str());
   }
-  if (options.localSearch)
-    s.perRank = improveByLocalSearch(problem, s, limits);
+  if (options.localSearch) {
+    // Wider search: the flag settings under tighter limits.
+    auto fits = [&](const SimResult &sim) {
+      for (int j = 0; j < p; ++j)
+        if (sim.peakMemory[j] >
+            limits[j] + 1e-9 * std::max(1.0, std::fabs(limits[j])))
+          return false;
+      return sim.complete;
+    };
+    for (int step = 1; step <= 20; ++step) {
+      std::vector<double> tighter(limits);
+      bool finite = false;
+      for (double &l : tighter)
+        if (std::isfinite(l)) {
+          l *= 1 - 0.025 * step;
+          finite = true;
+        }
+      if (!finite)
+        break;
+      Schedule candidate = s;
+      candidate.perRank = heuristicOrder(costs, tighter, m, nullptr);
+      if (candidate.perRank.empty())
+        break;
+      if (llvm::Error e = verify(problem, candidate)) {
+        llvm::consumeError(std::move(e));
+        continue;
+      }
+      SimResult sim = simulate(problem, candidate);
+      if (fits(sim) && sim.stageSpan < best - 1e-9) {
+        best = sim.stageSpan;
+        s.perRank = std::move(candidate.perRank);
+      }
+    }
+    s.perRank =
+        improveByLocalSearch(problem, s, limits, options.searchEvaluations);
+  }
   return s;
 }

@@ -152,11 +152,18 @@ struct BuildOptions {
   int threads = 1;
   /// ILP: print CBC's log to stderr.
   bool verbose = false;
-  /// Heuristic and ILP warm start: also run a local search that improves on
-  /// the paper's heuristic (swaps a W pass with a neighbour, keeps only strict
-  /// improvements; problems of up to 3000 passes). Off by default so that
-  /// zb-1p / zb-2p are exactly the paper's heuristic.
+  /// Heuristic and ILP warm start: widen the search beyond the paper (off by
+  /// default, so that zb-1p / zb-2p are exactly the paper's heuristic):
+  ///   - the 8 flag settings are also run with memory limits below the target
+  ///     (the greedy is not monotone in the limit; every result is checked
+  ///     against the real limit),
+  ///   - then a local search moves single F, B or W passes within a window of
+  ///     their rank's order and keeps strict improvements of the stage span
+  ///     (ties: sum of stage spans, makespan) that respect the memory limit
+  ///     (at most searchEvaluations simulations).
   bool localSearch = false;
+  /// Local search: the budget of simulated candidate orders.
+  int searchEvaluations = 4000;
 };
 
 /// What the ILP solver reported (Appendix G). Filled by buildSchedule("ilp").
@@ -271,6 +278,14 @@ struct CommOptions {
 llvm::Error verifyCommunication(const Problem &problem,
                                 const Schedule &schedule,
                                 const CommOptions &options = {});
+
+/// A lower bound on the stage span (CostConvention::StageSpan) of every
+/// V = 1 schedule of \p problem whose rank j holds at most limits[j]
+/// activation memory (empty or <= 0: unlimited), whatever the order of the
+/// passes on each stage. See Bounds.cpp for the argument. Used to state how
+/// far a schedule can be from optimal.
+double stageSpanLowerBound(const Problem &problem,
+                           llvm::ArrayRef<double> limits);
 
 /// Per-global-stage view of a problem for a given stage-to-rank mapping.
 struct StageCosts {
