@@ -11,6 +11,6 @@ OUT="${ZB_DEMO_OUT:-$root/out/mlp}"
 export OPENBLAS_NUM_THREADS=1
 
 "$BUILD_DIR/bin/zb-compile" "$root/examples/mlp/mlp.onnx" \
-  --stages 2 --microbatches 8 --schedule zb-h1 -o "$OUT"
+  --stages 2 --microbatches 8 --schedule zb-h1 --lr 0.5 -o "$OUT"
 "$BUILD_DIR/bin/zb-run" "$OUT" --ranks 2 --steps 20 --trace "$OUT/trace.json"
 echo "[zb] schedule picture: $OUT/schedule.svg   trace (Perfetto): $OUT/trace.json"
