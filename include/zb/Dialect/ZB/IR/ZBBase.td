@@ -28,6 +28,10 @@ def ZB_Dialect : Dialect {
       - `zb.stage` (i64): the pipeline stage (set by `zb-partition-stages`).
   }];
   let hasConstantMaterializer = 1;
+  // convert-zb-to-linalg and convert-zb-to-runtime build scf.for loops
+  // (zb.scatter_add, batched GEMM calls); loading scf with the dialect keeps
+  // them usable on their own (`zb-opt --convert-zb-to-linalg`).
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
 class ZB_Op<string mnemonic, list<Trait> traits = []>

@@ -27,4 +27,27 @@ def ZB_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def ZB_MultiResultGradientOpInterface
+    : OpInterface<"MultiResultGradientOpInterface"> {
+  let cppNamespace = "::zb";
+  let description = [{
+    Reverse-mode gradient rule of an op with several results (`zb.split`).
+    Like GradientOpInterface, the gradient of each operand is built
+    separately.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Builds the gradient of the loss with respect to operand
+        `operandIndex`, given `resultGrads`, one entry per result (the
+        gradient with respect to that result, of its type, or a null Value
+        when the result does not reach the loss: its gradient is zero).
+        Returns a value of the operand's type, or a null Value if the operand
+        is not differentiable.
+      }],
+      "::mlir::Value", "buildOperandGradient",
+      (ins "::mlir::OpBuilder &":$builder, "unsigned":$operandIndex,
+           "::mlir::ValueRange":$resultGrads)>
+  ];
+}
+
 #endif // ZB_DIALECT_ZB_IR_ZBINTERFACES_TD
