@@ -36,6 +36,11 @@ struct Port {
 };
 
 struct Partitioner {
+  Partitioner(ModuleOp module, func::FuncOp func, int64_t numStages,
+              CostTarget target)
+      : module(module), func(func), numStages(numStages),
+        target(std::move(target)) {}
+
   ModuleOp module;
   func::FuncOp func;
   int64_t numStages;
@@ -235,17 +240,37 @@ LogicalResult Partitioner::run() {
       B[s].push_back(&op);
   }
 
-  // Forward values may only flow to the next stage.
-  for (int64_t s = 0; s < numStages; ++s)
-    for (Operation *op : F[s])
-      for (Value v : op->getOperands()) {
-        int64_t t = stageOfValue(v);
-        if (t >= 0 && t != s && t != s - 1)
-          return op->emitOpError("uses a value of stage ")
-                 << t << " in stage " << s
-                 << "; values crossing more than one stage boundary are not "
-                    "supported yet (choose fewer stages)";
+  // Values crossing stage boundaries. A forward value defined in stage t and
+  // used up to stage u enters every stage t+1..u (relayed through the stages
+  // in between); a gradient defined in stage u and used down to stage t
+  // enters every stage t..u-1 from the next one.
+  std::vector<llvm::SetVector<Value>> actIn(numStages), gradIn(numStages);
+  for (Operation &op : body->without_terminator()) {
+    if (isConstant(op.getNumResults() ? op.getResult(0) : Value()))
+      continue;
+    int64_t t = stageOf.lookup(&op);
+    for (Value v : op.getResults()) {
+      int64_t lo = t, hi = t;
+      for (Operation *user : v.getUsers()) {
+        if (user == ret)
+          continue;
+        int64_t u = stageOf.lookup(user);
+        lo = std::min(lo, u);
+        hi = std::max(hi, u);
       }
+      if (!isBackwardOp(&op)) {
+        if (lo < t)
+          return op.emitOpError("result is used by an earlier stage");
+        for (int64_t k = t + 1; k <= hi; ++k)
+          actIn[k].insert(v);
+      } else {
+        if (hi > t)
+          return op.emitOpError("gradient is used by a later stage");
+        for (int64_t k = lo; k < t; ++k)
+          gradIn[k].insert(v);
+      }
+    }
+  }
 
   // Parameters belong to the one stage that uses them.
   unsigned numArgs = body->getNumArguments();
@@ -305,23 +330,16 @@ LogicalResult Partitioner::run() {
     // ---- forward ----
     SmallVector<Port> fIn, fOut;
     collectArgs(F[s], fIn);
-    llvm::SetVector<Value> actIn;
-    for (Operation *op : F[s])
-      for (Value v : op->getOperands())
-        if (s > 0 && stageOfValue(v) == s - 1 &&
-            !isBackwardOp(v.getDefiningOp()))
-          actIn.insert(v);
-    for (Value v : actIn)
+    for (Value v : actIn[s])
       fIn.push_back({v, "act", idFor(v)});
     if (s == numStages - 1) {
-      fOut.push_back({ret->getOperand(0), "loss", 0});
+      Value loss = ret->getOperand(0);
+      if (!loss.getDefiningOp() || !inF.contains(loss.getDefiningOp()))
+        return func.emitError("the loss is not computed by the last stage");
+      fOut.push_back({loss, "loss", 0});
     } else {
-      llvm::SetVector<Value> actOut;
-      for (Operation *op : F[s + 1])
-        for (Value v : op->getOperands())
-          if (v.getDefiningOp() && inF.contains(v.getDefiningOp()))
-            actOut.insert(v);
-      for (Value v : actOut)
+      // Everything the next stage receives: computed here or relayed.
+      for (Value v : actIn[s + 1])
         fOut.push_back({v, "act", idFor(v)});
     }
     // Saved: forward values the stage's backward ops need.
@@ -332,7 +350,7 @@ LogicalResult Partitioner::run() {
           if (isBackwardOp(v.getDefiningOp()) || isConstant(v) ||
               llvm::isa<BlockArgument>(v))
             continue;
-          if (!inF.contains(v.getDefiningOp()) && !actIn.contains(v))
+          if (!inF.contains(v.getDefiningOp()) && !actIn[s].contains(v))
             return op->emitOpError("stage ")
                    << s << " backward op needs a forward value that stage "
                    << s << " neither computes nor receives";
@@ -349,42 +367,24 @@ LogicalResult Partitioner::run() {
         if (saved.contains(v) &&
             llvm::none_of(bIn, [&](const Port &p) { return p.value == v; }))
           bIn.push_back({v, "saved", idFor(v)});
-    // Gradients arriving from stage s+1 (used by B or W of this stage).
-    llvm::SetVector<Value> gradIn;
-    for (auto *list : {&B[s], &W[s]})
-      for (Operation *op : *list)
-        for (Value v : op->getOperands()) {
-          if (!isBackwardOp(v.getDefiningOp()) || isConstant(v))
-            continue;
-          int64_t t = stageOfValue(v);
-          if (t == s)
-            continue;
-          if (t != s + 1)
-            return op->emitOpError("uses a gradient computed in stage ")
-                   << t << " from stage " << s
-                   << "; only the next stage's gradients can be received";
-          gradIn.insert(v);
-        }
-    for (Value v : gradIn)
+    // Gradients arriving from stage s+1 (used here or relayed further).
+    for (Value v : gradIn[s])
       bIn.push_back({v, "grad", idFor(v)});
-    if (s > 0) {
-      llvm::SetVector<Value> gradOut;
-      for (auto *list : {&B[s - 1], &W[s - 1]})
-        for (Operation *op : *list)
-          for (Value v : op->getOperands())
-            if (!isConstant(v) && v.getDefiningOp() &&
-                inB.contains(v.getDefiningOp()))
-              gradOut.insert(v);
-      for (Value v : gradOut)
+    if (s > 0)
+      for (Value v : gradIn[s - 1]) {
+        if (!inB.contains(v.getDefiningOp()) && !gradIn[s].contains(v))
+          return v.getDefiningOp()->emitOpError(
+                     "gradient needed by stage ")
+                 << s - 1 << " is not produced by the B pass of stage " << s;
         bOut.push_back({v, "grad", idFor(v)});
-    }
+      }
     llvm::SetVector<Value> residuals;
     for (Operation *op : W[s])
       for (Value v : op->getOperands()) {
         if (!isBackwardOp(v.getDefiningOp()) || isConstant(v) ||
             inW.contains(v.getDefiningOp()))
           continue;
-        if (!inB.contains(v.getDefiningOp()) && !gradIn.contains(v))
+        if (!inB.contains(v.getDefiningOp()) && !gradIn[s].contains(v))
           return op->emitOpError("weight-gradient op of stage ")
                  << s << " needs a value its B pass does not provide";
         residuals.insert(v);
@@ -505,7 +505,7 @@ struct ZBPartitionStagesPass
           << target << "' (expected cpu or h100)";
       return signalPassFailure();
     }
-    Partitioner p{module, func, numStages, *t};
+    Partitioner p(module, func, numStages, *t);
     if (failed(p.run()))
       signalPassFailure();
   }

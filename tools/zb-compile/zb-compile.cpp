@@ -38,6 +38,8 @@
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
+#include <cmath>
+#include <random>
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
@@ -89,6 +91,11 @@ static cl::opt<std::string>
             cl::desc("Default training data directory (input_<i>.pb); "
                      "default: the 'data' directory next to the model"),
             cl::init(""), cl::cat(category));
+static cl::opt<uint64_t> initSeed(
+    "init-seed",
+    cl::desc("Seed of the parameter initialisation used when the model "
+             "stores no parameter values"),
+    cl::init(0), cl::cat(category));
 static cl::opt<bool> keepIntermediates(
     "keep-intermediates",
     cl::desc("Also write rank<R>.llvm.mlir (the LLVM dialect) and rank<R>.o"),
@@ -265,8 +272,6 @@ int main(int argc, char **argv) {
   // Keep the parameter values aside: they are data, not IR to transform.
   auto paramValues =
       (*module)->getAttrOfType<DictionaryAttr>("zb.param_values");
-  if (!paramValues)
-    return fail("the model has no parameter values (zb.param_values)");
 
   progress(llvm::formatv("autodiff, B/W split, {0} stages, schedule {1} with "
                          "{2} microbatches",
@@ -343,15 +348,31 @@ int main(int argc, char **argv) {
     if (ec)
       return fail("cannot write params.bin: " + ec.message());
     int64_t offset = 0;
+    // Models without stored values (hand-written .mlir) get a deterministic
+    // uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) initialisation.
+    std::mt19937_64 rng(initSeed);
     for (const zb::ModelValueInfo &p : info->params) {
-      auto value = paramValues.getAs<DenseElementsAttr>(p.name);
-      if (!value || value.getType() != p.type ||
-          !p.type.getElementType().isF32())
-        return fail("no float32 value of type " +
-                    llvm::formatv("{0}", p.type).str() + " for parameter '" +
-                    p.name + "'");
-      for (float f : value.getValues<float>())
-        bin.write(reinterpret_cast<const char *>(&f), sizeof(float));
+      if (!p.type.getElementType().isF32())
+        return fail("parameter '" + p.name + "' is not float32");
+      auto value = paramValues
+                       ? paramValues.getAs<DenseElementsAttr>(p.name)
+                       : DenseElementsAttr();
+      if (paramValues && (!value || value.getType() != p.type))
+        return fail("no value of type " + llvm::formatv("{0}", p.type).str() +
+                    " for parameter '" + p.name + "' in zb.param_values");
+      if (value) {
+        for (float f : value.getValues<float>())
+          bin.write(reinterpret_cast<const char *>(&f), sizeof(float));
+      } else {
+        int64_t fanIn = p.type.getRank() ? p.type.getShape().back() : 1;
+        double bound = 1.0 / std::sqrt(static_cast<double>(fanIn));
+        for (int64_t i = 0; i < p.type.getNumElements(); ++i) {
+          // 53 random bits -> [0, 1); exact and portable.
+          double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;
+          float f = static_cast<float>((2 * u - 1) * bound);
+          bin.write(reinterpret_cast<const char *>(&f), sizeof(float));
+        }
+      }
       llvm::json::Array shape;
       for (int64_t d : p.type.getShape())
         shape.push_back(d);
@@ -414,6 +435,12 @@ int main(int argc, char **argv) {
       } else if (!fn.isExternal()) {
         fn.setPrivate();
       }
+      // The zb.role/zb.value/zb.index port attributes have done their job
+      // (zb-lower-pipeline); LLVM translation would warn about them.
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+        fn.setArgAttrs(i, ArrayRef<NamedAttribute>{});
+      for (unsigned i = 0; i < fn.getNumResults(); ++i)
+        fn.setResultAttrs(i, ArrayRef<NamedAttribute>{});
     }
     PassManager lower = PassManager::on<ModuleOp>(&ctx);
     lower.addPass(createSymbolDCEPass());
