@@ -502,8 +502,13 @@ Value lower(OpBuilder &b, Operation *op) {
         });
       })
       .Case([&](RsqrtOp) {
+        // 1 / sqrt(x): convert-math-to-libm would turn math.rsqrt into a
+        // call of `rsqrt`, which libm does not have.
         return unary([](OpBuilder &nb, Location l, Value x) {
-          return math::RsqrtOp::create(nb, l, x).getResult();
+          Value one = floatConst(nb, l, x.getType(), 1.0);
+          return arith::DivFOp::create(nb, l, one,
+                                       math::SqrtOp::create(nb, l, x))
+              .getResult();
         });
       })
       .Case([&](ErfOp) {

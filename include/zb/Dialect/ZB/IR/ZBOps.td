@@ -243,8 +243,8 @@ def ZB_BroadcastInDimOp : ZB_Op<"broadcast_in_dim", [Pure,
 def ZB_ReshapeOp : ZB_Op<"reshape", [Pure,
     DeclareOpInterfaceMethods<ZB_GradientOpInterface>]> {
   let summary = "Reshapes a tensor (same number of elements, row-major order)";
-  let arguments = (ins ZB_FloatTensor:$operand);
-  let results = (outs ZB_FloatTensor:$result);
+  let arguments = (ins ZB_AnyTensor:$operand);
+  let results = (outs ZB_AnyTensor:$result);
   let assemblyFormat = "$operand attr-dict `:` type($operand) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
