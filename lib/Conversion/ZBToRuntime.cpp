@@ -1,6 +1,8 @@
 //===- ZBToRuntime.cpp - convert-zb-to-runtime ----------------------------===//
 //
-// zb.matmul (f32) -> zbrt_sgemm_memref (OpenBLAS), zb.send / zb.recv ->
+// zb.matmul (f32) -> zbrt_sgemm_memref (OpenBLAS), zb.batch_matmul (f32) ->
+// an scf.for over the batch calling zbrt_sgemm_memref on 2-D subviews,
+// zb.send / zb.recv ->
 // zbrt_send_memref / zbrt_recv_memref (MPI). Runs on tensors before
 // bufferization: buffers enter the calls as memrefs with a fully dynamic
 // strided layout, so any buffer the bufferizer picks can be passed without a
@@ -10,6 +12,7 @@
 #include "zb/Conversion/Passes.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -76,6 +79,50 @@ static Value unflatten(OpBuilder &b, Location loc, Value flat,
                                        ArrayRef<ReassociationIndices>{all});
 }
 
+/// Collapses the batch dimensions of a rank >= 3 tensor into one.
+static Value collapseBatch(OpBuilder &b, Location loc, Value t) {
+  auto tt = llvm::cast<RankedTensorType>(t.getType());
+  int64_t r = tt.getRank();
+  if (r == 3)
+    return t;
+  int64_t batch = 1;
+  ReassociationIndices lead;
+  for (int64_t d = 0; d < r - 2; ++d) {
+    batch *= tt.getDimSize(d);
+    lead.push_back(d);
+  }
+  auto ty = RankedTensorType::get(
+      {batch, tt.getDimSize(r - 2), tt.getDimSize(r - 1)}, tt.getElementType());
+  return tensor::CollapseShapeOp::create(
+      b, loc, ty, t, ArrayRef<ReassociationIndices>{lead, {r - 2}, {r - 1}});
+}
+
+/// The buffer of a rank-3 tensor as memref<BxMxK, strided<[?, ?, ?], offset: ?>>.
+static Value stridedBufferOf(OpBuilder &b, Location loc, Value t) {
+  auto tt = llvm::cast<RankedTensorType>(t.getType());
+  SmallVector<int64_t> strides(tt.getRank(), ShapedType::kDynamic);
+  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
+                                       strides);
+  auto ty = MemRefType::get(tt.getShape(), tt.getElementType(), layout);
+  return bufferization::ToBufferOp::create(b, loc, ty, t, /*read_only=*/true);
+}
+
+/// Matrix `i` of a rank-3 buffer, as a fully dynamic strided 2-D memref.
+static Value matrixOf(OpBuilder &b, Location loc, Value buffer, Value i,
+                      MemRefType mat) {
+  auto bt = llvm::cast<MemRefType>(buffer.getType());
+  SmallVector<OpFoldResult> offsets{i, b.getIndexAttr(0), b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(1),
+                                  b.getIndexAttr(bt.getDimSize(1)),
+                                  b.getIndexAttr(bt.getDimSize(2))};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  MemRefType viewTy = memref::SubViewOp::inferRankReducedResultType(
+      {bt.getDimSize(1), bt.getDimSize(2)}, bt, offsets, sizes, strides);
+  Value view =
+      memref::SubViewOp::create(b, loc, viewTy, buffer, offsets, sizes, strides);
+  return memref::CastOp::create(b, loc, mat, view);
+}
+
 static void declare(ModuleOp module, StringRef name, TypeRange args) {
   if (module.lookupSymbol<func::FuncOp>(name))
     return;
@@ -103,6 +150,9 @@ struct ConvertZBToRuntimePass
       if (auto mm = llvm::dyn_cast<MatmulOp>(op)) {
         if (mm.getType().getElementType().isF32())
           work.push_back(op);
+      } else if (auto bmm = llvm::dyn_cast<BatchMatmulOp>(op)) {
+        if (bmm.getType().getElementType().isF32())
+          work.push_back(op);
       } else if (llvm::isa<SendOp, RecvOp>(op)) {
         work.push_back(op);
       }
@@ -128,6 +178,46 @@ struct ConvertZBToRuntimePass
         Value t = bufferization::ToTensorOp::create(b, loc, rt, c,
                                                     /*restrict=*/true,
                                                     /*writable=*/true);
+        mm.getResult().replaceAllUsesWith(t);
+        mm.erase();
+        continue;
+      }
+      if (auto mm = llvm::dyn_cast<BatchMatmulOp>(op)) {
+        declare(module, "zbrt_sgemm_memref", {mat, mat, mat, i32, i32});
+        Value a = stridedBufferOf(b, loc, collapseBatch(b, loc, mm.getLhs()));
+        Value bb = stridedBufferOf(b, loc, collapseBatch(b, loc, mm.getRhs()));
+        RankedTensorType rt = mm.getType();
+        int64_t r = rt.getRank();
+        int64_t batch = llvm::cast<MemRefType>(a.getType()).getDimSize(0);
+        auto c3Ty = MemRefType::get(
+            {batch, rt.getDimSize(r - 2), rt.getDimSize(r - 1)}, f32);
+        Value c = memref::AllocOp::create(b, loc, c3Ty);
+        Value ta = i32c(mm.getTransposeLhs() ? 1 : 0);
+        Value tb = i32c(mm.getTransposeRhs() ? 1 : 0);
+        Value lb = arith::ConstantIndexOp::create(b, loc, 0);
+        Value ub = arith::ConstantIndexOp::create(b, loc, batch);
+        Value step = arith::ConstantIndexOp::create(b, loc, 1);
+        scf::ForOp::create(
+            b, loc, lb, ub, step, ValueRange{},
+            [&](OpBuilder &lb2, Location l, Value iv, ValueRange) {
+              func::CallOp::create(
+                  lb2, l, "zbrt_sgemm_memref", TypeRange{},
+                  ValueRange{matrixOf(lb2, l, a, iv, mat),
+                             matrixOf(lb2, l, bb, iv, mat),
+                             matrixOf(lb2, l, c, iv, mat), ta, tb});
+              scf::YieldOp::create(lb2, l);
+            });
+        Value t = bufferization::ToTensorOp::create(
+            b, loc, RankedTensorType::get(c3Ty.getShape(), f32), c,
+            /*restrict=*/true, /*writable=*/true);
+        if (r != 3) {
+          ReassociationIndices lead;
+          for (int64_t d = 0; d < r - 2; ++d)
+            lead.push_back(d);
+          t = tensor::ExpandShapeOp::create(
+              b, loc, rt, t,
+              ArrayRef<ReassociationIndices>{lead, {r - 2}, {r - 1}});
+        }
         mm.getResult().replaceAllUsesWith(t);
         mm.erase();
         continue;

@@ -79,8 +79,10 @@ static void addEntry(ModuleOp module) {
   func::ReturnOp::create(b, loc);
 }
 
-static void buildLowering(PassManager &pm) {
+static void buildLowering(PassManager &pm, bool useRuntime) {
   pm.addPass(createInlinerPass());
+  if (useRuntime)
+    pm.addPass(zb::createConvertZBToRuntime());
   pm.addPass(zb::createConvertZBToLinalg());
   pm.addPass(createCanonicalizerPass());
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -100,7 +102,8 @@ static void buildLowering(PassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-CompiledLoss::CompiledLoss(const std::string &source, ManualBackward manual) {
+CompiledLoss::CompiledLoss(const std::string &source, ManualBackward manual,
+                           bool useRuntime) {
   static bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
@@ -158,7 +161,7 @@ CompiledLoss::CompiledLoss(const std::string &source, ManualBackward manual) {
   }
   addEntry(*module);
   PassManager lower = PassManager::on<ModuleOp>(context.get());
-  buildLowering(lower);
+  buildLowering(lower, useRuntime);
   if (failed(lower.run(*module))) {
     errorMessage = "lowering failed: " + diagnostics;
     return;
@@ -172,6 +175,8 @@ CompiledLoss::CompiledLoss(const std::string &source, ManualBackward manual) {
   options.transformer = transformer;
   // memrefCopy (memref.copy of non-contiguous buffers) lives there.
   SmallVector<StringRef> libs{ZB_MLIR_C_RUNNER_UTILS};
+  if (useRuntime)
+    libs.push_back(ZB_RUNTIME_LIBRARY);
   options.sharedLibPaths = libs;
   auto created = ExecutionEngine::create(*module, options);
   if (!created) {

@@ -46,7 +46,10 @@ public:
   /// Parses `source` (a module with a function @main returning a 0-d f64
   /// loss), differentiates it (zb-autodiff, or `manual`), lowers and
   /// JIT-compiles it. On failure, `error()` says why.
-  CompiledLoss(const std::string &source, ManualBackward manual = nullptr);
+  /// With `useRuntime`, f32 (batched) matmuls go through
+  /// convert-zb-to-runtime and OpenBLAS (libzbrt) like zb-compile's output.
+  CompiledLoss(const std::string &source, ManualBackward manual = nullptr,
+               bool useRuntime = false);
   ~CompiledLoss();
 
   const std::string &error() const { return errorMessage; }
