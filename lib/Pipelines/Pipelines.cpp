@@ -21,6 +21,7 @@ void buildPipelineParallelPipeline(OpPassManager &pm,
   pm.addPass(createZBSplitBackward());
   ZBPartitionStagesOptions partition;
   partition.numStages = options.numStages;
+  partition.virtualStages = options.virtualStages;
   partition.target = options.target;
   pm.addPass(createZBPartitionStages(partition));
   ZBScheduleOptions schedule;

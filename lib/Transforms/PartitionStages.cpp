@@ -36,14 +36,15 @@ struct Port {
 };
 
 struct Partitioner {
-  Partitioner(ModuleOp module, func::FuncOp func, int64_t numStages,
-              CostTarget target)
-      : module(module), func(func), numStages(numStages),
-        target(std::move(target)) {}
+  Partitioner(ModuleOp module, func::FuncOp func, int64_t numRanks,
+              int64_t numChunks, CostTarget target)
+      : module(module), func(func), numStages(numRanks * numChunks),
+        numRanks(numRanks), numChunks(numChunks), target(std::move(target)) {}
 
   ModuleOp module;
   func::FuncOp func;
-  int64_t numStages;
+  int64_t numStages; // P * V
+  int64_t numRanks, numChunks;
   CostTarget target;
 
   Block *body = nullptr;
@@ -109,7 +110,7 @@ LogicalResult Partitioner::assignStages(ArrayRef<Operation *> forward,
   if (n < numStages)
     return func.emitError("cannot cut ")
            << n << " compute ops into " << numStages
-           << " stages: use --stages " << n << " or fewer";
+           << " stages: use at most " << n << " stages (ranks x chunks)";
   // prefix sums and DP: best[k][j] = min over cuts of the max stage cost of
   // the first j ops in k stages.
   SmallVector<double> prefix(n + 1, 0.0);
@@ -474,6 +475,8 @@ LogicalResult Partitioner::run() {
   }
   NamedAttrList pipeline;
   pipeline.set("num_stages", b.getI64IntegerAttr(numStages));
+  pipeline.set("num_ranks", b.getI64IntegerAttr(numRanks));
+  pipeline.set("num_chunks", b.getI64IntegerAttr(numChunks));
   pipeline.set("target", b.getStringAttr(target.name));
   pipeline.set("stages", b.getArrayAttr(stageAttrs));
   pipeline.set("params", b.getArrayAttr(params));
@@ -494,9 +497,10 @@ struct ZBPartitionStagesPass
           << function << "'";
       return signalPassFailure();
     }
-    if (numStages < 1) {
-      module.emitError("zb-partition-stages: num-stages must be >= 1, got ")
-          << numStages;
+    if (numStages < 1 || virtualStages < 1) {
+      module.emitError("zb-partition-stages: num-stages and virtual-stages "
+                       "must be >= 1, got ")
+          << numStages << " and " << virtualStages;
       return signalPassFailure();
     }
     auto t = lookupCostTarget(target);
@@ -505,7 +509,7 @@ struct ZBPartitionStagesPass
           << target << "' (expected cpu or h100)";
       return signalPassFailure();
     }
-    Partitioner p(module, func, numStages, *t);
+    Partitioner p(module, func, numStages, virtualStages, *t);
     if (failed(p.run()))
       signalPassFailure();
   }

@@ -36,6 +36,16 @@ FailureOr<PipelineInfo> PipelineInfo::read(ModuleOp module) {
     return failure();
   }
   info.numStages = n.getInt();
+  info.numRanks = info.numStages;
+  if (auto r = dict.getAs<IntegerAttr>("num_ranks"))
+    info.numRanks = r.getInt();
+  if (auto c = dict.getAs<IntegerAttr>("num_chunks"))
+    info.numChunks = c.getInt();
+  if (info.numRanks * info.numChunks != info.numStages) {
+    module.emitError("malformed zb.pipeline: num_ranks x num_chunks != "
+                     "num_stages");
+    return failure();
+  }
   if (auto t = dict.getAs<StringAttr>("target"))
     info.target = t.str();
   for (Attribute a : stages) {
@@ -94,7 +104,8 @@ FailureOr<PipelineInfo> PipelineInfo::read(ModuleOp module) {
 sched::Problem PipelineInfo::toProblem(int64_t microbatches,
                                        double memoryLimit) const {
   sched::Problem p;
-  p.numRanks = static_cast<int>(numStages);
+  p.numRanks = static_cast<int>(numRanks);
+  p.numChunks = static_cast<int>(numChunks);
   p.numMicrobatches = static_cast<int>(microbatches);
   for (const StageInfo &s : stages) {
     p.costF.push_back(s.tF);

@@ -45,7 +45,7 @@ func.func @main(%x: tensor<4x3xf32> {zb.name = "x"}, %w1: tensor<3x5xf32> {zb.pa
 
 // -----
 
-// expected-error @+1 {{cannot cut 1 compute ops into 2 stages: use --stages 1 or fewer}}
+// expected-error @+1 {{cannot cut 1 compute ops into 2 stages: use at most 1 stages (ranks x chunks)}}
 func.func @main(%w: tensor<2xf32> {zb.param}) -> tensor<f32> {
   %l = zb.reduce_sum %w axes [0] : tensor<2xf32> -> tensor<f32>
   return %l : tensor<f32>

@@ -63,8 +63,14 @@ static cl::opt<std::string> outputDir("o", cl::desc("Output directory"),
                                       cl::value_desc("dir"), cl::Required,
                                       cl::cat(category));
 static cl::opt<int64_t> numStages("stages",
-                                  cl::desc("Pipeline stages = ranks (default 2)"),
+                                  cl::desc("Pipeline ranks P (default 2); the model is cut into P x "
+                           "--virtual-stages stages"),
                                   cl::init(2), cl::cat(category));
+static cl::opt<int64_t> virtualStages(
+    "virtual-stages",
+    cl::desc("Chunks (virtual stages) per rank: 2 for zb-v, v-half, v-min; "
+             ">= 2 for 1f1b-i (default 1)"),
+    cl::init(1), cl::cat(category));
 static cl::opt<int64_t>
     microbatches("microbatches",
                  cl::desc("Microbatches per training step (default 8)"),
@@ -246,6 +252,9 @@ int main(int argc, char **argv) {
 
   if (numStages < 1)
     return fail("--stages must be >= 1, got " + llvm::Twine(numStages));
+  if (virtualStages < 1)
+    return fail("--virtual-stages must be >= 1, got " +
+                llvm::Twine(virtualStages));
   if (microbatches < 1)
     return fail("--microbatches must be >= 1, got " +
                 llvm::Twine(microbatches));
@@ -273,13 +282,14 @@ int main(int argc, char **argv) {
   auto paramValues =
       (*module)->getAttrOfType<DictionaryAttr>("zb.param_values");
 
-  progress(llvm::formatv("autodiff, B/W split, {0} stages, schedule {1} with "
-                         "{2} microbatches",
-                         numStages.getValue(), scheduleName.getValue(),
-                         microbatches.getValue()));
+  progress(llvm::formatv("autodiff, B/W split, {0} stages on {1} ranks, "
+                         "schedule {2} with {3} microbatches",
+                         numStages * virtualStages, numStages.getValue(),
+                         scheduleName.getValue(), microbatches.getValue()));
   PassManager pm = PassManager::on<ModuleOp>(&ctx);
   zb::PipelineOptions options;
   options.numStages = numStages;
+  options.virtualStages = virtualStages;
   options.microbatches = microbatches;
   options.schedule = scheduleName;
   options.memoryLimit = memoryLimit;
@@ -511,6 +521,7 @@ int main(int argc, char **argv) {
       {"model", std::string(model.str())},
       {"num_ranks", numRanks},
       {"num_stages", info->numStages},
+      {"num_chunks", info->numChunks},
       {"num_microbatches", mbCount},
       {"microbatch_size", microbatchSize},
       {"schedule", std::string(scheduleName.getValue())},

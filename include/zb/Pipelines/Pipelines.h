@@ -12,6 +12,10 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<int64_t> numStages{*this, "num-stages",
                             llvm::cl::desc("Pipeline stages (= ranks)"),
                             llvm::cl::init(2)};
+  Option<int64_t> virtualStages{
+      *this, "virtual-stages",
+      llvm::cl::desc("Chunks per rank (V > 1 for 1f1b-i and the V family)"),
+      llvm::cl::init(1)};
   Option<int64_t> microbatches{*this, "microbatches",
                                llvm::cl::desc("Microbatches per step"),
                                llvm::cl::init(8)};

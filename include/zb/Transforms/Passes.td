@@ -46,7 +46,7 @@ def ZBSplitBackward : Pass<"zb-split-backward", "mlir::ModuleOp"> {
 def ZBPartitionStages : Pass<"zb-partition-stages", "mlir::ModuleOp"> {
   let summary = "Partitions the model into pipeline stages and outlines them";
   let description = [{
-    Assigns the forward ops to `num-stages` contiguous stages, minimising the
+    Assigns the forward ops to `num-stages` x `virtual-stages` contiguous stages, minimising the
     slowest stage's cost (dynamic programming over the op sequence with the
     FLOP cost model); backward ops follow their origin. Each stage s is
     outlined into three functions:
@@ -59,7 +59,10 @@ def ZBPartitionStages : Pass<"zb-partition-stages", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"numStages", "num-stages", "int64_t", /*default=*/"2",
-           "Number of pipeline stages">,
+           "Number of pipeline ranks P">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
+           "Chunks (virtual stages) per rank V: the model is cut into P*V "
+           "stages, placed on ranks by the schedule (interleaved or V-shape)">,
     Option<"function", "function", "std::string", /*default=*/"\"main\"",
            "Name of the differentiated function">,
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",

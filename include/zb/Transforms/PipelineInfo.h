@@ -34,7 +34,9 @@ struct ModelValueInfo {
 };
 
 struct PipelineInfo {
-  int64_t numStages = 0;
+  int64_t numStages = 0; // global stages P * V
+  int64_t numRanks = 0;  // P
+  int64_t numChunks = 1; // V, chunks (virtual stages) per rank
   std::string target;
   llvm::SmallVector<StageInfo> stages;
   llvm::SmallVector<ModelValueInfo> params, inputs;
