@@ -29,7 +29,14 @@
 
 #include <coin/Cbc_C_Interface.h>
 
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -104,6 +111,133 @@ struct IlpModel {
   }
 };
 
+/// What the CBC run reported (scaled units).
+struct CbcOutcome {
+  bool finished = false; // false: killed at the deadline, or failed
+  std::string error;
+  bool provenOptimal = false, provenInfeasible = false,
+       secondsLimitReached = false, hasSolution = false;
+  int status = 0, secondary = 0;
+  double objective = 0, bestBound = 0;
+  std::vector<double> solution;
+};
+
+bool writeAll(int fd, const void *data, size_t size) {
+  const char *p = static_cast<const char *>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    size -= n;
+  }
+  return true;
+}
+
+/// Runs Cbc_solve in a child process; returns what it reported, or
+/// finished = false if it did not report before t0 + limit seconds (then the
+/// child is killed).
+CbcOutcome solveWithDeadline(Cbc_Model *model, int numCols,
+                             std::chrono::steady_clock::time_point t0,
+                             double limit) {
+  CbcOutcome out;
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    out.error = "pipe failed";
+    return out;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    out.error = "fork failed";
+    return out;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    Cbc_solve(model);
+    fflush(stdout);
+    int ints[6] = {Cbc_isProvenOptimal(model), Cbc_isProvenInfeasible(model),
+                   Cbc_isSecondsLimitReached(model), Cbc_status(model),
+                   Cbc_secondaryStatus(model), 0};
+    const double *sol = Cbc_bestSolution(model);
+    ints[5] = sol != nullptr;
+    double dbl[2] = {sol ? Cbc_getObjValue(model) : 0.0,
+                     Cbc_getBestPossibleObjValue(model)};
+    bool ok = writeAll(fds[1], ints, sizeof(ints)) &&
+              writeAll(fds[1], dbl, sizeof(dbl));
+    if (ok && sol)
+      ok = writeAll(fds[1], sol, sizeof(double) * numCols);
+    ::close(fds[1]);
+    ::_exit(ok ? 0 : 1);
+  }
+  ::close(fds[1]);
+  size_t expectHead = 6 * sizeof(int) + 2 * sizeof(double);
+  std::vector<char> buf;
+  bool eof = false;
+  while (!eof) {
+    double left = limit - std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - t0)
+                              .count();
+    if (left <= 0)
+      break;
+    struct pollfd pfd = {fds[0], POLLIN, 0};
+    int r = ::poll(&pfd, 1, std::max(1, static_cast<int>(left * 1000)));
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      continue; // timeout: the loop re-checks the deadline
+    char chunk[65536];
+    ssize_t n = ::read(fds[0], chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      eof = true;
+    else
+      buf.insert(buf.end(), chunk, chunk + n);
+  }
+  ::close(fds[0]);
+  if (!eof)
+    ::kill(pid, SIGKILL);
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (!eof)
+    return out; // killed at the deadline
+  if (buf.size() < expectHead) {
+    out.error = "the CBC child process exited without a result";
+    return out;
+  }
+  int ints[6];
+  double dbl[2];
+  std::memcpy(ints, buf.data(), sizeof(ints));
+  std::memcpy(dbl, buf.data() + sizeof(ints), sizeof(dbl));
+  out.finished = true;
+  out.provenOptimal = ints[0];
+  out.provenInfeasible = ints[1];
+  out.secondsLimitReached = ints[2];
+  out.status = ints[3];
+  out.secondary = ints[4];
+  out.hasSolution = ints[5];
+  out.objective = dbl[0];
+  out.bestBound = dbl[1];
+  if (out.hasSolution) {
+    if (buf.size() < expectHead + sizeof(double) * numCols) {
+      out.hasSolution = false;
+      out.error = "truncated solution";
+    } else {
+      out.solution.resize(numCols);
+      std::memcpy(out.solution.data(), buf.data() + expectHead,
+                  sizeof(double) * numCols);
+    }
+  }
+  return out;
+}
+
 } // namespace
 
 namespace zb::sched::detail {
@@ -176,8 +310,24 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   std::vector<int> E(numNodes);
   for (int n = 0; n < numNodes; ++n)
     E[n] = ilp.addCol(cost[n], horizon, 0, false, warmEnd[n]);
-  // Shift invariance: the first pass of stage 0 starts at t = 0.
-  ilp.colUb[E[node(ActionKind::F, 0, 0)]] = cost[node(ActionKind::F, 0, 0)];
+  // The first pass of every stage, F(s,0), starts as early as possible:
+  // F(0,0) at t = 0 and F(s,0) when F(s-1,0)'s activation arrives. This is
+  // the simulator's semantics (every pass as early as its dependencies and
+  // the rank's order allow), which measures the returned schedule. Without it
+  // the ILP may delay a stage's first pass to shorten that stage's span, an
+  // objective no order attains under the simulator (p=3 m=8 F6 B2 W3 c1 at
+  // 1.75p: ILP 89 with stage 2 idling 2 ms before F0, simulated 90). With it,
+  // every ILP timing is no earlier than the simulation of its order, and the
+  // first starts coincide, so the simulated span of the decoded order is at
+  // most the ILP objective (and equal at the optimum).
+  {
+    double firstEnd = 0;
+    for (int s = 0; s < p; ++s) {
+      firstEnd += (s > 0 ? c.comm[s - 1] : 0) + c.f[s];
+      int col = E[node(ActionKind::F, s, 0)];
+      ilp.colLb[col] = ilp.colUb[col] = firstEnd;
+    }
+  }
   double work = 0;
   for (int s = 0; s < p; ++s)
     work = std::max(work, m * (c.f[s] + c.b[s] + c.w[s]));
@@ -303,7 +453,13 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   std::vector<int> allCols(ilp.numCols);
   std::iota(allCols.begin(), allCols.end(), 0);
   Cbc_setMIPStartI(ilp.model, ilp.numCols, allCols.data(), ilp.start.data());
-  Cbc_setMaximumSeconds(ilp.model, options.timeLimitSeconds);
+  // The time limit. CBC checks its own limit only between nodes: the root LP
+  // and the processing of the MIP start are not interrupted (p=8 m=24: 39 s
+  // and 27 s, 70 s at a 30 s limit). So CBC runs in a child process with its
+  // own limit set a little below ours, and the child is killed at our
+  // deadline if it has not returned by then; we then keep the warm start.
+  double limit = std::max(0.0, options.timeLimitSeconds);
+  Cbc_setMaximumSeconds(ilp.model, std::max(0.0, 0.85 * limit - 0.05));
   Cbc_setParameter(ilp.model, "timeMode", "elapsed");
   // CBC 2.10.8 can crash in CglPreProcess::postProcess when the time limit
   // stops the search: switch its MIP preprocessing off.
@@ -311,7 +467,7 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   Cbc_setParameter(ilp.model, "threads",
                    std::to_string(std::max(1, options.threads)).c_str());
   auto t0 = std::chrono::steady_clock::now();
-  Cbc_solve(ilp.model);
+  CbcOutcome out = solveWithDeadline(ilp.model, ilp.numCols, t0, limit);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
@@ -321,25 +477,39 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   rep.numVariables = ilp.numCols;
   rep.numConstraints = ilp.numRows;
   rep.warmStartObjective = warmSim.stageSpan;
-  rep.provenOptimal = Cbc_isProvenOptimal(ilp.model);
-  bool infeasible = Cbc_isProvenInfeasible(ilp.model);
-  int secondary = Cbc_secondaryStatus(ilp.model);
-  const double *sol = Cbc_bestSolution(ilp.model);
-  if (rep.provenOptimal)
+  const double *sol = out.hasSolution ? out.solution.data() : nullptr;
+  double cbcObjective = out.objective * tUnit;
+  if (!out.finished)
+    rep.status = out.error.empty()
+                     ? llvm::formatv("time limit (CBC stopped by zb at the "
+                                     "{0} s deadline, before its own check; "
+                                     "kept the warm start)",
+                                     limit)
+                           .str()
+                     : "CBC failed (" + out.error + "; kept the warm start)";
+  else if (out.provenOptimal)
     rep.status = "optimal";
-  else if (infeasible)
+  else if (out.provenInfeasible)
     rep.status = ilp.startViolations == 0
                      ? "infeasible (CBC's claim; the warm start satisfies "
                        "every row, so this is numerical trouble)"
                      : "infeasible";
-  else if (Cbc_isSecondsLimitReached(ilp.model) || secondary == 4)
+  else if (out.secondsLimitReached || out.secondary == 4)
     rep.status = sol ? "time limit (feasible)" : "time limit (no solution)";
   else
     rep.status = llvm::formatv("stopped (status {0}, secondary {1})",
-                               Cbc_status(ilp.model), secondary)
+                               out.status, out.secondary)
                      .str();
-  rep.bestBound = Cbc_getBestPossibleObjValue(ilp.model) * tUnit;
-  rep.objective = sol ? Cbc_getObjValue(ilp.model) : warmSim.stageSpan;
+  // CBC's best bound; when CBC was killed before it had one, the analytic
+  // lower bound (valid for every schedule, so for the ILP too), labelled.
+  if (out.finished && std::isfinite(out.bestBound) && !out.provenInfeasible) {
+    rep.bestBound = out.bestBound * tUnit;
+  } else {
+    double lim = problem.memoryLimit;
+    rep.bestBound = stageSpanLowerBound(
+        problem, std::vector<double>(p, lim > 0 ? lim : 0.0));
+    rep.status += "; bound: analytic (none from CBC)";
+  }
 
   Schedule result = std::move(*warm);
   result.name = "ilp";
@@ -373,14 +543,34 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
                     llvm::toString(std::move(e)) + "; kept the warm start)";
     } else {
       SimResult sim = simulate(problem, candidate);
-      if (sim.stageSpan < warmSim.stageSpan)
+      // The simulation of CBC's order is never later than CBC's timing (the
+      // first passes start as early as possible in both), so its span is at
+      // most CBC's objective; a larger one means the model and the simulator
+      // disagree.
+      if (sim.stageSpan > cbcObjective + 1e-6 * std::max(1.0, cbcObjective))
+        rep.status += llvm::formatv(" (CBC's order simulates to {0}, above "
+                                    "its objective {1})",
+                                    sim.stageSpan, cbcObjective)
+                          .str();
+      if (sim.stageSpan <= warmSim.stageSpan)
         result = std::move(candidate);
     }
   }
-  // The returned schedule's cost is measured by the simulator (every pass as
-  // early as possible), which may differ from the ILP's objective value.
   double realized = simulate(problem, result).stageSpan;
   rep.objective = realized;
+  double tol = 1e-6 * std::max(1.0, realized);
+  // Proven optimal only if CBC proved it and the returned schedule attains
+  // CBC's optimum.
+  rep.provenOptimal =
+      out.finished && out.provenOptimal && sol &&
+      std::fabs(realized - cbcObjective) <= tol;
+  if (out.finished && out.provenOptimal && !rep.provenOptimal)
+    rep.status = llvm::formatv("CBC proved {0} optimal, but the returned "
+                               "schedule costs {1}",
+                               cbcObjective, realized)
+                     .str();
+  if (rep.provenOptimal)
+    rep.bestBound = std::min(rep.bestBound, realized);
   rep.gap =
       realized > 0 ? std::max(0.0, (realized - rep.bestBound) / realized) : 0;
   if (report)

@@ -78,6 +78,9 @@ static cl::opt<int> virtualStages(
 static cl::opt<double> timeLimit("time-limit",
                                  cl::desc("ILP time limit in seconds"),
                                  cl::init(60), cl::cat(category));
+static cl::opt<bool> ilpLog("ilp-log",
+                            cl::desc("Print CBC's log to stderr (ILP)"),
+                            cl::init(false), cl::cat(category));
 static cl::opt<bool>
     compare("compare",
             cl::desc("Print every schedule's bubble rate and peak memory"),
@@ -286,6 +289,7 @@ static int runCompare(llvm::raw_ostream &os) {
                       "comm needs", "note");
   BuildOptions options;
   options.timeLimitSeconds = timeLimit;
+  options.verbose = ilpLog;
   options.localSearch = localSearch;
   for (llvm::StringRef name : scheduleNames()) {
     auto problem = makeProblem(defaultChunks(name));
@@ -391,6 +395,7 @@ int main(int argc, char **argv) {
     problem = *p;
     BuildOptions options;
     options.timeLimitSeconds = timeLimit;
+  options.verbose = ilpLog;
     options.localSearch = localSearch;
     auto s = buildSchedule(problem, scheduleName, options, &ilp);
     if (!s)
