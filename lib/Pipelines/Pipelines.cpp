@@ -28,6 +28,7 @@ void buildPipelineParallelPipeline(OpPassManager &pm,
   schedule.algorithm = options.schedule;
   schedule.microbatches = options.microbatches;
   schedule.memoryLimit = options.memoryLimit;
+  schedule.profile = options.profile;
   pm.addPass(createZBSchedule(schedule));
   pm.addPass(createZBLowerPipeline());
 }

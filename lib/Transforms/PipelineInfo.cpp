@@ -4,6 +4,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 using namespace mlir;
 
@@ -196,6 +198,55 @@ FailureOr<sched::Schedule> readSchedule(ModuleOp module,
     s.perRank.push_back(std::move(actions));
   }
   return s;
+}
+
+} // namespace zb
+
+namespace zb {
+
+LogicalResult applyProfile(ModuleOp module, StringRef path) {
+  auto fail = [&](const Twine &msg) {
+    return module.emitError("profile '") << path << "': " << msg;
+  };
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return fail("cannot read: " + buffer.getError().message());
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!json)
+    return fail("invalid JSON: " + llvm::toString(json.takeError()));
+  const llvm::json::Object *root = json->getAsObject();
+  const llvm::json::Array *stages =
+      root ? root->getArray("stages") : nullptr;
+  if (!root || root->getString("format") != "zb-profile" || !stages)
+    return fail("not a zb-run --profile file (expected \"format\": "
+                "\"zb-profile\" and \"stages\")");
+  auto dict = module->getAttrOfType<DictionaryAttr>("zb.pipeline");
+  auto stageAttrs = dict ? dict.getAs<ArrayAttr>("stages") : nullptr;
+  if (!stageAttrs)
+    return module.emitError("no zb.pipeline: run zb-partition-stages first");
+  if (stages->size() != stageAttrs.size())
+    return fail(llvm::formatv("has {0} stages, the model has {1}",
+                              stages->size(), stageAttrs.size()));
+  Builder b(module.getContext());
+  SmallVector<Attribute> updated;
+  for (auto [i, a] : llvm::enumerate(stageAttrs)) {
+    const llvm::json::Object *s = (*stages)[i].getAsObject();
+    NamedAttrList attrs(llvm::cast<DictionaryAttr>(a));
+    for (StringRef key : {"t_f", "t_b", "t_w", "t_comm"}) {
+      std::optional<double> v = s ? s->getNumber(key) : std::nullopt;
+      if (!v || *v < 0)
+        return fail(llvm::formatv("stage {0}: missing or negative \"{1}\"", i,
+                                  key));
+      attrs.set(key, b.getF64FloatAttr(*v));
+    }
+    attrs.set("profiled", b.getUnitAttr());
+    updated.push_back(attrs.getDictionary(module.getContext()));
+  }
+  NamedAttrList pipeline(dict);
+  pipeline.set("stages", b.getArrayAttr(updated));
+  module->setAttr("zb.pipeline", pipeline.getDictionary(module.getContext()));
+  return success();
 }
 
 } // namespace zb

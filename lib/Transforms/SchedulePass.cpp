@@ -24,6 +24,8 @@ struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (!profile.empty() && failed(applyProfile(module, profile)))
+      return signalPassFailure();
     FailureOr<PipelineInfo> info = PipelineInfo::read(module);
     if (failed(info))
       return signalPassFailure();

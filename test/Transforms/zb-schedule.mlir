@@ -2,6 +2,9 @@
 // RUN: zb-opt %s -zb-schedule="algorithm=zb-h1 microbatches=8" | FileCheck %s --check-prefix=H1
 // RUN: not zb-opt %s -zb-schedule="algorithm=zb-h1 microbatches=2" 2>&1 | FileCheck %s --check-prefix=FEW
 // RUN: not zb-opt %s -zb-schedule="algorithm=nonsense" 2>&1 | FileCheck %s --check-prefix=NAME
+// RUN: zb-opt %s -zb-schedule="algorithm=1f1b microbatches=8 profile=%S/Inputs/profile-4stages.json" | FileCheck %s --check-prefix=PROF
+// RUN: not zb-opt %s -zb-schedule="profile=%S/Inputs/missing.json" 2>&1 | FileCheck %s --check-prefix=NOPROF
+// RUN: zb-opt %s -zb-schedule="algorithm=zb-h1 microbatches=8" -zb-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 
 // Four stages with T_F = T_B = T_W = 1 ms and no communication latency.
 // 1F1B: makespan (m + p - 1)(T_F + T_B + T_W) = 33 ms, bubble 9/33.
@@ -16,6 +19,17 @@
 // H1-SAME: name = "zb-h1"
 // FEW: error: zb-schedule: zb-h1 needs at least p=4 microbatches, got m=2
 // NAME: error: zb-schedule: {{.*}}nonsense
+// Measured costs (T_F = T_B = 2, T_W = 1 ms) replace the model's: 1F1B takes
+// (m + p - 1)(T_F + T_B + T_W) = 55 ms, bubble 15/55.
+// PROF: {{t_b = 2.000000e\+00 : f64, t_comm = 0.000000e\+00 : f64, t_f = 2.000000e\+00 : f64, t_w = 1.000000e\+00 : f64}}
+// PROF: zb.schedule = {bubble_rate = 0.27272727
+// PROF-SAME: makespan_ms = 5.500000e+01
+// NOPROF: error: profile '{{.*}}missing.json': cannot read: No such file or directory
+// REPORT: zb-report: 4 stages on 4 ranks (1 chunk(s) per rank), cost model 'cpu', per microbatch:
+// REPORT: stage  0: T_F=1.0000 ms T_B=1.0000 ms T_W=1.0000 ms T_comm=0.0000 ms M_B=2 bytes M_W=1 bytes
+// REPORT: stage  3: T_F=1.0000 ms
+// REPORT: total:    T_F=4.0000 ms T_B=4.0000 ms T_W=4.0000 ms (T_B+T_W)/T_F=2.00
+// REPORT: schedule zb-h1: predicted bubble rate 0.1111, peak memory per rank (bytes): 8 7 6 5
 module attributes {zb.pipeline = {num_stages = 4 : i64, target = "cpu", params = [], inputs = [],
   stages = [
     {stage = 0 : i64, forward = @f0, backward_input = @b0, backward_weight = @w0, t_f = 1.0 : f64, t_b = 1.0 : f64, t_w = 1.0 : f64, t_comm = 0.0 : f64, m_b = 2 : i64, m_w = 1 : i64},

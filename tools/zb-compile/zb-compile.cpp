@@ -106,6 +106,11 @@ static cl::opt<bool> keepIntermediates(
     "keep-intermediates",
     cl::desc("Also write rank<R>.llvm.mlir (the LLVM dialect) and rank<R>.o"),
     cl::init(false), cl::cat(category));
+static cl::opt<std::string> profileFile(
+    "profile",
+    cl::desc("Schedule with the per-stage T_F/T_B/T_W/T_comm measured by "
+             "`zb-run --profile FILE` instead of the cost model"),
+    cl::value_desc("FILE"), cl::init(""), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress messages"),
                            cl::init(false), cl::cat(category));
 
@@ -294,6 +299,7 @@ int main(int argc, char **argv) {
   options.schedule = scheduleName;
   options.memoryLimit = memoryLimit;
   options.target = target;
+  options.profile = profileFile;
   zb::buildPipelineParallelPipeline(pm, options);
   if (failed(pm.run(*module)))
     return 1;

@@ -26,6 +26,10 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       *this, "memory-limit",
       llvm::cl::desc("Activation memory limit per rank in bytes (0: none)"),
       llvm::cl::init(0)};
+  Option<std::string> profile{
+      *this, "profile",
+      llvm::cl::desc("zb-run --profile JSON: schedule with measured costs"),
+      llvm::cl::init("")};
   Option<std::string> target{*this, "target",
                              llvm::cl::desc("Cost model target: cpu | h100"),
                              llvm::cl::init("cpu")};

@@ -87,8 +87,21 @@ def ZBSchedule : Pass<"zb-schedule", "mlir::ModuleOp"> {
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"8",
            "Number of microbatches per step">,
     Option<"memoryLimit", "memory-limit", "double", /*default=*/"0",
-           "Memory limit per rank in bytes (0 = unlimited)">
+           "Memory limit per rank in bytes (0 = unlimited)">,
+    Option<"profile", "profile", "std::string", /*default=*/"\"\"",
+           "zb-run --profile JSON whose measured T_F/T_B/T_W/T_comm (ms) "
+           "replace the cost model's (the paper's profile-then-schedule loop)">
   ];
+}
+
+def ZBReport : Pass<"zb-report", "mlir::ModuleOp"> {
+  let summary = "Prints the per-stage costs and memory of zb.pipeline";
+  let description = [{
+    One line per stage on stderr: `stage S: T_F=... ms T_B=... ms T_W=... ms
+    T_comm=... ms M_B=... bytes M_W=... bytes` (per microbatch), then the
+    totals and, when zb.schedule is present, the schedule's predicted bubble
+    rate and peak memory per rank. The IR is unchanged.
+  }];
 }
 
 def ZBLowerPipeline : Pass<"zb-lower-pipeline", "mlir::ModuleOp"> {

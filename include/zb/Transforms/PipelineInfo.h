@@ -59,6 +59,11 @@ mlir::DictionaryAttr scheduleToAttr(mlir::MLIRContext *ctx,
 mlir::FailureOr<sched::Schedule> readSchedule(mlir::ModuleOp module,
                                               int64_t *microbatches);
 
+/// Replaces the T_F/T_B/T_W/T_comm (ms) of every stage in `zb.pipeline` by
+/// the measured values of a `zb-run --profile` JSON file (format
+/// "zb-profile", one entry per stage). Errors name the file and the field.
+mlir::LogicalResult applyProfile(mlir::ModuleOp module, llvm::StringRef path);
+
 } // namespace zb
 
 #endif // ZB_TRANSFORMS_PIPELINEINFO_H
