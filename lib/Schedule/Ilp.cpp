@@ -19,7 +19,12 @@
 //
 // Solved with COIN-OR CBC through its C API, warm-started from the heuristic
 // (Cbc_setMIPStartI), with a time limit. The status, best bound and gap are
-// CBC's own.
+// CBC's own. The first pass of every stage starts as early as possible, as in
+// the simulator, so the decoded order simulates to CBC's objective. CBC runs
+// in a forked child process that is killed at the deadline (CBC does not
+// check its limit during the root LP or the MIP start); then the warm start
+// is returned, labelled "time limit", with the analytic lower bound when CBC
+// had not reported one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +35,9 @@
 #include <coin/Cbc_C_Interface.h>
 
 #include <poll.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -159,6 +167,10 @@ CbcOutcome solveWithDeadline(Cbc_Model *model, int numCols,
   }
   if (pid == 0) {
     ::close(fds[0]);
+#ifdef __linux__
+    // Do not outlive the caller (e.g. if it is killed while CBC runs).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
     Cbc_solve(model);
     fflush(stdout);
     int ints[6] = {Cbc_isProvenOptimal(model), Cbc_isProvenInfeasible(model),
@@ -249,6 +261,8 @@ llvm::Expected<Schedule> buildHeuristic(const Problem &problem,
 llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
                                           const BuildOptions &options,
                                           IlpReport *report) {
+  // The time limit covers the whole call (warm start, model, CBC, decode).
+  auto tEntry = std::chrono::steady_clock::now();
   int p = problem.numRanks, m = problem.numMicrobatches;
   // Warm start: the heuristic (which never does worse than ZB-H1/H2).
   llvm::Expected<Schedule> warm = buildHeuristic(problem, "zb-auto", options);
@@ -458,15 +472,20 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   // and 27 s, 70 s at a 30 s limit). So CBC runs in a child process with its
   // own limit set a little below ours, and the child is killed at our
   // deadline if it has not returned by then; we then keep the warm start.
-  double limit = std::max(0.0, options.timeLimitSeconds);
-  Cbc_setMaximumSeconds(ilp.model, std::max(0.0, 0.85 * limit - 0.05));
+  auto t0 = std::chrono::steady_clock::now();
+  // Deadline for CBC, measured from t0: the limit less the time already
+  // spent and a margin for decoding and verifying its solution.
+  double limit = std::max(
+      0.0, options.timeLimitSeconds -
+               std::chrono::duration<double>(t0 - tEntry).count() - 0.05);
+  Cbc_setMaximumSeconds(ilp.model,
+                        std::max(0.0, limit - std::max(0.2, 0.03 * limit)));
   Cbc_setParameter(ilp.model, "timeMode", "elapsed");
   // CBC 2.10.8 can crash in CglPreProcess::postProcess when the time limit
   // stops the search: switch its MIP preprocessing off.
   Cbc_setParameter(ilp.model, "preprocess", "off");
   Cbc_setParameter(ilp.model, "threads",
                    std::to_string(std::max(1, options.threads)).c_str());
-  auto t0 = std::chrono::steady_clock::now();
   CbcOutcome out = solveWithDeadline(ilp.model, ilp.numCols, t0, limit);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
@@ -484,7 +503,7 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
                      ? llvm::formatv("time limit (CBC stopped by zb at the "
                                      "{0} s deadline, before its own check; "
                                      "kept the warm start)",
-                                     limit)
+                                     options.timeLimitSeconds)
                            .str()
                      : "CBC failed (" + out.error + "; kept the warm start)";
   else if (out.provenOptimal)
