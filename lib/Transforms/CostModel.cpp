@@ -38,6 +38,14 @@ double opFlops(Operation *op) {
     return 2.0 * static_cast<double>(numElements(mm.getType())) *
            static_cast<double>(k);
   }
+  if (auto bmm = llvm::dyn_cast<BatchMatmulOp>(op)) {
+    auto a = llvm::cast<RankedTensorType>(bmm.getLhs().getType());
+    int64_t r = a.getRank();
+    int64_t k = bmm.getTransposeLhs() ? a.getDimSize(r - 2)
+                                      : a.getDimSize(r - 1);
+    return 2.0 * static_cast<double>(numElements(bmm.getType())) *
+           static_cast<double>(k);
+  }
   if (llvm::isa<ConstantOp, ReshapeOp>(op))
     return 0;
   if (llvm::isa<ReduceSumOp, ReduceMeanOp>(op))
@@ -60,7 +68,7 @@ double opBytes(Operation *op) {
 }
 
 double opTimeMs(Operation *op, const CostTarget &target) {
-  if (llvm::isa<MatmulOp>(op))
+  if (llvm::isa<MatmulOp, BatchMatmulOp>(op))
     return 1e3 * std::max(opFlops(op) / target.matmulFlopsPerSec,
                           opBytes(op) / target.memBytesPerSec);
   return 1e3 * opBytes(op) / target.memBytesPerSec;

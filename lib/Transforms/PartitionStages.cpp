@@ -241,6 +241,25 @@ LogicalResult Partitioner::run() {
       B[s].push_back(&op);
   }
 
+  // Parameters belong to the one stage that uses them.
+  unsigned numArgs = body->getNumArguments();
+  SmallVector<int64_t> paramStage(numArgs, -1);
+  for (BlockArgument arg : body->getArguments()) {
+    if (!isParam(arg))
+      continue;
+    for (Operation *user : arg.getUsers()) {
+      int64_t s = stageOf.lookup(user);
+      if (paramStage[arg.getArgNumber()] >= 0 &&
+          paramStage[arg.getArgNumber()] != s)
+        return func.emitError("parameter '")
+               << nameOfArg(arg.getArgNumber()).getValue()
+               << "' is used by stages " << paramStage[arg.getArgNumber()]
+               << " and " << s << "; parameters shared between stages (tied weights) are not supported yet";
+      paramStage[arg.getArgNumber()] = s;
+    }
+    if (paramStage[arg.getArgNumber()] < 0)
+      paramStage[arg.getArgNumber()] = 0;
+  }
   // Values crossing stage boundaries. A forward value defined in stage t and
   // used up to stage u enters every stage t+1..u (relayed through the stages
   // in between); a gradient defined in stage u and used down to stage t
@@ -273,25 +292,6 @@ LogicalResult Partitioner::run() {
     }
   }
 
-  // Parameters belong to the one stage that uses them.
-  unsigned numArgs = body->getNumArguments();
-  SmallVector<int64_t> paramStage(numArgs, -1);
-  for (BlockArgument arg : body->getArguments()) {
-    if (!isParam(arg))
-      continue;
-    for (Operation *user : arg.getUsers()) {
-      int64_t s = stageOf.lookup(user);
-      if (paramStage[arg.getArgNumber()] >= 0 &&
-          paramStage[arg.getArgNumber()] != s)
-        return func.emitError("parameter '")
-               << nameOfArg(arg.getArgNumber()).getValue()
-               << "' is used by stages " << paramStage[arg.getArgNumber()]
-               << " and " << s << "; shared parameters are not supported yet";
-      paramStage[arg.getArgNumber()] = s;
-    }
-    if (paramStage[arg.getArgNumber()] < 0)
-      paramStage[arg.getArgNumber()] = 0;
-  }
   // ret operands: loss, then one gradient per parameter in argument order.
   llvm::DenseMap<unsigned, Value> gradOfParam;
   for (unsigned i = 1; i < ret->getNumOperands(); ++i) {

@@ -182,7 +182,11 @@ static LogicalResult linkShared(StringRef object, StringRef library,
     err = "no C compiler (cc) on PATH to link " + library.str();
     return failure();
   }
-  SmallVector<StringRef> args{*cc, "-shared", "-o", library, object};
+  // MLIR's C runner utilities provide memrefCopy (strided copies that the
+  // bufferized code may call).
+  std::string libDir = "-L" ZB_MLIR_LIB_DIR, rpath = "-Wl,-rpath," ZB_MLIR_LIB_DIR;
+  SmallVector<StringRef> args{*cc,   "-shared", "-o",    library,
+                              object, libDir,    rpath, "-lmlir_c_runner_utils"};
   std::string msg;
   int rc = llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &msg);
   if (rc != 0) {

@@ -14,7 +14,8 @@ def ConvertZBToRuntime : Pass<"convert-zb-to-runtime", "mlir::ModuleOp"> {
     (`memref.extract_aligned_pointer_as_index`), see runtime/include/zbrt/zbrt.h.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
-      "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect"];
+      "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+      "::mlir::scf::SCFDialect"];
 }
 
 def ConvertZBToLinalg : Pass<"convert-zb-to-linalg", "mlir::ModuleOp"> {
@@ -26,7 +27,8 @@ def ConvertZBToLinalg : Pass<"convert-zb-to-linalg", "mlir::ModuleOp"> {
     `tensor.collapse_shape`/`expand_shape` through a flat buffer.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
-      "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+      "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+      "::mlir::scf::SCFDialect"];
 }
 
 def ZBEmitRankEntry : Pass<"zb-emit-rank-entry", "mlir::ModuleOp"> {
