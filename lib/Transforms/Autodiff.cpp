@@ -130,21 +130,26 @@ struct ZBAutodiffPass : public zb::impl::ZBAutodiffBase<ZBAutodiffPass> {
           !llvm::any_of(op->getResults(),
                         [&](Value r) { return active.contains(r); }))
         continue;
-      if (op->getNumResults() != 1)
-        return op->emitOpError("has several results; zb-autodiff supports "
-                               "single-result ops only");
       int64_t id = idOf(op);
-      Value g = gradientOf(op->getResult(0), id);
-      if (!g)
+      SmallVector<Value> resultGrads;
+      for (Value r : op->getResults())
+        resultGrads.push_back(gradientOf(r, id));
+      if (llvm::all_of(resultGrads, [](Value g) { return !g; }))
         continue; // does not reach the loss
       auto rule = llvm::dyn_cast<GradientOpInterface>(op);
-      if (!rule)
-        return op->emitOpError("has no gradient rule (GradientOpInterface)");
+      auto multiRule = llvm::dyn_cast<MultiResultGradientOpInterface>(op);
+      if (op->getNumResults() == 1 ? !rule : !multiRule)
+        return op->emitOpError("has no gradient rule (")
+               << (op->getNumResults() == 1 ? "GradientOpInterface"
+                                            : "MultiResultGradientOpInterface")
+               << ")";
       for (OpOperand &operand : op->getOpOperands()) {
         if (!active.contains(operand.get()))
           continue;
         listener.origin = id;
-        Value d = rule.buildOperandGradient(b, operand.getOperandNumber(), g);
+        unsigned idx = operand.getOperandNumber();
+        Value d = rule ? rule.buildOperandGradient(b, idx, resultGrads[0])
+                       : multiRule.buildOperandGradient(b, idx, resultGrads);
         if (!d)
           continue;
         if (d.getType() != operand.get().getType())

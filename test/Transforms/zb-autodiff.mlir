@@ -71,3 +71,17 @@ func.func @main(%w: tensor<2xf32> {zb.param}) -> tensor<f32> {
   %l = zb.reduce_sum %c axes [0] : tensor<2xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Several results (MultiResultGradientOpInterface): only the first part of
+// the split reaches the loss; the other part's gradient is zero.
+// CHECK-LABEL: func.func @main
+func.func @main(%w: tensor<2x6xf32> {zb.param}) -> tensor<f32> {
+  // CHECK: %[[S:.*]]:2 = zb.split %arg0 axis 1 {zb.id = 0 : i64}
+  %a, %b = zb.split %w axis 1 : tensor<2x6xf32> -> tensor<2x2xf32>, tensor<2x4xf32>
+  %l = zb.reduce_sum %a axes [0, 1] : tensor<2x2xf32> -> tensor<f32>
+  // CHECK: %[[G:.*]] = {{.*}}zb.origin = 0 : i64{{.*}} -> tensor<2x6xf32>
+  // CHECK: return %{{.*}}, %[[G]]
+  return %l : tensor<f32>
+}
