@@ -22,6 +22,9 @@ def main():
     p.add_argument("--dim", type=int, default=8)
     p.add_argument("--heads", type=int, default=2)
     p.add_argument("--dtype", default="f64")
+    p.add_argument("--untie-lm-head", action="store_true",
+                   help="separate LM head parameter (pipelines cannot share "
+                        "the embedding between the first and last stage yet)")
     a = p.parse_args()
     B, T, V, D, H, L, f = a.batch, a.seq, a.vocab, a.dim, a.heads, a.layers, a.dtype
     hd = D // H
@@ -31,6 +34,8 @@ def main():
         return "tensor<" + "".join(f"{s}x" for s in shape) + f + ">"
 
     params = [("wte", ty(V, D)), ("wpe", ty(T, D))]
+    if a.untie_lm_head:
+        params.append(("lm_head", ty(V, D)))
     for l in range(L):
         params += [
             (f"ln1_w{l}", ty(D)), (f"ln1_b{l}", ty(D)),
@@ -131,7 +136,7 @@ def main():
     emit("  // head (tied to the token embedding) and loss")
     hf = layer_norm(x, "lnf_w", "lnf_b")
     logits = v("logits")
-    emit(f"  {logits} = zb.matmul {hf}, %wte {{transpose_rhs}} : ({ty(N, D)}, {ty(V, D)}) -> {ty(N, V)}")
+    emit(f"  {logits} = zb.matmul {hf}, %{'lm_head' if a.untie_lm_head else 'wte'} {{transpose_rhs}} : ({ty(N, D)}, {ty(V, D)}) -> {ty(N, V)}")
     tg = v()
     emit(f"  {tg} = zb.reshape %targets : tensor<{B}x{T}xi64> -> tensor<{N}xi64>")
     loss = v("loss")
