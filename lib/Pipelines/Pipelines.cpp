@@ -33,9 +33,7 @@ void buildPipelineParallelPipeline(OpPassManager &pm,
   pm.addPass(createZBLowerPipeline());
 }
 
-void buildLowerToLLVMPipeline(OpPassManager &pm) {
-  pm.addPass(createConvertZBToRuntime());
-  pm.addPass(createConvertZBToLinalg());
+void buildTensorsToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
@@ -52,6 +50,12 @@ void buildLowerToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void buildLowerToLLVMPipeline(OpPassManager &pm) {
+  pm.addPass(createConvertZBToRuntime());
+  pm.addPass(createConvertZBToLinalg());
+  buildTensorsToLLVMPipeline(pm);
   pm.addPass(createZBEmitRankEntry());
 }
 

@@ -1,5 +1,6 @@
 //===- GradientCheck.cpp - JIT-run zb functions, finite differences -------===//
 #include "GradientCheck.h"
+#include "zb/Pipelines/Pipelines.h"
 
 #include "zb/Conversion/Passes.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
@@ -84,22 +85,7 @@ static void buildLowering(PassManager &pm, bool useRuntime) {
   if (useRuntime)
     pm.addPass(zb::createConvertZBToRuntime());
   pm.addPass(zb::createConvertZBToLinalg());
-  pm.addPass(createCanonicalizerPass());
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
-  pm.addPass(createConvertBufferizationToMemRefPass());
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createConvertToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
+  zb::buildTensorsToLLVMPipeline(pm);
 }
 
 CompiledLoss::CompiledLoss(const std::string &source, ManualBackward manual,

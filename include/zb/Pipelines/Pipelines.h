@@ -41,6 +41,11 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
 void buildPipelineParallelPipeline(mlir::OpPassManager &pm,
                                    const PipelineOptions &options);
 
+/// From linalg/arith/math/tensor (and memref runtime calls) on tensors to
+/// the LLVM dialect: one-shot bufferization across function boundaries with
+/// identity layouts, ownership-based deallocation, loops, LLVM.
+void buildTensorsToLLVMPipeline(mlir::OpPassManager &pm);
+
 /// From per-rank step functions on zb tensors to the LLVM dialect: runtime
 /// calls (OpenBLAS, MPI), linalg, one-shot bufferization with
 /// ownership-based deallocation, loops, LLVM, and the zb_rank_main entry.
