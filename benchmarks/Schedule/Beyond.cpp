@@ -156,15 +156,7 @@ int main(int argc, char **argv) {
   printHeader(os);
   for (const table5::Row &row : table5::rows) {
     for (llvm::StringRef name : {"zb-1p", "zb-2p"}) {
-      Problem pr;
-      pr.numRanks = row.p;
-      pr.numMicrobatches = row.m;
-      pr.costF = {std::round(row.tF * 1000)};
-      pr.costB = {std::round(row.tB * 1000)};
-      pr.costW = {std::round(row.tW * 1000)};
-      pr.costComm = {std::round(row.tComm * 1000)};
-      pr.memB = {row.mB};
-      pr.memW = {row.mW};
+      Problem pr = table5::makeProblem(row);
       // Keep the search affordable on the largest rows.
       int budget = row.p >= 32 ? evaluations / 10 : evaluations;
       double ilp = row.p == 8 && row.m == 24 ? ilpBig : 0;

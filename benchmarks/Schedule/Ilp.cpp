@@ -80,15 +80,7 @@ int main(int argc, char **argv) {
     if (row.p != 8 || row.m != 24)
       continue;
     for (double factor : {1.0, 2.0}) {
-      Problem pr;
-      pr.numRanks = row.p;
-      pr.numMicrobatches = row.m;
-      pr.costF = {std::round(row.tF * 1000)};
-      pr.costB = {std::round(row.tB * 1000)};
-      pr.costW = {std::round(row.tW * 1000)};
-      pr.costComm = {std::round(row.tComm * 1000)};
-      pr.memB = {row.mB};
-      pr.memW = {row.mW};
+      Problem pr = table5::makeProblem(row);
       pr.memoryLimit = factor * row.p * row.mB;
       run(llvm::formatv("{0} p=8 m=24 ({1}p)", row.model, factor).str(), pr,
           bigLimit, misses);

@@ -23,21 +23,6 @@
 
 using namespace zb::sched;
 
-static Problem makeProblem(const table5::Row &row, int chunks) {
-  Problem p;
-  p.numRanks = row.p;
-  p.numMicrobatches = row.m;
-  p.numChunks = chunks;
-  // The authors' integer units: ms x 1000.
-  p.costF = {std::round(row.tF * 1000)};
-  p.costB = {std::round(row.tB * 1000)};
-  p.costW = {std::round(row.tW * 1000)};
-  p.costComm = {std::round(row.tComm * 1000)};
-  p.memB = {row.mB};
-  p.memW = {row.mW};
-  return p;
-}
-
 static double bubble(const Problem &problem, llvm::StringRef name,
                      const BuildOptions &options, SimOptions sim = {}) {
   auto s = buildSchedule(problem, name, options);
@@ -70,8 +55,8 @@ int main() {
                       "model", "p", "m", "1F1B", "1F1B-I(paper-sim)", "exact",
                       "ZB-H1", "ZB-H2", "ZB-1p", "+search", "ZB-2p", "+search");
   for (const table5::Row &row : table5::rows) {
-    Problem one = makeProblem(row, 1);
-    Problem inter = makeProblem(row, row.chunks1F1BI);
+    Problem one = table5::makeProblem(row, 1);
+    Problem inter = table5::makeProblem(row, row.chunks1F1BI);
     SimOptions quirk;
     quirk.paperInterleavedQuirk = true;
     double b1f1b = bubble(one, "1f1b", paperOnly);
@@ -97,7 +82,7 @@ int main() {
 
   // Heuristic speed at p=32, m=256 (all 8 flag settings).
   const table5::Row &big = table5::rows[11];
-  Problem problem = makeProblem(big, 1);
+  Problem problem = table5::makeProblem(big, 1);
   for (llvm::StringRef name : {"zb-1p", "zb-2p"}) {
     for (const BuildOptions *opts : {&paperOnly, &withSearch}) {
       int runs = opts == &paperOnly ? 5 : 1;

@@ -11,6 +11,10 @@
 #ifndef ZB_BENCHMARKS_SCHEDULE_TABLE5DATA_H
 #define ZB_BENCHMARKS_SCHEDULE_TABLE5DATA_H
 
+#include "zb/Schedule/Schedule.h"
+
+#include <cmath>
+
 namespace zb::sched::table5 {
 
 struct Row {
@@ -48,6 +52,22 @@ inline constexpr Row rows[] = {
     {"28.3B", 6144, 48, 62, 32, 256, 10.402, 10.248, 7.698, 0.460, 454656,
      196608, 2, 0.1352, 0.0624, 0.0594, 0.0257, 0.0594, 0.0018},
 };
+
+/// The scheduling problem of a row in the authors' integer units (ms x 1000),
+/// with `chunks` virtual stages per rank and no memory limit.
+inline Problem makeProblem(const Row &row, int chunks = 1) {
+  Problem p;
+  p.numRanks = row.p;
+  p.numMicrobatches = row.m;
+  p.numChunks = chunks;
+  p.costF = {std::round(row.tF * 1000)};
+  p.costB = {std::round(row.tB * 1000)};
+  p.costW = {std::round(row.tW * 1000)};
+  p.costComm = {std::round(row.tComm * 1000)};
+  p.memB = {row.mB};
+  p.memW = {row.mW};
+  return p;
+}
 
 } // namespace zb::sched::table5
 

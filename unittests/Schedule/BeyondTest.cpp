@@ -59,15 +59,7 @@ TEST(LowerBound, NeverAboveABuiltSchedule) {
 /// all orders (in the paper's cost model).
 TEST(LowerBound, ZB1pIsOptimalInTable5) {
   for (const table5::Row &row : table5::rows) {
-    Problem pr;
-    pr.numRanks = row.p;
-    pr.numMicrobatches = row.m;
-    pr.costF = {std::round(row.tF * 1000)};
-    pr.costB = {std::round(row.tB * 1000)};
-    pr.costW = {std::round(row.tW * 1000)};
-    pr.costComm = {std::round(row.tComm * 1000)};
-    pr.memB = {row.mB};
-    pr.memW = {row.mW};
+    Problem pr = table5::makeProblem(row);
     auto s = buildSchedule(pr, "zb-1p");
     ASSERT_TRUE(bool(s)) << errorOf(s.takeError());
     std::vector<double> limits(row.p, row.p * row.mB);
