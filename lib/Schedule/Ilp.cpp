@@ -33,7 +33,9 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <coin/Cbc_C_Interface.h>
+#include <coin/Clp_C_Interface.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -48,6 +50,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -96,15 +99,19 @@ struct IlpModel {
       ++startViolations;
     ++numRows;
   }
+  /// The model in compressed sparse columns (filled by load()).
+  std::vector<CoinBigIndex> colStart;
+  std::vector<int> index;
+  std::vector<double> value;
   /// Hands the model to CBC (compressed sparse columns).
   void load() {
-    std::vector<CoinBigIndex> colStart(numCols + 1, 0);
+    colStart.assign(numCols + 1, 0);
     for (int c : tCol)
       ++colStart[c + 1];
     for (int c = 0; c < numCols; ++c)
       colStart[c + 1] += colStart[c];
-    std::vector<int> index(tCol.size());
-    std::vector<double> value(tCol.size());
+    index.resize(tCol.size());
+    value.resize(tCol.size());
     std::vector<CoinBigIndex> fill(colStart.begin(), colStart.end() - 1);
     for (size_t k = 0; k < tCol.size(); ++k) {
       CoinBigIndex at = fill[tCol[k]]++;
@@ -128,6 +135,13 @@ struct CbcOutcome {
   int status = 0, secondary = 0;
   double objective = 0, bestBound = 0;
   std::vector<double> solution;
+  /// Streamed by the child while it runs, so known even when it is killed:
+  /// the optimum of the LP relaxation (Clp, before CBC starts) and CBC's
+  /// latest "best possible" from its progress messages (NaN: none yet).
+  double lpBound = std::nan(""), progressBound = std::nan("");
+  /// The LP relaxation's optimum already meets the warm start (less the
+  /// increment): the warm start is optimal and CBC was not run.
+  bool lpProvesOptimal = false;
 };
 
 bool writeAll(int fd, const void *data, size_t size) {
@@ -144,12 +158,59 @@ bool writeAll(int fd, const void *data, size_t size) {
   return true;
 }
 
-/// Runs Cbc_solve in a child process; returns what it reported, or
-/// finished = false if it did not report before t0 + limit seconds (then the
-/// child is killed).
-CbcOutcome solveWithDeadline(Cbc_Model *model, int numCols,
+// The child's pipe to the parent. Records: a tag byte, then its payload:
+//   'L' double      the LP relaxation's optimum (Clp)
+//   'P' double      CBC's best possible objective from a progress message
+//   'S' int[6] double[2] [double[numCols]]   CBC's final result
+int progressFd = -1;
+bool progressVerbose = false;
+
+void sendBound(char tag, double bound) {
+  if (progressFd < 0 || !std::isfinite(bound))
+    return;
+  char rec[1 + sizeof(double)];
+  rec[0] = tag;
+  std::memcpy(rec + 1, &bound, sizeof(double));
+  writeAll(progressFd, rec, sizeof(rec));
+}
+
+/// CBC message callback (runs in the child). CBC's messages reach it with
+/// their CBCnnnn number; those that carry the best possible objective:
+///   CBC0010 "After %d nodes, %d on tree, %g best solution, best possible %g"
+///   CBC0031? no: CBC0014 "Cut generator ..." carry none; see below.
+/// Numbers and layouts are those of CbcMessage.cpp (CBC 2.10).
+void COINLINKAGE_CB cbcProgress(Cbc_Model *, int msgno, int ndouble,
+                                const double *dvec, int nint, const int *ivec,
+                                int nchar, char **cvec) {
+  if (progressVerbose || std::getenv("ZB_ILP_TRACE_MESSAGES")) {
+    fprintf(stderr, "cbc msg %d:", msgno);
+    for (int k = 0; k < ndouble; ++k)
+      fprintf(stderr, " %g", dvec[k]);
+    fprintf(stderr, " |");
+    for (int k = 0; k < nint; ++k)
+      fprintf(stderr, " %d", ivec[k]);
+    for (int k = 0; k < nchar; ++k)
+      fprintf(stderr, " '%s'", cvec[k]);
+    fprintf(stderr, "\n");
+  }
+  (void)ivec;
+  (void)nint;
+  (void)cvec;
+  (void)nchar;
+  if (msgno == 10 && ndouble >= 2)
+    sendBound('P', dvec[1]);
+}
+
+/// Runs, in a child process, first the LP relaxation (Clp) and then
+/// Cbc_solve; returns what the child reported, or finished = false if it did
+/// not finish before t0 + limit seconds (then the child is killed; the bounds
+/// it streamed until then are kept).
+CbcOutcome solveWithDeadline(IlpModel &ilp, bool verbose,
+                             double proveThreshold,
                              std::chrono::steady_clock::time_point t0,
                              double limit) {
+  Cbc_Model *model = ilp.model;
+  int numCols = ilp.numCols;
   CbcOutcome out;
   int fds[2];
   if (::pipe(fds) != 0) {
@@ -171,6 +232,43 @@ CbcOutcome solveWithDeadline(Cbc_Model *model, int numCols,
     // Do not outlive the caller (e.g. if it is killed while CBC runs).
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
+    progressFd = fds[1];
+    progressVerbose = verbose;
+    // CBC prints part of its log to stdout whatever the message handler: to
+    // stderr with --ilp-log, else nowhere (stdout may carry our JSON).
+    {
+      int sink = verbose ? ::dup(2) : ::open("/dev/null", O_WRONLY);
+      if (sink >= 0) {
+        ::dup2(sink, 1);
+        ::close(sink);
+      }
+    }
+    // The LP relaxation first, so that a bound exists early even when CBC's
+    // own root processing (MIP start, cuts) does not finish in time.
+    {
+      Clp_Simplex *lp = Clp_newModel();
+      Clp_setLogLevel(lp, 0);
+      Clp_loadProblem(lp, numCols, ilp.numRows, ilp.colStart.data(),
+                      ilp.index.data(), ilp.value.data(), ilp.colLb.data(),
+                      ilp.colUb.data(), ilp.obj.data(), ilp.rowLb.data(),
+                      ilp.rowUb.data());
+      Clp_dual(lp, 0);
+      bool proves = false;
+      if (Clp_isProvenOptimal(lp)) {
+        sendBound('L', Clp_objectiveValue(lp));
+        proves = Clp_objectiveValue(lp) >= proveThreshold;
+      }
+      Clp_deleteModel(lp);
+      if (proves) {
+        // No solution better than the warm start by the increment exists:
+        // it is optimal, and CBC need not run.
+        char tag = 'O';
+        bool ok = writeAll(fds[1], &tag, 1);
+        ::close(fds[1]);
+        ::_exit(ok ? 0 : 1);
+      }
+    }
+    Cbc_registerCallBack(model, cbcProgress);
     Cbc_solve(model);
     fflush(stdout);
     int ints[6] = {Cbc_isProvenOptimal(model), Cbc_isProvenInfeasible(model),
@@ -180,7 +278,9 @@ CbcOutcome solveWithDeadline(Cbc_Model *model, int numCols,
     ints[5] = sol != nullptr;
     double dbl[2] = {sol ? Cbc_getObjValue(model) : 0.0,
                      Cbc_getBestPossibleObjValue(model)};
-    bool ok = writeAll(fds[1], ints, sizeof(ints)) &&
+    char tag = 'S';
+    bool ok = writeAll(fds[1], &tag, 1) &&
+              writeAll(fds[1], ints, sizeof(ints)) &&
               writeAll(fds[1], dbl, sizeof(dbl));
     if (ok && sol)
       ok = writeAll(fds[1], sol, sizeof(double) * numCols);
@@ -218,16 +318,44 @@ CbcOutcome solveWithDeadline(Cbc_Model *model, int numCols,
   int wstatus = 0;
   while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
+  // Parse the records (a killed child may leave the last one incomplete).
+  size_t at = 0;
+  bool sawResult = false;
+  while (at < buf.size()) {
+    char tag = buf[at];
+    if ((tag == 'L' || tag == 'P') && at + 1 + sizeof(double) <= buf.size()) {
+      double v;
+      std::memcpy(&v, buf.data() + at + 1, sizeof(double));
+      (tag == 'L' ? out.lpBound : out.progressBound) = v;
+      at += 1 + sizeof(double);
+      continue;
+    }
+    if (tag == 'O') {
+      out.lpProvesOptimal = true;
+      break;
+    }
+    if (tag == 'S' && at + 1 + expectHead <= buf.size()) {
+      sawResult = true;
+      ++at;
+      break;
+    }
+    break;
+  }
   if (!eof)
     return out; // killed at the deadline
-  if (buf.size() < expectHead) {
+  if (out.lpProvesOptimal) {
+    out.finished = true;
+    return out;
+  }
+  if (!sawResult) {
     out.error = "the CBC child process exited without a result";
     return out;
   }
   int ints[6];
   double dbl[2];
-  std::memcpy(ints, buf.data(), sizeof(ints));
-  std::memcpy(dbl, buf.data() + sizeof(ints), sizeof(dbl));
+  std::memcpy(ints, buf.data() + at, sizeof(ints));
+  std::memcpy(dbl, buf.data() + at + sizeof(ints), sizeof(dbl));
+  at += expectHead;
   out.finished = true;
   out.provenOptimal = ints[0];
   out.provenInfeasible = ints[1];
@@ -238,16 +366,42 @@ CbcOutcome solveWithDeadline(Cbc_Model *model, int numCols,
   out.objective = dbl[0];
   out.bestBound = dbl[1];
   if (out.hasSolution) {
-    if (buf.size() < expectHead + sizeof(double) * numCols) {
+    if (buf.size() < at + sizeof(double) * numCols) {
       out.hasSolution = false;
       out.error = "truncated solution";
     } else {
       out.solution.resize(numCols);
-      std::memcpy(out.solution.data(), buf.data() + expectHead,
+      std::memcpy(out.solution.data(), buf.data() + at,
                   sizeof(double) * numCols);
     }
   }
   return out;
+}
+
+/// The largest g such that every time of the problem (T_F, T_B, T_W, T_comm
+/// of every stage, ms) is an integer multiple of g, for times given with at
+/// most 3 decimals; 0 if there is none (then no rounding is done).
+double timeGrid(const Problem &problem) {
+  std::vector<double> all;
+  for (const auto *v :
+       {&problem.costF, &problem.costB, &problem.costW, &problem.costComm})
+    all.insert(all.end(), v->begin(), v->end());
+  for (double scale : {1.0, 2.0, 4.0, 5.0, 10.0, 20.0, 25.0, 100.0, 1000.0}) {
+    long long g = 0;
+    bool ok = true;
+    for (double x : all) {
+      double y = x * scale;
+      if (!(std::fabs(y) < 1e12) ||
+          std::fabs(y - std::round(y)) > 1e-9 * std::max(1.0, std::fabs(y))) {
+        ok = false;
+        break;
+      }
+      g = std::gcd(g, std::llabs(std::llround(y)));
+    }
+    if (ok)
+      return g > 0 ? g / scale : 0.0;
+  }
+  return 0;
 }
 
 } // namespace
@@ -312,18 +466,14 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
       warmPos[n] = k;
     }
 
-  // Horizon and big-M: every pass serially plus every hop's latency.
-  double maxComm =
-      c.comm.empty() ? 0 : *std::max_element(c.comm.begin(), c.comm.end());
-  double horizon = std::accumulate(cost.begin(), cost.end(), 0.0) +
-                   2.0 * p * m * maxComm + 1;
-  horizon = std::max(horizon, 2 * warmSim.makespan / tUnit);
-  double bigM = horizon;
+  // Same-stage order: typeRank(F)=0 < B=1 < W=2; a is before b when its kind
+  // rank is <= and its microbatch <= (and a != b).
+  auto before = [&](ActionKind ka, int ia, ActionKind kb, int ib) {
+    return static_cast<int>(ka) <= static_cast<int>(kb) && ia <= ib &&
+           !(ka == kb && ia == ib);
+  };
+  const ActionKind kinds[] = {ActionKind::F, ActionKind::B, ActionKind::W};
 
-  IlpModel ilp;
-  std::vector<int> E(numNodes);
-  for (int n = 0; n < numNodes; ++n)
-    E[n] = ilp.addCol(cost[n], horizon, 0, false, warmEnd[n]);
   // The first pass of every stage, F(s,0), starts as early as possible:
   // F(0,0) at t = 0 and F(s,0) when F(s-1,0)'s activation arrives. This is
   // the simulator's semantics (every pass as early as its dependencies and
@@ -334,26 +484,123 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   // every ILP timing is no earlier than the simulation of its order, and the
   // first starts coincide, so the simulated span of the decoded order is at
   // most the ILP objective (and equal at the optimum).
+  std::vector<double> stageStart(p);
   {
     double firstEnd = 0;
     for (int s = 0; s < p; ++s) {
       firstEnd += (s > 0 ? c.comm[s - 1] : 0) + c.f[s];
-      int col = E[node(ActionKind::F, s, 0)];
-      ilp.colLb[col] = ilp.colUb[col] = firstEnd;
+      stageStart[s] = firstEnd - c.f[s];
     }
   }
+
+  // Bounds on the objective R (the largest stage span). Upper: the warm
+  // start's span; the search only needs solutions at least as good, and the
+  // warm start itself attains it. Lower: the busiest stage's work and the
+  // analytic bound of Bounds.cpp (valid for every schedule, so for every
+  // ILP solution).
   double work = 0;
   for (int s = 0; s < p; ++s)
     work = std::max(work, m * (c.f[s] + c.b[s] + c.w[s]));
-  int R = ilp.addCol(work, horizon, 1, false, warmSim.stageSpan / tUnit);
+  double ub = warmSim.stageSpan / tUnit;
+  double analyticMs = stageSpanLowerBound(
+      problem, std::vector<double>(p, problem.memoryLimit > 0
+                                          ? problem.memoryLimit
+                                          : 0.0));
+  double lb = std::min(ub, std::max(work, analyticMs / tUnit));
+  double grid = timeGrid(problem);
 
-  // Same-stage order: typeRank(F)=0 < B=1 < W=2; a is before b when its kind
-  // rank is <= and its microbatch <= (and a != b).
-  auto before = [&](ActionKind ka, int ia, ActionKind kb, int ib) {
-    return static_cast<int>(ka) <= static_cast<int>(kb) && ia <= ib &&
-           !(ka == kb && ia == ib);
+  // Time windows. With R <= ub every pass of stage s ends in
+  // [stageStart(s), stageStart(s) + ub]. est[n]: earliest end of pass n from
+  // the dependency chains (4), (5), F -> B -> W, the microbatch order of each
+  // kind, and the passes that must precede it on its stage; lct[n]: latest
+  // end, from stageStart + ub less the passes that must follow it on its
+  // stage, propagated backwards through the same chains. Every solution with
+  // R <= ub lies in these windows, so they are valid column bounds, and they
+  // give each order pair its own big-M (below) instead of one horizon-wide M.
+  struct Arc {
+    int from, to;
+    double lag; // E[to] >= E[from] + lag
   };
+  std::vector<Arc> arcs;
+  std::vector<double> est(numNodes), lct(numNodes);
+  for (int s = 0; s < p; ++s)
+    for (ActionKind kn : kinds)
+      for (int in = 0; in < m; ++in) {
+        int n = node(kn, s, in);
+        double pre = 0, post = 0;
+        for (ActionKind kk : kinds)
+          for (int ik = 0; ik < m; ++ik) {
+            if (before(kk, ik, kn, in))
+              pre += cost[node(kk, s, ik)];
+            else if (before(kn, in, kk, ik))
+              post += cost[node(kk, s, ik)];
+          }
+        est[n] = stageStart[s] + pre + cost[n];
+        lct[n] = stageStart[s] + ub - post;
+        int f = node(ActionKind::F, s, in), b = node(ActionKind::B, s, in),
+            w = node(ActionKind::W, s, in);
+        if (kn == ActionKind::F) {
+          if (s > 0)
+            arcs.push_back({node(ActionKind::F, s - 1, in), f,
+                            c.comm[s - 1] + c.f[s]});
+          if (s + 1 < p)
+            arcs.push_back({node(ActionKind::B, s + 1, in), b,
+                            c.comm[s + 1] + c.b[s]});
+          arcs.push_back({f, b, c.b[s]});
+          arcs.push_back({b, w, c.w[s]});
+        }
+        if (in > 0)
+          arcs.push_back({node(kn, s, in - 1), n, cost[n]});
+      }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Arc &a : arcs) {
+      if (est[a.from] + a.lag > est[a.to] + 1e-12) {
+        est[a.to] = est[a.from] + a.lag;
+        changed = true;
+      }
+      if (lct[a.to] - a.lag < lct[a.from] - 1e-12) {
+        lct[a.from] = lct[a.to] - a.lag;
+        changed = true;
+      }
+    }
+  }
+
+  IlpModel ilp;
+  std::vector<int> E(numNodes);
+  for (int n = 0; n < numNodes; ++n) {
+    // The warm start lies in its windows; the max/min only absorb rounding.
+    double lo = std::min(est[n], warmEnd[n]);
+    double hi = std::max({lct[n], warmEnd[n], lo});
+    E[n] = ilp.addCol(lo, hi, 0, false, warmEnd[n]);
+  }
+  for (int s = 0; s < p; ++s) {
+    int col = E[node(ActionKind::F, s, 0)];
+    ilp.colLb[col] = ilp.colUb[col] = stageStart[s] + c.f[s];
+  }
+  int R = ilp.addCol(lb, std::max(lb, ub), 1, false, ub);
+
   // P[(a,b)] column for a < b in node index, meaning "a before b".
+  //
+  // Symmetry breaking: the passes of one kind run in microbatch order on
+  // every stage (F(s,0) F(s,1) ..., B(s,0) B(s,1) ..., W(s,0) W(s,1) ...), as
+  // in the authors' formulation, so the only undecided pairs are {F(i'),
+  // B(i)}, {F(i'), W(i)} and {B(i'), W(i)} with i' > i. This loses no
+  // schedule because the microbatches are identical (same costs and memory):
+  // take any feasible timed schedule and, on every stage and for every kind,
+  // give the k-th pass of that kind to run the label k, keeping every start
+  // time. The k-th F on stage s starts after k distinct F passes of stage
+  // s-1 have ended (plus T_comm), so after the k-th of them to end: F(s,k)
+  // after F(s-1,k) still holds. The same counting gives B(s,k) after
+  // B(s+1,k) (k-th B on s+1) and after F(s,k), and W(s,k) after B(s,k).
+  // Memory on a stage depends only on how many F, B and W have run there,
+  // which relabelling does not change. So, with each stage's span measured
+  // from its own first pass, the optimum over microbatch-ordered timed
+  // schedules is the optimum over all timed schedules. (The model also pins
+  // F(s,0) to its earliest start, the simulator's semantics for orders in
+  // this class; an order outside it may start a stage later than that, so
+  // CBC's bound is stated for the class, and the analytic bound, which holds
+  // for every order, is reported next to it.)
   std::map<std::pair<int, int>, int> P;
   auto order = [&](int a, int b) -> std::pair<int, bool> {
     // Returns (column, true if the column means a before b).
@@ -361,7 +608,7 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
       return {P.at({a, b}), true};
     return {P.at({b, a}), false};
   };
-  const ActionKind kinds[] = {ActionKind::F, ActionKind::B, ActionKind::W};
+  int fixedPairs = 0;
   for (int s = 0; s < p; ++s)
     for (ActionKind ka : kinds)
       for (int ia = 0; ia < m; ++ia)
@@ -370,11 +617,22 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
             int a = node(ka, s, ia), b = node(kb, s, ib);
             if (a >= b || before(ka, ia, kb, ib) || before(kb, ib, ka, ia))
               continue;
-            int col = ilp.addCol(0, 1, 0, true, warmPos[a] < warmPos[b]);
+            // a before b needs E[b] >= E[a] + T_b >= est[a] + T_b.
+            double tol = 1e-7 * std::max(1.0, ub);
+            bool aFirstOk = est[a] + cost[b] <= lct[b] + tol;
+            bool bFirstOk = est[b] + cost[a] <= lct[a] + tol;
+            double init = warmPos[a] < warmPos[b];
+            int col = ilp.addCol(bFirstOk ? 0 : 1, aFirstOk ? 1 : 0, 0, true,
+                                 init);
+            fixedPairs += !(aFirstOk && bFirstOk);
             P[{a, b}] = col;
-            // (6): E[b] - E[a] - M P >= T_b - M ; E[a] - E[b] + M P >= T_a
-            ilp.addRow({E[b], E[a], col}, {1, -1, -bigM}, 'G', cost[b] - bigM);
-            ilp.addRow({E[a], E[b], col}, {1, -1, bigM}, 'G', cost[a]);
+            // (6) with a big-M per row from the windows:
+            //   E[b] - E[a] >= T_b - (1 - P) Mab, Mab = T_b + lct[a] - est[b]
+            //   E[a] - E[b] >= T_a - P Mba,       Mba = T_a + lct[b] - est[a]
+            double mab = std::max(0.0, cost[b] + lct[a] - est[b]);
+            double mba = std::max(0.0, cost[a] + lct[b] - est[a]);
+            ilp.addRow({E[b], E[a], col}, {1, -1, -mab}, 'G', cost[b] - mab);
+            ilp.addRow({E[a], E[b], col}, {1, -1, mba}, 'G', cost[a]);
           }
 
   // Dependencies (4), (5), same-stage implied order, W after B.
@@ -457,21 +715,31 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
       }
   }
 
-  if (options.verbose)
+  if (options.verbose) {
+    int outside = 0;
+    for (int k = 0; k < ilp.numCols; ++k)
+      outside += ilp.start[k] < ilp.colLb[k] - 1e-9 ||
+                 ilp.start[k] > ilp.colUb[k] + 1e-9;
     fprintf(stderr,
-            "zb ilp: %d columns, %d rows, warm start violates %d "
-            "rows\n",
-            ilp.numCols, ilp.numRows, ilp.startViolations);
+            "zb ilp: %d columns, %d rows, %d order pairs fixed by the time "
+            "windows, objective in [%g, %g] ms, time grid %g ms; the warm "
+            "start violates %d rows and %d column bounds\n",
+            ilp.numCols, ilp.numRows, fixedPairs, lb * tUnit, ub * tUnit,
+            grid, ilp.startViolations, outside);
+  }
   ilp.load();
-  Cbc_setLogLevel(ilp.model, options.verbose ? 1 : 0);
+  // Log level 1 so that CBC's progress messages reach cbcProgress (which
+  // prints them only with options.verbose).
+  Cbc_setLogLevel(ilp.model, 1);
   std::vector<int> allCols(ilp.numCols);
   std::iota(allCols.begin(), allCols.end(), 0);
   Cbc_setMIPStartI(ilp.model, ilp.numCols, allCols.data(), ilp.start.data());
   // The time limit. CBC checks its own limit only between nodes: the root LP
-  // and the processing of the MIP start are not interrupted (p=8 m=24: 39 s
-  // and 27 s, 70 s at a 30 s limit). So CBC runs in a child process with its
-  // own limit set a little below ours, and the child is killed at our
-  // deadline if it has not returned by then; we then keep the warm start.
+  // and the processing of the MIP start are not interrupted (p=8 m=24 with
+  // the horizon-wide big-M: 39 s and 27 s, 70 s at a 30 s limit). So CBC runs
+  // in a child process with its own limit set a little below ours, and the
+  // child is killed at our deadline if it has not returned by then; we then
+  // keep the warm start and the bounds the child streamed.
   auto t0 = std::chrono::steady_clock::now();
   // Deadline for CBC, measured from t0: the limit less the time already
   // spent and a margin for decoding and verifying its solution.
@@ -486,7 +754,21 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   Cbc_setParameter(ilp.model, "preprocess", "off");
   Cbc_setParameter(ilp.model, "threads",
                    std::to_string(std::max(1, options.threads)).c_str());
-  CbcOutcome out = solveWithDeadline(ilp.model, ilp.numCols, t0, limit);
+  // When every time is a multiple of a grid g, so is every stage span under
+  // the simulator and the optimum of the ILP (for fixed orders the E are
+  // longest paths from the pinned first passes with lags that are sums of
+  // times). A better solution is then at least g better: CBC may prune a
+  // node whose bound exceeds incumbent - g ("increment"), which closes gaps
+  // below g, and a bound may be rounded up to the grid.
+  if (grid > 0) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.17g", 0.99 * grid / tUnit);
+    Cbc_setParameter(ilp.model, "increment", text);
+  }
+  double proveThreshold =
+      grid > 0 ? ub - 0.99 * grid / tUnit : ub - 1e-9 * std::max(1.0, ub);
+  CbcOutcome out =
+      solveWithDeadline(ilp, options.verbose, proveThreshold, t0, limit);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
@@ -496,6 +778,7 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   rep.numVariables = ilp.numCols;
   rep.numConstraints = ilp.numRows;
   rep.warmStartObjective = warmSim.stageSpan;
+  rep.analyticBound = analyticMs;
   const double *sol = out.hasSolution ? out.solution.data() : nullptr;
   double cbcObjective = out.objective * tUnit;
   if (!out.finished)
@@ -506,6 +789,8 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
                                      options.timeLimitSeconds)
                            .str()
                      : "CBC failed (" + out.error + "; kept the warm start)";
+  else if (out.lpProvesOptimal)
+    rep.status = "optimal (LP relaxation)";
   else if (out.provenOptimal)
     rep.status = "optimal";
   else if (out.provenInfeasible)
@@ -519,16 +804,31 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
     rep.status = llvm::formatv("stopped (status {0}, secondary {1})",
                                out.status, out.secondary)
                      .str();
-  // CBC's best bound; when CBC was killed before it had one, the analytic
-  // lower bound (valid for every schedule, so for the ILP too), labelled.
-  if (out.finished && std::isfinite(out.bestBound) && !out.provenInfeasible) {
-    rep.bestBound = out.bestBound * tUnit;
-  } else {
-    double lim = problem.memoryLimit;
-    rep.bestBound = stageSpanLowerBound(
-        problem, std::vector<double>(p, lim > 0 ? lim : 0.0));
-    rep.status += "; bound: analytic (none from CBC)";
+  // CBC's own bound: its final best possible objective when it returned,
+  // else the latest one it streamed (progress messages), else the LP
+  // relaxation solved before it. Never below the analytic bound, which is a
+  // lower bound of the column R.
+  if (out.lpProvesOptimal) {
+    rep.cbcBound = out.lpBound * tUnit;
+    rep.cbcBoundSource = "LP relaxation";
+  } else if (out.finished && std::isfinite(out.bestBound) &&
+             !out.provenInfeasible) {
+    rep.cbcBound = out.bestBound * tUnit;
+    rep.cbcBoundSource = "final";
+  } else if (std::isfinite(out.progressBound)) {
+    rep.cbcBound = out.progressBound * tUnit;
+    rep.cbcBoundSource = "progress";
+  } else if (std::isfinite(out.lpBound)) {
+    rep.cbcBound = out.lpBound * tUnit;
+    rep.cbcBoundSource = "LP relaxation";
   }
+  if (std::isfinite(out.lpBound))
+    rep.lpBound = out.lpBound * tUnit;
+  rep.bestBound = std::max(rep.analyticBound,
+                           std::isfinite(rep.cbcBound) ? rep.cbcBound : 0.0);
+  if (grid > 0) // round up to the grid, less a relative tolerance
+    rep.bestBound =
+        grid * std::ceil(rep.bestBound / grid - 1e-6 * std::max(1.0, ub));
 
   Schedule result = std::move(*warm);
   result.name = "ilp";
@@ -580,16 +880,20 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   double tol = 1e-6 * std::max(1.0, realized);
   // Proven optimal only if CBC proved it and the returned schedule attains
   // CBC's optimum.
-  rep.provenOptimal =
-      out.finished && out.provenOptimal && sol &&
-      std::fabs(realized - cbcObjective) <= tol;
+  rep.provenOptimal = (out.finished && out.provenOptimal && sol &&
+                       std::fabs(realized - cbcObjective) <= tol) ||
+                      (out.lpProvesOptimal &&
+                       std::fabs(realized - warmSim.stageSpan) <= tol);
   if (out.finished && out.provenOptimal && !rep.provenOptimal)
     rep.status = llvm::formatv("CBC proved {0} optimal, but the returned "
                                "schedule costs {1}",
                                cbcObjective, realized)
                      .str();
+  // Proven optimal: no solution better by the increment (the grid) exists,
+  // so the optimum is the returned objective.
   if (rep.provenOptimal)
-    rep.bestBound = std::min(rep.bestBound, realized);
+    rep.bestBound = realized;
+  rep.bestBound = std::min(rep.bestBound, realized);
   rep.gap =
       realized > 0 ? std::max(0.0, (realized - rep.bestBound) / realized) : 0;
   if (report)

@@ -25,6 +25,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace zb::sched;
 namespace cl = llvm::cl;
@@ -223,6 +224,13 @@ static llvm::Expected<Problem> makeProblem(int chunks) {
   return p;
 }
 
+/// CBC's bound for JSON: a number, or null when CBC had none.
+static llvm::json::Value cbcBoundJSON(const IlpReport &ilp) {
+  if (std::isfinite(ilp.cbcBound))
+    return ilp.cbcBound;
+  return nullptr;
+}
+
 static void emit(llvm::raw_ostream &os, const Problem &problem,
                  const Schedule &schedule, const SimResult &sim,
                  const IlpReport *ilp, const CommReport *comm) {
@@ -248,6 +256,9 @@ static void emit(llvm::raw_ostream &os, const Problem &problem,
                                     {"proven_optimal", ilp->provenOptimal},
                                     {"objective", ilp->objective},
                                     {"best_bound", ilp->bestBound},
+                                    {"cbc_bound", cbcBoundJSON(*ilp)},
+                                    {"cbc_bound_source", ilp->cbcBoundSource},
+                                    {"analytic_bound", ilp->analyticBound},
                                     {"gap", ilp->gap},
                                     {"warm_start", ilp->warmStartObjective},
                                     {"seconds", ilp->seconds}});
@@ -262,9 +273,14 @@ static void emit(llvm::raw_ostream &os, const Problem &problem,
     writeText(os, problem, schedule, sim);
     if (ilp && !ilp->status.empty())
       os << llvm::formatv("  ilp: CBC status '{0}', objective {1}, best bound "
-                          "{2}, gap {3:P2}, warm start {4}, {5:F1} s, {6} "
-                          "variables, {7} constraints\n",
-                          ilp->status, ilp->objective, ilp->bestBound, ilp->gap,
+                          "{2} (CBC's bound {3} [{4}], analytic bound {5}), "
+                          "gap {6:P2}, warm start {7}, {8:F1} s, {9} "
+                          "variables, {10} constraints\n",
+                          ilp->status, ilp->objective, ilp->bestBound,
+                          std::isfinite(ilp->cbcBound)
+                              ? llvm::formatv("{0}", ilp->cbcBound).str()
+                              : std::string("none"),
+                          ilp->cbcBoundSource, ilp->analyticBound, ilp->gap,
                           ilp->warmStartObjective, ilp->seconds,
                           ilp->numVariables, ilp->numConstraints);
     if (comm) {

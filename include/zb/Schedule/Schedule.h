@@ -26,6 +26,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -168,13 +169,30 @@ struct BuildOptions {
 
 /// What the ILP solver reported (Appendix G). Filled by buildSchedule("ilp").
 struct IlpReport {
-  /// CBC's status: "optimal", "time limit (feasible)", "infeasible", ...
+  /// CBC's status: "optimal", "optimal (LP relaxation)" (the LP relaxation
+  /// already proves the warm start optimal; CBC not run), "time limit
+  /// (feasible)", "infeasible", ...
   std::string status;
   /// True only if CBC proved optimality.
   bool provenOptimal = false;
-  /// Objective of the returned schedule (stage span, ms) and CBC's best lower
-  /// bound (ms); gap = (objective - bound) / objective.
+  /// Objective of the returned schedule (stage span, ms), the best lower
+  /// bound on the optimum (ms): the larger of CBC's bound and the analytic
+  /// bound, rounded up to the grid of the times (the largest g that divides
+  /// every T_F, T_B, T_W, T_comm; every stage span is a multiple of it), or
+  /// the objective itself when CBC proved optimality; and gap =
+  /// (objective - bestBound) / objective.
   double objective = 0, bestBound = 0, gap = 0;
+  /// stageSpanLowerBound at the problem's memory limit (ms); the model's
+  /// objective column is bounded below by it, so cbcBound >= analyticBound.
+  double analyticBound = 0;
+  /// CBC's own bound (ms; NaN if it had none): its final best possible
+  /// objective when it returned ("final"), else the latest one from its
+  /// progress messages ("progress"), else the optimum of the LP relaxation
+  /// solved (by Clp) before the branch and bound ("LP relaxation").
+  double cbcBound = std::numeric_limits<double>::quiet_NaN();
+  std::string cbcBoundSource = "none";
+  /// Optimum of the LP relaxation (ms; NaN if not solved in time).
+  double lpBound = std::numeric_limits<double>::quiet_NaN();
   /// Objective of the warm start (the heuristic), ms.
   double warmStartObjective = 0;
   /// Wall time spent in CBC, seconds.
