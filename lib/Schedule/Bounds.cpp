@@ -19,6 +19,17 @@
 // The two idle periods are disjoint when m > nF (the first B comes before the
 // last F); otherwise only the larger counts. span(j) >= work(j) + idle(j).
 //
+//  - Load of a later stage k > j: stage k's first pass starts no earlier
+//    than D(j,k) = sum_{j<=l<k} (T_F(l) + T_comm(l)) after stage j's (it is
+//    an F whose input passed through F on stages j..k-1). Its last B ends no
+//    earlier than its m F and m B passes and the x W passes that memory
+//    forces before that B (just before it, the stage holds M_B plus M_W for
+//    each of the m-1 earlier B whose W has not run: x >= m-1-(L-M_B)/M_W).
+//    The last B on stage j ends at least the backward chain later (the
+//    microbatch whose B ends last on stage k still needs B on k-1..j), then
+//    a W: span(j) >= D(j,k) + m (T_F(k) + T_B(k)) + x T_W(k)
+//                    + sum_{j<=l<k} (T_comm(l+1) + T_B(l)) + T_W(j).
+//
 //===----------------------------------------------------------------------===//
 
 #include "zb/Schedule/Schedule.h"
@@ -62,6 +73,21 @@ double zb::sched::stageSpanLowerBound(const Problem &problem,
     double idle =
         m > nF ? idleStart + idleEnd : std::max(idleStart, idleEnd);
     best = std::max(best, work + idle);
+    double delay = 0, back = 0;
+    for (int k = j + 1; k < p; ++k) {
+      delay += c.f[k - 1] + c.comm[k - 1];
+      back += c.comm[k] + c.b[k - 1];
+      double limitK = k < (int)limits.size() && limits[k] > 0
+                          ? limits[k]
+                          : std::numeric_limits<double>::infinity();
+      double forcedW = 0;
+      if (!std::isinf(limitK) && c.memW[k] > 0)
+        forcedW = std::max(
+            0.0, std::ceil((m - 1) - (limitK - c.memB[k]) / c.memW[k] - 1e-9));
+      forcedW = std::min<double>(forcedW, m - 1);
+      best = std::max(best, delay + m * (c.f[k] + c.b[k]) +
+                                forcedW * c.w[k] + back + c.w[j]);
+    }
   }
   return best;
 }

@@ -742,10 +742,12 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   // keep the warm start and the bounds the child streamed.
   auto t0 = std::chrono::steady_clock::now();
   // Deadline for CBC, measured from t0: the limit less the time already
-  // spent and a margin for decoding and verifying its solution.
+  // spent and a margin for decoding and verifying its solution (0.1 s, or
+  // 0.5 % of the limit on a busy machine with a large model).
   double limit = std::max(
       0.0, options.timeLimitSeconds -
-               std::chrono::duration<double>(t0 - tEntry).count() - 0.05);
+               std::chrono::duration<double>(t0 - tEntry).count() -
+               std::max(0.1, 0.005 * options.timeLimitSeconds));
   Cbc_setMaximumSeconds(ilp.model,
                         std::max(0.0, limit - std::max(0.2, 0.03 * limit)));
   Cbc_setParameter(ilp.model, "timeMode", "elapsed");
