@@ -86,8 +86,18 @@ public:
   }
 
   /// Moves list[k] to position `to`; returns false (and undoes it) if the
-  /// rank's order becomes invalid.
+  /// rank's order becomes invalid. A pass never moves past another pass of
+  /// the same kind and stage: that would reorder the microbatches of that
+  /// kind on this stage only, and the neighbour stage would then receive
+  /// (or send) them in a different order than this one sends (receives),
+  /// which verifyCommunication rejects (the receiver must post its receives
+  /// in the sender's order). Keeping every kind in its original order keeps
+  /// the search inside the class the ILP searches (microbatch order).
   static bool move(std::vector<Action> &list, size_t k, size_t to) {
+    for (size_t q = std::min(k, to); q <= std::max(k, to); ++q)
+      if (q != k && list[q].kind == list[k].kind &&
+          list[q].stage == list[k].stage)
+        return false;
     Action moved = list[k];
     list.erase(list.begin() + k);
     list.insert(list.begin() + to, moved);
@@ -114,9 +124,6 @@ public:
           for (int d = -kWindow; d <= kWindow; ++d) {
             long to = static_cast<long>(k) + d;
             if (d == 0 || to < 0 || to >= static_cast<long>(list.size()))
-              continue;
-            // Moving past a pass of the same kind only relabels.
-            if (list[to].kind == list[k].kind)
               continue;
             if (!move(list, k, to))
               continue;

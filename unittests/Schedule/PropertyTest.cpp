@@ -349,6 +349,7 @@ TEST(Property, RandomProblemsSearchAndIlp) {
         return -1;
       }
       EXPECT_EQ(errorOf(verify(pr, *s)), "") << name.str();
+      EXPECT_EQ(errorOf(verifyCommunication(pr, *s)), "") << name.str();
       SimResult r = simulate(pr, *s);
       EXPECT_TRUE(r.complete);
       if (pr.memoryLimit > 0)
