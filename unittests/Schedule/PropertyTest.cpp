@@ -60,6 +60,8 @@ TEST(Property, RandomProblemsV1) {
       }
       ++built;
       EXPECT_EQ(errorOf(verify(pr, *s)), "") << name.str();
+      // Sends matched by receives in order, no deadlock (buffered sends).
+      EXPECT_EQ(errorOf(verifyCommunication(pr, *s)), "") << name.str();
       SimResult r = simulate(pr, *s);
       ASSERT_TRUE(r.complete);
       if (pr.memoryLimit > 0) {
@@ -119,6 +121,10 @@ TEST(Property, RandomProblemsVShapeAndInterleaved) {
       }
       ++built;
       EXPECT_EQ(errorOf(verify(pr, *s)), "") << name.str();
+      // Buffered sends, activations and gradients on separate tags.
+      CommOptions tags;
+      tags.oneChannelPerPeerPair = false;
+      EXPECT_EQ(errorOf(verifyCommunication(pr, *s, tags)), "") << name.str();
       SimResult r = simulate(pr, *s);
       ASSERT_TRUE(r.complete);
       if (pr.memoryLimit > 0) {
