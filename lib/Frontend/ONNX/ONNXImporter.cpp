@@ -31,16 +31,21 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include "onnx/onnx_pb.h"
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <limits>
+#include <type_traits>
 #include <optional>
 #include <string>
 
@@ -62,12 +67,15 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
 /// Inputs of an op that must be constants known at import time (they are
 /// read, never turned into tensor operands).
 bool isStaticInput(llvm::StringRef opType, int index) {
+  if (opType == "Slice")
+    return index >= 1;
+  if (opType == "ConstantOfShape" || opType == "Range")
+    return true;
   if (index != 1)
     return false;
   return llvm::StringSwitch<bool>(opType)
-      .Case("Pow", true)
-      .Case("ReduceMean", true)
-      .Case("ReduceSum", true)
+      .Cases({"Pow", "ReduceMean", "ReduceSum", "ReduceMax", "Reshape"}, true)
+      .Cases({"Unsqueeze", "Squeeze", "Expand", "Split", "Trilu"}, true)
       .Default(false);
 }
 
@@ -80,12 +88,225 @@ std::string formatShape(ArrayRef<int64_t> shape) {
   return s + "]";
 }
 
+//===----------------------------------------------------------------------===//
+// Constant folding at import (the exporters' shape plumbing)
+//===----------------------------------------------------------------------===//
+
+/// A constant tensor being folded: row-major values held as doubles (exact
+/// for the int64 shape arithmetic of exporters, |v| < 2^53), with the ONNX
+/// value's element type. Float results are rounded to that type after each
+/// op, as the exporting framework computes them.
+struct HostTensor {
+  SmallVector<int64_t> shape;
+  Type type; // element type
+  std::vector<double> data;
+
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  bool isFloat() const { return isa<FloatType>(type); }
+  bool isBool() const { return type.isInteger(1); }
+  /// Rounds `v` to the element type.
+  double round(double v) const {
+    if (isBool())
+      return v != 0.0 ? 1.0 : 0.0;
+    if (!isFloat())
+      return std::trunc(v);
+    if (type.isF32())
+      return double(float(v));
+    return v;
+  }
+};
+
+HostTensor toHost(DenseElementsAttr attr) {
+  HostTensor t;
+  t.shape.assign(attr.getType().getShape().begin(),
+                 attr.getType().getShape().end());
+  t.type = attr.getElementType();
+  t.data.reserve(attr.getNumElements());
+  if (t.isFloat()) {
+    for (APFloat v : attr.getValues<APFloat>()) {
+      bool lost;
+      v.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+      t.data.push_back(v.convertToDouble());
+    }
+  } else if (t.isBool()) {
+    for (bool v : attr.getValues<bool>())
+      t.data.push_back(v ? 1.0 : 0.0);
+  } else {
+    for (const APInt &v : attr.getValues<APInt>())
+      t.data.push_back(double(v.getSExtValue()));
+  }
+  return t;
+}
+
+DenseElementsAttr fromHost(const HostTensor &t) {
+  auto type = RankedTensorType::get(t.shape, t.type);
+  if (t.isBool()) {
+    SmallVector<bool> bits;
+    for (double v : t.data)
+      bits.push_back(v != 0.0);
+    return DenseElementsAttr::get(type, ArrayRef<bool>(bits));
+  }
+  if (auto ft = dyn_cast<FloatType>(t.type)) {
+    SmallVector<APFloat> vals;
+    for (double v : t.data) {
+      APFloat f(v);
+      bool lost;
+      f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      vals.push_back(f);
+    }
+    return DenseElementsAttr::get(type, vals);
+  }
+  unsigned width = t.type.getIntOrFloatBitWidth();
+  SmallVector<APInt> vals;
+  for (double v : t.data) {
+    // Clamp (exporters write INT64_MAX as "to the end").
+    double c = std::min(std::max(v, -9.2e18), 9.2e18);
+    vals.push_back(APInt(width, uint64_t(int64_t(c)), /*isSigned=*/true,
+                         /*implicitTrunc=*/true));
+  }
+  return DenseElementsAttr::get(type, vals);
+}
+
+/// Row-major strides of `shape`.
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+/// For every element of `outShape`, the index of the element of a tensor of
+/// shape `inShape` it reads under numpy broadcasting.
+std::vector<int64_t> broadcastIndexMap(ArrayRef<int64_t> inShape,
+                                       ArrayRef<int64_t> outShape) {
+  int64_t n = 1;
+  for (int64_t d : outShape)
+    n *= d;
+  std::vector<int64_t> map(n);
+  SmallVector<int64_t> inStrides = stridesOf(inShape);
+  int64_t offset = int64_t(outShape.size()) - int64_t(inShape.size());
+  SmallVector<int64_t> idx(outShape.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t src = 0;
+    for (size_t d = 0; d < inShape.size(); ++d)
+      if (inShape[d] != 1)
+        src += idx[offset + d] * inStrides[d];
+    map[i] = src;
+    for (int64_t d = int64_t(outShape.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < outShape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return map;
+}
+
+/// The numpy broadcast of two shapes, or nullopt.
+std::optional<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
+                                                    ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> shape(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (x != y && x != 1 && y != 1)
+      return std::nullopt;
+    shape[i] = x == 1 ? y : x;
+  }
+  return shape;
+}
+
+HostTensor broadcastHost(const HostTensor &t, ArrayRef<int64_t> shape) {
+  HostTensor r;
+  r.shape.assign(shape.begin(), shape.end());
+  r.type = t.type;
+  for (int64_t i : broadcastIndexMap(t.shape, shape))
+    r.data.push_back(t.data[i]);
+  return r;
+}
+
+/// Permutes the dimensions: result dimension i is operand dimension perm[i].
+HostTensor transposeHost(const HostTensor &t, ArrayRef<int64_t> perm) {
+  HostTensor r;
+  r.type = t.type;
+  for (int64_t p : perm)
+    r.shape.push_back(t.shape[p]);
+  SmallVector<int64_t> inStrides = stridesOf(t.shape);
+  int64_t n = t.numElements();
+  r.data.resize(n);
+  SmallVector<int64_t> idx(perm.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t src = 0;
+    for (size_t d = 0; d < perm.size(); ++d)
+      src += idx[d] * inStrides[perm[d]];
+    r.data[i] = t.data[src];
+    for (int64_t d = int64_t(perm.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < r.shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return r;
+}
+
+/// Static strided slice (start, step per dimension, result shape given).
+HostTensor sliceHost(const HostTensor &t, ArrayRef<int64_t> start,
+                     ArrayRef<int64_t> step, ArrayRef<int64_t> shape) {
+  HostTensor r;
+  r.type = t.type;
+  r.shape.assign(shape.begin(), shape.end());
+  SmallVector<int64_t> inStrides = stridesOf(t.shape);
+  int64_t n = r.numElements();
+  SmallVector<int64_t> idx(shape.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t src = 0;
+    for (size_t d = 0; d < shape.size(); ++d)
+      src += (start[d] + idx[d] * step[d]) * inStrides[d];
+    r.data.push_back(t.data[src]);
+    for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return r;
+}
+
+/// True if `t` (rank >= 2) is, in each of its [Tq, Tk] matrices, `above` at
+/// every key after the query (k > q) and `below` elsewhere: a causal mask.
+bool isCausalPattern(const HostTensor &t, double above, double below) {
+  if (t.shape.size() < 2)
+    return false;
+  int64_t tq = t.shape[t.shape.size() - 2], tk = t.shape.back();
+  for (int64_t i = 0, n = t.numElements(); i < n; ++i) {
+    int64_t k = i % tk, q = (i / tk) % tq;
+    double want = k > q ? above : below;
+    if (!(t.data[i] == want || (std::isnan(want) && std::isnan(t.data[i]))))
+      return false;
+  }
+  return true;
+}
+
+/// Reads a 1-D (or scalar) integer constant.
+SmallVector<int64_t> toInts(const HostTensor &t) {
+  SmallVector<int64_t> v;
+  for (double d : t.data)
+    v.push_back(d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : int64_t(d));
+  return v;
+}
+
 class ONNXImporter {
 public:
-  ONNXImporter(MLIRContext *ctx, llvm::StringRef fileName)
+  ONNXImporter(MLIRContext *ctx, llvm::StringRef fileName,
+               const zb::frontend::ImportOptions &options)
       : ctx(ctx), fileName(fileName.str()),
         fileLoc(FileLineColLoc::get(ctx, fileName, 0, 0)), builder(ctx),
-        loc(fileLoc) {}
+        loc(fileLoc), options(options) {}
 
   OwningOpRef<ModuleOp> importModel(const onnx::ModelProto &model);
 
@@ -113,6 +334,8 @@ private:
 
   //===--- Graph traversal ------------------------------------------------===//
   LogicalResult collectParameters(const onnx::GraphProto &graph);
+  FailureOr<Value> appendLoss(Value logits, func::FuncOp func,
+                              unsigned numGraphInputs);
   LogicalResult importNode();
   LogicalResult define(llvm::StringRef name, ImportedValue v, Location where);
 
@@ -152,6 +375,37 @@ private:
   FailureOr<SmallVector<ImportedValue, 1>> pow();
   FailureOr<SmallVector<ImportedValue, 1>> identity();
   FailureOr<SmallVector<ImportedValue, 1>> constant();
+  FailureOr<SmallVector<ImportedValue, 1>> shape();
+  FailureOr<SmallVector<ImportedValue, 1>> reshape();
+  FailureOr<SmallVector<ImportedValue, 1>> transpose();
+  FailureOr<SmallVector<ImportedValue, 1>> expand();
+  FailureOr<SmallVector<ImportedValue, 1>> concat();
+  FailureOr<SmallVector<ImportedValue, 1>> slice();
+  FailureOr<SmallVector<ImportedValue, 1>> split();
+  FailureOr<SmallVector<ImportedValue, 1>> castNode();
+  FailureOr<SmallVector<ImportedValue, 1>> gather();
+  FailureOr<SmallVector<ImportedValue, 1>> where();
+  FailureOr<SmallVector<ImportedValue, 1>> reciprocal();
+  FailureOr<SmallVector<ImportedValue, 1>> softmax();
+  FailureOr<SmallVector<ImportedValue, 1>> layerNorm();
+  FailureOr<SmallVector<ImportedValue, 1>> softmaxCrossEntropy();
+
+  //===--- Folding (constants known at import) ----------------------------===//
+  struct SliceSpec {
+    SmallVector<int64_t> start, step, shape;
+  };
+  bool allInputsConstant();
+  FailureOr<SmallVector<ImportedValue, 1>> fold();
+  FailureOr<HostTensor> hostInput(int i);
+  /// Input `i` as a 1-D (or scalar) integer constant.
+  FailureOr<SmallVector<int64_t>> intsInput(int i);
+  FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank,
+                                   llvm::StringRef what);
+  FailureOr<std::optional<SmallVector<int64_t>>> axesOperand();
+  /// Result shape of the current Reshape/Unsqueeze/Squeeze/Flatten node.
+  FailureOr<SmallVector<int64_t>> reshapeTarget(ArrayRef<int64_t> in);
+  FailureOr<SliceSpec> sliceSpec(ArrayRef<int64_t> in);
+  FailureOr<SmallVector<int64_t>> permutation(int64_t rank);
 
   Handler findHandler(llvm::StringRef opType);
 
@@ -166,11 +420,15 @@ private:
   /// Float initializers used as tensor operands: the parameters, in order.
   SmallVector<const onnx::TensorProto *> params;
 
+  /// Version of the default ONNX domain the model imports.
+  int64_t opsetVersion = 17;
+
   // The node being imported.
   const onnx::NodeProto *node = nullptr;
   int nodeIndex = -1;
   std::string nodeName;
   Location loc;
+  zb::frontend::ImportOptions options;
 };
 
 } // namespace
@@ -443,6 +701,9 @@ OwningOpRef<ModuleOp> ONNXImporter::importModel(const onnx::ModelProto &model) {
     return nullptr;
   }
   const onnx::GraphProto &graph = model.graph();
+  for (const onnx::OperatorSetIdProto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      opsetVersion = o.version();
   if (graph.sparse_initializer_size() > 0) {
     fileError() << "sparse initializers are not supported";
     return nullptr;
@@ -524,16 +785,27 @@ OwningOpRef<ModuleOp> ONNXImporter::importModel(const onnx::ModelProto &model) {
     return nullptr;
   }
   Value loss = materialize(it->second);
+  if (!options.loss.empty()) {
+    FailureOr<Value> appended = appendLoss(loss, func, argNames.size() - params.size());
+    if (failed(appended))
+      return nullptr;
+    loss = *appended;
+  }
   auto lossType = cast<RankedTensorType>(loss.getType());
   if (!isa<FloatType>(lossType.getElementType()) ||
       lossType.getNumElements() != 1) {
     fileError() << "the graph output '" << output.name()
-                << "' must be a scalar loss, but it is " << lossType;
+                << "' must be a scalar loss, but it is " << lossType
+                << (options.loss.empty()
+                        ? " (for a model ending in logits, use --loss "
+                          "cross-entropy --targets NAME)"
+                        : "");
     return nullptr;
   }
   // A fully static declared type must be what the nodes compute.
   const onnx::TypeProto &declared = output.type();
-  if (declared.has_tensor_type() && declared.tensor_type().has_shape()) {
+  if (options.loss.empty() && declared.has_tensor_type() &&
+      declared.tensor_type().has_shape()) {
     SmallVector<int64_t> shape;
     for (const auto &d : declared.tensor_type().shape().dim())
       shape.push_back(d.has_dim_value() ? d.dim_value() : ShapedType::kDynamic);
@@ -552,8 +824,62 @@ OwningOpRef<ModuleOp> ONNXImporter::importModel(const onnx::ModelProto &model) {
         builder, loc, RankedTensorType::get({}, lossType.getElementType()),
         loss);
   func::ReturnOp::create(builder, fileLoc, loss);
-  func.setFunctionType(builder.getFunctionType(argTypes, loss.getType()));
+  func.setFunctionType(
+      builder.getFunctionType(entry->getArgumentTypes(), loss.getType()));
   return module;
+}
+
+/// --loss cross-entropy --targets NAME: the mean cross-entropy of the logits
+/// [N..., C] with the integer targets [N...] (graph input NAME, or a new i64
+/// argument NAME inserted after the graph inputs).
+FailureOr<Value> ONNXImporter::appendLoss(Value logits, func::FuncOp func,
+                                          unsigned numGraphInputs) {
+  if (options.loss != "cross-entropy") {
+    fileError() << "unknown loss '" << options.loss
+                << "' (supported: cross-entropy)";
+    return failure();
+  }
+  if (options.targets.empty()) {
+    fileError() << "--loss cross-entropy needs --targets NAME (the graph "
+                   "input, or a new input, holding the class indices)";
+    return failure();
+  }
+  auto type = cast<RankedTensorType>(logits.getType());
+  if (!isa<FloatType>(type.getElementType()) || type.getRank() < 1) {
+    fileError() << "--loss cross-entropy: the graph output must be logits "
+                   "[N..., C], but it is "
+                << type;
+    return failure();
+  }
+  auto targetsType = RankedTensorType::get(type.getShape().drop_back(),
+                                           builder.getI64Type());
+  Value targets;
+  auto it = values.find(options.targets);
+  if (it != values.end()) {
+    targets = materialize(it->second);
+    auto t = cast<RankedTensorType>(targets.getType());
+    if (!isa<IntegerType>(t.getElementType()) ||
+        t.getShape() != targetsType.getShape()) {
+      fileError() << "--targets '" << options.targets << "' is " << t
+                  << ", but logits " << type << " need integer targets of shape "
+                  << formatShape(targetsType.getShape());
+      return failure();
+    }
+  } else {
+    Location argLoc =
+        NameLoc::get(builder.getStringAttr(options.targets), fileLoc);
+    if (failed(func.insertArgument(
+            numGraphInputs, targetsType,
+            builder.getDictionaryAttr(builder.getNamedAttr(
+                zb::frontend::kNameAttr,
+                builder.getStringAttr(options.targets))),
+            argLoc)))
+      return failure();
+    targets = func.getArgument(numGraphInputs);
+  }
+  return Value(zb::CrossEntropyOp::create(
+      builder, loc, RankedTensorType::get({}, type.getElementType()), logits,
+      targets));
 }
 
 //===----------------------------------------------------------------------===//
@@ -724,6 +1050,29 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::binary() {
       return failure();
     }
   }
+  // x + mask with a constant additive causal mask (0 where k <= q, -inf
+  // where k > q, e.g. full(-inf).triu(1)) is zb.causal_mask.
+  if constexpr (std::is_same_v<OpTy, zb::AddOp>) {
+    for (int side = 0; side < 2; ++side) {
+      ImportedValue &mask = side ? *rhs : *lhs, &other = side ? *lhs : *rhs;
+      RankedTensorType otherType = side ? lhsType : rhsType;
+      if (!mask.constant || other.constant || mask.constant.isSplat() ||
+          otherType.getRank() < 2 || typeOf(mask).getRank() < 2 ||
+          typeOf(mask).getShape().take_back(2) !=
+              otherType.getShape().take_back(2) ||
+          !broadcastShapes(otherType.getShape(),
+                           typeOf(mask).getShape()) ||
+          *broadcastShapes(otherType.getShape(), typeOf(mask).getShape()) !=
+              otherType.getShape() ||
+          !isCausalPattern(toHost(mask.constant),
+                           -std::numeric_limits<double>::infinity(), 0.0))
+        continue;
+      return SmallVector<ImportedValue, 1>{
+          {zb::CausalMaskOp::create(builder, loc, otherType, other.value,
+                                    FloatAttr()),
+           {}}};
+    }
+  }
   if (lhsType.getElementType() != rhsType.getElementType()) {
     nodeError() << "operand element types differ: " << lhsType << " and "
                 << rhsType;
@@ -817,62 +1166,105 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::gemm() {
   return SmallVector<ImportedValue, 1>{{y, {}}};
 }
 
+/// MatMul with numpy semantics for rank >= 2: 2-D x 2-D -> zb.matmul;
+/// [..., M, K] x [K, N] -> rows flattened into one zb.matmul; batched
+/// operands (batch dimensions broadcast) -> zb.batch_matmul.
 FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::matmul() {
   FailureOr<Value> a = floatInput(0), b = failure();
   if (failed(a) || failed(b = floatInput(1)))
     return failure();
   auto aType = cast<RankedTensorType>(a->getType());
   auto bType = cast<RankedTensorType>(b->getType());
-  if (aType.getRank() != 2 || bType.getRank() != 2) {
-    nodeError() << "only 2-D x 2-D products are supported, got " << aType
-                << " and " << bType;
+  if (aType.getRank() < 2 || bType.getRank() < 2) {
+    nodeError() << "1-D operands are not supported, got " << aType << " and "
+                << bType;
     return failure();
   }
-  if (aType.getDimSize(1) != bType.getDimSize(0) ||
-      aType.getElementType() != bType.getElementType()) {
+  int64_t m = aType.getDimSize(aType.getRank() - 2),
+          k = aType.getShape().back(),
+          kb = bType.getDimSize(bType.getRank() - 2),
+          n = bType.getShape().back();
+  if (k != kb || aType.getElementType() != bType.getElementType()) {
     nodeError() << "operands do not match: " << aType << " and " << bType;
     return failure();
   }
-  auto type = RankedTensorType::get({aType.getDimSize(0), bType.getDimSize(1)},
-                                    aType.getElementType());
+  Type elt = aType.getElementType();
+  if (bType.getRank() == 2) {
+    ArrayRef<int64_t> lead = aType.getShape().drop_back(2);
+    int64_t rows = m;
+    for (int64_t d : lead)
+      rows *= d;
+    Value lhs = *a;
+    if (aType.getRank() > 2)
+      lhs = zb::ReshapeOp::create(builder, loc,
+                                  RankedTensorType::get({rows, k}, elt), lhs);
+    Value y = zb::MatmulOp::create(builder, loc,
+                                   RankedTensorType::get({rows, n}, elt), lhs,
+                                   *b, false, false);
+    if (aType.getRank() > 2) {
+      SmallVector<int64_t> shape(lead);
+      shape.append({m, n});
+      y = zb::ReshapeOp::create(builder, loc, RankedTensorType::get(shape, elt),
+                                y);
+    }
+    return SmallVector<ImportedValue, 1>{{y, {}}};
+  }
+  std::optional<SmallVector<int64_t>> batch = broadcastShapes(
+      aType.getShape().drop_back(2), bType.getShape().drop_back(2));
+  if (!batch) {
+    nodeError() << "batch dimensions are not broadcastable: " << aType
+                << " and " << bType;
+    return failure();
+  }
+  SmallVector<int64_t> aShape(*batch), bShape(*batch), shape(*batch);
+  aShape.append({m, k});
+  bShape.append({k, n});
+  shape.append({m, n});
+  FailureOr<Value> lhs = broadcastTo(*a, aShape), rhs = failure();
+  if (failed(lhs) || failed(rhs = broadcastTo(*b, bShape)))
+    return failure();
   return SmallVector<ImportedValue, 1>{
-      {zb::MatmulOp::create(builder, loc, type, *a, *b, false, false), {}}};
+      {zb::BatchMatmulOp::create(builder, loc, RankedTensorType::get(shape, elt),
+                                 *lhs, *rhs, false, false),
+       {}}};
 }
 
-/// Pow with a constant exponent: x^2 -> x * x, x^1 -> x.
+/// Pow with a constant scalar exponent: x^1 -> x, x^2 -> x * x, x^0.5 ->
+/// sqrt, x^-0.5 -> rsqrt, else zb.pow with the exponent as a splat.
 FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::pow() {
   FailureOr<Value> x = floatInput(0);
-  if (failed(x))
+  FailureOr<ImportedValue> e = lookup(1);
+  if (failed(x) || failed(e))
     return failure();
+  auto type = cast<RankedTensorType>(x->getType());
   std::optional<double> exponent;
-  if (FailureOr<ImportedValue> e = lookup(1); succeeded(e)) {
-    DenseElementsAttr c = e->constant;
-    if (!c)
-      c = initializers.lookup(node->input(1));
-    if (c && c.getNumElements() == 1) {
-      if (isa<FloatType>(c.getElementType()))
-        exponent = (*c.getValues<APFloat>().begin()).convertToDouble();
-      else if (c.getElementType().isSignlessInteger())
-        exponent = double((*c.getValues<APInt>().begin()).getSExtValue());
+  if (e->constant && e->constant.getNumElements() == 1)
+    exponent = toHost(e->constant).data[0];
+  if (!exponent) {
+    FailureOr<Value> ev = floatInput(1);
+    if (failed(ev))
+      return failure();
+    if (ev->getType() != type) {
+      nodeError() << "a computed exponent must have the type of the base, "
+                  << type << ", got " << ev->getType();
+      return failure();
     }
-  } else {
-    return failure();
+    return SmallVector<ImportedValue, 1>{
+        {zb::PowOp::create(builder, loc, type, *x, *ev), {}}};
   }
-  if (exponent && *exponent == 1.0)
-    return SmallVector<ImportedValue, 1>{{*x, {}}};
-  if (!exponent || *exponent != 2.0) {
-    InFlightDiagnostic diag = emitError(loc);
-    diag << "unsupported ONNX op 'Pow' with ";
-    if (exponent)
-      diag << "exponent " << llvm::formatv("{0}", llvm::format("%g", *exponent)).str();
-    else
-      diag << "a non-constant or non-scalar exponent";
-    diag << " (node '" << nodeName << "', #" << nodeIndex
-         << "): only a constant exponent 2 is supported";
-    return failure();
-  }
-  return SmallVector<ImportedValue, 1>{
-      {zb::MulOp::create(builder, loc, x->getType(), *x, *x), {}}};
+  Value y;
+  if (*exponent == 1.0)
+    y = *x;
+  else if (*exponent == 2.0)
+    y = zb::MulOp::create(builder, loc, type, *x, *x);
+  else if (*exponent == 0.5)
+    y = zb::SqrtOp::create(builder, loc, type, *x);
+  else if (*exponent == -0.5)
+    y = zb::RsqrtOp::create(builder, loc, type, *x);
+  else
+    y = zb::PowOp::create(builder, loc, type, *x,
+                          splatConstant(type, *exponent));
+  return SmallVector<ImportedValue, 1>{{y, {}}};
 }
 
 /// ReduceMean / ReduceSum. Axes come from the `axes` attribute (ReduceMean
@@ -985,6 +1377,1105 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::constant() {
   return SmallVector<ImportedValue, 1>{{Value(), value}};
 }
 
+//===----------------------------------------------------------------------===//
+// Op handlers of the transformer ops (tensor operands)
+//===----------------------------------------------------------------------===//
+
+/// Shape: always a constant (static shapes), with opset-15 start/end.
+FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::shape() {
+  FailureOr<ImportedValue> x = lookup(0);
+  FailureOr<int64_t> start = intAttr("start", 0);
+  if (failed(x) || failed(start))
+    return failure();
+  ArrayRef<int64_t> s = typeOf(*x).getShape();
+  int64_t rank = s.size();
+  FailureOr<int64_t> end = intAttr("end", rank);
+  if (failed(end))
+    return failure();
+  auto clampIndex = [&](int64_t v) {
+    return std::min(std::max(v < 0 ? v + rank : v, int64_t(0)), rank);
+  };
+  int64_t b = clampIndex(*start), e = clampIndex(*end);
+  SmallVector<int64_t> dims;
+  for (int64_t i = b; i < e; ++i)
+    dims.push_back(s[i]);
+  return SmallVector<ImportedValue, 1>{
+      {Value(), DenseElementsAttr::get(
+                    RankedTensorType::get({int64_t(dims.size())},
+                                          builder.getI64Type()),
+                    ArrayRef<int64_t>(dims))}};
+}
+
+/// Reshape / Unsqueeze / Squeeze / Flatten of a tensor: zb.reshape.
+FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::reshape() {
+  FailureOr<Value> x = tensorInput(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  FailureOr<SmallVector<int64_t>> shape = reshapeTarget(type.getShape());
+  if (failed(shape))
+    return failure();
+  if (ArrayRef<int64_t>(*shape) == type.getShape())
+    return SmallVector<ImportedValue, 1>{{*x, {}}};
+  return SmallVector<ImportedValue, 1>{
+      {zb::ReshapeOp::create(
+           builder, loc, RankedTensorType::get(*shape, type.getElementType()),
+           *x),
+       {}}};
+}
+
+FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::transpose() {
+  FailureOr<Value> x = tensorInput(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  FailureOr<SmallVector<int64_t>> perm = permutation(type.getRank());
+  if (failed(perm))
+    return failure();
+  if (llvm::equal(*perm, llvm::seq<int64_t>(0, type.getRank())))
+    return SmallVector<ImportedValue, 1>{{*x, {}}};
+  SmallVector<int64_t> shape;
+  for (int64_t p : *perm)
+    shape.push_back(type.getDimSize(p));
+  return SmallVector<ImportedValue, 1>{
+      {zb::TransposeOp::create(
+           builder, loc, RankedTensorType::get(shape, type.getElementType()),
+           *x, *perm),
+       {}}};
+}
+
+FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::expand() {
+  FailureOr<Value> x = floatInput(0);
+  FailureOr<SmallVector<int64_t>> target = failure();
+  if (failed(x) || failed(target = intsInput(1)))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  std::optional<SmallVector<int64_t>> shape =
+      broadcastShapes(type.getShape(), *target);
+  if (!shape) {
+    nodeError() << "cannot expand " << type << " to " << formatShape(*target);
+    return failure();
+  }
+  FailureOr<Value> y = broadcastTo(*x, *shape);
+  if (failed(y))
+    return failure();
+  return SmallVector<ImportedValue, 1>{{*y, {}}};
+}
+
+FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::concat() {
+  FailureOr<int64_t> axisAttr = intAttr("axis", 0);
+  if (failed(axisAttr))
+    return failure();
+  SmallVector<Value> inputs;
+  for (int i = 0; i < node->input_size(); ++i) {
+    FailureOr<Value> v = tensorInput(i);
+    if (failed(v))
+      return failure();
+    inputs.push_back(*v);
+  }
+  if (inputs.empty()) {
+    nodeError() << "expected at least one input";
+    return failure();
+  }
+  auto first = cast<RankedTensorType>(inputs[0].getType());
+  FailureOr<int64_t> axis = normalizeAxis(*axisAttr, first.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> shape(first.getShape());
+  shape[*axis] = 0;
+  for (Value v : inputs) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getRank() != first.getRank() ||
+        t.getElementType() != first.getElementType()) {
+      nodeError() << "inputs differ in rank or element type: " << first
+                  << " and " << t;
+      return failure();
+    }
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      if (d != *axis && t.getDimSize(d) != first.getDimSize(d)) {
+        nodeError() << "inputs differ in dimension " << d << ": " << first
+                    << " and " << t;
+        return failure();
+      }
+    shape[*axis] += t.getDimSize(*axis);
+  }
+  if (inputs.size() == 1)
+    return SmallVector<ImportedValue, 1>{{inputs[0], {}}};
+  return SmallVector<ImportedValue, 1>{
+      {zb::ConcatOp::create(
+           builder, loc, RankedTensorType::get(shape, first.getElementType()),
+           inputs, uint64_t(*axis)),
+       {}}};
+}
+
+FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::slice() {
+  FailureOr<Value> x = tensorInput(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  FailureOr<SliceSpec> spec = sliceSpec(type.getShape());
+  if (failed(spec))
+    return failure();
+  if (ArrayRef<int64_t>(spec->shape) == type.getShape())
+    return SmallVector<ImportedValue, 1>{{*x, {}}};
+  SmallVector<int64_t> limit;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    limit.push_back(spec->shape[d] == 0
+                        ? spec->start[d]
+                        : spec->start[d] + (spec->shape[d] - 1) * spec->step[d] +
+                              1);
+  return SmallVector<ImportedValue, 1>{
+      {zb::SliceOp::create(
+           builder, loc,
+           RankedTensorType::get(spec->shape, type.getElementType()), *x,
+           spec->start, limit, spec->step),
+       {}}};
+}
+
+/// Split: sizes from input #1 (opset 13+), the `split` attribute, or equal
+/// parts (one per output; opset 18 `num_outputs`).
+FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::split() {
+  FailureOr<Value> x = tensorInput(0);
+  FailureOr<int64_t> axisAttr = intAttr("axis", 0);
+  if (failed(x) || failed(axisAttr))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  FailureOr<int64_t> axis = normalizeAxis(*axisAttr, type.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  int64_t dim = type.getDimSize(*axis);
+  SmallVector<int64_t> sizes;
+  if (hasInput(1)) {
+    FailureOr<SmallVector<int64_t>> s = intsInput(1);
+    if (failed(s))
+      return failure();
+    sizes = *s;
+  } else {
+    FailureOr<std::optional<SmallVector<int64_t>>> s = intsAttr("split");
+    if (failed(s))
+      return failure();
+    if (*s) {
+      sizes = **s;
+    } else {
+      int64_t n = node->output_size();
+      for (int64_t i = 0; i < n; ++i)
+        sizes.push_back((dim + n - 1) / n);
+      sizes.back() = dim - (n - 1) * ((dim + n - 1) / n);
+    }
+  }
+  int64_t total = 0;
+  for (int64_t s : sizes)
+    total += s;
+  if (int64_t(sizes.size()) != node->output_size() || total != dim ||
+      llvm::any_of(sizes, [](int64_t s) { return s <= 0; })) {
+    nodeError() << "split sizes " << formatShape(sizes) << " do not split "
+                << dim << " into " << node->output_size() << " parts";
+    return failure();
+  }
+  SmallVector<Type> types;
+  for (int64_t s : sizes) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[*axis] = s;
+    types.push_back(RankedTensorType::get(shape, type.getElementType()));
+  }
+  auto op = zb::SplitOp::create(builder, loc, types, *x, uint64_t(*axis));
+  SmallVector<ImportedValue, 1> results;
+  for (Value r : op.getResults())
+    results.push_back({r, {}});
+  return results;
+}
+
+FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::castNode() {
+  FailureOr<Value> x = tensorInput(0);
+  FailureOr<int64_t> to = intAttr("to", 0);
+  if (failed(x) || failed(to))
+    return failure();
+  Type target = convertElementType(int32_t(*to));
+  auto type = cast<RankedTensorType>(x->getType());
+  if (!target) {
+    nodeError() << "unsupported target type " << elementTypeName(int32_t(*to));
+    return failure();
+  }
+  if (target == type.getElementType())
+    return SmallVector<ImportedValue, 1>{{*x, {}}};
+  if (!isa<FloatType>(target)) {
+    nodeError() << "a cast of a computed " << type << " to "
+                << elementTypeName(int32_t(*to))
+                << " is not supported (only to floating point)";
+    return failure();
+  }
+  return SmallVector<ImportedValue, 1>{
+      {zb::CastOp::create(builder, loc,
+                          RankedTensorType::get(type.getShape(), target), *x),
+       {}}};
+}
+
+/// Gather of a tensor: rows of a table (axis 0) -> zb.gather; one constant
+/// index along another axis -> zb.slice + zb.reshape.
+FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::gather() {
+  FailureOr<Value> data = floatInput(0);
+  FailureOr<ImportedValue> idx = lookup(1);
+  FailureOr<int64_t> axisAttr = intAttr("axis", 0);
+  if (failed(data) || failed(idx) || failed(axisAttr))
+    return failure();
+  auto type = cast<RankedTensorType>(data->getType());
+  FailureOr<int64_t> axis = normalizeAxis(*axisAttr, type.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  RankedTensorType idxType = typeOf(*idx);
+  if (!idxType.getElementType().isInteger(64) &&
+      !idxType.getElementType().isInteger(32)) {
+    nodeError() << "indices must be i32 or i64, got " << idxType;
+    return failure();
+  }
+  int64_t dim = type.getDimSize(*axis);
+  if (idx->constant) {
+    HostTensor h = toHost(idx->constant);
+    for (double &v : h.data) {
+      if (v < -dim || v >= dim) {
+        nodeError() << "index " << int64_t(v) << " is out of range [" << -dim
+                    << ", " << dim << ")";
+        return failure();
+      }
+      if (v < 0)
+        v += dim;
+    }
+    if (h.shape.empty()) {
+      SmallVector<int64_t> start(type.getRank(), 0), limit(type.getShape()),
+          strides(type.getRank(), 1), shape(type.getShape()), outShape;
+      start[*axis] = int64_t(h.data[0]);
+      limit[*axis] = start[*axis] + 1;
+      shape[*axis] = 1;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        if (d != *axis)
+          outShape.push_back(type.getDimSize(d));
+      Value s = zb::SliceOp::create(
+          builder, loc, RankedTensorType::get(shape, type.getElementType()),
+          *data, start, limit, strides);
+      return SmallVector<ImportedValue, 1>{
+          {zb::ReshapeOp::create(
+               builder, loc,
+               RankedTensorType::get(outShape, type.getElementType()), s),
+           {}}};
+    }
+    if (*axis == 0) {
+      Value indices = zb::ConstantOp::create(builder, loc, fromHost(h));
+      SmallVector<int64_t> shape(h.shape);
+      shape.append(type.getShape().begin() + 1, type.getShape().end());
+      return SmallVector<ImportedValue, 1>{
+          {zb::GatherOp::create(
+               builder, loc, RankedTensorType::get(shape, type.getElementType()),
+               *data, indices),
+           {}}};
+    }
+  }
+  if (*axis != 0) {
+    nodeError() << "only axis 0, or one constant index, is supported (axis "
+                << *axis << ")";
+    return failure();
+  }
+  FailureOr<Value> indices = tensorInput(1);
+  if (failed(indices))
+    return failure();
+  SmallVector<int64_t> shape(idxType.getShape());
+  shape.append(type.getShape().begin() + 1, type.getShape().end());
+  return SmallVector<ImportedValue, 1>{
+      {zb::GatherOp::create(builder, loc,
+                            RankedTensorType::get(shape, type.getElementType()),
+                            *data, *indices),
+       {}}};
+}
+
+/// Where(cond, x, y). A constant causal condition with a constant fill
+/// becomes zb.causal_mask, anything else zb.select.
+FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::where() {
+  FailureOr<ImportedValue> cond = lookup(0), x = failure(), y = failure();
+  if (failed(cond) || failed(x = lookup(1)) || failed(y = lookup(2)))
+    return failure();
+  RankedTensorType ct = typeOf(*cond), xt = typeOf(*x), yt = typeOf(*y);
+  if (!ct.getElementType().isInteger(1) || xt.getElementType() != yt.getElementType() ||
+      !isa<FloatType>(xt.getElementType())) {
+    nodeError() << "expected a boolean condition and two floating-point "
+                   "tensors of one element type, got "
+                << ct << ", " << xt << ", " << yt;
+    return failure();
+  }
+  std::optional<SmallVector<int64_t>> shape =
+      broadcastShapes(ct.getShape(), xt.getShape());
+  if (shape)
+    shape = broadcastShapes(*shape, yt.getShape());
+  if (!shape) {
+    nodeError() << "operand shapes are not broadcastable: " << ct << ", " << xt
+                << ", " << yt;
+    return failure();
+  }
+  auto type = RankedTensorType::get(*shape, xt.getElementType());
+  if (cond->constant && shape->size() >= 2) {
+    HostTensor c = toHost(cond->constant);
+    // where(k > q, fill, y) or where(k <= q, y, fill)
+    for (int fillSide = 1; fillSide <= 2; ++fillSide) {
+      ImportedValue &fill = fillSide == 1 ? *x : *y;
+      ImportedValue &other = fillSide == 1 ? *y : *x;
+      if (!fill.constant || !fill.constant.isSplat() || other.constant ||
+          typeOf(other).getShape() != ArrayRef<int64_t>(*shape))
+        continue;
+      bool causal = fillSide == 1 ? isCausalPattern(c, 1.0, 0.0)
+                                  : isCausalPattern(c, 0.0, 1.0);
+      if (!causal)
+        continue;
+      double f = toHost(fill.constant).data[0];
+      FloatAttr fillAttr;
+      if (!(std::isinf(f) && f < 0))
+        fillAttr = builder.getF64FloatAttr(f);
+      return SmallVector<ImportedValue, 1>{
+          {zb::CausalMaskOp::create(builder, loc, type, other.value, fillAttr),
+           {}}};
+    }
+  }
+  Value c;
+  if (cond->constant) {
+    c = zb::ConstantOp::create(
+        builder, loc, fromHost(broadcastHost(toHost(cond->constant), *shape)));
+  } else if (ct.getShape() != ArrayRef<int64_t>(*shape)) {
+    nodeError() << "a computed condition must have the result shape "
+                << formatShape(*shape);
+    return failure();
+  } else {
+    c = cond->value;
+  }
+  FailureOr<Value> a = broadcastInput(1, *shape), b = failure();
+  if (failed(a) || failed(b = broadcastInput(2, *shape)))
+    return failure();
+  return SmallVector<ImportedValue, 1>{
+      {zb::SelectOp::create(builder, loc, type, c, *a, *b), {}}};
+}
+
+FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::reciprocal() {
+  FailureOr<Value> x = floatInput(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  return SmallVector<ImportedValue, 1>{
+      {zb::DivOp::create(builder, loc, type, splatConstant(type, 1.0), *x),
+       {}}};
+}
+
+FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::softmax() {
+  FailureOr<Value> x = floatInput(0);
+  FailureOr<int64_t> axisAttr = intAttr("axis", opsetVersion >= 13 ? -1 : 1);
+  if (failed(x) || failed(axisAttr))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  FailureOr<int64_t> axis = normalizeAxis(*axisAttr, type.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  if (*axis != type.getRank() - 1 && opsetVersion < 13) {
+    nodeError() << "Softmax before opset 13 (flattening semantics) is only "
+                   "supported on the last axis";
+    return failure();
+  }
+  return SmallVector<ImportedValue, 1>{
+      {zb::SoftmaxOp::create(builder, loc, type, *x, uint64_t(*axis)), {}}};
+}
+
+/// LayerNormalization (opset 17) over the last axis -> zb.layer_norm.
+FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::layerNorm() {
+  FailureOr<Value> x = floatInput(0), w = failure();
+  FailureOr<int64_t> axisAttr = intAttr("axis", -1);
+  FailureOr<float> eps = floatAttr("epsilon", 1e-5f);
+  if (failed(x) || failed(w = floatInput(1)) || failed(axisAttr) ||
+      failed(eps))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  FailureOr<int64_t> axis = normalizeAxis(*axisAttr, type.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  int64_t d = type.getShape().back();
+  auto vecType = RankedTensorType::get({d}, type.getElementType());
+  if (*axis != type.getRank() - 1 || w->getType() != vecType) {
+    nodeError() << "only normalization over the last axis with a 1-D scale "
+                   "is supported, got "
+                << type << " and scale " << w->getType();
+    return failure();
+  }
+  Value b;
+  if (hasInput(2)) {
+    FailureOr<Value> bias = floatInput(2);
+    if (failed(bias))
+      return failure();
+    if (bias->getType() != vecType) {
+      nodeError() << "bias must be " << vecType << ", got " << bias->getType();
+      return failure();
+    }
+    b = *bias;
+  } else {
+    b = splatConstant(vecType, 0.0);
+  }
+  for (int i = 1; i < node->output_size(); ++i)
+    if (!node->output(i).empty()) {
+      nodeError() << "outputs Mean and InvStdDev are not supported";
+      return failure();
+    }
+  return SmallVector<ImportedValue, 1>{
+      {zb::LayerNormOp::create(builder, loc, type, *x, *w, b,
+                               builder.getF64FloatAttr(double(*eps))),
+       {}}};
+}
+
+/// SoftmaxCrossEntropyLoss (mean reduction, no weights) -> zb.cross_entropy.
+FailureOr<SmallVector<ImportedValue, 1>>
+ONNXImporter::softmaxCrossEntropy() {
+  FailureOr<Value> scores = floatInput(0), labels = failure();
+  if (failed(scores) || failed(labels = tensorInput(1)))
+    return failure();
+  const onnx::AttributeProto *reduction = findAttr("reduction");
+  if (reduction && reduction->s() != "mean") {
+    nodeError() << "reduction '" << reduction->s()
+                << "' is not supported (only 'mean')";
+    return failure();
+  }
+  if (hasInput(2)) {
+    nodeError() << "class weights are not supported";
+    return failure();
+  }
+  if (node->output_size() > 1 && !node->output(1).empty()) {
+    nodeError() << "output log_prob is not supported";
+    return failure();
+  }
+  auto st = cast<RankedTensorType>(scores->getType());
+  auto lt = cast<RankedTensorType>(labels->getType());
+  if (st.getRank() < 2 || lt.getRank() != st.getRank() - 1 ||
+      !isa<IntegerType>(lt.getElementType()) ||
+      lt.getDimSize(0) != st.getDimSize(0) ||
+      !llvm::equal(lt.getShape().drop_front(), st.getShape().drop_front(2))) {
+    nodeError() << "scores [N, C, d...] and integer labels [N, d...] expected, "
+                   "got "
+                << st << " and " << lt;
+    return failure();
+  }
+  Value logits = *scores;
+  if (st.getRank() > 2) { // move the class dimension last
+    SmallVector<int64_t> perm = {0}, shape = {st.getDimSize(0)};
+    for (int64_t d = 2; d < st.getRank(); ++d) {
+      perm.push_back(d);
+      shape.push_back(st.getDimSize(d));
+    }
+    perm.push_back(1);
+    shape.push_back(st.getDimSize(1));
+    logits = zb::TransposeOp::create(
+        builder, loc, RankedTensorType::get(shape, st.getElementType()), logits,
+        perm);
+  }
+  return SmallVector<ImportedValue, 1>{
+      {zb::CrossEntropyOp::create(
+           builder, loc, RankedTensorType::get({}, st.getElementType()), logits,
+           *labels),
+       {}}};
+}
+
+//===----------------------------------------------------------------------===//
+// Folding and shape computations
+//===----------------------------------------------------------------------===//
+
+/// Ops folded when all their inputs are constants known at import.
+static bool isFoldable(llvm::StringRef opType) {
+  return llvm::StringSwitch<bool>(opType)
+      .Cases({"Add", "Sub", "Mul", "Div", "Pow", "Neg", "Sqrt", "Reciprocal"},
+             true)
+      .Cases({"Cos", "Sin", "Exp", "Log", "Tanh", "Erf", "Sigmoid", "Relu"},
+             true)
+      .Cases({"Not", "Equal", "Less", "Greater", "And", "Or", "Where", "Cast"},
+             true)
+      .Cases({"Gather", "Unsqueeze", "Squeeze", "Concat", "Range", "Expand"},
+             true)
+      .Cases({"ConstantOfShape", "Slice", "Reshape", "Trilu", "Transpose",
+              "Identity", "Max", "Min", "Flatten"},
+             true)
+      .Default(false);
+}
+
+/// Ops that only exist folded (their inputs must be constants).
+static bool isFoldOnly(llvm::StringRef opType) {
+  return llvm::StringSwitch<bool>(opType)
+      .Cases({"Cos", "Sin", "Not", "Equal", "Less", "Greater", "And", "Or"},
+             true)
+      .Cases({"Range", "ConstantOfShape", "Trilu", "Max", "Min"}, true)
+      .Default(false);
+}
+
+bool ONNXImporter::allInputsConstant() {
+  for (int i = 0; i < node->input_size(); ++i) {
+    if (node->input(i).empty())
+      continue;
+    auto it = values.find(node->input(i));
+    if (it == values.end() || !it->second.constant)
+      return false;
+  }
+  return true;
+}
+
+FailureOr<HostTensor> ONNXImporter::hostInput(int i) {
+  FailureOr<DenseElementsAttr> c = constantInput(i);
+  if (failed(c))
+    return failure();
+  return toHost(*c);
+}
+
+FailureOr<SmallVector<int64_t>> ONNXImporter::intsInput(int i) {
+  FailureOr<HostTensor> t = hostInput(i);
+  if (failed(t))
+    return failure();
+  if (t->isFloat() || t->shape.size() > 1) {
+    nodeError() << "input #" << i << " must be a 1-D integer tensor";
+    return failure();
+  }
+  return toInts(*t);
+}
+
+FailureOr<int64_t> ONNXImporter::normalizeAxis(int64_t axis, int64_t rank,
+                                               llvm::StringRef what) {
+  if (axis < -rank || axis >= rank) {
+    nodeError() << what << " " << axis << " is out of range for rank " << rank;
+    return failure();
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// Axes of Unsqueeze/Squeeze/Reduce*: the `axes` input #1 (newer opsets) or
+/// attribute; nullopt when neither is given.
+FailureOr<std::optional<SmallVector<int64_t>>> ONNXImporter::axesOperand() {
+  if (hasInput(1)) {
+    FailureOr<SmallVector<int64_t>> v = intsInput(1);
+    if (failed(v))
+      return failure();
+    return std::optional<SmallVector<int64_t>>(*v);
+  }
+  return intsAttr("axes");
+}
+
+FailureOr<SmallVector<int64_t>>
+ONNXImporter::reshapeTarget(ArrayRef<int64_t> in) {
+  llvm::StringRef op = node->op_type();
+  int64_t inElements = 1;
+  for (int64_t d : in)
+    inElements *= d;
+  if (op == "Unsqueeze") {
+    FailureOr<std::optional<SmallVector<int64_t>>> axes = axesOperand();
+    if (failed(axes))
+      return failure();
+    if (!*axes) {
+      nodeError() << "axes are missing";
+      return failure();
+    }
+    int64_t rank = int64_t(in.size() + (*axes)->size());
+    SmallVector<bool> inserted(rank, false);
+    for (int64_t a : **axes) {
+      FailureOr<int64_t> n = normalizeAxis(a, rank, "axis");
+      if (failed(n))
+        return failure();
+      if (inserted[*n]) {
+        nodeError() << "axis " << a << " is repeated";
+        return failure();
+      }
+      inserted[*n] = true;
+    }
+    SmallVector<int64_t> shape;
+    size_t next = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      shape.push_back(inserted[i] ? 1 : in[next++]);
+    return shape;
+  }
+  if (op == "Squeeze") {
+    FailureOr<std::optional<SmallVector<int64_t>>> axes = axesOperand();
+    if (failed(axes))
+      return failure();
+    int64_t rank = in.size();
+    SmallVector<bool> removed(rank, false);
+    if (*axes) {
+      for (int64_t a : **axes) {
+        FailureOr<int64_t> n = normalizeAxis(a, rank, "axis");
+        if (failed(n))
+          return failure();
+        if (in[*n] != 1) {
+          nodeError() << "cannot squeeze dimension " << a << " of size "
+                      << in[*n];
+          return failure();
+        }
+        removed[*n] = true;
+      }
+    } else {
+      for (int64_t i = 0; i < rank; ++i)
+        removed[i] = in[i] == 1;
+    }
+    SmallVector<int64_t> shape;
+    for (int64_t i = 0; i < rank; ++i)
+      if (!removed[i])
+        shape.push_back(in[i]);
+    return shape;
+  }
+  if (op == "Flatten") {
+    FailureOr<int64_t> axis = intAttr("axis", 1);
+    if (failed(axis))
+      return failure();
+    int64_t rank = in.size();
+    int64_t a = *axis < 0 ? *axis + rank : *axis;
+    if (a < 0 || a > rank) {
+      nodeError() << "axis " << *axis << " is out of range for rank " << rank;
+      return failure();
+    }
+    int64_t outer = 1;
+    for (int64_t i = 0; i < a; ++i)
+      outer *= in[i];
+    return SmallVector<int64_t>{outer, inElements / std::max<int64_t>(outer, 1)};
+  }
+  // Reshape: 0 copies the input dimension (unless allowzero), -1 is inferred.
+  FailureOr<SmallVector<int64_t>> target = intsInput(1);
+  FailureOr<int64_t> allowZero = intAttr("allowzero", 0);
+  if (failed(target) || failed(allowZero))
+    return failure();
+  SmallVector<int64_t> shape;
+  int64_t known = 1, inferred = -1;
+  for (auto [i, d] : llvm::enumerate(*target)) {
+    if (d == 0 && !*allowZero) {
+      if (i >= in.size()) {
+        nodeError() << "shape entry #" << i << " is 0 but the input has rank "
+                    << in.size();
+        return failure();
+      }
+      d = in[i];
+    }
+    if (d == -1) {
+      if (inferred >= 0) {
+        nodeError() << "more than one -1 in the shape";
+        return failure();
+      }
+      inferred = i;
+      shape.push_back(1);
+      continue;
+    }
+    if (d < 0 || d > kMaxElements) {
+      nodeError() << "invalid shape entry " << d;
+      return failure();
+    }
+    known *= std::max<int64_t>(d, 1);
+    shape.push_back(d);
+  }
+  if (inferred >= 0) {
+    if (known == 0 || inElements % known != 0) {
+      nodeError() << "cannot infer -1: " << inElements
+                  << " elements do not divide into " << formatShape(shape);
+      return failure();
+    }
+    shape[inferred] = inElements / known;
+  }
+  int64_t outElements = 1;
+  for (int64_t d : shape)
+    outElements *= d;
+  if (outElements != inElements) {
+    nodeError() << "cannot reshape " << formatShape(in) << " to "
+                << formatShape(shape);
+    return failure();
+  }
+  return shape;
+}
+
+FailureOr<ONNXImporter::SliceSpec>
+ONNXImporter::sliceSpec(ArrayRef<int64_t> in) {
+  int64_t rank = in.size();
+  FailureOr<SmallVector<int64_t>> starts = intsInput(1), ends = failure();
+  if (failed(starts) || failed(ends = intsInput(2)))
+    return failure();
+  SmallVector<int64_t> axes, steps(starts->size(), 1);
+  if (hasInput(3)) {
+    FailureOr<SmallVector<int64_t>> a = intsInput(3);
+    if (failed(a))
+      return failure();
+    axes = *a;
+  } else {
+    axes = llvm::to_vector(llvm::seq<int64_t>(0, starts->size()));
+  }
+  if (hasInput(4)) {
+    FailureOr<SmallVector<int64_t>> s = intsInput(4);
+    if (failed(s))
+      return failure();
+    steps = *s;
+  }
+  if (ends->size() != starts->size() || axes.size() != starts->size() ||
+      steps.size() != starts->size()) {
+    nodeError() << "starts, ends, axes and steps differ in length";
+    return failure();
+  }
+  SliceSpec spec;
+  spec.start.assign(rank, 0);
+  spec.step.assign(rank, 1);
+  spec.shape.assign(in.begin(), in.end());
+  for (size_t i = 0; i < axes.size(); ++i) {
+    FailureOr<int64_t> axis = normalizeAxis(axes[i], rank, "axis");
+    if (failed(axis))
+      return failure();
+    int64_t dim = in[*axis], step = steps[i];
+    if (step <= 0) {
+      nodeError() << "step " << step << " is not supported (only steps >= 1)";
+      return failure();
+    }
+    auto clampIndex = [&](int64_t v) {
+      if (v < 0)
+        v = v < -dim ? 0 : v + dim;
+      return std::min(v, dim);
+    };
+    int64_t s = clampIndex((*starts)[i]), e = clampIndex((*ends)[i]);
+    spec.start[*axis] = s;
+    spec.step[*axis] = step;
+    spec.shape[*axis] = e > s ? (e - s + step - 1) / step : 0;
+  }
+  return spec;
+}
+
+/// Folds the current node, all of whose inputs are constants.
+FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
+  llvm::StringRef op = node->op_type();
+  SmallVector<HostTensor> in;
+  for (int i = 0; i < node->input_size(); ++i) {
+    if (node->input(i).empty()) {
+      in.push_back({});
+      continue;
+    }
+    FailureOr<HostTensor> t = hostInput(i);
+    if (failed(t))
+      return failure();
+    in.push_back(std::move(*t));
+  }
+  auto result = [&](const HostTensor &t) {
+    return SmallVector<ImportedValue, 1>{{Value(), fromHost(t)}};
+  };
+  auto need = [&](size_t n) -> LogicalResult {
+    if (in.size() < n || llvm::any_of(llvm::seq<size_t>(0, n), [&](size_t i) {
+          return !in[i].type;
+        })) {
+      nodeError() << "expected " << n << " inputs";
+      return failure();
+    }
+    return success();
+  };
+  if (failed(need(op == "Range" || op == "Where" ? 3
+                  : op == "Constant" || op == "Identity" || op == "Neg" ||
+                          op == "Sqrt" || op == "Reciprocal" || op == "Cos" ||
+                          op == "Sin" || op == "Exp" || op == "Log" ||
+                          op == "Tanh" || op == "Erf" || op == "Sigmoid" ||
+                          op == "Relu" || op == "Not" || op == "Cast" ||
+                          op == "ConstantOfShape" || op == "Unsqueeze" ||
+                          op == "Squeeze" || op == "Concat" || op == "Trilu" ||
+                          op == "Transpose" || op == "Flatten" ||
+                          op == "Max" || op == "Min"
+                      ? 1
+                      : op == "Slice" ? 3 : 2)))
+    return failure();
+
+  // Elementwise unary.
+  std::function<double(double)> unaryFn =
+      llvm::StringSwitch<std::function<double(double)>>(op)
+          .Case("Identity", [](double x) { return x; })
+          .Case("Neg", [](double x) { return -x; })
+          .Case("Sqrt", [](double x) { return std::sqrt(x); })
+          .Case("Reciprocal", [](double x) { return 1.0 / x; })
+          .Case("Cos", [](double x) { return std::cos(x); })
+          .Case("Sin", [](double x) { return std::sin(x); })
+          .Case("Exp", [](double x) { return std::exp(x); })
+          .Case("Log", [](double x) { return std::log(x); })
+          .Case("Tanh", [](double x) { return std::tanh(x); })
+          .Case("Erf", [](double x) { return std::erf(x); })
+          .Case("Sigmoid", [](double x) { return 1.0 / (1.0 + std::exp(-x)); })
+          .Case("Relu", [](double x) { return std::max(x, 0.0); })
+          .Case("Not", [](double x) { return x != 0.0 ? 0.0 : 1.0; })
+          .Default(nullptr);
+  if (unaryFn) {
+    HostTensor r = in[0];
+    for (double &v : r.data)
+      v = r.round(unaryFn(v));
+    return result(r);
+  }
+
+  // Elementwise binary / n-ary with numpy broadcasting.
+  std::function<double(double, double)> binaryFn =
+      llvm::StringSwitch<std::function<double(double, double)>>(op)
+          .Case("Add", [](double a, double b) { return a + b; })
+          .Case("Sub", [](double a, double b) { return a - b; })
+          .Case("Mul", [](double a, double b) { return a * b; })
+          .Case("Div", [](double a, double b) { return a / b; })
+          .Case("Pow", [](double a, double b) { return std::pow(a, b); })
+          .Case("Max", [](double a, double b) { return std::max(a, b); })
+          .Case("Min", [](double a, double b) { return std::min(a, b); })
+          .Case("Equal", [](double a, double b) { return double(a == b); })
+          .Case("Less", [](double a, double b) { return double(a < b); })
+          .Case("Greater", [](double a, double b) { return double(a > b); })
+          .Case("And", [](double a, double b) { return double(a && b); })
+          .Case("Or", [](double a, double b) { return double(a || b); })
+          .Default(nullptr);
+  if (binaryFn) {
+    HostTensor acc = in[0];
+    for (size_t k = 1; k < in.size(); ++k) {
+      const HostTensor &b = in[k];
+      std::optional<SmallVector<int64_t>> shape =
+          broadcastShapes(acc.shape, b.shape);
+      if (!shape) {
+        nodeError() << "operand shapes are not broadcastable: "
+                    << formatShape(acc.shape) << " and "
+                    << formatShape(b.shape);
+        return failure();
+      }
+      bool compare = op == "Equal" || op == "Less" || op == "Greater" ||
+                     op == "And" || op == "Or";
+      if (!compare && acc.type != b.type && op != "Pow") {
+        nodeError() << "operand element types differ";
+        return failure();
+      }
+      HostTensor r;
+      r.shape = *shape;
+      r.type = compare ? builder.getI1Type() : acc.type;
+      std::vector<int64_t> ma = broadcastIndexMap(acc.shape, *shape),
+                           mb = broadcastIndexMap(b.shape, *shape);
+      for (size_t i = 0; i < ma.size(); ++i)
+        r.data.push_back(r.round(binaryFn(acc.data[ma[i]], b.data[mb[i]])));
+      acc = std::move(r);
+    }
+    return result(acc);
+  }
+
+  if (op == "Where") {
+    std::optional<SmallVector<int64_t>> shape =
+        broadcastShapes(in[0].shape, in[1].shape);
+    if (shape)
+      shape = broadcastShapes(*shape, in[2].shape);
+    if (!shape || in[1].type != in[2].type) {
+      nodeError() << "operands do not broadcast or differ in element type";
+      return failure();
+    }
+    HostTensor c = broadcastHost(in[0], *shape), x = broadcastHost(in[1], *shape),
+               y = broadcastHost(in[2], *shape);
+    for (size_t i = 0; i < x.data.size(); ++i)
+      if (c.data[i] == 0.0)
+        x.data[i] = y.data[i];
+    return result(x);
+  }
+  if (op == "Cast") {
+    FailureOr<int64_t> to = intAttr("to", 0);
+    if (failed(to))
+      return failure();
+    Type t = convertElementType(int32_t(*to));
+    if (!t) {
+      nodeError() << "unsupported target type " << elementTypeName(int32_t(*to));
+      return failure();
+    }
+    HostTensor r = in[0];
+    r.type = t;
+    for (double &v : r.data)
+      v = r.round(v);
+    return result(r);
+  }
+  if (op == "Gather") {
+    FailureOr<int64_t> axisAttr = intAttr("axis", 0);
+    if (failed(axisAttr))
+      return failure();
+    const HostTensor &data = in[0], &idx = in[1];
+    int64_t rank = data.shape.size();
+    FailureOr<int64_t> axis = normalizeAxis(*axisAttr, rank, "axis");
+    if (failed(axis) || idx.isFloat()) {
+      if (succeeded(axis))
+        nodeError() << "indices must be integers";
+      return failure();
+    }
+    int64_t outer = 1, inner = 1, dim = data.shape[*axis];
+    for (int64_t i = 0; i < *axis; ++i)
+      outer *= data.shape[i];
+    for (int64_t i = *axis + 1; i < rank; ++i)
+      inner *= data.shape[i];
+    HostTensor r;
+    r.type = data.type;
+    r.shape.assign(data.shape.begin(), data.shape.begin() + *axis);
+    r.shape.append(idx.shape.begin(), idx.shape.end());
+    r.shape.append(data.shape.begin() + *axis + 1, data.shape.end());
+    for (int64_t o = 0; o < outer; ++o)
+      for (double dv : idx.data) {
+        int64_t j = int64_t(dv);
+        if (j < -dim || j >= dim) {
+          nodeError() << "index " << j << " is out of range [" << -dim << ", "
+                      << dim << ")";
+          return failure();
+        }
+        if (j < 0)
+          j += dim;
+        for (int64_t k = 0; k < inner; ++k)
+          r.data.push_back(data.data[(o * dim + j) * inner + k]);
+      }
+    return result(r);
+  }
+  if (op == "Unsqueeze" || op == "Squeeze" || op == "Reshape" ||
+      op == "Flatten") {
+    FailureOr<SmallVector<int64_t>> shape = reshapeTarget(in[0].shape);
+    if (failed(shape))
+      return failure();
+    HostTensor r = in[0];
+    r.shape = *shape;
+    return result(r);
+  }
+  if (op == "Concat") {
+    FailureOr<int64_t> axisAttr = intAttr("axis", 0);
+    if (failed(axisAttr))
+      return failure();
+    int64_t rank = in[0].shape.size();
+    FailureOr<int64_t> axis = normalizeAxis(*axisAttr, rank, "axis");
+    if (failed(axis))
+      return failure();
+    HostTensor r;
+    r.type = in[0].type;
+    r.shape = in[0].shape;
+    r.shape[*axis] = 0;
+    for (const HostTensor &t : in) {
+      if (int64_t(t.shape.size()) != rank || t.type != r.type) {
+        nodeError() << "inputs differ in rank or element type";
+        return failure();
+      }
+      for (int64_t d = 0; d < rank; ++d)
+        if (d != *axis && t.shape[d] != in[0].shape[d]) {
+          nodeError() << "inputs differ in dimension " << d;
+          return failure();
+        }
+      r.shape[*axis] += t.shape[*axis];
+    }
+    int64_t outer = 1;
+    for (int64_t d = 0; d < *axis; ++d)
+      outer *= r.shape[d];
+    for (int64_t o = 0; o < outer; ++o)
+      for (const HostTensor &t : in) {
+        int64_t chunk = t.numElements() / std::max<int64_t>(outer, 1);
+        if (outer == 0)
+          break;
+        r.data.insert(r.data.end(), t.data.begin() + o * chunk,
+                      t.data.begin() + (o + 1) * chunk);
+      }
+    return result(r);
+  }
+  if (op == "Range") {
+    double start = in[0].data.at(0), limit = in[1].data.at(0),
+           delta = in[2].data.at(0);
+    if (delta == 0.0) {
+      nodeError() << "delta is 0";
+      return failure();
+    }
+    int64_t n = std::max<int64_t>(
+        int64_t(std::ceil((limit - start) / delta)), 0);
+    if (n > kMaxElements) {
+      nodeError() << "too many elements";
+      return failure();
+    }
+    HostTensor r;
+    r.type = in[0].type;
+    r.shape = {n};
+    for (int64_t i = 0; i < n; ++i)
+      r.data.push_back(r.round(start + double(i) * delta));
+    return result(r);
+  }
+  if (op == "Expand") {
+    SmallVector<int64_t> target = toInts(in[1]);
+    std::optional<SmallVector<int64_t>> shape =
+        broadcastShapes(in[0].shape, target);
+    if (!shape) {
+      nodeError() << "cannot expand " << formatShape(in[0].shape) << " to "
+                  << formatShape(target);
+      return failure();
+    }
+    return result(broadcastHost(in[0], *shape));
+  }
+  if (op == "ConstantOfShape") {
+    HostTensor r;
+    r.shape = toInts(in[0]);
+    r.type = builder.getF32Type();
+    double value = 0.0;
+    if (const onnx::AttributeProto *a = findAttr("value")) {
+      FailureOr<DenseElementsAttr> v = convertTensor(a->t(), loc, "value");
+      if (failed(v))
+        return failure();
+      HostTensor h = toHost(*v);
+      if (h.data.size() != 1) {
+        nodeError() << "value must have one element";
+        return failure();
+      }
+      r.type = h.type;
+      value = h.data[0];
+    }
+    int64_t n = 1;
+    for (int64_t d : r.shape) {
+      if (d < 0 || d > kMaxElements || (d && n > kMaxElements / d)) {
+        nodeError() << "invalid shape " << formatShape(r.shape);
+        return failure();
+      }
+      n *= d;
+    }
+    r.data.assign(n, value);
+    return result(r);
+  }
+  if (op == "Slice") {
+    FailureOr<SliceSpec> spec = sliceSpec(in[0].shape);
+    if (failed(spec))
+      return failure();
+    return result(sliceHost(in[0], spec->start, spec->step, spec->shape));
+  }
+  if (op == "Trilu") {
+    FailureOr<int64_t> upper = intAttr("upper", 1);
+    if (failed(upper))
+      return failure();
+    int64_t k = 0;
+    if (in.size() > 1 && in[1].type)
+      k = toInts(in[1]).front();
+    HostTensor r = in[0];
+    if (r.shape.size() < 2) {
+      nodeError() << "input must have rank >= 2";
+      return failure();
+    }
+    int64_t rows = r.shape[r.shape.size() - 2], cols = r.shape.back();
+    for (int64_t i = 0, n = r.numElements(); i < n; ++i) {
+      int64_t c = i % cols, row = (i / cols) % rows;
+      bool keep = *upper ? c - row >= k : c - row <= k;
+      if (!keep)
+        r.data[i] = 0.0;
+    }
+    return result(r);
+  }
+  if (op == "Transpose") {
+    FailureOr<SmallVector<int64_t>> perm = permutation(in[0].shape.size());
+    if (failed(perm))
+      return failure();
+    return result(transposeHost(in[0], *perm));
+  }
+  nodeError() << "cannot be folded";
+  return failure();
+}
+
+FailureOr<SmallVector<int64_t>> ONNXImporter::permutation(int64_t rank) {
+  FailureOr<std::optional<SmallVector<int64_t>>> perm = intsAttr("perm");
+  if (failed(perm))
+    return failure();
+  SmallVector<int64_t> p;
+  if (*perm)
+    p = **perm;
+  else
+    for (int64_t i = rank - 1; i >= 0; --i)
+      p.push_back(i);
+  SmallVector<bool> seen(rank, false);
+  if (int64_t(p.size()) != rank) {
+    nodeError() << "perm has " << p.size() << " entries for rank " << rank;
+    return failure();
+  }
+  for (int64_t v : p) {
+    if (v < 0 || v >= rank || seen[v]) {
+      nodeError() << "perm is not a permutation of 0.." << rank - 1;
+      return failure();
+    }
+    seen[v] = true;
+  }
+  return p;
+}
+
 ONNXImporter::Handler ONNXImporter::findHandler(llvm::StringRef opType) {
   return llvm::StringSwitch<Handler>(opType)
       .Case("Add", &ONNXImporter::binary<zb::AddOp>)
@@ -1003,12 +2494,38 @@ ONNXImporter::Handler ONNXImporter::findHandler(llvm::StringRef opType) {
       .Case("ReduceSum", &ONNXImporter::reduce<zb::ReduceSumOp>)
       .Case("Identity", &ONNXImporter::identity)
       .Case("Constant", &ONNXImporter::constant)
+      .Case("Erf", &ONNXImporter::unary<zb::ErfOp>)
+      .Case("Sqrt", &ONNXImporter::unary<zb::SqrtOp>)
+      .Case("Sigmoid", &ONNXImporter::unary<zb::SigmoidOp>)
+      .Case("Reciprocal", &ONNXImporter::reciprocal)
+      .Case("Shape", &ONNXImporter::shape)
+      .Cases({"Reshape", "Unsqueeze", "Squeeze", "Flatten"},
+             &ONNXImporter::reshape)
+      .Case("Transpose", &ONNXImporter::transpose)
+      .Case("Expand", &ONNXImporter::expand)
+      .Case("Concat", &ONNXImporter::concat)
+      .Case("Slice", &ONNXImporter::slice)
+      .Case("Split", &ONNXImporter::split)
+      .Case("Cast", &ONNXImporter::castNode)
+      .Case("Gather", &ONNXImporter::gather)
+      .Case("Where", &ONNXImporter::where)
+      .Case("Softmax", &ONNXImporter::softmax)
+      .Case("LayerNormalization", &ONNXImporter::layerNorm)
+      .Case("SoftmaxCrossEntropyLoss", &ONNXImporter::softmaxCrossEntropy)
       .Default(nullptr);
 }
 
 LogicalResult ONNXImporter::importNode() {
   bool defaultDomain = node->domain().empty() || node->domain() == "ai.onnx";
   Handler handler = defaultDomain ? findHandler(node->op_type()) : nullptr;
+  bool foldable = defaultDomain && isFoldable(node->op_type());
+  if (foldable && allInputsConstant())
+    handler = &ONNXImporter::fold;
+  else if (foldable && isFoldOnly(node->op_type())) {
+    for (int i = 0; i < node->input_size(); ++i)
+      if (hasInput(i) && failed(constantInput(i)))
+        return failure();
+  }
   if (!handler) {
     emitError(loc) << "unsupported ONNX op '"
                    << (defaultDomain ? "" : node->domain() + ".")
@@ -1036,8 +2553,9 @@ LogicalResult ONNXImporter::importNode() {
 // Entry points
 //===----------------------------------------------------------------------===//
 
-OwningOpRef<ModuleOp> zb::frontend::importONNX(llvm::MemoryBufferRef buffer,
-                                               MLIRContext *ctx) {
+OwningOpRef<ModuleOp>
+zb::frontend::importONNX(llvm::MemoryBufferRef buffer, MLIRContext *ctx,
+                         const ImportOptions &options) {
   ctx->loadDialect<func::FuncDialect, zb::ZBDialect>();
   llvm::StringRef fileName = buffer.getBufferIdentifier();
   Location fileLoc = FileLineColLoc::get(ctx, fileName, 0, 0);
@@ -1059,7 +2577,7 @@ OwningOpRef<ModuleOp> zb::frontend::importONNX(llvm::MemoryBufferRef buffer,
                          << "': invalid or truncated protobuf data";
       return nullptr;
     }
-    ONNXImporter importer(ctx, fileName);
+    ONNXImporter importer(ctx, fileName, options);
     return importer.importModel(model);
   } catch (const std::exception &e) {
     emitError(fileLoc) << "failed to import ONNX model '" << fileName
@@ -1071,8 +2589,9 @@ OwningOpRef<ModuleOp> zb::frontend::importONNX(llvm::MemoryBufferRef buffer,
   return nullptr;
 }
 
-OwningOpRef<ModuleOp> zb::frontend::importONNXFile(llvm::StringRef path,
-                                                   MLIRContext *ctx) {
+OwningOpRef<ModuleOp>
+zb::frontend::importONNXFile(llvm::StringRef path, MLIRContext *ctx,
+                             const ImportOptions &options) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                   /*RequiresNullTerminator=*/false);
@@ -1082,18 +2601,37 @@ OwningOpRef<ModuleOp> zb::frontend::importONNXFile(llvm::StringRef path,
         << "': " << buffer.getError().message();
     return nullptr;
   }
-  return importONNX((*buffer)->getMemBufferRef(), ctx);
+  return importONNX((*buffer)->getMemBufferRef(), ctx, options);
 }
 
 void zb::frontend::registerONNXImportTranslation() {
+  // The options of --import-onnx (registered with the translation, before the
+  // command line is parsed).
+  static llvm::cl::opt<std::string> lossOption(
+      "loss",
+      llvm::cl::desc("--import-onnx: loss appended to a model whose output is "
+                     "logits [N..., C] (cross-entropy)"),
+      llvm::cl::value_desc("cross-entropy"), llvm::cl::init(""));
+  static llvm::cl::opt<std::string> targetsOption(
+      "targets",
+      llvm::cl::desc("--import-onnx --loss: the integer class targets [N...]: "
+                     "a graph input, or a new i64 input of that name"),
+      llvm::cl::value_desc("NAME"), llvm::cl::init(""));
+  auto getOptions = []() {
+    ImportOptions options;
+    options.loss = lossOption;
+    options.targets = targetsOption;
+    return options;
+  };
   static TranslateToMLIRRegistration registration(
       "import-onnx", "import an ONNX model (forward + loss) into the zb dialect",
-      [](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
-         MLIRContext *ctx) -> OwningOpRef<Operation *> {
+      [getOptions](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
+                   MLIRContext *ctx) -> OwningOpRef<Operation *> {
         const llvm::MemoryBuffer *buffer =
             sourceMgr->getMemoryBuffer(sourceMgr->getMainFileID());
-        OwningOpRef<ModuleOp> module =
-            importONNX(buffer->getMemBufferRef(), ctx);
+        OwningOpRef<ModuleOp> module = importONNX(
+            buffer->getMemBufferRef(), ctx,
+            getOptions());
         if (!module)
           return nullptr;
         return OwningOpRef<Operation *>(module.release());

@@ -50,6 +50,8 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/MemoryBufferRef.h"
 
+#include <string>
+
 namespace mlir {
 class MLIRContext;
 } // namespace mlir
@@ -65,18 +67,34 @@ inline constexpr llvm::StringLiteral kParamValuesAttr = "zb.param_values";
 /// Name of the imported function.
 inline constexpr llvm::StringLiteral kMainFuncName = "main";
 
+/// Options of an import.
+struct ImportOptions {
+  /// Loss appended to a model whose single output is logits [N..., C]:
+  /// "" (none: the output must be the scalar loss) or "cross-entropy"
+  /// (zb.cross_entropy, the mean over N...).
+  std::string loss;
+  /// With `loss`: the name of the integer targets [N...]: a graph input, or
+  /// else a new i64 function argument with that `zb.name`, placed after the
+  /// graph inputs and before the parameters.
+  std::string targets;
+};
+
 /// Imports the ONNX model in the file at `path` (binary protobuf). Loads the
 /// func and zb dialects into `ctx`. Returns null after emitting an error
 /// diagnostic (a location naming the file, and the node when there is one).
-mlir::OwningOpRef<mlir::ModuleOp> importONNXFile(llvm::StringRef path,
-                                                 mlir::MLIRContext *ctx);
+mlir::OwningOpRef<mlir::ModuleOp>
+importONNXFile(llvm::StringRef path, mlir::MLIRContext *ctx,
+               const ImportOptions &options = {});
 
 /// Same, from a serialized ModelProto in memory; the buffer identifier is used
 /// as the file name in locations and messages.
-mlir::OwningOpRef<mlir::ModuleOp> importONNX(llvm::MemoryBufferRef buffer,
-                                             mlir::MLIRContext *ctx);
+mlir::OwningOpRef<mlir::ModuleOp>
+importONNX(llvm::MemoryBufferRef buffer, mlir::MLIRContext *ctx,
+           const ImportOptions &options = {});
 
-/// Registers the `--import-onnx` translation (for mlirTranslateMain).
+/// Registers the `--import-onnx` translation (for mlirTranslateMain) and its
+/// command-line options `--loss cross-entropy` and `--targets NAME` (see
+/// ImportOptions).
 void registerONNXImportTranslation();
 
 } // namespace frontend
