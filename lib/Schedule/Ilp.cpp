@@ -8,23 +8,38 @@
 //   R >= E[W(s,m-1)] - E[F(s,0)] + T_F(s)          for every stage s
 //   E[F(s,i)] >= E[F(s-1,i)] + T_comm + T_F                           (4)
 //   E[B(s,i)] >= E[B(s+1,i)] + T_comm + T_B                           (5)
-//   E[b] >= E[a] + T_b - (1 - P[a,b]) M,  E[a] >= E[b] + T_a - P[a,b] M  (6)
+//   E[b] >= E[a] + T_b - (1 - P[a,b]) M_ab,
+//   E[a] >= E[b] + T_a - P[a,b] M_ba                                  (6)
 //   M_limit >= dM(n) + sum_{k before n} dM(k) + sum_{k unordered} dM(k) P[k,n]
 //                                                                     (7)
 // As in the authors' formulation, the passes of one kind run in microbatch
 // order on every stage (F0 F1 ..., B0 B1 ..., W0 W1 ...), so the only
 // undecided pairs are {F(i'), B(i)}, {F(i'), W(i)} and {B(i'), W(i)} with
-// i' > i. Two families of valid inequalities tighten the relaxation: the span
-// of a stage covers every pass after (and before) any given pass.
+// i' > i (w.l.o.g. for identical microbatches; the argument is at the order
+// variables below). Tightening (the bar: p=4, m=8 proven in under 10 s):
+//  - the span of a stage covers every pass after (and before) any given pass
+//    (two families of valid inequalities);
+//  - R lies in [analytic lower bound (Bounds.cpp), warm start's span];
+//  - time windows: with R <= the warm start's span every pass ends in
+//    [est, lct] (dependency chains and the passes forced before / after it
+//    on its stage); they bound the E columns, fix the order pairs that can
+//    go one way only, and give each row of (6) its own big-M
+//    (M_ab = T_b + lct(a) - est(b)) instead of one horizon-wide M;
+//  - when all times are multiples of a grid g, CBC's "increment" is 0.99 g
+//    (a better solution is at least g better) and bounds round up to g.
 //
 // Solved with COIN-OR CBC through its C API, warm-started from the heuristic
 // (Cbc_setMIPStartI), with a time limit. The status, best bound and gap are
 // CBC's own. The first pass of every stage starts as early as possible, as in
 // the simulator, so the decoded order simulates to CBC's objective. CBC runs
 // in a forked child process that is killed at the deadline (CBC does not
-// check its limit during the root LP or the MIP start); then the warm start
-// is returned, labelled "time limit", with the analytic lower bound when CBC
-// had not reported one.
+// check its limit during the root LP or the MIP start). The child first
+// solves the LP relaxation (Clp): if it already meets the warm start, that is
+// optimal and CBC is skipped; otherwise the LP bound, and then every "best
+// possible" of CBC's progress messages, is streamed to the parent, so a CBC
+// bound is known even when the child is killed. Then the warm start is
+// returned, labelled "time limit"; the analytic bound is reported next to
+// CBC's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -174,15 +189,17 @@ void sendBound(char tag, double bound) {
   writeAll(progressFd, rec, sizeof(rec));
 }
 
-/// CBC message callback (runs in the child). CBC's messages reach it with
-/// their CBCnnnn number; those that carry the best possible objective:
-///   CBC0010 "After %d nodes, %d on tree, %g best solution, best possible %g"
-///   CBC0031? no: CBC0014 "Cut generator ..." carry none; see below.
-/// Numbers and layouts are those of CbcMessage.cpp (CBC 2.10).
+/// CBC message callback (runs in the child). With a callback registered CBC
+/// hands its messages here instead of printing them (with --ilp-log they are
+/// printed to stderr: number, numbers, strings). The one that carries the
+/// best possible objective while the search runs is CBC0010, "After %d nodes,
+/// %d on tree, %g best solution, best possible %g (%.2f seconds)" (number 10,
+/// doubles: best solution, best possible, seconds; CbcMessage.cpp, CBC 2.10);
+/// it is streamed to the parent.
 void COINLINKAGE_CB cbcProgress(Cbc_Model *, int msgno, int ndouble,
                                 const double *dvec, int nint, const int *ivec,
                                 int nchar, char **cvec) {
-  if (progressVerbose || std::getenv("ZB_ILP_TRACE_MESSAGES")) {
+  if (progressVerbose) {
     fprintf(stderr, "cbc msg %d:", msgno);
     for (int k = 0; k < ndouble; ++k)
       fprintf(stderr, " %g", dvec[k]);
