@@ -35,6 +35,7 @@
 #include "mlir/Transforms/Passes.h"
 
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
@@ -51,6 +52,10 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -111,8 +116,36 @@ static cl::opt<std::string> profileFile(
     cl::desc("Schedule with the per-stage T_F/T_B/T_W/T_comm measured by "
              "`zb-run --profile FILE` instead of the cost model"),
     cl::value_desc("FILE"), cl::init(""), cl::cat(category));
+static cl::opt<int> optLevel(
+    "opt-level",
+    cl::desc("LLVM optimisation of the rank programs: 0 none, 1 scalar "
+             "cleanups + loop vectoriser (default; fast to compile), 2 or 3 "
+             "LLVM's -O2/-O3"),
+    cl::init(1), cl::cat(category));
+static cl::opt<unsigned>
+    jobs("j",
+         cl::desc("Rank programs optimised and emitted in parallel "
+                  "(default: the number of hardware threads)"),
+         cl::init(0), cl::cat(category));
+static cl::opt<bool> timing(
+    "timing",
+    cl::desc("Print the time of every compiler phase (MLIR passes, "
+             "per-rank lowering, LLVM translation, optimisation and "
+             "code generation, linking)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress messages"),
                            cl::init(false), cl::cat(category));
+
+using Clock = std::chrono::steady_clock;
+
+/// --timing: prints the wall time since `start`.
+static void phaseTime(const llvm::Twine &what, Clock::time_point start) {
+  if (!timing)
+    return;
+  double s = std::chrono::duration<double>(Clock::now() - start).count();
+  llvm::errs() << llvm::formatv("[zb-compile] time {0,8:f3} s  ", s) << what
+               << "\n";
+}
 
 static void progress(const llvm::Twine &msg) {
   if (!quiet)
@@ -124,16 +157,22 @@ static int fail(const llvm::Twine &msg) {
   return 1;
 }
 
-/// Writes `module` (LLVM dialect) as a PIC object file, optimised at -O2.
-static LogicalResult emitObject(ModuleOp module, StringRef path,
-                                std::string &err) {
-  llvm::LLVMContext llvmCtx;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(module, llvmCtx, "zb_rank");
-  if (!llvmModule) {
-    err = "translation to LLVM IR failed";
-    return failure();
-  }
+/// The LLVM optimisation pipeline of --opt-level 1: the scalar cleanups and
+/// the loop vectoriser that matter for the linalg-generated loop nests,
+/// without the passes whose cost grows with the number of loops in a
+/// function (IndVarSimplify alone is about half of -O2's time on a GPT
+/// stage function; see benchmarks/README.md, Runtime).
+static const char *kLightPipeline =
+    "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,"
+    "simplifycfg,loop-mssa(loop-rotate,licm),gvn,"
+    "instcombine<no-verify-fixpoint>,loop-vectorize,"
+    "instcombine<no-verify-fixpoint>,simplifycfg)";
+
+/// Optimises `llvmModule` at `level` (0: none, 1: kLightPipeline, 2/3: the
+/// default -O2/-O3 pipeline) and writes it as a PIC object file. Uses only
+/// its own LLVMContext, so several ranks may run it in parallel.
+static LogicalResult emitObject(llvm::Module &llvmModule, int level,
+                                StringRef path, std::string &err) {
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   const llvm::Target *tgt = llvm::TargetRegistry::lookupTarget(triple, err);
   if (!tgt)
@@ -142,19 +181,43 @@ static LogicalResult emitObject(ModuleOp module, StringRef path,
   std::string features;
   for (auto &f : hostFeatures)
     features += (f.second ? "+" : "-") + f.first().str() + ",";
+  llvm::CodeGenOptLevel cgLevel = level == 0   ? llvm::CodeGenOptLevel::None
+                                  : level == 1 ? llvm::CodeGenOptLevel::Less
+                                  : level == 2
+                                      ? llvm::CodeGenOptLevel::Default
+                                      : llvm::CodeGenOptLevel::Aggressive;
   std::unique_ptr<llvm::TargetMachine> tm(tgt->createTargetMachine(
       triple, llvm::sys::getHostCPUName(), features, llvm::TargetOptions(),
-      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Default));
+      llvm::Reloc::PIC_, std::nullopt, cgLevel));
   if (!tm) {
     err = "cannot create a target machine for " + triple.str();
     return failure();
   }
-  llvmModule->setTargetTriple(triple);
-  llvmModule->setDataLayout(tm->createDataLayout());
-  auto optimize = makeOptimizingTransformer(2, 0, tm.get());
-  if (llvm::Error e = optimize(llvmModule.get())) {
-    err = llvm::toString(std::move(e));
-    return failure();
+  llvmModule.setTargetTriple(triple);
+  llvmModule.setDataLayout(tm->createDataLayout());
+  if (level >= 2) {
+    auto optimize = makeOptimizingTransformer(level, 0, tm.get());
+    if (llvm::Error e = optimize(&llvmModule)) {
+      err = llvm::toString(std::move(e));
+      return failure();
+    }
+  } else if (level == 1) {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(tm.get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm;
+    if (llvm::Error e = pb.parsePassPipeline(mpm, kLightPipeline)) {
+      err = llvm::toString(std::move(e));
+      return failure();
+    }
+    mpm.run(llvmModule, mam);
   }
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
@@ -168,7 +231,7 @@ static LogicalResult emitObject(ModuleOp module, StringRef path,
     err = "the target cannot emit object files";
     return failure();
   }
-  pm.run(*llvmModule);
+  pm.run(llvmModule);
   return success();
 }
 
@@ -305,8 +368,13 @@ int main(int argc, char **argv) {
   options.target = target;
   options.profile = profileFile;
   zb::buildPipelineParallelPipeline(pm, options);
+  if (timing)
+    pm.enableTiming();
+  auto tPipeline = Clock::now();
   if (failed(pm.run(*module)))
     return 1;
+  phaseTime("autodiff, split, partition, schedule, zb-lower-pipeline",
+            tPipeline);
 
   if (std::error_code ec = llvm::sys::fs::create_directories(outputDir))
     return fail("cannot create " + outputDir + ": " + ec.message());
@@ -415,19 +483,37 @@ int main(int argc, char **argv) {
     if (in.type.getRank() > 0)
       microbatchSize = in.type.getDimSize(0);
     int64_t stage = in.stages.empty() ? 0 : in.stages.front();
+    // Element type as zb-run feeds it (docs/plan-json.md).
+    Type elem = in.type.getElementType();
+    std::string dtype;
+    if (elem.isF32())
+      dtype = "float32";
+    else if (elem.isInteger(64))
+      dtype = "int64";
+    else if (elem.isInteger(32))
+      dtype = "int32";
+    else
+      return fail("graph input '" + in.name + "' has element type " +
+                  llvm::formatv("{0}", elem).str() +
+                  "; zb-run feeds float32, int64 or int32 inputs");
     inputsJson.push_back(llvm::json::Object{
         {"name", in.name},
+        {"dtype", dtype},
         {"sample_shape", std::move(sampleShape)},
         {"stage", stage},
         {"rank", schedule->stageToRank[stage]}});
   }
 
-  // One native program per rank.
+  // One native program per rank: MLIR lowering and translation to LLVM IR
+  // one rank after the other (one MLIRContext), then LLVM optimisation,
+  // code generation and linking of all ranks in parallel (one LLVMContext
+  // each).
   llvm::json::Array ranksJson;
+  std::vector<std::unique_ptr<llvm::LLVMContext>> llvmContexts;
+  std::vector<std::unique_ptr<llvm::Module>> llvmModules;
   for (int64_t r = 0; r < numRanks; ++r) {
-    progress(llvm::formatv("rank {0}/{1}: lowering to LLVM and emitting "
-                           "rank{0}.so",
-                           r, numRanks));
+    progress(llvm::formatv("rank {0}/{1}: lowering to LLVM", r, numRanks));
+    auto tRank = Clock::now();
     OwningOpRef<ModuleOp> rankModule(cast<ModuleOp>((*module)->clone()));
     std::string stepName = llvm::formatv("zb_rank{0}_step", r);
     llvm::json::Array args;
@@ -463,10 +549,14 @@ int main(int argc, char **argv) {
         fn.setResultAttrs(i, ArrayRef<NamedAttribute>{});
     }
     PassManager lower = PassManager::on<ModuleOp>(&ctx);
+    if (timing)
+      lower.enableTiming();
     lower.addPass(createSymbolDCEPass());
     zb::buildLowerToLLVMPipeline(lower);
     if (failed(lower.run(*rankModule)))
       return fail(llvm::formatv("lowering rank {0} failed", r).str());
+    phaseTime(llvm::formatv("rank {0}: MLIR lowering to the LLVM dialect", r),
+              tRank);
     if (keepIntermediates) {
       std::string err;
       auto out = openOutputFile(
@@ -476,19 +566,64 @@ int main(int argc, char **argv) {
       rankModule->print(out->os());
       out->keep();
     }
-    std::string err;
-    std::string obj = outPath(llvm::formatv("rank{0}.o", r).str());
-    std::string lib = outPath(llvm::formatv("rank{0}.so", r).str());
-    if (failed(emitObject(*rankModule, obj, err)) ||
-        failed(linkShared(obj, lib, err)))
-      return fail(err);
-    if (!keepIntermediates)
-      llvm::sys::fs::remove(obj);
+    auto tTranslate = Clock::now();
+    llvmContexts.push_back(std::make_unique<llvm::LLVMContext>());
+    llvmModules.push_back(
+        translateModuleToLLVMIR(*rankModule, *llvmContexts.back(), "zb_rank"));
+    if (!llvmModules.back())
+      return fail(llvm::formatv("rank {0}: translation to LLVM IR failed", r)
+                      .str());
+    phaseTime(llvm::formatv("rank {0}: translation to LLVM IR", r),
+              tTranslate);
     ranksJson.push_back(
         llvm::json::Object{{"rank", r},
                            {"library", llvm::formatv("rank{0}.so", r).str()},
                            {"entry", "zb_rank_main"},
                            {"args", std::move(args)}});
+  }
+  {
+    unsigned workers = jobs ? jobs.getValue()
+                            : std::max(1u, std::thread::hardware_concurrency());
+    workers = std::min<unsigned>(workers, numRanks);
+    progress(llvm::formatv("LLVM -O{0}: emitting rank0.so .. rank{1}.so "
+                           "({2} in parallel)",
+                           optLevel.getValue(), numRanks - 1, workers));
+    std::vector<std::string> errors(numRanks);
+    std::vector<double> seconds(numRanks);
+    std::atomic<int64_t> next{0};
+    auto worker = [&] {
+      for (int64_t r; (r = next++) < numRanks;) {
+        auto t0 = Clock::now();
+        std::string obj = outPath(llvm::formatv("rank{0}.o", r).str());
+        std::string lib = outPath(llvm::formatv("rank{0}.so", r).str());
+        if (failed(emitObject(*llvmModules[r], optLevel, obj, errors[r])) ||
+            failed(linkShared(obj, lib, errors[r])))
+          continue;
+        if (!keepIntermediates)
+          llvm::sys::fs::remove(obj);
+        llvmModules[r].reset();
+        seconds[r] = std::chrono::duration<double>(Clock::now() - t0).count();
+      }
+    };
+    auto tEmit = Clock::now();
+    std::vector<std::thread> threads;
+    for (unsigned i = 1; i < workers; ++i)
+      threads.emplace_back(worker);
+    worker();
+    for (std::thread &t : threads)
+      t.join();
+    for (int64_t r = 0; r < numRanks; ++r)
+      if (!errors[r].empty())
+        return fail(llvm::formatv("rank {0}: {1}", r, errors[r]).str());
+    if (timing)
+      for (int64_t r = 0; r < numRanks; ++r)
+        llvm::errs() << llvm::formatv(
+            "[zb-compile] time {0,8:f3} s  rank {1}: LLVM optimisation, code "
+            "generation and linking\n",
+            seconds[r], r);
+    phaseTime("all ranks: LLVM optimisation, code generation and linking "
+              "(wall)",
+              tEmit);
   }
 
   llvm::json::Array stagesJson;
