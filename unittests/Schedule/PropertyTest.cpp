@@ -46,6 +46,8 @@ TEST(Property, RandomProblemsV1) {
     double maxMB = *std::max_element(pr.memB.begin(), pr.memB.end());
     pr.memoryLimit = rng() % 3 == 0 ? 0 : uni(0.5, 2.5) * pr.numRanks * maxMB;
     SCOPED_TRACE("iteration " + std::to_string(iter));
+    double bound = stageSpanLowerBound(
+        pr, std::vector<double>(pr.numRanks, pr.memoryLimit));
     double h1Cost = -1, h1Peak = 0;
     for (llvm::StringRef name :
          {"gpipe", "1f1b", "zb-h1", "zb-h2", "zb-auto", "zb-1p", "zb-2p"}) {
@@ -69,6 +71,8 @@ TEST(Property, RandomProblemsV1) {
           EXPECT_LE(peak, pr.memoryLimit * (1 + 1e-9)) << name.str();
       }
       EXPECT_GE(r.cost, r.idealTime * (1 - 1e-12));
+      // The analytic lower bound holds for every order within the limit.
+      EXPECT_GE(r.stageSpan, bound * (1 - 1e-9)) << name.str();
       if (name == "zb-h1") {
         h1Cost = r.stageSpan;
         h1Peak = *std::max_element(r.peakMemory.begin(), r.peakMemory.end());
