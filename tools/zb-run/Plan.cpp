@@ -29,6 +29,20 @@ int64_t InputInfo::sampleElements() const {
   return n;
 }
 
+const char *zb::run::dtypeName(DType t) {
+  switch (t) {
+  case DType::Float32:
+    return "float32";
+  case DType::Int64:
+    return "int64";
+  case DType::Int32:
+    return "int32";
+  }
+  return "?";
+}
+
+int64_t zb::run::dtypeBytes(DType t) { return t == DType::Int64 ? 8 : 4; }
+
 std::vector<int64_t> Plan::argShape(const ArgInfo &arg) const {
   switch (arg.kind) {
   case ArgKind::Param:
@@ -257,6 +271,20 @@ Expected<Plan> zb::run::parsePlan(StringRef text, StringRef path) {
     ZB_ASSIGN(in.name, rd.string(*o, "name", field + ".name"));
     ZB_ASSIGN(in.sampleShape,
               rd.shape(*o, "sample_shape", field + ".sample_shape"));
+    if (o->get("dtype")) {
+      std::string dtype;
+      ZB_ASSIGN(dtype, rd.string(*o, "dtype", field + ".dtype"));
+      if (dtype == "float32")
+        in.dtype = DType::Float32;
+      else if (dtype == "int64")
+        in.dtype = DType::Int64;
+      else if (dtype == "int32")
+        in.dtype = DType::Int32;
+      else
+        return rd.error(field + ".dtype",
+                        "unknown element type \"" + dtype +
+                            "\" (expected float32, int64 or int32)");
+    }
     ZB_ASSIGN(v, rd.integer(*o, "rank", field + ".rank", 0, plan.numRanks - 1));
     in.rank = (int32_t)v;
     ZB_ASSIGN(v,

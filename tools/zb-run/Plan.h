@@ -28,9 +28,18 @@ struct ParamInfo {
   int64_t numElements() const;
 };
 
+/// Element type of a graph input as the rank program reads it.
+enum class DType { Float32, Int64, Int32 };
+
+/// "float32", "int64", "int32".
+const char *dtypeName(DType t);
+/// Bytes per element: 4, 8, 4.
+int64_t dtypeBytes(DType t);
+
 struct InputInfo {
   std::string name;
   std::vector<int64_t> sampleShape;
+  DType dtype = DType::Float32; ///< plan.json "dtype" (default float32)
   int32_t rank = 0;
   int32_t stage = 0;
   int64_t sampleElements() const;

@@ -64,9 +64,25 @@ cl::opt<int> numSteps("steps", cl::desc("Training steps (default 20)"),
                       cl::value_desc("S"), cl::init(20), cl::cat(runCategory));
 cl::opt<std::string>
     dataDir("data",
-            cl::desc("Dataset directory with input_<i>.pb (default: "
-                     "plan.json \"data\")"),
-            cl::value_desc("DIR"), cl::cat(runCategory));
+            cl::desc("Training data: a directory with input_<i>.pb, or a text "
+                     "file whose bytes are tokens (inputs 0 and 1 = tokens "
+                     "and targets, shifted by one; docs/plan-json.md). "
+                     "Default: plan.json \"data\""),
+            cl::value_desc("DIR|FILE"), cl::cat(runCategory));
+cl::opt<std::string> inputsDir(
+    "inputs",
+    cl::desc("Directory with input_<i>.pb (the same as --data DIR)"),
+    cl::value_desc("DIR"), cl::cat(runCategory));
+cl::opt<uint64_t> seedOpt(
+    "seed",
+    cl::desc("Seed of the text batches (--data FILE.txt); default 0"),
+    cl::value_desc("K"), cl::init(0), cl::cat(runCategory));
+cl::opt<bool> deterministic(
+    "deterministic",
+    cl::desc("Fix everything that could vary between runs: one BLAS/OpenMP "
+             "thread per rank, reports reduced in rank order (the data order "
+             "and gradient sums are fixed anyway)"),
+    cl::init(false), cl::cat(runCategory));
 cl::opt<double> lrOpt("lr",
                       cl::desc("Learning rate (overrides plan.json optimizer)"),
                       cl::value_desc("F"), cl::init(0.0), cl::cat(runCategory));
@@ -94,6 +110,11 @@ cl::opt<bool> reportGradients(
     cl::desc("Evaluate one step without an optimizer step; print the loss "
              "and the L2 norm of every parameter's (mean) gradient"),
     cl::init(false), cl::cat(runCategory));
+cl::opt<std::string> saveParams(
+    "save-params",
+    cl::desc("After training, write every parameter's final value to FILE "
+             "in the params.bin layout (float32 at plan.json offset_bytes)"),
+    cl::value_desc("FILE"), cl::cat(runCategory));
 enum class ReportFormat { Text, Json };
 cl::opt<ReportFormat> reportFormat(
     "report-format", cl::desc("Output format"),
@@ -153,32 +174,38 @@ void fatalSignalHandler(int sig) {
 // Buffers and memref descriptors
 //===----------------------------------------------------------------------===//
 
-/// 64-byte aligned float storage, zero-initialised.
-class FloatBuffer {
+/// 64-byte aligned storage of `n` elements of `elemBytes` bytes each,
+/// zero-initialised.
+class Buffer {
 public:
-  FloatBuffer() = default;
-  explicit FloatBuffer(int64_t n) : count(n) {
-    size_t bytes = ((size_t)std::max<int64_t>(n, 1) * 4 + 63) / 64 * 64;
-    ptr.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
+  Buffer() = default;
+  explicit Buffer(int64_t n, int64_t elemBytes = 4)
+      : count(n), elemBytes(elemBytes) {
+    size_t bytes =
+        ((size_t)std::max<int64_t>(n, 1) * elemBytes + 63) / 64 * 64;
+    ptr.reset(static_cast<char *>(std::aligned_alloc(64, bytes)));
     if (!ptr)
       exitWithError(formatv("out of memory allocating {0} bytes", bytes));
     std::memset(ptr.get(), 0, bytes);
   }
-  float *data() const { return ptr.get(); }
+  /// The elements as floats (parameters, gradients, float32 inputs).
+  float *data() const { return reinterpret_cast<float *>(ptr.get()); }
+  char *bytes() const { return ptr.get(); }
   int64_t size() const { return count; }
-  void zero() { std::memset(ptr.get(), 0, (size_t)count * 4); }
+  void zero() { std::memset(ptr.get(), 0, (size_t)(count * elemBytes)); }
 
 private:
   struct Free {
-    void operator()(float *p) const { std::free(p); }
+    void operator()(char *p) const { std::free(p); }
   };
-  std::unique_ptr<float, Free> ptr;
-  int64_t count = 0;
+  std::unique_ptr<char, Free> ptr;
+  int64_t count = 0, elemBytes = 4;
 };
+using FloatBuffer = Buffer;
 
-/// { float *allocated; float *aligned; int64_t offset; int64_t sizes[R];
+/// { T *allocated; T *aligned; int64_t offset; int64_t sizes[R];
 ///   int64_t strides[R]; } with row-major strides and offset 0.
-std::vector<int64_t> makeDescriptor(float *data,
+std::vector<int64_t> makeDescriptor(void *data,
                                     const std::vector<int64_t> &shape) {
   std::vector<int64_t> d;
   d.push_back((int64_t)(intptr_t)data);
@@ -209,10 +236,15 @@ std::string resolvePath(StringRef base, StringRef path) {
   return std::string(p);
 }
 
-/// The data directory: --data, else plan.json "data" (relative to DIR).
+/// The data directory or text file: --data / --inputs, else plan.json
+/// "data" (relative to DIR).
 Expected<std::string> dataDirectory(const Plan &plan) {
+  if (!dataDir.empty() && !inputsDir.empty())
+    return makeError("give --data or --inputs, not both");
   if (!dataDir.empty())
     return dataDir.getValue();
+  if (!inputsDir.empty())
+    return inputsDir.getValue();
   if (!plan.data.empty())
     return resolvePath(plan.dir, plan.data);
   return makeError(plan.path +
@@ -227,7 +259,8 @@ struct RankState {
   std::map<int64_t, FloatBuffer> params, grads; // by parameter index
   std::map<int64_t, FloatBuffer> adamM, adamV;  // AdamW state by index
   std::map<int64_t, Dataset> datasets;          // by input index
-  std::map<int64_t, FloatBuffer> inputs;        // by input index
+  std::map<int64_t, Buffer> inputs;             // by input index
+  std::unique_ptr<TextData> text; ///< text data instead of datasets
   FloatBuffer loss{1};
   bool hasLoss = false;
   std::vector<std::vector<int64_t>> descriptors;
@@ -316,28 +349,47 @@ Expected<std::unique_ptr<RankState>> setupRank(const Plan &plan, int32_t rank,
     }
   }
 
-  // Training data.
+  // Training data: input_<i>.pb datasets, or a text file.
   for (const ArgInfo &a : info.args) {
-    if (a.kind != ArgKind::Input || st->datasets.count(a.index))
+    if (a.kind != ArgKind::Input || st->inputs.count(a.index))
       continue;
     Expected<std::string> dir = dataDirectory(plan);
     if (!dir)
       return dir.takeError();
+    const InputInfo &in = plan.inputs[a.index];
+    st->inputs.emplace(a.index,
+                       Buffer(plan.numMicrobatches * plan.microbatchSize *
+                                  in.sampleElements(),
+                              dtypeBytes(in.dtype)));
+    if (sys::fs::is_regular_file(*dir)) {
+      // Text: input 0 = tokens, input 1 = the same bytes shifted by one.
+      if (plan.inputs.size() != 2 || plan.inputs[0].sampleShape.size() != 1 ||
+          plan.inputs[0].sampleShape != plan.inputs[1].sampleShape)
+        return makeError(formatv(
+            "{0}: text data needs a language model with two inputs (tokens, "
+            "targets) of sample shape [seq]; {1} has {2} input(s)",
+            *dir, plan.path, plan.inputs.size()));
+      if (!st->text) {
+        Expected<TextData> text =
+            readText(*dir, plan.inputs[0].sampleShape[0]);
+        if (!text)
+          return text.takeError();
+        st->text = std::make_unique<TextData>(std::move(*text));
+      }
+      continue;
+    }
     std::string path =
         resolvePath(*dir, formatv("input_{0}.pb", a.index).str());
-    const InputInfo &in = plan.inputs[a.index];
-    Expected<Dataset> ds = readDataset(path, in.name, in.sampleShape);
+    Expected<Dataset> ds =
+        readDataset(path, in.name, in.sampleShape, in.dtype);
     if (!ds)
       return ds.takeError();
     st->datasets.emplace(a.index, std::move(*ds));
-    st->inputs.emplace(a.index,
-                       FloatBuffer(plan.numMicrobatches * plan.microbatchSize *
-                                   in.sampleElements()));
   }
 
   // Memref descriptors, in argument order.
   for (const ArgInfo &a : info.args) {
-    float *data = nullptr;
+    void *data = nullptr;
     switch (a.kind) {
     case ArgKind::Param:
       data = st->params.at(a.index).data();
@@ -346,7 +398,7 @@ Expected<std::unique_ptr<RankState>> setupRank(const Plan &plan, int32_t rank,
       data = st->grads.at(a.index).data();
       break;
     case ArgKind::Input:
-      data = st->inputs.at(a.index).data();
+      data = st->inputs.at(a.index).bytes();
       break;
     case ArgKind::Loss:
       data = st->loss.data();
@@ -365,12 +417,18 @@ void fillInputs(RankState &st, int64_t step) {
   const Plan &plan = *st.plan;
   const int64_t batch = plan.numMicrobatches * plan.microbatchSize;
   for (auto &[index, buf] : st.inputs) {
+    if (st.text) {
+      const InputInfo &in = plan.inputs[index];
+      cutText(*st.text, seedOpt, step, batch, in.sampleShape[0],
+              /*shift=*/index, in.dtype, buf.bytes());
+      continue;
+    }
     const Dataset &ds = st.datasets.at(index);
     for (int64_t t = 0; t < batch; ++t) {
       int64_t sample = (step * batch + t) % ds.numSamples;
-      std::memcpy(buf.data() + t * ds.sampleElements,
-                  ds.values.data() + sample * ds.sampleElements,
-                  (size_t)ds.sampleElements * 4);
+      std::memcpy(buf.bytes() + t * ds.sampleBytes(),
+                  ds.bytes.data() + sample * ds.sampleBytes(),
+                  (size_t)ds.sampleBytes());
     }
   }
 }
@@ -555,6 +613,36 @@ struct StageProfile {
   }
 };
 
+/// --save-params: rank 0 creates FILE (the size of params.bin), then every
+/// rank in turn writes its parameters at their offsets (collective).
+void saveFinalParams(const RankState &st, const Plan &plan, StringRef path) {
+  int64_t size = 0;
+  for (const ParamInfo &p : plan.params)
+    size = std::max(size, p.offsetBytes + 4 * p.numElements());
+  int ok = 1;
+  if (zbrt_rank() == 0) {
+    FILE *f = std::fopen(path.str().c_str(), "wb");
+    ok = f && (size == 0 || (std::fseek(f, size - 1, SEEK_SET) == 0 &&
+                             std::fputc(0, f) != EOF));
+    if (f)
+      ok = (std::fclose(f) == 0) && ok;
+  }
+  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!ok)
+    agreeOrExit(makeError("--save-params: cannot write '" + path + "'"));
+  for (int32_t r = 0; r < zbrt_world_size(); ++r) {
+    if (r == zbrt_rank()) {
+      FILE *f = std::fopen(path.str().c_str(), "r+b");
+      for (const auto &[index, buf] : st.params)
+        if (f && std::fseek(f, plan.params[index].offsetBytes, SEEK_SET) == 0)
+          std::fwrite(buf.data(), 4, (size_t)buf.size(), f);
+      if (f)
+        std::fclose(f);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
 void printGradientReport(double loss, const Plan &plan,
                          const std::vector<double> &norms) {
   if (reportFormat == ReportFormat::Json) {
@@ -611,6 +699,10 @@ int main(int argc, char **argv) {
                             "{1}` or `mpirun -np {1} zb-run {2}`",
                             plan.path, plan.numRanks, planDir));
     validateAllRanks(plan);
+    if (deterministic) {
+      setenv("OPENBLAS_NUM_THREADS", "1", 1);
+      setenv("OMP_NUM_THREADS", "1", 1);
+    }
     if (plan.numRanks > 1)
       return runUnderMpirun(argc, argv, plan.numRanks);
     setenv("OPENBLAS_NUM_THREADS", "1", 0);
@@ -739,6 +831,9 @@ int main(int argc, char **argv) {
     zbrt_finalize();
     return 0;
   }
+
+  if (!saveParams.empty())
+    saveFinalParams(st, plan, saveParams);
 
   bool haveProfile = false;
   if (!profileFile.empty()) {
