@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22
-  coinor-libcbc-dev libonnx-dev libprotobuf-dev protobuf-compiler
+  coinor-libcbc-dev libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-dev python3-numpy python3-onnx

@@ -30,8 +30,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -45,9 +45,9 @@
 #include <exception>
 #include <functional>
 #include <limits>
-#include <type_traits>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 using namespace mlir;
 
@@ -296,7 +296,9 @@ bool isCausalPattern(const HostTensor &t, double above, double below) {
 SmallVector<int64_t> toInts(const HostTensor &t) {
   SmallVector<int64_t> v;
   for (double d : t.data)
-    v.push_back(d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : int64_t(d));
+    v.push_back(d >= 9.2e18    ? INT64_MAX
+                : d <= -9.2e18 ? INT64_MIN
+                               : int64_t(d));
   return v;
 }
 
@@ -532,7 +534,8 @@ ONNXImporter::convertTensor(const onnx::TensorProto &tensor, Location where,
   }
   Type elementType = convertElementType(tensor.data_type());
   if (!elementType) {
-    error() << "unsupported element type " << elementTypeName(tensor.data_type());
+    error() << "unsupported element type "
+            << elementTypeName(tensor.data_type());
     return failure();
   }
   SmallVector<int64_t> shape;
@@ -547,9 +550,8 @@ ONNXImporter::convertTensor(const onnx::TensorProto &tensor, Location where,
     shape.push_back(d);
   }
   auto type = RankedTensorType::get(shape, elementType);
-  unsigned width = elementType.isInteger(1)
-                       ? 1
-                       : elementType.getIntOrFloatBitWidth() / 8;
+  unsigned width =
+      elementType.isInteger(1) ? 1 : elementType.getIntOrFloatBitWidth() / 8;
 
   // Gather the little-endian bytes of every element (booleans: one byte).
   std::string bytes;
@@ -571,8 +573,9 @@ ONNXImporter::convertTensor(const onnx::TensorProto &tensor, Location where,
   if (tensor.has_raw_data()) {
     if (int64_t(tensor.raw_data().size()) != numElements * width) {
       error() << "has " << tensor.raw_data().size() << " bytes of data, "
-              << formatShape(shape) << " x " << elementTypeName(tensor.data_type())
-              << " needs " << numElements * width;
+              << formatShape(shape) << " x "
+              << elementTypeName(tensor.data_type()) << " needs "
+              << numElements * width;
       return failure();
     }
     bytes = tensor.raw_data();
@@ -635,9 +638,8 @@ ONNXImporter::convertTensor(const onnx::TensorProto &tensor, Location where,
 }
 
 DenseElementsAttr ONNXImporter::splat(RankedTensorType type, double value) {
-  return DenseElementsAttr::get(
-      type, ArrayRef<Attribute>{builder.getFloatAttr(type.getElementType(),
-                                                     value)});
+  return DenseElementsAttr::get(type, ArrayRef<Attribute>{builder.getFloatAttr(
+                                          type.getElementType(), value)});
 }
 
 Value ONNXImporter::splatConstant(RankedTensorType type, double value) {
@@ -738,7 +740,7 @@ OwningOpRef<ModuleOp> ONNXImporter::importModel(const onnx::ModelProto &model) {
     paramValues.push_back(builder.getNamedAttr(p->name(), value));
   }
 
-  if (graph.output_size() != 1) {
+  if (graph.output_size() != 1 && !options.keepOutputs) {
     fileError() << "the graph must have exactly one output, the loss (it has "
                 << graph.output_size() << ")";
     return nullptr;
@@ -749,9 +751,9 @@ OwningOpRef<ModuleOp> ONNXImporter::importModel(const onnx::ModelProto &model) {
   (*module)->setAttr(zb::frontend::kParamValuesAttr,
                      builder.getDictionaryAttr(paramValues));
   builder.setInsertionPointToEnd(module->getBody());
-  auto func = func::FuncOp::create(builder, fileLoc,
-                                   zb::frontend::kMainFuncName,
-                                   builder.getFunctionType(argTypes, {}));
+  auto func =
+      func::FuncOp::create(builder, fileLoc, zb::frontend::kMainFuncName,
+                           builder.getFunctionType(argTypes, {}));
   func.setAllArgAttrs(argAttrs);
   Block *entry = func.addEntryBlock();
   for (auto [name, arg] : llvm::zip_equal(argNames, entry->getArguments())) {
@@ -776,6 +778,25 @@ OwningOpRef<ModuleOp> ONNXImporter::importModel(const onnx::ModelProto &model) {
   }
   node = nullptr;
 
+  if (options.keepOutputs) {
+    // Forward model checks: every graph output is a result, as computed.
+    SmallVector<Value> results;
+    for (const onnx::ValueInfoProto &out : graph.output()) {
+      auto found = values.find(out.name());
+      if (found == values.end()) {
+        fileError() << "the graph output '" << out.name()
+                    << "' is not computed by any node";
+        return nullptr;
+      }
+      loc = NameLoc::get(builder.getStringAttr(out.name()), fileLoc);
+      results.push_back(materialize(found->second));
+    }
+    func::ReturnOp::create(builder, fileLoc, results);
+    func.setFunctionType(builder.getFunctionType(
+        entry->getArgumentTypes(), ValueRange(results).getTypes()));
+    return module;
+  }
+
   // The result: the loss.
   loc = NameLoc::get(builder.getStringAttr(output.name()), fileLoc);
   auto it = values.find(output.name());
@@ -786,7 +807,8 @@ OwningOpRef<ModuleOp> ONNXImporter::importModel(const onnx::ModelProto &model) {
   }
   Value loss = materialize(it->second);
   if (!options.loss.empty()) {
-    FailureOr<Value> appended = appendLoss(loss, func, argNames.size() - params.size());
+    FailureOr<Value> appended =
+        appendLoss(loss, func, argNames.size() - params.size());
     if (failed(appended))
       return nullptr;
     loss = *appended;
@@ -851,8 +873,8 @@ FailureOr<Value> ONNXImporter::appendLoss(Value logits, func::FuncOp func,
                 << type;
     return failure();
   }
-  auto targetsType = RankedTensorType::get(type.getShape().drop_back(),
-                                           builder.getI64Type());
+  auto targetsType =
+      RankedTensorType::get(type.getShape().drop_back(), builder.getI64Type());
   Value targets;
   auto it = values.find(options.targets);
   if (it != values.end()) {
@@ -861,19 +883,20 @@ FailureOr<Value> ONNXImporter::appendLoss(Value logits, func::FuncOp func,
     if (!isa<IntegerType>(t.getElementType()) ||
         t.getShape() != targetsType.getShape()) {
       fileError() << "--targets '" << options.targets << "' is " << t
-                  << ", but logits " << type << " need integer targets of shape "
+                  << ", but logits " << type
+                  << " need integer targets of shape "
                   << formatShape(targetsType.getShape());
       return failure();
     }
   } else {
     Location argLoc =
         NameLoc::get(builder.getStringAttr(options.targets), fileLoc);
-    if (failed(func.insertArgument(
-            numGraphInputs, targetsType,
-            builder.getDictionaryAttr(builder.getNamedAttr(
-                zb::frontend::kNameAttr,
-                builder.getStringAttr(options.targets))),
-            argLoc)))
+    if (failed(
+            func.insertArgument(numGraphInputs, targetsType,
+                                builder.getDictionaryAttr(builder.getNamedAttr(
+                                    zb::frontend::kNameAttr,
+                                    builder.getStringAttr(options.targets))),
+                                argLoc)))
       return failure();
     targets = func.getArgument(numGraphInputs);
   }
@@ -994,8 +1017,7 @@ FailureOr<Value> ONNXImporter::broadcastTo(Value v, ArrayRef<int64_t> shape) {
     return v;
   int64_t offset = int64_t(shape.size()) - type.getRank();
   if (offset < 0) {
-    nodeError() << "cannot broadcast " << type << " to "
-                << formatShape(shape);
+    nodeError() << "cannot broadcast " << type << " to " << formatShape(shape);
     return failure();
   }
   SmallVector<int64_t> dims;
@@ -1009,8 +1031,7 @@ FailureOr<Value> ONNXImporter::broadcastTo(Value v, ArrayRef<int64_t> shape) {
     dims.push_back(offset + i);
   }
   auto resultType = RankedTensorType::get(shape, type.getElementType());
-  return Value(
-      zb::BroadcastInDimOp::create(builder, loc, resultType, v, dims));
+  return Value(zb::BroadcastInDimOp::create(builder, loc, resultType, v, dims));
 }
 
 FailureOr<Value> ONNXImporter::broadcastInput(int i, ArrayRef<int64_t> shape) {
@@ -1060,8 +1081,7 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::binary() {
           otherType.getRank() < 2 || typeOf(mask).getRank() < 2 ||
           typeOf(mask).getShape().take_back(2) !=
               otherType.getShape().take_back(2) ||
-          !broadcastShapes(otherType.getShape(),
-                           typeOf(mask).getShape()) ||
+          !broadcastShapes(otherType.getShape(), typeOf(mask).getShape()) ||
           *broadcastShapes(otherType.getShape(), typeOf(mask).getShape()) !=
               otherType.getShape() ||
           !isCausalPattern(toHost(mask.constant),
@@ -1113,7 +1133,8 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::unary() {
 
 /// Gemm: Y = alpha * op(A) op(B) + beta * C, C broadcast to [M, N].
 FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::gemm() {
-  FailureOr<int64_t> transA = intAttr("transA", 0), transB = intAttr("transB", 0);
+  FailureOr<int64_t> transA = intAttr("transA", 0),
+                     transB = intAttr("transB", 0);
   FailureOr<float> alpha = floatAttr("alpha", 1.0f),
                    beta = floatAttr("beta", 1.0f);
   if (failed(transA) || failed(transB) || failed(alpha) || failed(beta))
@@ -1142,8 +1163,7 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::gemm() {
   Value y = zb::MatmulOp::create(builder, loc, type, *a, *b, *transA != 0,
                                  *transB != 0);
   if (*alpha != 1.0f)
-    y = zb::MulOp::create(builder, loc, type, y,
-                          splatConstant(type, *alpha));
+    y = zb::MulOp::create(builder, loc, type, y, splatConstant(type, *alpha));
   if (hasInput(2) && *beta != 0.0f) {
     FailureOr<Value> c = floatInput(2);
     if (failed(c))
@@ -1224,8 +1244,9 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::matmul() {
   if (failed(lhs) || failed(rhs = broadcastTo(*b, bShape)))
     return failure();
   return SmallVector<ImportedValue, 1>{
-      {zb::BatchMatmulOp::create(builder, loc, RankedTensorType::get(shape, elt),
-                                 *lhs, *rhs, false, false),
+      {zb::BatchMatmulOp::create(builder, loc,
+                                 RankedTensorType::get(shape, elt), *lhs, *rhs,
+                                 false, false),
        {}}};
 }
 
@@ -1244,13 +1265,20 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::pow() {
     FailureOr<Value> ev = floatInput(1);
     if (failed(ev))
       return failure();
-    if (ev->getType() != type) {
-      nodeError() << "a computed exponent must have the type of the base, "
-                  << type << ", got " << ev->getType();
+    auto eType = cast<RankedTensorType>(ev->getType());
+    std::optional<SmallVector<int64_t>> shape =
+        broadcastShapes(type.getShape(), eType.getShape());
+    if (eType.getElementType() != type.getElementType() || !shape) {
+      nodeError() << "a computed exponent must have the element type of the "
+                     "base and broadcast with it: base "
+                  << type << ", exponent " << eType;
       return failure();
     }
+    FailureOr<Value> base = broadcastTo(*x, *shape), exp = failure();
+    if (failed(base) || failed(exp = broadcastTo(*ev, *shape)))
+      return failure();
     return SmallVector<ImportedValue, 1>{
-        {zb::PowOp::create(builder, loc, type, *x, *ev), {}}};
+        {zb::PowOp::create(builder, loc, base->getType(), *base, *exp), {}}};
   }
   Value y;
   if (*exponent == 1.0)
@@ -1284,7 +1312,8 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::reduce() {
     FailureOr<DenseElementsAttr> c = constantInput(1);
     if (failed(c))
       return failure();
-    if (!c->getElementType().isSignlessInteger() || c->getType().getRank() > 1) {
+    if (!c->getElementType().isSignlessInteger() ||
+        c->getType().getRank() > 1) {
       nodeError() << "axes must be a 1-D integer tensor";
       return failure();
     }
@@ -1352,9 +1381,9 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::constant() {
       return failure();
     value = *t;
   } else if (name == "value_float" && a.type() == onnx::AttributeProto::FLOAT) {
-    value = DenseElementsAttr::get(
-        RankedTensorType::get({}, builder.getF32Type()),
-        ArrayRef<float>(a.f()));
+    value =
+        DenseElementsAttr::get(RankedTensorType::get({}, builder.getF32Type()),
+                               ArrayRef<float>(a.f()));
   } else if (name == "value_floats" &&
              a.type() == onnx::AttributeProto::FLOATS) {
     SmallVector<float> v(a.floats().begin(), a.floats().end());
@@ -1362,9 +1391,9 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::constant() {
         RankedTensorType::get({int64_t(v.size())}, builder.getF32Type()),
         ArrayRef<float>(v));
   } else if (name == "value_int" && a.type() == onnx::AttributeProto::INT) {
-    value = DenseElementsAttr::get(
-        RankedTensorType::get({}, builder.getI64Type()),
-        ArrayRef<int64_t>(a.i()));
+    value =
+        DenseElementsAttr::get(RankedTensorType::get({}, builder.getI64Type()),
+                               ArrayRef<int64_t>(a.i()));
   } else if (name == "value_ints" && a.type() == onnx::AttributeProto::INTS) {
     SmallVector<int64_t> v(a.ints().begin(), a.ints().end());
     value = DenseElementsAttr::get(
@@ -1400,10 +1429,10 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::shape() {
   for (int64_t i = b; i < e; ++i)
     dims.push_back(s[i]);
   return SmallVector<ImportedValue, 1>{
-      {Value(), DenseElementsAttr::get(
-                    RankedTensorType::get({int64_t(dims.size())},
-                                          builder.getI64Type()),
-                    ArrayRef<int64_t>(dims))}};
+      {Value(),
+       DenseElementsAttr::get(
+           RankedTensorType::get({int64_t(dims.size())}, builder.getI64Type()),
+           ArrayRef<int64_t>(dims))}};
 }
 
 /// Reshape / Unsqueeze / Squeeze / Flatten of a tensor: zb.reshape.
@@ -1522,8 +1551,8 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::slice() {
   for (int64_t d = 0; d < type.getRank(); ++d)
     limit.push_back(spec->shape[d] == 0
                         ? spec->start[d]
-                        : spec->start[d] + (spec->shape[d] - 1) * spec->step[d] +
-                              1);
+                        : spec->start[d] +
+                              (spec->shape[d] - 1) * spec->step[d] + 1);
   return SmallVector<ImportedValue, 1>{
       {zb::SliceOp::create(
            builder, loc,
@@ -1664,8 +1693,9 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::gather() {
       shape.append(type.getShape().begin() + 1, type.getShape().end());
       return SmallVector<ImportedValue, 1>{
           {zb::GatherOp::create(
-               builder, loc, RankedTensorType::get(shape, type.getElementType()),
-               *data, indices),
+               builder, loc,
+               RankedTensorType::get(shape, type.getElementType()), *data,
+               indices),
            {}}};
     }
   }
@@ -1693,7 +1723,8 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::where() {
   if (failed(cond) || failed(x = lookup(1)) || failed(y = lookup(2)))
     return failure();
   RankedTensorType ct = typeOf(*cond), xt = typeOf(*x), yt = typeOf(*y);
-  if (!ct.getElementType().isInteger(1) || xt.getElementType() != yt.getElementType() ||
+  if (!ct.getElementType().isInteger(1) ||
+      xt.getElementType() != yt.getElementType() ||
       !isa<FloatType>(xt.getElementType())) {
     nodeError() << "expected a boolean condition and two floating-point "
                    "tensors of one element type, got "
@@ -1783,8 +1814,7 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::layerNorm() {
   FailureOr<Value> x = floatInput(0), w = failure();
   FailureOr<int64_t> axisAttr = intAttr("axis", -1);
   FailureOr<float> eps = floatAttr("epsilon", 1e-5f);
-  if (failed(x) || failed(w = floatInput(1)) || failed(axisAttr) ||
-      failed(eps))
+  if (failed(x) || failed(w = floatInput(1)) || failed(axisAttr) || failed(eps))
     return failure();
   auto type = cast<RankedTensorType>(x->getType());
   FailureOr<int64_t> axis = normalizeAxis(*axisAttr, type.getRank(), "axis");
@@ -1823,8 +1853,7 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::layerNorm() {
 }
 
 /// SoftmaxCrossEntropyLoss (mean reduction, no weights) -> zb.cross_entropy.
-FailureOr<SmallVector<ImportedValue, 1>>
-ONNXImporter::softmaxCrossEntropy() {
+FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::softmaxCrossEntropy() {
   FailureOr<Value> scores = floatInput(0), labels = failure();
   if (failed(scores) || failed(labels = tensorInput(1)))
     return failure();
@@ -1844,6 +1873,14 @@ ONNXImporter::softmaxCrossEntropy() {
   }
   auto st = cast<RankedTensorType>(scores->getType());
   auto lt = cast<RankedTensorType>(labels->getType());
+  // zb.cross_entropy has no ignored class: accept only an ignore_index that
+  // no valid label can equal (torch exports -100).
+  if (const onnx::AttributeProto *ii = findAttr("ignore_index");
+      ii && st.getRank() >= 2 && ii->i() >= 0 && ii->i() < st.getDimSize(1)) {
+    nodeError() << "ignore_index " << ii->i()
+                << " is a valid class; ignored labels are not supported";
+    return failure();
+  }
   if (st.getRank() < 2 || lt.getRank() != st.getRank() - 1 ||
       !isa<IntegerType>(lt.getElementType()) ||
       lt.getDimSize(0) != st.getDimSize(0) ||
@@ -2026,7 +2063,8 @@ ONNXImporter::reshapeTarget(ArrayRef<int64_t> in) {
     int64_t outer = 1;
     for (int64_t i = 0; i < a; ++i)
       outer *= in[i];
-    return SmallVector<int64_t>{outer, inElements / std::max<int64_t>(outer, 1)};
+    return SmallVector<int64_t>{outer,
+                                inElements / std::max<int64_t>(outer, 1)};
   }
   // Reshape: 0 copies the input dimension (unless allowzero), -1 is inferred.
   FailureOr<SmallVector<int64_t>> target = intsInput(1);
@@ -2149,9 +2187,8 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
     return SmallVector<ImportedValue, 1>{{Value(), fromHost(t)}};
   };
   auto need = [&](size_t n) -> LogicalResult {
-    if (in.size() < n || llvm::any_of(llvm::seq<size_t>(0, n), [&](size_t i) {
-          return !in[i].type;
-        })) {
+    if (in.size() < n || llvm::any_of(llvm::seq<size_t>(0, n),
+                                      [&](size_t i) { return !in[i].type; })) {
       nodeError() << "expected " << n << " inputs";
       return failure();
     }
@@ -2165,10 +2202,11 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
                           op == "Relu" || op == "Not" || op == "Cast" ||
                           op == "ConstantOfShape" || op == "Unsqueeze" ||
                           op == "Squeeze" || op == "Concat" || op == "Trilu" ||
-                          op == "Transpose" || op == "Flatten" ||
-                          op == "Max" || op == "Min"
+                          op == "Transpose" || op == "Flatten" || op == "Max" ||
+                          op == "Min"
                       ? 1
-                      : op == "Slice" ? 3 : 2)))
+                  : op == "Slice" ? 3
+                                  : 2)))
     return failure();
 
   // Elementwise unary.
@@ -2250,7 +2288,8 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
       nodeError() << "operands do not broadcast or differ in element type";
       return failure();
     }
-    HostTensor c = broadcastHost(in[0], *shape), x = broadcastHost(in[1], *shape),
+    HostTensor c = broadcastHost(in[0], *shape),
+               x = broadcastHost(in[1], *shape),
                y = broadcastHost(in[2], *shape);
     for (size_t i = 0; i < x.data.size(); ++i)
       if (c.data[i] == 0.0)
@@ -2263,7 +2302,8 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
       return failure();
     Type t = convertElementType(int32_t(*to));
     if (!t) {
-      nodeError() << "unsupported target type " << elementTypeName(int32_t(*to));
+      nodeError() << "unsupported target type "
+                  << elementTypeName(int32_t(*to));
       return failure();
     }
     HostTensor r = in[0];
@@ -2362,8 +2402,8 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
       nodeError() << "delta is 0";
       return failure();
     }
-    int64_t n = std::max<int64_t>(
-        int64_t(std::ceil((limit - start) / delta)), 0);
+    int64_t n =
+        std::max<int64_t>(int64_t(std::ceil((limit - start) / delta)), 0);
     if (n > kMaxElements) {
       nodeError() << "too many elements";
       return failure();
@@ -2522,9 +2562,17 @@ LogicalResult ONNXImporter::importNode() {
   if (foldable && allInputsConstant())
     handler = &ONNXImporter::fold;
   else if (foldable && isFoldOnly(node->op_type())) {
-    for (int i = 0; i < node->input_size(); ++i)
-      if (hasInput(i) && failed(constantInput(i)))
+    for (int i = 0; i < node->input_size(); ++i) {
+      auto it = hasInput(i) ? values.find(node->input(i)) : values.end();
+      if (it != values.end() && !it->second.constant) {
+        emitError(loc) << "unsupported ONNX op '" << node->op_type()
+                       << "' on computed tensors (node '" << nodeName << "', #"
+                       << nodeIndex << "): input #" << i << " ('"
+                       << node->input(i)
+                       << "') is not a constant known at import";
         return failure();
+      }
+    }
   }
   if (!handler) {
     emitError(loc) << "unsupported ONNX op '"
@@ -2553,9 +2601,9 @@ LogicalResult ONNXImporter::importNode() {
 // Entry points
 //===----------------------------------------------------------------------===//
 
-OwningOpRef<ModuleOp>
-zb::frontend::importONNX(llvm::MemoryBufferRef buffer, MLIRContext *ctx,
-                         const ImportOptions &options) {
+OwningOpRef<ModuleOp> zb::frontend::importONNX(llvm::MemoryBufferRef buffer,
+                                               MLIRContext *ctx,
+                                               const ImportOptions &options) {
   ctx->loadDialect<func::FuncDialect, zb::ZBDialect>();
   llvm::StringRef fileName = buffer.getBufferIdentifier();
   Location fileLoc = FileLineColLoc::get(ctx, fileName, 0, 0);
@@ -2617,21 +2665,27 @@ void zb::frontend::registerONNXImportTranslation() {
       llvm::cl::desc("--import-onnx --loss: the integer class targets [N...]: "
                      "a graph input, or a new i64 input of that name"),
       llvm::cl::value_desc("NAME"), llvm::cl::init(""));
+  static llvm::cl::opt<bool> keepOutputsOption(
+      "onnx-keep-outputs",
+      llvm::cl::desc("--import-onnx: return every graph output as computed "
+                     "(forward checks of single-op models; not trainable)"),
+      llvm::cl::init(false));
   auto getOptions = []() {
     ImportOptions options;
+    options.keepOutputs = keepOutputsOption;
     options.loss = lossOption;
     options.targets = targetsOption;
     return options;
   };
   static TranslateToMLIRRegistration registration(
-      "import-onnx", "import an ONNX model (forward + loss) into the zb dialect",
+      "import-onnx",
+      "import an ONNX model (forward + loss) into the zb dialect",
       [getOptions](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
                    MLIRContext *ctx) -> OwningOpRef<Operation *> {
         const llvm::MemoryBuffer *buffer =
             sourceMgr->getMemoryBuffer(sourceMgr->getMainFileID());
-        OwningOpRef<ModuleOp> module = importONNX(
-            buffer->getMemBufferRef(), ctx,
-            getOptions());
+        OwningOpRef<ModuleOp> module =
+            importONNX(buffer->getMemBufferRef(), ctx, getOptions());
         if (!module)
           return nullptr;
         return OwningOpRef<Operation *>(module.release());

@@ -48,7 +48,7 @@ def unsupported_op():
 def unsupported_pow():
     # a computed exponent of another shape than the base
     return model([
-        helper.make_node("ReduceMean", ["x"], ["e"], axes=[0], keepdims=0,
+        helper.make_node("ReduceMean", ["x"], ["e"], axes=[1], keepdims=0,
                          name="mean"),
         helper.make_node("Pow", ["x", "e"], ["c"], name="cube"),
         helper.make_node("ReduceSum", ["c"], ["loss"], keepdims=0, name="sum"),

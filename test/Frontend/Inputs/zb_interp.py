@@ -267,12 +267,14 @@ def evaluate(text, inputs, func="main"):
     header = text[text.rindex('"func.func"', 0, start):start + 10]
     arg_attrs = re.search(r"arg_attrs = \[(.*?)\], function_type", header,
                           re.S)
-    arg_list = re.findall(r"\{([^{}]*)\}", arg_attrs.group(1))
+    arg_list = re.findall(r"\{([^{}]*)\}", arg_attrs.group(1)) \
+        if arg_attrs else []
     res_attrs = re.search(r"res_attrs = \[(.*?)\], sym_name", header, re.S)
     res_list = re.findall(r"\{([^{}]*)\}", res_attrs.group(1)) \
         if res_attrs else []
     body = text[start:]
-    bb = re.search(r"\^bb0\((.*?)\):\n", body)
+    bb = re.search(r"\^bb0\((.*?)\):\n", body) or \
+        re.search(r"()\(\{\n", body)  # no arguments: no block header
     env = {}
     names = []
     graph_inputs = 0

@@ -30,11 +30,16 @@
 // static operands such as a Pow exponent or ReduceMean axes) are folded at
 // import and become zb.constant only where a tensor operand needs them.
 //
-// Supported ONNX ops (default domain, opsets 13-18): Add Sub Mul Div (numpy
-// broadcasting), Gemm (alpha, beta, transA, transB, C broadcast), MatMul
-// (2-D x 2-D), Relu Tanh Exp Log Neg, Pow (constant exponent 2 or 1),
-// ReduceMean ReduceSum (axes as attribute or as constant input, keepdims,
-// noop_with_empty_axes), Identity, Constant.
+// Supported ONNX ops (default domain, opsets 13-18): the table in
+// docs/frontends.md (elementwise math with numpy broadcasting, MatMul/Gemm,
+// reductions, Softmax, LayerNormalization, SoftmaxCrossEntropyLoss, Gather,
+// Where, Cast, the shape ops Reshape/Unsqueeze/Squeeze/Flatten/Transpose/
+// Expand/Concat/Slice/Split/Shape, and ops that are only folded: Range,
+// ConstantOfShape, Trilu, Cos, Sin, comparisons and logic). Every op whose
+// inputs are all constants known at import is folded (int64 shape
+// arithmetic, masks, rotary tables), so exporters' shape plumbing leaves no
+// op behind; a constant causal mask (Where with tril/triu, or adding
+// triu(-inf)) becomes zb.causal_mask.
 //
 // Errors never crash and never throw: they are reported as MLIR diagnostics on
 // the context (the null module is returned), e.g.
@@ -77,6 +82,10 @@ struct ImportOptions {
   /// else a new i64 function argument with that `zb.name`, placed after the
   /// graph inputs and before the parameters.
   std::string targets;
+  /// Return every graph output as computed instead of one scalar loss (for
+  /// forward checks such as the ONNX node tests; such a module is not a
+  /// training model). `loss` is ignored.
+  bool keepOutputs = false;
 };
 
 /// Imports the ONNX model in the file at `path` (binary protobuf). Loads the
@@ -88,9 +97,9 @@ importONNXFile(llvm::StringRef path, mlir::MLIRContext *ctx,
 
 /// Same, from a serialized ModelProto in memory; the buffer identifier is used
 /// as the file name in locations and messages.
-mlir::OwningOpRef<mlir::ModuleOp>
-importONNX(llvm::MemoryBufferRef buffer, mlir::MLIRContext *ctx,
-           const ImportOptions &options = {});
+mlir::OwningOpRef<mlir::ModuleOp> importONNX(llvm::MemoryBufferRef buffer,
+                                             mlir::MLIRContext *ctx,
+                                             const ImportOptions &options = {});
 
 /// Registers the `--import-onnx` translation (for mlirTranslateMain) and its
 /// command-line options `--loss cross-entropy` and `--targets NAME` (see
