@@ -20,8 +20,9 @@
 // "<= ILP optimum" when CBC proved the ILP optimal and ours is no worse.
 //
 // Usage: zb-bench-beyond [search evaluations (default 20000)]
-//                        [ILP seconds for the p=8, m=24 rows (default 0 = skip)]
-//                        [ILP seconds for the small problems (default 10)]
+//                        [ILP seconds for the p=8, m=24 rows (default 0 =
+//                        skip)] [ILP seconds for the small problems (default
+//                        10)]
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,15 +98,14 @@ Outcome evaluate(const Problem &pr, llvm::StringRef name, int evaluations,
       double span = simulate(pr, *ilp).stageSpan;
       o.ilp = rate(span, work);
       o.ilpProven = rep.provenOptimal;
-      o.cbcBound =
-          std::isfinite(rep.cbcBound) ? rate(rep.cbcBound, work) : NAN;
+      o.cbcBound = std::isfinite(rep.cbcBound) ? rate(rep.cbcBound, work) : NAN;
       if (span < best) {
         best = span;
         o.ours = rate(span, work);
         o.note += ", ours = ILP";
       }
-      o.note += llvm::formatv(", CBC {0} in {1:F1} s", rep.status, rep.seconds)
-                    .str();
+      o.note +=
+          llvm::formatv(", CBC {0} in {1:F1} s", rep.status, rep.seconds).str();
       if (rep.provenOptimal && best <= span + 1e-9)
         o.note = "<= ILP optimum, " + o.note;
     } else {
@@ -132,10 +132,11 @@ void printHeader(llvm::raw_ostream &os) {
 void printRow(llvm::raw_ostream &os, llvm::StringRef config, double paper,
               const Outcome &o, int &beaten, int &proven) {
   double best = o.ours;
-  // Gap in stage span: (S - L) / S with S = W / (1 - ours), L = W / (1 - bound).
+  // Gap in stage span: (S - L) / S with S = W / (1 - ours), L = W / (1 -
+  // bound).
   double gap = std::isnan(best) ? NAN : 1 - (1 - best) / (1 - o.bound);
-  bool beat = !std::isnan(paper) ? best < paper - 5e-5
-                                 : best < o.heuristic - 1e-9;
+  bool beat =
+      !std::isnan(paper) ? best < paper - 5e-5 : best < o.heuristic - 1e-9;
   beaten += beat;
   proven += gap <= 1e-9;
   os << llvm::formatv(
@@ -164,12 +165,11 @@ int main(int argc, char **argv) {
       int budget = row.p >= 32 ? evaluations / 10 : evaluations;
       double ilp = row.p == 8 && row.m == 24 ? ilpBig : 0;
       Outcome o = evaluate(pr, name, budget, ilp);
-      printRow(os,
-               llvm::formatv("{0} p={1} m={2} {3}", row.model, row.p, row.m,
-                             name)
-                   .str(),
-               name == "zb-1p" ? row.bubble1p : row.bubble2p, o, beaten,
-               proven);
+      printRow(
+          os,
+          llvm::formatv("{0} p={1} m={2} {3}", row.model, row.p, row.m, name)
+              .str(),
+          name == "zb-1p" ? row.bubble1p : row.bubble2p, o, beaten, proven);
       ++rows;
     }
   }
@@ -182,10 +182,10 @@ int main(int argc, char **argv) {
     pr.numRanks = 4;
     pr.numMicrobatches = 8;
     Outcome o = evaluate(pr, "zb-2p", evaluations, ilpSmall);
-    printRow(os,
-             llvm::formatv("{0} m={1} costs p=4 m=8 zb-2p", row.model, row.m)
-                 .str(),
-             NAN, o, beaten, proven);
+    printRow(
+        os,
+        llvm::formatv("{0} m={1} costs p=4 m=8 zb-2p", row.model, row.m).str(),
+        NAN, o, beaten, proven);
     ++rows;
   }
 
@@ -196,10 +196,11 @@ int main(int argc, char **argv) {
     int p, m;
     double f, b, w, c, limitP;
   } smalls[] = {
-      {4, 9, 4, 6, 4, 1, 2},  {4, 5, 5, 1, 4, 0, 1.5}, {4, 8, 2, 3, 1, 1, 1.5},
-      {3, 8, 6, 2, 3, 1, 1.75}, {4, 9, 3, 1, 0, 1, 1.25}, {4, 8, 3, 3, 2, 1, 1.5},
-      {4, 8, 5, 6, 4, 1, 1.5}, {4, 8, 10, 12, 3, 2, 1}, {3, 6, 1, 1, 1, 0, 1},
-      {4, 6, 2, 2, 1, 0, 1.5},
+      {4, 9, 4, 6, 4, 1, 2},    {4, 5, 5, 1, 4, 0, 1.5},
+      {4, 8, 2, 3, 1, 1, 1.5},  {3, 8, 6, 2, 3, 1, 1.75},
+      {4, 9, 3, 1, 0, 1, 1.25}, {4, 8, 3, 3, 2, 1, 1.5},
+      {4, 8, 5, 6, 4, 1, 1.5},  {4, 8, 10, 12, 3, 2, 1},
+      {3, 6, 1, 1, 1, 0, 1},    {4, 6, 2, 2, 1, 0, 1.5},
   };
   for (const Small &s : smalls) {
     Problem pr;

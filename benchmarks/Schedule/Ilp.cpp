@@ -47,9 +47,9 @@ static void run(llvm::StringRef label, const Problem &pr, double limit,
   IlpReport rep;
   auto t0 = std::chrono::steady_clock::now();
   auto ilp = buildSchedule(pr, "ilp", options, &rep);
-  double wall = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - t0)
-                    .count();
+  double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   auto heur = buildSchedule(pr, "zb-auto");
   ++tally.rows;
   if (!ilp || !heur) {
@@ -68,14 +68,13 @@ static void run(llvm::StringRef label, const Problem &pr, double limit,
   tally.provenInLimit += rep.provenOptimal && wall <= limit;
   tally.maxWall = std::max(tally.maxWall, wall);
   tally.maxGap = std::max(tally.maxGap, rep.gap);
-  std::string cbc =
-      std::isfinite(rep.cbcBound)
-          ? llvm::formatv("{0,10:F1} {1,-8}", rep.cbcBound,
-                          rep.cbcBoundSource == "LP relaxation"
-                              ? "LP"
-                              : rep.cbcBoundSource)
-                .str()
-          : llvm::formatv("{0,10} {1,-8}", "-", "none").str();
+  std::string cbc = std::isfinite(rep.cbcBound)
+                        ? llvm::formatv("{0,10:F1} {1,-8}", rep.cbcBound,
+                                        rep.cbcBoundSource == "LP relaxation"
+                                            ? "LP"
+                                            : rep.cbcBoundSource)
+                              .str()
+                        : llvm::formatv("{0,10} {1,-8}", "-", "none").str();
   llvm::outs() << llvm::formatv(
       "{0,-40} heur {1,10:F1} ilp {2,10:F1} bound {3,10:F1} cbc {4} analytic "
       "{5,10:F1} gap {6,6:P2} {7,-6} wall {8,5:F1}/{9} s  {10}\n",
@@ -142,8 +141,7 @@ int main(int argc, char **argv) {
     const double limits[] = {0, 1, 1.5, 2};
     for (int k = 0; k < 20; ++k) {
       double f = 1 + rng() % 12, b = 1 + rng() % 12, w = rng() % 9,
-             c = rng() % 3, mW = rng() % 2 ? 0.5 : 1.0,
-             lim = limits[rng() % 4];
+             c = rng() % 3, mW = rng() % 2 ? 0.5 : 1.0, lim = limits[rng() % 4];
       run(llvm::formatv("rand{0} F{1} B{2} W{3} c{4} mW{5} lim {6}p", k, f, b,
                         w, c, mW, lim)
               .str(),

@@ -3,7 +3,8 @@
 // A combinatorial lower bound on the stage span of every V = 1 schedule
 // (any order of the passes on every stage, not only the microbatch order the
 // ILP of Appendix G assumes). For stage j let
-//   chain(j) = sum_{k>j} (T_comm(k-1) + T_F(k)) + sum_{k>j} (T_B(k) + T_comm(k))
+//   chain(j) = sum_{k>j} (T_comm(k-1) + T_F(k)) + sum_{k>j} (T_B(k) +
+//   T_comm(k))
 // be the shortest time from the end of F(j,i) to the start of B(j,i) (the
 // forward and backward chain through the later stages).
 //
@@ -70,8 +71,7 @@ double zb::sched::stageSpanLowerBound(const Problem &problem,
       fill = std::max(fill, (a - 1) * (c.b[j] + c.w[j]) + b * c.w[j]);
     }
     double idleEnd = std::max(0.0, chain - fill);
-    double idle =
-        m > nF ? idleStart + idleEnd : std::max(idleStart, idleEnd);
+    double idle = m > nF ? idleStart + idleEnd : std::max(idleStart, idleEnd);
     best = std::max(best, work + idle);
     double delay = 0, back = 0;
     for (int k = j + 1; k < p; ++k) {
@@ -85,8 +85,8 @@ double zb::sched::stageSpanLowerBound(const Problem &problem,
         forcedW = std::max(
             0.0, std::ceil((m - 1) - (limitK - c.memB[k]) / c.memW[k] - 1e-9));
       forcedW = std::min<double>(forcedW, m - 1);
-      best = std::max(best, delay + m * (c.f[k] + c.b[k]) +
-                                forcedW * c.w[k] + back + c.w[j]);
+      best = std::max(best, delay + m * (c.f[k] + c.b[k]) + forcedW * c.w[k] +
+                                back + c.w[j]);
     }
   }
   return best;

@@ -61,11 +61,11 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -222,8 +222,7 @@ void COINLINKAGE_CB cbcProgress(Cbc_Model *, int msgno, int ndouble,
 /// Cbc_solve; returns what the child reported, or finished = false if it did
 /// not finish before t0 + limit seconds (then the child is killed; the bounds
 /// it streamed until then are kept).
-CbcOutcome solveWithDeadline(IlpModel &ilp, bool verbose,
-                             double proveThreshold,
+CbcOutcome solveWithDeadline(IlpModel &ilp, bool verbose, double proveThreshold,
                              std::chrono::steady_clock::time_point t0,
                              double limit) {
   Cbc_Model *model = ilp.model;
@@ -288,9 +287,10 @@ CbcOutcome solveWithDeadline(IlpModel &ilp, bool verbose,
     Cbc_registerCallBack(model, cbcProgress);
     Cbc_solve(model);
     fflush(stdout);
-    int ints[6] = {Cbc_isProvenOptimal(model), Cbc_isProvenInfeasible(model),
-                   Cbc_isSecondsLimitReached(model), Cbc_status(model),
-                   Cbc_secondaryStatus(model), 0};
+    int ints[6] = {
+        Cbc_isProvenOptimal(model),       Cbc_isProvenInfeasible(model),
+        Cbc_isSecondsLimitReached(model), Cbc_status(model),
+        Cbc_secondaryStatus(model),       0};
     const double *sol = Cbc_bestSolution(model);
     ints[5] = sol != nullptr;
     double dbl[2] = {sol ? Cbc_getObjValue(model) : 0.0,
@@ -520,9 +520,8 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
     work = std::max(work, m * (c.f[s] + c.b[s] + c.w[s]));
   double ub = warmSim.stageSpan / tUnit;
   double analyticMs = stageSpanLowerBound(
-      problem, std::vector<double>(p, problem.memoryLimit > 0
-                                          ? problem.memoryLimit
-                                          : 0.0));
+      problem, std::vector<double>(
+                   p, problem.memoryLimit > 0 ? problem.memoryLimit : 0.0));
   double lb = std::min(ub, std::max(work, analyticMs / tUnit));
   double grid = timeGrid(problem);
 
@@ -558,11 +557,11 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
             w = node(ActionKind::W, s, in);
         if (kn == ActionKind::F) {
           if (s > 0)
-            arcs.push_back({node(ActionKind::F, s - 1, in), f,
-                            c.comm[s - 1] + c.f[s]});
+            arcs.push_back(
+                {node(ActionKind::F, s - 1, in), f, c.comm[s - 1] + c.f[s]});
           if (s + 1 < p)
-            arcs.push_back({node(ActionKind::B, s + 1, in), b,
-                            c.comm[s + 1] + c.b[s]});
+            arcs.push_back(
+                {node(ActionKind::B, s + 1, in), b, c.comm[s + 1] + c.b[s]});
           arcs.push_back({f, b, c.b[s]});
           arcs.push_back({b, w, c.w[s]});
         }
@@ -639,8 +638,8 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
             bool aFirstOk = est[a] + cost[b] <= lct[b] + tol;
             bool bFirstOk = est[b] + cost[a] <= lct[a] + tol;
             double init = warmPos[a] < warmPos[b];
-            int col = ilp.addCol(bFirstOk ? 0 : 1, aFirstOk ? 1 : 0, 0, true,
-                                 init);
+            int col =
+                ilp.addCol(bFirstOk ? 0 : 1, aFirstOk ? 1 : 0, 0, true, init);
             fixedPairs += !(aFirstOk && bFirstOk);
             P[{a, b}] = col;
             // (6) with a big-M per row from the windows:
@@ -741,8 +740,8 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
             "zb ilp: %d columns, %d rows, %d order pairs fixed by the time "
             "windows, objective in [%g, %g] ms, time grid %g ms; the warm "
             "start violates %d rows and %d column bounds\n",
-            ilp.numCols, ilp.numRows, fixedPairs, lb * tUnit, ub * tUnit,
-            grid, ilp.startViolations, outside);
+            ilp.numCols, ilp.numRows, fixedPairs, lb * tUnit, ub * tUnit, grid,
+            ilp.startViolations, outside);
   }
   ilp.load();
   // Log level 1 so that CBC's progress messages reach cbcProgress (which
@@ -761,10 +760,10 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   // Deadline for CBC, measured from t0: the limit less the time already
   // spent and a margin for decoding and verifying its solution (0.1 s, or
   // 0.5 % of the limit on a busy machine with a large model).
-  double limit = std::max(
-      0.0, options.timeLimitSeconds -
-               std::chrono::duration<double>(t0 - tEntry).count() -
-               std::max(0.1, 0.005 * options.timeLimitSeconds));
+  double limit =
+      std::max(0.0, options.timeLimitSeconds -
+                        std::chrono::duration<double>(t0 - tEntry).count() -
+                        std::max(0.1, 0.005 * options.timeLimitSeconds));
   Cbc_setMaximumSeconds(ilp.model,
                         std::max(0.0, limit - std::max(0.2, 0.03 * limit)));
   Cbc_setParameter(ilp.model, "timeMode", "elapsed");
@@ -899,10 +898,10 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   double tol = 1e-6 * std::max(1.0, realized);
   // Proven optimal only if CBC proved it and the returned schedule attains
   // CBC's optimum.
-  rep.provenOptimal = (out.finished && out.provenOptimal && sol &&
-                       std::fabs(realized - cbcObjective) <= tol) ||
-                      (out.lpProvesOptimal &&
-                       std::fabs(realized - warmSim.stageSpan) <= tol);
+  rep.provenOptimal =
+      (out.finished && out.provenOptimal && sol &&
+       std::fabs(realized - cbcObjective) <= tol) ||
+      (out.lpProvesOptimal && std::fabs(realized - warmSim.stageSpan) <= tol);
   if (out.finished && out.provenOptimal && !rep.provenOptimal)
     rep.status = llvm::formatv("CBC proved {0} optimal, but the returned "
                                "schedule costs {1}",

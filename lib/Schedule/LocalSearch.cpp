@@ -119,8 +119,7 @@ public:
       improved = false;
       for (size_t r = 0; r < current.perRank.size(); ++r) {
         auto &list = current.perRank[r];
-        for (size_t k = 0; k < list.size() && evaluations < maxEvaluations;
-             ++k)
+        for (size_t k = 0; k < list.size() && evaluations < maxEvaluations; ++k)
           for (int d = -kWindow; d <= kWindow; ++d) {
             long to = static_cast<long>(k) + d;
             if (d == 0 || to < 0 || to >= static_cast<long>(list.size()))
@@ -165,8 +164,8 @@ public:
         if (list.size() < 2)
           continue;
         size_t k = next(list.size());
-        long to = static_cast<long>(k) + static_cast<long>(next(2 * kWindow + 1)) -
-                  kWindow;
+        long to = static_cast<long>(k) +
+                  static_cast<long>(next(2 * kWindow + 1)) - kWindow;
         if (to < 0 || to >= static_cast<long>(list.size()) ||
             to == static_cast<long>(k))
           continue;

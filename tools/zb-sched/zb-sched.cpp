@@ -293,8 +293,7 @@ static void emit(llvm::raw_ostream &os, const Problem &problem,
       line("buffered sends, activation/gradient tags", comm->bufferedTag);
       line("buffered sends, one channel per peer pair", comm->bufferedPair);
       line("rendezvous sends, activation/gradient tags", comm->rendezvousTag);
-      line("rendezvous sends, one channel per peer pair",
-           comm->rendezvousPair);
+      line("rendezvous sends, one channel per peer pair", comm->rendezvousPair);
     }
   }
 }
@@ -411,7 +410,7 @@ int main(int argc, char **argv) {
     problem = *p;
     BuildOptions options;
     options.timeLimitSeconds = timeLimit;
-  options.verbose = ilpLog;
+    options.verbose = ilpLog;
     options.localSearch = localSearch;
     auto s = buildSchedule(problem, scheduleName, options, &ilp);
     if (!s)

@@ -380,10 +380,9 @@ TEST(Property, RandomProblemsSearchAndIlp) {
     EXPECT_TRUE(rep.provenOptimal) << rep.status;
     EXPECT_NEAR(rep.objective, span, 1e-9);
     EXPECT_LE(rep.bestBound, span * (1 + 1e-9));
-    EXPECT_NEAR(span, brute, 1e-9) << "p=" << pr.numRanks
-                                   << " m=" << pr.numMicrobatches << " "
-                                   << rep.status;
-
+    EXPECT_NEAR(span, brute, 1e-9)
+        << "p=" << pr.numRanks << " m=" << pr.numMicrobatches << " "
+        << rep.status;
   }
   EXPECT_GT(searched, 300);
   EXPECT_GE(ilps, 50);
@@ -408,8 +407,8 @@ TEST(Ilp, MatchesExhaustiveSearchP2M4) {
     pr.memB = {1};
     pr.memW = {0.5};
     pr.memoryLimit = k.limit;
-    SCOPED_TRACE(testing::Message() << "F" << k.f << " B" << k.b << " W"
-                                    << k.w << " c" << k.c << " L" << k.limit);
+    SCOPED_TRACE(testing::Message() << "F" << k.f << " B" << k.b << " W" << k.w
+                                    << " c" << k.c << " L" << k.limit);
     BuildOptions options;
     options.timeLimitSeconds = 20;
     IlpReport rep;
