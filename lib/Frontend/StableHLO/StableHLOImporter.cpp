@@ -896,7 +896,9 @@ LogicalResult Importer::importDotGeneral(Operation *op, ArrayRef<Val> in,
       return zbb.reshape(v, shape);
     }
     shape.append({rows, cols});
-    return zbb.reshape(zbb.transpose(v, natural), shape);
+    if (!isIdentity(natural))
+      v = zbb.transpose(v, natural);
+    return zbb.reshape(v, shape);
   };
   bool tl, tr;
   Value lhs = prepare(*l, lt, *lb, lf, *lc, m, k, tl);
