@@ -20,7 +20,7 @@ import sys
 def read_got(path):
     with open(path) as f:
         got = json.load(f)
-    norms = got.get("grad_norms")
+    norms = got.get("grad_norms", got.get("grad_norm"))  # zb-run: grad_norm
     if norms is None and "gradients" in got:  # zb-run style
         g = got["gradients"]
         if isinstance(g, dict):
