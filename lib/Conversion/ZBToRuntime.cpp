@@ -123,6 +123,19 @@ static Value matrixOf(OpBuilder &b, Location loc, Value buffer, Value i,
   return memref::CastOp::create(b, loc, mat, view);
 }
 
+/// The runtime's send/recv entry for an element type: `base` for f32,
+/// base + "_i64" / "_i32" for integers, "" when unsupported.
+static StringRef commFunction(StringRef base, Type elem) {
+  bool send = base.contains("send");
+  if (elem.isF32())
+    return base;
+  if (elem.isInteger(64))
+    return send ? "zbrt_send_memref_i64" : "zbrt_recv_memref_i64";
+  if (elem.isInteger(32))
+    return send ? "zbrt_send_memref_i32" : "zbrt_recv_memref_i32";
+  return "";
+}
+
 static void declare(ModuleOp module, StringRef name, TypeRange args) {
   if (module.lookupSymbol<func::FuncOp>(name))
     return;
@@ -143,7 +156,6 @@ struct ConvertZBToRuntimePass
     OpBuilder b(ctx);
     Type f32 = b.getF32Type(), i32 = b.getI32Type();
     MemRefType mat = dynamicStrided(ctx, 2, f32);
-    MemRefType vec = dynamicStrided(ctx, 1, f32);
 
     SmallVector<Operation *> work;
     module.walk([&](Operation *op) {
@@ -224,13 +236,16 @@ struct ConvertZBToRuntimePass
       }
       if (auto send = llvm::dyn_cast<SendOp>(op)) {
         auto tt = llvm::cast<RankedTensorType>(send.getValue().getType());
-        if (!tt.getElementType().isF32()) {
-          send.emitOpError("only f32 tensors can be sent yet");
+        StringRef fn = commFunction("zbrt_send_memref", tt.getElementType());
+        if (fn.empty()) {
+          send.emitOpError("can send f32, i64 and i32 tensors, not ")
+              << tt.getElementType();
           return signalPassFailure();
         }
-        declare(module, "zbrt_send_memref", {vec, i32, i32});
+        declare(module, fn,
+                {dynamicStrided(ctx, 1, tt.getElementType()), i32, i32});
         Value m = bufferOf(b, loc, flatten(b, loc, send.getValue()));
-        func::CallOp::create(b, loc, "zbrt_send_memref", TypeRange{},
+        func::CallOp::create(b, loc, fn, TypeRange{},
                              ValueRange{m, i32c(send.getPeer()),
                                         i32c(send.getTag())});
         send.erase();
@@ -238,19 +253,23 @@ struct ConvertZBToRuntimePass
       }
       auto recv = llvm::cast<RecvOp>(op);
       RankedTensorType rt = recv.getType();
-      if (!rt.getElementType().isF32()) {
-        recv.emitOpError("only f32 tensors can be received yet");
+      Type elem = rt.getElementType();
+      StringRef fn = commFunction("zbrt_recv_memref", elem);
+      if (fn.empty()) {
+        recv.emitOpError("can receive f32, i64 and i32 tensors, not ")
+            << elem;
         return signalPassFailure();
       }
-      declare(module, "zbrt_recv_memref", {vec, i32, i32});
-      auto flatTy = MemRefType::get({rt.getNumElements()}, f32);
+      MemRefType vecTy = dynamicStrided(ctx, 1, elem);
+      declare(module, fn, {vecTy, i32, i32});
+      auto flatTy = MemRefType::get({rt.getNumElements()}, elem);
       Value m = memref::AllocOp::create(b, loc, flatTy);
-      Value md = memref::CastOp::create(b, loc, vec, m);
-      func::CallOp::create(b, loc, "zbrt_recv_memref", TypeRange{},
+      Value md = memref::CastOp::create(b, loc, vecTy, m);
+      func::CallOp::create(b, loc, fn, TypeRange{},
                            ValueRange{md, i32c(recv.getPeer()),
                                       i32c(recv.getTag())});
       Value t = bufferization::ToTensorOp::create(
-          b, loc, RankedTensorType::get({rt.getNumElements()}, f32), m,
+          b, loc, RankedTensorType::get({rt.getNumElements()}, elem), m,
           /*restrict=*/true, /*writable=*/true);
       recv.getResult().replaceAllUsesWith(unflatten(b, loc, t, rt));
       recv.erase();

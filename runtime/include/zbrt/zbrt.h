@@ -117,6 +117,20 @@ void zbrt_send_memref(float *allocated, float *aligned, int64_t offset,
 /// zbrt_recv of exactly `size` floats into a 1-D memref.
 void zbrt_recv_memref(float *allocated, float *aligned, int64_t offset,
                       int64_t size, int64_t stride, int32_t peer, int32_t tag);
+/// The same for 1-D memrefs of 64-bit and 32-bit integers (token ids that
+/// a pipeline relays between stages): `size` elements of 8 or 4 bytes.
+void zbrt_send_memref_i64(int64_t *allocated, int64_t *aligned,
+                          int64_t offset, int64_t size, int64_t stride,
+                          int32_t peer, int32_t tag);
+void zbrt_recv_memref_i64(int64_t *allocated, int64_t *aligned,
+                          int64_t offset, int64_t size, int64_t stride,
+                          int32_t peer, int32_t tag);
+void zbrt_send_memref_i32(int32_t *allocated, int32_t *aligned,
+                          int64_t offset, int64_t size, int64_t stride,
+                          int32_t peer, int32_t tag);
+void zbrt_recv_memref_i32(int32_t *allocated, int32_t *aligned,
+                          int64_t offset, int64_t size, int64_t stride,
+                          int32_t peer, int32_t tag);
 
 /// Memref descriptors of rank 1 and 2 (MLIR's C interface layout).
 typedef struct {

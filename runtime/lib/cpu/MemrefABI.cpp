@@ -139,6 +139,66 @@ extern "C" void zbrt_recv_memref(float *, float *aligned, int64_t offset,
     data[i * stride] = tmp[i];
 }
 
+namespace {
+/// zbrt_send / zbrt_recv of `size` elements of T at `data` with `stride`
+/// (packed through a temporary when strided).
+template <typename T>
+void sendStrided(const char *fn, const T *data, int64_t size, int64_t stride,
+                 int32_t peer, int32_t tag) {
+  checkSize(fn, size);
+  if (stride == 1 || size <= 1) {
+    zbrt_send((int64_t)data, size * (int64_t)sizeof(T), peer, tag);
+    return;
+  }
+  std::vector<T> tmp((size_t)size);
+  for (int64_t i = 0; i < size; ++i)
+    tmp[i] = data[i * stride];
+  zbrt_send((int64_t)tmp.data(), size * (int64_t)sizeof(T), peer, tag);
+}
+template <typename T>
+void recvStrided(const char *fn, T *data, int64_t size, int64_t stride,
+                 int32_t peer, int32_t tag) {
+  checkSize(fn, size);
+  if (stride == 1 || size <= 1) {
+    zbrt_recv((int64_t)data, size * (int64_t)sizeof(T), peer, tag);
+    return;
+  }
+  std::vector<T> tmp((size_t)size);
+  zbrt_recv((int64_t)tmp.data(), size * (int64_t)sizeof(T), peer, tag);
+  for (int64_t i = 0; i < size; ++i)
+    data[i * stride] = tmp[i];
+}
+} // namespace
+
+extern "C" void zbrt_send_memref_i64(int64_t *, int64_t *aligned,
+                                     int64_t offset, int64_t size,
+                                     int64_t stride, int32_t peer,
+                                     int32_t tag) {
+  sendStrided("zbrt_send_memref_i64", aligned + offset, size, stride, peer,
+              tag);
+}
+extern "C" void zbrt_recv_memref_i64(int64_t *, int64_t *aligned,
+                                     int64_t offset, int64_t size,
+                                     int64_t stride, int32_t peer,
+                                     int32_t tag) {
+  recvStrided("zbrt_recv_memref_i64", aligned + offset, size, stride, peer,
+              tag);
+}
+extern "C" void zbrt_send_memref_i32(int32_t *, int32_t *aligned,
+                                     int64_t offset, int64_t size,
+                                     int64_t stride, int32_t peer,
+                                     int32_t tag) {
+  sendStrided("zbrt_send_memref_i32", aligned + offset, size, stride, peer,
+              tag);
+}
+extern "C" void zbrt_recv_memref_i32(int32_t *, int32_t *aligned,
+                                     int64_t offset, int64_t size,
+                                     int64_t stride, int32_t peer,
+                                     int32_t tag) {
+  recvStrided("zbrt_recv_memref_i32", aligned + offset, size, stride, peer,
+              tag);
+}
+
 extern "C" void _mlir_ciface_zbrt_sgemm_memref(ZbrtMemref2D *a, ZbrtMemref2D *b,
                                                ZbrtMemref2D *c, int32_t transA,
                                                int32_t transB) {

@@ -1,0 +1,101 @@
+"""Checks zb-run GPT runs: bit-identical losses and final parameters across
+all runs, and the losses against the float64 NumPy reference
+(gpt_reference.py) within --tol (absolute).
+
+usage: check_gpt_runs.py --layers L --heads H --steps S (--text FILE [--seed K]
+                         | --data DIR) [--tol 1e-4] RUN_DIR...
+Each RUN_DIR is a zb-compile output directory next to RUN_DIR.json
+(zb-run --report-format json) and RUN_DIR.params (zb-run --save-params).
+The reference starts from the first run's params.bin.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpt_reference as ref  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--layers", type=int, required=True)
+    ap.add_argument("--heads", type=int, required=True)
+    ap.add_argument("--steps", type=int, required=True)
+    ap.add_argument("--text")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data")
+    ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("runs", nargs="+")
+    a = ap.parse_args()
+
+    losses, params = [], []
+    for run in a.runs:
+        with open(run + ".json") as f:
+            losses.append([s["loss"] for s in json.load(f)["steps"]])
+        with open(run + ".params", "rb") as f:
+            params.append(f.read())
+        print(os.path.basename(run), " ".join(f"{l:.9f}" for l in losses[-1]))
+    same_loss = all(l == losses[0] for l in losses)
+    same_params = all(p == params[0] for p in params)
+    print(f"{len(a.runs)} runs losses bit-identical:",
+          "yes" if same_loss else "no")
+    print(f"{len(a.runs)} runs final parameters bit-identical:",
+          "yes" if same_params else "no")
+
+    # Float64 reference from the first run's initial parameters.
+    plan_dir = a.runs[0]
+    plan = json.load(open(os.path.join(plan_dir, "plan.json")))
+    p = ref.load_params(plan_dir, plan)
+    M, B = plan["num_microbatches"], plan["microbatch_size"]
+    T = plan["inputs"][0]["sample_shape"][0]
+    lr = plan["optimizer"]["lr"]
+    if a.text:
+        text = np.frombuffer(open(a.text, "rb").read(), dtype=np.uint8)
+    else:
+        toks_all, tgts_all = (ref.read_pb(os.path.join(a.data,
+                                                       f"input_{i}.pb"))
+                              for i in range(2))
+    ok = same_loss and same_params
+    for step in range(a.steps):
+        if a.text:
+            toks, tgts = ref.text_batches(text, a.seed, step, M * B, T)
+        else:
+            n = len(toks_all)
+            idx = [(step * M * B + t) % n for t in range(M * B)]
+            toks, tgts = toks_all[idx], tgts_all[idx]
+        total = 0.0
+        grads = [np.zeros_like(x) for x in p]
+        for j in range(M):
+            loss, g = ref.loss_and_grads(p, a.layers, a.heads,
+                                         toks[j * B:(j + 1) * B],
+                                         tgts[j * B:(j + 1) * B])
+            total += loss / M
+            for acc, gi in zip(grads, g):
+                acc += gi / M
+        for x, g in zip(p, grads):
+            x -= lr * g
+        diff = abs(losses[0][step] - total)
+        good = diff <= a.tol
+        ok = ok and good
+        print(f"step {step + 1}: zb {losses[0][step]:.7f} reference "
+              f"{total:.7f} diff {diff:.1e} {'ok' if good else 'MISMATCH'}")
+    # Final parameters against the reference (float32 vs float64).
+    final = np.frombuffer(params[0], dtype="<f4")
+    worst = 0.0
+    for info, x in zip(plan["params"], p):
+        n = x.size
+        got = final[info["offset_bytes"] // 4:info["offset_bytes"] // 4 + n]
+        worst = max(worst, float(np.abs(got - x.reshape(-1)).max()))
+    good = worst <= a.tol
+    ok = ok and good
+    print(f"final parameters: max |zb - reference| {worst:.1e} "
+          f"{'ok' if good else 'MISMATCH'}")
+    print("ALL OK" if ok else "FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
