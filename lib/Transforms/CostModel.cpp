@@ -1,18 +1,37 @@
-//===- CostModel.cpp - FLOP/byte cost model -------------------------------===//
+//===- CostModel.cpp - roofline cost model --------------------------------===//
+//
+// Per-op roofline: time = max(FLOPs / peak, bytes / bandwidth), with the
+// matmul peak for zb.matmul / zb.batch_matmul and the vector peak for every
+// other op. Bytes model kernel fusion: chains of elementwise ops (and views:
+// broadcast, transpose, reshape, causal mask) of one phase (F, B or W) form
+// one kernel that reads each external input once and writes only the values
+// that leave the kernel (used by a non-fusible op, by another phase, or
+// returned). See docs/cost-model.md for the targets and the calibration.
+//
+//===----------------------------------------------------------------------===//
 #include "zb/Transforms/CostModel.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+
+#include <functional>
 
 using namespace mlir;
 
 namespace zb {
 
 std::optional<CostTarget> lookupCostTarget(llvm::StringRef name) {
-  if (name == "cpu") // one core: OpenBLAS sgemm ~50 GFLOP/s on small GEMMs
-    return CostTarget{"cpu", 50e9, 8e9, 4e9, 5e-6};
-  if (name == "h100") // bf16 dense ~600 TFLOP/s achievable, HBM3, NVLink 4
-    return CostTarget{"h100", 600e12, 2.5e12, 200e9, 10e-6};
+  // cpu: this machine, one core (zb-run runs one rank per core): OpenBLAS
+  // sgemm and a STREAM-style copy measured by
+  // benchmarks/Compiler/cpu_roofline.sh (docs/cost-model.md); shared-memory
+  // MPI for the link.
+  if (name == "cpu")
+    return CostTarget{"cpu", 40e9, 4e9, 6e9, 4e9, 5e-6, 0};
+  // h100: H100 SXM, bf16 dense tensor cores 989 TFLOP/s, 67 TFLOP/s
+  // non-tensor, HBM3 3.35 TB/s, NVLink 4 450 GB/s per direction. Tensors
+  // are counted as bf16 (2 bytes per float element; mixed precision).
+  if (name == "h100")
+    return CostTarget{"h100", 989e12, 67e12, 3.35e12, 450e9, 10e-6, 2};
   return std::nullopt;
 }
 
@@ -31,6 +50,16 @@ static int64_t numElements(Type type) {
   return t && t.hasStaticShape() ? t.getNumElements() : 0;
 }
 
+double targetBytes(Type type, const CostTarget *target) {
+  auto t = llvm::dyn_cast<RankedTensorType>(type);
+  if (!t || !t.hasStaticShape())
+    return 0;
+  if (target && target->floatBytes > 0 &&
+      llvm::isa<FloatType>(t.getElementType()))
+    return static_cast<double>(t.getNumElements() * target->floatBytes);
+  return static_cast<double>(tensorBytes(type));
+}
+
 double opFlops(Operation *op) {
   if (auto mm = llvm::dyn_cast<MatmulOp>(op)) {
     auto a = llvm::cast<RankedTensorType>(mm.getLhs().getType());
@@ -41,8 +70,8 @@ double opFlops(Operation *op) {
   if (auto bmm = llvm::dyn_cast<BatchMatmulOp>(op)) {
     auto a = llvm::cast<RankedTensorType>(bmm.getLhs().getType());
     int64_t r = a.getRank();
-    int64_t k = bmm.getTransposeLhs() ? a.getDimSize(r - 2)
-                                      : a.getDimSize(r - 1);
+    int64_t k =
+        bmm.getTransposeLhs() ? a.getDimSize(r - 2) : a.getDimSize(r - 1);
     return 2.0 * static_cast<double>(numElements(bmm.getType())) *
            static_cast<double>(k);
   }
@@ -56,22 +85,95 @@ double opFlops(Operation *op) {
   return n;
 }
 
-double opBytes(Operation *op) {
+bool isFusible(Operation *op) {
+  return llvm::isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, NegOp, ReluOp,
+                   ExpOp, LogOp, TanhOp, SqrtOp, RsqrtOp, ErfOp, SigmoidOp,
+                   SiluOp, GeluOp, CompareOp, SelectOp, CastOp,
+                   BroadcastInDimOp, TransposeOp, ReshapeOp, ConstantOp,
+                   CausalMaskOp>(op);
+}
+
+/// F for forward ops, the zb.phase of backward ops ("BW" before
+/// zb-split-backward).
+static StringRef phaseOf(Operation *op) {
+  if (auto p = op->getAttrOfType<StringAttr>(kPhaseAttr))
+    return p.getValue();
+  return op->hasAttr(kOriginAttr) ? "BW" : "F";
+}
+
+/// The op producing `v`, looking through reshapes (views).
+static Operation *producerOf(Value v) {
+  Operation *def = v.getDefiningOp();
+  while (def && llvm::isa<ReshapeOp>(def))
+    def = def->getOperand(0).getDefiningOp();
+  return def;
+}
+
+/// True when some user of `v` (through reshapes) is outside the fused kernel
+/// of `producer`: a non-fusible op, another phase, or a terminator.
+static bool leavesKernel(Value v, StringRef phase) {
+  for (Operation *user : v.getUsers()) {
+    if (llvm::isa<ReshapeOp>(user)) {
+      if (leavesKernel(user->getResult(0), phase))
+        return true;
+      continue;
+    }
+    if (user->hasTrait<OpTrait::IsTerminator>() || !isFusible(user) ||
+        phaseOf(user) != phase)
+      return true;
+  }
+  return v.use_empty();
+}
+
+/// True when `op` is the first fusible user of `v` (through reshapes) in
+/// `phase`, in block order.
+static bool isFirstFusedReader(Value v, Operation *op, StringRef phase) {
+  Operation *first = nullptr;
+  std::function<void(Value)> visit = [&](Value x) {
+    for (Operation *user : x.getUsers()) {
+      if (llvm::isa<ReshapeOp>(user) && user != op) {
+        visit(user->getResult(0));
+        continue;
+      }
+      if (!isFusible(user) || phaseOf(user) != phase)
+        continue;
+      if (!first || (user->getBlock() == first->getBlock() &&
+                     user->isBeforeInBlock(first)))
+        first = user;
+    }
+  };
+  visit(v);
+  return first == op || !first;
+}
+
+double opBytes(Operation *op, const CostTarget *target) {
   if (llvm::isa<ConstantOp, ReshapeOp>(op))
     return 0;
+  bool fused = isFusible(op);
+  StringRef phase = phaseOf(op);
   double b = 0;
-  for (Type t : op->getOperandTypes())
-    b += static_cast<double>(tensorBytes(t));
-  for (Type t : op->getResultTypes())
-    b += static_cast<double>(tensorBytes(t));
+  for (Value v : op->getOperands()) {
+    if (fused) {
+      Operation *def = producerOf(v);
+      if (def && isFusible(def) && phaseOf(def) == phase)
+        continue; // in registers: produced by the same kernel
+      if (!isFirstFusedReader(v, op, phase))
+        continue; // the kernel reads it once
+    }
+    b += targetBytes(v.getType(), target);
+  }
+  for (Value r : op->getResults())
+    if (!fused || leavesKernel(r, phase))
+      b += targetBytes(r.getType(), target);
   return b;
 }
 
 double opTimeMs(Operation *op, const CostTarget &target) {
-  if (llvm::isa<MatmulOp, BatchMatmulOp>(op))
-    return 1e3 * std::max(opFlops(op) / target.matmulFlopsPerSec,
-                          opBytes(op) / target.memBytesPerSec);
-  return 1e3 * opBytes(op) / target.memBytesPerSec;
+  double peak = llvm::isa<MatmulOp, BatchMatmulOp>(op)
+                    ? target.matmulFlopsPerSec
+                    : target.vectorFlopsPerSec;
+  return 1e3 * std::max(opFlops(op) / peak,
+                        opBytes(op, &target) / target.memBytesPerSec);
 }
 
 double commTimeMs(double bytes, const CostTarget &target) {

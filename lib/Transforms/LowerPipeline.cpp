@@ -40,22 +40,28 @@ struct Message {
   std::string what; // for diagnostics, e.g. "F1.3 activation"
 };
 
-/// Checks that every send is matched by a recv with the same tag and size in
-/// the same order per rank pair, and that the program cannot deadlock when
-/// sends are non-blocking and receives block (zbrt semantics). Returns an
-/// error message naming the first conflict, or "" when the check passes.
+/// Checks that every send is matched by a recv with the same size, pairing
+/// them in order per rank pair and tag (zbrt_recv receives by source and tag,
+/// MPI_Probe/MPI_Recv, so messages with different tags may be received in
+/// another order than sent), and that the program cannot deadlock when sends
+/// are non-blocking and receives block (zbrt semantics). Returns an error
+/// message naming the first conflict, or "" when the check passes.
 std::string checkCommunication(const std::vector<std::vector<Message>> &prog) {
   int64_t n = prog.size();
   // Order per pair: sends r->q must match recvs on q from r.
   for (int64_t r = 0; r < n; ++r)
     for (int64_t q = 0; q < n; ++q) {
-      std::vector<const Message *> sends, recvs;
+      std::map<int64_t, std::vector<const Message *>> sendsByTag, recvsByTag;
       for (const Message &m : prog[r])
         if (m.isSend && m.peer == q)
-          sends.push_back(&m);
+          sendsByTag[m.tag].push_back(&m);
       for (const Message &m : prog[q])
-        if (!m.isSend && m.peer == r)
-          recvs.push_back(&m);
+        if (!m.isSend && m.peer == r) {
+          recvsByTag[m.tag].push_back(&m);
+          sendsByTag[m.tag]; // a recv without any send is reported below
+        }
+      for (auto &[tag, sends] : sendsByTag) {
+      const std::vector<const Message *> &recvs = recvsByTag[tag];
       for (size_t i = 0; i < std::max(sends.size(), recvs.size()); ++i) {
         if (i >= sends.size())
           return llvm::formatv("rank {0} receives '{1}' from rank {2}, which "
@@ -74,10 +80,11 @@ std::string checkCommunication(const std::vector<std::vector<Message>> &prog) {
                                sends[i]->bytes, recvs[i]->what, recvs[i]->tag,
                                recvs[i]->bytes);
       }
+      }
     }
   // Progress simulation: a recv completes once the matching send was issued.
   std::vector<size_t> pc(n, 0);
-  std::map<std::pair<int64_t, int64_t>, int64_t> sent, received;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, int64_t> sent, received;
   bool progress = true;
   while (progress) {
     progress = false;
@@ -85,9 +92,9 @@ std::string checkCommunication(const std::vector<std::vector<Message>> &prog) {
       while (pc[r] < prog[r].size()) {
         const Message &m = prog[r][pc[r]];
         if (m.isSend) {
-          ++sent[{r, m.peer}];
+          ++sent[{r, m.peer, m.tag}];
         } else {
-          auto key = std::make_pair(m.peer, r);
+          auto key = std::make_tuple(m.peer, r, m.tag);
           if (sent[key] <= received[key])
             break;
           ++received[key];
@@ -138,9 +145,14 @@ LogicalResult RankLowering::lower(int64_t rank) {
 
   // The rank's stages, parameters and batch inputs.
   SmallVector<int64_t> paramIdx, inputIdx;
-  for (const ModelValueInfo &p : info.params)
-    if (!p.stages.empty() && rankOf(p.stages.front()) == rank)
+  // A tied parameter (several stages) has a copy on every rank that runs
+  // one of its stages.
+  llvm::DenseMap<int64_t, SmallVector<int64_t>> stagesOfParam;
+  for (const ModelValueInfo &p : info.params) {
+    stagesOfParam[p.index] = p.stages;
+    if (llvm::any_of(p.stages, [&](int64_t s) { return rankOf(s) == rank; }))
       paramIdx.push_back(p.index);
+  }
   for (const ModelValueInfo &in : info.inputs)
     if (llvm::any_of(in.stages, [&](int64_t s) { return rankOf(s) == rank; }))
       inputIdx.push_back(in.index);
@@ -264,7 +276,7 @@ LogicalResult RankLowering::lower(int64_t rank) {
   std::map<int64_t, std::map<int64_t, SmallVector<std::pair<int64_t, Value>>>>
       pendingGrads; // stage -> mb -> (param, grad)
   std::map<int64_t, int64_t> nextGrad;
-  llvm::DenseMap<int64_t, Value> gradAcc;
+  std::map<std::pair<int64_t, int64_t>, Value> gradAcc; // (param, stage)
   auto addInOrder = [&](Value acc, Value v) -> Value {
     return acc ? AddOp::create(b, loc, v.getType(), acc, v).getResult() : v;
   };
@@ -399,7 +411,7 @@ LogicalResult RankLowering::lower(int64_t rank) {
       auto &pending = pendingGrads[s];
       while (pending.count(next)) {
         for (auto [p, g] : pending[next])
-          gradAcc[p] = addInOrder(gradAcc.lookup(p), g);
+          gradAcc[{p, s}] = addInOrder(gradAcc[{p, s}], g);
         pending.erase(next++);
       }
     }
@@ -411,11 +423,63 @@ LogicalResult RankLowering::lower(int64_t rank) {
     return module.emitError("rank ")
            << rank << ": the schedule misses microbatches (loss or weight "
                       "gradients could not be summed in order)";
+  // Tied parameters: every rank holding a copy sends the gradient of its
+  // stages (summed over the step's microbatches) to the other holders, then
+  // all holders add the per-stage gradients in increasing stage order, so
+  // the copies get bit-identical gradients (and optimizer updates). Sends do
+  // not block (zbrt), so sending everything before receiving cannot
+  // deadlock; the order (parameter, stage) is the same on both sides.
+  auto tiedTag = [&](int64_t param, int64_t stage) {
+    return zbrt_tag(0, stage, numMicrobatches + param);
+  };
+  auto tensorBytesOf = [](Type t) {
+    return static_cast<int64_t>(
+        llvm::cast<RankedTensorType>(t).getNumElements() * 4);
+  };
+  for (int64_t p : paramIdx) {
+    const SmallVector<int64_t> &stages = stagesOfParam[p];
+    for (int64_t s : stages) {
+      if (rankOf(s) != rank)
+        continue;
+      Value g = gradAcc[{p, s}];
+      if (!g)
+        return module.emitError("rank ")
+               << rank << " never computes the gradient of parameter #" << p
+               << " in stage " << s;
+      SmallVector<int64_t> peers;
+      for (int64_t t : stages)
+        if (rankOf(t) != rank && !llvm::is_contained(peers, rankOf(t)))
+          peers.push_back(rankOf(t));
+      for (int64_t q : peers) {
+        SendOp::create(b, loc, g, q, tiedTag(p, s));
+        msgs.push_back({true, q, tiedTag(p, s), tensorBytesOf(g.getType()),
+                        llvm::formatv("tied gradient of parameter #{0} from "
+                                      "stage {1}",
+                                      p, s)
+                            .str()});
+      }
+    }
+  }
   for (auto [i, p] : llvm::enumerate(paramIdx)) {
-    Value g = gradAcc.lookup(p);
-    if (!g)
-      return module.emitError("rank ")
-             << rank << " never computes the gradient of parameter #" << p;
+    Value g;
+    for (int64_t s : stagesOfParam[p]) {
+      Value part = gradAcc[{p, s}];
+      if (rankOf(s) != rank) {
+        RankedTensorType ty = typeOf(p);
+        part = RecvOp::create(b, loc, ty, rankOf(s), tiedTag(p, s));
+        msgs.push_back({false, rankOf(s), tiedTag(p, s),
+                        tensorBytesOf(ty),
+                        llvm::formatv("tied gradient of parameter #{0} from "
+                                      "stage {1}",
+                                      p, s)
+                            .str()});
+      }
+      if (!part)
+        return module.emitError("rank ")
+               << rank << " never computes the gradient of parameter #" << p
+               << " in stage " << s;
+      g = addInOrder(g, part);
+    }
     bufferization::MaterializeInDestinationOp::create(
         b, loc, TypeRange{}, g, entry->getArgument(paramIdx.size() + i),
         /*restrict=*/true, /*writable=*/true);

@@ -17,6 +17,10 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <functional>
+#include <map>
+#include <set>
+
 namespace zb {
 #define GEN_PASS_DEF_ZBPARTITIONSTAGES
 #include "zb/Transforms/Passes.h.inc"
@@ -37,28 +41,32 @@ struct Port {
 
 struct Partitioner {
   Partitioner(ModuleOp module, func::FuncOp func, int64_t numRanks,
-              int64_t numChunks, CostTarget target)
+              int64_t numChunks, CostTarget target, bool byLayers)
       : module(module), func(func), numStages(numRanks * numChunks),
-        numRanks(numRanks), numChunks(numChunks), target(std::move(target)) {}
+        numRanks(numRanks), numChunks(numChunks), target(std::move(target)),
+        byLayers(byLayers) {}
 
   ModuleOp module;
   func::FuncOp func;
   int64_t numStages; // P * V
   int64_t numRanks, numChunks;
   CostTarget target;
+  bool byLayers;
 
   Block *body = nullptr;
   Operation *ret = nullptr;
   llvm::DenseMap<Operation *, int64_t> stageOf; // non-constant ops
   llvm::DenseMap<Value, int64_t> valueIds;
+  std::vector<SmallVector<int64_t>> paramStages; // by argument number
+  /// Per-stage gradient of a tied parameter: (argument number, stage) ->
+  /// the sum of that stage's contributions.
+  llvm::DenseMap<std::pair<unsigned, int64_t>, Value> tiedGrad;
 
   bool isParam(Value v) {
     auto arg = llvm::dyn_cast<BlockArgument>(v);
     return arg && func.getArgAttr(arg.getArgNumber(), kParamAttr);
   }
-  bool isBatch(Value v) {
-    return llvm::isa<BlockArgument>(v) && !isParam(v);
-  }
+  bool isBatch(Value v) { return llvm::isa<BlockArgument>(v) && !isParam(v); }
   static bool isConstant(Value v) {
     return v.getDefiningOp() && llvm::isa<ConstantOp>(v.getDefiningOp());
   }
@@ -81,6 +89,10 @@ struct Partitioner {
   }
 
   LogicalResult run();
+  LogicalResult splitTiedGradient(unsigned arg, Value grad);
+  FailureOr<SmallVector<int64_t>> layerCuts(ArrayRef<Operation *> compute);
+  LogicalResult followOrigins(ArrayRef<Operation *> compute,
+                              ArrayRef<Operation *> backward);
   LogicalResult assignStages(ArrayRef<Operation *> forward,
                              ArrayRef<Operation *> backward);
   func::FuncOp outline(StringRef name, int64_t stage, StringRef kind,
@@ -109,8 +121,17 @@ LogicalResult Partitioner::assignStages(ArrayRef<Operation *> forward,
   int64_t n = compute.size();
   if (n < numStages)
     return func.emitError("cannot cut ")
-           << n << " compute ops into " << numStages
-           << " stages: use at most " << n << " stages (ranks x chunks)";
+           << n << " compute ops into " << numStages << " stages: use at most "
+           << n << " stages (ranks x chunks)";
+  if (byLayers) {
+    FailureOr<SmallVector<int64_t>> cuts = layerCuts(compute);
+    if (failed(cuts))
+      return failure();
+    for (int64_t k = 0; k < numStages; ++k)
+      for (int64_t t = (*cuts)[k]; t < (*cuts)[k + 1]; ++t)
+        stageOf[compute[t]] = k;
+    return followOrigins(compute, backward);
+  }
   // prefix sums and DP: best[k][j] = min over cuts of the max stage cost of
   // the first j ops in k stages.
   SmallVector<double> prefix(n + 1, 0.0);
@@ -138,6 +159,11 @@ LogicalResult Partitioner::assignStages(ArrayRef<Operation *> forward,
       stageOf[compute[t]] = k - 1;
     j = i;
   }
+  return followOrigins(compute, backward);
+}
+
+LogicalResult Partitioner::followOrigins(ArrayRef<Operation *> compute,
+                                         ArrayRef<Operation *> backward) {
   // Backward ops follow their origin.
   llvm::DenseMap<int64_t, int64_t> stageById;
   for (Operation *op : compute)
@@ -154,8 +180,206 @@ LogicalResult Partitioner::assignStages(ArrayRef<Operation *> forward,
   return success();
 }
 
-func::FuncOp Partitioner::outline(StringRef name, int64_t stage,
-                                  StringRef kind, ArrayRef<Operation *> ops,
+/// zb-autodiff sums the gradient contributions of a parameter's uses in a
+/// chain of zb.add ops. For a parameter used by several stages, this cuts the
+/// chain where it joins contributions of different stages and builds one
+/// partial sum per stage instead (contributions in their original order), so
+/// that every stage's backward_weight returns its own part. zb-lower-pipeline
+/// sums the parts across ranks in increasing stage order.
+LogicalResult Partitioner::splitTiedGradient(unsigned arg, Value grad) {
+  SmallVector<Operation *> chain;
+  SmallVector<Value> leaves;
+  std::function<void(Value)> walk = [&](Value v) {
+    auto add = llvm::dyn_cast_or_null<AddOp>(v.getDefiningOp());
+    if (add && isBackwardOp(add) && v.hasOneUse() &&
+        llvm::any_of(add->getOperands(), [&](Value o) {
+          Operation *d = o.getDefiningOp();
+          return !d || stageOf.lookup(d) != stageOf.lookup(add);
+        })) {
+      chain.push_back(add);
+      walk(add.getLhs());
+      walk(add.getRhs());
+      return;
+    }
+    leaves.push_back(v);
+  };
+  walk(grad);
+  OpBuilder b(ret);
+  for (int64_t s : paramStages[arg]) {
+    Value sum;
+    for (Value leaf : leaves) {
+      Operation *def = leaf.getDefiningOp();
+      if (!def || !stageOf.count(def))
+        return func.emitError("gradient of tied parameter '")
+               << nameOfArg(arg).getValue()
+               << "' has a contribution that belongs to no stage";
+      if (!llvm::is_contained(paramStages[arg], stageOf.lookup(def)))
+        return def->emitOpError("contributes to the gradient of tied "
+                                "parameter '")
+               << nameOfArg(arg).getValue() << "' from stage "
+               << stageOf.lookup(def) << ", which does not use it";
+      if (stageOf.lookup(def) != s)
+        continue;
+      if (!sum) {
+        sum = leaf;
+        continue;
+      }
+      auto add = AddOp::create(b, ret->getLoc(), sum.getType(), sum, leaf);
+      add->setAttr(kOriginAttr, def->getAttr(kOriginAttr));
+      add->setAttr(kPhaseAttr, b.getStringAttr("W"));
+      stageOf[add] = s;
+      sum = add;
+    }
+    if (!sum) { // the stage uses the parameter without a gradient path
+      auto ty = llvm::cast<RankedTensorType>(grad.getType());
+      sum = ConstantOp::create(
+          b, ret->getLoc(),
+          DenseElementsAttr::get(ty, FloatAttr::get(ty.getElementType(), 0.0)));
+    }
+    tiedGrad[{arg, s}] = sum;
+  }
+  // The joining adds are dead now (the original function is erased after
+  // outlining; its result only needs some value of the right type).
+  for (OpOperand &o : ret->getOpOperands())
+    if (o.get() == grad)
+      o.set(tiedGrad[{arg, paramStages[arg].front()}]);
+  for (Operation *op : chain) {
+    stageOf.erase(op);
+    op->erase();
+  }
+  return success();
+}
+
+/// Layer number of every parameter argument (-1: not in a layer), from the
+/// digit runs of the zb.name attributes (see the pass description).
+static llvm::DenseMap<unsigned, int64_t>
+layersFromNames(func::FuncOp func, ArrayRef<BlockArgument> params) {
+  struct Named {
+    unsigned arg;
+    SmallVector<int64_t> runs;
+  };
+  std::map<std::string, SmallVector<Named>> groups;
+  for (BlockArgument a : params) {
+    auto name = func.getArgAttrOfType<StringAttr>(a.getArgNumber(), "zb.name");
+    if (!name)
+      continue;
+    std::string pattern;
+    Named n{a.getArgNumber(), {}};
+    StringRef str = name.getValue();
+    for (size_t i = 0; i < str.size();) {
+      if (!llvm::isDigit(str[i])) {
+        pattern += str[i++];
+        continue;
+      }
+      size_t j = i;
+      while (j < str.size() && llvm::isDigit(str[j]))
+        ++j;
+      int64_t v = 0;
+      (void)str.substr(i, j - i).getAsInteger(10, v);
+      n.runs.push_back(v);
+      pattern += '#';
+      i = j;
+    }
+    if (!n.runs.empty())
+      groups[pattern].push_back(n);
+  }
+  // The layer numbers are the set of values that a digit run takes in the
+  // most groups (e.g. {0..L-1} in attn_w#, fc_w#, ln#_w# ...; ln#_w# also
+  // has the run {1, 2}); in each group, the last run with that set.
+  auto valuesOf = [](const SmallVector<Named> &members, size_t r) {
+    std::set<int64_t> v;
+    for (const Named &m : members)
+      v.insert(m.runs[r]);
+    return v;
+  };
+  std::map<std::set<int64_t>, int64_t> votes;
+  for (auto &[pattern, members] : groups) {
+    std::set<std::set<int64_t>> mine;
+    for (size_t r = 0; r < members.front().runs.size(); ++r)
+      mine.insert(valuesOf(members, r));
+    for (const auto &v : mine)
+      ++votes[v];
+  }
+  std::set<int64_t> best;
+  int64_t bestVotes = 0;
+  for (const auto &[v, n] : votes)
+    if (n > bestVotes || (n == bestVotes && v.size() > best.size())) {
+      best = v;
+      bestVotes = n;
+    }
+  llvm::DenseMap<unsigned, int64_t> layer;
+  for (auto &[pattern, members] : groups) {
+    int64_t pick = -1;
+    for (size_t r = 0; r < members.front().runs.size(); ++r)
+      if (valuesOf(members, r) == best)
+        pick = r;
+    if (pick < 0)
+      continue;
+    for (const Named &m : members)
+      layer[m.arg] = m.runs[pick];
+  }
+  return layer;
+}
+
+/// balance=layers: the compute-op index where each stage starts (and n).
+FailureOr<SmallVector<int64_t>>
+Partitioner::layerCuts(ArrayRef<Operation *> compute) {
+  SmallVector<BlockArgument> params;
+  for (BlockArgument a : body->getArguments())
+    if (isParam(a))
+      params.push_back(a);
+  llvm::DenseMap<unsigned, int64_t> paramLayer = layersFromNames(func, params);
+  // Layer of each compute op: zb.layer, else its parameters' layer, else the
+  // layer of the op before it (-1 before the first layer).
+  SmallVector<int64_t> layerOf;
+  int64_t current = -1;
+  for (Operation *op : compute) {
+    int64_t l = -1;
+    if (auto attr = op->getAttrOfType<IntegerAttr>("zb.layer")) {
+      l = attr.getInt();
+    } else {
+      for (Value v : op->getOperands())
+        if (auto a = llvm::dyn_cast<BlockArgument>(v))
+          if (paramLayer.count(a.getArgNumber()))
+            l = std::max(l, paramLayer.lookup(a.getArgNumber()));
+    }
+    if (l >= 0) {
+      if (l < current)
+        return op->emitOpError("belongs to layer ")
+               << l << " but follows an op of layer " << current
+               << ": balance=layers needs the layers in program order";
+      current = l;
+    }
+    layerOf.push_back(current);
+  }
+  // Ops after the last layer's ops (head, loss) carry its number: they
+  // land in the last stage.
+  SmallVector<int64_t> layers;
+  for (int64_t l : layerOf)
+    if (l >= 0 && !llvm::is_contained(layers, l))
+      layers.push_back(l);
+  int64_t numLayers = layers.size();
+  if (numLayers < numStages)
+    return func.emitError("balance=layers: found ")
+           << numLayers << " layers (zb.layer attributes or numbered "
+           << "parameter names), fewer than the " << numStages << " stages";
+  int64_t n = compute.size();
+  SmallVector<int64_t> cuts{0};
+  for (int64_t k = 1; k < numStages; ++k) {
+    int64_t firstLayer = layers[k * numLayers / numStages];
+    int64_t at = 0;
+    while (at < n && layerOf[at] != firstLayer)
+      ++at;
+    // Layer-free ops right before a layer's first op (e.g. the residual of
+    // the previous block) stay with the previous layer.
+    cuts.push_back(at);
+  }
+  cuts.push_back(n);
+  return cuts;
+}
+
+func::FuncOp Partitioner::outline(StringRef name, int64_t stage, StringRef kind,
+                                  ArrayRef<Operation *> ops,
                                   ArrayRef<Port> inputs,
                                   ArrayRef<Port> outputs) {
   MLIRContext *ctx = module.getContext();
@@ -171,19 +395,20 @@ func::FuncOp Partitioner::outline(StringRef name, int64_t stage,
   auto i64 = b.getI64Type();
   auto setPortAttrs = [&](auto setter, unsigned i, const Port &p) {
     setter(i, "zb.role", b.getStringAttr(p.role));
-    bool isIndex = p.role == "param" || p.role == "batch" ||
-                   p.role == "param_grad";
+    bool isIndex =
+        p.role == "param" || p.role == "batch" || p.role == "param_grad";
     if (p.role != "loss")
-      setter(i, isIndex ? "zb.index" : "zb.value", IntegerAttr::get(i64, p.key));
+      setter(i, isIndex ? "zb.index" : "zb.value",
+             IntegerAttr::get(i64, p.key));
   };
   for (auto [i, p] : llvm::enumerate(inputs))
-    setPortAttrs([&](unsigned k, StringRef n, Attribute a) {
-      fn.setArgAttr(k, n, a);
-    }, i, p);
+    setPortAttrs(
+        [&](unsigned k, StringRef n, Attribute a) { fn.setArgAttr(k, n, a); },
+        i, p);
   for (auto [i, p] : llvm::enumerate(outputs))
-    setPortAttrs([&](unsigned k, StringRef n, Attribute a) {
-      fn.setResultAttr(k, n, a);
-    }, i, p);
+    setPortAttrs([&](unsigned k, StringRef n,
+                     Attribute a) { fn.setResultAttr(k, n, a); },
+                 i, p);
   fn->setAttr(kStageAttr, IntegerAttr::get(i64, stage));
   fn->setAttr("zb.kind", b.getStringAttr(kind));
 
@@ -226,6 +451,38 @@ LogicalResult Partitioner::run() {
   if (failed(assignStages(forward, backward)))
     return failure();
 
+  // Stages using each parameter. A parameter used by several stages (tied
+  // weights, e.g. GPT-2's token embedding and LM head) gets one copy per
+  // stage, as in Megatron-LM: every copy starts from the same initial value
+  // and receives the same summed gradient (see splitTiedGradient and
+  // zb-lower-pipeline), so the copies stay bit-identical.
+  unsigned numArgs = body->getNumArguments();
+  paramStages.assign(numArgs, {});
+  for (BlockArgument arg : body->getArguments()) {
+    if (!isParam(arg))
+      continue;
+    SmallVector<int64_t> &stages = paramStages[arg.getArgNumber()];
+    for (Operation *user : arg.getUsers())
+      if (!llvm::is_contained(stages, stageOf.lookup(user)))
+        stages.push_back(stageOf.lookup(user));
+    llvm::sort(stages);
+    if (stages.empty())
+      stages.push_back(0);
+  }
+
+  // ret operands: loss, then one gradient per parameter in argument order.
+  llvm::DenseMap<unsigned, Value> gradOfParam;
+  for (unsigned i = 1; i < ret->getNumOperands(); ++i) {
+    auto idx = func.getResultAttrOfType<IntegerAttr>(i, "zb.grad_of");
+    if (!idx)
+      return func.emitError("result #") << i << " has no zb.grad_of";
+    gradOfParam[idx.getInt()] = ret->getOperand(i);
+  }
+  for (unsigned i = 0; i < numArgs; ++i)
+    if (paramStages[i].size() > 1 &&
+        failed(splitTiedGradient(i, gradOfParam[i])))
+      return failure();
+
   // Stage-local op lists in program order.
   std::vector<SmallVector<Operation *>> F(numStages), B(numStages),
       W(numStages);
@@ -241,25 +498,6 @@ LogicalResult Partitioner::run() {
       B[s].push_back(&op);
   }
 
-  // Parameters belong to the one stage that uses them.
-  unsigned numArgs = body->getNumArguments();
-  SmallVector<int64_t> paramStage(numArgs, -1);
-  for (BlockArgument arg : body->getArguments()) {
-    if (!isParam(arg))
-      continue;
-    for (Operation *user : arg.getUsers()) {
-      int64_t s = stageOf.lookup(user);
-      if (paramStage[arg.getArgNumber()] >= 0 &&
-          paramStage[arg.getArgNumber()] != s)
-        return func.emitError("parameter '")
-               << nameOfArg(arg.getArgNumber()).getValue()
-               << "' is used by stages " << paramStage[arg.getArgNumber()]
-               << " and " << s << "; parameters shared between stages (tied weights) are not supported yet";
-      paramStage[arg.getArgNumber()] = s;
-    }
-    if (paramStage[arg.getArgNumber()] < 0)
-      paramStage[arg.getArgNumber()] = 0;
-  }
   // Values crossing stage boundaries. A forward value defined in stage t and
   // used up to stage u enters every stage t+1..u (relayed through the stages
   // in between); a gradient defined in stage u and used down to stage t
@@ -290,15 +528,6 @@ LogicalResult Partitioner::run() {
           gradIn[k].insert(v);
       }
     }
-  }
-
-  // ret operands: loss, then one gradient per parameter in argument order.
-  llvm::DenseMap<unsigned, Value> gradOfParam;
-  for (unsigned i = 1; i < ret->getNumOperands(); ++i) {
-    auto idx = func.getResultAttrOfType<IntegerAttr>(i, "zb.grad_of");
-    if (!idx)
-      return func.emitError("result #") << i << " has no zb.grad_of";
-    gradOfParam[idx.getInt()] = ret->getOperand(i);
   }
 
   auto collectArgs = [&](ArrayRef<Operation *> ops, SmallVector<Port> &out) {
@@ -353,8 +582,8 @@ LogicalResult Partitioner::run() {
             continue;
           if (!inF.contains(v.getDefiningOp()) && !actIn[s].contains(v))
             return op->emitOpError("stage ")
-                   << s << " backward op needs a forward value that stage "
-                   << s << " neither computes nor receives";
+                   << s << " backward op needs a forward value that stage " << s
+                   << " neither computes nor receives";
           saved.insert(v);
         }
     for (Value v : saved)
@@ -374,8 +603,7 @@ LogicalResult Partitioner::run() {
     if (s > 0)
       for (Value v : gradIn[s - 1]) {
         if (!inB.contains(v.getDefiningOp()) && !gradIn[s].contains(v))
-          return v.getDefiningOp()->emitOpError(
-                     "gradient needed by stage ")
+          return v.getDefiningOp()->emitOpError("gradient needed by stage ")
                  << s - 1 << " is not produced by the B pass of stage " << s;
         bOut.push_back({v, "grad", idFor(v)});
       }
@@ -404,9 +632,11 @@ LogicalResult Partitioner::run() {
     for (Value v : residuals)
       wIn.push_back({v, "residual", idFor(v)});
     for (unsigned i = 0; i < numArgs; ++i) {
-      if (!isParam(body->getArgument(i)) || paramStage[i] != s)
+      if (!isParam(body->getArgument(i)) ||
+          !llvm::is_contained(paramStages[i], s))
         continue;
-      Value g = gradOfParam.lookup(i);
+      Value g = paramStages[i].size() > 1 ? tiedGrad.lookup({i, s})
+                                          : gradOfParam.lookup(i);
       if (!g || (!isConstant(g) && !inW.contains(g.getDefiningOp())))
         return func.emitError("gradient of parameter '")
                << nameOfArg(i).getValue()
@@ -414,8 +644,8 @@ LogicalResult Partitioner::run() {
       wOut.push_back({g, "param_grad", i});
     }
 
-    func::FuncOp fwd = outline(prefix + "_forward", s, "forward", F[s], fIn,
-                               fOut);
+    func::FuncOp fwd =
+        outline(prefix + "_forward", s, "forward", F[s], fIn, fOut);
     func::FuncOp bwdIn = outline(prefix + "_backward_input", s,
                                  "backward_input", B[s], bIn, bOut);
     func::FuncOp bwdW = outline(prefix + "_backward_weight", s,
@@ -431,15 +661,15 @@ LogicalResult Partitioner::run() {
       tW += opTimeMs(op, target);
     int64_t mB = 0, mW = 0;
     for (Value v : saved)
-      mB += tensorBytes(v.getType());
+      mB += static_cast<int64_t>(targetBytes(v.getType(), &target));
     for (Value v : residuals)
-      mW += tensorBytes(v.getType());
+      mW += static_cast<int64_t>(targetBytes(v.getType(), &target));
     for (const Port &p : fOut)
       if (p.role == "act")
-        commBytes += tensorBytes(p.value.getType());
+        commBytes += targetBytes(p.value.getType(), &target);
     for (const Port &p : fIn)
       if (p.role == "act" && s == numStages - 1)
-        commBytes += tensorBytes(p.value.getType());
+        commBytes += targetBytes(p.value.getType(), &target);
     NamedAttrList attrs;
     attrs.set("stage", b.getI64IntegerAttr(s));
     attrs.set("forward", FlatSymbolRefAttr::get(fwd.getSymNameAttr()));
@@ -461,7 +691,9 @@ LogicalResult Partitioner::run() {
     a.set("index", b.getI64IntegerAttr(i));
     a.set("type", TypeAttr::get(body->getArgument(i).getType()));
     if (isParam(body->getArgument(i))) {
-      a.set("stage", b.getI64IntegerAttr(paramStage[i]));
+      a.set("stage", b.getI64IntegerAttr(paramStages[i].front()));
+      if (paramStages[i].size() > 1)
+        a.set("stages", b.getDenseI64ArrayAttr(paramStages[i]));
       params.push_back(a.getDictionary(ctx));
     } else {
       SmallVector<int64_t> stages;
@@ -509,7 +741,13 @@ struct ZBPartitionStagesPass
           << target << "' (expected cpu or h100)";
       return signalPassFailure();
     }
-    Partitioner p(module, func, numStages, virtualStages, *t);
+    if (balance != "cost" && balance != "layers") {
+      module.emitError("zb-partition-stages: unknown balance '")
+          << balance << "' (expected cost or layers)";
+      return signalPassFailure();
+    }
+    Partitioner p(module, func, numStages, virtualStages, *t,
+                  balance == "layers");
     if (failed(p.run()))
       signalPassFailure();
   }

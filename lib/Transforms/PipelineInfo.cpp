@@ -84,11 +84,14 @@ FailureOr<PipelineInfo> PipelineInfo::read(ModuleOp module) {
         module.emitError("malformed value entry in zb.pipeline: ") << a;
         return failure();
       }
-      ModelValueInfo v{name.str(), index.getInt(),
+      ModelValueInfo v{name.str(),
+                       index.getInt(),
                        llvm::cast<RankedTensorType>(type.getValue()),
                        {}};
       if (isParam) {
-        if (auto st = d.getAs<IntegerAttr>("stage"))
+        if (auto st = d.getAs<DenseI64ArrayAttr>("stages"))
+          v.stages.assign(st.asArrayRef().begin(), st.asArrayRef().end());
+        else if (auto st = d.getAs<IntegerAttr>("stage"))
           v.stages.push_back(st.getInt());
       } else if (auto st = d.getAs<DenseI64ArrayAttr>("stages")) {
         v.stages.assign(st.asArrayRef().begin(), st.asArrayRef().end());
@@ -216,8 +219,7 @@ LogicalResult applyProfile(ModuleOp module, StringRef path) {
   if (!json)
     return fail("invalid JSON: " + llvm::toString(json.takeError()));
   const llvm::json::Object *root = json->getAsObject();
-  const llvm::json::Array *stages =
-      root ? root->getArray("stages") : nullptr;
+  const llvm::json::Array *stages = root ? root->getArray("stages") : nullptr;
   if (!root || root->getString("format") != "zb-profile" || !stages)
     return fail("not a zb-run --profile file (expected \"format\": "
                 "\"zb-profile\" and \"stages\")");
@@ -236,8 +238,8 @@ LogicalResult applyProfile(ModuleOp module, StringRef path) {
     for (StringRef key : {"t_f", "t_b", "t_w", "t_comm"}) {
       std::optional<double> v = s ? s->getNumber(key) : std::nullopt;
       if (!v || *v < 0)
-        return fail(llvm::formatv("stage {0}: missing or negative \"{1}\"", i,
-                                  key));
+        return fail(
+            llvm::formatv("stage {0}: missing or negative \"{1}\"", i, key));
       attrs.set(key, b.getF64FloatAttr(*v));
     }
     attrs.set("profiled", b.getUnitAttr());

@@ -6,12 +6,26 @@
 // step). A backward op is W iff all its results flow only into parameter
 // gradients; everything else is B.
 //
+// Recompute in W (option recompute, default on): a residual (value produced
+// by B, consumed by W) that is a cheap function (elementwise ops and views,
+// CostModel isFusible) of values W can get without B - forward activations,
+// parameters, batch inputs, constants - is rebuilt in W by cloning that
+// slice, when the forward activations it needs and W does not already read
+// are smaller than the residual. B ops left without users are erased.
+//
 //===----------------------------------------------------------------------===//
 #include "zb/Dialect/ZB/IR/ZBOps.h"
+#include "zb/Transforms/CostModel.h"
 #include "zb/Transforms/Passes.h"
 
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
 #include "llvm/Support/raw_ostream.h"
+#include <functional>
+#include <map>
 
 namespace zb {
 #define GEN_PASS_DEF_ZBSPLITBACKWARD
@@ -33,6 +47,129 @@ namespace {
 struct ZBSplitBackwardPass
     : public zb::impl::ZBSplitBackwardBase<ZBSplitBackwardPass> {
   using Base::Base;
+
+  /// Values produced by B ops and consumed by W ops, in first-use order.
+  static SmallVector<Value>
+  residuals(const llvm::DenseSet<Operation *> &weightOps) {
+    SmallVector<Value> out;
+    llvm::DenseSet<Value> seen;
+    Operation *anyW = weightOps.empty() ? nullptr : *weightOps.begin();
+    if (!anyW)
+      return out;
+    for (Operation &w : *anyW->getBlock())
+      if (weightOps.contains(&w))
+        for (Value v : w.getOperands())
+          if (Operation *def = v.getDefiningOp())
+            if (def->hasAttr(kOriginAttr) && !weightOps.contains(def) &&
+                seen.insert(v).second)
+              out.push_back(v);
+    return out;
+  }
+  static int64_t residualBytes(const llvm::DenseSet<Operation *> &weightOps) {
+    int64_t bytes = 0;
+    for (Value v : residuals(weightOps))
+      bytes += bytesOf(v.getType());
+    return bytes;
+  }
+
+  /// Rebuilds cheap residuals in W (see the file comment). Returns how many.
+  int64_t recomputeInW(Block &body, llvm::DenseSet<Operation *> &weightOps,
+                       int64_t &numB, int64_t &numW) {
+    // Forward values W already reads (no extra memory to keep them for W).
+    llvm::DenseSet<Value> readByW;
+    for (Operation *w : weightOps)
+      for (Value v : w->getOperands())
+        if (Operation *def = v.getDefiningOp())
+          if (!def->hasAttr(kOriginAttr))
+            readByW.insert(v);
+    int64_t count = 0;
+    for (Value r : residuals(weightOps)) {
+      // The slice of B ops computing r from forward values, arguments and
+      // constants; fails on a gradient input or an expensive op.
+      llvm::SetVector<Operation *> slice;
+      llvm::SetVector<Value> leaves;
+      bool ok = true;
+      std::function<void(Operation *)> visit = [&](Operation *op) {
+        if (!ok || slice.contains(op))
+          return;
+        if (!isFusible(op) || op->getNumRegions() != 0 || slice.size() > 32) {
+          ok = false;
+          return;
+        }
+        for (Value v : op->getOperands()) {
+          Operation *def = v.getDefiningOp();
+          if (!def || !def->hasAttr(kOriginAttr)) {
+            leaves.insert(v);
+            continue;
+          }
+          if (weightOps.contains(def)) {
+            ok = false;
+            return;
+          }
+          visit(def);
+        }
+        slice.insert(op);
+      };
+      visit(r.getDefiningOp());
+      if (!ok)
+        continue;
+      int64_t extra = 0;
+      for (Value v : leaves)
+        if (v.getDefiningOp() && !llvm::isa<ConstantOp>(v.getDefiningOp()) &&
+            !readByW.contains(v))
+          extra += bytesOf(v.getType());
+      if (extra >= bytesOf(r.getType()))
+        continue;
+      // Clone the slice (in block order) before the first W user, once per
+      // origin of the W users, with that origin: the rebuilt value belongs
+      // to the stage of its consumers (zb-partition-stages places backward
+      // ops by origin).
+      SmallVector<Operation *> ordered(slice.begin(), slice.end());
+      llvm::sort(ordered, [](Operation *a, Operation *b) {
+        return a->isBeforeInBlock(b);
+      });
+      std::map<int64_t, Operation *> firstUserByOrigin;
+      for (Operation *u : r.getUsers()) {
+        if (!weightOps.contains(u))
+          continue;
+        int64_t origin =
+            llvm::cast<IntegerAttr>(u->getAttr(kOriginAttr)).getInt();
+        Operation *&first = firstUserByOrigin[origin];
+        if (!first || u->isBeforeInBlock(first))
+          first = u;
+      }
+      for (auto [origin, firstUser] : firstUserByOrigin) {
+        OpBuilder b(firstUser);
+        IRMapping map;
+        Attribute originAttr = firstUser->getAttr(kOriginAttr);
+        for (Operation *op : ordered) {
+          Operation *c = b.clone(*op, map);
+          c->setAttr(kPhaseAttr, b.getStringAttr("W"));
+          c->setAttr(kOriginAttr, originAttr);
+          c->removeAttr(kActGradAttr);
+          weightOps.insert(c);
+          ++numW;
+        }
+        Value rebuilt = map.lookup(r);
+        r.replaceUsesWithIf(rebuilt, [&](OpOperand &use) {
+          Operation *u = use.getOwner();
+          return weightOps.contains(u) && u->getAttr(kOriginAttr) == originAttr;
+        });
+      }
+      for (Value v : leaves)
+        if (v.getDefiningOp() && !llvm::isa<ConstantOp>(v.getDefiningOp()))
+          readByW.insert(v);
+      // B ops of the slice nobody uses any more.
+      for (Operation *op : llvm::reverse(ordered))
+        if (op->use_empty()) {
+          op->erase();
+          --numB;
+        }
+      ++count;
+    }
+    (void)body;
+    return count;
+  }
 
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
@@ -66,27 +203,27 @@ struct ZBSplitBackwardPass
         bool isW = !inputOps.contains(&op);
         if (isW)
           weightOps.insert(&op);
-        op.setAttr(kPhaseAttr,
-                   StringAttr::get(&getContext(), isW ? "W" : "B"));
+        op.setAttr(kPhaseAttr, StringAttr::get(&getContext(), isW ? "W" : "B"));
         (isW ? numW : numB)++;
       }
       (void)ret;
-      if (!any || !report)
+      if (!any)
         continue;
-      // Residuals: values produced by B ops and consumed by W ops.
-      llvm::DenseSet<Value> residuals;
-      for (Operation *w : weightOps)
-        for (Value v : w->getOperands())
-          if (Operation *def = v.getDefiningOp())
-            if (def->hasAttr(kOriginAttr) && !weightOps.contains(def))
-              residuals.insert(v);
-      int64_t bytes = 0;
-      for (Value v : residuals)
-        bytes += bytesOf(v.getType());
+      int64_t numRecomputed = 0, bytesBefore = residualBytes(weightOps);
+      if (recompute)
+        numRecomputed = recomputeInW(body, weightOps, numB, numW);
+      if (!report)
+        continue;
+      int64_t bytes = residualBytes(weightOps);
       llvm::errs() << "zb-split-backward: @" << func.getSymName() << ": "
                    << numB << " B ops, " << numW << " W ops, "
-                   << residuals.size() << " residuals (" << bytes
-                   << " bytes) cross from B to W\n";
+                   << residuals(weightOps).size() << " residuals (" << bytes
+                   << " bytes) cross from B to W";
+      if (recompute)
+        llvm::errs() << "; recompute in W: " << numRecomputed
+                     << " residuals rebuilt, " << bytesBefore
+                     << " bytes before";
+      llvm::errs() << "\n";
     }
   }
 };

@@ -1,4 +1,4 @@
-// RUN: zb-opt %s -zb-autodiff -zb-split-backward -zb-partition-stages=num-stages=2 -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: zb-opt %s -zb-autodiff -zb-split-backward=recompute=false -zb-partition-stages=num-stages=2 -split-input-file -verify-diagnostics | FileCheck %s
 
 // Two layers cut into two stages. Each stage becomes forward /
 // backward_input / backward_weight functions whose argument and result roles

@@ -13,7 +13,6 @@
 #include "zb/Dialect/ZB/IR/ZBDialect.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 #include "zb/Frontend/ONNX/ONNXImporter.h"
-#include "zb/Frontend/StableHLO/StableHLOImporter.h"
 #include "zb/Pipelines/Pipelines.h"
 #include "zb/Schedule/Formats.h"
 #include "zb/Schedule/Schedule.h"
@@ -305,10 +304,6 @@ static OwningOpRef<ModuleOp> loadModel(StringRef path, MLIRContext *ctx) {
     llvm::errs() << "zb-compile: error: " << err << "\n";
     return nullptr;
   }
-  // A JAX export (StableHLO text, e.g. model.stablehlo.mlir) goes through
-  // the StableHLO importer.
-  if (zb::frontend::looksLikeStableHLO(file->getBuffer()))
-    return zb::frontend::importStableHLO(file->getMemBufferRef(), ctx);
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   return parseSourceFile<ModuleOp>(sourceMgr, ctx);
 }
@@ -470,12 +465,19 @@ int main(int argc, char **argv) {
       for (int64_t d : p.type.getShape())
         shape.push_back(d);
       int64_t stage = p.stages.empty() ? 0 : p.stages.front();
-      paramsJson.push_back(llvm::json::Object{
-          {"name", p.name},
-          {"shape", std::move(shape)},
-          {"stage", stage},
-          {"rank", schedule->stageToRank[stage]},
-          {"offset_bytes", offset}});
+      llvm::json::Object entry{{"name", p.name},
+                               {"shape", std::move(shape)},
+                               {"stage", stage},
+                               {"rank", schedule->stageToRank[stage]},
+                               {"offset_bytes", offset}};
+      if (p.stages.size() > 1) { // tied: one copy per stage, same values
+        llvm::json::Array copies;
+        for (int64_t s : p.stages)
+          copies.push_back(llvm::json::Object{
+              {"stage", s}, {"rank", schedule->stageToRank[s]}});
+        entry["tied_copies"] = std::move(copies);
+      }
+      paramsJson.push_back(std::move(entry));
       offset += p.type.getNumElements() * 4;
     }
   }

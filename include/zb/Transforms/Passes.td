@@ -34,12 +34,24 @@ def ZBSplitBackward : Pass<"zb-split-backward", "mlir::ModuleOp"> {
     needs; **W** is every other backward op, i.e. the ops whose results flow
     only into parameter gradients (function results marked `zb.grad_of`). Sets `zb.phase = "B" | "W"` on every backward
     op. Values produced by B and consumed by W are the residuals that
-    `zb-partition-stages` makes explicit. With `report`, prints per function
-    the number of B and W ops and the bytes of residuals crossing from B to W.
+    `zb-partition-stages` makes explicit. With `recompute` (default), a
+    residual that is a cheap function (elementwise ops, broadcast, transpose,
+    reshape, causal mask) of forward values, parameters, batch inputs and
+    constants - e.g. the upstream gradient of a sum/mean loss, a derivative
+    such as gelu'(x) of a saved activation, a broadcast - is rebuilt in W
+    from those values instead of being kept from B, when the forward
+    activations it needs that W does not already read take fewer bytes than
+    the residual; B ops left unused are erased. With `report`, prints per
+    function the number of B and W ops and the bytes of residuals crossing
+    from B to W (zb-report prints them per stage as M_W).
   }];
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",
-           "Print a summary of the split to stderr">
+           "Print a summary of the split to stderr">,
+    Option<"recompute", "recompute", "bool", /*default=*/"true",
+           "Rebuild cheap residuals (elementwise ops and views of forward "
+           "values, parameters, inputs and constants) in W instead of "
+           "keeping them from B, when that needs fewer bytes">
   ];
 }
 
@@ -56,6 +68,26 @@ def ZBPartitionStages : Pass<"zb-partition-stages", "mlir::ModuleOp"> {
     and records the pipeline in the module attribute `zb.pipeline` (stages,
     their functions, the argument roles, T_F/T_B/T_W/T_comm in ms and
     M_B/M_W in bytes from the cost model of lib/Transforms/CostModel).
+
+    `balance=layers` cuts at layer (transformer block) boundaries instead:
+    layer L has the forward ops from the first op using a parameter of layer
+    L up to the op before the first op of layer L+1. A forward op's layer is
+    its `zb.layer` integer attribute if the generator set one, else the layer
+    of the parameters it uses, read from their `zb.name` (gen_gpt2.py
+    --names, ONNX initializer names): names are grouped by their pattern with
+    digit runs replaced by `#` (`attn_w#`, `ln#_w#`, `h.#.attn.weight`); the
+    layer numbers are the set of values a digit run takes in the most groups
+    ({0..L-1}; `ln#_w#` also has the run {1, 2}), and in each group the last
+    run with that set is the layer; ops without such parameters carry the
+    layer of the op before them. Stage k of S gets
+    layers [k*L/S, (k+1)*L/S) (integer division); ops before the first layer
+    (embedding) go to the first stage, ops after the last (final norm, head,
+    loss) to the last.
+
+    Parameters used by several stages (tied weights, e.g. GPT-2's token
+    embedding and LM head) get a copy per stage (zb.pipeline `params` entry
+    `stages`); each stage's backward_weight returns its own part of the
+    gradient and zb-lower-pipeline sums the parts across ranks.
   }];
   let options = [
     Option<"numStages", "num-stages", "int64_t", /*default=*/"2",
@@ -66,7 +98,12 @@ def ZBPartitionStages : Pass<"zb-partition-stages", "mlir::ModuleOp"> {
     Option<"function", "function", "std::string", /*default=*/"\"main\"",
            "Name of the differentiated function">,
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
-           "Cost model target: cpu or h100">
+           "Cost model target: cpu or h100">,
+    Option<"balance", "balance", "std::string", /*default=*/"\"cost\"",
+           "How to cut: 'cost' (dynamic programming minimising the slowest "
+           "stage) or 'layers' (equal numbers of transformer blocks per "
+           "stage, cut at block boundaries; embedding in the first stage, "
+           "head and loss in the last)">
   ];
   let dependentDialects = ["::zb::ZBDialect", "::mlir::func::FuncDialect"];
 }
@@ -113,7 +150,12 @@ def ZBLowerPipeline : Pass<"zb-lower-pipeline", "mlir::ModuleOp"> {
     and residuals of every microbatch kept as SSA values (stash buffers after
     bufferization), weight gradients accumulated in increasing microbatch
     order whatever the schedule's W order (bit-identical results across
-    schedules), and the loss summed over microbatches. Arguments are memrefs
+    schedules), and the loss summed over microbatches. A tied parameter
+    (several stages) has a copy on every rank running one of its stages:
+    after the step's last W, each rank sends its stages' gradient parts to
+    the other holders (zb.send, tag zbrt_tag(0, stage, microbatches +
+    parameter index)) and every holder adds all parts in increasing stage
+    order, so the copies receive bit-identical gradients. Arguments are memrefs
     in the order of docs/plan-json.md (recorded as `zb.rank_args`).
     Communication is checked before emission: every send is matched by a
     recv in the same order per rank pair, and a blocking-recv simulation

@@ -30,7 +30,9 @@ struct ModelValueInfo {
   std::string name;
   int64_t index;
   mlir::RankedTensorType type;
-  llvm::SmallVector<int64_t> stages; // stages using it
+  /// Stages using it, increasing. A parameter with several stages is tied:
+  /// each of those stages holds a copy (zb.pipeline `stages`, else `stage`).
+  llvm::SmallVector<int64_t> stages;
 };
 
 struct PipelineInfo {
