@@ -13,6 +13,7 @@
 #include "zb/Dialect/ZB/IR/ZBDialect.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 #include "zb/Frontend/ONNX/ONNXImporter.h"
+#include "zb/Frontend/StableHLO/StableHLOImporter.h"
 #include "zb/Pipelines/Pipelines.h"
 #include "zb/Schedule/Formats.h"
 #include "zb/Schedule/Schedule.h"
@@ -304,6 +305,10 @@ static OwningOpRef<ModuleOp> loadModel(StringRef path, MLIRContext *ctx) {
     llvm::errs() << "zb-compile: error: " << err << "\n";
     return nullptr;
   }
+  // A JAX export (StableHLO text, e.g. model.stablehlo.mlir) goes through
+  // the StableHLO importer.
+  if (zb::frontend::looksLikeStableHLO(file->getBuffer()))
+    return zb::frontend::importStableHLO(file->getMemBufferRef(), ctx);
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   return parseSourceFile<ModuleOp>(sourceMgr, ctx);
 }
