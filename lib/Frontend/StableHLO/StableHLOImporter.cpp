@@ -102,8 +102,8 @@ double roundTo(Type elem, double v) {
 
 /// A value of the source program during import.
 struct Val {
-  Value v;        // the zb value (target context), or null for a constant
-  ConstPtr c;     // the folded constant, when known
+  Value v;    // the zb value (target context), or null for a constant
+  ConstPtr c; // the folded constant, when known
   RankedTensorType type; // the source type (target context)
   /// An integer computation on data that zb cannot express; an error when
   /// the value is used other than as recognised by a pattern.
@@ -125,9 +125,11 @@ FailureOr<SmallVector<int64_t>> parseIntList(StringRef text, StringRef key) {
       return out;
     // Whole-word match: `lhs_batching_dimensions` must not match inside
     // `operand_batching_dims` etc.
-    bool startOk = pos == 0 || !(isalnum(text[pos - 1]) || text[pos - 1] == '_');
+    bool startOk =
+        pos == 0 || !(isalnum(text[pos - 1]) || text[pos - 1] == '_');
     size_t end = pos + key.size();
-    bool endOk = end >= text.size() || !(isalnum(text[end]) || text[end] == '_');
+    bool endOk =
+        end >= text.size() || !(isalnum(text[end]) || text[end] == '_');
     if (startOk && endOk)
       break;
     pos = end;
@@ -225,8 +227,8 @@ class Importer {
 public:
   Importer(MLIRContext *ctx, ModuleOp source, StringRef fileName,
            const zb::frontend::StableHLOImportOptions &options)
-      : ctx(ctx), source(source), fileName(fileName), options(options),
-        b(ctx) {}
+      : ctx(ctx), source(source), fileName(fileName), options(options), b(ctx) {
+  }
 
   OwningOpRef<ModuleOp> run();
 
@@ -507,8 +509,8 @@ elementwiseFn(StringRef name, bool isInt, StringRef direction) {
     if (cmp < 0)
       return std::nullopt;
     return F([cmp](ArrayRef<double> a) {
-      bool r[] = {a[0] == a[1], a[0] != a[1], a[0] < a[1],
-                  a[0] <= a[1], a[0] > a[1],  a[0] >= a[1]};
+      bool r[] = {a[0] == a[1], a[0] != a[1],
+                  a[0]<a[1], a[0] <= a[1], a[0]> a[1], a[0] >= a[1]};
       return r[cmp] ? 1.0 : 0.0;
     });
   }
@@ -550,8 +552,7 @@ LogicalResult Importer::fold(Operation *op, ArrayRef<Val> in, Val &out) {
     return success();
   }
   if (name == "stablehlo.broadcast_in_dim") {
-    FailureOr<SmallVector<int64_t>> dims =
-        i64Array(op, "broadcast_dimensions");
+    FailureOr<SmallVector<int64_t>> dims = i64Array(op, "broadcast_dimensions");
     if (failed(dims))
       return failure();
     const Const &x = *in[0].c;
@@ -781,9 +782,7 @@ LogicalResult Importer::importElementwise(Operation *op, ArrayRef<Val> in,
           .Case("stablehlo.divide", [&] { return zbb.div(x[0], x[1]); })
           .Case("stablehlo.maximum", [&] { return zbb.max(x[0], x[1]); })
           .Case("stablehlo.minimum",
-                [&] {
-                  return zbb.neg(zbb.max(zbb.neg(x[0]), zbb.neg(x[1])));
-                })
+                [&] { return zbb.neg(zbb.max(zbb.neg(x[0]), zbb.neg(x[1]))); })
           .Case("stablehlo.power", [&] { return zbb.pow(x[0], x[1]); })
           .Case("stablehlo.negate", [&] { return zbb.neg(x[0]); })
           .Case("stablehlo.exponential", [&] { return zbb.exp(x[0]); })
@@ -822,8 +821,8 @@ LogicalResult Importer::importDotGeneral(Operation *op, ArrayRef<Val> in,
     return failure();
   auto lt = cast<RankedTensorType>(l->getType());
   auto rt = cast<RankedTensorType>(r->getType());
-  if (!isa<FloatType>(lt.getElementType()) || lt.getElementType() !=
-                                                  rt.getElementType())
+  if (!isa<FloatType>(lt.getElementType()) ||
+      lt.getElementType() != rt.getElementType())
     return error(op) << "dot_general needs float operands of one type";
   auto inRange = [](ArrayRef<int64_t> dims, int64_t rank) {
     SmallVector<bool> seen(rank, false);
@@ -994,8 +993,8 @@ LogicalResult Importer::importGather(Operation *op, ArrayRef<Val> in,
   bool ok = (trailing || vecDim == ri) && obd->empty() &&
             *collapsed == SmallVector<int64_t>{0} &&
             *startMap == SmallVector<int64_t>{0} &&
-            (int64_t)offset->size() == ro - 1 &&
-            (int64_t)sizes->size() == ro && (*sizes)[0] == 1;
+            (int64_t)offset->size() == ro - 1 && (int64_t)sizes->size() == ro &&
+            (*sizes)[0] == 1;
   for (int64_t i = 0; ok && i < ro - 1; ++i)
     ok = (*offset)[i] == batchRank + i &&
          (*sizes)[i + 1] == tableT.getDimSize(i + 1);
@@ -1113,27 +1112,20 @@ LogicalResult Importer::importOp(Operation *op, int depth) {
   }
 
   static const char *const kSupported[] = {
-      "stablehlo.iota",         "stablehlo.add",
-      "stablehlo.subtract",     "stablehlo.multiply",
-      "stablehlo.divide",       "stablehlo.maximum",
-      "stablehlo.minimum",      "stablehlo.power",
-      "stablehlo.negate",       "stablehlo.exponential",
-      "stablehlo.exponential_minus_one", "stablehlo.log",
-      "stablehlo.log_plus_one", "stablehlo.tanh",
-      "stablehlo.sqrt",         "stablehlo.rsqrt",
-      "stablehlo.logistic",     "chlo.erf",
-      "chlo.square",            "stablehlo.compare",
-      "stablehlo.select",       "stablehlo.convert",
-      "stablehlo.broadcast_in_dim", "stablehlo.reshape",
-      "stablehlo.transpose",    "stablehlo.slice",
-      "stablehlo.concatenate",  "stablehlo.dot_general",
-      "stablehlo.reduce",       "stablehlo.gather",
+      "stablehlo.iota", "stablehlo.add", "stablehlo.subtract",
+      "stablehlo.multiply", "stablehlo.divide", "stablehlo.maximum",
+      "stablehlo.minimum", "stablehlo.power", "stablehlo.negate",
+      "stablehlo.exponential", "stablehlo.exponential_minus_one",
+      "stablehlo.log", "stablehlo.log_plus_one", "stablehlo.tanh",
+      "stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.logistic", "chlo.erf",
+      "chlo.square", "stablehlo.compare", "stablehlo.select",
+      "stablehlo.convert", "stablehlo.broadcast_in_dim", "stablehlo.reshape",
+      "stablehlo.transpose", "stablehlo.slice", "stablehlo.concatenate",
+      "stablehlo.dot_general", "stablehlo.reduce", "stablehlo.gather",
       // Constant operands only:
-      "stablehlo.cosine",       "stablehlo.sine",
-      "stablehlo.abs",          "stablehlo.floor",
-      "stablehlo.ceil",         "stablehlo.and",
-      "stablehlo.or",           "stablehlo.not",
-      "stablehlo.remainder",    "stablehlo.reverse"};
+      "stablehlo.cosine", "stablehlo.sine", "stablehlo.abs", "stablehlo.floor",
+      "stablehlo.ceil", "stablehlo.and", "stablehlo.or", "stablehlo.not",
+      "stablehlo.remainder", "stablehlo.reverse"};
   if (!llvm::is_contained(kSupported, name))
     return emitError(loc) << "unsupported StableHLO op '" << name << "'";
 
@@ -1157,8 +1149,7 @@ LogicalResult Importer::importOp(Operation *op, int depth) {
   } else if (name == "stablehlo.gather") {
     result = importGather(op, in, out);
   } else if (name == "stablehlo.broadcast_in_dim") {
-    FailureOr<SmallVector<int64_t>> dims =
-        i64Array(op, "broadcast_dimensions");
+    FailureOr<SmallVector<int64_t>> dims = i64Array(op, "broadcast_dimensions");
     if (failed(dims))
       return failure();
     RankedTensorType st = in[0].type;
@@ -1188,7 +1179,8 @@ LogicalResult Importer::importOp(Operation *op, int depth) {
       Type fe = cast<RankedTensorType>(x->getType()).getElementType();
       Value bx = zbb.broadcast(*x, out.type.clone(fe), *dims);
       if (st.getElementType().isInteger(1))
-        bx = zbb.compare("ne", bx, zbb.splat(cast<RankedTensorType>(bx.getType()), 0.0));
+        bx = zbb.compare("ne", bx,
+                         zbb.splat(cast<RankedTensorType>(bx.getType()), 0.0));
       out.v = bx;
     }
   } else if (name == "stablehlo.reshape") {
@@ -1292,8 +1284,8 @@ OwningOpRef<ModuleOp> Importer::run() {
     std::string name = "arg" + std::to_string(i);
     if (auto info = main.getArgAttrOfType<StringAttr>(i, "jax.arg_info"))
       name = pytreeName(info.getValue());
-    else if (auto zn = main.getArgAttrOfType<StringAttr>(
-                 i, zb::frontend::kNameAttr))
+    else if (auto zn =
+                 main.getArgAttrOfType<StringAttr>(i, zb::frontend::kNameAttr))
       name = zn.getValue().str();
     if (!seen.insert(name).second) {
       emitError(convertLoc(main.getLoc()))
@@ -1302,8 +1294,8 @@ OwningOpRef<ModuleOp> Importer::run() {
     }
     bool data = !isa<FloatType>(t->getElementType());
     for (const std::string &d : options.dataArgs)
-      data |= name == d || (StringRef(d).ends_with(".") &&
-                            StringRef(name).starts_with(d));
+      data |= name == d ||
+              (StringRef(d).ends_with(".") && StringRef(name).starts_with(d));
     args.push_back({name, *t, !data});
   }
 
@@ -1320,16 +1312,16 @@ OwningOpRef<ModuleOp> Importer::run() {
   SmallVector<Attribute> argAttrs;
   for (unsigned i : order) {
     argTypes.push_back(args[i].type);
-    SmallVector<NamedAttribute> attrs = {b.getNamedAttr(
-        zb::frontend::kNameAttr, b.getStringAttr(args[i].name))};
+    SmallVector<NamedAttribute> attrs = {
+        b.getNamedAttr(zb::frontend::kNameAttr, b.getStringAttr(args[i].name))};
     if (args[i].param)
       attrs.push_back(b.getNamedAttr(zb::kParamAttr, b.getUnitAttr()));
     argAttrs.push_back(b.getDictionaryAttr(attrs));
   }
   auto func = func::FuncOp::create(
       b, fileLoc, zb::frontend::kMainFuncName,
-      b.getFunctionType(argTypes,
-                        {RankedTensorType::get({}, lossType->getElementType())}));
+      b.getFunctionType(
+          argTypes, {RankedTensorType::get({}, lossType->getElementType())}));
   func.setAllArgAttrs(argAttrs);
   Block *entry = func.addEntryBlock();
   SmallVector<Val> argVals(args.size());
@@ -1358,12 +1350,12 @@ OwningOpRef<ModuleOp> Importer::run() {
           !v.getElementType().isF32() ||
           !args[i].type.getElementType().isF32()) {
         emitError(fileLoc) << "zb.param_values['" << args[i].name
-                           << "'] has type " << v.getType()
-                           << ", the argument " << args[i].type;
+                           << "'] has type " << v.getType() << ", the argument "
+                           << args[i].type;
         return nullptr;
       }
-      auto attr = DenseElementsAttr::getFromRawBuffer(args[i].type,
-                                                      v.getRawData());
+      auto attr =
+          DenseElementsAttr::getFromRawBuffer(args[i].type, v.getRawData());
       kept.push_back(b.getNamedAttr(args[i].name, attr));
     }
     (*module)->setAttr(zb::frontend::kParamValuesAttr,
@@ -1413,9 +1405,9 @@ zb::frontend::importStableHLO(llvm::MemoryBufferRef buffer, MLIRContext *ctx,
   });
 
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBuffer(buffer, /*RequiresNullTerminator=*/false),
-      llvm::SMLoc());
+  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBuffer(
+                                   buffer, /*RequiresNullTerminator=*/false),
+                               llvm::SMLoc());
   ParserConfig config(&parseCtx);
   OwningOpRef<ModuleOp> source = parseSourceFile<ModuleOp>(sourceMgr, config);
   if (!source) {
