@@ -27,6 +27,7 @@
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/DenseMap.h"
@@ -1377,6 +1378,10 @@ OwningOpRef<ModuleOp> Importer::run() {
   zb::ZBBuilder zbb(b, loc);
   Value l = zbb.reshape(*loss, {});
   func::ReturnOp::create(b, loc, l);
+  // Inconsistent source types (the unregistered ops are not verified by the
+  // parser) surface here as zb verifier errors at the op's location.
+  if (failed(verify(*module)))
+    return nullptr;
   return module;
 }
 
