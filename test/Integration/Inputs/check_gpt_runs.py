@@ -1,6 +1,7 @@
 """Checks zb-run GPT runs: bit-identical losses and final parameters across
-all runs, and the losses against the float64 NumPy reference
-(gpt_reference.py) within --tol (absolute).
+all runs, and the losses and final parameters against the float64 NumPy
+reference (gpt_reference.py; SGD or AdamW as plan.json says) within --tol
+(absolute).
 
 usage: check_gpt_runs.py --layers L --heads H --steps S (--text FILE [--seed K]
                          | --data DIR) [--tol 1e-4] RUN_DIR...
@@ -51,7 +52,10 @@ def main():
     p = ref.load_params(plan_dir, plan)
     M, B = plan["num_microbatches"], plan["microbatch_size"]
     T = plan["inputs"][0]["sample_shape"][0]
-    lr = plan["optimizer"]["lr"]
+    opt = plan["optimizer"]
+    lr = opt["lr"]
+    m_state = [np.zeros_like(x) for x in p]
+    v_state = [np.zeros_like(x) for x in p]
     if a.text:
         text = np.frombuffer(open(a.text, "rb").read(), dtype=np.uint8)
     else:
@@ -75,8 +79,21 @@ def main():
             total += loss / M
             for acc, gi in zip(grads, g):
                 acc += gi / M
-        for x, g in zip(p, grads):
-            x -= lr * g
+        t = step + 1
+        for i, (x, g) in enumerate(zip(p, grads)):
+            if opt["name"] == "adamw":
+                # AdamW (Loshchilov & Hutter, ICLR 2019, Algorithm 2) in the
+                # form of torch.optim.AdamW: decoupled decay, bias-corrected
+                # moments.
+                b1, b2 = opt["beta1"], opt["beta2"]
+                x *= 1 - lr * opt["weight_decay"]
+                m_state[i] = b1 * m_state[i] + (1 - b1) * g
+                v_state[i] = b2 * v_state[i] + (1 - b2) * g * g
+                mhat = m_state[i] / (1 - b1 ** t)
+                vhat = v_state[i] / (1 - b2 ** t)
+                x -= lr * mhat / (np.sqrt(vhat) + opt["eps"])
+            else:
+                x -= lr * g
         diff = abs(losses[0][step] - total)
         good = diff <= a.tol
         ok = ok and good
