@@ -63,6 +63,8 @@ struct ImportedValue {
 /// Upper bound on the number of elements of one tensor (guards against
 /// corrupt dims before anything is allocated).
 constexpr int64_t kMaxElements = int64_t(1) << 40;
+/// Upper bound on the number of elements of a tensor folded at import.
+constexpr int64_t kMaxFoldElements = int64_t(1) << 26;
 
 /// Inputs of an op that must be constants known at import time (they are
 /// read, never turned into tensor operands).
@@ -1587,6 +1589,10 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::split() {
       sizes = **s;
     } else {
       int64_t n = node->output_size();
+      if (n == 0) {
+        nodeError() << "has no outputs";
+        return failure();
+      }
       for (int64_t i = 0; i < n; ++i)
         sizes.push_back((dim + n - 1) / n);
       sizes.back() = dim - (n - 1) * ((dim + n - 1) / n);
@@ -1753,6 +1759,8 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::where() {
       bool causal = fillSide == 1 ? isCausalPattern(c, 1.0, 0.0)
                                   : isCausalPattern(c, 0.0, 1.0);
       if (!causal)
+        continue;
+      if (fill.constant.getNumElements() == 0)
         continue;
       double f = toHost(fill.constant).data[0];
       FloatAttr fillAttr;
@@ -2396,15 +2404,22 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
     return result(r);
   }
   if (op == "Range") {
-    double start = in[0].data.at(0), limit = in[1].data.at(0),
-           delta = in[2].data.at(0);
-    if (delta == 0.0) {
-      nodeError() << "delta is 0";
+    if (in[0].data.size() != 1 || in[1].data.size() != 1 ||
+        in[2].data.size() != 1) {
+      nodeError() << "start, limit and delta must be scalars";
+      return failure();
+    }
+    double start = in[0].data[0], limit = in[1].data[0], delta = in[2].data[0];
+    double count = std::ceil((limit - start) / delta);
+    if (delta == 0.0 || !std::isfinite(count) ||
+        count > double(kMaxFoldElements)) {
+      nodeError() << "invalid or too long range (" << start << ", " << limit
+                  << ", " << delta << ")";
       return failure();
     }
     int64_t n =
         std::max<int64_t>(int64_t(std::ceil((limit - start) / delta)), 0);
-    if (n > kMaxElements) {
+    if (n > kMaxFoldElements) {
       nodeError() << "too many elements";
       return failure();
     }
@@ -2423,6 +2438,15 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
       nodeError() << "cannot expand " << formatShape(in[0].shape) << " to "
                   << formatShape(target);
       return failure();
+    }
+    int64_t n = 1;
+    for (int64_t d : *shape) {
+      if (d < 0 || (d && n > kMaxFoldElements / d)) {
+        nodeError() << "the folded result " << formatShape(*shape)
+                    << " is too large";
+        return failure();
+      }
+      n *= d;
     }
     return result(broadcastHost(in[0], *shape));
   }
@@ -2445,8 +2469,8 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
     }
     int64_t n = 1;
     for (int64_t d : r.shape) {
-      if (d < 0 || d > kMaxElements || (d && n > kMaxElements / d)) {
-        nodeError() << "invalid shape " << formatShape(r.shape);
+      if (d < 0 || d > kMaxFoldElements || (d && n > kMaxFoldElements / d)) {
+        nodeError() << "invalid or too large shape " << formatShape(r.shape);
         return failure();
       }
       n *= d;
