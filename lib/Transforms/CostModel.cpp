@@ -22,11 +22,11 @@ namespace zb {
 
 std::optional<CostTarget> lookupCostTarget(llvm::StringRef name) {
   // cpu: this machine, one core (zb-run runs one rank per core): OpenBLAS
-  // sgemm and a STREAM-style copy measured by
-  // benchmarks/Compiler/cpu_roofline.sh (docs/cost-model.md); shared-memory
-  // MPI for the link.
+  // sgemm (69 GFLOP/s) and a STREAM-style add (13 GB/s) measured by
+  // benchmarks/Compiler/cpu_roofline.sh (docs/cost-model.md); the vector
+  // rate (8 GFLOP/s) and the shared-memory MPI link are estimates.
   if (name == "cpu")
-    return CostTarget{"cpu", 40e9, 4e9, 6e9, 4e9, 5e-6, 0};
+    return CostTarget{"cpu", 69e9, 8e9, 13e9, 4e9, 5e-6, 0};
   // h100: H100 SXM, bf16 dense tensor cores 989 TFLOP/s, 67 TFLOP/s
   // non-tensor, HBM3 3.35 TB/s, NVLink 4 450 GB/s per direction. Tensors
   // are counted as bf16 (2 bytes per float element; mixed precision).
