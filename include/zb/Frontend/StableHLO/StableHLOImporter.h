@@ -39,13 +39,15 @@
 //
 // Supported ops (stablehlo unless noted; JAX GPT/Llama losses): constant,
 // iota (folded), add subtract multiply divide maximum minimum power negate
-// exponential log tanh sqrt rsqrt logistic abs, chlo.square chlo.erf,
+// exponential log tanh sqrt rsqrt logistic exponential_minus_one
+// log_plus_one, chlo.square chlo.erf,
 // compare/select (with constant or data operands), convert, broadcast_in_dim,
 // reshape, transpose, slice, concatenate, dot_general (any batch/contracting
 // dimensions -> zb.matmul / zb.batch_matmul with transposes and reshapes),
 // reduce with a single add, maximum or minimum body (zb.reduce_sum /
 // reduce_max), gather in the embedding-lookup form (table[indices]),
-// func.call of private functions (inlined). Everything computable from
+// func.call of private functions (inlined); cosine sine abs floor ceil and or
+// not remainder reverse on constants only. Everything computable from
 // constants alone (masks, iota arithmetic, cosine/sine tables) is folded at
 // import in double precision. Integer arithmetic on data is limited to the
 // index normalisation JAX emits for `table[idx]` (select(idx < 0, idx + n,
