@@ -150,6 +150,28 @@ def opset18_reduce():
     return m
 
 
+def computed_cos():
+    # Cos is only folded (rotary tables); on a computed tensor it is an error
+    return model([
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Cos", ["r"], ["c"], name="cos"),
+        helper.make_node("ReduceMean", ["c"], ["loss"], keepdims=0,
+                         name="mean"),
+    ], [("x", [4, 8])], "loss")
+
+
+def bad_reshape():
+    # 32 elements cannot be [5, -1]
+    return model([
+        helper.make_node("Constant", [], ["shape"], name="shape",
+                         value=numpy_helper.from_array(
+                             np.array([5, -1], dtype=np.int64), "v")),
+        helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape"),
+        helper.make_node("ReduceMean", ["y"], ["loss"], keepdims=0,
+                         name="mean"),
+    ], [("x", [4, 8])], "loss")
+
+
 # Raw bytes rather than models.
 def truncated():
     return valid_small().SerializeToString()[:200]
@@ -166,7 +188,8 @@ def not_onnx():
 CASES = {f.__name__: f for f in [
     unsupported_op, unsupported_pow, valid_small, broadcast_add, gemm_transb,
     undefined_value, dynamic_shape, not_scalar, shape_mismatch, int_loss,
-    opset18_reduce, wrong_output_type, truncated, empty, not_onnx]}
+    opset18_reduce, wrong_output_type, computed_cos, bad_reshape, truncated,
+    empty, not_onnx]}
 
 
 def random_input(seed, index, shape):
