@@ -69,7 +69,7 @@ constexpr int64_t kMaxFoldElements = int64_t(1) << 26;
 /// Inputs of an op that must be constants known at import time (they are
 /// read, never turned into tensor operands).
 bool isStaticInput(llvm::StringRef opType, int index) {
-  if (opType == "Slice")
+  if (opType == "Slice" || opType == "Dropout")
     return index >= 1;
   if (opType == "ConstantOfShape" || opType == "Range")
     return true;
@@ -378,6 +378,7 @@ private:
   FailureOr<SmallVector<ImportedValue, 1>> matmul();
   FailureOr<SmallVector<ImportedValue, 1>> pow();
   FailureOr<SmallVector<ImportedValue, 1>> identity();
+  FailureOr<SmallVector<ImportedValue, 1>> dropout();
   FailureOr<SmallVector<ImportedValue, 1>> constant();
   FailureOr<SmallVector<ImportedValue, 1>> shape();
   FailureOr<SmallVector<ImportedValue, 1>> reshape();
@@ -1360,6 +1361,26 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::reduce() {
         builder, loc, RankedTensorType::get(keepShape, type.getElementType()),
         y);
   return SmallVector<ImportedValue, 1>{{y, {}}};
+}
+
+/// Dropout in inference mode (no training_mode input, or a constant false)
+/// is the identity; the mask output is not supported.
+FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::dropout() {
+  if (hasInput(2)) {
+    FailureOr<DenseElementsAttr> mode = constantInput(2);
+    if (failed(mode))
+      return failure();
+    if (mode->getNumElements() != 1 || toHost(*mode).data[0] != 0.0) {
+      nodeError() << "training mode is not supported (export the model in "
+                     "eval mode)";
+      return failure();
+    }
+  }
+  if (node->output_size() > 1 && !node->output(1).empty()) {
+    nodeError() << "output mask is not supported";
+    return failure();
+  }
+  return identity();
 }
 
 FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::identity() {
@@ -2557,6 +2578,7 @@ ONNXImporter::Handler ONNXImporter::findHandler(llvm::StringRef opType) {
       .Case("ReduceMean", &ONNXImporter::reduce<zb::ReduceMeanOp>)
       .Case("ReduceSum", &ONNXImporter::reduce<zb::ReduceSumOp>)
       .Case("Identity", &ONNXImporter::identity)
+      .Case("Dropout", &ONNXImporter::dropout)
       .Case("Constant", &ONNXImporter::constant)
       .Case("Erf", &ONNXImporter::unary<zb::ErfOp>)
       .Case("Sqrt", &ONNXImporter::unary<zb::SqrtOp>)

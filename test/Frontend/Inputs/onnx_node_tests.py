@@ -47,7 +47,7 @@ SUPPORTED = {
     "Trilu", "MatMul", "Gemm", "ReduceMean", "ReduceSum", "Softmax",
     "LayerNormalization", "SoftmaxCrossEntropyLoss", "Gather", "Where", "Cast",
     "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Transpose", "Expand",
-    "Concat", "Slice", "Split", "Shape", "Identity", "Constant",
+    "Concat", "Slice", "Split", "Shape", "Identity", "Constant", "Dropout",
 }
 FOLD_ONLY = {"Cos", "Sin", "Not", "Equal", "Less", "Greater", "And", "Or",
              "Range", "ConstantOfShape", "Trilu", "Max", "Min"}
