@@ -52,7 +52,7 @@ void buildTensorsToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-void buildLowerToLLVMPipeline(OpPassManager &pm) {
+void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise) {
   pm.addPass(createConvertZBToRuntime());
   pm.addPass(createConvertZBToLinalg());
   // Producer-consumer fusion of elementwise linalg.generic chains (a
@@ -60,8 +60,10 @@ void buildLowerToLLVMPipeline(OpPassManager &pm) {
   // nothing is recomputed and every value is computed by the same scalar
   // operations in the same order: results stay bit-identical). On a GPT
   // stage this removes about two thirds of the loop nests.
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createLinalgElementwiseOpFusionPass());
+  if (fuseElementwise) {
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createLinalgElementwiseOpFusionPass());
+  }
   buildTensorsToLLVMPipeline(pm);
   pm.addPass(createZBEmitRankEntry());
 }
@@ -74,7 +76,7 @@ void registerPipelines() {
   PassPipelineRegistration<>(
       "zb-lower-to-llvm",
       "Lowers one rank's step function to the LLVM dialect (CPU)",
-      buildLowerToLLVMPipeline);
+      [](OpPassManager &pm) { buildLowerToLLVMPipeline(pm); });
 }
 
 } // namespace zb

@@ -128,6 +128,11 @@ static cl::opt<unsigned>
          cl::desc("Rank programs optimised and emitted in parallel "
                   "(default: the number of hardware threads)"),
          cl::init(0), cl::cat(category));
+static cl::opt<bool> fuseElementwise(
+    "fuse-elementwise",
+    cl::desc("Fuse elementwise linalg chains before bufferization (default "
+             "on; --fuse-elementwise=false to measure without)"),
+    cl::init(true), cl::cat(category));
 static cl::opt<bool> timing(
     "timing",
     cl::desc("Print the time of every compiler phase (MLIR passes, "
@@ -564,7 +569,7 @@ int main(int argc, char **argv) {
     if (timing)
       lower.enableTiming();
     lower.addPass(createSymbolDCEPass());
-    zb::buildLowerToLLVMPipeline(lower);
+    zb::buildLowerToLLVMPipeline(lower, fuseElementwise);
     if (failed(lower.run(*rankModule)))
       return fail(llvm::formatv("lowering rank {0} failed", r).str());
     phaseTime(llvm::formatv("rank {0}: MLIR lowering to the LLVM dialect", r),

@@ -49,7 +49,10 @@ void buildTensorsToLLVMPipeline(mlir::OpPassManager &pm);
 /// From per-rank step functions on zb tensors to the LLVM dialect: runtime
 /// calls (OpenBLAS, MPI), linalg, one-shot bufferization with
 /// ownership-based deallocation, loops, LLVM, and the zb_rank_main entry.
-void buildLowerToLLVMPipeline(mlir::OpPassManager &pm);
+/// `fuseElementwise` fuses elementwise linalg.generic producers into their
+/// single consumer before bufferization (bit-identical results).
+void buildLowerToLLVMPipeline(mlir::OpPassManager &pm,
+                              bool fuseElementwise = true);
 
 /// Registers "zb-pipeline-parallel" and "zb-lower-to-llvm" for zb-opt.
 void registerPipelines();
