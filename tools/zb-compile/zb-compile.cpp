@@ -100,7 +100,8 @@ static cl::opt<double> learningRate("lr", cl::desc("Learning rate"),
                                     cl::init(0.05), cl::cat(category));
 static cl::opt<std::string>
     dataDir("data",
-            cl::desc("Default training data directory (input_<i>.pb); "
+            cl::desc("Default training data for zb-run: a directory with "
+                     "input_<i>.pb, or a text file (bytes as tokens); "
                      "default: the 'data' directory next to the model"),
             cl::init(""), cl::cat(category));
 static cl::opt<uint64_t> initSeed(
