@@ -61,25 +61,26 @@ std::string checkCommunication(const std::vector<std::vector<Message>> &prog) {
           sendsByTag[m.tag]; // a recv without any send is reported below
         }
       for (auto &[tag, sends] : sendsByTag) {
-      const std::vector<const Message *> &recvs = recvsByTag[tag];
-      for (size_t i = 0; i < std::max(sends.size(), recvs.size()); ++i) {
-        if (i >= sends.size())
-          return llvm::formatv("rank {0} receives '{1}' from rank {2}, which "
-                               "never sends it",
-                               q, recvs[i]->what, r);
-        if (i >= recvs.size())
-          return llvm::formatv("rank {0} sends '{1}' to rank {2}, which never "
-                               "receives it",
-                               r, sends[i]->what, q);
-        if (sends[i]->tag != recvs[i]->tag ||
-            sends[i]->bytes != recvs[i]->bytes)
-          return llvm::formatv("message #{0} from rank {1} to rank {2}: sent "
-                               "'{3}' (tag {4}, {5} bytes) but received '{6}' "
-                               "(tag {7}, {8} bytes)",
-                               i, r, q, sends[i]->what, sends[i]->tag,
-                               sends[i]->bytes, recvs[i]->what, recvs[i]->tag,
-                               recvs[i]->bytes);
-      }
+        const std::vector<const Message *> &recvs = recvsByTag[tag];
+        for (size_t i = 0; i < std::max(sends.size(), recvs.size()); ++i) {
+          if (i >= sends.size())
+            return llvm::formatv("rank {0} receives '{1}' from rank {2}, which "
+                                 "never sends it",
+                                 q, recvs[i]->what, r);
+          if (i >= recvs.size())
+            return llvm::formatv(
+                "rank {0} sends '{1}' to rank {2}, which never "
+                "receives it",
+                r, sends[i]->what, q);
+          if (sends[i]->tag != recvs[i]->tag ||
+              sends[i]->bytes != recvs[i]->bytes)
+            return llvm::formatv(
+                "message #{0} from rank {1} to rank {2}: sent "
+                "'{3}' (tag {4}, {5} bytes) but received '{6}' "
+                "(tag {7}, {8} bytes)",
+                i, r, q, sends[i]->what, sends[i]->tag, sends[i]->bytes,
+                recvs[i]->what, recvs[i]->tag, recvs[i]->bytes);
+        }
       }
     }
   // Progress simulation: a recv completes once the matching send was issued.
@@ -467,8 +468,7 @@ LogicalResult RankLowering::lower(int64_t rank) {
       if (rankOf(s) != rank) {
         RankedTensorType ty = typeOf(p);
         part = RecvOp::create(b, loc, ty, rankOf(s), tiedTag(p, s));
-        msgs.push_back({false, rankOf(s), tiedTag(p, s),
-                        tensorBytesOf(ty),
+        msgs.push_back({false, rankOf(s), tiedTag(p, s), tensorBytesOf(ty),
                         llvm::formatv("tied gradient of parameter #{0} from "
                                       "stage {1}",
                                       p, s)
