@@ -338,6 +338,7 @@ private:
 
   //===--- Graph traversal ------------------------------------------------===//
   LogicalResult collectParameters(const onnx::GraphProto &graph);
+  void eraseDeadOps(Block *block);
   FailureOr<Value> appendLoss(Value logits, func::FuncOp func,
                               unsigned numGraphInputs);
   LogicalResult importNode();
@@ -851,7 +852,17 @@ OwningOpRef<ModuleOp> ONNXImporter::importModel(const onnx::ModelProto &model) {
   func::ReturnOp::create(builder, fileLoc, loss);
   func.setFunctionType(
       builder.getFunctionType(entry->getArgumentTypes(), loss.getType()));
+  eraseDeadOps(entry);
   return module;
+}
+
+/// Removes ops whose results nobody uses (e.g. a weight transpose folded into
+/// zb.matmul {transpose_rhs}); every zb op is side-effect free.
+void ONNXImporter::eraseDeadOps(Block *block) {
+  for (Operation &op :
+       llvm::make_early_inc_range(llvm::reverse(block->getOperations())))
+    if (isa<zb::ZBDialect>(op.getDialect()) && op.use_empty())
+      op.erase();
 }
 
 /// --loss cross-entropy --targets NAME: the mean cross-entropy of the logits
@@ -1221,9 +1232,18 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::matmul() {
     if (aType.getRank() > 2)
       lhs = zb::ReshapeOp::create(builder, loc,
                                   RankedTensorType::get({rows, k}, elt), lhs);
+    // x @ W^T with W^T a zb.transpose (nn.Linear exported without constant
+    // folding): use W with transpose_rhs (the dead transpose is removed at
+    // the end of the import).
+    Value rhs = *b;
+    bool transposeRhs = false;
+    if (auto t = rhs.getDefiningOp<zb::TransposeOp>()) {
+      rhs = t.getOperand();
+      transposeRhs = true;
+    }
     Value y = zb::MatmulOp::create(builder, loc,
                                    RankedTensorType::get({rows, n}, elt), lhs,
-                                   *b, false, false);
+                                   rhs, false, transposeRhs);
     if (aType.getRank() > 2) {
       SmallVector<int64_t> shape(lead);
       shape.append({m, n});
