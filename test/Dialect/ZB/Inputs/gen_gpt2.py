@@ -23,8 +23,9 @@ def main():
     p.add_argument("--heads", type=int, default=2)
     p.add_argument("--dtype", default="f64")
     p.add_argument("--untie-lm-head", action="store_true",
-                   help="separate LM head parameter (pipelines cannot share "
-                        "the embedding between the first and last stage yet)")
+                   help="separate LM head parameter (by default the LM head "
+                        "is the token embedding; zb-partition-stages gives the "
+                        "first and the last stage a copy each)")
     p.add_argument("--names", action="store_true",
                    help="zb.name on every parameter (e.g. \"attn_w3\"), which "
                         "zb-partition-stages{balance=layers} reads the layer "
