@@ -814,6 +814,10 @@ int main(int argc, char **argv) {
     std::vector<double> sq(plan.params.size(), 0.0), total(plan.params.size());
     const double scale = 1.0 / (double)plan.numMicrobatches;
     for (auto &[index, g] : st.grads) {
+      // A tied parameter has a bit-identical summed gradient on every rank
+      // holding a copy: count it once, on the rank of its first copy.
+      if (plan.params[index].rank != rank)
+        continue;
       double s = 0;
       for (int64_t i = 0; i < g.size(); ++i) {
         double v = (double)g.data()[i] * scale;
