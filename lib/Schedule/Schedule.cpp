@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 
 using namespace zb::sched;
 
@@ -243,6 +244,9 @@ namespace {
 /// schedule is structurally valid (ranks, stage ranges, no duplicates).
 struct SimCore {
   std::vector<double> end;
+  /// Duration each simulated action took (costs or SimOptions::duration,
+  /// which is called exactly once per action).
+  std::vector<double> dur;
   std::vector<char> done;
   std::vector<size_t> next; // per rank: index of the first unsimulated action
   std::vector<double> free, first;
@@ -258,6 +262,7 @@ static SimCore runSimulation(const Problem &problem, const Schedule &schedule,
                   problem.numMicrobatches};
   SimCore core;
   core.end.assign(idx.size(), 0.0);
+  core.dur.assign(idx.size(), 0.0);
   core.done.assign(idx.size(), 0);
   core.next.assign(p, 0);
   core.free.assign(p, 0.0);
@@ -287,7 +292,9 @@ static SimCore runSimulation(const Problem &problem, const Schedule &schedule,
         if (!ready)
           break;
         int j = idx(a.kind, a.stage, a.microbatch);
-        core.end[j] = start + actionCost(costs, a);
+        core.dur[j] =
+            options.duration ? options.duration(a) : actionCost(costs, a);
+        core.end[j] = start + core.dur[j];
         core.done[j] = 1;
         if (core.first[r] < 0)
           core.first[r] = start;
@@ -315,24 +322,29 @@ SimResult zb::sched::simulate(const Problem &problem, const Schedule &schedule,
                   problem.numMicrobatches};
   result.complete = core.complete;
   result.peakMemory.assign(p, 0.0);
+  result.rankBubbleRate.assign(p, 0.0);
   result.timeline.resize(p);
   for (int r = 0; r < p; ++r) {
-    double mem = 0, peak = 0, work = 0;
+    double mem = 0, peak = 0, busy = 0;
     for (const Action &a : schedule.perRank[r]) {
       mem += memDelta(costs, a);
       peak = std::max(peak, mem);
-      double c = actionCost(costs, a);
-      work += c;
       int j = idx(a.kind, a.stage, a.microbatch);
-      if (core.done[j])
-        result.timeline[r].push_back({a, r, core.end[j] - c, core.end[j]});
+      if (!core.done[j])
+        continue;
+      double c = core.dur[j];
+      busy += c;
+      result.timeline[r].push_back({a, r, core.end[j] - c, core.end[j]});
     }
     result.peakMemory[r] = peak;
-    result.idealTime = std::max(result.idealTime, work);
+    result.idealTime = std::max(result.idealTime, busy);
     result.makespan = std::max(result.makespan, core.free[r]);
-    if (core.first[r] >= 0)
-      result.stageSpan =
-          std::max(result.stageSpan, core.free[r] - core.first[r]);
+    if (core.first[r] >= 0) {
+      double span = core.free[r] - core.first[r];
+      result.stageSpan = std::max(result.stageSpan, span);
+      if (span > 0)
+        result.rankBubbleRate[r] = std::max(0.0, 1.0 - busy / span);
+    }
   }
   auto rate = [&](double cost) {
     return cost > 0 ? (cost - result.idealTime) / cost : 0.0;
@@ -344,6 +356,60 @@ SimResult zb::sched::simulate(const Problem &problem, const Schedule &schedule,
                     : result.stageSpan;
   result.bubbleRate = rate(result.cost);
   return result;
+}
+
+llvm::Expected<JitterEstimate>
+zb::sched::estimateJitter(const Problem &problem, const Schedule &schedule,
+                          int samples, uint64_t seed) {
+  auto fail = [](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "estimateJitter: " + msg);
+  };
+  if (samples < 1)
+    return fail(llvm::formatv("samples = {0}, need >= 1", samples));
+  int numStages = static_cast<int>(schedule.stageToRank.size());
+  const std::vector<double> *cvs[3] = {&problem.cvF, &problem.cvB,
+                                       &problem.cvW};
+  const char *names[3] = {"cvF", "cvB", "cvW"};
+  for (int k = 0; k < 3; ++k) {
+    if (!cvs[k]->empty() && static_cast<int>(cvs[k]->size()) != numStages)
+      return fail(llvm::formatv("{0} has {1} values for {2} stages", names[k],
+                                cvs[k]->size(), numStages));
+    for (double v : *cvs[k])
+      if (!(v >= 0) || !std::isfinite(v))
+        return fail(llvm::formatv("{0} has the value {1}; a coefficient of "
+                                  "variation must be >= 0",
+                                  names[k], v));
+  }
+  StageCosts costs = resolveStageCosts(problem, schedule.stageToRank);
+  // One log-normal per (kind, stage): mean 1, the stage's cv.
+  std::vector<std::lognormal_distribution<double>> dist;
+  for (int k = 0; k < 3; ++k)
+    for (int s = 0; s < numStages; ++s) {
+      double cv = cvs[k]->empty() ? 0.0 : (*cvs[k])[s];
+      double sigma2 = std::log1p(cv * cv);
+      dist.emplace_back(-sigma2 / 2, std::sqrt(sigma2));
+    }
+  std::mt19937_64 rng(seed);
+  SimOptions options;
+  options.duration = [&](const Action &a) {
+    int k = static_cast<int>(a.kind);
+    return actionCost(costs, a) * dist[k * numStages + a.stage](rng);
+  };
+  JitterEstimate est;
+  est.samples = samples;
+  est.rankBubbleRate.assign(schedule.perRank.size(), 0.0);
+  for (int i = 0; i < samples; ++i) {
+    SimResult sim = simulate(problem, schedule, options);
+    if (!sim.complete)
+      return fail("the schedule cannot be simulated (a dependency is never "
+                  "satisfied)");
+    for (size_t r = 0; r < sim.rankBubbleRate.size(); ++r)
+      est.rankBubbleRate[r] += sim.rankBubbleRate[r] / samples;
+    est.bubbleRate += sim.bubbleRate / samples;
+    est.makespan += sim.makespan / samples;
+  }
+  return est;
 }
 
 //===----------------------------------------------------------------------===//

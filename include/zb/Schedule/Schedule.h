@@ -26,6 +26,9 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <array>
+#include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -74,6 +77,11 @@ struct Problem {
   std::vector<double> memB, memW;
   /// Activation memory limit per rank in the unit of memB; 0 = unlimited.
   double memoryLimit = 0;
+  /// Run-to-run variation of the pass durations: coefficient of variation
+  /// (standard deviation / mean) of T_F, T_B, T_W per stage, as measured by
+  /// `zb-run --profile`. Empty = unknown (deterministic). Only
+  /// estimateJitter() reads it; the schedulers plan with the means.
+  std::vector<double> cvF, cvB, cvW;
 
   int numStages() const { return numRanks * numChunks; }
 };
@@ -119,6 +127,11 @@ struct SimOptions {
   /// only for the first microbatch of every group of p. The resulting timeline
   /// is NOT executable; use it only to compare with Table 5.
   bool paperInterleavedQuirk = false;
+  /// When set, the duration (ms) of every action instead of the stage's
+  /// T_F/T_B/T_W: replays measured durations (a trace) or samples random
+  /// ones (estimateJitter). Memory still uses the costs; the ideal time and
+  /// the bubble rates use these durations.
+  std::function<double(const Action &)> duration;
 };
 
 /// Result of simulating a schedule.
@@ -136,6 +149,12 @@ struct SimResult {
   double bubbleRate = 0;
   /// Bubble rate under each convention.
   double makespanBubbleRate = 0, stageSpanBubbleRate = 0;
+  /// Per rank: 1 - (the rank's busy time) / (end of its last action - start
+  /// of its first action); the quantity zb-run measures per rank as the
+  /// realized bubble rate (zbrt::computeBubble). 0 for a rank without
+  /// actions. With uniform stages the busiest rank's value equals
+  /// stageSpanBubbleRate only if that rank has the longest span.
+  std::vector<double> rankBubbleRate;
   /// Peak activation memory per rank (unit of memB).
   std::vector<double> peakMemory;
   /// Per rank, the actions in execution order with their times.
@@ -234,6 +253,28 @@ llvm::Expected<Schedule> buildSchedule(const Problem &problem,
 /// counted at the start of the action).
 SimResult simulate(const Problem &problem, const Schedule &schedule,
                    const SimOptions &options = {});
+
+/// Expected behaviour of a schedule when pass durations vary from pass to
+/// pass (what a real machine does): Monte Carlo over `samples` simulations in
+/// which every action's duration is its stage's mean cost times an
+/// independent log-normal factor of mean 1 and coefficient of variation
+/// Problem::cvF/cvB/cvW (sigma^2 = ln(1 + cv^2), mu = -sigma^2 / 2); T_comm
+/// stays fixed. The per-rank bubble of each sample is SimResult's
+/// rankBubbleRate. Deterministic for a given seed (std::mt19937_64).
+struct JitterEstimate {
+  int samples = 0;
+  /// Mean over samples of SimResult::rankBubbleRate, per rank.
+  std::vector<double> rankBubbleRate;
+  /// Mean over samples of the bubble rate in the schedule's convention and
+  /// of the makespan (ms).
+  double bubbleRate = 0, makespan = 0;
+};
+/// Errors: samples < 1, cv vectors neither empty nor one value per stage,
+/// a negative cv, or a schedule that cannot be simulated.
+llvm::Expected<JitterEstimate> estimateJitter(const Problem &problem,
+                                              const Schedule &schedule,
+                                              int samples = 200,
+                                              uint64_t seed = 1);
 
 /// Checks a schedule: structure (p ranks, stageToRank, actions on their
 /// stage's rank), counts (every F, B, W of every stage and microbatch exactly
