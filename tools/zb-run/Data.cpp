@@ -6,11 +6,16 @@
 
 #include "Data.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Endian.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -173,19 +178,243 @@ Error zb::run::readParam(StringRef file, StringRef bytes, StringRef paramName,
   return Error::success();
 }
 
-Expected<TextData> zb::run::readText(StringRef path, int64_t seqLen) {
+int64_t TextData::vocabSize() const {
+  return mode == TextVocab::Bytes ? 256 : (int64_t)vocabulary.size();
+}
+
+int32_t TextData::maxToken() const {
+  int32_t m = -1;
+  for (int32_t t : tokens)
+    m = std::max(m, t);
+  return m;
+}
+
+Expected<std::vector<uint32_t>> zb::run::decodeUtf8(StringRef bytes,
+                                                    StringRef path) {
+  std::vector<uint32_t> out;
+  out.reserve(bytes.size());
+  const auto *p = reinterpret_cast<const uint8_t *>(bytes.data());
+  const size_t n = bytes.size();
+  auto bad = [&](size_t at, const Twine &why) {
+    return fail(path, formatv("invalid UTF-8 at byte offset {0} (byte "
+                              "0x{1:X-2}): {2}",
+                              at, (unsigned)p[at], why.str()));
+  };
+  for (size_t i = 0; i < n;) {
+    uint8_t c = p[i];
+    if (c < 0x80) {
+      out.push_back(c);
+      ++i;
+      continue;
+    }
+    int len;
+    uint32_t cp, min;
+    if ((c & 0xE0) == 0xC0) {
+      len = 2, cp = c & 0x1F, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3, cp = c & 0x0F, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4, cp = c & 0x07, min = 0x10000;
+    } else if ((c & 0xC0) == 0x80) {
+      return bad(i, "continuation byte without a lead byte");
+    } else {
+      return bad(i, "not a UTF-8 lead byte");
+    }
+    for (int k = 1; k < len; ++k) {
+      if (i + k >= n)
+        return bad(i, formatv("sequence of {0} bytes cut by the end of the "
+                              "file",
+                              len));
+      if ((p[i + k] & 0xC0) != 0x80)
+        return bad(i, formatv("byte {0} of a {1}-byte sequence is not a "
+                              "continuation byte",
+                              k + 1, len));
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if (cp < min)
+      return bad(i, formatv("overlong encoding of U+{0:X-4}", cp));
+    if (cp >= 0xD800 && cp <= 0xDFFF)
+      return bad(i, formatv("surrogate U+{0:X-4}", cp));
+    if (cp > 0x10FFFF)
+      return bad(i, formatv("code point 0x{0:X-} above U+10FFFF", cp));
+    out.push_back(cp);
+    i += len;
+  }
+  return out;
+}
+
+Expected<TextData> zb::run::makeText(StringRef contents, StringRef path,
+                                     int64_t seqLen, TextVocab mode) {
+  TextData text;
+  text.path = path.str();
+  text.mode = mode;
+  if (contents.empty())
+    return fail(path, "empty text file");
+  const char *unit = "bytes";
+  if (mode == TextVocab::Bytes) {
+    text.tokens.reserve(contents.size());
+    for (char c : contents)
+      text.tokens.push_back((uint8_t)c);
+  } else {
+    unit = "characters";
+    Expected<std::vector<uint32_t>> cps = decodeUtf8(contents, path);
+    if (!cps)
+      return cps.takeError();
+    text.vocabulary = *cps;
+    llvm::sort(text.vocabulary);
+    text.vocabulary.erase(
+        std::unique(text.vocabulary.begin(), text.vocabulary.end()),
+        text.vocabulary.end());
+    text.tokens.reserve(cps->size());
+    for (uint32_t cp : *cps)
+      text.tokens.push_back((int32_t)(llvm::lower_bound(text.vocabulary, cp) -
+                                      text.vocabulary.begin()));
+  }
+  if ((int64_t)text.tokens.size() < seqLen + 2)
+    return fail(path, formatv("{0} {1} of text, but sequences of {2} "
+                              "tokens need at least {3}",
+                              text.tokens.size(), unit, seqLen, seqLen + 2));
+  return text;
+}
+
+Expected<TextData> zb::run::readText(StringRef path, int64_t seqLen,
+                                     TextVocab mode) {
   std::ifstream in(path.str(), std::ios::binary);
   if (!in)
     return fail(path, "cannot open text data");
-  TextData text;
-  text.path = path.str();
-  text.bytes.assign(std::istreambuf_iterator<char>(in),
-                    std::istreambuf_iterator<char>());
-  if ((int64_t)text.bytes.size() < seqLen + 2)
-    return fail(path, formatv("{0} bytes of text, but sequences of {1} "
-                              "tokens need at least {2}",
-                              text.bytes.size(), seqLen, seqLen + 2));
-  return text;
+  std::string contents((std::istreambuf_iterator<char>(in)),
+                       std::istreambuf_iterator<char>());
+  if (in.bad())
+    return fail(path, "cannot read text data");
+  return makeText(contents, path, seqLen, mode);
+}
+
+const ParamInfo *zb::run::tokenEmbedding(const Plan &plan) {
+  for (const ParamInfo &p : plan.params)
+    if (p.shape.size() == 2)
+      return &p;
+  return nullptr;
+}
+
+Error zb::run::checkTextVocabulary(const TextData &text, const Plan &plan) {
+  const ParamInfo *emb = tokenEmbedding(plan);
+  if (!emb)
+    return Error::success();
+  const int64_t rows = emb->shape[0];
+  if (text.mode == TextVocab::Chars) {
+    if (text.vocabSize() > rows)
+      return fail(text.path,
+                  formatv("vocabulary of {0} characters (--text-vocab=chars), "
+                          "but the model's token embedding '{1}' (the first "
+                          "2-D parameter of {2}) has {3} rows: build the "
+                          "model with a vocabulary of at least {0}",
+                          text.vocabSize(), emb->name, plan.path, rows));
+    return Error::success();
+  }
+  int32_t maxByte = text.maxToken();
+  if (maxByte >= rows) {
+    int64_t at = std::find(text.tokens.begin(), text.tokens.end(), maxByte) -
+                 text.tokens.begin();
+    return fail(text.path,
+                formatv("byte 0x{0:X-2} at offset {1} is token {2}, but the "
+                        "model's token embedding '{3}' (the first 2-D "
+                        "parameter of {4}) has {5} rows (--text-vocab=bytes "
+                        "needs a vocabulary of 256, or try "
+                        "--text-vocab=chars)",
+                        (unsigned)maxByte, at, maxByte, emb->name, plan.path,
+                        rows));
+  }
+  return Error::success();
+}
+
+Error zb::run::writeVocabularyJson(const TextData &text, StringRef path) {
+  json::Array chars;
+  for (uint32_t cp : text.vocabulary) {
+    std::string s;
+    if (cp < 0x80) {
+      s += (char)cp;
+    } else if (cp < 0x800) {
+      s += (char)(0xC0 | (cp >> 6));
+      s += (char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      s += (char)(0xE0 | (cp >> 12));
+      s += (char)(0x80 | ((cp >> 6) & 0x3F));
+      s += (char)(0x80 | (cp & 0x3F));
+    } else {
+      s += (char)(0xF0 | (cp >> 18));
+      s += (char)(0x80 | ((cp >> 12) & 0x3F));
+      s += (char)(0x80 | ((cp >> 6) & 0x3F));
+      s += (char)(0x80 | (cp & 0x3F));
+    }
+    chars.push_back(std::move(s));
+  }
+  std::error_code ec;
+  raw_fd_ostream os(path, ec, sys::fs::OF_Text);
+  if (ec)
+    return fail(path, "cannot write: " + ec.message());
+  os << formatv("{0:2}", json::Value(std::move(chars))) << "\n";
+  os.close();
+  if (os.has_error())
+    return fail(path, "cannot write: " + os.error().message());
+  return Error::success();
+}
+
+std::string zb::run::describeText(const TextData &text) {
+  return formatv("text {0}: {1} {2}, vocabulary {3}", text.path,
+                 text.tokens.size(),
+                 text.mode == TextVocab::Chars ? "characters" : "bytes",
+                 text.vocabSize())
+      .str();
+}
+
+Error zb::run::writeBatchJson(StringRef path, int64_t step, int64_t batch,
+                              ArrayRef<BatchInput> inputs) {
+  std::error_code ec;
+  raw_fd_ostream os(path, ec, sys::fs::OF_Text);
+  if (ec)
+    return fail(path, "cannot write: " + ec.message());
+  json::OStream j(os);
+  j.object([&] {
+    j.attribute("step", step);
+    j.attributeObject("inputs", [&] {
+      for (const BatchInput &in : inputs) {
+        const int64_t n = in.info->sampleElements();
+        j.attributeArray(in.info->name, [&] {
+          for (int64_t t = 0; t < batch; ++t)
+            j.array([&] {
+              for (int64_t e = 0; e < n; ++e) {
+                int64_t i = t * n + e;
+                switch (in.info->dtype) {
+                case DType::Int64: {
+                  int64_t v;
+                  std::memcpy(&v, in.data + 8 * i, 8);
+                  j.value(v);
+                  break;
+                }
+                case DType::Int32: {
+                  int32_t v;
+                  std::memcpy(&v, in.data + 4 * i, 4);
+                  j.value((int64_t)v);
+                  break;
+                }
+                case DType::Float32: {
+                  float v;
+                  std::memcpy(&v, in.data + 4 * i, 4);
+                  j.value((double)v);
+                  break;
+                }
+                }
+              }
+            });
+        });
+      }
+    });
+  });
+  os << "\n";
+  os.close();
+  if (os.has_error())
+    return fail(path, "cannot write: " + os.error().message());
+  return Error::success();
 }
 
 static uint64_t splitmix64(uint64_t x) {
@@ -196,20 +425,20 @@ static uint64_t splitmix64(uint64_t x) {
 }
 
 int64_t zb::run::textOffset(uint64_t seed, int64_t step, int64_t index,
-                            int64_t numBytes, int64_t seqLen) {
+                            int64_t numTokens, int64_t seqLen) {
   uint64_t key = seed * 0x9E3779B97F4A7C15ull + (uint64_t)step * 1000003ull +
                  (uint64_t)index;
-  return (int64_t)(splitmix64(key) % (uint64_t)(numBytes - seqLen));
+  return (int64_t)(splitmix64(key) % (uint64_t)(numTokens - seqLen));
 }
 
 void zb::run::cutText(const TextData &text, uint64_t seed, int64_t step,
                       int64_t count, int64_t seqLen, int64_t shift,
                       DType dtype, char *out) {
-  const int64_t n = (int64_t)text.bytes.size();
+  const int64_t n = (int64_t)text.tokens.size();
   for (int64_t j = 0; j < count; ++j) {
     int64_t off = textOffset(seed, step, j, n, seqLen) + shift;
     for (int64_t t = 0; t < seqLen; ++t) {
-      int64_t v = text.bytes[off + t];
+      int64_t v = text.tokens[off + t];
       int64_t i = j * seqLen + t;
       switch (dtype) {
       case DType::Int64:

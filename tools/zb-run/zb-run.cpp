@@ -3,6 +3,7 @@
 //   zb-run DIR [--ranks N] [--steps S] [--data DIR] [--lr F] [--trace FILE]
 //              [--profile FILE] [--backend cpu|cuda] [--print-every K]
 //              [--report-gradients] [--report-format text|json]
+//              [--text-vocab bytes|chars] [--dump-batch FILE]
 //
 // DIR is a zb-compile output directory (plan.json, params.bin, rank<R>.so;
 // docs/plan-json.md). Outside an MPI job, `--ranks N` runs zb-run under
@@ -65,10 +66,27 @@ cl::opt<int> numSteps("steps", cl::desc("Training steps (default 20)"),
 cl::opt<std::string>
     dataDir("data",
             cl::desc("Training data: a directory with input_<i>.pb, or a text "
-                     "file whose bytes are tokens (inputs 0 and 1 = tokens "
-                     "and targets, shifted by one; docs/plan-json.md). "
+                     "file whose bytes or characters (--text-vocab) are "
+                     "tokens (inputs 0 and 1 = tokens and targets, shifted "
+                     "by one; docs/plan-json.md). "
                      "Default: plan.json \"data\""),
             cl::value_desc("DIR|FILE"), cl::cat(runCategory));
+cl::opt<TextVocab> textVocab(
+    "text-vocab",
+    cl::desc("Tokens of --data FILE (text): bytes, or the file's UTF-8 "
+             "characters numbered in the sorted order of its distinct code "
+             "points (the model's vocabulary must cover them)"),
+    cl::values(clEnumValN(TextVocab::Bytes, "bytes",
+                          "one token per byte, vocabulary 256 (default)"),
+               clEnumValN(TextVocab::Chars, "chars",
+                          "one token per character; --save-params FILE also "
+                          "writes FILE.vocab.json (the characters)")),
+    cl::init(TextVocab::Bytes), cl::cat(runCategory));
+cl::opt<std::string> dumpBatch(
+    "dump-batch",
+    cl::desc("Write the inputs rank 0 feeds its program in step 1 as JSON "
+             "({\"step\": 1, \"inputs\": {NAME: [[sample]...]}})"),
+    cl::value_desc("FILE"), cl::cat(runCategory));
 cl::opt<std::string> inputsDir(
     "inputs",
     cl::desc("Directory with input_<i>.pb (the same as --data DIR)"),
@@ -371,9 +389,11 @@ Expected<std::unique_ptr<RankState>> setupRank(const Plan &plan, int32_t rank,
             *dir, plan.path, plan.inputs.size()));
       if (!st->text) {
         Expected<TextData> text =
-            readText(*dir, plan.inputs[0].sampleShape[0]);
+            readText(*dir, plan.inputs[0].sampleShape[0], textVocab);
         if (!text)
           return text.takeError();
+        if (Error e = checkTextVocabulary(*text, plan))
+          return std::move(e);
         st->text = std::make_unique<TextData>(std::move(*text));
       }
       continue;
@@ -746,8 +766,24 @@ int main(int argc, char **argv) {
   bool haveTrace = false;
   StageProfile profile(plan.numStages);
 
+  if (rank == 0 && st.text) {
+    (json ? errs() : outs()) << describeText(*st.text) << "\n";
+    outs().flush();
+    if (!saveParams.empty() && textVocab == TextVocab::Chars)
+      if (Error e = writeVocabularyJson(*st.text, saveParams + ".vocab.json"))
+        zbrt_fatal(toString(std::move(e)).c_str());
+  }
+
   for (int64_t step = 0; step < steps; ++step) {
     fillInputs(st, step);
+    if (step == 0 && rank == 0 && !dumpBatch.empty()) {
+      std::vector<BatchInput> ins;
+      for (auto &[index, buf] : st.inputs)
+        ins.push_back({&plan.inputs[index], buf.bytes()});
+      if (Error e = writeBatchJson(
+              dumpBatch, 1, plan.numMicrobatches * plan.microbatchSize, ins))
+        zbrt_fatal(toString(std::move(e)).c_str());
+    }
     for (auto &[index, g] : st.grads)
       g.zero();
     st.loss.zero();
