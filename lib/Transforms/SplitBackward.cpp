@@ -35,14 +35,6 @@ namespace zb {
 using namespace mlir;
 using namespace zb;
 
-static int64_t bytesOf(Type t) {
-  auto tt = llvm::dyn_cast<RankedTensorType>(t);
-  if (!tt || !tt.hasStaticShape())
-    return 0;
-  return tt.getNumElements() *
-         std::max<int64_t>(1, tt.getElementTypeBitWidth() / 8);
-}
-
 namespace {
 struct ZBSplitBackwardPass
     : public zb::impl::ZBSplitBackwardBase<ZBSplitBackwardPass> {
@@ -68,7 +60,7 @@ struct ZBSplitBackwardPass
   static int64_t residualBytes(const llvm::DenseSet<Operation *> &weightOps) {
     int64_t bytes = 0;
     for (Value v : residuals(weightOps))
-      bytes += bytesOf(v.getType());
+      bytes += tensorBytes(v.getType());
     return bytes;
   }
 
@@ -117,8 +109,8 @@ struct ZBSplitBackwardPass
       for (Value v : leaves)
         if (v.getDefiningOp() && !llvm::isa<ConstantOp>(v.getDefiningOp()) &&
             !readByW.contains(v))
-          extra += bytesOf(v.getType());
-      if (extra >= bytesOf(r.getType()))
+          extra += tensorBytes(v.getType());
+      if (extra >= tensorBytes(r.getType()))
         continue;
       // Clone the slice (in block order) before the first W user, once per
       // origin of the W users, with that origin: the rebuilt value belongs
