@@ -1,15 +1,27 @@
 #!/usr/bin/python3
 """Compares a loss and per-parameter gradient norms with a fixture's
-expected.json (PyTorch's numbers, python/export/onnx_fixtures.py).
+expected.json: the one checker of the frontend tests.
 
 Usage: check_expected.py GOT.json EXPECTED.json [--loss-rtol 1e-5]
                          [--grad-rtol 1e-4] [--grad-atol 1e-12] [--f32]
                          [--loss-only]
   GOT.json: {"loss": x, "grad_norms": {name: norm}} (zb_interp.py --json,
   or zb-run --report-gradients --report-format json; a "gradients" /
-  "grad_norm" layout is accepted too). --f32 compares with PyTorch's float32
-  numbers instead of the float64 ones. Every parameter of EXPECTED must be
-  present. Prints one line per failure and exits 1, or `OK <n> gradients`.
+  "grad_norm" layout is accepted too).
+  EXPECTED.json: the framework's numbers, one layout for every fixture
+  (Inputs/onnx/*/ from python/export/onnx_fixtures.py with PyTorch,
+  Inputs/stablehlo/*/ from python/export/export_jax_gpt.py with JAX):
+    {"loss": float64 loss, "grad_norms": {name: float64 L2 norm},
+     "loss_f32": float32 loss, "grad_norms_f32": {name: float32 norm},
+     ... metadata (model, inputs, versions)}
+  --f32 compares with the float32 numbers instead of the float64 ones.
+  A quantity fails if its relative error |got - want| / |want| exceeds the
+  rtol; a gradient norm passes anyway if |got - want| <= --grad-atol (for
+  norms that are zero in exact arithmetic; --grad-atol 0: relative only).
+  NaN never passes. Every parameter of EXPECTED must have a gradient and
+  every gradient a parameter of EXPECTED (unless --loss-only).
+  Prints one `FAIL: ...` line per failure and exits 1, or
+  `OK loss X (relative error E), N gradients (worst relative error E)`.
 """
 
 import argparse
@@ -47,11 +59,16 @@ def main():
     loss, norms = read_got(args.got)
     with open(args.expected) as f:
         exp = json.load(f)
-    want_loss = exp["loss_f32" if args.f32 else "loss"]
-    want = exp["grad_norms_f32" if args.f32 else "grad_norms"]
+    keys = ("loss_f32", "grad_norms_f32") if args.f32 else ("loss",
+                                                             "grad_norms")
+    for key in keys:
+        if key not in exp:
+            sys.exit("check_expected.py: %s has no \"%s\" (layout: see "
+                     "the docstring)" % (args.expected, key))
+    want_loss, want = exp[keys[0]], exp[keys[1]]
     errors = []
     rel = abs(loss - want_loss) / abs(want_loss)
-    if rel > args.loss_rtol:
+    if not rel <= args.loss_rtol:  # NaN fails
         errors.append("loss %.10g, expected %.10g (relative error %.2e > %g)"
                       % (loss, want_loss, rel, args.loss_rtol))
     worst = 0.0
@@ -61,9 +78,10 @@ def main():
                 errors.append("no gradient for parameter '%s'" % name)
                 continue
             rel = abs(norms[name] - w) / max(abs(w), 1e-30)
-            if abs(norms[name] - w) > args.grad_atol:
+            beyond_atol = not abs(norms[name] - w) <= args.grad_atol
+            if beyond_atol:
                 worst = max(worst, rel)
-            if rel > args.grad_rtol and abs(norms[name] - w) > args.grad_atol:
+            if beyond_atol and not rel <= args.grad_rtol:  # NaN fails
                 errors.append("gradient norm of '%s' is %.10g, expected %.10g "
                               "(relative error %.2e > %g)"
                               % (name, norms[name], w, rel, args.grad_rtol))

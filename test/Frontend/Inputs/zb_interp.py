@@ -1,24 +1,36 @@
 #!/usr/bin/python3
 """A NumPy (float64) interpreter of the zb dialect in MLIR's generic op form,
-independent of zb's own lowering: the reference evaluator of the importer
-tests (ONNX fixtures, libonnx-testdata node tests).
+independent of zb's own lowering: the one reference evaluator of the
+frontend tests (ONNX and StableHLO fixtures, make_onnx.py models, the
+example MLP, libonnx-testdata node tests).
 
 Usage:
-  zb_interp.py FILE.mlir --inputs DIR [--json] [--func main]
-      FILE.mlir printed with --mlir-print-op-generic
-      --mlir-print-elementsattrs-with-hex-if-larger=1 (e.g. from
-      `zb-translate --import-onnx`, optionally through `zb-opt --zb-autodiff`).
-      Graph inputs (arguments without zb.param) come in order from
-      DIR/input_<i>.pb (serialized onnx TensorProto); parameters from the
-      module attribute zb.param_values.
+  zb_interp.py FILE.mlir (--inputs DIR | --batch FILE.npz | --seed N)
+               [--leading-rows] [--json | --fixed DIGITS] [--func main]
+      FILE.mlir printed with --mlir-print-op-generic (e.g. from
+      `zb-translate --import-onnx / --import-stablehlo`, optionally through
+      `zb-opt --zb-autodiff`); dense values in hex
+      (--mlir-print-elementsattrs-with-hex-if-larger=1) or as literals.
+      Graph inputs (arguments without zb.param), in argument order, come from
+        --inputs DIR   DIR/input_<i>.pb (serialized onnx TensorProto), or
+        --batch NPZ    the arrays arr_0, arr_1, ... of a NumPy .npz file
+                       (integers widened to int64), or
+        --seed N       make_onnx.random_input(N, i, shape) (float64 normal).
+      --leading-rows takes the leading rows of an input, as many as the
+      argument's first dimension needs (a data file holding more rows than
+      one batch, e.g. examples/mlp/data); without it the shape must match.
+      Parameters come from the module attribute zb.param_values.
   Prints `loss %.10g` and, for every result marked zb.grad_of (after
   zb-autodiff), `grad NAME %.10g` with the L2 norm of the gradient of the
-  parameter NAME; with --json one object {"loss": .., "grad_norms": {..}}.
+  parameter NAME (--fixed D: `%.Df` instead); with --json one object
+  {"loss": .., "grad_norms": {..}} for check_expected.py.
 
 As a module: evaluate(text, inputs) -> (list of results, list of result
 attribute dicts, list of argument names) for use by other test scripts.
 All arithmetic is float64 (the f32 types of the IR are ignored), so the
 numbers are a float64 reference of the computation the IR describes.
+Unknown ops, a missing @func or text not in generic op form are errors
+(exit status 1 with a message naming the op / function), not a crash.
 """
 
 import argparse
@@ -258,11 +270,22 @@ def evaluate(text, inputs, func="main"):
     (results, result attribute texts, argument names)."""
     params = {}
     pv = text.find("zb.param_values = {")
-    for pm in re.finditer(r'("[^"]*"|[\w.]+) = dense<("0x[0-9A-Fa-f]*"|'
-                          r'[^>]*)> : tensor<([^>]*)>',
-                          text[pv:] if pv >= 0 else ""):
-        params[pm.group(1).strip('"')] = parse_dense(pm.group(2),
-                                                     pm.group(3))
+    if pv >= 0:  # the dictionary up to its matching brace
+        begin = end = pv + len("zb.param_values = {")
+        depth = 1
+        while depth:
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            end += 1
+        for pm in re.finditer(r'("[^"]*"|[\w.$-]+) = dense<("0x[0-9A-Fa-f]*"|'
+                              r'[^>]*)> : tensor<([^>]*)>',
+                              text[begin:end - 1]):
+            params[pm.group(1).strip('"')] = parse_dense(pm.group(2),
+                                                         pm.group(3))
+    if '"func.func"' not in text:
+        raise SystemExit("zb_interp.py: the module is not in generic op form "
+                         "(print it with --mlir-print-op-generic)")
+    if 'sym_name = "%s"' % func not in text:
+        raise SystemExit("zb_interp.py: no function @%s" % func)
     start = text.index('sym_name = "%s"' % func)
     header = text[text.rindex('"func.func"', 0, start):start + 10]
     arg_attrs = re.search(r"arg_attrs = \[(.*?)\], function_type", header,
@@ -286,11 +309,16 @@ def evaluate(text, inputs, func="main"):
         names.append(name)
         shape, elt = parse_type(am.group(2))
         if re.search(r"zb\.param\b(?!_)", attrs):
+            if name not in params:
+                raise SystemExit("zb_interp.py: parameter '%s' has no value "
+                                 "in zb.param_values" % name)
             value = params[name]
         else:
             value = as_compute(inputs(graph_inputs, shape, elt))
             graph_inputs += 1
-        assert tuple(value.shape) == shape, (name, value.shape, shape)
+        if tuple(value.shape) != shape:
+            raise SystemExit("zb_interp.py: argument '%s' is %s, the input "
+                             "has shape %s" % (name, shape, value.shape))
         env[am.group(1)] = value
 
     for line in body[bb.end():].splitlines():
@@ -310,7 +338,9 @@ def evaluate(text, inputs, func="main"):
         for k, (value, t) in enumerate(zip(results, types)):
             shape, elt = parse_type(t)
             value = as_compute(value)
-            assert tuple(value.shape) == shape, (line, value.shape, shape)
+            if tuple(value.shape) != shape:
+                raise SystemExit("zb_interp.py: %s computed shape %s, the IR "
+                                 "says %s" % (line, value.shape, shape))
             key = res if count is None else "%s#%d" % (res, k)
             env[key] = value
     raise SystemExit("zb_interp.py: no return in @%s" % func)
@@ -328,13 +358,44 @@ def load_tensor(path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("file")
-    ap.add_argument("--inputs", required=True)
+    source = ap.add_mutually_exclusive_group(required=True)
+    source.add_argument("--inputs", metavar="DIR",
+                        help="graph inputs from DIR/input_<i>.pb")
+    source.add_argument("--batch", metavar="NPZ",
+                        help="graph inputs from arr_<i> of a .npz file")
+    source.add_argument("--seed", type=int,
+                        help="graph inputs make_onnx.random_input(SEED, i, "
+                             "shape)")
+    ap.add_argument("--leading-rows", action="store_true",
+                    help="take an input's leading rows (as many as the "
+                         "argument's first dimension)")
     ap.add_argument("--func", default="main")
-    ap.add_argument("--json", action="store_true")
+    out = ap.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true")
+    out.add_argument("--fixed", type=int, metavar="DIGITS",
+                     help="print with %%.<DIGITS>f instead of %%.10g")
     args = ap.parse_args()
 
+    if args.batch:
+        with np.load(args.batch) as npz:
+            batch = {k: v.astype(np.int64) if v.dtype.kind in "iu" else v
+                     for k, v in npz.items()}
+
     def inputs(i, shape, elt):
-        return load_tensor(os.path.join(args.inputs, "input_%d.pb" % i))
+        if args.seed is not None:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            import make_onnx
+            return make_onnx.random_input(args.seed, i, shape)
+        if args.batch:
+            if "arr_%d" % i not in batch:
+                raise SystemExit("zb_interp.py: %s has no arr_%d for graph "
+                                 "input #%d" % (args.batch, i, i))
+            value = batch["arr_%d" % i]
+        else:
+            value = load_tensor(os.path.join(args.inputs, "input_%d.pb" % i))
+        if args.leading_rows and shape:
+            value = value[:shape[0]]
+        return value
 
     with open(args.file) as f:
         results, res_attrs, names = evaluate(f.read(), inputs, args.func)
@@ -349,10 +410,11 @@ def main():
         json.dump({"loss": loss, "grad_norms": grads}, sys.stdout, indent=1,
                   sort_keys=True)
         print()
-    else:
-        print("loss %.10g" % loss)
-        for name in sorted(grads):
-            print("grad %s %.10g" % (name, grads[name]))
+        return
+    fmt = "%.10g" if args.fixed is None else "%%.%df" % args.fixed
+    print("loss " + fmt % loss)
+    for name in sorted(grads):
+        print(("grad %s " + fmt) % (name, grads[name]))
 
 
 if __name__ == "__main__":
