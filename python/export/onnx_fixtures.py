@@ -20,6 +20,9 @@ Writes into OUTDIR:
                    "grad_norms": {name: L2 norm of d loss / d name (float64)},
                    "grad_norms_f32": {... float32}, "inputs": [names],
                    "targets": name of the targets input (gpt2-logits)}
+                  (the layout of every frontend fixture, also the StableHLO
+                  ones of export_jax_gpt.py; read by
+                  test/Frontend/Inputs/check_expected.py)
                   computed by PyTorch on the same inputs: the float64 numbers
                   come from a float64 copy of the model (same float32 initial
                   values, widened), the float32 ones from the exported model.
