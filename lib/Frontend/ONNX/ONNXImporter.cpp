@@ -14,6 +14,8 @@
 
 #include "zb/Frontend/ONNX/ONNXImporter.h"
 
+#include "zb/Frontend/HostTensor.h"
+
 #include "zb/Dialect/ZB/IR/ZBDialect.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 
@@ -50,6 +52,11 @@
 #include <type_traits>
 
 using namespace mlir;
+using zb::frontend::broadcastHost;
+using zb::frontend::broadcastShapes;
+using zb::frontend::formatShape;
+using zb::frontend::HostTensor;
+using zb::frontend::toInts;
 
 namespace {
 
@@ -81,203 +88,9 @@ bool isStaticInput(llvm::StringRef opType, int index) {
       .Default(false);
 }
 
-std::string formatShape(ArrayRef<int64_t> shape) {
-  if (shape.empty())
-    return "[]";
-  std::string s = "[";
-  for (auto [i, d] : llvm::enumerate(shape))
-    s += (i ? "," : "") + std::to_string(d);
-  return s + "]";
-}
-
 //===----------------------------------------------------------------------===//
 // Constant folding at import (the exporters' shape plumbing)
 //===----------------------------------------------------------------------===//
-
-/// A constant tensor being folded: row-major values held as doubles (exact
-/// for the int64 shape arithmetic of exporters, |v| < 2^53), with the ONNX
-/// value's element type. Float results are rounded to that type after each
-/// op, as the exporting framework computes them.
-struct HostTensor {
-  SmallVector<int64_t> shape;
-  Type type; // element type
-  std::vector<double> data;
-
-  int64_t numElements() const {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    return n;
-  }
-  bool isFloat() const { return isa<FloatType>(type); }
-  bool isBool() const { return type.isInteger(1); }
-  /// Rounds `v` to the element type.
-  double round(double v) const {
-    if (isBool())
-      return v != 0.0 ? 1.0 : 0.0;
-    if (!isFloat())
-      return std::trunc(v);
-    if (type.isF32())
-      return double(float(v));
-    return v;
-  }
-};
-
-HostTensor toHost(DenseElementsAttr attr) {
-  HostTensor t;
-  t.shape.assign(attr.getType().getShape().begin(),
-                 attr.getType().getShape().end());
-  t.type = attr.getElementType();
-  t.data.reserve(attr.getNumElements());
-  if (t.isFloat()) {
-    for (APFloat v : attr.getValues<APFloat>()) {
-      bool lost;
-      v.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
-      t.data.push_back(v.convertToDouble());
-    }
-  } else if (t.isBool()) {
-    for (bool v : attr.getValues<bool>())
-      t.data.push_back(v ? 1.0 : 0.0);
-  } else {
-    for (const APInt &v : attr.getValues<APInt>())
-      t.data.push_back(double(v.getSExtValue()));
-  }
-  return t;
-}
-
-DenseElementsAttr fromHost(const HostTensor &t) {
-  auto type = RankedTensorType::get(t.shape, t.type);
-  if (t.isBool()) {
-    SmallVector<bool> bits;
-    for (double v : t.data)
-      bits.push_back(v != 0.0);
-    return DenseElementsAttr::get(type, ArrayRef<bool>(bits));
-  }
-  if (auto ft = dyn_cast<FloatType>(t.type)) {
-    SmallVector<APFloat> vals;
-    for (double v : t.data) {
-      APFloat f(v);
-      bool lost;
-      f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-      vals.push_back(f);
-    }
-    return DenseElementsAttr::get(type, vals);
-  }
-  unsigned width = t.type.getIntOrFloatBitWidth();
-  SmallVector<APInt> vals;
-  for (double v : t.data) {
-    // Clamp (exporters write INT64_MAX as "to the end").
-    double c = std::min(std::max(v, -9.2e18), 9.2e18);
-    vals.push_back(APInt(width, uint64_t(int64_t(c)), /*isSigned=*/true,
-                         /*implicitTrunc=*/true));
-  }
-  return DenseElementsAttr::get(type, vals);
-}
-
-/// Row-major strides of `shape`.
-SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
-    strides[i] = strides[i + 1] * shape[i + 1];
-  return strides;
-}
-
-/// For every element of `outShape`, the index of the element of a tensor of
-/// shape `inShape` it reads under numpy broadcasting.
-std::vector<int64_t> broadcastIndexMap(ArrayRef<int64_t> inShape,
-                                       ArrayRef<int64_t> outShape) {
-  int64_t n = 1;
-  for (int64_t d : outShape)
-    n *= d;
-  std::vector<int64_t> map(n);
-  SmallVector<int64_t> inStrides = stridesOf(inShape);
-  int64_t offset = int64_t(outShape.size()) - int64_t(inShape.size());
-  SmallVector<int64_t> idx(outShape.size(), 0);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t src = 0;
-    for (size_t d = 0; d < inShape.size(); ++d)
-      if (inShape[d] != 1)
-        src += idx[offset + d] * inStrides[d];
-    map[i] = src;
-    for (int64_t d = int64_t(outShape.size()) - 1; d >= 0; --d) {
-      if (++idx[d] < outShape[d])
-        break;
-      idx[d] = 0;
-    }
-  }
-  return map;
-}
-
-/// The numpy broadcast of two shapes, or nullopt.
-std::optional<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
-                                                    ArrayRef<int64_t> b) {
-  size_t rank = std::max(a.size(), b.size());
-  SmallVector<int64_t> shape(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (x != y && x != 1 && y != 1)
-      return std::nullopt;
-    shape[i] = x == 1 ? y : x;
-  }
-  return shape;
-}
-
-HostTensor broadcastHost(const HostTensor &t, ArrayRef<int64_t> shape) {
-  HostTensor r;
-  r.shape.assign(shape.begin(), shape.end());
-  r.type = t.type;
-  for (int64_t i : broadcastIndexMap(t.shape, shape))
-    r.data.push_back(t.data[i]);
-  return r;
-}
-
-/// Permutes the dimensions: result dimension i is operand dimension perm[i].
-HostTensor transposeHost(const HostTensor &t, ArrayRef<int64_t> perm) {
-  HostTensor r;
-  r.type = t.type;
-  for (int64_t p : perm)
-    r.shape.push_back(t.shape[p]);
-  SmallVector<int64_t> inStrides = stridesOf(t.shape);
-  int64_t n = t.numElements();
-  r.data.resize(n);
-  SmallVector<int64_t> idx(perm.size(), 0);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t src = 0;
-    for (size_t d = 0; d < perm.size(); ++d)
-      src += idx[d] * inStrides[perm[d]];
-    r.data[i] = t.data[src];
-    for (int64_t d = int64_t(perm.size()) - 1; d >= 0; --d) {
-      if (++idx[d] < r.shape[d])
-        break;
-      idx[d] = 0;
-    }
-  }
-  return r;
-}
-
-/// Static strided slice (start, step per dimension, result shape given).
-HostTensor sliceHost(const HostTensor &t, ArrayRef<int64_t> start,
-                     ArrayRef<int64_t> step, ArrayRef<int64_t> shape) {
-  HostTensor r;
-  r.type = t.type;
-  r.shape.assign(shape.begin(), shape.end());
-  SmallVector<int64_t> inStrides = stridesOf(t.shape);
-  int64_t n = r.numElements();
-  SmallVector<int64_t> idx(shape.size(), 0);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t src = 0;
-    for (size_t d = 0; d < shape.size(); ++d)
-      src += (start[d] + idx[d] * step[d]) * inStrides[d];
-    r.data.push_back(t.data[src]);
-    for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
-      if (++idx[d] < shape[d])
-        break;
-      idx[d] = 0;
-    }
-  }
-  return r;
-}
 
 /// True if `t` (rank >= 2) is, in each of its [Tq, Tk] matrices, `above` at
 /// every key after the query (k > q) and `below` elsewhere: a causal mask.
@@ -292,16 +105,6 @@ bool isCausalPattern(const HostTensor &t, double above, double below) {
       return false;
   }
   return true;
-}
-
-/// Reads a 1-D (or scalar) integer constant.
-SmallVector<int64_t> toInts(const HostTensor &t) {
-  SmallVector<int64_t> v;
-  for (double d : t.data)
-    v.push_back(d >= 9.2e18    ? INT64_MAX
-                : d <= -9.2e18 ? INT64_MIN
-                               : int64_t(d));
-  return v;
 }
 
 class ONNXImporter {
@@ -1098,7 +901,7 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::binary() {
           !broadcastShapes(otherType.getShape(), typeOf(mask).getShape()) ||
           *broadcastShapes(otherType.getShape(), typeOf(mask).getShape()) !=
               otherType.getShape() ||
-          !isCausalPattern(toHost(mask.constant),
+          !isCausalPattern(HostTensor::fromAttr(mask.constant),
                            -std::numeric_limits<double>::infinity(), 0.0))
         continue;
       return SmallVector<ImportedValue, 1>{
@@ -1283,7 +1086,7 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::pow() {
   auto type = cast<RankedTensorType>(x->getType());
   std::optional<double> exponent;
   if (e->constant && e->constant.getNumElements() == 1)
-    exponent = toHost(e->constant).data[0];
+    exponent = HostTensor::fromAttr(e->constant).data[0];
   if (!exponent) {
     FailureOr<Value> ev = floatInput(1);
     if (failed(ev))
@@ -1390,7 +1193,8 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::dropout() {
     FailureOr<DenseElementsAttr> mode = constantInput(2);
     if (failed(mode))
       return failure();
-    if (mode->getNumElements() != 1 || toHost(*mode).data[0] != 0.0) {
+    if (mode->getNumElements() != 1 ||
+        HostTensor::fromAttr(*mode).data[0] != 0.0) {
       nodeError() << "training mode is not supported (export the model in "
                      "eval mode)";
       return failure();
@@ -1706,7 +1510,7 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::gather() {
   }
   int64_t dim = type.getDimSize(*axis);
   if (idx->constant) {
-    HostTensor h = toHost(idx->constant);
+    HostTensor h = HostTensor::fromAttr(idx->constant);
     for (double &v : h.data) {
       if (v < -dim || v >= dim) {
         nodeError() << "index " << int64_t(v) << " is out of range [" << -dim
@@ -1735,7 +1539,7 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::gather() {
            {}}};
     }
     if (*axis == 0) {
-      Value indices = zb::ConstantOp::create(builder, loc, fromHost(h));
+      Value indices = zb::ConstantOp::create(builder, loc, h.toAttr());
       SmallVector<int64_t> shape(h.shape);
       shape.append(type.getShape().begin() + 1, type.getShape().end());
       return SmallVector<ImportedValue, 1>{
@@ -1789,7 +1593,7 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::where() {
   }
   auto type = RankedTensorType::get(*shape, xt.getElementType());
   if (cond->constant && shape->size() >= 2) {
-    HostTensor c = toHost(cond->constant);
+    HostTensor c = HostTensor::fromAttr(cond->constant);
     // where(k > q, fill, y) or where(k <= q, y, fill)
     for (int fillSide = 1; fillSide <= 2; ++fillSide) {
       ImportedValue &fill = fillSide == 1 ? *x : *y;
@@ -1803,7 +1607,7 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::where() {
         continue;
       if (fill.constant.getNumElements() == 0)
         continue;
-      double f = toHost(fill.constant).data[0];
+      double f = HostTensor::fromAttr(fill.constant).data[0];
       FloatAttr fillAttr;
       if (!(std::isinf(f) && f < 0))
         fillAttr = builder.getF64FloatAttr(f);
@@ -1814,8 +1618,12 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::where() {
   }
   Value c;
   if (cond->constant) {
-    c = zb::ConstantOp::create(
-        builder, loc, fromHost(broadcastHost(toHost(cond->constant), *shape)));
+    FailureOr<HostTensor> cb =
+        broadcastHost(HostTensor::fromAttr(cond->constant), *shape,
+                      [&] { return nodeError(); });
+    if (failed(cb))
+      return failure();
+    c = zb::ConstantOp::create(builder, loc, cb->toAttr());
   } else if (ct.getShape() != ArrayRef<int64_t>(*shape)) {
     nodeError() << "a computed condition must have the result shape "
                 << formatShape(*shape);
@@ -2004,7 +1812,7 @@ FailureOr<HostTensor> ONNXImporter::hostInput(int i) {
   FailureOr<DenseElementsAttr> c = constantInput(i);
   if (failed(c))
     return failure();
-  return toHost(*c);
+  return HostTensor::fromAttr(*c);
 }
 
 FailureOr<SmallVector<int64_t>> ONNXImporter::intsInput(int i) {
@@ -2233,8 +2041,9 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
     in.push_back(std::move(*t));
   }
   auto result = [&](const HostTensor &t) {
-    return SmallVector<ImportedValue, 1>{{Value(), fromHost(t)}};
+    return SmallVector<ImportedValue, 1>{{Value(), t.toAttr()}};
   };
+  auto err = [&] { return nodeError(); };
   auto need = [&](size_t n) -> LogicalResult {
     if (in.size() < n || llvm::any_of(llvm::seq<size_t>(0, n),
                                       [&](size_t i) { return !in[i].type; })) {
@@ -2316,14 +2125,12 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
         nodeError() << "operand element types differ";
         return failure();
       }
-      HostTensor r;
-      r.shape = *shape;
-      r.type = compare ? builder.getI1Type() : acc.type;
-      std::vector<int64_t> ma = broadcastIndexMap(acc.shape, *shape),
-                           mb = broadcastIndexMap(b.shape, *shape);
-      for (size_t i = 0; i < ma.size(); ++i)
-        r.data.push_back(r.round(binaryFn(acc.data[ma[i]], b.data[mb[i]])));
-      acc = std::move(r);
+      FailureOr<HostTensor> r = zb::frontend::elementwiseHost(
+          {&acc, &b}, *shape, compare ? builder.getI1Type() : acc.type,
+          [&](ArrayRef<double> x) { return binaryFn(x[0], x[1]); }, err);
+      if (failed(r))
+        return failure();
+      acc = std::move(*r);
     }
     return result(acc);
   }
@@ -2337,13 +2144,12 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
       nodeError() << "operands do not broadcast or differ in element type";
       return failure();
     }
-    HostTensor c = broadcastHost(in[0], *shape),
-               x = broadcastHost(in[1], *shape),
-               y = broadcastHost(in[2], *shape);
-    for (size_t i = 0; i < x.data.size(); ++i)
-      if (c.data[i] == 0.0)
-        x.data[i] = y.data[i];
-    return result(x);
+    FailureOr<HostTensor> r = zb::frontend::elementwiseHost(
+        {&in[0], &in[1], &in[2]}, *shape, in[1].type,
+        [](ArrayRef<double> x) { return x[0] != 0.0 ? x[1] : x[2]; }, err);
+    if (failed(r))
+      return failure();
+    return result(*r);
   }
   if (op == "Cast") {
     FailureOr<int64_t> to = intAttr("to", 0);
@@ -2373,39 +2179,20 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
         nodeError() << "indices must be integers";
       return failure();
     }
-    int64_t outer = 1, inner = 1, dim = data.shape[*axis];
-    for (int64_t i = 0; i < *axis; ++i)
-      outer *= data.shape[i];
-    for (int64_t i = *axis + 1; i < rank; ++i)
-      inner *= data.shape[i];
-    HostTensor r;
-    r.type = data.type;
-    r.shape.assign(data.shape.begin(), data.shape.begin() + *axis);
-    r.shape.append(idx.shape.begin(), idx.shape.end());
-    r.shape.append(data.shape.begin() + *axis + 1, data.shape.end());
-    for (int64_t o = 0; o < outer; ++o)
-      for (double dv : idx.data) {
-        int64_t j = int64_t(dv);
-        if (j < -dim || j >= dim) {
-          nodeError() << "index " << j << " is out of range [" << -dim << ", "
-                      << dim << ")";
-          return failure();
-        }
-        if (j < 0)
-          j += dim;
-        for (int64_t k = 0; k < inner; ++k)
-          r.data.push_back(data.data[(o * dim + j) * inner + k]);
-      }
-    return result(r);
+    FailureOr<HostTensor> r = zb::frontend::gatherHost(data, idx, *axis, err);
+    if (failed(r))
+      return failure();
+    return result(*r);
   }
   if (op == "Unsqueeze" || op == "Squeeze" || op == "Reshape" ||
       op == "Flatten") {
     FailureOr<SmallVector<int64_t>> shape = reshapeTarget(in[0].shape);
     if (failed(shape))
       return failure();
-    HostTensor r = in[0];
-    r.shape = *shape;
-    return result(r);
+    FailureOr<HostTensor> r = zb::frontend::reshapeHost(in[0], *shape, err);
+    if (failed(r))
+      return failure();
+    return result(*r);
   }
   if (op == "Concat") {
     FailureOr<int64_t> axisAttr = intAttr("axis", 0);
@@ -2415,34 +2202,10 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
     FailureOr<int64_t> axis = normalizeAxis(*axisAttr, rank, "axis");
     if (failed(axis))
       return failure();
-    HostTensor r;
-    r.type = in[0].type;
-    r.shape = in[0].shape;
-    r.shape[*axis] = 0;
-    for (const HostTensor &t : in) {
-      if (int64_t(t.shape.size()) != rank || t.type != r.type) {
-        nodeError() << "inputs differ in rank or element type";
-        return failure();
-      }
-      for (int64_t d = 0; d < rank; ++d)
-        if (d != *axis && t.shape[d] != in[0].shape[d]) {
-          nodeError() << "inputs differ in dimension " << d;
-          return failure();
-        }
-      r.shape[*axis] += t.shape[*axis];
-    }
-    int64_t outer = 1;
-    for (int64_t d = 0; d < *axis; ++d)
-      outer *= r.shape[d];
-    for (int64_t o = 0; o < outer; ++o)
-      for (const HostTensor &t : in) {
-        int64_t chunk = t.numElements() / std::max<int64_t>(outer, 1);
-        if (outer == 0)
-          break;
-        r.data.insert(r.data.end(), t.data.begin() + o * chunk,
-                      t.data.begin() + (o + 1) * chunk);
-      }
-    return result(r);
+    FailureOr<HostTensor> r = zb::frontend::concatHost(in, *axis, err);
+    if (failed(r))
+      return failure();
+    return result(*r);
   }
   if (op == "Range") {
     if (in[0].data.size() != 1 || in[1].data.size() != 1 ||
@@ -2489,7 +2252,10 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
       }
       n *= d;
     }
-    return result(broadcastHost(in[0], *shape));
+    FailureOr<HostTensor> r = broadcastHost(in[0], *shape, err);
+    if (failed(r))
+      return failure();
+    return result(*r);
   }
   if (op == "ConstantOfShape") {
     HostTensor r;
@@ -2500,7 +2266,7 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
       FailureOr<DenseElementsAttr> v = convertTensor(a->t(), loc, "value");
       if (failed(v))
         return failure();
-      HostTensor h = toHost(*v);
+      HostTensor h = HostTensor::fromAttr(*v);
       if (h.data.size() != 1) {
         nodeError() << "value must have one element";
         return failure();
@@ -2523,7 +2289,11 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
     FailureOr<SliceSpec> spec = sliceSpec(in[0].shape);
     if (failed(spec))
       return failure();
-    return result(sliceHost(in[0], spec->start, spec->step, spec->shape));
+    FailureOr<HostTensor> r = zb::frontend::sliceHost(
+        in[0], spec->start, spec->step, spec->shape, err);
+    if (failed(r))
+      return failure();
+    return result(*r);
   }
   if (op == "Trilu") {
     FailureOr<int64_t> upper = intAttr("upper", 1);
@@ -2550,7 +2320,10 @@ FailureOr<SmallVector<ImportedValue, 1>> ONNXImporter::fold() {
     FailureOr<SmallVector<int64_t>> perm = permutation(in[0].shape.size());
     if (failed(perm))
       return failure();
-    return result(transposeHost(in[0], *perm));
+    FailureOr<HostTensor> r = zb::frontend::transposeHost(in[0], *perm, err);
+    if (failed(r))
+      return failure();
+    return result(*r);
   }
   nodeError() << "cannot be folded";
   return failure();

@@ -5,9 +5,9 @@
 // The text is parsed in a private MLIRContext that allows unregistered
 // dialects (stablehlo/chlo ops are then generic operations, `#stablehlo.*`
 // attributes OpaqueAttr). The importer walks @main in order and maps every
-// source value to either a compile-time constant (`Const`, folded in double
-// precision and rounded to the element type after every op, like JAX's own
-// arithmetic) or a zb value in the target context. Private functions are
+// source value to either a compile-time constant (`HostTensor`, folded in
+// double precision and rounded to the element type after every op, like JAX's
+// own arithmetic) or a zb value in the target context. Private functions are
 // imported at each call site with a fresh value map (inlining).
 //
 //===----------------------------------------------------------------------===//
@@ -17,6 +17,7 @@
 #include "zb/Dialect/ZB/IR/ZBBuilder.h"
 #include "zb/Dialect/ZB/IR/ZBDialect.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
+#include "zb/Frontend/HostTensor.h"
 #include "zb/Frontend/ONNX/ONNXImporter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -51,6 +52,8 @@
 using namespace mlir;
 using llvm::SmallVector;
 using llvm::StringRef;
+using zb::frontend::formatShape;
+using zb::frontend::HostTensor;
 
 namespace {
 
@@ -58,48 +61,9 @@ namespace {
 // Compile-time constants
 //===----------------------------------------------------------------------===//
 
-/// A constant tensor: row-major values held as doubles (exact for the
-/// integers and booleans of index arithmetic), with the element type of the
-/// target context.
-struct Const {
-  SmallVector<int64_t> shape;
-  Type elem;
-  std::vector<double> data;
-
-  int64_t size() const {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    return n;
-  }
-};
-using ConstPtr = std::shared_ptr<Const>;
-
-SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> s(shape.size(), 1);
-  for (int i = (int)shape.size() - 2; i >= 0; --i)
-    s[i] = s[i + 1] * shape[i + 1];
-  return s;
-}
-
-/// Rounds `v` to what the element type can hold (float rounding, integer
-/// truncation and wrap-around are not modelled beyond the cast).
-double roundTo(Type elem, double v) {
-  if (elem.isF32())
-    return (double)(float)v;
-  if (elem.isF64())
-    return v;
-  if (auto f = dyn_cast<FloatType>(elem)) {
-    bool lost;
-    APFloat a(v);
-    a.convert(f.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-    a.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
-    return a.convertToDouble();
-  }
-  if (elem.isInteger(1))
-    return v != 0.0 ? 1.0 : 0.0;
-  return std::trunc(v);
-}
+/// A constant tensor (zb/Frontend/HostTensor.h), shared so that its address
+/// keys the cache of materialized zb.constant ops.
+using ConstPtr = std::shared_ptr<HostTensor>;
 
 /// A value of the source program during import.
 struct Val {
@@ -241,7 +205,7 @@ private:
   OpBuilder b;
   /// One value map per function being imported (call stack).
   SmallVector<llvm::DenseMap<Value, Val>> scopes;
-  llvm::DenseMap<Const *, Value> materialized;
+  llvm::DenseMap<HostTensor *, Value> materialized;
   SmallVector<ConstPtr> keepAlive;
   Location loc = UnknownLoc::get(ctx);
   Operation *current = nullptr;
@@ -255,7 +219,6 @@ private:
   FailureOr<RankedTensorType> convertType(Type t);
 
   FailureOr<Val> get(Value v);
-  DenseElementsAttr toAttr(const Const &c, Type elem);
   FailureOr<Value> materialize(const Val &v);
   FailureOr<Value> asFloat(const Val &v);
   FailureOr<Value> asIndex(const Val &v);
@@ -319,40 +282,6 @@ FailureOr<Val> Importer::get(Value v) {
   return it->second;
 }
 
-DenseElementsAttr Importer::toAttr(const Const &c, Type elem) {
-  auto type = RankedTensorType::get(c.shape, elem);
-  bool splat = llvm::all_of(c.data, [&](double d) { return d == c.data[0]; });
-  size_t n = splat ? 1 : c.data.size();
-  if (c.data.empty())
-    n = 0;
-  if (elem.isInteger(1)) {
-    SmallVector<bool> v;
-    for (size_t i = 0; i < n; ++i)
-      v.push_back(c.data[i] != 0.0);
-    return splat && n ? DenseElementsAttr::get(type, v[0])
-                      : DenseElementsAttr::get(type, ArrayRef<bool>(v));
-  }
-  if (auto it = dyn_cast<IntegerType>(elem)) {
-    SmallVector<APInt> v;
-    for (size_t i = 0; i < n; ++i)
-      v.push_back(APInt(it.getWidth(), (int64_t)c.data[i], /*isSigned=*/true));
-    if (splat && n)
-      return DenseElementsAttr::get(type, v[0]);
-    return DenseElementsAttr::get(type, v);
-  }
-  auto ft = cast<FloatType>(elem);
-  SmallVector<APFloat> v;
-  for (size_t i = 0; i < n; ++i) {
-    APFloat a(c.data[i]);
-    bool lost;
-    a.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-    v.push_back(a);
-  }
-  if (splat && n)
-    return DenseElementsAttr::get(type, v[0]);
-  return DenseElementsAttr::get(type, v);
-}
-
 FailureOr<Value> Importer::materialize(const Val &v) {
   if (v.unsupported) {
     error(v.unsupported) << "integer arithmetic on data (batch inputs) is "
@@ -364,10 +293,10 @@ FailureOr<Value> Importer::materialize(const Val &v) {
   auto it = materialized.find(v.c.get());
   if (it != materialized.end())
     return it->second;
-  DenseElementsAttr attr = toAttr(*v.c, v.c->elem);
+  DenseElementsAttr attr = v.c->toAttr();
   Value c = zb::ConstantOp::create(b, loc, attr.getType(), attr);
   materialized[v.c.get()] = c;
-  keepAlive.push_back(v.c); // the key must not be reused by a new Const
+  keepAlive.push_back(v.c); // the key must not be reused by a new constant
   return c;
 }
 
@@ -376,9 +305,9 @@ FailureOr<Value> Importer::materialize(const Val &v) {
 FailureOr<Value> Importer::asFloat(const Val &v) {
   Type f32 = Float32Type::get(ctx);
   if (!v.v && v.c && !v.unsupported) {
-    if (isa<FloatType>(v.c->elem))
+    if (v.c->isFloat())
       return materialize(v);
-    DenseElementsAttr attr = toAttr(*v.c, f32);
+    DenseElementsAttr attr = v.c->toAttr(f32);
     return Value(zb::ConstantOp::create(b, loc, attr.getType(), attr));
   }
   FailureOr<Value> x = materialize(v);
@@ -532,128 +461,72 @@ static std::string compareDirection(Operation *op) {
 
 LogicalResult Importer::fold(Operation *op, ArrayRef<Val> in, Val &out) {
   StringRef name = op->getName().getStringRef();
-  auto result = std::make_shared<Const>();
-  result->shape.assign(out.type.getShape().begin(), out.type.getShape().end());
-  result->elem = out.type.getElementType();
-  int64_t n = result->size();
-  result->data.resize(n);
+  ArrayRef<int64_t> shape = out.type.getShape();
+  Type elem = out.type.getElementType();
+  auto err = [&] { return error(op); };
+  // Sets the folded result, which must have the declared result shape.
+  auto setResult = [&](FailureOr<HostTensor> r) -> LogicalResult {
+    if (failed(r))
+      return failure();
+    if (r->shape != shape)
+      return error(op) << "the folded result has shape "
+                       << formatShape(r->shape) << ", the result type "
+                       << out.type;
+    r->type = elem;
+    out.c = std::make_shared<HostTensor>(std::move(*r));
+    return success();
+  };
 
   if (name == "stablehlo.iota") {
     FailureOr<SmallVector<int64_t>> dim = i64Array(op, "iota_dimension");
     if (failed(dim))
       return failure();
-    if (dim->size() != 1 || (*dim)[0] < 0 ||
-        (*dim)[0] >= (int64_t)result->shape.size())
+    if (dim->size() != 1 || (*dim)[0] < 0 || (*dim)[0] >= (int64_t)shape.size())
       return error(op) << "bad iota_dimension";
-    SmallVector<int64_t> strides = stridesOf(result->shape);
-    int64_t d = (*dim)[0];
-    for (int64_t i = 0; i < n; ++i)
-      result->data[i] = (double)((i / strides[d]) % result->shape[d]);
-    out.c = result;
-    return success();
+    return setResult(zb::frontend::iotaHost(shape, (*dim)[0], elem));
   }
   if (name == "stablehlo.broadcast_in_dim") {
     FailureOr<SmallVector<int64_t>> dims = i64Array(op, "broadcast_dimensions");
     if (failed(dims))
       return failure();
-    const Const &x = *in[0].c;
-    if (dims->size() != x.shape.size())
-      return error(op) << "broadcast_dimensions has " << dims->size()
-                       << " entries for an operand of rank " << x.shape.size();
-    SmallVector<int64_t> rs = stridesOf(result->shape), xs = stridesOf(x.shape);
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t src = 0;
-      for (size_t k = 0; k < dims->size(); ++k) {
-        int64_t d = (*dims)[k];
-        if (d < 0 || d >= (int64_t)rs.size())
-          return error(op) << "bad broadcast dimension " << d;
-        int64_t idx = (i / rs[d]) % result->shape[d];
-        src += (x.shape[k] == 1 ? 0 : idx) * xs[k];
-      }
-      result->data[i] = x.data[src];
-    }
-    out.c = result;
-    return success();
+    return setResult(
+        zb::frontend::broadcastInDimHost(*in[0].c, shape, *dims, err));
   }
-  if (name == "stablehlo.reshape") {
-    if (in[0].c->size() != n)
-      return error(op) << "reshape changes the number of elements";
-    result->data = in[0].c->data;
-    out.c = result;
-    return success();
+  if (name == "stablehlo.reshape")
+    return setResult(zb::frontend::reshapeHost(*in[0].c, shape, err));
+  if (name == "stablehlo.transpose") {
+    FailureOr<SmallVector<int64_t>> perm = i64Array(op, "permutation");
+    if (failed(perm))
+      return failure();
+    return setResult(zb::frontend::transposeHost(*in[0].c, *perm, err));
   }
-  if (name == "stablehlo.transpose" || name == "stablehlo.slice" ||
-      name == "stablehlo.reverse") {
-    const Const &x = *in[0].c;
-    size_t rank = x.shape.size();
-    SmallVector<int64_t> perm, start(rank, 0), step(rank, 1);
-    SmallVector<bool> reversed(rank, false);
-    for (size_t d = 0; d < rank; ++d)
-      perm.push_back(d);
-    if (name == "stablehlo.transpose") {
-      auto p = i64Array(op, "permutation");
-      if (failed(p))
-        return failure();
-      perm = *p;
-    } else if (name == "stablehlo.slice") {
-      auto s = i64Array(op, "start_indices");
-      auto st = i64Array(op, "strides");
-      if (failed(s) || failed(st))
-        return failure();
-      start = *s;
-      step = *st;
-    } else {
-      auto dims = i64Array(op, "dimensions");
-      if (failed(dims))
-        return failure();
-      for (int64_t d : *dims)
-        if (d >= 0 && d < (int64_t)rank)
-          reversed[d] = true;
-    }
-    if (perm.size() != rank || start.size() != rank || step.size() != rank)
-      return error(op) << "attribute sizes do not match the operand rank";
-    SmallVector<int64_t> rs = stridesOf(result->shape), xs = stridesOf(x.shape);
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t src = 0;
-      for (size_t d = 0; d < rank; ++d) {
-        int64_t idx = (i / rs[d]) % result->shape[d];
-        int64_t sd = perm[d];
-        if (reversed[sd])
-          idx = x.shape[sd] - 1 - idx;
-        src += (start[sd] + idx * step[sd]) * xs[sd];
-      }
-      if (src < 0 || src >= x.size())
-        return error(op) << "index out of range while folding";
-      result->data[i] = x.data[src];
-    }
-    out.c = result;
-    return success();
+  if (name == "stablehlo.slice") {
+    FailureOr<SmallVector<int64_t>> start = i64Array(op, "start_indices");
+    FailureOr<SmallVector<int64_t>> step = i64Array(op, "strides");
+    if (failed(start) || failed(step))
+      return failure();
+    return setResult(
+        zb::frontend::sliceHost(*in[0].c, *start, *step, shape, err));
+  }
+  if (name == "stablehlo.reverse") {
+    FailureOr<SmallVector<int64_t>> dims = i64Array(op, "dimensions");
+    if (failed(dims))
+      return failure();
+    return setResult(zb::frontend::reverseHost(*in[0].c, *dims, err));
   }
   if (name == "stablehlo.concatenate") {
-    auto dimA = i64Array(op, "dimension");
-    if (failed(dimA) || dimA->size() != 1)
+    FailureOr<SmallVector<int64_t>> dim = i64Array(op, "dimension");
+    if (failed(dim))
       return failure();
-    int64_t axis = (*dimA)[0];
-    SmallVector<int64_t> rs = stridesOf(result->shape);
-    int64_t offset = 0;
-    for (const Val &v : in) {
-      const Const &x = *v.c;
-      SmallVector<int64_t> xs = stridesOf(x.shape);
-      for (int64_t j = 0; j < x.size(); ++j) {
-        int64_t dst = 0;
-        for (size_t d = 0; d < x.shape.size(); ++d) {
-          int64_t idx = (j / xs[d]) % x.shape[d];
-          dst += (idx + ((int64_t)d == axis ? offset : 0)) * rs[d];
-        }
-        result->data[dst] = x.data[j];
-      }
-      offset += x.shape[axis];
-    }
-    out.c = result;
-    return success();
+    if (dim->size() != 1)
+      return error(op) << "bad dimension";
+    SmallVector<HostTensor> inputs;
+    for (const Val &v : in)
+      inputs.push_back(*v.c);
+    return setResult(zb::frontend::concatHost(inputs, (*dim)[0], err));
   }
 
-  bool isInt = isa<IntegerType>(in.empty() ? result->elem : in[0].c->elem);
+  bool isInt = isa<IntegerType>(in.empty() ? elem : in[0].c->type);
   auto fn = elementwiseFn(name, isInt, compareDirection(op));
   if (!fn) {
     if (name == "stablehlo.compare")
@@ -664,17 +537,29 @@ LogicalResult Importer::fold(Operation *op, ArrayRef<Val> in, Val &out) {
                        << "'";
     return error(op) << "cannot fold";
   }
-  SmallVector<double, 3> args(in.size());
-  for (int64_t i = 0; i < n; ++i) {
-    for (size_t k = 0; k < in.size(); ++k) {
-      if (in[k].c->size() != n && in[k].c->size() != 1)
-        return error(op) << "operand shapes differ";
-      args[k] = in[k].c->data[in[k].c->size() == 1 ? 0 : i];
+  // Operands of the result's size read element i, one-element operands
+  // (scalars) element 0.
+  int64_t n = zb::frontend::numElements(shape);
+  SmallVector<HostTensor> operands;
+  SmallVector<const HostTensor *> ptrs;
+  for (const Val &v : in) {
+    int64_t size = v.c->numElements();
+    if (n == 0) {
+      operands.push_back(HostTensor{{}, v.c->type, {}});
+      operands.back().shape.assign(shape.begin(), shape.end());
+      continue;
     }
-    result->data[i] = roundTo(result->elem, (*fn)(args));
+    if (size != n && size != 1)
+      return error(op) << "operand shapes differ";
+    operands.push_back(*v.c);
+    if (size == n)
+      operands.back().shape.assign(shape.begin(), shape.end());
+    else
+      operands.back().shape.clear();
   }
-  out.c = result;
-  return success();
+  for (const HostTensor &t : operands)
+    ptrs.push_back(&t);
+  return setResult(zb::frontend::elementwiseHost(ptrs, shape, elem, *fn, err));
 }
 
 //===----------------------------------------------------------------------===//
@@ -942,7 +827,7 @@ LogicalResult Importer::importReduce(Operation *op, ArrayRef<Val> in,
   FailureOr<SmallVector<int64_t>> dims = i64Array(op, "dimensions");
   if (failed(dims))
     return failure();
-  if (!in[1].c || in[1].c->size() != 1)
+  if (!in[1].c || in[1].c->numElements() != 1)
     return error(op) << "the initial value must be a scalar constant";
   double init = in[1].c->data[0];
   if (!isa<FloatType>(out.type.getElementType()))
@@ -1087,25 +972,13 @@ LogicalResult Importer::importOp(Operation *op, int depth) {
     auto value = dyn_cast_or_null<DenseElementsAttr>(op->getAttr("value"));
     if (!value)
       return error(op) << "missing or non-dense 'value'";
-    auto c = std::make_shared<Const>();
-    c->shape.assign(type->getShape().begin(), type->getShape().end());
-    c->elem = type->getElementType();
-    if (isa<FloatType>(value.getElementType())) {
-      for (APFloat f : value.getValues<APFloat>()) {
-        bool lost;
-        f.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
-        c->data.push_back(f.convertToDouble());
-      }
-    } else if (value.getElementType().isInteger(1)) {
-      for (bool v : value.getValues<bool>())
-        c->data.push_back(v ? 1.0 : 0.0);
-    } else if (isa<IntegerType>(value.getElementType())) {
-      for (const APInt &v : value.getValues<APInt>())
-        c->data.push_back((double)v.getSExtValue());
-    } else {
+    if (!isa<FloatType, IntegerType>(value.getElementType()))
       return error(op) << "unsupported constant element type";
-    }
-    if ((int64_t)c->data.size() != c->size())
+    auto c = std::make_shared<HostTensor>(HostTensor::fromAttr(value));
+    // The values of the source context, shape and element type of the target.
+    c->shape.assign(type->getShape().begin(), type->getShape().end());
+    c->type = type->getElementType();
+    if ((int64_t)c->data.size() != c->numElements())
       return error(op) << "constant size does not match its type";
     out.c = c;
     scopes.back()[op->getResult(0)] = out;
