@@ -175,6 +175,15 @@ TEST_F(HostTensorTest, AttributeRoundTrip) {
   w.type = b.getIntegerType(8);
   w.data = {300.0};
   EXPECT_EQ(HostTensor::fromAttr(w.toAttr()).data, doubles({44.0}));
+  // Splats: equal values give a splat attribute; 0.0 and -0.0 differ.
+  HostTensor s = arange({2, 3}, b.getF32Type());
+  s.data.assign(6, 2.0);
+  EXPECT_TRUE(s.toAttr().isSplat());
+  EXPECT_EQ(HostTensor::fromAttr(s.toAttr()).data, s.data);
+  s.data.assign({0.0, 0.0, 0.0, 0.0, -0.0, 0.0});
+  DenseElementsAttr signedZero = s.toAttr();
+  EXPECT_FALSE(signedZero.isSplat());
+  EXPECT_TRUE(std::signbit(HostTensor::fromAttr(signedZero).data[4]));
   EXPECT_TRUE(HostTensor::isSupportedElementType(b.getIndexType()));
   EXPECT_FALSE(
       HostTensor::isSupportedElementType(ComplexType::get(b.getF32Type())));

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 using namespace mlir;
@@ -189,17 +190,24 @@ DenseElementsAttr HostTensor::toAttr(Type elem) const {
   if (!elem)
     elem = type;
   auto tensorType = RankedTensorType::get(shape, elem);
+  // A splat (bitwise equal values: 0.0 and -0.0 differ) is built from one
+  // value; DenseElementsAttr stores it once either way.
+  bool splat = !data.empty() && llvm::all_of(data, [&](double v) {
+    return std::memcmp(&v, &data[0], sizeof(double)) == 0;
+  });
+  ArrayRef<double> values =
+      splat ? ArrayRef<double>(data).take_front(1) : ArrayRef<double>(data);
   if (elem.isInteger(1)) {
     SmallVector<bool> bits;
-    bits.reserve(data.size());
-    for (double v : data)
+    bits.reserve(values.size());
+    for (double v : values)
       bits.push_back(v != 0.0);
     return DenseElementsAttr::get(tensorType, ArrayRef<bool>(bits));
   }
   if (auto ft = dyn_cast<FloatType>(elem)) {
     SmallVector<APFloat> vals;
-    vals.reserve(data.size());
-    for (double v : data) {
+    vals.reserve(values.size());
+    for (double v : values) {
       APFloat f(v);
       bool lost;
       f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
@@ -210,8 +218,8 @@ DenseElementsAttr HostTensor::toAttr(Type elem) const {
   unsigned width = isa<IndexType>(elem) ? IndexType::kInternalStorageBitWidth
                                         : elem.getIntOrFloatBitWidth();
   SmallVector<APInt> vals;
-  vals.reserve(data.size());
-  for (double v : data)
+  vals.reserve(values.size());
+  for (double v : values)
     vals.push_back(APInt(width, uint64_t(toInt64Saturated(v)),
                          /*isSigned=*/true, /*implicitTrunc=*/true));
   return DenseElementsAttr::get(tensorType, vals);
