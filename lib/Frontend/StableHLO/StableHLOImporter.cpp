@@ -469,9 +469,8 @@ LogicalResult Importer::fold(Operation *op, ArrayRef<Val> in, Val &out) {
     if (failed(r))
       return failure();
     if (r->shape != shape)
-      return error(op) << "the folded result has shape "
-                       << formatShape(r->shape) << ", the result type "
-                       << out.type;
+      return error(op) << "folds to shape " << formatShape(r->shape)
+                       << " but the result type is " << out.type;
     r->type = elem;
     out.c = std::make_shared<HostTensor>(std::move(*r));
     return success();
