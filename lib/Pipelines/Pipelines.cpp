@@ -33,7 +33,7 @@ void buildPipelineParallelPipeline(OpPassManager &pm,
   pm.addPass(createZBLowerPipeline());
 }
 
-void buildTensorsToLLVMPipeline(OpPassManager &pm) {
+void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator) {
   pm.addPass(createCanonicalizerPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
@@ -48,6 +48,14 @@ void buildTensorsToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertMathToLibmPass());
+  if (runtimeAllocator) {
+    // memref.alloc/dealloc -> _mlir_memref_to_llvm_{alloc,aligned_alloc,free},
+    // which libzbrt implements as a memory pool; convert-to-llvm then sees no
+    // memref allocations left.
+    FinalizeMemRefToLLVMConversionPassOptions memref;
+    memref.useGenericFunctions = true;
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass(memref));
+  }
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
@@ -64,7 +72,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createLinalgElementwiseOpFusionPass());
   }
-  buildTensorsToLLVMPipeline(pm);
+  buildTensorsToLLVMPipeline(pm, /*runtimeAllocator=*/true);
   pm.addPass(createZBEmitRankEntry());
 }
 

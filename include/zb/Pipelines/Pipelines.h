@@ -44,11 +44,18 @@ void buildPipelineParallelPipeline(mlir::OpPassManager &pm,
 /// From linalg/arith/math/tensor (and memref runtime calls) on tensors to
 /// the LLVM dialect: one-shot bufferization across function boundaries with
 /// identity layouts, ownership-based deallocation, loops, LLVM.
-void buildTensorsToLLVMPipeline(mlir::OpPassManager &pm);
+/// `runtimeAllocator`: heap buffers come from the zb runtime's memory pool
+/// (memref allocations call `_mlir_memref_to_llvm_alloc` /
+/// `_mlir_memref_to_llvm_free`, defined by libzbrt, instead of malloc/free);
+/// the program then runs only with libzbrt loaded.
+void buildTensorsToLLVMPipeline(mlir::OpPassManager &pm,
+                                bool runtimeAllocator = false);
 
 /// From per-rank step functions on zb tensors to the LLVM dialect: runtime
 /// calls (OpenBLAS, MPI), linalg, one-shot bufferization with
 /// ownership-based deallocation, loops, LLVM, and the zb_rank_main entry.
+/// Heap buffers come from the runtime's memory pool (runtime/include/zbrt/zbrt.h,
+/// zbrt_pool_stats).
 /// `fuseElementwise` fuses elementwise linalg.generic producers into their
 /// single consumer before bufferization (bit-identical results).
 void buildLowerToLLVMPipeline(mlir::OpPassManager &pm,

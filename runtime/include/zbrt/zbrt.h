@@ -90,6 +90,40 @@ void zbrt_adamw_step(float *param, const float *grad, float *m, float *v,
 int32_t zbrt_rank(void);
 int32_t zbrt_world_size(void);
 
+//===-- Memory pool (heap buffers of generated code) ----------------------===//
+//
+// Code from zb-compile allocates every heap buffer (activations, stashes,
+// gradients, temporaries) through MLIR's generic allocation functions
+// (finalize-memref-to-llvm{use-generic-functions}), which the runtime
+// implements as a caching pool: a freed block goes to a free list keyed by
+// its size class (size rounded up to 64 bytes) and alignment, and the next
+// request of that class reuses it. A training step allocates the same
+// buffers every step, so after the first step no step calls the system
+// allocator (no mmap/munmap, no page faults). Blocks are 64-byte aligned at
+// least. Not thread-safe across threads of one rank (a rank program is
+// single-threaded).
+
+void *_mlir_memref_to_llvm_alloc(uint64_t bytes);
+void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t bytes);
+void _mlir_memref_to_llvm_free(void *ptr);
+
+/// Pool counters of this rank (bytes unless named otherwise).
+typedef struct ZbrtPoolStats {
+  int64_t bytesInUse;     ///< handed out and not yet freed (size classes)
+  int64_t peakBytesInUse; ///< maximum of bytesInUse since the last reset
+  int64_t bytesReserved;  ///< obtained from the system: in use + cached
+  int64_t allocations;    ///< requests served since the last reset
+  int64_t systemAllocations; ///< requests that had to call the system
+                             ///< allocator since the last reset (0 in a
+                             ///< steady-state step)
+} ZbrtPoolStats;
+void zbrt_pool_stats(ZbrtPoolStats *out);
+/// Resets peakBytesInUse to bytesInUse and the two request counters to 0
+/// (zb-run calls it at the start of every step).
+void zbrt_pool_reset_counters(void);
+/// Returns every cached (free) block to the system.
+void zbrt_pool_trim(void);
+
 //===-- Memref forms (called by code from convert-zb-to-runtime) ----------===//
 //
 // The same operations on memrefs with a fully dynamic strided layout

@@ -1,0 +1,148 @@
+//===- Memory.cpp - zb runtime: caching memory pool -----------------------===//
+//
+// The allocation functions that generated code calls instead of
+// malloc/free (see zbrt.h, "Memory pool"). Every block carries a small
+// header right before the pointer handed out: the system block it lives in,
+// its size class and alignment. Freed blocks are cached per (size class,
+// alignment) and reused; nothing is returned to the system before
+// zbrt_pool_trim() or process exit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbrt/zbrt.h"
+
+#include "Internal.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+constexpr uint64_t kGranule = 64;   // size classes are multiples of this
+constexpr uint64_t kMinAlign = 64;  // every block is at least this aligned
+
+/// Stored right before every pointer handed out.
+struct Header {
+  void *base;          // what the system allocator returned
+  uint64_t sizeClass;  // usable bytes (multiple of kGranule)
+  uint64_t alignment;  // alignment of the user pointer
+  uint64_t magic;      // kLive while handed out, kFree in the cache
+};
+constexpr uint64_t kLive = 0x7a62706f6f6c4c49ull; // "zbpoolLI"
+constexpr uint64_t kFree = 0x7a62706f6f6c4652ull; // "zbpoolFR"
+static_assert(sizeof(Header) <= kMinAlign, "header must fit the padding");
+
+struct Pool {
+  std::unordered_map<uint64_t, std::vector<void *>> cache; // key -> blocks
+  ZbrtPoolStats stats{};
+
+  static uint64_t key(uint64_t sizeClass, uint64_t alignment) {
+    // sizeClass is a multiple of 64 and alignment a power of two <= 2^32.
+    return sizeClass | static_cast<uint64_t>(__builtin_ctzll(alignment));
+  }
+
+  void *allocate(uint64_t bytes, uint64_t alignment) {
+    if (alignment == 0 || (alignment & (alignment - 1)) != 0 ||
+        alignment > (1ull << 32))
+      zbrt::detail::fatalf("memory pool: alignment %llu is not a power of two "
+                           "<= 2^32",
+                           (unsigned long long)alignment);
+    if (alignment < kMinAlign)
+      alignment = kMinAlign;
+    if (bytes > (1ull << 46))
+      zbrt::detail::fatalf("memory pool: request of %llu bytes is too large",
+                           (unsigned long long)bytes);
+    uint64_t sizeClass =
+        std::max<uint64_t>(kGranule, (bytes + kGranule - 1) / kGranule *
+                                         kGranule);
+    ++stats.allocations;
+    void *user = nullptr;
+    auto it = cache.find(key(sizeClass, alignment));
+    if (it != cache.end() && !it->second.empty()) {
+      user = it->second.back();
+      it->second.pop_back();
+    } else {
+      // Room for the header before an `alignment`-aligned user pointer.
+      uint64_t total = sizeClass + alignment + sizeof(Header);
+      void *base = std::malloc(total);
+      if (!base)
+        zbrt::detail::fatalf("memory pool: out of memory allocating %llu "
+                             "bytes (%llu bytes reserved by the pool)",
+                             (unsigned long long)total,
+                             (unsigned long long)stats.bytesReserved);
+      uintptr_t first = reinterpret_cast<uintptr_t>(base) + sizeof(Header);
+      uintptr_t aligned = (first + alignment - 1) & ~(uintptr_t)(alignment - 1);
+      user = reinterpret_cast<void *>(aligned);
+      Header *h = reinterpret_cast<Header *>(aligned) - 1;
+      h->base = base;
+      h->sizeClass = sizeClass;
+      h->alignment = alignment;
+      stats.bytesReserved += static_cast<int64_t>(sizeClass);
+      ++stats.systemAllocations;
+    }
+    Header *h = static_cast<Header *>(user) - 1;
+    h->magic = kLive;
+    stats.bytesInUse += static_cast<int64_t>(sizeClass);
+    stats.peakBytesInUse = std::max(stats.peakBytesInUse, stats.bytesInUse);
+    return user;
+  }
+
+  void release(void *user) {
+    if (!user)
+      return;
+    Header *h = static_cast<Header *>(user) - 1;
+    if (h->magic != kLive)
+      zbrt::detail::fatalf("memory pool: free of %p, which is not a live pool "
+                           "block (double free or foreign pointer)",
+                           user);
+    h->magic = kFree;
+    stats.bytesInUse -= static_cast<int64_t>(h->sizeClass);
+    cache[key(h->sizeClass, h->alignment)].push_back(user);
+  }
+
+  void trim() {
+    for (auto &entry : cache)
+      for (void *user : entry.second) {
+        Header *h = static_cast<Header *>(user) - 1;
+        stats.bytesReserved -= static_cast<int64_t>(h->sizeClass);
+        std::free(h->base);
+      }
+    cache.clear();
+  }
+};
+
+Pool &pool() {
+  // Leaked on purpose: blocks may still be freed by static destructors.
+  static Pool *p = new Pool;
+  return *p;
+}
+
+} // namespace
+
+extern "C" void *_mlir_memref_to_llvm_alloc(uint64_t bytes) {
+  return pool().allocate(bytes, kMinAlign);
+}
+
+extern "C" void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment,
+                                                    uint64_t bytes) {
+  return pool().allocate(bytes, alignment);
+}
+
+extern "C" void _mlir_memref_to_llvm_free(void *ptr) { pool().release(ptr); }
+
+extern "C" void zbrt_pool_stats(ZbrtPoolStats *out) {
+  if (out)
+    *out = pool().stats;
+}
+
+extern "C" void zbrt_pool_reset_counters(void) {
+  ZbrtPoolStats &s = pool().stats;
+  s.peakBytesInUse = s.bytesInUse;
+  s.allocations = 0;
+  s.systemAllocations = 0;
+}
+
+extern "C" void zbrt_pool_trim(void) { pool().trim(); }
