@@ -7,6 +7,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace zb {
@@ -70,6 +72,11 @@ FailureOr<PipelineInfo> PipelineInfo::read(ModuleOp module) {
     si.tComm = getF64(s, "t_comm");
     si.mB = static_cast<int64_t>(getF64(s, "m_b"));
     si.mW = static_cast<int64_t>(getF64(s, "m_w"));
+    if (s.get("cv_f") && s.get("cv_b") && s.get("cv_w")) {
+      si.cvF = getF64(s, "cv_f");
+      si.cvB = getF64(s, "cv_b");
+      si.cvW = getF64(s, "cv_w");
+    }
     info.stages.push_back(si);
   }
   auto readValues = [&](ArrayAttr arr, SmallVector<ModelValueInfo> &out,
@@ -120,6 +127,15 @@ sched::Problem PipelineInfo::toProblem(int64_t microbatches,
     p.memB.push_back(static_cast<double>(s.mB));
     p.memW.push_back(static_cast<double>(s.mW));
   }
+  // Pass-time jitter only when every stage has been measured.
+  if (llvm::all_of(stages, [](const StageInfo &s) {
+        return s.cvF >= 0 && s.cvB >= 0 && s.cvW >= 0;
+      }))
+    for (const StageInfo &s : stages) {
+      p.cvF.push_back(s.cvF);
+      p.cvB.push_back(s.cvB);
+      p.cvW.push_back(s.cvW);
+    }
   p.memoryLimit = memoryLimit;
   return p;
 }
@@ -240,6 +256,21 @@ LogicalResult applyProfile(ModuleOp module, StringRef path) {
       if (!v || *v < 0)
         return fail(
             llvm::formatv("stage {0}: missing or negative \"{1}\"", i, key));
+      attrs.set(key, b.getF64FloatAttr(*v));
+    }
+    // Optional (profiles written before they existed lack them).
+    for (StringRef key : {"cv_f", "cv_b", "cv_w"}) {
+      std::optional<double> v = s ? s->getNumber(key) : std::nullopt;
+      if (!v) {
+        if (s && s->get(key))
+          return fail(llvm::formatv("stage {0}: \"{1}\" is not a number", i,
+                                    key));
+        continue;
+      }
+      if (*v < 0 || !std::isfinite(*v))
+        return fail(llvm::formatv("stage {0}: \"{1}\" = {2}; a coefficient "
+                                  "of variation must be >= 0",
+                                  i, key, *v));
       attrs.set(key, b.getF64FloatAttr(*v));
     }
     attrs.set("profiled", b.getUnitAttr());

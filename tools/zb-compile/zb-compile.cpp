@@ -159,6 +159,10 @@ static void progress(const llvm::Twine &msg) {
     llvm::errs() << "[zb-compile] " << msg << "\n";
 }
 
+/// Monte Carlo samples of the predicted bubble under measured jitter
+/// (zb::sched::estimateJitter; about 5 ms per schedule on the 2-rank GPT).
+static constexpr int kJitterSamples = 400;
+
 static int fail(const llvm::Twine &msg) {
   llvm::errs() << "zb-compile: error: " << msg << "\n";
   return 1;
@@ -425,10 +429,39 @@ int main(int argc, char **argv) {
       continue;
     }
     zb::sched::SimResult sim = zb::sched::simulate(problem, *s);
-    predicted[name] = llvm::json::Object{{"bubble_rate", sim.bubbleRate},
-                                         {"makespan_ms", sim.makespan}};
-    progress(llvm::formatv("predicted bubble rate {0,-6}: {1:f4}", name,
-                           sim.bubbleRate));
+    llvm::json::Object entry{
+        {"bubble_rate", sim.bubbleRate},
+        {"makespan_ms", sim.makespan},
+        {"rank_bubble_rate", llvm::json::Array(sim.rankBubbleRate)}};
+    std::string line = llvm::formatv("predicted bubble rate {0,-6}: {1:f4}",
+                                     name, sim.bubbleRate);
+    // With a profile that measured the pass-to-pass variation: the expected
+    // per-rank bubble under that variation (Monte Carlo, fixed seed).
+    if (!problem.cvF.empty()) {
+      auto est = zb::sched::estimateJitter(problem, *s, kJitterSamples);
+      if (!est)
+        return fail("--profile: " + llvm::toString(est.takeError()));
+      entry["jitter"] = llvm::json::Object{
+          {"samples", est->samples},
+          {"bubble_rate", est->bubbleRate},
+          {"makespan_ms", est->makespan},
+          {"rank_bubble_rate", llvm::json::Array(est->rankBubbleRate)}};
+      line += llvm::formatv(" (with the measured jitter: {0:f4})",
+                            est->bubbleRate);
+    }
+    predicted[name] = std::move(entry);
+    progress(line);
+  }
+  {
+    // The schedule with the costs it was planned with ("zb-schedule" JSON,
+    // include/zb/Schedule/Formats.h): zb-run re-simulates it at the costs it
+    // measures.
+    std::error_code ec;
+    llvm::raw_fd_ostream os(outPath("schedule.json"), ec);
+    if (ec)
+      return fail("cannot write schedule.json: " + ec.message());
+    zb::sched::writeJSON(os, problem, *schedule,
+                         zb::sched::simulate(problem, *schedule));
   }
   {
     std::error_code ec;

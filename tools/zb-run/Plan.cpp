@@ -124,6 +124,26 @@ public:
       return *d;
     return error(field, "expected a number");
   }
+  /// An array of numbers, one per rank (`count` entries).
+  Expected<std::vector<double>> perRank(const json::Object &o, StringRef key,
+                                        const Twine &field,
+                                        int64_t count) const {
+    auto arr = array(o, key, field);
+    if (!arr)
+      return arr.takeError();
+    if ((int64_t)(*arr)->size() != count)
+      return error(field, formatv("{0} values for {1} ranks", (*arr)->size(),
+                                  count)
+                              .str());
+    std::vector<double> out;
+    for (auto [i, v] : enumerate(**arr)) {
+      std::optional<double> d = v.getAsNumber();
+      if (!d)
+        return error(field + "[" + Twine(i) + "]", "expected a number");
+      out.push_back(*d);
+    }
+    return out;
+  }
   Expected<std::string> string(const json::Object &o, StringRef key,
                                const Twine &field) const {
     const json::Value *v = o.get(key);
@@ -308,6 +328,20 @@ Expected<Plan> zb::run::parsePlan(StringRef text, StringRef path) {
       if (e->get("makespan_ms"))
         ZB_ASSIGN(p.makespanMs,
                   rd.number(*e, "makespan_ms", field + ".makespan_ms"));
+      if (e->get("rank_bubble_rate"))
+        ZB_ASSIGN(p.rankBubbleRate,
+                  rd.perRank(*e, "rank_bubble_rate",
+                             field + ".rank_bubble_rate", plan.numRanks));
+      if (const json::Value *jv = e->get("jitter")) {
+        const json::Object *jo = nullptr;
+        ZB_ASSIGN(jo, rd.object(jv, field + ".jitter"));
+        ZB_ASSIGN(p.jitterBubbleRate,
+                  rd.number(*jo, "bubble_rate", field + ".jitter.bubble_rate"));
+        ZB_ASSIGN(p.jitterRankBubbleRate,
+                  rd.perRank(*jo, "rank_bubble_rate",
+                             field + ".jitter.rank_bubble_rate",
+                             plan.numRanks));
+      }
       plan.predicted.push_back(std::move(p));
     }
     llvm::sort(plan.predicted,

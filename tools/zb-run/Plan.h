@@ -69,6 +69,13 @@ struct PredictedInfo {
   std::string schedule;
   double bubbleRate = 0;
   double makespanMs = -1; ///< -1 when absent
+  /// Simulated per-rank bubble (the quantity zb-run measures per rank);
+  /// empty when absent.
+  std::vector<double> rankBubbleRate;
+  /// With a profile: expected bubble under the measured pass-time jitter
+  /// (zb::sched::estimateJitter); -1 / empty when absent.
+  double jitterBubbleRate = -1;
+  std::vector<double> jitterRankBubbleRate;
 };
 
 struct Plan {

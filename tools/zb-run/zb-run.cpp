@@ -18,6 +18,8 @@
 #include "Launcher.h"
 #include "Plan.h"
 
+#include "zb/Schedule/Formats.h"
+#include "zb/Schedule/Schedule.h"
 #include "zbrt/Trace.h"
 #include "zbrt/zbrt.h"
 
@@ -45,6 +47,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 
 using namespace llvm;
 using namespace zb::run;
@@ -554,11 +557,12 @@ struct StepResult {
 /// profile of the paper's profile-then-schedule loop, Section 3/Appendix).
 struct StageProfile {
   // [stage][kind] for kind 0 = F, 1 = B, 2 = W.
-  std::vector<double> sumMs, count;
+  std::vector<double> sumMs, sumSqMs, count;
   std::vector<double> rank;      // rank that ran the stage (-1 unknown)
   std::vector<double> minRecvMs; // shortest receive by the stage's rank
   explicit StageProfile(int32_t numStages)
-      : sumMs(3 * numStages, 0.0), count(3 * numStages, 0.0),
+      : sumMs(3 * numStages, 0.0), sumSqMs(3 * numStages, 0.0),
+        count(3 * numStages, 0.0),
         rank(numStages, -1.0), minRecvMs(numStages, 1e300) {}
 
   void add(const std::vector<zbrt::TraceEvent> &events, int32_t myRank) {
@@ -571,11 +575,31 @@ struct StageProfile {
       int k = (int)e.kind;
       if (k > 2 || e.endUs < 0 || e.stage < 0 || e.stage >= numStages)
         continue;
-      sumMs[3 * e.stage + k] += (e.endUs - e.beginUs) / 1000.0;
+      double ms = (e.endUs - e.beginUs) / 1000.0;
+      sumMs[3 * e.stage + k] += ms;
+      sumSqMs[3 * e.stage + k] += ms * ms;
       count[3 * e.stage + k] += 1;
       rank[e.stage] = myRank;
       minRecvMs[e.stage] = std::min(minRecvMs[e.stage], minRecv);
     }
+  }
+
+  /// Mean duration (ms) of kind k (0 F, 1 B, 2 W) on `stage`; 0 if none.
+  double meanMs(int32_t stage, int k) const {
+    double n = count[3 * stage + k];
+    return n > 0 ? sumMs[3 * stage + k] / n : 0.0;
+  }
+  /// Coefficient of variation (population) of those durations; 0 if none.
+  double cv(int32_t stage, int k) const {
+    double mean = meanMs(stage, k), n = count[3 * stage + k];
+    if (n <= 0 || mean <= 0)
+      return 0.0;
+    double var = std::max(0.0, sumSqMs[3 * stage + k] / n - mean * mean);
+    return std::sqrt(var) / mean;
+  }
+  /// The stage rank's shortest receive (ms), a latency estimate; 0 if none.
+  double commMs(int32_t stage) const {
+    return minRecvMs[stage] < 1e300 ? minRecvMs[stage] : 0.0;
   }
 
   /// Combines all ranks' accumulators on rank 0 (collective).
@@ -589,6 +613,7 @@ struct StageProfile {
         v = out;
     };
     red(sumMs, MPI_SUM);
+    red(sumSqMs, MPI_SUM);
     red(count, MPI_SUM);
     red(rank, MPI_MAX);
     red(minRecvMs, MPI_MIN);
@@ -596,8 +621,13 @@ struct StageProfile {
 
   /// {"format": "zb-profile", "version": 1, "plan": ..., "steps": S,
   ///  "stages": [{"stage", "rank", "t_f", "t_b", "t_w", "t_comm",
-  ///              "count_f", "count_b", "count_w"}]}, times in ms:
-  /// t_x = mean duration of the stage's x actions, t_comm = the shortest
+  ///              "cv_f", "cv_b", "cv_w", "count_f", "count_b",
+  ///              "count_w"}]}, times in ms:
+  /// t_x = mean duration of the stage's x actions, cv_x = their coefficient
+  /// of variation (population standard deviation / mean, over every action
+  /// of every measured step: the pass-to-pass jitter that
+  /// zb::sched::estimateJitter turns into an expected bubble), t_comm = the
+  /// shortest
   /// receive of the stage's rank (a latency estimate; 0 without receives).
   Error write(StringRef path, const Plan &plan, int64_t steps) const {
     std::error_code ec;
@@ -618,10 +648,11 @@ struct StageProfile {
             j.attribute("rank", (int64_t)rank[s]);
             const char *names[3] = {"t_f", "t_b", "t_w"};
             for (int k = 0; k < 3; ++k)
-              j.attribute(names[k], count[3 * s + k] > 0
-                                        ? sumMs[3 * s + k] / count[3 * s + k]
-                                        : 0.0);
-            j.attribute("t_comm", minRecvMs[s] < 1e300 ? minRecvMs[s] : 0.0);
+              j.attribute(names[k], meanMs((int32_t)s, k));
+            j.attribute("t_comm", commMs((int32_t)s));
+            const char *cvNames[3] = {"cv_f", "cv_b", "cv_w"};
+            for (int k = 0; k < 3; ++k)
+              j.attribute(cvNames[k], cv((int32_t)s, k));
             const char *counts[3] = {"count_f", "count_b", "count_w"};
             for (int k = 0; k < 3; ++k)
               j.attribute(counts[k], (int64_t)count[3 * s + k]);
@@ -632,6 +663,115 @@ struct StageProfile {
     return Error::success();
   }
 };
+
+/// The plan's schedule re-simulated at the costs measured in this run
+/// (StageProfile means and coefficients of variation, T_comm = shortest
+/// receive): separates what the machine did to the pass times (drift
+/// between ranks, jitter) from what the runtime adds (communication,
+/// synchronisation), which is realized minus this.
+struct MeasuredPrediction {
+  std::vector<double> rankBubbleRate;       ///< deterministic, mean costs
+  std::vector<double> jitterRankBubbleRate; ///< estimateJitter, 400 samples
+};
+
+/// The plan's schedule as zb-compile planned it (DIR/schedule.json, the
+/// "zb-schedule" JSON of include/zb/Schedule/Formats.h).
+struct PlannedSchedule {
+  zb::sched::Problem problem;
+  zb::sched::Schedule schedule;
+};
+
+/// Reads DIR/schedule.json. Returns std::nullopt when it is missing (plans
+/// written before it existed) or, with a note on stderr, does not match the
+/// plan.
+std::optional<PlannedSchedule> readPlannedSchedule(const Plan &plan) {
+  SmallString<256> path(plan.dir);
+  sys::path::append(path, "schedule.json");
+  auto buffer = MemoryBuffer::getFile(path);
+  if (!buffer)
+    return std::nullopt;
+  auto note = [&](const Twine &msg) {
+    errs() << "zb-run: note: " << path << ": " << msg
+           << " (no simulation of the measured run)\n";
+    return std::nullopt;
+  };
+  PlannedSchedule ps;
+  if (Error e =
+          zb::sched::readJSON((*buffer)->getBuffer(), ps.problem, ps.schedule))
+    return note(toString(std::move(e)));
+  if ((int64_t)ps.schedule.stageToRank.size() != plan.numStages ||
+      (int64_t)ps.schedule.perRank.size() != plan.numRanks)
+    return note("does not match plan.json's stages and ranks");
+  return ps;
+}
+
+/// Replay of one step: the schedule simulated with the step's measured
+/// duration of every F/B/W action and T_comm = 0, so that realized minus
+/// replayed is what the runtime adds (communication, synchronisation).
+/// Returns the per-rank bubble rates, or an empty vector when an action of
+/// the schedule is missing from the trace.
+std::vector<double> replayStep(const PlannedSchedule &ps,
+                               const std::vector<zbrt::TraceEvent> &events) {
+  int numStages = (int)ps.schedule.stageToRank.size();
+  int m = ps.problem.numMicrobatches;
+  std::vector<double> dur(3 * (size_t)numStages * m, -1.0);
+  for (const zbrt::TraceEvent &e : events) {
+    int k = (int)e.kind;
+    if (k > 2 || e.endUs < 0 || e.stage < 0 || e.stage >= numStages ||
+        e.microbatch < 0 || e.microbatch >= m)
+      continue;
+    dur[((size_t)k * numStages + e.stage) * m + e.microbatch] =
+        (e.endUs - e.beginUs) / 1000.0;
+  }
+  if (llvm::is_contained(dur, -1.0))
+    return {};
+  zb::sched::Problem problem = ps.problem;
+  problem.costComm.assign(numStages, 0.0);
+  zb::sched::SimOptions options;
+  options.duration = [&](const zb::sched::Action &a) {
+    return dur[((size_t)a.kind * numStages + a.stage) * m + a.microbatch];
+  };
+  zb::sched::SimResult sim = zb::sched::simulate(problem, ps.schedule, options);
+  return sim.complete ? sim.rankBubbleRate : std::vector<double>{};
+}
+
+/// The schedule simulated at the costs measured in this run (StageProfile
+/// means and coefficients of variation, T_comm = shortest receive).
+std::optional<MeasuredPrediction>
+predictAtMeasuredCosts(const Plan &plan, const PlannedSchedule &ps,
+                       const StageProfile &profile) {
+  auto note = [&](const Twine &msg) {
+    errs() << "zb-run: note: " << msg
+           << " (no prediction at the measured costs)\n";
+    return std::nullopt;
+  };
+  zb::sched::Problem problem = ps.problem;
+  const zb::sched::Schedule &schedule = ps.schedule;
+  problem.costF.assign(plan.numStages, 0.0);
+  problem.costB = problem.costW = problem.costComm = problem.costF;
+  problem.cvF = problem.cvB = problem.cvW = problem.costF;
+  for (int32_t st = 0; st < plan.numStages; ++st) {
+    if (profile.count[3 * st] == 0)
+      return note(formatv("stage {0} ran no traced action", st).str());
+    problem.costF[st] = profile.meanMs(st, 0);
+    problem.costB[st] = profile.meanMs(st, 1);
+    problem.costW[st] = profile.meanMs(st, 2);
+    problem.costComm[st] = profile.commMs(st);
+    problem.cvF[st] = profile.cv(st, 0);
+    problem.cvB[st] = profile.cv(st, 1);
+    problem.cvW[st] = profile.cv(st, 2);
+  }
+  MeasuredPrediction out;
+  zb::sched::SimResult sim = zb::sched::simulate(problem, schedule);
+  if (!sim.complete)
+    return note("the schedule cannot be simulated");
+  out.rankBubbleRate = sim.rankBubbleRate;
+  auto est = zb::sched::estimateJitter(problem, schedule, 400);
+  if (!est)
+    return note(toString(est.takeError()));
+  out.jitterRankBubbleRate = est->rankBubbleRate;
+  return out;
+}
 
 /// --save-params: rank 0 creates FILE (the size of params.bin), then every
 /// rank in turn writes its parameters at their offsets (collective).
@@ -765,6 +905,17 @@ int main(int argc, char **argv) {
   std::vector<StepSample> samples(rank == 0 ? worldSize : 0);
   bool haveTrace = false;
   StageProfile profile(plan.numStages);
+  // Peak bytes of the memory pool (the generated code's heap buffers:
+  // activations, stashes, temporaries) over all steps, per rank.
+  int64_t myPeakHeap = 0;
+  std::vector<int64_t> peakHeap(worldSize, 0);
+  // Replay of every measured step (rank 0; needs the trace of all ranks).
+  std::optional<PlannedSchedule> planned =
+      rank == 0 ? readPlannedSchedule(plan) : std::nullopt;
+  int replayWanted = planned ? 1 : 0;
+  MPI_Bcast(&replayWanted, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::vector<double> replayTotal(worldSize, 0.0);
+  int64_t replaySteps = 0;
 
   if (rank == 0 && st.text) {
     (json ? errs() : outs()) << describeText(*st.text) << "\n";
@@ -788,6 +939,7 @@ int main(int argc, char **argv) {
       g.zero();
     st.loss.zero();
 
+    zbrt_pool_reset_counters();
     MPI_Barrier(MPI_COMM_WORLD);
     zbrt::traceBeginStep();
     double t0 = nowMs();
@@ -798,6 +950,9 @@ int main(int argc, char **argv) {
     double t1 = nowMs();
 
     zbrt::BubbleStats bubble = zbrt::computeBubble(zbrt::traceEvents(), rank);
+    ZbrtPoolStats pool;
+    zbrt_pool_stats(&pool);
+    myPeakHeap = std::max(myPeakHeap, pool.peakBytesInUse);
     StepSample mine{st.hasLoss ? (double)st.loss.data()[0] : 0.0,
                     st.hasLoss ? 1.0 : 0.0, t1 - t0, bubble.bubbleRate,
                     (double)bubble.numActions};
@@ -806,7 +961,19 @@ int main(int argc, char **argv) {
                MPI_COMM_WORLD);
 
     const bool lastStep = step + 1 == steps;
-    if (!profileFile.empty() && (steps == 1 || step > 0))
+    if (replayWanted && (steps == 1 || step > 0)) {
+      std::vector<zbrt::TraceEvent> all =
+          zbrt::gatherTrace(zbrt::traceEvents(), 0);
+      if (rank == 0) {
+        std::vector<double> b = replayStep(*planned, all);
+        if (b.size() == (size_t)worldSize) {
+          for (int32_t r = 0; r < worldSize; ++r)
+            replayTotal[r] += b[r];
+          ++replaySteps;
+        }
+      }
+    }
+    if (steps == 1 || step > 0)
       profile.add(zbrt::traceEvents(), rank);
     if (lastStep && !traceFile.empty()) {
       std::vector<zbrt::TraceEvent> all =
@@ -875,9 +1042,15 @@ int main(int argc, char **argv) {
   if (!saveParams.empty())
     saveFinalParams(st, plan, saveParams);
 
+  MPI_Gather(&myPeakHeap, 1, MPI_INT64_T, peakHeap.data(), 1, MPI_INT64_T, 0,
+             MPI_COMM_WORLD);
+
   bool haveProfile = false;
+  profile.reduce();
+  std::optional<MeasuredPrediction> atMeasured;
+  if (rank == 0 && planned)
+    atMeasured = predictAtMeasuredCosts(plan, *planned, profile);
   if (!profileFile.empty()) {
-    profile.reduce();
     if (rank == 0) {
       if (Error e = profile.write(profileFile, plan, steps))
         zbrt_fatal(toString(std::move(e)).c_str());
@@ -919,9 +1092,34 @@ int main(int argc, char **argv) {
               j.attribute("bubble_rate", p.bubbleRate);
               if (p.makespanMs >= 0)
                 j.attribute("makespan_ms", p.makespanMs);
+              if (!p.rankBubbleRate.empty())
+                j.attribute("rank_bubble_rate",
+                            json::Array(p.rankBubbleRate));
+              if (p.jitterBubbleRate >= 0)
+                j.attributeObject("jitter", [&] {
+                  j.attribute("bubble_rate", p.jitterBubbleRate);
+                  j.attribute("rank_bubble_rate",
+                              json::Array(p.jitterRankBubbleRate));
+                });
             });
         });
         j.attribute("mean_step_time_ms", meanMs);
+        if (replaySteps)
+          j.attributeArray("replayed_bubble_rate", [&] {
+            for (int32_t r = 0; r < worldSize; ++r)
+              j.value(replayTotal[r] / replaySteps);
+          });
+        if (atMeasured)
+          j.attributeObject("at_measured_costs", [&] {
+            j.attribute("rank_bubble_rate",
+                        json::Array(atMeasured->rankBubbleRate));
+            j.attribute("jitter_rank_bubble_rate",
+                        json::Array(atMeasured->jitterRankBubbleRate));
+          });
+        j.attributeArray("peak_heap_bytes", [&] {
+          for (int32_t r = 0; r < worldSize; ++r)
+            j.value(peakHeap[r]);
+        });
         j.attributeArray("realized_bubble_rate", [&] {
           for (int32_t r = 0; r < worldSize; ++r)
             if (bubbleSteps[r])
@@ -957,10 +1155,48 @@ int main(int argc, char **argv) {
       }
       std::printf("realized mean step time %.2f ms (%s)\n", meanMs,
                   stepsRange.c_str());
+      // Per rank, next to the realized bubble: this plan's simulated bubble
+      // of that rank, and (with a profile) its expectation under the
+      // measured pass-time jitter.
+      const PredictedInfo *mine = nullptr;
+      for (const PredictedInfo &p : plan.predicted)
+        if (p.schedule == plan.schedule)
+          mine = &p;
+      for (int32_t r = 0; r < worldSize; ++r) {
+        if (!bubbleSteps[r])
+          continue;
+        std::printf("realized bubble rate  rank %d  %.4f (mean over %s)", r,
+                    bubbleTotal[r] / bubbleSteps[r], stepsRange.c_str());
+        if (mine && (size_t)r < mine->rankBubbleRate.size())
+          std::printf("  predicted %.4f", mine->rankBubbleRate[r]);
+        if (mine && (size_t)r < mine->jitterRankBubbleRate.size())
+          std::printf(", with measured jitter %.4f",
+                      mine->jitterRankBubbleRate[r]);
+        std::printf("\n");
+      }
+      if (replaySteps) {
+        std::printf("this plan replayed with this run's pass times (T_comm = "
+                    "0, mean over %lld steps): bubble rate per rank",
+                    (long long)replaySteps);
+        for (int32_t r = 0; r < worldSize; ++r)
+          std::printf(" %.4f", replayTotal[r] / replaySteps);
+        std::printf("\n");
+      }
+      if (atMeasured) {
+        std::printf("this plan at this run's mean pass times (%s): bubble "
+                    "rate per rank",
+                    stepsRange.c_str());
+        for (double b : atMeasured->rankBubbleRate)
+          std::printf(" %.4f", b);
+        std::printf(", with this run's jitter");
+        for (double b : atMeasured->jitterRankBubbleRate)
+          std::printf(" %.4f", b);
+        std::printf("\n");
+      }
+      std::printf("peak heap per rank (memory pool, bytes):");
       for (int32_t r = 0; r < worldSize; ++r)
-        if (bubbleSteps[r])
-          std::printf("realized bubble rate  rank %d  %.4f (mean over %s)\n", r,
-                      bubbleTotal[r] / bubbleSteps[r], stepsRange.c_str());
+        std::printf(" %lld", (long long)peakHeap[r]);
+      std::printf("\n");
       if (haveTrace)
         std::printf("trace of step %lld written to %s\n", (long long)steps,
                     traceFile.c_str());

@@ -22,6 +22,9 @@ struct StageInfo {
   std::string forward, backwardInput, backwardWeight;
   double tF, tB, tW, tComm;
   int64_t mB, mW;
+  /// Coefficients of variation of T_F/T_B/T_W measured by zb-run --profile
+  /// ("cv_f", "cv_b", "cv_w" of a profiled stage); negative = not measured.
+  double cvF = -1, cvB = -1, cvW = -1;
 };
 
 /// A parameter or batch input of the model (argument `index` of the
