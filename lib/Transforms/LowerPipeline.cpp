@@ -277,6 +277,15 @@ LogicalResult RankLowering::lower(int64_t rank) {
   std::map<int64_t, std::map<int64_t, SmallVector<std::pair<int64_t, Value>>>>
       pendingGrads; // stage -> mb -> (param, grad)
   std::map<int64_t, int64_t> nextGrad;
+  // Fused backward (1F1B, GPipe, 1F1B-I: B and W are one backward pass): a
+  // gradient B(s, mb) produces for another rank is sent only after W(s, mb),
+  // as a framework without the B/W split sends it after the whole backward.
+  struct DeferredSend {
+    Value value;
+    int64_t to, tag;
+    std::string what;
+  };
+  std::map<std::pair<int64_t, int64_t>, SmallVector<DeferredSend>> deferred;
   std::map<std::pair<int64_t, int64_t>, Value> gradAcc; // (param, stage)
   auto addInOrder = [&](Value acc, Value v) -> Value {
     return acc ? AddOp::create(b, loc, v.getType(), acc, v).getResult() : v;
@@ -377,9 +386,14 @@ LogicalResult RankLowering::lower(int64_t rank) {
           env[{isAct ? Act : Grad, k, mb}] = v;
         } else {
           int64_t tag = zbrt_tag(isAct ? 0 : 1, s, mb);
-          SendOp::create(b, loc, v, rankOf(to), tag);
-          msgs.push_back({true, rankOf(to), tag, tensorBytes(v.getType()),
-                          actName(isAct ? "activation" : "gradient")});
+          std::string what = actName(isAct ? "activation" : "gradient");
+          if (!isAct && schedule.fusedBackward) {
+            deferred[{s, mb}].push_back({v, rankOf(to), tag, what});
+          } else {
+            SendOp::create(b, loc, v, rankOf(to), tag);
+            msgs.push_back(
+                {true, rankOf(to), tag, tensorBytes(v.getType()), what});
+          }
         }
       } else if (r == "saved") {
         env[{Saved, k, mb}] = v;
@@ -398,6 +412,17 @@ LogicalResult RankLowering::lower(int64_t rank) {
                << i << " has an unknown role '" << r << "'";
       }
     }
+    if (a.kind == sched::ActionKind::W) {
+      auto it = deferred.find({s, mb});
+      if (it != deferred.end()) {
+        for (const DeferredSend &d : it->second) {
+          SendOp::create(b, loc, d.value, d.to, d.tag);
+          msgs.push_back(
+              {true, d.to, d.tag, tensorBytes(d.value.getType()), d.what});
+        }
+        deferred.erase(it);
+      }
+    }
     // Sum the weight gradients of the microbatches that are now complete, in
     // microbatch order.
     if (a.kind == sched::ActionKind::W) {
@@ -412,6 +437,11 @@ LogicalResult RankLowering::lower(int64_t rank) {
   }
 
   // Write the outputs.
+  if (!deferred.empty())
+    return module.emitError("rank ")
+           << rank << ": a fused-backward schedule has B(stage "
+           << deferred.begin()->first.first << ", microbatch "
+           << deferred.begin()->first.second << ") without its W";
   if (!pendingLoss.empty() ||
       llvm::any_of(pendingGrads, [](auto &kv) { return !kv.second.empty(); }))
     return module.emitError("rank ")

@@ -160,6 +160,12 @@ DictionaryAttr scheduleToAttr(MLIRContext *ctx, const sched::Schedule &s,
   attrs.set("makespan_ms", b.getF64FloatAttr(sim.makespan));
   attrs.set("peak_memory", b.getDenseF64ArrayAttr(sim.peakMemory));
   attrs.set("stage_to_rank", b.getDenseI64ArrayAttr(stageToRank));
+  // How the schedule is costed and where its gradients leave (1F1B, GPipe
+  // and 1F1B-I send the gradient after the whole backward, B then W).
+  if (s.fusedBackward)
+    attrs.set("fused_backward", b.getUnitAttr());
+  if (s.costConvention == sched::CostConvention::StageSpan)
+    attrs.set("cost_convention", b.getStringAttr("stage_span"));
   attrs.set("ranks", b.getArrayAttr(ranks));
   return attrs.getDictionary(ctx);
 }
@@ -184,6 +190,11 @@ FailureOr<sched::Schedule> readSchedule(ModuleOp module,
   if (auto name = dict.getAs<StringAttr>("name"))
     s.name = name.str();
   s.stageToRank.assign(s2r.asArrayRef().begin(), s2r.asArrayRef().end());
+  s.fusedBackward = dict.contains("fused_backward");
+  if (auto cc = dict.getAs<StringAttr>("cost_convention"))
+    s.costConvention = cc.getValue() == "stage_span"
+                           ? sched::CostConvention::StageSpan
+                           : sched::CostConvention::Makespan;
   *microbatches = mb.getInt();
   for (Attribute r : ranks) {
     auto list = llvm::dyn_cast<ArrayAttr>(r);

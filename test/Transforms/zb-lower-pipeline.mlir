@@ -52,3 +52,22 @@ func.func @main(%x: tensor<4x3xf32>, %w: tensor<3x5xf32> {zb.param}) -> tensor<f
   %l = zb.reduce_sum %h axes [0, 1] : tensor<4x5xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// Where the gradient leaves the last stage. 1F1B does not split the backward
+// (zb.schedule has fused_backward): the gradient of microbatch 0 is sent
+// only after W of that microbatch, as a framework sends it after the whole
+// backward. ZB-H1 sends it right after B, before W.
+// RUN: zb-opt %S/Inputs/mlp2.mlir -zb-autodiff -zb-split-backward -zb-partition-stages=num-stages=2 -zb-schedule="algorithm=1f1b microbatches=2" -zb-lower-pipeline | FileCheck %s --check-prefix=FUSED
+// RUN: zb-opt %S/Inputs/mlp2.mlir -zb-autodiff -zb-split-backward -zb-partition-stages=num-stages=2 -zb-schedule="algorithm=zb-h1 microbatches=2" -zb-lower-pipeline | FileCheck %s --check-prefix=SPLIT
+// FUSED: zb.schedule = {{.*}}fused_backward
+// FUSED-LABEL: func.func @zb_rank1_step(
+// FUSED: call @stage1_backward_input
+// FUSED-NOT: zb.send
+// FUSED: call @stage1_backward_weight
+// FUSED: zb.send %{{.*}} to 0 tag 3
+// SPLIT-NOT: fused_backward
+// SPLIT-LABEL: func.func @zb_rank1_step(
+// SPLIT: call @stage1_backward_input
+// SPLIT-NOT: call @stage1_backward_weight
+// SPLIT: zb.send %{{.*}} to 0 tag 3
+// SPLIT: call @stage1_backward_weight
