@@ -292,6 +292,11 @@ LogicalResult RankLowering::lower(int64_t rank) {
   };
 
   auto &msgs = messages[rank];
+  // A zb.send, recorded for the communication check.
+  auto send = [&](Value v, int64_t to, int64_t tag, std::string what) {
+    SendOp::create(b, loc, v, to, tag);
+    msgs.push_back({true, to, tag, tensorBytes(v.getType()), std::move(what)});
+  };
   for (const sched::Action &a : schedule.perRank[rank]) {
     int64_t s = a.stage, mb = a.microbatch;
     const StageInfo &st = info.stages[s];
@@ -387,13 +392,10 @@ LogicalResult RankLowering::lower(int64_t rank) {
         } else {
           int64_t tag = zbrt_tag(isAct ? 0 : 1, s, mb);
           std::string what = actName(isAct ? "activation" : "gradient");
-          if (!isAct && schedule.fusedBackward) {
+          if (!isAct && schedule.fusedBackward)
             deferred[{s, mb}].push_back({v, rankOf(to), tag, what});
-          } else {
-            SendOp::create(b, loc, v, rankOf(to), tag);
-            msgs.push_back(
-                {true, rankOf(to), tag, tensorBytes(v.getType()), what});
-          }
+          else
+            send(v, rankOf(to), tag, what);
         }
       } else if (r == "saved") {
         env[{Saved, k, mb}] = v;
@@ -415,11 +417,8 @@ LogicalResult RankLowering::lower(int64_t rank) {
     if (a.kind == sched::ActionKind::W) {
       auto it = deferred.find({s, mb});
       if (it != deferred.end()) {
-        for (const DeferredSend &d : it->second) {
-          SendOp::create(b, loc, d.value, d.to, d.tag);
-          msgs.push_back(
-              {true, d.to, d.tag, tensorBytes(d.value.getType()), d.what});
-        }
+        for (const DeferredSend &d : it->second)
+          send(d.value, d.to, d.tag, d.what);
         deferred.erase(it);
       }
     }
@@ -470,14 +469,11 @@ LogicalResult RankLowering::lower(int64_t rank) {
       for (int64_t t : stages)
         if (rankOf(t) != rank && !llvm::is_contained(peers, rankOf(t)))
           peers.push_back(rankOf(t));
-      for (int64_t q : peers) {
-        SendOp::create(b, loc, g, q, tiedTag(p, s));
-        msgs.push_back({true, q, tiedTag(p, s), tensorBytes(g.getType()),
-                        llvm::formatv("tied gradient of parameter #{0} from "
-                                      "stage {1}",
-                                      p, s)
-                            .str()});
-      }
+      for (int64_t q : peers)
+        send(g, q, tiedTag(p, s),
+             llvm::formatv("tied gradient of parameter #{0} from stage {1}", p,
+                           s)
+                 .str());
     }
   }
   for (auto [i, p] : llvm::enumerate(paramIdx)) {

@@ -159,10 +159,6 @@ static void progress(const llvm::Twine &msg) {
     llvm::errs() << "[zb-compile] " << msg << "\n";
 }
 
-/// Monte Carlo samples of the predicted bubble under measured jitter
-/// (zb::sched::estimateJitter; about 5 ms per schedule on the 2-rank GPT).
-static constexpr int kJitterSamples = 400;
-
 static int fail(const llvm::Twine &msg) {
   llvm::errs() << "zb-compile: error: " << msg << "\n";
   return 1;
@@ -423,16 +419,17 @@ int main(int argc, char **argv) {
   if (!llvm::is_contained(names, scheduleName.getValue()))
     names.push_back(scheduleName);
   for (const std::string &name : names) {
-    auto s = zb::sched::buildSchedule(problem, name);
+    // This plan: the schedule read back from the module, as
+    // zb-lower-pipeline lowered it (not built a second time: an ILP would
+    // run again). The others: the paper's schedules, for comparison.
+    llvm::Expected<zb::sched::Schedule> s =
+        name == scheduleName.getValue()
+            ? llvm::Expected<zb::sched::Schedule>(*schedule)
+            : zb::sched::buildSchedule(problem, name);
     if (!s) {
       llvm::consumeError(s.takeError());
       continue;
     }
-    // This plan: the schedule read back from the module, as
-    // zb-lower-pipeline lowered it (the same order, convention and gradient
-    // placement as the built one). The others: for comparison.
-    if (name == scheduleName.getValue())
-      *s = *schedule;
     zb::sched::SimResult sim = zb::sched::simulate(problem, *s);
     llvm::json::Object entry{
         {"bubble_rate", sim.bubbleRate},
@@ -443,7 +440,7 @@ int main(int argc, char **argv) {
     // With a profile that measured the pass-to-pass variation: the expected
     // per-rank bubble under that variation (Monte Carlo, fixed seed).
     if (!problem.cvF.empty()) {
-      auto est = zb::sched::estimateJitter(problem, *s, kJitterSamples);
+      auto est = zb::sched::estimateJitter(problem, *s);
       if (!est)
         return fail("--profile: " + llvm::toString(est.takeError()));
       entry["jitter"] = llvm::json::Object{
@@ -457,6 +454,7 @@ int main(int argc, char **argv) {
     predicted[name] = std::move(entry);
     progress(line);
   }
+  const zb::sched::SimResult planSim = zb::sched::simulate(problem, *schedule);
   {
     // The schedule with the costs it was planned with ("zb-schedule" JSON,
     // include/zb/Schedule/Formats.h): zb-run re-simulates it at the costs it
@@ -465,15 +463,13 @@ int main(int argc, char **argv) {
     llvm::raw_fd_ostream os(outPath("schedule.json"), ec);
     if (ec)
       return fail("cannot write schedule.json: " + ec.message());
-    zb::sched::writeJSON(os, problem, *schedule,
-                         zb::sched::simulate(problem, *schedule));
+    zb::sched::writeJSON(os, problem, *schedule, planSim);
   }
   {
     std::error_code ec;
     llvm::raw_fd_ostream svg(outPath("schedule.svg"), ec);
     if (!ec)
-      zb::sched::writeSVG(svg, problem, *schedule,
-                          zb::sched::simulate(problem, *schedule));
+      zb::sched::writeSVG(svg, problem, *schedule, planSim);
   }
 
   // Parameters: params.bin in model order.

@@ -671,7 +671,7 @@ struct StageProfile {
 /// synchronisation), which is realized minus this.
 struct MeasuredPrediction {
   std::vector<double> rankBubbleRate;       ///< deterministic, mean costs
-  std::vector<double> jitterRankBubbleRate; ///< estimateJitter, 400 samples
+  std::vector<double> jitterRankBubbleRate; ///< estimateJitter
 };
 
 /// The plan's schedule as zb-compile planned it (DIR/schedule.json, the
@@ -766,7 +766,7 @@ predictAtMeasuredCosts(const Plan &plan, const PlannedSchedule &ps,
   if (!sim.complete)
     return note("the schedule cannot be simulated");
   out.rankBubbleRate = sim.rankBubbleRate;
-  auto est = zb::sched::estimateJitter(problem, schedule, 400);
+  auto est = zb::sched::estimateJitter(problem, schedule);
   if (!est)
     return note(toString(est.takeError()));
   out.jitterRankBubbleRate = est->rankBubbleRate;
@@ -961,10 +961,17 @@ int main(int argc, char **argv) {
                MPI_COMM_WORLD);
 
     const bool lastStep = step + 1 == steps;
-    if (replayWanted && (steps == 1 || step > 0)) {
+    const bool measured = steps == 1 || step > 0;
+    if (measured)
+      profile.add(zbrt::traceEvents(), rank);
+    // All ranks' events on rank 0 (one collective), for the replay of every
+    // measured step and the --trace file of the last one.
+    const bool replayThis = replayWanted && measured;
+    const bool traceThis = lastStep && !traceFile.empty();
+    if (replayThis || traceThis) {
       std::vector<zbrt::TraceEvent> all =
           zbrt::gatherTrace(zbrt::traceEvents(), 0);
-      if (rank == 0) {
+      if (rank == 0 && replayThis) {
         std::vector<double> b = replayStep(*planned, all);
         if (b.size() == (size_t)worldSize) {
           for (int32_t r = 0; r < worldSize; ++r)
@@ -972,13 +979,7 @@ int main(int argc, char **argv) {
           ++replaySteps;
         }
       }
-    }
-    if (steps == 1 || step > 0)
-      profile.add(zbrt::traceEvents(), rank);
-    if (lastStep && !traceFile.empty()) {
-      std::vector<zbrt::TraceEvent> all =
-          zbrt::gatherTrace(zbrt::traceEvents(), 0);
-      if (rank == 0) {
+      if (rank == 0 && traceThis) {
         std::string err;
         if (!zbrt::writeChromeTraceFile(traceFile, all, worldSize, step + 1,
                                         &err))
@@ -996,9 +997,9 @@ int main(int argc, char **argv) {
       res.timeMs = std::max(res.timeMs, s.timeMs);
     }
     results.push_back(res);
-    // Realized bubble: mean over steps, excluding step 1 (warm-up of caches
-    // and MPI connections) when there is more than one step.
-    if (steps == 1 || step > 0)
+    // Realized bubble: mean over the measured steps (step 1 warms up caches
+    // and MPI connections and is left out when there is more than one step).
+    if (measured)
       for (int32_t r = 0; r < worldSize; ++r)
         if (samples[r].numActions > 0) {
           bubbleTotal[r] += samples[r].bubble;

@@ -273,7 +273,7 @@ struct JitterEstimate {
 /// a negative cv, or a schedule that cannot be simulated.
 llvm::Expected<JitterEstimate> estimateJitter(const Problem &problem,
                                               const Schedule &schedule,
-                                              int samples = 200,
+                                              int samples = 400,
                                               uint64_t seed = 1);
 
 /// Checks a schedule: structure (p ranks, stageToRank, actions on their

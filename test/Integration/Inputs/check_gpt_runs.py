@@ -50,50 +50,13 @@ def main():
     plan_dir = a.runs[0]
     plan = json.load(open(os.path.join(plan_dir, "plan.json")))
     p = ref.load_params(plan_dir, plan)
-    M, B = plan["num_microbatches"], plan["microbatch_size"]
-    T = plan["inputs"][0]["sample_shape"][0]
-    opt = plan["optimizer"]
-    lr = opt["lr"]
-    m_state = [np.zeros_like(x) for x in p]
-    v_state = [np.zeros_like(x) for x in p]
-    if a.text:
-        text = np.frombuffer(open(a.text, "rb").read(), dtype=np.uint8)
-    else:
-        toks_all, tgts_all = (ref.read_pb(os.path.join(a.data,
-                                                       f"input_{i}.pb"))
-                              for i in range(2))
+    batches = ref.batch_source(plan, a.text, a.data, a.seed)
+    optimizer = ref.Optimizer(plan["optimizer"], p)
     ok = same_loss and same_params
     for step in range(a.steps):
-        if a.text:
-            toks, tgts = ref.text_batches(text, a.seed, step, M * B, T)
-        else:
-            n = len(toks_all)
-            idx = [(step * M * B + t) % n for t in range(M * B)]
-            toks, tgts = toks_all[idx], tgts_all[idx]
-        total = 0.0
-        grads = [np.zeros_like(x) for x in p]
-        for j in range(M):
-            loss, g = ref.loss_and_grads(p, a.layers, a.heads,
-                                         toks[j * B:(j + 1) * B],
-                                         tgts[j * B:(j + 1) * B])
-            total += loss / M
-            for acc, gi in zip(grads, g):
-                acc += gi / M
-        t = step + 1
-        for i, (x, g) in enumerate(zip(p, grads)):
-            if opt["name"] == "adamw":
-                # AdamW (Loshchilov & Hutter, ICLR 2019, Algorithm 2) in the
-                # form of torch.optim.AdamW: decoupled decay, bias-corrected
-                # moments.
-                b1, b2 = opt["beta1"], opt["beta2"]
-                x *= 1 - lr * opt["weight_decay"]
-                m_state[i] = b1 * m_state[i] + (1 - b1) * g
-                v_state[i] = b2 * v_state[i] + (1 - b2) * g * g
-                mhat = m_state[i] / (1 - b1 ** t)
-                vhat = v_state[i] / (1 - b2 ** t)
-                x -= lr * mhat / (np.sqrt(vhat) + opt["eps"])
-            else:
-                x -= lr * g
+        total, grads = ref.step_loss_and_grads(p, a.layers, a.heads, plan,
+                                               *batches(step))
+        optimizer.step(p, grads)
         diff = abs(losses[0][step] - total)
         good = diff <= a.tol
         ok = ok and good

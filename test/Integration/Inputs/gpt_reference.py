@@ -183,6 +183,67 @@ def loss_and_grads(params, layers, heads, tokens, targets):
     return loss, grads
 
 
+def batch_source(plan, text=None, data=None, seed=0):
+    """step -> (tokens, targets) of that step's M * B sequences: text cut by
+    text_batches (zb-run --data FILE.txt), or rows step*M*B.. of the
+    input_0.pb / input_1.pb of directory `data` (wrapping around)."""
+    M, B = plan["num_microbatches"], plan["microbatch_size"]
+    T = plan["inputs"][0]["sample_shape"][0]
+    if text:
+        raw = np.frombuffer(open(text, "rb").read(), dtype=np.uint8)
+        return lambda step: text_batches(raw, seed, step, M * B, T)
+    toks_all, tgts_all = (read_pb(os.path.join(data, f"input_{i}.pb"))
+                          for i in range(2))
+
+    def rows(step):
+        idx = [(step * M * B + t) % len(toks_all) for t in range(M * B)]
+        return toks_all[idx], tgts_all[idx]
+    return rows
+
+
+def step_loss_and_grads(params, layers, heads, plan, toks, tgts):
+    """Mean loss and mean gradients over the step's M microbatches of B."""
+    M, B = plan["num_microbatches"], plan["microbatch_size"]
+    total = 0.0
+    grads = [np.zeros_like(p) for p in params]
+    for j in range(M):
+        loss, g = loss_and_grads(params, layers, heads,
+                                 toks[j * B:(j + 1) * B],
+                                 tgts[j * B:(j + 1) * B])
+        total += loss / M
+        for acc, gi in zip(grads, g):
+            acc += gi / M
+    return total, grads
+
+
+class Optimizer:
+    """plan.json's optimizer on float64 parameters, updated in place: SGD, or
+    AdamW in the form of torch.optim.AdamW (Loshchilov & Hutter, ICLR 2019,
+    Algorithm 2: decoupled weight decay, bias-corrected moments)."""
+
+    def __init__(self, opt, params, lr=None):
+        self.opt = opt
+        self.lr = lr if lr is not None else opt["lr"]
+        self.m = [np.zeros_like(p) for p in params]
+        self.v = [np.zeros_like(p) for p in params]
+        self.t = 0
+
+    def step(self, params, grads):
+        opt, lr = self.opt, self.lr
+        self.t += 1
+        for i, (p, g) in enumerate(zip(params, grads)):
+            if opt["name"] == "adamw":
+                b1, b2 = opt["beta1"], opt["beta2"]
+                p *= 1 - lr * opt["weight_decay"]
+                self.m[i] = b1 * self.m[i] + (1 - b1) * g
+                self.v[i] = b2 * self.v[i] + (1 - b2) * g * g
+                mhat = self.m[i] / (1 - b1 ** self.t)
+                vhat = self.v[i] / (1 - b2 ** self.t)
+                p -= lr * mhat / (np.sqrt(vhat) + opt["eps"])
+            else:
+                p -= lr * g
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("plan_dir")
@@ -197,52 +258,18 @@ def main():
     a = ap.parse_args()
     plan = json.load(open(os.path.join(a.plan_dir, "plan.json")))
     params = load_params(a.plan_dir, plan)
-    M, B = plan["num_microbatches"], plan["microbatch_size"]
-    T = plan["inputs"][0]["sample_shape"][0]
-    opt = plan["optimizer"]
-    lr = a.lr if a.lr is not None else opt["lr"]
-    adam = opt["name"] == "adamw"
-    m_state = [np.zeros_like(p) for p in params]
-    v_state = [np.zeros_like(p) for p in params]
-    if a.text:
-        text = np.frombuffer(open(a.text, "rb").read(), dtype=np.uint8)
-    else:
-        toks_all, tgts_all = (read_pb(os.path.join(a.data, f"input_{i}.pb"))
-                              for i in range(2))
+    batches = batch_source(plan, a.text, a.data, a.seed)
+    optimizer = Optimizer(plan["optimizer"], params, a.lr)
     for step in range(1 if a.grads else a.steps):
-        if a.text:
-            toks, tgts = text_batches(text, a.seed, step, M * B, T)
-        else:
-            n = len(toks_all)
-            idx = [(step * M * B + t) % n for t in range(M * B)]
-            toks, tgts = toks_all[idx], tgts_all[idx]
-        total = 0.0
-        grads = [np.zeros_like(p) for p in params]
-        for j in range(M):
-            loss, g = loss_and_grads(params, a.layers, a.heads,
-                                     toks[j * B:(j + 1) * B],
-                                     tgts[j * B:(j + 1) * B])
-            total += loss / M
-            for acc, gi in zip(grads, g):
-                acc += gi / M
+        total, grads = step_loss_and_grads(params, a.layers, a.heads, plan,
+                                           *batches(step))
         if a.grads:
             print(f"loss {total:.9g}")
             for p, g in zip(plan["params"], grads):
                 print(f"grad_norm {p['name']} {np.linalg.norm(g):.9g}")
             return 0
         print(f"step {step + 1} loss {total:.9f}")
-        t = step + 1
-        for i, (p, g) in enumerate(zip(params, grads)):
-            if adam:  # torch.optim.AdamW (decoupled weight decay)
-                b1, b2 = opt["beta1"], opt["beta2"]
-                p *= 1 - lr * opt["weight_decay"]
-                m_state[i] = b1 * m_state[i] + (1 - b1) * g
-                v_state[i] = b2 * v_state[i] + (1 - b2) * g * g
-                mhat = m_state[i] / (1 - b1 ** t)
-                vhat = v_state[i] / (1 - b2 ** t)
-                p -= lr * mhat / (np.sqrt(vhat) + opt["eps"])
-            else:
-                p -= lr * g
+        optimizer.step(params, grads)
     return 0
 
 
