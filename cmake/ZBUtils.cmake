@@ -7,3 +7,58 @@ macro(zb_add_subdirectory dir)
     message(STATUS "zb: skipping ${CMAKE_CURRENT_SOURCE_DIR}/${dir} (no CMakeLists.txt)")
   endif()
 endmacro()
+
+# ---- Build-enforced layering -------------------------------------------------
+# LLVM's and MLIR's headers share one directory (/usr/lib/llvm-22/include), and
+# the project's include/ holds both zb/Schedule (MLIR-free) and zb/Dialect etc.
+# (MLIR). So that an MLIR-free layer cannot #include "mlir/..." or an
+# MLIR-using zb header, zb_mlir_free_target() gives a target include
+# directories that are build-tree views holding only what that layer may see:
+#   ${ZB_VIEW_DIR}/llvm      llvm/ and llvm-c/ (symlinks into LLVM's include)
+#   ${ZB_VIEW_DIR}/schedule  zb/Schedule (symlink into include/zb/Schedule)
+#   runtime/include          zbrt/ (already a directory of its own)
+# and drops the directory-wide include directories (LLVM/MLIR, include/) that
+# the target inherited.
+#
+#   zb_mlir_free_target(<target> [SCHEDULE] [RUNTIME] [LLVM])
+#     SCHEDULE  the target may include zb/Schedule/*.h
+#     RUNTIME   the target may include zbrt/*.h
+#     LLVM      the target may include llvm/ and llvm-c/ headers
+# Each propagates to the target's consumers (to MLIR-free ones only for the
+# views). Include directories from linked targets (MPI, GTest, CBC) stay.
+set(ZB_VIEW_DIR ${PROJECT_BINARY_DIR}/include-views)
+function(zb_make_include_views)
+  file(MAKE_DIRECTORY ${ZB_VIEW_DIR}/llvm ${ZB_VIEW_DIR}/schedule/zb)
+  foreach(sub llvm llvm-c)
+    file(CREATE_LINK ${LLVM_INCLUDE_DIR}/${sub} ${ZB_VIEW_DIR}/llvm/${sub}
+         SYMBOLIC)
+  endforeach()
+  file(CREATE_LINK ${PROJECT_SOURCE_DIR}/include/zb/Schedule
+       ${ZB_VIEW_DIR}/schedule/zb/Schedule SYMBOLIC)
+endfunction()
+
+function(zb_mlir_free_target target)
+  cmake_parse_arguments(ARG "SCHEDULE;RUNTIME;LLVM" "" "" ${ARGN})
+  # Replace (not append to) what the directory scope handed down.
+  set_property(TARGET ${target} PROPERTY INCLUDE_DIRECTORIES "")
+  set_property(TARGET ${target} PROPERTY INTERFACE_INCLUDE_DIRECTORIES "")
+  set_property(TARGET ${target} PROPERTY ZB_MLIR_FREE ON)
+  if(ARG_RUNTIME)
+    target_include_directories(${target} PUBLIC
+      ${PROJECT_SOURCE_DIR}/runtime/include)
+  endif()
+  # The views propagate only to consumers that are MLIR-free themselves: the
+  # MLIR layers see the same headers through the directory-wide include
+  # directories, and their command lines stay as they were.
+  set(consumerIsFree "$<BOOL:$<TARGET_PROPERTY:ZB_MLIR_FREE>>")
+  if(ARG_SCHEDULE)
+    target_include_directories(${target} PRIVATE ${ZB_VIEW_DIR}/schedule)
+    target_include_directories(${target} INTERFACE
+      "$<${consumerIsFree}:${ZB_VIEW_DIR}/schedule>")
+  endif()
+  if(ARG_LLVM)
+    target_include_directories(${target} SYSTEM PRIVATE ${ZB_VIEW_DIR}/llvm)
+    target_include_directories(${target} SYSTEM INTERFACE
+      "$<${consumerIsFree}:${ZB_VIEW_DIR}/llvm>")
+  endif()
+endfunction()

@@ -1,0 +1,32 @@
+# ctests that prove the build-enforced layering of zb_mlir_free_target()
+# (cmake/ZBUtils.cmake): each compiles a probe from cmake/layering/ with exactly
+# the include directories and definitions of an MLIR-free target.
+#   ZBLayering.<target>.no-mlir    #include "mlir/IR/Builders.h" is not found
+#   ZBLayering.<target>.no-zb-mlir #include "zb/Dialect/..." is not found
+#   ZBLayering.<target>.own        the target's own public header compiles
+set(ZB_LAYERING_PROBES ${PROJECT_SOURCE_DIR}/cmake/layering)
+
+function(zb_add_layering_test name target probe expect)
+  set(incs "$<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>")
+  set(defs "$<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>")
+  add_test(NAME ZBLayering.${target}.${name}
+    COMMAND ${CMAKE_CXX_COMPILER} -std=c++17 -fsyntax-only
+            "$<$<BOOL:${incs}>:-I$<JOIN:${incs},;-I>>"
+            "$<$<BOOL:${defs}>:-D$<JOIN:${defs},;-D>>"
+            ${ZB_LAYERING_PROBES}/${probe}
+    COMMAND_EXPAND_LISTS)
+  if(expect STREQUAL "compiles")
+    return()
+  endif()
+  # Must fail, and for the reason under test (the header is not found).
+  set_tests_properties(ZBLayering.${target}.${name} PROPERTIES
+    PASS_REGULAR_EXPRESSION "${expect}.*(No such file|file not found)")
+endfunction()
+
+foreach(target ZBSchedule zbrt)
+  zb_add_layering_test(no-mlir ${target} mlir_probe.cpp "mlir/IR/Builders.h")
+  zb_add_layering_test(no-zb-mlir ${target} zb_dialect_probe.cpp
+                       "zb/Dialect/ZB/IR/ZBDialect.h")
+endforeach()
+zb_add_layering_test(own ZBSchedule schedule_probe.cpp compiles)
+zb_add_layering_test(own zbrt zbrt_probe.cpp compiles)
