@@ -58,7 +58,8 @@ double zb::sched::stageSpanLowerBound(const Problem &problem,
     auto fitCount = [&](double budget, double unit) -> long {
       if (unit <= 0 || std::isinf(budget))
         return m;
-      return std::min<long>(m, (long)std::floor(budget / unit + 1e-9));
+      return std::min<long>(
+          m, (long)std::floor(budget / unit + StageCosts::kFitTolerance));
     };
     long nF = fitCount(limit, c.memB[j]);
     double idleStart = std::max(0.0, c.f[j] + chain - nF * c.f[j]);
@@ -66,7 +67,7 @@ double zb::sched::stageSpanLowerBound(const Problem &problem,
     for (long a = 1; a <= std::min<long>(m, std::max<long>(1, nF)); ++a) {
       double left = limit - a * c.memB[j];
       long b = std::min<long>(m - a, fitCount(std::max(0.0, left), c.memW[j]));
-      if (left < -1e-9 * std::max(1.0, limit))
+      if (left < -StageCosts::kFitTolerance * std::max(1.0, limit))
         break;
       fill = std::max(fill, (a - 1) * (c.b[j] + c.w[j]) + b * c.w[j]);
     }

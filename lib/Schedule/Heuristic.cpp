@@ -55,16 +55,10 @@ public:
   std::vector<std::vector<Action>> takeOrder() { return std::move(order); }
 
 private:
-  double cost(ActionKind k, int j) const {
-    return k == ActionKind::F ? c.f[j] : k == ActionKind::B ? c.b[j] : c.w[j];
-  }
-  double memDelta(ActionKind k, int j) const {
-    return k == ActionKind::F   ? c.memB[j]
-           : k == ActionKind::B ? c.memW[j] - c.memB[j]
-                                : -c.memW[j];
-  }
+  double cost(ActionKind k, int j) const { return c.cost(k, j); }
+  double memDelta(ActionKind k, int j) const { return c.memoryDelta(k, j); }
   bool fits(double value, int j) const {
-    return value <= limit[j] + 1e-9 * std::max(1.0, std::fabs(limit[j]));
+    return StageCosts::fits(value, limit[j]);
   }
   double &endOf(ActionKind k, int j, int i) {
     return end[(static_cast<int>(k) * p + j) * m + i];
@@ -138,7 +132,7 @@ bool HeuristicRun::run(const HeuristicFlags &flags) {
   for (int i = 0; i < m; ++i) {
     if (i == 0) {
       for (int j = 0; j < p; ++j) {
-        if (!fits(mem[j] + c.memB[j], j))
+        if (!fits(mem[j] + memDelta(ActionKind::F, j), j))
           return false;
         put(j, ActionKind::F);
       }
@@ -153,14 +147,15 @@ bool HeuristicRun::run(const HeuristicFlags &flags) {
         }
         double memory = mem[j], time = e[j];
         double arrival = lastT + c.comm[j + 1];
-        while (f[j] + required[j] < m && fits(memory + c.memB[j], j)) {
+        while (f[j] + required[j] < m &&
+               fits(memory + memDelta(ActionKind::F, j), j)) {
           if (flags.allowBubbleBeforeFirstB) {
             if (time + c.f[j] > arrival)
               break;
           } else if (time >= arrival) {
             break;
           }
-          memory += c.memB[j];
+          memory += memDelta(ActionKind::F, j);
           time += c.f[j];
           ++required[j];
         }
@@ -178,7 +173,7 @@ bool HeuristicRun::run(const HeuristicFlags &flags) {
         for (int k = 0; k < required[j]; ++k)
           put(j, ActionKind::F);
       for (int j = p - 1; j >= 0; --j) {
-        if (!makeRoom(j, c.memW[j] - c.memB[j]))
+        if (!makeRoom(j, memDelta(ActionKind::B, j)))
           return false;
         put(j, ActionKind::B);
       }
@@ -193,10 +188,10 @@ bool HeuristicRun::run(const HeuristicFlags &flags) {
         double nextPlusFB = e[j + 1] + c.f[j + 1] + c.b[j + 1] + c.comm[j + 1];
         if (e[j] >= nextPlusFB)
           continue;
-        double wCost = 0, memWithW = mem[j] + c.memB[j];
+        double wCost = 0, memWithW = mem[j] + memDelta(ActionKind::F, j);
         for (int cnt = 0; !fits(memWithW, j) && w[j] + cnt < b[j]; ++cnt) {
           wCost += c.w[j];
-          memWithW -= c.memW[j];
+          memWithW += memDelta(ActionKind::W, j);
         }
         if (e[j] + c.f[j] + wCost <= nextPlusFB) {
           required[j] = 1;
@@ -216,7 +211,7 @@ bool HeuristicRun::run(const HeuristicFlags &flags) {
     for (int j = 0; j < p; ++j) {
       if (!required[j] || (j > 0 && f[j] >= f[j - 1]))
         continue;
-      if (!makeRoom(j, c.memB[j]))
+      if (!makeRoom(j, memDelta(ActionKind::F, j)))
         return false;
       if (j > 0)
         fillWithW(j, endOf(ActionKind::F, j - 1, f[j]) + c.comm[j - 1],
@@ -227,11 +222,12 @@ bool HeuristicRun::run(const HeuristicFlags &flags) {
       if (b[j] != i)
         return false;     // cannot happen for a well-formed run
       while (f[j] <= i) { // B(j, i) needs F(j, i); not reached in the paper's
-        if ((j > 0 && f[j] >= f[j - 1]) || !makeRoom(j, c.memB[j])) // settings
+        if ((j > 0 && f[j] >= f[j - 1]) ||
+            !makeRoom(j, memDelta(ActionKind::F, j))) // settings
           return false;
         put(j, ActionKind::F);
       }
-      if (!makeRoom(j, c.memW[j] - c.memB[j]))
+      if (!makeRoom(j, memDelta(ActionKind::B, j)))
         return false;
       if (j + 1 < p)
         fillWithW(j, endOf(ActionKind::B, j + 1, i) + c.comm[j + 1],
@@ -311,11 +307,7 @@ llvm::Expected<Schedule> detail::buildHeuristic(const Problem &problem,
       continue;
     }
     SimResult sim = simulate(problem, *hand);
-    bool fits = true;
-    for (int j = 0; j < p; ++j)
-      fits &= sim.peakMemory[j] <=
-              limits[j] + 1e-9 * std::max(1.0, std::fabs(limits[j]));
-    if (fits && sim.stageSpan < best) {
+    if (StageCosts::allFit(sim.peakMemory, limits) && sim.stageSpan < best) {
       best = sim.stageSpan;
       s.perRank = std::move(hand->perRank);
     }
@@ -334,11 +326,7 @@ llvm::Expected<Schedule> detail::buildHeuristic(const Problem &problem,
   if (options.localSearch) {
     // Wider search: the flag settings under tighter limits.
     auto fits = [&](const SimResult &sim) {
-      for (int j = 0; j < p; ++j)
-        if (sim.peakMemory[j] >
-            limits[j] + 1e-9 * std::max(1.0, std::fabs(limits[j])))
-          return false;
-      return sim.complete;
+      return StageCosts::allFit(sim.peakMemory, limits) && sim.complete;
     };
     for (int step = 1; step <= 20; ++step) {
       std::vector<double> tighter(limits);

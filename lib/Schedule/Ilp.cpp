@@ -468,12 +468,10 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   std::vector<int> warmPos(numNodes);
   for (int s = 0; s < p; ++s)
     for (int i = 0; i < m; ++i) {
-      cost[node(ActionKind::F, s, i)] = c.f[s];
-      cost[node(ActionKind::B, s, i)] = c.b[s];
-      cost[node(ActionKind::W, s, i)] = c.w[s];
-      delta[node(ActionKind::F, s, i)] = c.memB[s];
-      delta[node(ActionKind::B, s, i)] = c.memW[s] - c.memB[s];
-      delta[node(ActionKind::W, s, i)] = -c.memW[s];
+      for (ActionKind k : {ActionKind::F, ActionKind::B, ActionKind::W}) {
+        cost[node(k, s, i)] = c.cost(k, s);
+        delta[node(k, s, i)] = c.memoryDelta(k, s);
+      }
     }
   for (int r = 0; r < p; ++r)
     for (size_t k = 0; k < warm->perRank[r].size(); ++k) {

@@ -72,10 +72,8 @@ public:
     SimResult r = simulate(problem, s);
     if (!r.complete)
       return false;
-    for (size_t j = 0; j < r.peakMemory.size(); ++j)
-      if (r.peakMemory[j] >
-          limits[j] + 1e-9 * std::max(1.0, std::fabs(limits[j])))
-        return false;
+    if (!StageCosts::allFit(r.peakMemory, limits))
+      return false;
     out.span = r.stageSpan;
     out.makespan = r.makespan;
     out.sumSpan = 0;

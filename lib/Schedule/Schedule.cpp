@@ -216,27 +216,11 @@ static int dependencies(const Action &a, const Schedule &schedule,
 }
 
 static double actionCost(const StageCosts &c, const Action &a) {
-  switch (a.kind) {
-  case ActionKind::F:
-    return c.f[a.stage];
-  case ActionKind::B:
-    return c.b[a.stage];
-  case ActionKind::W:
-    return c.w[a.stage];
-  }
-  return 0;
+  return c.cost(a.kind, a.stage);
 }
 
 static double memDelta(const StageCosts &c, const Action &a) {
-  switch (a.kind) {
-  case ActionKind::F:
-    return c.memB[a.stage];
-  case ActionKind::B:
-    return c.memW[a.stage] - c.memB[a.stage];
-  case ActionKind::W:
-    return -c.memW[a.stage];
-  }
-  return 0;
+  return c.memoryDelta(a.kind, a.stage);
 }
 
 namespace {
@@ -423,7 +407,7 @@ static std::string describe(const Action &a) {
 }
 
 static bool exceeds(double value, double limit) {
-  return value > limit + 1e-9 * std::max(1.0, std::fabs(limit));
+  return !StageCosts::fits(value, limit);
 }
 
 llvm::Error zb::sched::verify(const Problem &problem,
@@ -584,14 +568,14 @@ double zb::sched::detail::minimumMemory(const Problem &problem,
     double mem = 0, peak = 0;
     for (int s = 0, e = stageToRank.size(); s < e; ++s)
       if (stageToRank[s] == r) {
-        mem += c.memB[s];
+        mem += c.memoryDelta(ActionKind::F, s);
         peak = std::max(peak, mem);
       }
     for (int s = stageToRank.size() - 1; s >= 0; --s)
       if (stageToRank[s] == r) {
-        mem += c.memW[s] - c.memB[s];
+        mem += c.memoryDelta(ActionKind::B, s);
         peak = std::max(peak, mem);
-        mem -= c.memW[s];
+        mem += c.memoryDelta(ActionKind::W, s);
       }
     if (r == 0 || peak > worst) {
       worst = peak;

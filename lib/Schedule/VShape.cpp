@@ -48,17 +48,9 @@ private:
   int idx(ActionKind k, int s, int i) const {
     return (static_cast<int>(k) * S + s) * m + i;
   }
-  double cost(ActionKind k, int s) const {
-    return k == ActionKind::F ? c.f[s] : k == ActionKind::B ? c.b[s] : c.w[s];
-  }
-  double delta(ActionKind k, int s) const {
-    return k == ActionKind::F   ? c.memB[s]
-           : k == ActionKind::B ? c.memW[s] - c.memB[s]
-                                : -c.memW[s];
-  }
-  bool fits(double v, int r) const {
-    return v <= limit[r] + 1e-9 * std::max(1.0, std::fabs(limit[r]));
-  }
+  double cost(ActionKind k, int s) const { return c.cost(k, s); }
+  double delta(ActionKind k, int s) const { return c.memoryDelta(k, s); }
+  bool fits(double v, int r) const { return StageCosts::fits(v, limit[r]); }
   /// Time at which the inputs of (k, s, i) are available; < 0 if unknown.
   double readyTime(ActionKind k, int s, int i) const;
   void commit(int r, ActionKind k, int s, int i, double start);
@@ -134,14 +126,15 @@ bool VGreedy::run() {
       // F of the second chunk; it must follow the first chunk's F.
       if (nextF[second] < m && nextF[second] < nextF[first]) {
         double t = readyTime(ActionKind::F, second, nextF[second]);
-        if (t >= 0 && fits(mem[r] + c.memB[second], r))
+        if (t >= 0 && fits(mem[r] + delta(ActionKind::F, second), r))
           cands[n++] = {ActionKind::F, second, std::max(now, t)};
       }
       // F of the first chunk, keeping room for the second-chunk F of every
       // microbatch started on this rank.
       if (nextF[first] < m) {
         int open = nextF[first] + 1 - nextF[second];
-        double need = mem[r] + c.memB[first] + open * c.memB[second];
+        double need = mem[r] + delta(ActionKind::F, first) +
+                      open * delta(ActionKind::F, second);
         double t = readyTime(ActionKind::F, first, nextF[first]);
         if (t >= 0 && fits(need, r))
           cands[n++] = {ActionKind::F, first, std::max(now, t)};

@@ -26,7 +26,9 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -349,6 +351,37 @@ double stageSpanLowerBound(const Problem &problem,
 /// Per-global-stage view of a problem for a given stage-to-rank mapping.
 struct StageCosts {
   std::vector<double> f, b, w, comm, memB, memW;
+
+  /// Relative tolerance of every memory-limit comparison in lib/Schedule: a
+  /// value fits a limit L when value <= L + kFitTolerance * max(1, |L|), so
+  /// that a limit of exactly k M_B admits k F passes despite rounding.
+  static constexpr double kFitTolerance = 1e-9;
+
+  /// Time of one \p kind pass on global stage \p stage: T_F, T_B or T_W (ms).
+  double cost(ActionKind kind, int stage) const {
+    return kind == ActionKind::F   ? f[stage]
+           : kind == ActionKind::B ? b[stage]
+                                   : w[stage];
+  }
+  /// Activation memory (bytes or the problem's unit) that one \p kind pass on
+  /// global stage \p stage adds to its rank: F +M_B, B +M_W-M_B, W -M_W.
+  double memoryDelta(ActionKind kind, int stage) const {
+    return kind == ActionKind::F   ? memB[stage]
+           : kind == ActionKind::B ? memW[stage] - memB[stage]
+                                   : -memW[stage];
+  }
+  /// True when memory \p value fits \p limit (with kFitTolerance).
+  static bool fits(double value, double limit) {
+    return value <= limit + kFitTolerance * std::max(1.0, std::fabs(limit));
+  }
+  /// True when every rank's \p peak fits its entry of \p limits.
+  static bool allFit(llvm::ArrayRef<double> peak,
+                     llvm::ArrayRef<double> limits) {
+    for (size_t r = 0; r < peak.size(); ++r)
+      if (!fits(peak[r], limits[r]))
+        return false;
+    return true;
+  }
 };
 /// Resolves the per-rank (or per-stage) vectors of \p problem to one value per
 /// global stage; chunks of a rank get 1/V of the rank's value.
