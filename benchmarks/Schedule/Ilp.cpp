@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Table5Data.h"
+#include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 
 #include "llvm/Support/FormatVariadic.h"

@@ -9,15 +9,10 @@
 #ifndef ZB_LIB_SCHEDULE_BUILDERS_H
 #define ZB_LIB_SCHEDULE_BUILDERS_H
 
+#include "zb/Schedule/BuildOptions.h"
 #include "zb/Schedule/Schedule.h"
 
 namespace zb::sched::detail {
-
-/// Peak memory per rank of the most frugal schedule (one microbatch in flight,
-/// W right after B); the maximum over ranks is returned, its rank in
-/// \p worstRank.
-double minimumMemory(const Problem &problem, llvm::ArrayRef<int> stageToRank,
-                     int *worstRank);
 
 llvm::Expected<Schedule> buildGPipe(const Problem &problem);
 llvm::Expected<Schedule> build1F1B(const Problem &problem);

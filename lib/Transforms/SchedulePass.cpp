@@ -5,6 +5,7 @@
 // the schedule and attaches it to the module as `zb.schedule`.
 //
 //===----------------------------------------------------------------------===//
+#include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 #include "zb/Transforms/Passes.h"
 #include "zb/Transforms/PipelineInfo.h"

@@ -16,6 +16,7 @@
 #include "zb/Frontend/StableHLO/StableHLOImporter.h"
 #include "zb/Pipelines/Pipelines.h"
 #include "zb/Schedule/Formats.h"
+#include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 #include "zb/Transforms/Passes.h"
 #include "zb/Transforms/PipelineInfo.h"

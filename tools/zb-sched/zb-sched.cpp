@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zb/Schedule/Formats.h"
+#include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 
 #include "llvm/ADT/SmallVector.h"

@@ -1,5 +1,6 @@
 //===- BeyondTest.cpp - Lower bound and wider search ----------------------===//
 
+#include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 #include "../../benchmarks/Schedule/Table5Data.h"
 

@@ -1,5 +1,6 @@
 //===- CommunicationTest.cpp - Send/recv insertion and its verifier -------===//
 
+#include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 
 #include "gtest/gtest.h"

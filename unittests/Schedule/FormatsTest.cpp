@@ -1,6 +1,7 @@
 //===- FormatsTest.cpp - JSON / CSV round trips, trace, SVG ---------------===//
 
 #include "zb/Schedule/Formats.h"
+#include "zb/Schedule/Registry.h"
 
 #include "gtest/gtest.h"
 

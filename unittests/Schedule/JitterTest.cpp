@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 
 #include "gtest/gtest.h"

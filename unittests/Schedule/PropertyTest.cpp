@@ -1,5 +1,6 @@
 //===- PropertyTest.cpp - Random problems through every schedule ----------===//
 
+#include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 
 #include "gtest/gtest.h"

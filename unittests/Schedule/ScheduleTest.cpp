@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 #include "../../benchmarks/Schedule/Table5Data.h"
 

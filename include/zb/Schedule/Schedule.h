@@ -166,86 +166,16 @@ struct SimResult {
   bool complete = true;
 };
 
-/// Options for buildSchedule.
-struct BuildOptions {
-  /// ILP: wall-clock limit for CBC in seconds.
-  double timeLimitSeconds = 60;
-  /// ILP: CBC threads.
-  int threads = 1;
-  /// ILP: print CBC's log to stderr.
-  bool verbose = false;
-  /// Heuristic and ILP warm start: widen the search beyond the paper (off by
-  /// default, so that zb-1p / zb-2p are exactly the paper's heuristic):
-  ///   - the 8 flag settings are also run with memory limits below the target
-  ///     (the greedy is not monotone in the limit; every result is checked
-  ///     against the real limit),
-  ///   - then a local search moves single F, B or W passes within a window of
-  ///     their rank's order and keeps strict improvements of the stage span
-  ///     (ties: sum of stage spans, makespan) that respect the memory limit
-  ///     (at most searchEvaluations simulations).
-  bool localSearch = false;
-  /// Local search: the budget of simulated candidate orders.
-  int searchEvaluations = 4000;
-};
-
-/// What the ILP solver reported (Appendix G). Filled by buildSchedule("ilp").
-struct IlpReport {
-  /// CBC's status: "optimal", "optimal (LP relaxation)" (the LP relaxation
-  /// already proves the warm start optimal; CBC not run), "time limit
-  /// (feasible)", "infeasible", ...
-  std::string status;
-  /// True only if CBC proved optimality.
-  bool provenOptimal = false;
-  /// Objective of the returned schedule (stage span, ms), the best lower
-  /// bound on the optimum (ms): the larger of CBC's bound and the analytic
-  /// bound, rounded up to the grid of the times (the largest g that divides
-  /// every T_F, T_B, T_W, T_comm; every stage span is a multiple of it), or
-  /// the objective itself when CBC proved optimality; and gap =
-  /// (objective - bestBound) / objective.
-  double objective = 0, bestBound = 0, gap = 0;
-  /// stageSpanLowerBound at the problem's memory limit (ms); the model's
-  /// objective column is bounded below by it, so cbcBound >= analyticBound.
-  double analyticBound = 0;
-  /// CBC's own bound (ms; NaN if it had none): its final best possible
-  /// objective when it returned ("final"), else the latest one from its
-  /// progress messages ("progress"), else the optimum of the LP relaxation
-  /// solved (by Clp) before the branch and bound ("LP relaxation").
-  double cbcBound = std::numeric_limits<double>::quiet_NaN();
-  std::string cbcBoundSource = "none";
-  /// Optimum of the LP relaxation (ms; NaN if not solved in time).
-  double lpBound = std::numeric_limits<double>::quiet_NaN();
-  /// Objective of the warm start (the heuristic), ms.
-  double warmStartObjective = 0;
-  /// Wall time spent in CBC, seconds.
-  double seconds = 0;
-  int numVariables = 0, numConstraints = 0;
-};
-
-/// Names accepted by buildSchedule, in the order zb-sched --compare prints
-/// them.
-llvm::ArrayRef<llvm::StringRef> scheduleNames();
-
 /// Checks the problem: sizes of the cost vectors (1, p or p*V), non-negative
 /// costs and memory, p >= 1, m >= 1, V >= 1. Returns an error naming the field.
 llvm::Error validateProblem(const Problem &problem);
 
-/// Builds the named schedule: gpipe 1f1b 1f1b-i zb-h1 zb-h2 zb-auto zb-1p
-/// zb-2p ilp zb-v v-half v-min.
-///   - gpipe, 1f1b, zb-h1, zb-h2, zb-auto, zb-1p, zb-2p, ilp need V = 1;
-///     1f1b-i needs V >= 2 and m a multiple of p; zb-v, v-half, v-min need V=2.
-///   - zb-h1 needs m >= p, zb-h2 needs m >= 2p (Section 2).
-///   - zb-auto uses problem.memoryLimit; zb-1p / zb-2p use p*M_B / 2p*M_B
-///     (the limit is min(that, memoryLimit) when memoryLimit is set).
-///   - Every result is verified (including the memory limit, when set) before
-///     it is returned.
-/// On invalid parameters returns an error that states the minimum that would
-/// work (e.g. "zb-h1 needs at least p=4 microbatches, got m=2").
-llvm::Expected<Schedule> buildSchedule(const Problem &problem,
-                                       llvm::StringRef name);
-llvm::Expected<Schedule> buildSchedule(const Problem &problem,
-                                       llvm::StringRef name,
-                                       const BuildOptions &options,
-                                       IlpReport *ilpReport = nullptr);
+/// The least activation memory any schedule of \p problem with \p stageToRank
+/// needs: the peak per rank when one microbatch at a time runs all its F, then
+/// B immediately followed by W (Appendix B's model). Returns the worst rank's
+/// peak (unit of memB) and sets *\p worstRank to that rank when not null.
+double minimumMemory(const Problem &problem, llvm::ArrayRef<int> stageToRank,
+                     int *worstRank);
 
 /// Event-driven simulation (one serial compute stream per rank, T_comm as a
 /// latency between ranks, every action as early as its dependencies and the

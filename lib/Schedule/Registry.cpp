@@ -1,0 +1,119 @@
+//===- Registry.cpp - Schedules by name
+//------------------------------------===//
+//
+// The name -> builder dispatch (zb/Schedule/Registry.h): validates the
+// problem and the name's constraints, calls the builder (Builders.h), checks
+// the memory limit and verifies the result. Depends on the base layer
+// (Schedule.cpp) and the builders; neither depends on it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zb/Schedule/Registry.h"
+#include "Builders.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace zb::sched;
+
+llvm::ArrayRef<llvm::StringRef> zb::sched::scheduleNames() {
+  static const llvm::StringRef names[] = {
+      "gpipe", "1f1b",  "1f1b-i", "zb-h1", "zb-h2",  "zb-auto",
+      "zb-1p", "zb-2p", "ilp",    "zb-v",  "v-half", "v-min"};
+  return names;
+}
+
+llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
+                                                  llvm::StringRef name) {
+  return buildSchedule(problem, name, BuildOptions());
+}
+
+llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
+                                                  llvm::StringRef name,
+                                                  const BuildOptions &options,
+                                                  IlpReport *ilpReport) {
+  if (llvm::Error e = validateProblem(problem))
+    return std::move(e);
+  if (!llvm::is_contained(scheduleNames(), name))
+    return llvm::createStringError(
+        llvm::formatv("unknown schedule '{0}'; expected one of: {1}", name,
+                      llvm::join(scheduleNames(), ", "))
+            .str());
+
+  int p = problem.numRanks, v = problem.numChunks;
+  bool interleaved = name == "1f1b-i";
+  bool vShape = name == "zb-v" || name == "v-half" || name == "v-min";
+  if (interleaved && v < 2)
+    return llvm::createStringError(
+        llvm::formatv("1f1b-i needs at least 2 virtual stages per rank, got "
+                      "V={0}",
+                      v)
+            .str());
+  if (vShape && v != 2)
+    return llvm::createStringError(
+        llvm::formatv("{0} needs exactly V=2 virtual stages per rank, got "
+                      "V={1}",
+                      name, v)
+            .str());
+  if (!interleaved && !vShape && v != 1)
+    return llvm::createStringError(
+        llvm::formatv("{0} needs V=1 virtual stage per rank, got V={1} (use "
+                      "1f1b-i, zb-v, v-half or v-min for V > 1)",
+                      name, v)
+            .str());
+
+  // A memory limit below what the sequential schedule needs is impossible.
+  std::vector<int> map = vShape        ? vShapeStageToRank(p)
+                         : interleaved ? interleavedStageToRank(p, v)
+                                       : interleavedStageToRank(p, 1);
+  if (problem.memoryLimit > 0) {
+    int rank = 0;
+    double need = minimumMemory(problem, map, &rank);
+    if (!StageCosts::fits(need, problem.memoryLimit))
+      return llvm::createStringError(
+          llvm::formatv("memory limit {0} is below what any schedule needs: "
+                        "at least {1} on rank {2} (one microbatch in flight)",
+                        problem.memoryLimit, need, rank)
+              .str());
+  }
+
+  llvm::Expected<Schedule> result = llvm::createStringError("unreachable");
+  if (name == "gpipe")
+    result = detail::buildGPipe(problem);
+  else if (name == "1f1b")
+    result = detail::build1F1B(problem);
+  else if (name == "1f1b-i")
+    result = detail::buildInterleaved1F1B(problem);
+  else if (name == "zb-h1")
+    result = detail::buildZBH1(problem);
+  else if (name == "zb-h2")
+    result = detail::buildZBH2(problem);
+  else if (name == "zb-auto" || name == "zb-1p" || name == "zb-2p")
+    result = detail::buildHeuristic(problem, name, options);
+  else if (name == "ilp")
+    result = detail::buildIlp(problem, options, ilpReport);
+  else
+    result = detail::buildVShape(problem, name, options);
+  if (!result)
+    return result.takeError();
+  if (problem.memoryLimit > 0) {
+    SimResult sim = simulate(problem, *result);
+    for (int r = 0; r < p; ++r)
+      if (!StageCosts::fits(sim.peakMemory[r], problem.memoryLimit))
+        return llvm::createStringError(
+            llvm::formatv("{0} needs {1} activation memory on rank {2}, above "
+                          "the memory limit {3}; raise the limit to at least "
+                          "{4} or use zb-auto",
+                          name, sim.peakMemory[r], r, problem.memoryLimit,
+                          *llvm::max_element(sim.peakMemory))
+                .str());
+  }
+  if (llvm::Error e = verify(problem, *result))
+    return llvm::createStringError(
+        llvm::formatv("internal error: schedule '{0}' failed verification: "
+                      "{1}",
+                      name, llvm::toString(std::move(e)))
+            .str());
+  return result;
+}
