@@ -76,6 +76,18 @@ private:
   void fillWithW(int j, double arrival, bool noBubbleGreedy);
   /// Runs W passes until `delta` more memory fits; false if impossible.
   bool makeRoom(int j, double delta);
+  /// Microbatch 0: one F per stage, the warm-up F passes each stage can run
+  /// before its first B arrives (Appendix B), then B(j, 0) from the last stage
+  /// back. False if the memory limit cannot be met.
+  bool warmUp(const HeuristicFlags &flags);
+  /// Steady state, per stage: 1 if it runs its next F now, 0 if it skips it
+  /// (prioritizeB and the bubble rule of Section 3.1).
+  std::vector<int> chooseForwards(const HeuristicFlags &flags) const;
+  /// Runs the chosen F passes (W first where memory or a wait needs them).
+  bool runForwards(const std::vector<int> &required,
+                   const HeuristicFlags &flags);
+  /// Runs B(j, i) from the last stage back (W first where needed).
+  bool runBackwards(int i, const HeuristicFlags &flags);
 
   const StageCosts &c;
   const std::vector<double> &limit;
@@ -128,116 +140,133 @@ void HeuristicRun::fillWithW(int j, double arrival, bool noBubbleGreedy) {
   }
 }
 
-bool HeuristicRun::run(const HeuristicFlags &flags) {
-  for (int i = 0; i < m; ++i) {
-    if (i == 0) {
-      for (int j = 0; j < p; ++j) {
-        if (!fits(mem[j] + memDelta(ActionKind::F, j), j))
-          return false;
-        put(j, ActionKind::F);
-      }
-      // Warm-up: how many more F passes each stage can run before its first
-      // B arrives (Appendix B).
-      std::vector<int> required(p, 0);
-      double lastT = 0;
-      for (int j = p - 1; j >= 0; --j) {
-        if (j == p - 1) {
-          lastT = endOf(ActionKind::F, j, 0) + c.b[j];
-          continue;
-        }
-        double memory = mem[j], time = e[j];
-        double arrival = lastT + c.comm[j + 1];
-        while (f[j] + required[j] < m &&
-               fits(memory + memDelta(ActionKind::F, j), j)) {
-          if (flags.allowBubbleBeforeFirstB) {
-            if (time + c.f[j] > arrival)
-              break;
-          } else if (time >= arrival) {
-            break;
-          }
-          memory += memDelta(ActionKind::F, j);
-          time += c.f[j];
-          ++required[j];
-        }
-        lastT = std::max(time, arrival) + c.b[j];
-      }
-      // Stage j runs strictly fewer warm-up F than stage j-1.
-      // (and never more F passes than stage j-1, which the paper's settings
-      // never ask for but per-stage costs can).
-      for (int j = 1; j < p; ++j)
-        while (required[j] > 0 &&
-               ((required[j] >= required[j - 1] && f[j] + required[j] < m) ||
-                f[j] + required[j] > f[j - 1] + required[j - 1]))
-          --required[j];
-      for (int j = 0; j < p; ++j)
-        for (int k = 0; k < required[j]; ++k)
-          put(j, ActionKind::F);
-      for (int j = p - 1; j >= 0; --j) {
-        if (!makeRoom(j, memDelta(ActionKind::B, j)))
-          return false;
-        put(j, ActionKind::B);
-      }
+bool HeuristicRun::warmUp(const HeuristicFlags &flags) {
+  for (int j = 0; j < p; ++j) {
+    if (!fits(mem[j] + memDelta(ActionKind::F, j), j))
+      return false;
+    put(j, ActionKind::F);
+  }
+  // Warm-up: how many more F passes each stage can run before its first
+  // B arrives (Appendix B).
+  std::vector<int> required(p, 0);
+  double lastT = 0;
+  for (int j = p - 1; j >= 0; --j) {
+    if (j == p - 1) {
+      lastT = endOf(ActionKind::F, j, 0) + c.b[j];
       continue;
     }
-
-    std::vector<int> required(p, 0);
-    for (int j = 0; j < p; ++j) {
-      if (f[j] >= m)
-        continue;
-      if (j + 1 < p && f[j] >= f[j + 1] + 2 && flags.prioritizeB) {
-        double nextPlusFB = e[j + 1] + c.f[j + 1] + c.b[j + 1] + c.comm[j + 1];
-        if (e[j] >= nextPlusFB)
-          continue;
-        double wCost = 0, memWithW = mem[j] + memDelta(ActionKind::F, j);
-        for (int cnt = 0; !fits(memWithW, j) && w[j] + cnt < b[j]; ++cnt) {
-          wCost += c.w[j];
-          memWithW += memDelta(ActionKind::W, j);
-        }
-        if (e[j] + c.f[j] + wCost <= nextPlusFB) {
-          required[j] = 1;
-          continue;
-        }
-        if (nextPlusFB - e[j] <= maxBubble() - bubble[j])
-          continue;
+    double memory = mem[j], time = e[j];
+    double arrival = lastT + c.comm[j + 1];
+    while (f[j] + required[j] < m &&
+           fits(memory + memDelta(ActionKind::F, j), j)) {
+      if (flags.allowBubbleBeforeFirstB) {
+        if (time + c.f[j] > arrival)
+          break;
+      } else if (time >= arrival) {
+        break;
       }
-      required[j] = 1;
+      memory += memDelta(ActionKind::F, j);
+      time += c.f[j];
+      ++required[j];
     }
-    // A stage whose successor skips its F skips too (the invariant f[j] >
-    // f[j+1]); a successor that has used up its F passes constrains nothing
-    // (the paper's setting never gets there; per-stage costs can).
-    for (int j = p - 2; j >= 0; --j)
-      if (f[j + 1] < m)
-        required[j] = std::min(required[j], required[j + 1]);
-    for (int j = 0; j < p; ++j) {
-      if (!required[j] || (j > 0 && f[j] >= f[j - 1]))
+    lastT = std::max(time, arrival) + c.b[j];
+  }
+  // Stage j runs strictly fewer warm-up F than stage j-1.
+  // (and never more F passes than stage j-1, which the paper's settings
+  // never ask for but per-stage costs can).
+  for (int j = 1; j < p; ++j)
+    while (required[j] > 0 &&
+           ((required[j] >= required[j - 1] && f[j] + required[j] < m) ||
+            f[j] + required[j] > f[j - 1] + required[j - 1]))
+      --required[j];
+  for (int j = 0; j < p; ++j)
+    for (int k = 0; k < required[j]; ++k)
+      put(j, ActionKind::F);
+  for (int j = p - 1; j >= 0; --j) {
+    if (!makeRoom(j, memDelta(ActionKind::B, j)))
+      return false;
+    put(j, ActionKind::B);
+  }
+  return true;
+}
+
+std::vector<int>
+HeuristicRun::chooseForwards(const HeuristicFlags &flags) const {
+  std::vector<int> required(p, 0);
+  for (int j = 0; j < p; ++j) {
+    if (f[j] >= m)
+      continue;
+    if (j + 1 < p && f[j] >= f[j + 1] + 2 && flags.prioritizeB) {
+      double nextPlusFB = e[j + 1] + c.f[j + 1] + c.b[j + 1] + c.comm[j + 1];
+      if (e[j] >= nextPlusFB)
         continue;
-      if (!makeRoom(j, memDelta(ActionKind::F, j)))
+      double wCost = 0, memWithW = mem[j] + memDelta(ActionKind::F, j);
+      for (int cnt = 0; !fits(memWithW, j) && w[j] + cnt < b[j]; ++cnt) {
+        wCost += c.w[j];
+        memWithW += memDelta(ActionKind::W, j);
+      }
+      if (e[j] + c.f[j] + wCost <= nextPlusFB) {
+        required[j] = 1;
+        continue;
+      }
+      if (nextPlusFB - e[j] <= maxBubble() - bubble[j])
+        continue;
+    }
+    required[j] = 1;
+  }
+  // A stage whose successor skips its F skips too (the invariant f[j] >
+  // f[j+1]); a successor that has used up its F passes constrains nothing
+  // (the paper's setting never gets there; per-stage costs can).
+  for (int j = p - 2; j >= 0; --j)
+    if (f[j + 1] < m)
+      required[j] = std::min(required[j], required[j + 1]);
+  return required;
+}
+
+bool HeuristicRun::runForwards(const std::vector<int> &required,
+                               const HeuristicFlags &flags) {
+  for (int j = 0; j < p; ++j) {
+    if (!required[j] || (j > 0 && f[j] >= f[j - 1]))
+      continue;
+    if (!makeRoom(j, memDelta(ActionKind::F, j)))
+      return false;
+    if (j > 0)
+      fillWithW(j, endOf(ActionKind::F, j - 1, f[j]) + c.comm[j - 1],
+                flags.noBubbleGreedy);
+    put(j, ActionKind::F);
+  }
+  return true;
+}
+
+bool HeuristicRun::runBackwards(int i, const HeuristicFlags &flags) {
+  for (int j = p - 1; j >= 0; --j) {
+    if (b[j] != i)
+      return false;     // cannot happen for a well-formed run
+    while (f[j] <= i) { // B(j, i) needs F(j, i); not reached in the paper's
+      if ((j > 0 && f[j] >= f[j - 1]) ||
+          !makeRoom(j, memDelta(ActionKind::F, j))) // settings
         return false;
-      if (j > 0)
-        fillWithW(j, endOf(ActionKind::F, j - 1, f[j]) + c.comm[j - 1],
-                  flags.noBubbleGreedy);
       put(j, ActionKind::F);
     }
-    for (int j = p - 1; j >= 0; --j) {
-      if (b[j] != i)
-        return false;     // cannot happen for a well-formed run
-      while (f[j] <= i) { // B(j, i) needs F(j, i); not reached in the paper's
-        if ((j > 0 && f[j] >= f[j - 1]) ||
-            !makeRoom(j, memDelta(ActionKind::F, j))) // settings
-          return false;
-        put(j, ActionKind::F);
-      }
-      if (!makeRoom(j, memDelta(ActionKind::B, j)))
-        return false;
-      if (j + 1 < p)
-        fillWithW(j, endOf(ActionKind::B, j + 1, i) + c.comm[j + 1],
-                  flags.noBubbleGreedy);
-      if (j == 0 && f[j] == m)
-        while (w[j] < b[j])
-          put(j, ActionKind::W);
-      put(j, ActionKind::B);
-    }
+    if (!makeRoom(j, memDelta(ActionKind::B, j)))
+      return false;
+    if (j + 1 < p)
+      fillWithW(j, endOf(ActionKind::B, j + 1, i) + c.comm[j + 1],
+                flags.noBubbleGreedy);
+    if (j == 0 && f[j] == m)
+      while (w[j] < b[j])
+        put(j, ActionKind::W);
+    put(j, ActionKind::B);
   }
+  return true;
+}
+
+bool HeuristicRun::run(const HeuristicFlags &flags) {
+  if (!warmUp(flags))
+    return false;
+  for (int i = 1; i < m; ++i)
+    if (!runForwards(chooseForwards(flags), flags) || !runBackwards(i, flags))
+      return false;
   for (int j = 0; j < p; ++j)
     while (w[j] < m)
       put(j, ActionKind::W);
