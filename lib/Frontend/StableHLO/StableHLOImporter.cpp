@@ -18,7 +18,7 @@
 #include "zb/Dialect/ZB/IR/ZBDialect.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 #include "zb/Frontend/HostTensor.h"
-#include "zb/Frontend/ONNX/ONNXImporter.h"
+#include "zb/Frontend/ImportedModule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -30,7 +30,6 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -1320,22 +1319,17 @@ void zb::frontend::registerStableHLOImportTranslation() {
                      "batch inputs, not parameters (names, or prefixes "
                      "ending in '.'; integer arguments always are)"),
       llvm::cl::CommaSeparated);
-  static TranslateToMLIRRegistration registration(
-      "import-stablehlo",
-      "import a JAX StableHLO loss (generic op form text) into the zb dialect",
-      [](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
-         MLIRContext *ctx) -> OwningOpRef<Operation *> {
-        const llvm::MemoryBuffer *buffer =
-            sourceMgr->getMemoryBuffer(sourceMgr->getMainFileID());
-        StableHLOImportOptions options;
-        options.dataArgs.assign(dataArgs.begin(), dataArgs.end());
-        OwningOpRef<ModuleOp> module =
-            importStableHLO(buffer->getMemBufferRef(), ctx, options);
-        if (!module)
-          return nullptr;
-        return OwningOpRef<Operation *>(module.release());
-      },
-      [](DialectRegistry &registry) {
-        registry.insert<func::FuncDialect, zb::ZBDialect>();
-      });
+  static bool registered = [] {
+    registerImportTranslation(
+        "import-stablehlo",
+        "import a JAX StableHLO loss (generic op form text) into the zb "
+        "dialect",
+        [](llvm::MemoryBufferRef buffer, MLIRContext *ctx) {
+          StableHLOImportOptions options;
+          options.dataArgs.assign(dataArgs.begin(), dataArgs.end());
+          return importStableHLO(buffer, ctx, options);
+        });
+    return true;
+  }();
+  (void)registered;
 }
