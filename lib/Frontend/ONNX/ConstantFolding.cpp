@@ -77,7 +77,8 @@ const FoldRule kFoldRules[] = {
 };
 } // namespace
 
-const FoldRule *zb::frontend::onnx_import::findFoldRule(llvm::StringRef opType) {
+const FoldRule *
+zb::frontend::onnx_import::findFoldRule(llvm::StringRef opType) {
   const FoldRule *rule = llvm::find_if(
       kFoldRules, [&](const FoldRule &r) { return r.opType == opType; });
   return rule == std::end(kFoldRules) ? nullptr : rule;
@@ -174,8 +175,7 @@ FailureOr<HostTensor> ONNXImporter::foldBinary(ArrayRef<HostTensor> in) {
         broadcastShapes(acc.shape, b.shape);
     if (!shape) {
       nodeError() << "operand shapes are not broadcastable: "
-                  << formatShape(acc.shape) << " and "
-                  << formatShape(b.shape);
+                  << formatShape(acc.shape) << " and " << formatShape(b.shape);
       return failure();
     }
     if (!compare && acc.type != b.type && op != "Pow") {
@@ -213,8 +213,7 @@ FailureOr<HostTensor> ONNXImporter::foldCast(ArrayRef<HostTensor> in) {
     return failure();
   Type t = convertElementType(int32_t(*to));
   if (!t) {
-    nodeError() << "unsupported target type "
-                << elementTypeName(int32_t(*to));
+    nodeError() << "unsupported target type " << elementTypeName(int32_t(*to));
     return failure();
   }
   HostTensor r = in[0];
@@ -278,8 +277,7 @@ FailureOr<HostTensor> ONNXImporter::foldRange(ArrayRef<HostTensor> in) {
                 << ", " << delta << ")";
     return failure();
   }
-  int64_t n =
-      std::max<int64_t>(int64_t(std::ceil((limit - start) / delta)), 0);
+  int64_t n = std::max<int64_t>(int64_t(std::ceil((limit - start) / delta)), 0);
   if (n > kMaxFoldElements) {
     nodeError() << "too many elements";
     return failure();
@@ -314,7 +312,8 @@ FailureOr<HostTensor> ONNXImporter::foldExpand(ArrayRef<HostTensor> in) {
   return broadcastHost(in[0], *shape, err);
 }
 
-FailureOr<HostTensor> ONNXImporter::foldConstantOfShape(ArrayRef<HostTensor> in) {
+FailureOr<HostTensor>
+ONNXImporter::foldConstantOfShape(ArrayRef<HostTensor> in) {
   HostTensor r;
   r.shape = toInts(in[0]);
   r.type = builder.getF32Type();
@@ -348,8 +347,8 @@ FailureOr<HostTensor> ONNXImporter::foldSlice(ArrayRef<HostTensor> in) {
   FailureOr<SliceSpec> spec = sliceSpec(in[0].shape);
   if (failed(spec))
     return failure();
-  return zb::frontend::sliceHost(
-      in[0], spec->start, spec->step, spec->shape, err);
+  return zb::frontend::sliceHost(in[0], spec->start, spec->step, spec->shape,
+                                 err);
 }
 
 FailureOr<HostTensor> ONNXImporter::foldTrilu(ArrayRef<HostTensor> in) {

@@ -17,13 +17,9 @@
 
 using namespace mlir;
 using namespace zb::frontend::onnx_import;
-using zb::frontend::broadcastShapes;
-using zb::frontend::formatShape;
-using zb::frontend::HostTensor;
 
 /// Add / Sub / Mul / Div with numpy (multidirectional) broadcasting.
-template <typename OpTy>
-FailureOr<NodeResults> ONNXImporter::binary() {
+template <typename OpTy> FailureOr<NodeResults> ONNXImporter::binary() {
   FailureOr<ImportedValue> lhs = lookup(0), rhs = failure();
   if (failed(lhs) || failed(rhs = lookup(1)))
     return failure();
@@ -53,8 +49,8 @@ FailureOr<NodeResults> ONNXImporter::binary() {
           !isCausalPattern(HostTensor::fromAttr(mask.constant),
                            -std::numeric_limits<double>::infinity(), 0.0))
         continue;
-      return result(zb::CausalMaskOp::create(builder, loc, otherType, other.value,
-                                    FloatAttr()));
+      return result(zb::CausalMaskOp::create(builder, loc, otherType,
+                                             other.value, FloatAttr()));
     }
   }
   if (lhsType.getElementType() != rhsType.getElementType()) {
@@ -85,8 +81,7 @@ FailureOr<NodeResults> ONNXImporter::binary() {
   return result(OpTy::create(builder, loc, type, *l, *r));
 }
 
-template <typename OpTy>
-FailureOr<NodeResults> ONNXImporter::unary() {
+template <typename OpTy> FailureOr<NodeResults> ONNXImporter::unary() {
   FailureOr<Value> x = floatInput(0);
   if (failed(x))
     return failure();
@@ -120,7 +115,8 @@ FailureOr<NodeResults> ONNXImporter::pow() {
     FailureOr<Value> base = broadcastTo(*x, *shape), exp = failure();
     if (failed(base) || failed(exp = broadcastTo(*ev, *shape)))
       return failure();
-    return result(zb::PowOp::create(builder, loc, base->getType(), *base, *exp));
+    return result(
+        zb::PowOp::create(builder, loc, base->getType(), *base, *exp));
   }
   Value y;
   if (*exponent == 1.0)
@@ -142,7 +138,8 @@ FailureOr<NodeResults> ONNXImporter::reciprocal() {
   if (failed(x))
     return failure();
   auto type = cast<RankedTensorType>(x->getType());
-  return result(zb::DivOp::create(builder, loc, type, splatConstant(type, 1.0), *x));
+  return result(
+      zb::DivOp::create(builder, loc, type, splatConstant(type, 1.0), *x));
 }
 
 /// Where(cond, x, y). A constant causal condition with a constant fill
@@ -189,7 +186,8 @@ FailureOr<NodeResults> ONNXImporter::where() {
       FloatAttr fillAttr;
       if (!(std::isinf(f) && f < 0))
         fillAttr = builder.getF64FloatAttr(f);
-      return result(zb::CausalMaskOp::create(builder, loc, type, other.value, fillAttr));
+      return result(
+          zb::CausalMaskOp::create(builder, loc, type, other.value, fillAttr));
     }
   }
   Value c;
@@ -232,8 +230,8 @@ FailureOr<NodeResults> ONNXImporter::castNode() {
                 << " is not supported (only to floating point)";
     return failure();
   }
-  return result(zb::CastOp::create(builder, loc,
-                          RankedTensorType::get(type.getShape(), target), *x));
+  return result(zb::CastOp::create(
+      builder, loc, RankedTensorType::get(type.getShape(), target), *x));
 }
 
 FailureOr<NodeResults> ONNXImporter::identity() {
@@ -266,22 +264,26 @@ FailureOr<NodeResults> ONNXImporter::dropout() {
 
 void zb::frontend::onnx_import::populateElementwiseHandlers(
     OpHandlerTable &table) {
-  table.add("Add", 1, &ONNXImporter::binary<zb::AddOp>);
-  table.add("Sub", 1, &ONNXImporter::binary<zb::SubOp>);
-  table.add("Mul", 1, &ONNXImporter::binary<zb::MulOp>);
-  table.add("Div", 1, &ONNXImporter::binary<zb::DivOp>);
-  table.add("Relu", 1, &ONNXImporter::unary<zb::ReluOp>);
-  table.add("Tanh", 1, &ONNXImporter::unary<zb::TanhOp>);
-  table.add("Exp", 1, &ONNXImporter::unary<zb::ExpOp>);
-  table.add("Log", 1, &ONNXImporter::unary<zb::LogOp>);
-  table.add("Neg", 1, &ONNXImporter::unary<zb::NegOp>);
-  table.add("Erf", 1, &ONNXImporter::unary<zb::ErfOp>);
-  table.add("Sqrt", 1, &ONNXImporter::unary<zb::SqrtOp>);
-  table.add("Sigmoid", 1, &ONNXImporter::unary<zb::SigmoidOp>);
-  table.add("Pow", 1, &ONNXImporter::pow);
-  table.add("Reciprocal", 1, &ONNXImporter::reciprocal);
-  table.add("Where", 1, &ONNXImporter::where);
-  table.add("Cast", 1, &ONNXImporter::castNode);
-  table.add("Identity", 1, &ONNXImporter::identity);
-  table.add("Dropout", 1, &ONNXImporter::dropout);
+  using I = ONNXImporter;
+  static const OpHandlerEntry entries[] = {
+      {"Add", 1, &I::binary<zb::AddOp>},
+      {"Sub", 1, &I::binary<zb::SubOp>},
+      {"Mul", 1, &I::binary<zb::MulOp>},
+      {"Div", 1, &I::binary<zb::DivOp>},
+      {"Relu", 1, &I::unary<zb::ReluOp>},
+      {"Tanh", 1, &I::unary<zb::TanhOp>},
+      {"Exp", 1, &I::unary<zb::ExpOp>},
+      {"Log", 1, &I::unary<zb::LogOp>},
+      {"Neg", 1, &I::unary<zb::NegOp>},
+      {"Erf", 1, &I::unary<zb::ErfOp>},
+      {"Sqrt", 1, &I::unary<zb::SqrtOp>},
+      {"Sigmoid", 1, &I::unary<zb::SigmoidOp>},
+      {"Pow", 1, &I::pow},
+      {"Reciprocal", 1, &I::reciprocal},
+      {"Where", 1, &I::where},
+      {"Cast", 1, &I::castNode},
+      {"Identity", 1, &I::identity},
+      {"Dropout", 1, &I::dropout},
+  };
+  table.add(entries);
 }

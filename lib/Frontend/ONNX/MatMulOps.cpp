@@ -10,12 +10,8 @@
 
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 
-
 using namespace mlir;
 using namespace zb::frontend::onnx_import;
-using zb::frontend::broadcastShapes;
-using zb::frontend::formatShape;
-using zb::frontend::HostTensor;
 
 /// Gemm: Y = alpha * op(A) op(B) + beta * C, C broadcast to [M, N].
 FailureOr<NodeResults> ONNXImporter::gemm() {
@@ -139,11 +135,15 @@ FailureOr<NodeResults> ONNXImporter::matmul() {
   if (failed(lhs) || failed(rhs = broadcastTo(*b, bShape)))
     return failure();
   return result(zb::BatchMatmulOp::create(builder, loc,
-                                 RankedTensorType::get(shape, elt), *lhs, *rhs,
-                                 false, false));
+                                          RankedTensorType::get(shape, elt),
+                                          *lhs, *rhs, false, false));
 }
 
 void zb::frontend::onnx_import::populateMatMulHandlers(OpHandlerTable &table) {
-  table.add("Gemm", 1, &ONNXImporter::gemm);
-  table.add("MatMul", 1, &ONNXImporter::matmul);
+  using I = ONNXImporter;
+  static const OpHandlerEntry entries[] = {
+      {"Gemm", 1, &I::gemm},
+      {"MatMul", 1, &I::matmul},
+  };
+  table.add(entries);
 }

@@ -41,19 +41,13 @@ using zb::frontend::ImportOptions;
 // The op handler table
 //===----------------------------------------------------------------------===//
 
-void OpHandlerTable::add(llvm::StringRef opType, int64_t sinceVersion,
-                         OpHandler handler) {
-  auto &versions = ops[opType];
-  auto *pos = llvm::find_if(versions, [&](const auto &entry) {
-    return entry.first > sinceVersion;
-  });
-  versions.insert(pos, {sinceVersion, handler});
-}
-
-void OpHandlerTable::add(llvm::ArrayRef<llvm::StringLiteral> opTypes,
-                         int64_t sinceVersion, OpHandler handler) {
-  for (llvm::StringRef opType : opTypes)
-    add(opType, sinceVersion, handler);
+void OpHandlerTable::add(llvm::ArrayRef<OpHandlerEntry> entries) {
+  for (const OpHandlerEntry &entry : entries) {
+    auto &versions = ops[entry.opType];
+    auto *pos = llvm::find_if(
+        versions, [&](const auto &v) { return v.first > entry.sinceVersion; });
+    versions.insert(pos, {entry.sinceVersion, entry.handler});
+  }
 }
 
 OpHandler OpHandlerTable::lookup(llvm::StringRef opType, int64_t opset) const {
@@ -220,7 +214,8 @@ func::FuncOp ONNXImporter::createMain(ModuleOp module, const Signature &sig) {
                            builder.getFunctionType(sig.argTypes, {}));
   func.setAllArgAttrs(sig.argAttrs);
   Block *entry = func.addEntryBlock();
-  for (auto [name, arg] : llvm::zip_equal(sig.argNames, entry->getArguments())) {
+  for (auto [name, arg] :
+       llvm::zip_equal(sig.argNames, entry->getArguments())) {
     Location argLoc = NameLoc::get(builder.getStringAttr(name), fileLoc);
     arg.setLoc(argLoc);
     if (failed(define(name, ImportedValue{arg, {}}, argLoc)))
@@ -304,8 +299,8 @@ LogicalResult ONNXImporter::returnOutputs(const onnx::GraphProto &graph,
     results.push_back(materialize(found->second));
   }
   func::ReturnOp::create(builder, fileLoc, results);
-  func.setFunctionType(builder.getFunctionType(
-      func.getArgumentTypes(), ValueRange(results).getTypes()));
+  func.setFunctionType(builder.getFunctionType(func.getArgumentTypes(),
+                                               ValueRange(results).getTypes()));
   return success();
 }
 
@@ -464,8 +459,7 @@ LogicalResult ONNXImporter::importNode() {
   const FoldRule *foldRule =
       defaultDomain ? findFoldRule(node->op_type()) : nullptr;
   bool folds = foldRule && allInputsConstant();
-  if (foldRule && !folds && foldRule->foldOnly &&
-      failed(checkFoldOnlyInputs()))
+  if (foldRule && !folds && foldRule->foldOnly && failed(checkFoldOnlyInputs()))
     return failure();
   if (!folds && !handler) {
     emitError(loc) << "unsupported ONNX op '"
@@ -474,8 +468,7 @@ LogicalResult ONNXImporter::importNode() {
                    << nodeIndex << ")";
     return failure();
   }
-  FailureOr<NodeResults> results =
-      folds ? fold(*foldRule) : (this->*handler)();
+  FailureOr<NodeResults> results = folds ? fold(*foldRule) : (this->*handler)();
   if (failed(results))
     return failure();
   for (int i = 0; i < node->output_size(); ++i) {

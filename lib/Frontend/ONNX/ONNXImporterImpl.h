@@ -93,11 +93,17 @@ using OpHandler = FailureOr<NodeResults> (ONNXImporter::*)();
 /// opset version on (ONNX's "since version"): the handler of a model is the
 /// one with the highest version <= the model's opset, or the oldest one for a
 /// model that declares an older opset than every handler.
+/// One row of the handler table: `handler` imports `opType` from opset
+/// version `sinceVersion` on.
+struct OpHandlerEntry {
+  llvm::StringLiteral opType;
+  int64_t sinceVersion;
+  OpHandler handler;
+};
+
 class OpHandlerTable {
 public:
-  void add(llvm::StringRef opType, int64_t sinceVersion, OpHandler handler);
-  void add(llvm::ArrayRef<llvm::StringLiteral> opTypes, int64_t sinceVersion,
-           OpHandler handler);
+  void add(llvm::ArrayRef<OpHandlerEntry> entries);
   /// The handler for `opType` at `opset`, or null if the op has none.
   OpHandler lookup(llvm::StringRef opType, int64_t opset) const;
 
@@ -201,6 +207,10 @@ public:
   /// Input `i` (already looked up) broadcast to `shape`.
   FailureOr<Value> broadcastInput(int i, llvm::ArrayRef<int64_t> shape);
   RankedTensorType typeOf(const ImportedValue &v);
+  /// The `axis` attribute (default `defaultAxis`) of the current node,
+  /// normalized to the rank of `x` (an input read just before, so that its
+  /// error and the attribute's are both reported); failure if either failed.
+  FailureOr<int64_t> axisOf(FailureOr<Value> x, int64_t defaultAxis);
   FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank,
                                    llvm::StringRef what);
   /// One result: the SSA value `v`.

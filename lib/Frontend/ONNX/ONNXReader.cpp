@@ -239,8 +239,8 @@ ONNXImporter::convertTensor(const onnx::TensorProto &tensor, Location where,
     return DenseElementsAttr::get(type, ArrayRef<Attribute>());
   // A buffer of one element is a splat, and getFromRawBuffer expects that.
   bool isSplat = false;
-  if (!DenseElementsAttr::isValidRawBuffer(
-          type, {bytes->data(), bytes->size()}, isSplat)) {
+  if (!DenseElementsAttr::isValidRawBuffer(type, {bytes->data(), bytes->size()},
+                                           isSplat)) {
     error() << "invalid data";
     return failure();
   }
@@ -476,6 +476,15 @@ FailureOr<SmallVector<int64_t>> ONNXImporter::intsInput(int i) {
   return toInts(*t);
 }
 
+FailureOr<int64_t> ONNXImporter::axisOf(FailureOr<Value> x,
+                                        int64_t defaultAxis) {
+  FailureOr<int64_t> axisAttr = intAttr("axis", defaultAxis);
+  if (failed(x) || failed(axisAttr))
+    return failure();
+  return normalizeAxis(*axisAttr,
+                       cast<RankedTensorType>(x->getType()).getRank(), "axis");
+}
+
 FailureOr<int64_t> ONNXImporter::normalizeAxis(int64_t axis, int64_t rank,
                                                llvm::StringRef what) {
   if (axis < -rank || axis >= rank) {
@@ -532,5 +541,9 @@ FailureOr<NodeResults> ONNXImporter::constant() {
 
 void zb::frontend::onnx_import::populateConstantHandlers(
     OpHandlerTable &table) {
-  table.add("Constant", 1, &ONNXImporter::constant);
+  using I = ONNXImporter;
+  static const OpHandlerEntry entries[] = {
+      {"Constant", 1, &I::constant},
+  };
+  table.add(entries);
 }

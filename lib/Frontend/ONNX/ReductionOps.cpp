@@ -10,17 +10,12 @@
 
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 
-
 using namespace mlir;
 using namespace zb::frontend::onnx_import;
-using zb::frontend::broadcastShapes;
-using zb::frontend::formatShape;
-using zb::frontend::HostTensor;
 
 /// ReduceMean / ReduceSum. Axes come from the `axes` attribute (ReduceMean
 /// before opset 18, ReduceSum before 13) or the constant second input.
-template <typename OpTy>
-FailureOr<NodeResults> ONNXImporter::reduce() {
+template <typename OpTy> FailureOr<NodeResults> ONNXImporter::reduce() {
   FailureOr<Value> x = floatInput(0);
   FailureOr<int64_t> keepDims = intAttr("keepdims", 1);
   FailureOr<int64_t> noopWithEmptyAxes = intAttr("noop_with_empty_axes", 0);
@@ -88,13 +83,10 @@ FailureOr<NodeResults> ONNXImporter::reduce() {
 FailureOr<NodeResults> ONNXImporter::softmaxOnAxis(int64_t defaultAxis,
                                                    bool lastAxisOnly) {
   FailureOr<Value> x = floatInput(0);
-  FailureOr<int64_t> axisAttr = intAttr("axis", defaultAxis);
-  if (failed(x) || failed(axisAttr))
-    return failure();
-  auto type = cast<RankedTensorType>(x->getType());
-  FailureOr<int64_t> axis = normalizeAxis(*axisAttr, type.getRank(), "axis");
+  FailureOr<int64_t> axis = axisOf(x, defaultAxis);
   if (failed(axis))
     return failure();
+  auto type = cast<RankedTensorType>(x->getType());
   if (*axis != type.getRank() - 1 && lastAxisOnly) {
     nodeError() << "Softmax before opset 13 (flattening semantics) is only "
                    "supported on the last axis";
@@ -149,7 +141,7 @@ FailureOr<NodeResults> ONNXImporter::layerNorm() {
       return failure();
     }
   return result(zb::LayerNormOp::create(builder, loc, type, *x, *w, b,
-                               builder.getF64FloatAttr(double(*eps))));
+                                        builder.getF64FloatAttr(double(*eps))));
 }
 
 /// SoftmaxCrossEntropyLoss (mean reduction, no weights) -> zb.cross_entropy.
@@ -204,16 +196,20 @@ FailureOr<NodeResults> ONNXImporter::softmaxCrossEntropy() {
         perm);
   }
   return result(zb::CrossEntropyOp::create(
-           builder, loc, RankedTensorType::get({}, st.getElementType()), logits,
-           *labels));
+      builder, loc, RankedTensorType::get({}, st.getElementType()), logits,
+      *labels));
 }
 
 void zb::frontend::onnx_import::populateReductionHandlers(
     OpHandlerTable &table) {
-  table.add("ReduceMean", 1, &ONNXImporter::reduce<zb::ReduceMeanOp>);
-  table.add("ReduceSum", 1, &ONNXImporter::reduce<zb::ReduceSumOp>);
-  table.add("Softmax", 1, &ONNXImporter::softmaxBefore13);
-  table.add("Softmax", 13, &ONNXImporter::softmax);
-  table.add("LayerNormalization", 1, &ONNXImporter::layerNorm);
-  table.add("SoftmaxCrossEntropyLoss", 1, &ONNXImporter::softmaxCrossEntropy);
+  using I = ONNXImporter;
+  static const OpHandlerEntry entries[] = {
+      {"ReduceMean", 1, &I::reduce<zb::ReduceMeanOp>},
+      {"ReduceSum", 1, &I::reduce<zb::ReduceSumOp>},
+      {"Softmax", 1, &I::softmaxBefore13},
+      {"Softmax", 13, &I::softmax},
+      {"LayerNormalization", 1, &I::layerNorm},
+      {"SoftmaxCrossEntropyLoss", 1, &I::softmaxCrossEntropy},
+  };
+  table.add(entries);
 }

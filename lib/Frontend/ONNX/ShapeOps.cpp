@@ -11,12 +11,8 @@
 
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 
-
 using namespace mlir;
 using namespace zb::frontend::onnx_import;
-using zb::frontend::broadcastShapes;
-using zb::frontend::formatShape;
-using zb::frontend::HostTensor;
 
 /// Shape: always a constant (static shapes), with opset-15 start/end.
 FailureOr<NodeResults> ONNXImporter::shape() {
@@ -36,11 +32,10 @@ FailureOr<NodeResults> ONNXImporter::shape() {
   SmallVector<int64_t> dims;
   for (int64_t i = b; i < e; ++i)
     dims.push_back(s[i]);
-  return NodeResults{
-      {Value(),
-       DenseElementsAttr::get(
-           RankedTensorType::get({int64_t(dims.size())}, builder.getI64Type()),
-           ArrayRef<int64_t>(dims))}};
+  return NodeResults{{Value(), DenseElementsAttr::get(
+                                   RankedTensorType::get({int64_t(dims.size())},
+                                                         builder.getI64Type()),
+                                   ArrayRef<int64_t>(dims))}};
 }
 
 /// Reshape / Unsqueeze / Squeeze / Flatten of a tensor: zb.reshape.
@@ -55,8 +50,7 @@ FailureOr<NodeResults> ONNXImporter::reshape() {
   if (ArrayRef<int64_t>(*shape) == type.getShape())
     return result(*x);
   return result(zb::ReshapeOp::create(
-           builder, loc, RankedTensorType::get(*shape, type.getElementType()),
-           *x));
+      builder, loc, RankedTensorType::get(*shape, type.getElementType()), *x));
 }
 
 FailureOr<NodeResults> ONNXImporter::transpose() {
@@ -73,8 +67,8 @@ FailureOr<NodeResults> ONNXImporter::transpose() {
   for (int64_t p : *perm)
     shape.push_back(type.getDimSize(p));
   return result(zb::TransposeOp::create(
-           builder, loc, RankedTensorType::get(shape, type.getElementType()),
-           *x, *perm));
+      builder, loc, RankedTensorType::get(shape, type.getElementType()), *x,
+      *perm));
 }
 
 FailureOr<NodeResults> ONNXImporter::expand() {
@@ -135,8 +129,8 @@ FailureOr<NodeResults> ONNXImporter::concat() {
   if (inputs.size() == 1)
     return result(inputs[0]);
   return result(zb::ConcatOp::create(
-           builder, loc, RankedTensorType::get(shape, first.getElementType()),
-           inputs, uint64_t(*axis)));
+      builder, loc, RankedTensorType::get(shape, first.getElementType()),
+      inputs, uint64_t(*axis)));
 }
 
 FailureOr<NodeResults> ONNXImporter::slice() {
@@ -156,22 +150,18 @@ FailureOr<NodeResults> ONNXImporter::slice() {
                         : spec->start[d] +
                               (spec->shape[d] - 1) * spec->step[d] + 1);
   return result(zb::SliceOp::create(
-           builder, loc,
-           RankedTensorType::get(spec->shape, type.getElementType()), *x,
-           spec->start, limit, spec->step));
+      builder, loc, RankedTensorType::get(spec->shape, type.getElementType()),
+      *x, spec->start, limit, spec->step));
 }
 
 /// Split: sizes from input #1 (opset 13+), the `split` attribute, or equal
 /// parts (one per output; opset 18 `num_outputs`).
 FailureOr<NodeResults> ONNXImporter::split() {
   FailureOr<Value> x = tensorInput(0);
-  FailureOr<int64_t> axisAttr = intAttr("axis", 0);
-  if (failed(x) || failed(axisAttr))
-    return failure();
-  auto type = cast<RankedTensorType>(x->getType());
-  FailureOr<int64_t> axis = normalizeAxis(*axisAttr, type.getRank(), "axis");
+  FailureOr<int64_t> axis = axisOf(x, /*defaultAxis=*/0);
   if (failed(axis))
     return failure();
+  auto type = cast<RankedTensorType>(x->getType());
   int64_t dim = type.getDimSize(*axis);
   SmallVector<int64_t> sizes;
   if (hasInput(1)) {
@@ -261,17 +251,16 @@ FailureOr<NodeResults> ONNXImporter::gather() {
           builder, loc, RankedTensorType::get(shape, type.getElementType()),
           *data, start, limit, strides);
       return result(zb::ReshapeOp::create(
-               builder, loc,
-               RankedTensorType::get(outShape, type.getElementType()), s));
+          builder, loc, RankedTensorType::get(outShape, type.getElementType()),
+          s));
     }
     if (*axis == 0) {
       Value indices = zb::ConstantOp::create(builder, loc, h.toAttr());
       SmallVector<int64_t> shape(h.shape);
       shape.append(type.getShape().begin() + 1, type.getShape().end());
       return result(zb::GatherOp::create(
-               builder, loc,
-               RankedTensorType::get(shape, type.getElementType()), *data,
-               indices));
+          builder, loc, RankedTensorType::get(shape, type.getElementType()),
+          *data, indices));
     }
   }
   if (*axis != 0) {
@@ -284,9 +273,9 @@ FailureOr<NodeResults> ONNXImporter::gather() {
     return failure();
   SmallVector<int64_t> shape(idxType.getShape());
   shape.append(type.getShape().begin() + 1, type.getShape().end());
-  return result(zb::GatherOp::create(builder, loc,
-                            RankedTensorType::get(shape, type.getElementType()),
-                            *data, *indices));
+  return result(zb::GatherOp::create(
+      builder, loc, RankedTensorType::get(shape, type.getElementType()), *data,
+      *indices));
 }
 
 /// Axes of Unsqueeze/Squeeze/Reduce*: the `axes` input #1 (newer opsets) or
@@ -506,13 +495,14 @@ FailureOr<SmallVector<int64_t>> ONNXImporter::permutation(int64_t rank) {
 }
 
 void zb::frontend::onnx_import::populateShapeHandlers(OpHandlerTable &table) {
-  table.add("Shape", 1, &ONNXImporter::shape);
-  table.add({"Reshape", "Unsqueeze", "Squeeze", "Flatten"}, 1,
-            &ONNXImporter::reshape);
-  table.add("Transpose", 1, &ONNXImporter::transpose);
-  table.add("Expand", 1, &ONNXImporter::expand);
-  table.add("Concat", 1, &ONNXImporter::concat);
-  table.add("Slice", 1, &ONNXImporter::slice);
-  table.add("Split", 1, &ONNXImporter::split);
-  table.add("Gather", 1, &ONNXImporter::gather);
+  using I = ONNXImporter;
+  static const OpHandlerEntry entries[] = {
+      {"Shape", 1, &I::shape},       {"Reshape", 1, &I::reshape},
+      {"Unsqueeze", 1, &I::reshape}, {"Squeeze", 1, &I::reshape},
+      {"Flatten", 1, &I::reshape},   {"Transpose", 1, &I::transpose},
+      {"Expand", 1, &I::expand},     {"Concat", 1, &I::concat},
+      {"Slice", 1, &I::slice},       {"Split", 1, &I::split},
+      {"Gather", 1, &I::gather},
+  };
+  table.add(entries);
 }

@@ -19,7 +19,6 @@ static RankedTensorType tensorType(Value v) {
   return llvm::cast<RankedTensorType>(v.getType());
 }
 
-
 Value ZBBuilder::add(Value x, Value y) {
   return AddOp::create(b, loc, x.getType(), x, y);
 }
@@ -141,16 +140,15 @@ Value ZBBuilder::transpose(Value x, ArrayRef<int64_t> permutation) {
   return TransposeOp::create(b, loc, t.clone(shape), x,
                              b.getDenseI64ArrayAttr(permutation));
 }
-Value ZBBuilder::slice(Value x, ArrayRef<int64_t> start, ArrayRef<int64_t> limit,
-                       ArrayRef<int64_t> strides) {
+Value ZBBuilder::slice(Value x, ArrayRef<int64_t> start,
+                       ArrayRef<int64_t> limit, ArrayRef<int64_t> strides) {
   auto t = tensorType(x);
   SmallVector<int64_t> shape;
   for (auto [s, l, st] : llvm::zip_equal(start, limit, strides))
     shape.push_back((l - s + st - 1) / st);
-  return SliceOp::create(b, loc, t.clone(shape), x,
-                         b.getDenseI64ArrayAttr(start),
-                         b.getDenseI64ArrayAttr(limit),
-                         b.getDenseI64ArrayAttr(strides));
+  return SliceOp::create(
+      b, loc, t.clone(shape), x, b.getDenseI64ArrayAttr(start),
+      b.getDenseI64ArrayAttr(limit), b.getDenseI64ArrayAttr(strides));
 }
 Value ZBBuilder::pad(Value x, ArrayRef<int64_t> low, ArrayRef<int64_t> high,
                      ArrayRef<int64_t> interior) {
@@ -158,8 +156,8 @@ Value ZBBuilder::pad(Value x, ArrayRef<int64_t> low, ArrayRef<int64_t> high,
   SmallVector<int64_t> shape;
   for (int64_t d = 0; d < t.getRank(); ++d) {
     int64_t n = t.getDimSize(d);
-    shape.push_back(low[d] + high[d] + n + std::max<int64_t>(n - 1, 0) *
-                                               interior[d]);
+    shape.push_back(low[d] + high[d] + n +
+                    std::max<int64_t>(n - 1, 0) * interior[d]);
   }
   return PadOp::create(b, loc, t.clone(shape), x, b.getDenseI64ArrayAttr(low),
                        b.getDenseI64ArrayAttr(high),
@@ -189,8 +187,8 @@ Value ZBBuilder::matmul(Value x, Value y, bool tx, bool ty) {
   return MatmulOp::create(b, loc, matmulResultType(x, y, tx, ty), x, y, tx, ty);
 }
 Value ZBBuilder::batchMatmul(Value x, Value y, bool tx, bool ty) {
-  return BatchMatmulOp::create(b, loc, matmulResultType(x, y, tx, ty), x, y,
-                               tx, ty);
+  return BatchMatmulOp::create(b, loc, matmulResultType(x, y, tx, ty), x, y, tx,
+                               ty);
 }
 
 Value ZBBuilder::gather(Value table, Value indices) {

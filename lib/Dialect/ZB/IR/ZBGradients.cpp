@@ -68,9 +68,9 @@ Value MaxOp::buildOperandGradient(OpBuilder &b, unsigned i, Value g) {
   Value self = i == 0 ? getLhs() : getRhs();
   Value other = i == 0 ? getRhs() : getLhs();
   // 1 where self is larger, 1/2 on ties, 0 elsewhere.
-  Value share = e.select(e.compare("gt", self, other), e.splat(g, 1.0),
-                         e.select(e.compare("eq", self, other),
-                                  e.splat(g, 0.5), e.splat(g, 0.0)));
+  Value share = e.select(
+      e.compare("gt", self, other), e.splat(g, 1.0),
+      e.select(e.compare("eq", self, other), e.splat(g, 0.5), e.splat(g, 0.0)));
   return e.mul(g, share);
 }
 
@@ -209,8 +209,7 @@ Value BatchMatmulOp::buildOperandGradient(OpBuilder &b, unsigned i, Value g) {
 // Shape ops
 //===----------------------------------------------------------------------===//
 
-Value BroadcastInDimOp::buildOperandGradient(OpBuilder &b, unsigned,
-                                             Value g) {
+Value BroadcastInDimOp::buildOperandGradient(OpBuilder &b, unsigned, Value g) {
   RankedTensorType in = tensorType(getOperand());
   RankedTensorType out = getType();
   // Sum over every result dimension that was created or expanded.
@@ -313,7 +312,8 @@ Value ReduceMaxOp::buildOperandGradient(OpBuilder &b, unsigned, Value g) {
   RankedTensorType in = tensorType(getOperand());
   ArrayRef<int64_t> axes = getAxes();
   // Share g equally among the elements equal to the maximum.
-  Value isMax = e.compare("eq", getOperand(), e.unreduce(getResult(), in, axes));
+  Value isMax =
+      e.compare("eq", getOperand(), e.unreduce(getResult(), in, axes));
   Value count = e.reduceSum(e.cast(isMax, in.getElementType()), axes);
   Value share = e.unreduce(e.div(g, count), in, axes);
   return e.select(isMax, share, e.splat(in, 0.0));
@@ -380,8 +380,7 @@ Value LayerNormOp::buildOperandGradient(OpBuilder &b, unsigned i, Value g) {
   // dx = rstd * (gw - mean(gw) - x_hat * mean(gw * x_hat)), gw = g * weight.
   Value gw = e.mul(g, e.broadcast(getWeight(), t, {last}));
   Value meanGw = e.unreduce(e.reduceMean(gw, {last}), t, {last});
-  Value meanGwX =
-      e.unreduce(e.reduceMean(e.mul(gw, xhat), {last}), t, {last});
+  Value meanGwX = e.unreduce(e.reduceMean(e.mul(gw, xhat), {last}), t, {last});
   return e.mul(rstdB, e.sub(e.sub(gw, meanGw), e.mul(xhat, meanGwX)));
 }
 

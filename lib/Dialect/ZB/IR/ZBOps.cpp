@@ -129,8 +129,8 @@ static LogicalResult verifyContraction(Operation *op, RankedTensorType a,
     return op->emitOpError("contraction sizes differ: op(lhs) is ")
            << m << "x" << k << ", op(rhs) is " << k2 << "x" << n;
   if (c.getDimSize(r - 2) != m || c.getDimSize(r - 1) != n)
-    return op->emitOpError() << what << " must be " << m << "x" << n
-                             << ", got " << c;
+    return op->emitOpError()
+           << what << " must be " << m << "x" << n << ", got " << c;
   return success();
 }
 
@@ -190,8 +190,8 @@ LogicalResult ReshapeOp::verify() {
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   if (getOperand().getType() == getType())
     return getOperand();
-  if (auto c = llvm::dyn_cast_if_present<DenseElementsAttr>(
-          adaptor.getOperand()))
+  if (auto c =
+          llvm::dyn_cast_if_present<DenseElementsAttr>(adaptor.getOperand()))
     return c.reshape(getType());
   return {};
 }
@@ -208,8 +208,8 @@ static LogicalResult verifyReduction(Operation *op, RankedTensorType in,
   SmallVector<int64_t> expected;
   for (auto [i, a] : llvm::enumerate(axes)) {
     if (a < 0 || a >= in.getRank())
-      return op->emitOpError("axis ") << a << " is out of range for rank "
-                                      << in.getRank();
+      return op->emitOpError("axis ")
+             << a << " is out of range for rank " << in.getRank();
     if (i > 0 && a <= axes[i - 1])
       return op->emitOpError("axes must be strictly increasing");
   }
@@ -225,13 +225,11 @@ static LogicalResult verifyReduction(Operation *op, RankedTensorType in,
 }
 
 LogicalResult ReduceSumOp::verify() {
-  return verifyReduction(*this, tensorType(getOperand()), getType(),
-                         getAxes());
+  return verifyReduction(*this, tensorType(getOperand()), getType(), getAxes());
 }
 
 LogicalResult ReduceMeanOp::verify() {
-  return verifyReduction(*this, tensorType(getOperand()), getType(),
-                         getAxes());
+  return verifyReduction(*this, tensorType(getOperand()), getType(), getAxes());
 }
 
 //===----------------------------------------------------------------------===//
@@ -268,8 +266,7 @@ LogicalResult GeluOp::verify() {
 LogicalResult CastOp::verify() {
   RankedTensorType in = tensorType(getOperand());
   if (in.getShape() != getType().getShape())
-    return emitOpError("shape must not change: ")
-           << in << " -> " << getType();
+    return emitOpError("shape must not change: ") << in << " -> " << getType();
   return success();
 }
 
@@ -297,8 +294,8 @@ LogicalResult BatchMatmulOp::verify() {
       a.getShape().drop_back(2) != c.getShape().drop_back(2))
     return emitOpError("batch dimensions (all but the last two) of operands "
                        "and result must match");
-  return verifyContraction(*this, a, b, c, getTransposeLhs(),
-                           getTransposeRhs(), "result matrices");
+  return verifyContraction(*this, a, b, c, getTransposeLhs(), getTransposeRhs(),
+                           "result matrices");
 }
 
 //===----------------------------------------------------------------------===//
@@ -306,8 +303,7 @@ LogicalResult BatchMatmulOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ReduceMaxOp::verify() {
-  return verifyReduction(*this, tensorType(getOperand()), getType(),
-                         getAxes());
+  return verifyReduction(*this, tensorType(getOperand()), getType(), getAxes());
 }
 
 //===----------------------------------------------------------------------===//
@@ -463,9 +459,9 @@ static LogicalResult verifyPieces(Operation *op, RankedTensorType whole,
     for (int64_t d = 0; d < whole.getRank(); ++d)
       if (d != axis && pt.getDimSize(d) != whole.getDimSize(d))
         return op->emitOpError(what)
-               << " #" << i << " differs in dimension " << d
-               << " (size " << pt.getDimSize(d) << ", expected "
-               << whole.getDimSize(d) << ")";
+               << " #" << i << " differs in dimension " << d << " (size "
+               << pt.getDimSize(d) << ", expected " << whole.getDimSize(d)
+               << ")";
     total += pt.getDimSize(axis);
   }
   if (total != whole.getDimSize(axis))
@@ -487,8 +483,8 @@ OpFoldResult ConcatOp::fold(FoldAdaptor) {
 }
 
 LogicalResult SplitOp::verify() {
-  return verifyPieces(*this, tensorType(getOperand()),
-                      getResults().getTypes(), getAxis(), "result");
+  return verifyPieces(*this, tensorType(getOperand()), getResults().getTypes(),
+                      getAxis(), "result");
 }
 
 //===----------------------------------------------------------------------===//
@@ -509,10 +505,9 @@ static LogicalResult verifyGatherShapes(Operation *op, RankedTensorType table,
   llvm::append_range(expected, table.getShape().drop_front());
   if (rows.getShape() != ArrayRef<int64_t>(expected))
     return op->emitOpError("expects ")
-           << rowsName
-           << " of shape indices.shape ++ table.shape[1:] = "
-           << RankedTensorType::get(expected, rows.getElementType())
-           << ", got " << rows;
+           << rowsName << " of shape indices.shape ++ table.shape[1:] = "
+           << RankedTensorType::get(expected, rows.getElementType()) << ", got "
+           << rows;
   return success();
 }
 
@@ -544,8 +539,8 @@ LogicalResult SoftmaxOp::verify() {
   int64_t r = getType().getRank();
   if (static_cast<int64_t>(getAxis()) < 0 ||
       static_cast<int64_t>(getAxis()) >= r)
-    return emitOpError("axis ") << getAxis() << " is out of range for rank "
-                                << r;
+    return emitOpError("axis ")
+           << getAxis() << " is out of range for rank " << r;
   return success();
 }
 
@@ -565,8 +560,8 @@ static LogicalResult verifyNorm(Operation *op, RankedTensorType input,
         pt.getElementType() != input.getElementType())
       return op->emitOpError("weight and bias must be 1-D of the last "
                              "dimension's size and element type: ")
-             << RankedTensorType::get({d}, input.getElementType())
-             << ", got " << pt;
+             << RankedTensorType::get({d}, input.getElementType()) << ", got "
+             << pt;
   }
   if (!(epsilon >= 0.0))
     return op->emitOpError("epsilon must be non-negative");
