@@ -226,6 +226,14 @@ public:
   /// Result shape of the current Reshape/Unsqueeze/Squeeze/Flatten node.
   FailureOr<llvm::SmallVector<int64_t>>
   reshapeTarget(llvm::ArrayRef<int64_t> in);
+  FailureOr<llvm::SmallVector<int64_t>>
+  unsqueezeShape(llvm::ArrayRef<int64_t> in);
+  FailureOr<llvm::SmallVector<int64_t>>
+  squeezeShape(llvm::ArrayRef<int64_t> in);
+  FailureOr<llvm::SmallVector<int64_t>>
+  flattenShape(llvm::ArrayRef<int64_t> in);
+  FailureOr<llvm::SmallVector<int64_t>>
+  reshapeShape(llvm::ArrayRef<int64_t> in);
   FailureOr<SliceSpec> sliceSpec(llvm::ArrayRef<int64_t> in);
   FailureOr<llvm::SmallVector<int64_t>> permutation(int64_t rank);
 

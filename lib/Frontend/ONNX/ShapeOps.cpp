@@ -293,80 +293,98 @@ FailureOr<std::optional<SmallVector<int64_t>>> ONNXImporter::axesOperand() {
 FailureOr<SmallVector<int64_t>>
 ONNXImporter::reshapeTarget(ArrayRef<int64_t> in) {
   llvm::StringRef op = opType();
-  int64_t inElements = 1;
-  for (int64_t d : in)
-    inElements *= d;
-  if (op == "Unsqueeze") {
-    FailureOr<std::optional<SmallVector<int64_t>>> axes = axesOperand();
-    if (failed(axes))
+  if (op == "Unsqueeze")
+    return unsqueezeShape(in);
+  if (op == "Squeeze")
+    return squeezeShape(in);
+  if (op == "Flatten")
+    return flattenShape(in);
+  return reshapeShape(in);
+}
+
+/// Unsqueeze: a dimension of 1 inserted at each of the axes (of the result).
+FailureOr<SmallVector<int64_t>>
+ONNXImporter::unsqueezeShape(ArrayRef<int64_t> in) {
+  FailureOr<std::optional<SmallVector<int64_t>>> axes = axesOperand();
+  if (failed(axes))
+    return failure();
+  if (!*axes) {
+    nodeError() << "axes are missing";
+    return failure();
+  }
+  int64_t rank = int64_t(in.size() + (*axes)->size());
+  SmallVector<bool> inserted(rank, false);
+  for (int64_t a : **axes) {
+    FailureOr<int64_t> n = normalizeAxis(a, rank, "axis");
+    if (failed(n))
       return failure();
-    if (!*axes) {
-      nodeError() << "axes are missing";
+    if (inserted[*n]) {
+      nodeError() << "axis " << a << " is repeated";
       return failure();
     }
-    int64_t rank = int64_t(in.size() + (*axes)->size());
-    SmallVector<bool> inserted(rank, false);
+    inserted[*n] = true;
+  }
+  SmallVector<int64_t> shape;
+  size_t next = 0;
+  for (int64_t i = 0; i < rank; ++i)
+    shape.push_back(inserted[i] ? 1 : in[next++]);
+  return shape;
+}
+
+/// Squeeze: the given dimensions of size 1 removed (all of them by default).
+FailureOr<SmallVector<int64_t>>
+ONNXImporter::squeezeShape(ArrayRef<int64_t> in) {
+  FailureOr<std::optional<SmallVector<int64_t>>> axes = axesOperand();
+  if (failed(axes))
+    return failure();
+  int64_t rank = in.size();
+  SmallVector<bool> removed(rank, false);
+  if (*axes) {
     for (int64_t a : **axes) {
       FailureOr<int64_t> n = normalizeAxis(a, rank, "axis");
       if (failed(n))
         return failure();
-      if (inserted[*n]) {
-        nodeError() << "axis " << a << " is repeated";
+      if (in[*n] != 1) {
+        nodeError() << "cannot squeeze dimension " << a << " of size "
+                    << in[*n];
         return failure();
       }
-      inserted[*n] = true;
+      removed[*n] = true;
     }
-    SmallVector<int64_t> shape;
-    size_t next = 0;
+  } else {
     for (int64_t i = 0; i < rank; ++i)
-      shape.push_back(inserted[i] ? 1 : in[next++]);
-    return shape;
+      removed[i] = in[i] == 1;
   }
-  if (op == "Squeeze") {
-    FailureOr<std::optional<SmallVector<int64_t>>> axes = axesOperand();
-    if (failed(axes))
-      return failure();
-    int64_t rank = in.size();
-    SmallVector<bool> removed(rank, false);
-    if (*axes) {
-      for (int64_t a : **axes) {
-        FailureOr<int64_t> n = normalizeAxis(a, rank, "axis");
-        if (failed(n))
-          return failure();
-        if (in[*n] != 1) {
-          nodeError() << "cannot squeeze dimension " << a << " of size "
-                      << in[*n];
-          return failure();
-        }
-        removed[*n] = true;
-      }
-    } else {
-      for (int64_t i = 0; i < rank; ++i)
-        removed[i] = in[i] == 1;
-    }
-    SmallVector<int64_t> shape;
-    for (int64_t i = 0; i < rank; ++i)
-      if (!removed[i])
-        shape.push_back(in[i]);
-    return shape;
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i)
+    if (!removed[i])
+      shape.push_back(in[i]);
+  return shape;
+}
+
+/// Flatten: [prod(in[:axis]), prod(in[axis:])].
+FailureOr<SmallVector<int64_t>>
+ONNXImporter::flattenShape(ArrayRef<int64_t> in) {
+  FailureOr<int64_t> axis = intAttr("axis", 1);
+  if (failed(axis))
+    return failure();
+  int64_t rank = in.size();
+  int64_t a = *axis < 0 ? *axis + rank : *axis;
+  if (a < 0 || a > rank) {
+    nodeError() << "axis " << *axis << " is out of range for rank " << rank;
+    return failure();
   }
-  if (op == "Flatten") {
-    FailureOr<int64_t> axis = intAttr("axis", 1);
-    if (failed(axis))
-      return failure();
-    int64_t rank = in.size();
-    int64_t a = *axis < 0 ? *axis + rank : *axis;
-    if (a < 0 || a > rank) {
-      nodeError() << "axis " << *axis << " is out of range for rank " << rank;
-      return failure();
-    }
-    int64_t outer = 1;
-    for (int64_t i = 0; i < a; ++i)
-      outer *= in[i];
-    return SmallVector<int64_t>{outer,
-                                inElements / std::max<int64_t>(outer, 1)};
-  }
-  // Reshape: 0 copies the input dimension (unless allowzero), -1 is inferred.
+  int64_t outer = 1;
+  for (int64_t i = 0; i < a; ++i)
+    outer *= in[i];
+  return SmallVector<int64_t>{outer, zb::frontend::numElements(in) /
+                                         std::max<int64_t>(outer, 1)};
+}
+
+/// Reshape: 0 copies the input dimension (unless allowzero), -1 is inferred.
+FailureOr<SmallVector<int64_t>>
+ONNXImporter::reshapeShape(ArrayRef<int64_t> in) {
+  int64_t inElements = zb::frontend::numElements(in);
   FailureOr<SmallVector<int64_t>> target = intsInput(1);
   FailureOr<int64_t> allowZero = intAttr("allowzero", 0);
   if (failed(target) || failed(allowZero))
