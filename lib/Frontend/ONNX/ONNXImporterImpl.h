@@ -59,17 +59,11 @@ class FuncOp;
 
 namespace zb::frontend::onnx_import {
 
-using mlir::DenseElementsAttr;
-using mlir::FailureOr;
-using mlir::LogicalResult;
-using mlir::RankedTensorType;
-using mlir::Value;
-
 /// What an ONNX value name stands for during import: an SSA value, a constant
 /// known at import time (materialized lazily), or both once materialized.
 struct ImportedValue {
-  Value value;
-  DenseElementsAttr constant;
+  mlir::Value value;
+  mlir::DenseElementsAttr constant;
 };
 
 /// The values a handler defines, one per node output (in order).
@@ -87,7 +81,7 @@ bool isCausalPattern(const HostTensor &t, double above, double below);
 
 class ONNXImporter;
 /// Imports the current node of the importer; reports its own errors.
-using OpHandler = FailureOr<NodeResults> (ONNXImporter::*)();
+using OpHandler = mlir::FailureOr<NodeResults> (ONNXImporter::*)();
 
 /// The op handlers of the default ONNX domain by op type, each valid from an
 /// opset version on (ONNX's "since version"): the handler of a model is the
@@ -121,8 +115,8 @@ void populateConstantHandlers(OpHandlerTable &table);
 
 /// A fold of a node whose inputs are all constants: `in` holds one tensor per
 /// input (a null-typed one for an absent optional input).
-using FoldFn =
-    FailureOr<HostTensor> (ONNXImporter::*)(llvm::ArrayRef<HostTensor> in);
+using FoldFn = mlir::FailureOr<HostTensor> (ONNXImporter::*)(
+    llvm::ArrayRef<HostTensor> in);
 
 /// An op the importer folds when all its inputs are constants.
 struct FoldRule {
@@ -157,13 +151,13 @@ public:
   mlir::Type convertElementType(int32_t onnxType);
   /// The name of an ONNX data type ("FLOAT", ...; "<invalid>").
   static llvm::StringRef elementTypeName(int32_t onnxType);
-  FailureOr<RankedTensorType> convertValueInfo(const onnx::ValueInfoProto &vi,
-                                               llvm::StringRef what);
-  FailureOr<DenseElementsAttr> convertTensor(const onnx::TensorProto &tensor,
-                                             mlir::Location where,
-                                             llvm::StringRef what);
-  DenseElementsAttr splat(RankedTensorType type, double value);
-  Value splatConstant(RankedTensorType type, double value);
+  mlir::FailureOr<mlir::RankedTensorType>
+  convertValueInfo(const onnx::ValueInfoProto &vi, llvm::StringRef what);
+  mlir::FailureOr<mlir::DenseElementsAttr>
+  convertTensor(const onnx::TensorProto &tensor, mlir::Location where,
+                llvm::StringRef what);
+  mlir::DenseElementsAttr splat(mlir::RankedTensorType type, double value);
+  mlir::Value splatConstant(mlir::RankedTensorType type, double value);
 
   //===--- The current node (ONNXReader.cpp) ------------------------------===//
   llvm::StringRef opType() const;
@@ -172,49 +166,53 @@ public:
   /// True if output `i` exists and has a name (is read by someone).
   bool hasOutput(int i) const;
   bool hasInput(int i) const;
-  FailureOr<ImportedValue> lookup(int i);
+  mlir::FailureOr<ImportedValue> lookup(int i);
   /// Input `i` as a tensor SSA value (materializes constants).
-  FailureOr<Value> tensorInput(int i);
+  mlir::FailureOr<mlir::Value> tensorInput(int i);
   /// Input `i` as a floating-point tensor SSA value.
-  FailureOr<Value> floatInput(int i);
+  mlir::FailureOr<mlir::Value> floatInput(int i);
   /// Input `i` as a constant known at import time.
-  FailureOr<DenseElementsAttr> constantInput(int i);
-  FailureOr<HostTensor> hostInput(int i);
+  mlir::FailureOr<mlir::DenseElementsAttr> constantInput(int i);
+  mlir::FailureOr<HostTensor> hostInput(int i);
   /// Input `i` as a 1-D (or scalar) integer constant.
-  FailureOr<llvm::SmallVector<int64_t>> intsInput(int i);
+  mlir::FailureOr<llvm::SmallVector<int64_t>> intsInput(int i);
   /// True if every present input is a constant known at import.
   bool allInputsConstant();
-  Value materialize(ImportedValue &v);
+  mlir::Value materialize(ImportedValue &v);
 
   //===--- Attributes of the current node (ONNXReader.cpp) ----------------===//
   bool hasAttr(llvm::StringRef name);
-  FailureOr<int64_t> intAttr(llvm::StringRef name, int64_t dflt);
-  FailureOr<float> floatAttr(llvm::StringRef name, float dflt);
+  mlir::FailureOr<int64_t> intAttr(llvm::StringRef name, int64_t dflt);
+  mlir::FailureOr<float> floatAttr(llvm::StringRef name, float dflt);
   /// The string field of an attribute, or nullopt when absent (not checked
   /// to be of type STRING: an attribute of another type reads as "").
   std::optional<std::string> stringAttr(llvm::StringRef name);
   /// The integer field of an attribute, or nullopt when absent (not checked
   /// to be of type INT: an attribute of another type reads as 0).
   std::optional<int64_t> uncheckedIntAttr(llvm::StringRef name);
-  FailureOr<std::optional<llvm::SmallVector<int64_t>>>
+  mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>>
   intsAttr(llvm::StringRef name);
   /// A tensor attribute as a constant, or nullopt when absent.
-  FailureOr<std::optional<DenseElementsAttr>> tensorAttr(llvm::StringRef name);
+  mlir::FailureOr<std::optional<mlir::DenseElementsAttr>>
+  tensorAttr(llvm::StringRef name);
 
   //===--- Building blocks (ONNXReader.cpp) -------------------------------===//
   /// Broadcasts `v` to `shape` (numpy rules: trailing alignment, size-1 dims).
-  FailureOr<Value> broadcastTo(Value v, llvm::ArrayRef<int64_t> shape);
+  mlir::FailureOr<mlir::Value> broadcastTo(mlir::Value v,
+                                           llvm::ArrayRef<int64_t> shape);
   /// Input `i` (already looked up) broadcast to `shape`.
-  FailureOr<Value> broadcastInput(int i, llvm::ArrayRef<int64_t> shape);
-  RankedTensorType typeOf(const ImportedValue &v);
+  mlir::FailureOr<mlir::Value> broadcastInput(int i,
+                                              llvm::ArrayRef<int64_t> shape);
+  mlir::RankedTensorType typeOf(const ImportedValue &v);
   /// The `axis` attribute (default `defaultAxis`) of the current node,
   /// normalized to the rank of `x` (an input read just before, so that its
   /// error and the attribute's are both reported); failure if either failed.
-  FailureOr<int64_t> axisOf(FailureOr<Value> x, int64_t defaultAxis);
-  FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank,
-                                   llvm::StringRef what);
+  mlir::FailureOr<int64_t> axisOf(mlir::FailureOr<mlir::Value> x,
+                                  int64_t defaultAxis);
+  mlir::FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank,
+                                         llvm::StringRef what);
   /// One result: the SSA value `v`.
-  static NodeResults result(Value v) { return NodeResults{{v, {}}}; }
+  static NodeResults result(mlir::Value v) { return NodeResults{{v, {}}}; }
 
   //===--- Shape computations (ShapeOps.cpp) ------------------------------===//
   struct SliceSpec {
@@ -222,66 +220,68 @@ public:
   };
   /// Axes of Unsqueeze/Squeeze: the `axes` input #1 (newer opsets) or
   /// attribute; nullopt when neither is given.
-  FailureOr<std::optional<llvm::SmallVector<int64_t>>> axesOperand();
+  mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>> axesOperand();
   /// Result shape of the current Reshape/Unsqueeze/Squeeze/Flatten node.
-  FailureOr<llvm::SmallVector<int64_t>>
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
   reshapeTarget(llvm::ArrayRef<int64_t> in);
-  FailureOr<llvm::SmallVector<int64_t>>
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
   unsqueezeShape(llvm::ArrayRef<int64_t> in);
-  FailureOr<llvm::SmallVector<int64_t>>
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
   squeezeShape(llvm::ArrayRef<int64_t> in);
-  FailureOr<llvm::SmallVector<int64_t>>
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
   flattenShape(llvm::ArrayRef<int64_t> in);
-  FailureOr<llvm::SmallVector<int64_t>>
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
   reshapeShape(llvm::ArrayRef<int64_t> in);
-  FailureOr<SliceSpec> sliceSpec(llvm::ArrayRef<int64_t> in);
-  FailureOr<llvm::SmallVector<int64_t>> permutation(int64_t rank);
+  mlir::FailureOr<SliceSpec> sliceSpec(llvm::ArrayRef<int64_t> in);
+  mlir::FailureOr<llvm::SmallVector<int64_t>> permutation(int64_t rank);
 
   //===--- Op handlers (one file per family) ------------------------------===//
-  template <typename OpTy> FailureOr<NodeResults> binary();
-  template <typename OpTy> FailureOr<NodeResults> unary();
-  template <typename OpTy> FailureOr<NodeResults> reduce();
-  FailureOr<NodeResults> gemm();
-  FailureOr<NodeResults> matmul();
-  FailureOr<NodeResults> pow();
-  FailureOr<NodeResults> identity();
-  FailureOr<NodeResults> dropout();
-  FailureOr<NodeResults> constant();
-  FailureOr<NodeResults> shape();
-  FailureOr<NodeResults> reshape();
-  FailureOr<NodeResults> transpose();
-  FailureOr<NodeResults> expand();
-  FailureOr<NodeResults> concat();
-  FailureOr<NodeResults> slice();
-  FailureOr<NodeResults> split();
-  FailureOr<NodeResults> castNode();
-  FailureOr<NodeResults> gather();
-  FailureOr<NodeResults> where();
-  FailureOr<NodeResults> reciprocal();
+  template <typename OpTy> mlir::FailureOr<NodeResults> binary();
+  template <typename OpTy> mlir::FailureOr<NodeResults> unary();
+  template <typename OpTy> mlir::FailureOr<NodeResults> reduce();
+  mlir::FailureOr<NodeResults> gemm();
+  mlir::FailureOr<NodeResults> matmul();
+  mlir::FailureOr<NodeResults> pow();
+  mlir::FailureOr<NodeResults> identity();
+  mlir::FailureOr<NodeResults> dropout();
+  mlir::FailureOr<NodeResults> constant();
+  mlir::FailureOr<NodeResults> shape();
+  mlir::FailureOr<NodeResults> reshape();
+  mlir::FailureOr<NodeResults> transpose();
+  mlir::FailureOr<NodeResults> expand();
+  mlir::FailureOr<NodeResults> concat();
+  mlir::FailureOr<NodeResults> slice();
+  mlir::FailureOr<NodeResults> split();
+  mlir::FailureOr<NodeResults> castNode();
+  mlir::FailureOr<NodeResults> gather();
+  mlir::FailureOr<NodeResults> where();
+  mlir::FailureOr<NodeResults> reciprocal();
   /// Softmax before opset 13 (default axis 1, flattening semantics: only the
   /// last axis is supported) and since (default axis -1).
-  FailureOr<NodeResults> softmaxBefore13();
-  FailureOr<NodeResults> softmax();
-  FailureOr<NodeResults> softmaxOnAxis(int64_t defaultAxis, bool lastAxisOnly);
-  FailureOr<NodeResults> layerNorm();
-  FailureOr<NodeResults> softmaxCrossEntropy();
+  mlir::FailureOr<NodeResults> softmaxBefore13();
+  mlir::FailureOr<NodeResults> softmax();
+  mlir::FailureOr<NodeResults> softmaxOnAxis(int64_t defaultAxis,
+                                             bool lastAxisOnly);
+  mlir::FailureOr<NodeResults> layerNorm();
+  mlir::FailureOr<NodeResults> softmaxCrossEntropy();
 
   //===--- Folds (ConstantFolding.cpp) ------------------------------------===//
   /// Folds the current node with `rule`, all of whose inputs are constants.
-  FailureOr<NodeResults> fold(const FoldRule &rule);
-  FailureOr<HostTensor> foldUnary(llvm::ArrayRef<HostTensor> in);
-  FailureOr<HostTensor> foldBinary(llvm::ArrayRef<HostTensor> in);
-  FailureOr<HostTensor> foldWhere(llvm::ArrayRef<HostTensor> in);
-  FailureOr<HostTensor> foldCast(llvm::ArrayRef<HostTensor> in);
-  FailureOr<HostTensor> foldGather(llvm::ArrayRef<HostTensor> in);
-  FailureOr<HostTensor> foldReshape(llvm::ArrayRef<HostTensor> in);
-  FailureOr<HostTensor> foldConcat(llvm::ArrayRef<HostTensor> in);
-  FailureOr<HostTensor> foldRange(llvm::ArrayRef<HostTensor> in);
-  FailureOr<HostTensor> foldExpand(llvm::ArrayRef<HostTensor> in);
-  FailureOr<HostTensor> foldConstantOfShape(llvm::ArrayRef<HostTensor> in);
-  FailureOr<HostTensor> foldSlice(llvm::ArrayRef<HostTensor> in);
-  FailureOr<HostTensor> foldTrilu(llvm::ArrayRef<HostTensor> in);
-  FailureOr<HostTensor> foldTranspose(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<NodeResults> fold(const FoldRule &rule);
+  mlir::FailureOr<HostTensor> foldUnary(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldBinary(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldWhere(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldCast(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldGather(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldReshape(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldConcat(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldRange(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldExpand(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor>
+  foldConstantOfShape(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldSlice(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldTrilu(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldTranspose(llvm::ArrayRef<HostTensor> in);
 
   mlir::MLIRContext *ctx;
   std::string fileName;
@@ -295,32 +295,34 @@ public:
 private:
   //===--- The driver (ONNXImporter.cpp) ----------------------------------===//
   struct Signature;
-  LogicalResult collectParameters(const onnx::GraphProto &graph);
-  FailureOr<Signature> buildSignature(const onnx::GraphProto &graph);
+  mlir::LogicalResult collectParameters(const onnx::GraphProto &graph);
+  mlir::FailureOr<Signature> buildSignature(const onnx::GraphProto &graph);
   mlir::func::FuncOp createMain(mlir::ModuleOp module, const Signature &sig);
-  LogicalResult importNodes(const onnx::GraphProto &graph);
-  LogicalResult returnOutputs(const onnx::GraphProto &graph,
-                              mlir::func::FuncOp func);
-  LogicalResult returnLoss(const onnx::ValueInfoProto &output,
-                           mlir::func::FuncOp func, unsigned numGraphInputs);
-  LogicalResult checkDeclaredLossType(const onnx::ValueInfoProto &output,
-                                      RankedTensorType lossType);
+  mlir::LogicalResult importNodes(const onnx::GraphProto &graph);
+  mlir::LogicalResult returnOutputs(const onnx::GraphProto &graph,
+                                    mlir::func::FuncOp func);
+  mlir::LogicalResult returnLoss(const onnx::ValueInfoProto &output,
+                                 mlir::func::FuncOp func,
+                                 unsigned numGraphInputs);
+  mlir::LogicalResult checkDeclaredLossType(const onnx::ValueInfoProto &output,
+                                            mlir::RankedTensorType lossType);
   void eraseDeadOps(mlir::Block *block);
-  FailureOr<Value> appendLoss(Value logits, mlir::func::FuncOp func,
-                              unsigned numGraphInputs);
-  LogicalResult importNode();
-  LogicalResult checkFoldOnlyInputs();
-  LogicalResult define(llvm::StringRef name, ImportedValue v,
-                       mlir::Location where);
+  mlir::FailureOr<mlir::Value> appendLoss(mlir::Value logits,
+                                          mlir::func::FuncOp func,
+                                          unsigned numGraphInputs);
+  mlir::LogicalResult importNode();
+  mlir::LogicalResult checkFoldOnlyInputs();
+  mlir::LogicalResult define(llvm::StringRef name, ImportedValue v,
+                             mlir::Location where);
   const onnx::AttributeProto *findAttr(llvm::StringRef name);
   /// Checks that attribute `a` (null: absent, accepted) has ONNX attribute
   /// type `type`; else reports that `name` must be `what`.
-  LogicalResult checkAttrType(const onnx::AttributeProto *a, int type,
-                              llvm::StringRef name, llvm::StringRef what);
+  mlir::LogicalResult checkAttrType(const onnx::AttributeProto *a, int type,
+                                    llvm::StringRef name, llvm::StringRef what);
 
   llvm::StringMap<ImportedValue> values;
   /// Initializer values by name (parameters and constants alike).
-  llvm::StringMap<DenseElementsAttr> initializers;
+  llvm::StringMap<mlir::DenseElementsAttr> initializers;
   /// Float initializers used as tensor operands: the parameters, in order.
   llvm::SmallVector<const onnx::TensorProto *> params;
 
