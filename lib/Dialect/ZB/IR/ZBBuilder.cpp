@@ -10,14 +10,13 @@
 #include "zb/Dialect/ZB/IR/ZBBuilder.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 
+#include "ZBOpsUtils.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace zb;
-
-static RankedTensorType tensorType(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
+using zb::detail::tensorType;
 
 Value ZBBuilder::add(Value x, Value y) {
   return AddOp::create(b, loc, x.getType(), x, y);

@@ -14,16 +14,15 @@
 #include "zb/Dialect/ZB/IR/ZBBuilder.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 
+#include "ZBOpsUtils.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
 
 using namespace mlir;
 using namespace zb;
-
-static RankedTensorType tensorType(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
+using zb::detail::tensorType;
 
 //===----------------------------------------------------------------------===//
 // Elementwise arithmetic

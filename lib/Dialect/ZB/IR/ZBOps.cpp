@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 
+#include "ZBOpsUtils.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -16,19 +18,12 @@
 
 using namespace mlir;
 using namespace zb;
+using zb::detail::tensorType;
 
 #include "zb/Dialect/ZB/IR/ZBInterfaces.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "zb/Dialect/ZB/IR/ZBOps.cpp.inc"
-
-//===----------------------------------------------------------------------===//
-// Helpers
-//===----------------------------------------------------------------------===//
-
-static RankedTensorType tensorType(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
 
 //===----------------------------------------------------------------------===//
 // ConstantOp
