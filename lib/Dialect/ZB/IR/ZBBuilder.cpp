@@ -18,40 +18,26 @@ using namespace mlir;
 using namespace zb;
 using zb::detail::tensorType;
 
-Value ZBBuilder::add(Value x, Value y) {
-  return AddOp::create(b, loc, x.getType(), x, y);
+/// An elementwise op of type OpTy on `x` (and `rest`), of the type of `x`.
+template <typename OpTy, typename... Rest>
+static Value likeX(OpBuilder &b, Location loc, Value x, Rest... rest) {
+  return OpTy::create(b, loc, x.getType(), x, rest...);
 }
-Value ZBBuilder::sub(Value x, Value y) {
-  return SubOp::create(b, loc, x.getType(), x, y);
-}
-Value ZBBuilder::mul(Value x, Value y) {
-  return MulOp::create(b, loc, x.getType(), x, y);
-}
-Value ZBBuilder::div(Value x, Value y) {
-  return DivOp::create(b, loc, x.getType(), x, y);
-}
-Value ZBBuilder::max(Value x, Value y) {
-  return MaxOp::create(b, loc, x.getType(), x, y);
-}
-Value ZBBuilder::pow(Value x, Value y) {
-  return PowOp::create(b, loc, x.getType(), x, y);
-}
-Value ZBBuilder::neg(Value x) { return NegOp::create(b, loc, x.getType(), x); }
-Value ZBBuilder::exp(Value x) { return ExpOp::create(b, loc, x.getType(), x); }
-Value ZBBuilder::log(Value x) { return LogOp::create(b, loc, x.getType(), x); }
-Value ZBBuilder::tanh(Value x) {
-  return TanhOp::create(b, loc, x.getType(), x);
-}
-Value ZBBuilder::sqrt(Value x) {
-  return SqrtOp::create(b, loc, x.getType(), x);
-}
-Value ZBBuilder::rsqrt(Value x) {
-  return RsqrtOp::create(b, loc, x.getType(), x);
-}
-Value ZBBuilder::erf(Value x) { return ErfOp::create(b, loc, x.getType(), x); }
-Value ZBBuilder::sigmoid(Value x) {
-  return SigmoidOp::create(b, loc, x.getType(), x);
-}
+
+Value ZBBuilder::add(Value x, Value y) { return likeX<AddOp>(b, loc, x, y); }
+Value ZBBuilder::sub(Value x, Value y) { return likeX<SubOp>(b, loc, x, y); }
+Value ZBBuilder::mul(Value x, Value y) { return likeX<MulOp>(b, loc, x, y); }
+Value ZBBuilder::div(Value x, Value y) { return likeX<DivOp>(b, loc, x, y); }
+Value ZBBuilder::max(Value x, Value y) { return likeX<MaxOp>(b, loc, x, y); }
+Value ZBBuilder::pow(Value x, Value y) { return likeX<PowOp>(b, loc, x, y); }
+Value ZBBuilder::neg(Value x) { return likeX<NegOp>(b, loc, x); }
+Value ZBBuilder::exp(Value x) { return likeX<ExpOp>(b, loc, x); }
+Value ZBBuilder::log(Value x) { return likeX<LogOp>(b, loc, x); }
+Value ZBBuilder::tanh(Value x) { return likeX<TanhOp>(b, loc, x); }
+Value ZBBuilder::sqrt(Value x) { return likeX<SqrtOp>(b, loc, x); }
+Value ZBBuilder::rsqrt(Value x) { return likeX<RsqrtOp>(b, loc, x); }
+Value ZBBuilder::erf(Value x) { return likeX<ErfOp>(b, loc, x); }
+Value ZBBuilder::sigmoid(Value x) { return likeX<SigmoidOp>(b, loc, x); }
 Value ZBBuilder::scale(Value x, double c) {
   if (c == 1.0)
     return x;
