@@ -87,6 +87,20 @@ bool zb::frontend::broadcastsTo(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
   return true;
 }
 
+/// Steps the row-major multi-index `idx` over `shape` to the next element
+/// (wrapping to all zeros after the last), moving the linear operand position
+/// `src` by `stride[d]` per step along result dimension d.
+static void nextIndex(MutableArrayRef<int64_t> idx, ArrayRef<int64_t> shape,
+                      ArrayRef<int64_t> stride, int64_t &src) {
+  for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+    src += stride[d];
+    if (++idx[d] < shape[d])
+      return;
+    src -= stride[d] * idx[d];
+    idx[d] = 0;
+  }
+}
+
 /// For every element of `out`, the element of `in` it reads when operand
 /// dimension k maps to result dimension dims[k] (size-1 operand dimensions
 /// read index 0). Preconditions checked by the callers.
@@ -106,13 +120,7 @@ static std::vector<int64_t> inDimIndexMap(ArrayRef<int64_t> in,
   int64_t src = 0;
   for (int64_t i = 0; i < n; ++i) {
     map[i] = src;
-    for (int64_t d = int64_t(out.size()) - 1; d >= 0; --d) {
-      src += step[d];
-      if (++idx[d] < out[d])
-        break;
-      src -= step[d] * idx[d];
-      idx[d] = 0;
-    }
+    nextIndex(idx, out, step, src);
   }
   return map;
 }
@@ -331,13 +339,7 @@ static HostTensor stridedView(const HostTensor &t, ArrayRef<int64_t> shape,
   int64_t src = base;
   for (int64_t i = 0; i < n; ++i) {
     r.data.push_back(t.data[src]);
-    for (int64_t d = int64_t(rank) - 1; d >= 0; --d) {
-      src += stride[d];
-      if (++idx[d] < shape[d])
-        break;
-      src -= stride[d] * idx[d];
-      idx[d] = 0;
-    }
+    nextIndex(idx, shape, stride, src);
   }
   return r;
 }

@@ -50,6 +50,8 @@
 #ifndef ZB_FRONTEND_ONNX_ONNXIMPORTER_H
 #define ZB_FRONTEND_ONNX_ONNXIMPORTER_H
 
+#include "zb/Frontend/ImportedModule.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -64,13 +66,8 @@ class MLIRContext;
 namespace zb {
 namespace frontend {
 
-/// Argument attribute: the ONNX name of a graph input or parameter (string).
-inline constexpr llvm::StringLiteral kNameAttr = "zb.name";
-/// Module attribute: DictionaryAttr, ONNX parameter name -> initial value
-/// (DenseElementsAttr with the parameter's tensor type).
-inline constexpr llvm::StringLiteral kParamValuesAttr = "zb.param_values";
-/// Name of the imported function.
-inline constexpr llvm::StringLiteral kMainFuncName = "main";
+// The names of the imported module (kNameAttr, kParamValuesAttr,
+// kMainFuncName) are those of zb/Frontend/ImportedModule.h.
 
 /// Options of an import.
 struct ImportOptions {

@@ -1,0 +1,184 @@
+//===- StableHLOImporterImpl.h - The StableHLO importer's state -*- C++ -*-===//
+//
+// Internal to lib/Frontend/StableHLO. The text is parsed in a private
+// MLIRContext that allows unregistered dialects (stablehlo/chlo ops are then
+// generic operations, `#stablehlo.*` attributes OpaqueAttr). The importer
+// walks @main in order and maps every source value to either a compile-time
+// constant (`HostTensor`, folded in double precision and rounded to the
+// element type after every op, like JAX's own arithmetic) or a zb value in
+// the target context. Private functions are imported at each call site with
+// a fresh value map (inlining).
+//
+// The files:
+//   StableHLOImporter.cpp  entry points, @main's signature, the walk over
+//                          blocks and calls, dispatch of each op, values and
+//                          types, the text of opaque attributes
+//   StableHLOOps.cpp       ops on data: elementwise, compare/select/convert,
+//                          broadcast_in_dim and the shape ops, dot_general,
+//                          reduce, gather
+//   StableHLOFolding.cpp   ops whose operands are all constants
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZB_LIB_FRONTEND_STABLEHLO_STABLEHLOIMPORTERIMPL_H
+#define ZB_LIB_FRONTEND_STABLEHLO_STABLEHLOIMPORTERIMPL_H
+
+#include "zb/Frontend/HostTensor.h"
+#include "zb/Frontend/StableHLO/StableHLOImporter.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Location.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
+
+namespace zb::frontend::stablehlo_import {
+
+/// A constant tensor (zb/Frontend/HostTensor.h), shared so that its address
+/// keys the cache of materialized zb.constant ops.
+using ConstPtr = std::shared_ptr<HostTensor>;
+
+/// A value of the source program during import.
+struct Val {
+  mlir::Value v; // the zb value (target context), or null for a constant
+  ConstPtr c;    // the folded constant, when known
+  mlir::RankedTensorType type; // the source type (target context)
+  /// An integer computation on data that zb cannot express; an error when
+  /// the value is used other than as recognised by a pattern.
+  mlir::Operation *unsupported = nullptr;
+};
+
+//===----------------------------------------------------------------------===//
+// Opaque #stablehlo attribute text (StableHLOImporter.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Parses `key = [1, 2]` (or `key = 3`) from `text`; an absent key is an
+/// empty list. Returns failure on malformed text.
+mlir::FailureOr<llvm::SmallVector<int64_t>> parseIntList(llvm::StringRef text,
+                                                         llvm::StringRef key);
+/// The text of an opaque dialect attribute (`#stablehlo.dot<...>` ->
+/// "dot<...>", `#stablehlo<comparison_direction LT>` ->
+/// "comparison_direction LT"), or of any other attribute as printed.
+std::string attrText(mlir::Attribute a);
+/// Checks that `text` has balanced <> and [] (a truncated attribute is
+/// malformed).
+bool balanced(llvm::StringRef text);
+/// "params['blocks'][0]['w']" -> "params.blocks.0.w"; other text unchanged.
+std::string pytreeName(llvm::StringRef info);
+/// The comparison direction of a stablehlo.compare ("LT", ...), or "".
+std::string compareDirection(mlir::Operation *op);
+
+/// The importer of one module.
+class Importer {
+public:
+  Importer(mlir::MLIRContext *ctx, mlir::ModuleOp source,
+           llvm::StringRef fileName, const StableHLOImportOptions &options)
+      : ctx(ctx), source(source), fileName(fileName), options(options), b(ctx) {
+  }
+
+  mlir::OwningOpRef<mlir::ModuleOp> run();
+
+private:
+  /// An argument of @main: its name (StableHLOImporter.h), type and role.
+  struct Arg {
+    std::string name;
+    mlir::RankedTensorType type;
+    bool param;
+  };
+
+  mlir::MLIRContext *ctx;
+  mlir::ModuleOp source;
+  llvm::StringRef fileName;
+  const StableHLOImportOptions &options;
+  mlir::OpBuilder b;
+  /// One value map per function being imported (call stack).
+  llvm::SmallVector<llvm::DenseMap<mlir::Value, Val>> scopes;
+  llvm::DenseMap<HostTensor *, mlir::Value> materialized;
+  llvm::SmallVector<ConstPtr> keepAlive;
+  mlir::Location loc = mlir::UnknownLoc::get(ctx);
+  mlir::Operation *current = nullptr;
+
+  //===--- Values and types (StableHLOImporter.cpp) -----------------------===//
+  mlir::Location convertLoc(mlir::Location l);
+  mlir::InFlightDiagnostic error(mlir::Operation *op) {
+    return mlir::emitError(convertLoc(op->getLoc()))
+           << "'" << op->getName().getStringRef() << "': ";
+  }
+  /// The error for a stablehlo.compare whose direction cannot be parsed.
+  mlir::LogicalResult badComparison(mlir::Operation *op);
+  mlir::FailureOr<mlir::Type> convertElem(mlir::Type t);
+  mlir::FailureOr<mlir::RankedTensorType> convertType(mlir::Type t);
+
+  mlir::FailureOr<Val> get(mlir::Value v);
+  mlir::FailureOr<mlir::Value> materialize(const Val &v);
+  mlir::FailureOr<mlir::Value> asFloat(const Val &v);
+  mlir::FailureOr<mlir::Value> asIndex(const Val &v);
+  mlir::FailureOr<llvm::SmallVector<int64_t>> i64Array(mlir::Operation *op,
+                                                       llvm::StringRef name);
+
+  //===--- @main and the walk (StableHLOImporter.cpp) ---------------------===//
+  mlir::FailureOr<mlir::RankedTensorType> mainLossType(mlir::func::FuncOp main);
+  mlir::FailureOr<llvm::SmallVector<Arg>>
+  mainArguments(mlir::func::FuncOp main);
+  mlir::LogicalResult addParamValues(mlir::ModuleOp module,
+                                     llvm::ArrayRef<Arg> args,
+                                     llvm::ArrayRef<unsigned> order);
+  mlir::LogicalResult importBlock(mlir::Block &block, llvm::ArrayRef<Val> args,
+                                  llvm::SmallVectorImpl<Val> &results,
+                                  int depth);
+  mlir::LogicalResult importOp(mlir::Operation *op, int depth);
+  mlir::LogicalResult importCall(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                                 int depth);
+  mlir::LogicalResult importConstant(mlir::Operation *op,
+                                     mlir::RankedTensorType type);
+  mlir::LogicalResult importOnData(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                                   Val &out);
+
+  //===--- Ops on data (StableHLOOps.cpp) ---------------------------------===//
+  mlir::LogicalResult importElementwise(mlir::Operation *op,
+                                        llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importCompare(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                                    Val &out);
+  mlir::LogicalResult importSelect(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                                   Val &out);
+  mlir::LogicalResult importConvert(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                                    Val &out);
+  mlir::LogicalResult importArithmetic(mlir::Operation *op,
+                                       llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importBroadcastInDim(mlir::Operation *op,
+                                           llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importShapeOp(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                                    Val &out);
+  mlir::LogicalResult importDotGeneral(mlir::Operation *op,
+                                       llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importReduce(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                                   Val &out);
+  mlir::LogicalResult importGather(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                                   Val &out);
+
+  //===--- Folds (StableHLOFolding.cpp) -----------------------------------===//
+  mlir::LogicalResult fold(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                           Val &out);
+  /// Folds the ops that move or combine elements (iota, broadcast_in_dim,
+  /// reshape, transpose, slice, reverse, concatenate); nullopt for other ops.
+  std::optional<mlir::FailureOr<HostTensor>>
+  foldStructural(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                 mlir::RankedTensorType type);
+  mlir::FailureOr<HostTensor> foldElementwise(mlir::Operation *op,
+                                              llvm::ArrayRef<Val> in,
+                                              mlir::RankedTensorType type);
+};
+
+} // namespace zb::frontend::stablehlo_import
+
+#endif // ZB_LIB_FRONTEND_STABLEHLO_STABLEHLOIMPORTERIMPL_H
