@@ -22,28 +22,34 @@ static SmallVector<ReassociationIndices> batchGroups(int64_t rank) {
   return {allDims(rank - 2), {rank - 2}, {rank - 1}};
 }
 
+/// The reshape between a tensor and its 1-D form: `v` to `type` where one
+/// of the two is 1-D. Rank 0 and 1-D meet through tensor<1xT> (an empty
+/// reassociation), other ranks group all dims into one.
+static Value reshapeTo1DOrBack(OpBuilder &b, Location loc, Value v,
+                               RankedTensorType type) {
+  auto vt = llvm::cast<RankedTensorType>(v.getType());
+  bool toFlat = type.getRank() == 1;
+  int64_t rank = toFlat ? vt.getRank() : type.getRank();
+  if (rank == 1)
+    return v;
+  SmallVector<ReassociationIndices> groups;
+  if (rank > 0)
+    groups.push_back(allDims(rank));
+  // Flattening a scalar and unflattening a higher rank add dims: expand.
+  if (toFlat == (rank == 0))
+    return tensor::ExpandShapeOp::create(b, loc, type, v, groups);
+  return tensor::CollapseShapeOp::create(b, loc, type, v, groups);
+}
+
 Value flatten(OpBuilder &b, Location loc, Value t) {
   auto tt = llvm::cast<RankedTensorType>(t.getType());
-  auto flatTy =
-      RankedTensorType::get({tt.getNumElements()}, tt.getElementType());
-  if (tt.getRank() == 1)
-    return t;
-  if (tt.getRank() == 0)
-    return tensor::ExpandShapeOp::create(b, loc, flatTy, t,
-                                         ArrayRef<ReassociationIndices>{});
-  return tensor::CollapseShapeOp::create(
-      b, loc, flatTy, t, ArrayRef<ReassociationIndices>{allDims(tt.getRank())});
+  return reshapeTo1DOrBack(
+      b, loc, t,
+      RankedTensorType::get({tt.getNumElements()}, tt.getElementType()));
 }
 
 Value unflatten(OpBuilder &b, Location loc, Value flat, RankedTensorType type) {
-  if (type.getRank() == 1)
-    return flat;
-  if (type.getRank() == 0)
-    return tensor::CollapseShapeOp::create(b, loc, type, flat,
-                                           ArrayRef<ReassociationIndices>{});
-  return tensor::ExpandShapeOp::create(
-      b, loc, type, flat,
-      ArrayRef<ReassociationIndices>{allDims(type.getRank())});
+  return reshapeTo1DOrBack(b, loc, flat, type);
 }
 
 Value reshapeThroughFlat(OpBuilder &b, Location loc, Value input,
@@ -72,8 +78,14 @@ Value expandBatchDims(OpBuilder &b, Location loc, Value t,
   return tensor::ExpandShapeOp::create(b, loc, type, t, batchGroups(r));
 }
 
-LogicalResult applyZBConversion(Operation *root, const ConversionTarget &target,
-                                RewritePatternSet &&patterns) {
+LogicalResult applyZBConversion(Operation *root,
+                                void (*configureLegality)(ConversionTarget &),
+                                void (*populatePatterns)(RewritePatternSet &,
+                                                         PatternBenefit)) {
+  ConversionTarget target(*root->getContext());
+  configureLegality(target);
+  RewritePatternSet patterns(root->getContext());
+  populatePatterns(patterns, /*benefit=*/1);
   ConversionConfig config;
   config.foldingMode = DialectConversionFoldingMode::Never;
   return applyPartialConversion(root, target, std::move(patterns), config);

@@ -17,8 +17,7 @@
 namespace zb {
 namespace conversion {
 
-template <typename T>
-struct IsFailureOr : std::false_type {};
+template <typename T> struct IsFailureOr : std::false_type {};
 template <typename T>
 struct IsFailureOr<mlir::FailureOr<T>> : std::true_type {};
 
@@ -55,8 +54,8 @@ mlir::Value flatten(mlir::OpBuilder &b, mlir::Location loc, mlir::Value t);
 
 /// Inverse of flatten: the 1-D tensor `flat` reshaped to `type` (same
 /// element count).
-mlir::Value unflatten(mlir::OpBuilder &b, mlir::Location loc,
-                      mlir::Value flat, mlir::RankedTensorType type);
+mlir::Value unflatten(mlir::OpBuilder &b, mlir::Location loc, mlir::Value flat,
+                      mlir::RankedTensorType type);
 
 /// A static reshape of `input` to `type` through a 1-D tensor.
 mlir::Value reshapeThroughFlat(mlir::OpBuilder &b, mlir::Location loc,
@@ -71,12 +70,33 @@ mlir::Value collapseBatchDims(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value expandBatchDims(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::Value t, mlir::RankedTensorType type);
 
-/// Applies `patterns` to `root` as a partial conversion to `target`, without
-/// folding (zb ops have folders; the conversions rewrite every op as
-/// written, so their output does not depend on what folds).
-mlir::LogicalResult applyZBConversion(mlir::Operation *root,
-                                      const mlir::ConversionTarget &target,
-                                      mlir::RewritePatternSet &&patterns);
+/// Applies the patterns `populatePatterns` adds to `root` as a partial
+/// conversion to the target `configureLegality` sets up, without folding
+/// (zb ops have folders; the conversions rewrite every op as written, so
+/// their output does not depend on what folds).
+mlir::LogicalResult applyZBConversion(
+    mlir::Operation *root, void (*configureLegality)(mlir::ConversionTarget &),
+    void (*populatePatterns)(mlir::RewritePatternSet &, mlir::PatternBenefit));
+
+/// A pass that is one partial conversion (applyZBConversion with
+/// `ConfigureLegality` and `PopulatePatterns`). `PassBase` is the tablegen'd
+/// impl::<Pass>Base and `DerivedT` the pass, which may hide
+/// `afterConversion` to check the converted IR.
+template <typename DerivedT, template <typename> class PassBase,
+          auto ConfigureLegality, auto PopulatePatterns>
+class ConversionPass : public PassBase<DerivedT> {
+public:
+  void runOnOperation() override {
+    mlir::Operation *root = this->getOperation();
+    if (mlir::failed(
+            applyZBConversion(root, ConfigureLegality, PopulatePatterns)) ||
+        mlir::failed(DerivedT::afterConversion(root)))
+      this->signalPassFailure();
+  }
+  static mlir::LogicalResult afterConversion(mlir::Operation *) {
+    return mlir::success();
+  }
+};
 
 } // namespace conversion
 } // namespace zb

@@ -65,25 +65,24 @@ Value decomposeCrossEntropy(OpBuilder &b, CrossEntropyOp op,
   auto t = llvm::cast<RankedTensorType>(x.getType());
   int64_t last = t.getRank() - 1;
   Value m = e.reduceMax(x, {last});
-  Value sumExp =
-      e.reduceSum(e.exp(e.sub(x, e.unreduce(m, t, {last}))), {last});
+  Value sumExp = e.reduceSum(e.exp(e.sub(x, e.unreduce(m, t, {last}))), {last});
   Value lse = e.add(e.log(sumExp), m);
-  Value picked = e.reduceSum(
-      e.mul(x, e.oneHot(a.getTargets(), t.getDimSize(last),
-                        t.getElementType())),
-      {last});
+  Value picked =
+      e.reduceSum(e.mul(x, e.oneHot(a.getTargets(), t.getDimSize(last),
+                                    t.getElementType())),
+                  {last});
   Value perSample = e.sub(lse, picked);
-  return e.reduceMean(perSample,
-                      llvm::to_vector(llvm::seq<int64_t>(0, last)));
+  return e.reduceMean(perSample, llvm::to_vector(llvm::seq<int64_t>(0, last)));
 }
 
 } // namespace
 
 void zb::populateZBDecomposeCompositePatterns(RewritePatternSet &patterns,
                                               PatternBenefit benefit) {
-  patterns.add<conversion::FunctionPattern<SoftmaxOp, decomposeSoftmax>,
-               conversion::FunctionPattern<LayerNormOp, decomposeLayerNorm>,
-               conversion::FunctionPattern<RmsNormOp, decomposeRmsNorm>,
-               conversion::FunctionPattern<CrossEntropyOp, decomposeCrossEntropy>>(
-      patterns.getContext(), benefit);
+  patterns
+      .add<conversion::FunctionPattern<SoftmaxOp, decomposeSoftmax>,
+           conversion::FunctionPattern<LayerNormOp, decomposeLayerNorm>,
+           conversion::FunctionPattern<RmsNormOp, decomposeRmsNorm>,
+           conversion::FunctionPattern<CrossEntropyOp, decomposeCrossEntropy>>(
+          patterns.getContext(), benefit);
 }

@@ -54,21 +54,14 @@ Value rsqrt(OpBuilder &b, Location l, Operation *, ValueRange a) {
       .getResult();
 }
 
-/// 1 / (1 + exp(-x)).
-Value sigmoid(OpBuilder &b, Location l, Operation *, ValueRange a) {
+/// sigmoid (1 / (1 + exp(-x))), or silu (x / (1 + exp(-x))) with TimesX.
+template <bool TimesX>
+Value logistic(OpBuilder &b, Location l, Operation *, ValueRange a) {
   Value x = a[0];
   Value one = floatConst(b, l, x.getType(), 1.0);
   Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
-  return arith::DivFOp::create(b, l, one, arith::AddFOp::create(b, l, one, e))
-      .getResult();
-}
-
-/// x / (1 + exp(-x)).
-Value silu(OpBuilder &b, Location l, Operation *, ValueRange a) {
-  Value x = a[0];
-  Value one = floatConst(b, l, x.getType(), 1.0);
-  Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
-  return arith::DivFOp::create(b, l, x, arith::AddFOp::create(b, l, one, e))
+  return arith::DivFOp::create(b, l, TimesX ? x : one,
+                               arith::AddFOp::create(b, l, one, e))
       .getResult();
 }
 
@@ -137,7 +130,8 @@ Value select(OpBuilder &b, Location l, Operation *, ValueRange a) {
 /// The fill value where the key index (last dim) exceeds the query index
 /// (the dim before), x elsewhere.
 Value causalMask(OpBuilder &b, Location l, Operation *op, ValueRange a) {
-  int64_t n = llvm::cast<RankedTensorType>(op->getResult(0).getType()).getRank();
+  int64_t n =
+      llvm::cast<RankedTensorType>(op->getResult(0).getType()).getRank();
   double fill = llvm::cast<CausalMaskOp>(op).getFillValue();
   Value x = a[0];
   Value q = linalg::IndexOp::create(b, l, n - 2);
@@ -166,23 +160,22 @@ using Elementwise =
 
 void zb::linalg_lowering::populateElementwisePatterns(
     RewritePatternSet &patterns, PatternBenefit benefit) {
-  patterns.add<Elementwise<AddOp, binary<arith::AddFOp>>,
-               Elementwise<SubOp, binary<arith::SubFOp>>,
-               Elementwise<MulOp, binary<arith::MulFOp>>,
-               Elementwise<DivOp, binary<arith::DivFOp>>,
-               Elementwise<PowOp, binary<math::PowFOp>>,
-               Elementwise<MaxOp, binary<arith::MaximumFOp>>,
-               Elementwise<NegOp, unary<arith::NegFOp>>,
-               Elementwise<ExpOp, unary<math::ExpOp>>,
-               Elementwise<LogOp, unary<math::LogOp>>,
-               Elementwise<TanhOp, unary<math::TanhOp>>,
-               Elementwise<SqrtOp, unary<math::SqrtOp>>,
-               Elementwise<ErfOp, unary<math::ErfOp>>,
-               Elementwise<ReluOp, relu>, Elementwise<RsqrtOp, rsqrt>,
-               Elementwise<SigmoidOp, sigmoid>, Elementwise<SiluOp, silu>,
-               Elementwise<GeluOp, gelu>, Elementwise<CastOp, cast>,
-               Elementwise<CompareOp, compare>,
-               Elementwise<SelectOp, select>,
-               Elementwise<CausalMaskOp, causalMask>>(patterns.getContext(),
-                                                      benefit);
+  patterns.add<
+      Elementwise<AddOp, binary<arith::AddFOp>>,
+      Elementwise<SubOp, binary<arith::SubFOp>>,
+      Elementwise<MulOp, binary<arith::MulFOp>>,
+      Elementwise<DivOp, binary<arith::DivFOp>>,
+      Elementwise<PowOp, binary<math::PowFOp>>,
+      Elementwise<MaxOp, binary<arith::MaximumFOp>>,
+      Elementwise<NegOp, unary<arith::NegFOp>>,
+      Elementwise<ExpOp, unary<math::ExpOp>>,
+      Elementwise<LogOp, unary<math::LogOp>>,
+      Elementwise<TanhOp, unary<math::TanhOp>>,
+      Elementwise<SqrtOp, unary<math::SqrtOp>>,
+      Elementwise<ErfOp, unary<math::ErfOp>>, Elementwise<ReluOp, relu>,
+      Elementwise<RsqrtOp, rsqrt>, Elementwise<SigmoidOp, logistic<false>>,
+      Elementwise<SiluOp, logistic<true>>, Elementwise<GeluOp, gelu>,
+      Elementwise<CastOp, cast>, Elementwise<CompareOp, compare>,
+      Elementwise<SelectOp, select>, Elementwise<CausalMaskOp, causalMask>>(
+      patterns.getContext(), benefit);
 }

@@ -12,9 +12,8 @@ namespace linalg_lowering {
 
 Value buildGeneric(OpBuilder &b, Location loc, RankedTensorType resultTy,
                    ValueRange inputs, ArrayRef<AffineMap> inputMaps,
-                   AffineMap outputMap,
-                   ArrayRef<utils::IteratorType> iterators, Value init,
-                   BodyFn body) {
+                   AffineMap outputMap, ArrayRef<utils::IteratorType> iterators,
+                   Value init, BodyFn body) {
   SmallVector<AffineMap> maps(inputMaps.begin(), inputMaps.end());
   maps.push_back(outputMap);
   auto generic = linalg::GenericOp::create(

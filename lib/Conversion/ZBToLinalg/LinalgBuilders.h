@@ -1,4 +1,4 @@
-//===- LinalgBuilders.h - linalg on tensors for convert-zb-to-linalg -*- C++ -*-//
+//===- LinalgBuilders.h - builders of convert-zb-to-linalg ------*- C++ -*-===//
 //
 // Internal to lib/Conversion/ZBToLinalg: the linalg.generic, fill and
 // constant builders the patterns share, and the pattern sets of the other
@@ -19,8 +19,8 @@ namespace linalg_lowering {
 
 /// The scalar body of a linalg.generic: the block arguments (one element per
 /// input, then the output's) -> the value to yield.
-using BodyFn = llvm::function_ref<mlir::Value(mlir::OpBuilder &,
-                                              mlir::Location, mlir::ValueRange)>;
+using BodyFn = llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                              mlir::ValueRange)>;
 
 /// linalg.generic of one result of type `resultTy` over `inputs` with the
 /// given maps and iterators, writing into `init`.

@@ -55,19 +55,17 @@ Value transposeN(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> perm) {
 }
 
 SmallVector<OpFoldResult> indexAttrs(OpBuilder &b, ArrayRef<int64_t> values) {
-  return llvm::map_to_vector(values, [&](int64_t v) -> OpFoldResult {
-    return b.getIndexAttr(v);
-  });
+  return llvm::map_to_vector(
+      values, [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); });
 }
 
 /// Static strided tensor.extract_slice.
 Value extractSlice(OpBuilder &b, Location loc, Value x,
                    RankedTensorType resultTy, ArrayRef<int64_t> offsets,
                    ArrayRef<int64_t> strides) {
-  return tensor::ExtractSliceOp::create(b, loc, resultTy, x,
-                                        indexAttrs(b, offsets),
-                                        indexAttrs(b, resultTy.getShape()),
-                                        indexAttrs(b, strides));
+  return tensor::ExtractSliceOp::create(
+      b, loc, resultTy, x, indexAttrs(b, offsets),
+      indexAttrs(b, resultTy.getShape()), indexAttrs(b, strides));
 }
 
 /// Static strided tensor.insert_slice of `x` into `dest`.
@@ -117,11 +115,11 @@ Value lowerBroadcastInDim(OpBuilder &b, BroadcastInDimOp op,
     exprs.push_back(inTy.getDimSize(i) == 1 && resultTy.getDimSize(d) != 1
                         ? b.getAffineConstantExpr(0)
                         : b.getAffineDimExpr(d));
-  AffineMap inMap = AffineMap::get(resultTy.getRank(), 0, exprs, b.getContext());
-  return generateInto(b, op, a.getOperand(), inMap,
-                      [](OpBuilder &, Location, ValueRange args) {
-                        return args[0];
-                      });
+  AffineMap inMap =
+      AffineMap::get(resultTy.getRank(), 0, exprs, b.getContext());
+  return generateInto(
+      b, op, a.getOperand(), inMap,
+      [](OpBuilder &, Location, ValueRange args) { return args[0]; });
 }
 
 Value lowerReduceSum(OpBuilder &b, ReduceSumOp op, ReduceSumOp::Adaptor a) {
@@ -138,23 +136,23 @@ Value lowerReduceMean(OpBuilder &b, ReduceMeanOp op, ReduceMeanOp::Adaptor a) {
     count *= inTy.getDimSize(axis);
   Value sum = reduceSum(b, loc, a.getOperand(), resultTy, op.getAxes());
   Type elem = resultTy.getElementType();
-  return elementwise(b, loc, resultTy, ValueRange{sum},
-                     [&](OpBuilder &nb, Location l, ValueRange args) {
-                       Value scale = floatConst(nb, l, elem, 1.0 / count);
-                       return arith::MulFOp::create(nb, l, args[0], scale)
-                           .getResult();
-                     });
+  return elementwise(
+      b, loc, resultTy, ValueRange{sum},
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value scale = floatConst(nb, l, elem, 1.0 / count);
+        return arith::MulFOp::create(nb, l, args[0], scale).getResult();
+      });
 }
 
 Value lowerReduceMax(OpBuilder &b, ReduceMaxOp op, ReduceMaxOp::Adaptor a) {
   RankedTensorType resultTy = op.getType();
   Value negInf = floatConst(b, op.getLoc(), resultTy.getElementType(),
                             -std::numeric_limits<double>::infinity());
-  return reduceWith(b, op.getLoc(), a.getOperand(), resultTy, op.getAxes(),
-                    negInf, [](OpBuilder &nb, Location l, ValueRange args) {
-                      return arith::MaximumFOp::create(nb, l, args[0], args[1])
-                          .getResult();
-                    });
+  return reduceWith(
+      b, op.getLoc(), a.getOperand(), resultTy, op.getAxes(), negInf,
+      [](OpBuilder &nb, Location l, ValueRange args) {
+        return arith::MaximumFOp::create(nb, l, args[0], args[1]).getResult();
+      });
 }
 
 Value lowerReshape(OpBuilder &b, ReshapeOp op, ReshapeOp::Adaptor a) {
@@ -174,8 +172,9 @@ Value lowerSlice(OpBuilder &b, SliceOp op, SliceOp::Adaptor a) {
 /// Zeros with the operand inserted at `low`, interior padding as stride.
 Value lowerPad(OpBuilder &b, PadOp op, PadOp::Adaptor a) {
   RankedTensorType resultTy = op.getType();
-  Value init = filled(b, op.getLoc(), resultTy,
-                      floatConst(b, op.getLoc(), resultTy.getElementType(), 0.0));
+  Value init =
+      filled(b, op.getLoc(), resultTy,
+             floatConst(b, op.getLoc(), resultTy.getElementType(), 0.0));
   SmallVector<int64_t> strides;
   for (int64_t i : op.getInterior())
     strides.push_back(i + 1);
@@ -191,7 +190,8 @@ Value lowerConcat(OpBuilder &b, ConcatOp op, ConcatOp::Adaptor a) {
   int64_t axis = op.getAxis();
   for (Value in : a.getInputs()) {
     acc = insertSlice(b, op.getLoc(), in, acc, offsets, strides);
-    offsets[axis] += llvm::cast<RankedTensorType>(in.getType()).getDimSize(axis);
+    offsets[axis] +=
+        llvm::cast<RankedTensorType>(in.getType()).getDimSize(axis);
   }
   return acc;
 }
@@ -250,7 +250,8 @@ Value scatterAddRow(OpBuilder &b, Location l, Value idx, Value upd, Value acc,
   SmallVector<OpFoldResult> ones = indexAttrs(b, {1, 1});
   Value cur =
       tensor::ExtractSliceOp::create(b, l, rowTy, acc, accOff, sizes, ones);
-  Value u = tensor::ExtractSliceOp::create(b, l, rowTy, upd, updOff, sizes, ones);
+  Value u =
+      tensor::ExtractSliceOp::create(b, l, rowTy, upd, updOff, sizes, ones);
   AffineMap id = b.getMultiDimIdentityMap(2);
   Value sum = buildGeneric(
       b, l, rowTy, ValueRange{u}, {id}, id,
@@ -274,7 +275,8 @@ Value lowerScatterAdd(OpBuilder &b, ScatterAddOp op, ScatterAddOp::Adaptor a) {
   if (rows == 0)
     r = 1;
   Value idx = conversion::reshapeThroughFlat(
-      b, loc, a.getIndices(), RankedTensorType::get({n}, idxTy.getElementType()));
+      b, loc, a.getIndices(),
+      RankedTensorType::get({n}, idxTy.getElementType()));
   Value upd = conversion::reshapeThroughFlat(
       b, loc, a.getUpdates(), RankedTensorType::get({n, r}, elem));
   Value init = filled(b, loc, RankedTensorType::get({rows, r}, elem),
@@ -302,7 +304,8 @@ Value lowerMatmul(OpBuilder &b, MatmulOp op, MatmulOp::Adaptor a) {
     rhs = transposeN(b, loc, rhs, {1, 0});
   Value init =
       linalg::FillOp::create(
-          b, loc, ValueRange{floatConst(b, loc, resultTy.getElementType(), 0.0)},
+          b, loc,
+          ValueRange{floatConst(b, loc, resultTy.getElementType(), 0.0)},
           ValueRange{emptyLike(b, loc, resultTy)})
           .getResult(0);
   return linalg::MatmulOp::create(b, loc, TypeRange{resultTy},
@@ -328,36 +331,30 @@ Value lowerBatchMatmul(OpBuilder &b, BatchMatmulOp op,
       resTy.getElementType());
   Value init =
       filled(b, loc, res3Ty, floatConst(b, loc, resTy.getElementType(), 0.0));
-  Value c = linalg::BatchMatmulOp::create(b, loc, TypeRange{res3Ty},
-                                          ValueRange{lhs, rhs}, ValueRange{init})
-                .getResult(0);
+  Value c =
+      linalg::BatchMatmulOp::create(b, loc, TypeRange{res3Ty},
+                                    ValueRange{lhs, rhs}, ValueRange{init})
+          .getResult(0);
   return conversion::expandBatchDims(b, loc, c, resTy);
 }
 
 //===-- The pass ----------------------------------------------------------===//
 
 struct ConvertZBToLinalgPass
-    : public zb::impl::ConvertZBToLinalgBase<ConvertZBToLinalgPass> {
-  using Base::Base;
-  void runOnOperation() override {
-    ConversionTarget target(getContext());
-    configureZBToLinalgConversionLegality(target);
-    RewritePatternSet patterns(&getContext());
-    populateZBToLinalgPatterns(patterns);
-    if (failed(conversion::applyZBConversion(getOperation(), target,
-                                             std::move(patterns))))
-      return signalPassFailure();
-    // zb.send / zb.recv are legal here only so that the conversion leaves
-    // them for convert-zb-to-runtime: by now that should have run.
-    WalkResult leftover = getOperation().walk([](Operation *op) {
+    : conversion::ConversionPass<
+          ConvertZBToLinalgPass, zb::impl::ConvertZBToLinalgBase,
+          configureZBToLinalgConversionLegality, populateZBToLinalgPatterns> {
+  /// zb.send / zb.recv are legal here only so that the conversion leaves
+  /// them for convert-zb-to-runtime: by now that should have run.
+  static LogicalResult afterConversion(Operation *root) {
+    WalkResult leftover = root->walk([](Operation *op) {
       if (!llvm::isa<SendOp, RecvOp>(op))
         return WalkResult::advance();
       op->emitOpError("cannot be lowered to linalg (run "
                       "convert-zb-to-runtime first for send/recv)");
       return WalkResult::interrupt();
     });
-    if (leftover.wasInterrupted())
-      signalPassFailure();
+    return failure(leftover.wasInterrupted());
   }
 };
 

@@ -44,8 +44,8 @@ MemRefType dynamicStrided(MLIRContext *ctx, int64_t rank, Type elem) {
 Value stridedBufferOf(OpBuilder &b, Location loc, Value t) {
   auto tt = llvm::cast<RankedTensorType>(t.getType());
   SmallVector<int64_t> strides(tt.getRank(), ShapedType::kDynamic);
-  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
-                                       strides);
+  auto layout =
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides);
   auto ty = MemRefType::get(tt.getShape(), tt.getElementType(), layout);
   return bufferization::ToBufferOp::create(b, loc, ty, t, /*read_only=*/true);
 }
@@ -115,8 +115,8 @@ FailureOr<Value> lowerMatmul(OpBuilder &b, MatmulOp op, MatmulOp::Adaptor a) {
   Value lhs = bufferOf(b, loc, a.getLhs());
   Value rhs = bufferOf(b, loc, a.getRhs());
   RankedTensorType rt = op.getType();
-  auto [c, cArg] = allocForCall(
-      b, loc, MemRefType::get(rt.getShape(), rt.getElementType()));
+  auto [c, cArg] =
+      allocForCall(b, loc, MemRefType::get(rt.getShape(), rt.getElementType()));
   func::CallOp::create(b, loc, sym::SgemmMemref, TypeRange{},
                        ValueRange{lhs, rhs, cArg,
                                   i32Const(b, loc, op.getTransposeLhs()),
@@ -134,8 +134,8 @@ Value matrixOf(OpBuilder &b, Location loc, Value buffer, Value i) {
   SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
   MemRefType viewTy = memref::SubViewOp::inferRankReducedResultType(
       {bt.getDimSize(1), bt.getDimSize(2)}, bt, offsets, sizes, strides);
-  Value view =
-      memref::SubViewOp::create(b, loc, viewTy, buffer, offsets, sizes, strides);
+  Value view = memref::SubViewOp::create(b, loc, viewTy, buffer, offsets, sizes,
+                                         strides);
   return memref::CastOp::create(
       b, loc, dynamicStrided(b.getContext(), 2, bt.getElementType()), view);
 }
@@ -148,8 +148,10 @@ FailureOr<Value> lowerBatchMatmul(OpBuilder &b, BatchMatmulOp op,
     return failure();
   Location loc = op.getLoc();
   declareSgemm(b, op);
-  Value lhs = stridedBufferOf(b, loc, conversion::collapseBatchDims(b, loc, a.getLhs()));
-  Value rhs = stridedBufferOf(b, loc, conversion::collapseBatchDims(b, loc, a.getRhs()));
+  Value lhs = stridedBufferOf(
+      b, loc, conversion::collapseBatchDims(b, loc, a.getLhs()));
+  Value rhs = stridedBufferOf(
+      b, loc, conversion::collapseBatchDims(b, loc, a.getRhs()));
   RankedTensorType rt = op.getType();
   int64_t r = rt.getRank();
   int64_t batch = llvm::cast<MemRefType>(lhs.getType()).getDimSize(0);
@@ -162,15 +164,15 @@ FailureOr<Value> lowerBatchMatmul(OpBuilder &b, BatchMatmulOp op,
   Value lb = arith::ConstantIndexOp::create(b, loc, 0);
   Value ub = arith::ConstantIndexOp::create(b, loc, batch);
   Value step = arith::ConstantIndexOp::create(b, loc, 1);
-  scf::ForOp::create(
-      b, loc, lb, ub, step, ValueRange{},
-      [&](OpBuilder &lb2, Location l, Value iv, ValueRange) {
-        func::CallOp::create(lb2, l, sym::SgemmMemref, TypeRange{},
-                             ValueRange{matrixOf(lb2, l, lhs, iv),
-                                        matrixOf(lb2, l, rhs, iv),
-                                        matrixOf(lb2, l, c, iv), ta, tb});
-        scf::YieldOp::create(lb2, l);
-      });
+  scf::ForOp::create(b, loc, lb, ub, step, ValueRange{},
+                     [&](OpBuilder &lb2, Location l, Value iv, ValueRange) {
+                       func::CallOp::create(
+                           lb2, l, sym::SgemmMemref, TypeRange{},
+                           ValueRange{matrixOf(lb2, l, lhs, iv),
+                                      matrixOf(lb2, l, rhs, iv),
+                                      matrixOf(lb2, l, c, iv), ta, tb});
+                       scf::YieldOp::create(lb2, l);
+                     });
   return conversion::expandBatchDims(b, loc, tensorOf(b, loc, c), rt);
 }
 
@@ -218,8 +220,7 @@ FailureOr<Value> lowerRecv(OpBuilder &b, RecvOp op, RecvOp::Adaptor) {
   Type elem = rt.getElementType();
   const char *function = commFunction(/*send=*/false, elem);
   if (!function)
-    return op.emitOpError("can receive f32, i64 and i32 tensors, not ")
-           << elem;
+    return op.emitOpError("can receive f32, i64 and i32 tensors, not ") << elem;
   Location loc = op.getLoc();
   auto [m, arg] =
       allocForCall(b, loc, MemRefType::get({rt.getNumElements()}, elem));
@@ -230,17 +231,9 @@ FailureOr<Value> lowerRecv(OpBuilder &b, RecvOp op, RecvOp::Adaptor) {
 //===-- The pass ----------------------------------------------------------===//
 
 struct ConvertZBToRuntimePass
-    : public zb::impl::ConvertZBToRuntimeBase<ConvertZBToRuntimePass> {
-  using Base::Base;
-  void runOnOperation() override {
-    ConversionTarget target(getContext());
-    configureZBToRuntimeConversionLegality(target);
-    RewritePatternSet patterns(&getContext());
-    populateZBToRuntimePatterns(patterns);
-    if (failed(conversion::applyZBConversion(getOperation(), target,
-                                             std::move(patterns))))
-      signalPassFailure();
-  }
+    : conversion::ConversionPass<
+          ConvertZBToRuntimePass, zb::impl::ConvertZBToRuntimeBase,
+          configureZBToRuntimeConversionLegality, populateZBToRuntimePatterns> {
 };
 
 } // namespace
@@ -266,10 +259,10 @@ void zb::populateZBToRuntimePatterns(RewritePatternSet &patterns,
 }
 
 void zb::configureZBToRuntimeConversionLegality(ConversionTarget &target) {
-  target.addLegalDialect<func::FuncDialect, memref::MemRefDialect,
-                         bufferization::BufferizationDialect,
-                         arith::ArithDialect, scf::SCFDialect,
-                         tensor::TensorDialect>();
+  target
+      .addLegalDialect<func::FuncDialect, memref::MemRefDialect,
+                       bufferization::BufferizationDialect, arith::ArithDialect,
+                       scf::SCFDialect, tensor::TensorDialect>();
   target.addIllegalOp<SendOp, RecvOp>();
   target.addDynamicallyLegalOp<MatmulOp>(
       [](MatmulOp op) { return !isF32(op.getType()); });

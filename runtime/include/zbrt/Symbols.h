@@ -1,4 +1,4 @@
-//===- Symbols.h - names of the zbrt functions generated code calls -*- C++ -*-//
+//===- Symbols.h - zbrt functions that generated code calls -----*- C++ -*-===//
 //
 // The one list of the runtime functions that compiler-generated code calls by
 // name, and of the entry point that zb-run looks up in a rank program. The
