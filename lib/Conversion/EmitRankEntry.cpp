@@ -11,6 +11,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 
+#include "zbrt/Symbols.h"
+
 namespace zb {
 #define GEN_PASS_DEF_ZBEMITRANKENTRY
 #include "zb/Conversion/Passes.h.inc"
@@ -51,7 +53,8 @@ struct ZBEmitRankEntryPass
     auto ptr = LLVM::LLVMPointerType::get(&getContext());
     auto voidTy = LLVM::LLVMVoidType::get(&getContext());
     auto entry = LLVM::LLVMFuncOp::create(
-        b, loc, "zb_rank_main", LLVM::LLVMFunctionType::get(voidTy, {ptr}));
+        b, loc, zbrt::symbols::RankEntry,
+        LLVM::LLVMFunctionType::get(voidTy, {ptr}));
     Block *block = entry.addEntryBlock(b);
     b.setInsertionPointToStart(block);
     SmallVector<Value> args;

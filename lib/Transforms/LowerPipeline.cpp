@@ -13,6 +13,7 @@
 #include "zb/Transforms/Passes.h"
 #include "zb/Transforms/PipelineInfo.h"
 
+#include "zbrt/Symbols.h"
 #include "zbrt/zbrt.h"
 
 #include "mlir/IR/Builders.h"
@@ -223,8 +224,8 @@ LogicalResult RankLowering::lower(int64_t rank) {
     auto f = func::FuncOp::create(b, loc, fname, b.getFunctionType(args, {}));
     f.setPrivate();
   };
-  declare("zbrt_action_begin", {i32, i32, i32});
-  declare("zbrt_action_end", {i32, i32, i32});
+  declare(zbrt::symbols::ActionBegin, {i32, i32, i32});
+  declare(zbrt::symbols::ActionEnd, {i32, i32, i32});
   auto mark = [&](StringRef fname, int kind, int64_t stage, int64_t mb) {
     Value k = arith::ConstantIntOp::create(b, loc, kind, 32);
     Value s = arith::ConstantIntOp::create(b, loc, stage, 32);
@@ -371,9 +372,9 @@ LogicalResult RankLowering::lower(int64_t rank) {
                << i << " has an unknown role '" << r << "'";
       operands.push_back(v);
     }
-    mark("zbrt_action_begin", kindCode, s, mb);
+    mark(zbrt::symbols::ActionBegin, kindCode, s, mb);
     auto call = func::CallOp::create(b, loc, callee, operands);
-    mark("zbrt_action_end", kindCode, s, mb);
+    mark(zbrt::symbols::ActionEnd, kindCode, s, mb);
 
     // Route results.
     for (unsigned i = 0; i < callee.getNumResults(); ++i) {

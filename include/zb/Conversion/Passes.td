@@ -5,13 +5,23 @@
 include "mlir/Pass/PassBase.td"
 
 def ConvertZBToRuntime : Pass<"convert-zb-to-runtime", "mlir::ModuleOp"> {
-  let summary = "Lowers zb.matmul, zb.send and zb.recv to zbrt_* runtime calls";
+  let summary = "Lowers f32 matmuls, zb.send and zb.recv to zbrt_* runtime calls";
   let description = [{
-    Runs on tensors, before bufferization. `zb.matmul` becomes a call of
-    `zbrt_sgemm` (OpenBLAS) on a fresh output buffer, `zb.send` / `zb.recv`
-    calls of `zbrt_send` / `zbrt_recv` (MPI). Buffers cross the call
-    boundary as the raw address of an identity-layout memref
-    (`memref.extract_aligned_pointer_as_index`), see runtime/include/zbrt/zbrt.h.
+    Runs on tensors, before bufferization. An f32 `zb.matmul` becomes a call
+    of `zbrt_sgemm_memref` (OpenBLAS) on a fresh output buffer, an f32
+    `zb.batch_matmul` an `scf.for` over the batch calling it per matrix;
+    `zb.send` / `zb.recv` of f32, i64 and i32 tensors become calls of
+    `zbrt_send_memref` / `zbrt_recv_memref` (`_i64` / `_i32`, MPI) on the
+    tensor flattened to 1-D. Buffers enter the calls as memrefs with a fully
+    dynamic strided layout (`bufferization.to_buffer` + `memref.cast`), see
+    runtime/include/zbrt/zbrt.h; the names come from zbrt/Symbols.h. Other
+    matmuls are left for convert-zb-to-linalg; send/recv of other element
+    types is an error.
+
+    The pass is a partial conversion with the patterns of
+    `populateZBToRuntimePatterns` and the target of
+    `configureZBToRuntimeConversionLegality`
+    (include/zb/Conversion/ZBToRuntime/ZBToRuntime.h).
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
       "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
@@ -23,8 +33,19 @@ def ConvertZBToLinalg : Pass<"convert-zb-to-linalg", "mlir::ModuleOp"> {
   let description = [{
     Elementwise ops become `linalg.generic` with parallel iterators,
     broadcasts and reductions `linalg.generic` with projected maps,
-    constants `arith.constant`, reshapes `tensor.reshape`-free
-    `tensor.collapse_shape`/`expand_shape` through a flat buffer.
+    constants `arith.constant`, reshapes `tensor.collapse_shape` /
+    `expand_shape` through a 1-D tensor, slices / pads / concats / splits
+    `tensor.extract_slice` / `insert_slice`, matmuls `linalg.matmul` /
+    `linalg.batch_matmul`, `zb.scatter_add` an `scf.for` over the indices;
+    softmax, layer_norm, rms_norm and cross_entropy are first decomposed into
+    simpler zb ops. `zb.send` / `zb.recv` must have been lowered by
+    convert-zb-to-runtime (an error otherwise).
+
+    The pass is a partial conversion with the patterns of
+    `populateZBToLinalgPatterns` and the target of
+    `configureZBToLinalgConversionLegality`
+    (include/zb/Conversion/ZBToLinalg/ZBToLinalg.h, which lists what each op
+    becomes); a GPU path applies the same patterns.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
       "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -12,6 +12,8 @@
 //  - Errors are fatal: the runtime prints "zb-run: rank R: <message>" to
 //    stderr and calls MPI_Abort, so a failing rank stops the whole job
 //    instead of leaving its peers hanging.
+//  - The compiler names the functions it calls through zbrt/Symbols.h,
+//    which checks each name against a declaration here.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBRT_ZBRT_H

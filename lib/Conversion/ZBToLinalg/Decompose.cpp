@@ -1,0 +1,88 @@
+//===- Decompose.cpp - composite zb ops into simpler zb ops ---------------===//
+//
+// softmax, layer_norm, rms_norm and cross_entropy become reductions,
+// broadcasts and elementwise zb ops (ZBBuilder), which the other patterns of
+// convert-zb-to-linalg then lower. See
+// include/zb/Conversion/ZBToLinalg/ZBToLinalg.h.
+//
+//===----------------------------------------------------------------------===//
+#include "../ConversionUtils.h"
+#include "zb/Conversion/ZBToLinalg/ZBToLinalg.h"
+#include "zb/Dialect/ZB/IR/ZBBuilder.h"
+#include "zb/Dialect/ZB/IR/ZBOps.h"
+
+using namespace mlir;
+using namespace zb;
+
+namespace {
+
+/// exp(x - max) / sum(exp(x - max)) along the axis.
+Value decomposeSoftmax(OpBuilder &b, SoftmaxOp op, SoftmaxOp::Adaptor a) {
+  ZBBuilder e(b, op.getLoc());
+  Value x = a.getOperand();
+  auto t = op.getType();
+  int64_t axis = op.getAxis();
+  Value m = e.unreduce(e.reduceMax(x, {axis}), t, {axis});
+  Value ex = e.exp(e.sub(x, m));
+  return e.div(ex, e.unreduce(e.reduceSum(ex, {axis}), t, {axis}));
+}
+
+/// (x - mean) * rsqrt(var + eps) * weight + bias over the last dim (biased
+/// variance).
+Value decomposeLayerNorm(OpBuilder &b, LayerNormOp op, LayerNormOp::Adaptor a) {
+  ZBBuilder e(b, op.getLoc());
+  auto t = op.getType();
+  int64_t last = t.getRank() - 1;
+  Value x = a.getInput();
+  Value xc = e.sub(x, e.unreduce(e.reduceMean(x, {last}), t, {last}));
+  Value var = e.reduceMean(e.mul(xc, xc), {last});
+  Value rstd =
+      e.rsqrt(e.add(var, e.splat(var, op.getEpsilon().convertToDouble())));
+  Value xhat = e.mul(xc, e.unreduce(rstd, t, {last}));
+  return e.add(e.mul(xhat, e.broadcast(a.getWeight(), t, {last})),
+               e.broadcast(a.getBias(), t, {last}));
+}
+
+/// x * rsqrt(mean(x^2) + eps) * weight over the last dim.
+Value decomposeRmsNorm(OpBuilder &b, RmsNormOp op, RmsNormOp::Adaptor a) {
+  ZBBuilder e(b, op.getLoc());
+  auto t = op.getType();
+  int64_t last = t.getRank() - 1;
+  Value x = a.getInput();
+  Value ms = e.reduceMean(e.mul(x, x), {last});
+  Value rstd =
+      e.rsqrt(e.add(ms, e.splat(ms, op.getEpsilon().convertToDouble())));
+  return e.mul(e.mul(x, e.unreduce(rstd, t, {last})),
+               e.broadcast(a.getWeight(), t, {last}));
+}
+
+/// mean over the samples of logsumexp(logits) - logits[target], with the
+/// max subtracted inside the log-sum-exp.
+Value decomposeCrossEntropy(OpBuilder &b, CrossEntropyOp op,
+                            CrossEntropyOp::Adaptor a) {
+  ZBBuilder e(b, op.getLoc());
+  Value x = a.getLogits();
+  auto t = llvm::cast<RankedTensorType>(x.getType());
+  int64_t last = t.getRank() - 1;
+  Value m = e.reduceMax(x, {last});
+  Value sumExp = e.reduceSum(e.exp(e.sub(x, e.unreduce(m, t, {last}))), {last});
+  Value lse = e.add(e.log(sumExp), m);
+  Value picked =
+      e.reduceSum(e.mul(x, e.oneHot(a.getTargets(), t.getDimSize(last),
+                                    t.getElementType())),
+                  {last});
+  Value perSample = e.sub(lse, picked);
+  return e.reduceMean(perSample, llvm::to_vector(llvm::seq<int64_t>(0, last)));
+}
+
+} // namespace
+
+void zb::populateZBDecomposeCompositePatterns(RewritePatternSet &patterns,
+                                              PatternBenefit benefit) {
+  patterns
+      .add<conversion::FunctionPattern<SoftmaxOp, decomposeSoftmax>,
+           conversion::FunctionPattern<LayerNormOp, decomposeLayerNorm>,
+           conversion::FunctionPattern<RmsNormOp, decomposeRmsNorm>,
+           conversion::FunctionPattern<CrossEntropyOp, decomposeCrossEntropy>>(
+          patterns.getContext(), benefit);
+}

@@ -1,0 +1,64 @@
+//===- Symbols.h - zbrt functions that generated code calls -----*- C++ -*-===//
+//
+// The one list of the runtime functions that compiler-generated code calls by
+// name, and of the entry point that zb-run looks up in a rank program. The
+// compiler (lib/Conversion, lib/Transforms) takes the names from here instead
+// of writing string literals.
+//
+// The tie to zbrt.h: every name is the stringified identifier of a function
+// that zbrt.h declares, and a static_assert below checks that the identifier
+// names a function declared there. Renaming a function in zbrt.h without
+// renaming it here (or the other way round) is a compile error in every
+// translation unit that includes this header. The argument types the compiler
+// passes are described next to each declaration in zbrt.h (the "Memref forms"
+// use MLIR's expanded memref calling convention).
+//
+// No MLIR dependency; C++17.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBRT_SYMBOLS_H
+#define ZBRT_SYMBOLS_H
+
+#include "zbrt/zbrt.h"
+
+#include <type_traits>
+
+/// X(Name, function): the zbrt.h functions that generated code calls.
+///  - zbrt_sgemm_memref: f32 matmul (convert-zb-to-runtime, zb.matmul /
+///    zb.batch_matmul);
+///  - zbrt_{send,recv}_memref[_i64|_i32]: zb.send / zb.recv of f32, i64, i32
+///    tensors (convert-zb-to-runtime);
+///  - zbrt_action_{begin,end}: trace markers around every scheduled action
+///    (zb-lower-pipeline).
+#define ZBRT_GENERATED_CODE_FUNCTIONS(X)                                       \
+  X(SgemmMemref, zbrt_sgemm_memref)                                            \
+  X(SendMemref, zbrt_send_memref)                                              \
+  X(RecvMemref, zbrt_recv_memref)                                              \
+  X(SendMemrefI64, zbrt_send_memref_i64)                                       \
+  X(RecvMemrefI64, zbrt_recv_memref_i64)                                       \
+  X(SendMemrefI32, zbrt_send_memref_i32)                                       \
+  X(RecvMemrefI32, zbrt_recv_memref_i32)                                       \
+  X(ActionBegin, zbrt_action_begin)                                            \
+  X(ActionEnd, zbrt_action_end)
+
+namespace zbrt {
+namespace symbols {
+
+#define ZBRT_DEFINE_SYMBOL_NAME(Name, function)                                \
+  static_assert(std::is_function<decltype(::function)>::value,                 \
+                #function " must be a function declared in zbrt/zbrt.h");      \
+  inline constexpr const char Name[] = #function;
+ZBRT_GENERATED_CODE_FUNCTIONS(ZBRT_DEFINE_SYMBOL_NAME)
+#undef ZBRT_DEFINE_SYMBOL_NAME
+
+/// The entry point of a rank program, `void zb_rank_main(void **argv)`:
+/// defined by the generated code (zb-emit-rank-entry), named in plan.json
+/// (ranks[r].entry) and called by zb-run through dlsym. argv[i] points to
+/// the memref descriptor of step argument i (docs/plan-json.md).
+inline constexpr const char RankEntry[] = "zb_rank_main";
+using RankEntryFn = void (*)(void **argv);
+
+} // namespace symbols
+} // namespace zbrt
+
+#endif // ZBRT_SYMBOLS_H
