@@ -65,14 +65,15 @@ cl::opt<std::string, true> dumpBatch(
     "dump-batch",
     cl::desc("Write the inputs rank 0 feeds its program in step 1 as JSON "
              "({\"step\": 1, \"inputs\": {NAME: [[sample]...]}})"),
-    cl::value_desc("FILE"), cl::location(opts.dumpBatch),
-    cl::cat(runCategory));
-cl::opt<std::string, true> inputsDir(
-    "inputs", cl::desc("Directory with input_<i>.pb (the same as --data DIR)"),
-    cl::value_desc("DIR"), cl::location(opts.data.inputs),
-    cl::cat(runCategory));
+    cl::value_desc("FILE"), cl::location(opts.dumpBatch), cl::cat(runCategory));
+cl::opt<std::string, true>
+    inputsDir("inputs",
+              cl::desc("Directory with input_<i>.pb (the same as --data DIR)"),
+              cl::value_desc("DIR"), cl::location(opts.data.inputs),
+              cl::cat(runCategory));
 cl::opt<uint64_t, true>
-    seed("seed", cl::desc("Seed of the text batches (--data FILE.txt); default 0"),
+    seed("seed",
+         cl::desc("Seed of the text batches (--data FILE.txt); default 0"),
          cl::value_desc("K"), cl::location(opts.data.seed), cl::init(0),
          cl::cat(runCategory));
 cl::opt<bool, true> deterministic(
@@ -84,11 +85,9 @@ cl::opt<bool, true> deterministic(
 cl::opt<double> lr("lr",
                    cl::desc("Learning rate (overrides plan.json optimizer)"),
                    cl::value_desc("F"), cl::init(0.0), cl::cat(runCategory));
-cl::opt<std::string, true>
-    traceFile("trace",
-              cl::desc("Write a Chrome/Perfetto trace of the last step"),
-              cl::value_desc("FILE"), cl::location(opts.traceFile),
-              cl::cat(runCategory));
+cl::opt<std::string, true> traceFile(
+    "trace", cl::desc("Write a Chrome/Perfetto trace of the last step"),
+    cl::value_desc("FILE"), cl::location(opts.traceFile), cl::cat(runCategory));
 cl::opt<std::string, true> profileFile(
     "profile",
     cl::desc("Write measured per-stage costs (T_F, T_B, T_W, T_comm in ms; "
@@ -110,8 +109,7 @@ cl::opt<bool, true> reportGradients(
     "report-gradients",
     cl::desc("Evaluate one step without an optimizer step; print the loss "
              "and the L2 norm of every parameter's (mean) gradient"),
-    cl::location(opts.reportGradients), cl::init(false),
-    cl::cat(runCategory));
+    cl::location(opts.reportGradients), cl::init(false), cl::cat(runCategory));
 cl::opt<std::string, true> saveParams(
     "save-params",
     cl::desc("After training, write every parameter's final value to FILE "

@@ -104,11 +104,11 @@ private:
     case onnx::TensorProto::INT32:
       return copy<int32_t>(raw, tensor.int32_data());
     default:
-      return fail(path, formatv("element type {0} not supported (expected "
-                                "FLOAT, INT64 or INT32)",
-                                onnx::TensorProto::DataType_Name(
-                                    (onnx::TensorProto::DataType)
-                                        tensor.data_type())));
+      return fail(
+          path, formatv("element type {0} not supported (expected "
+                        "FLOAT, INT64 or INT32)",
+                        onnx::TensorProto::DataType_Name(
+                            (onnx::TensorProto::DataType)tensor.data_type())));
     }
   }
 
@@ -117,12 +117,12 @@ private:
   template <typename T, typename Repeated>
   Error copy(const std::string &raw, const Repeated &typed) {
     const bool fromRaw = !raw.empty();
-    const int64_t have = fromRaw ? (int64_t)(raw.size() / sizeof(T))
-                                 : (int64_t)typed.size();
+    const int64_t have =
+        fromRaw ? (int64_t)(raw.size() / sizeof(T)) : (int64_t)typed.size();
     if ((fromRaw && (int64_t)raw.size() != total * (int64_t)sizeof(T)) ||
         (!fromRaw && have != total))
-      return fail(path, formatv("holds {0} elements, shape {1} needs {2}",
-                                have, shapeString(dims), total));
+      return fail(path, formatv("holds {0} elements, shape {1} needs {2}", have,
+                                shapeString(dims), total));
     for (int64_t i = 0; i < total; ++i) {
       T v = fromRaw ? readLittleEndian<T>(raw, i) : (T)typed.Get((int)i);
       if (Error e = store(i, v))
@@ -166,9 +166,9 @@ private:
 
 } // namespace
 
-Expected<Dataset>
-zb::host::readDataset(StringRef path, StringRef inputName,
-                      const std::vector<int64_t> &sampleShape, DType dtype) {
+Expected<Dataset> zb::host::readDataset(StringRef path, StringRef inputName,
+                                        const std::vector<int64_t> &sampleShape,
+                                        DType dtype) {
   std::ifstream in(path.str(), std::ios::binary);
   if (!in)
     return fail(path, "cannot open (data for graph input '" + inputName + "')");
@@ -179,7 +179,7 @@ zb::host::readDataset(StringRef path, StringRef inputName,
 }
 
 Error zb::host::readParam(StringRef file, StringRef bytes, StringRef paramName,
-                         int64_t offsetBytes, int64_t count, float *out) {
+                          int64_t offsetBytes, int64_t count, float *out) {
   int64_t end = offsetBytes + 4 * count;
   if (offsetBytes < 0 || end > (int64_t)bytes.size())
     return fail(file, formatv("{0} bytes, but parameter '{1}' needs bytes "
@@ -203,7 +203,7 @@ int32_t TextData::maxToken() const {
 }
 
 Expected<std::vector<uint32_t>> zb::host::decodeUtf8(StringRef bytes,
-                                                    StringRef path) {
+                                                     StringRef path) {
   std::vector<uint32_t> out;
   out.reserve(bytes.size());
   const auto *p = reinterpret_cast<const uint8_t *>(bytes.data());
@@ -257,7 +257,7 @@ Expected<std::vector<uint32_t>> zb::host::decodeUtf8(StringRef bytes,
 }
 
 Expected<TextData> zb::host::makeText(StringRef contents, StringRef path,
-                                     int64_t seqLen, TextVocab mode) {
+                                      int64_t seqLen, TextVocab mode) {
   TextData text;
   text.path = path.str();
   text.mode = mode;
@@ -291,7 +291,7 @@ Expected<TextData> zb::host::makeText(StringRef contents, StringRef path,
 }
 
 Expected<TextData> zb::host::readText(StringRef path, int64_t seqLen,
-                                     TextVocab mode) {
+                                      TextVocab mode) {
   std::ifstream in(path.str(), std::ios::binary);
   if (!in)
     return fail(path, "cannot open text data");
@@ -381,7 +381,7 @@ std::string zb::host::describeText(const TextData &text) {
 }
 
 Error zb::host::writeBatchJson(StringRef path, int64_t step, int64_t batch,
-                              ArrayRef<BatchInput> inputs) {
+                               ArrayRef<BatchInput> inputs) {
   std::error_code ec;
   raw_fd_ostream os(path, ec, sys::fs::OF_Text);
   if (ec)
@@ -438,15 +438,15 @@ static uint64_t splitmix64(uint64_t x) {
 }
 
 int64_t zb::host::textOffset(uint64_t seed, int64_t step, int64_t index,
-                            int64_t numTokens, int64_t seqLen) {
+                             int64_t numTokens, int64_t seqLen) {
   uint64_t key = seed * 0x9E3779B97F4A7C15ull + (uint64_t)step * 1000003ull +
                  (uint64_t)index;
   return (int64_t)(splitmix64(key) % (uint64_t)(numTokens - seqLen));
 }
 
 void zb::host::cutText(const TextData &text, uint64_t seed, int64_t step,
-                      int64_t count, int64_t seqLen, int64_t shift,
-                      DType dtype, char *out) {
+                       int64_t count, int64_t seqLen, int64_t shift,
+                       DType dtype, char *out) {
   const int64_t n = (int64_t)text.tokens.size();
   for (int64_t j = 0; j < count; ++j) {
     int64_t off = textOffset(seed, step, j, n, seqLen) + shift;

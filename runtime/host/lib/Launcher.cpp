@@ -119,7 +119,7 @@ std::vector<std::string> MpirunStderrFilter::classifyBanner() {
 }
 
 int zb::host::runMpirun(const std::vector<std::string> &argv,
-                       std::string *error) {
+                        std::string *error) {
   int fds[2];
   if (pipe(fds) != 0) {
     *error = std::string("pipe: ") + std::strerror(errno);
@@ -185,8 +185,7 @@ bool zb::host::insideMPIJob() {
   return size && *size;
 }
 
-llvm::Expected<int> zb::host::runUnderMpirun(int argc, char **argv,
-                                             int ranks) {
+llvm::Expected<int> zb::host::runUnderMpirun(int argc, char **argv, int ranks) {
   auto error = [](const llvm::Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   };

@@ -22,47 +22,53 @@ int64_t ParamInfo::numElements() const { return product(shape); }
 
 int64_t InputInfo::sampleElements() const { return product(sampleShape); }
 
-const char *zb::host::dtypeName(DType t) {
-  switch (t) {
-  case DType::Float32:
-    return "float32";
-  case DType::Int64:
-    return "int64";
-  case DType::Int32:
-    return "int32";
-  }
+namespace {
+
+/// The names of plan.json's enumerations, one table each, for the reader
+/// and the writer.
+const std::pair<DType, const char *> kDTypeNames[] = {
+    {DType::Float32, "float32"},
+    {DType::Int64, "int64"},
+    {DType::Int32, "int32"}};
+const std::pair<ArgKind, const char *> kArgKindNames[] = {
+    {ArgKind::Param, "param"},
+    {ArgKind::Grad, "grad"},
+    {ArgKind::Input, "input"},
+    {ArgKind::Loss, "loss"}};
+
+template <typename E, size_t N>
+const char *nameOf(const std::pair<E, const char *> (&table)[N], E value) {
+  for (const auto &[e, name] : table)
+    if (e == value)
+      return name;
   return "?";
 }
+
+template <typename E, size_t N>
+std::optional<E> valueOf(const std::pair<E, const char *> (&table)[N],
+                         StringRef name) {
+  for (const auto &[e, n] : table)
+    if (name == n)
+      return e;
+  return std::nullopt;
+}
+
+} // namespace
+
+const char *zb::host::dtypeName(DType t) { return nameOf(kDTypeNames, t); }
 
 int64_t zb::host::dtypeBytes(DType t) { return t == DType::Int64 ? 8 : 4; }
 
 std::optional<DType> zb::host::dtypeFromName(StringRef name) {
-  for (DType t : {DType::Float32, DType::Int64, DType::Int32})
-    if (name == dtypeName(t))
-      return t;
-  return std::nullopt;
+  return valueOf(kDTypeNames, name);
 }
 
 const char *zb::host::argKindName(ArgKind k) {
-  switch (k) {
-  case ArgKind::Param:
-    return "param";
-  case ArgKind::Grad:
-    return "grad";
-  case ArgKind::Input:
-    return "input";
-  case ArgKind::Loss:
-    return "loss";
-  }
-  return "?";
+  return nameOf(kArgKindNames, k);
 }
 
 std::optional<ArgKind> zb::host::argKindFromName(StringRef name) {
-  for (ArgKind k :
-       {ArgKind::Param, ArgKind::Grad, ArgKind::Input, ArgKind::Loss})
-    if (name == argKindName(k))
-      return k;
-  return std::nullopt;
+  return valueOf(kArgKindNames, name);
 }
 
 std::vector<int64_t> Plan::argShape(const ArgInfo &arg) const {

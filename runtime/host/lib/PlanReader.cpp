@@ -1,4 +1,5 @@
-//===- PlanReader.cpp - plan.json: the one reader --------------------------===//
+//===- PlanReader.cpp - plan.json: the one reader
+//--------------------------===//
 //
 // parsePlan/loadPlan of zbhost/Plan.h. Every message is
 // "<file>: <field path>: <problem>".
@@ -140,8 +141,8 @@ public:
     const json::Array *arr = nullptr;
     ZB_ASSIGN(arr, array(key));
     if ((int64_t)arr->size() != count)
-      return error(key,
-                   formatv("{0} values for {1} ranks", arr->size(), count).str());
+      return error(
+          key, formatv("{0} values for {1} ranks", arr->size(), count).str());
     std::vector<double> out;
     for (auto [i, v] : enumerate(*arr)) {
       std::optional<double> d = v.getAsNumber();
@@ -198,8 +199,19 @@ private:
   Error jitter(const Fields &f, PredictedInfo &p);
   Error ranks();
   Error rankArgs(const Fields &f, RankInfo &r, int &lossCount);
-  /// The elements of array `key` of the root, as objects.
-  template <typename Fn> Error forEachElement(StringRef key, Fn fn);
+  /// fn(element) for the elements of array `key` of `parent`, as objects.
+  template <typename Fn>
+  Error forEachElement(const Fields &parent, StringRef key, Fn fn);
+  /// fn(object `key` of `f`) when `f` has `key`.
+  template <typename Fn>
+  static Error ifObject(const Fields &f, StringRef key, Fn fn) {
+    if (!f.has(key))
+      return Error::success();
+    Expected<Fields> o = f.object(key);
+    if (!o)
+      return o.takeError();
+    return fn(*o);
+  }
 
   StringRef file;
   Fields root;
@@ -232,22 +244,19 @@ Error PlanParser::header() {
 }
 
 Error PlanParser::optimizer() {
-  if (!root.has("optimizer"))
+  return ifObject(root, "optimizer", [&](const Fields &f) -> Error {
+    OptimizerInfo &opt = plan.optimizer;
+    ZB_ASSIGN(opt.name, f.string("name"));
+    if (opt.name != "sgd" && opt.name != "adamw")
+      return f.error("name", "unknown optimizer \"" + opt.name +
+                                 "\" (expected \"sgd\" or \"adamw\")");
+    ZB_ASSIGN(opt.lr, f.number("lr"));
+    ZB_ASSIGN(opt.beta1, f.number("beta1", opt.beta1));
+    ZB_ASSIGN(opt.beta2, f.number("beta2", opt.beta2));
+    ZB_ASSIGN(opt.eps, f.number("eps", opt.eps));
+    ZB_ASSIGN(opt.weightDecay, f.number("weight_decay", opt.weightDecay));
     return Error::success();
-  Expected<Fields> f = root.object("optimizer");
-  if (!f)
-    return f.takeError();
-  OptimizerInfo &opt = plan.optimizer;
-  ZB_ASSIGN(opt.name, f->string("name"));
-  if (opt.name != "sgd" && opt.name != "adamw")
-    return f->error("name", "unknown optimizer \"" + opt.name +
-                                "\" (expected \"sgd\" or \"adamw\")");
-  ZB_ASSIGN(opt.lr, f->number("lr"));
-  ZB_ASSIGN(opt.beta1, f->number("beta1", opt.beta1));
-  ZB_ASSIGN(opt.beta2, f->number("beta2", opt.beta2));
-  ZB_ASSIGN(opt.eps, f->number("eps", opt.eps));
-  ZB_ASSIGN(opt.weightDecay, f->number("weight_decay", opt.weightDecay));
-  return Error::success();
+  });
 }
 
 Error PlanParser::placement(const Fields &f, int32_t &rank, int32_t &stage) {
@@ -256,11 +265,13 @@ Error PlanParser::placement(const Fields &f, int32_t &rank, int32_t &stage) {
   return Error::success();
 }
 
-template <typename Fn> Error PlanParser::forEachElement(StringRef key, Fn fn) {
+template <typename Fn>
+Error PlanParser::forEachElement(const Fields &parent, StringRef key, Fn fn) {
   const json::Array *arr = nullptr;
-  ZB_ASSIGN(arr, root.array(key));
+  ZB_ASSIGN(arr, parent.array(key));
   for (auto [i, v] : enumerate(*arr)) {
-    Expected<Fields> f = Fields::of(file, v, formatv("{0}[{1}]", key, i));
+    Expected<Fields> f =
+        Fields::of(file, v, formatv("{0}[{1}]", parent.field(key), i));
     if (!f)
       return f.takeError();
     ZB_CHECK(fn(*f));
@@ -269,35 +280,30 @@ template <typename Fn> Error PlanParser::forEachElement(StringRef key, Fn fn) {
 }
 
 Error PlanParser::params() {
-  return forEachElement("params", [&](const Fields &f) -> Error {
+  return forEachElement(root, "params", [&](const Fields &f) -> Error {
     ParamInfo p;
     ZB_ASSIGN(p.name, f.string("name"));
     ZB_ASSIGN(p.shape, f.shape("shape"));
     ZB_CHECK(placement(f, p.rank, p.stage));
     ZB_ASSIGN(p.offsetBytes, f.integer("offset_bytes", 0));
     if (p.offsetBytes % 4 != 0)
-      return f.error("offset_bytes",
-                     formatv("{0} is not a multiple of 4", p.offsetBytes).str());
-    if (f.has("tied_copies")) {
-      const json::Array *copies = nullptr;
-      ZB_ASSIGN(copies, f.array("tied_copies"));
-      for (auto [i, cv] : enumerate(*copies)) {
-        Expected<Fields> c = Fields::of(
-            file, cv, formatv("{0}[{1}]", f.field("tied_copies"), i));
-        if (!c)
-          return c.takeError();
+      return f.error(
+          "offset_bytes",
+          formatv("{0} is not a multiple of 4", p.offsetBytes).str());
+    if (f.has("tied_copies"))
+      ZB_CHECK(forEachElement(f, "tied_copies", [&](const Fields &c) -> Error {
         Placement copy;
-        ZB_CHECK(placement(*c, copy.rank, copy.stage));
+        ZB_CHECK(placement(c, copy.rank, copy.stage));
         p.tiedCopies.push_back(copy);
-      }
-    }
+        return Error::success();
+      }));
     plan.params.push_back(std::move(p));
     return Error::success();
   });
 }
 
 Error PlanParser::inputs() {
-  return forEachElement("inputs", [&](const Fields &f) -> Error {
+  return forEachElement(root, "inputs", [&](const Fields &f) -> Error {
     InputInfo in;
     ZB_ASSIGN(in.name, f.string("name"));
     ZB_ASSIGN(in.sampleShape, f.shape("sample_shape"));
@@ -317,7 +323,7 @@ Error PlanParser::inputs() {
 Error PlanParser::stages() {
   if (!root.has("stages"))
     return Error::success();
-  return forEachElement("stages", [&](const Fields &f) -> Error {
+  return forEachElement(root, "stages", [&](const Fields &f) -> Error {
     StageCostInfo s;
     ZB_CHECK(placement(f, s.rank, s.stage));
     ZB_ASSIGN(s.tF, f.number("t_f"));
@@ -332,44 +338,40 @@ Error PlanParser::stages() {
 }
 
 Error PlanParser::jitter(const Fields &f, PredictedInfo &p) {
-  Expected<Fields> j = f.object("jitter");
-  if (!j)
-    return j.takeError();
-  JitterInfo info;
-  if (j->has("samples"))
-    ZB_ASSIGN(info.samples, j->integer("samples", 0));
-  ZB_ASSIGN(info.bubbleRate, j->number("bubble_rate"));
-  if (j->has("makespan_ms"))
-    ZB_ASSIGN(info.makespanMs, j->number("makespan_ms"));
-  ZB_ASSIGN(info.rankBubbleRate,
-            j->perRank("rank_bubble_rate", plan.numRanks));
-  p.jitter = std::move(info);
-  return Error::success();
+  return ifObject(f, "jitter", [&](const Fields &j) -> Error {
+    JitterInfo info;
+    if (j.has("samples"))
+      ZB_ASSIGN(info.samples, j.integer("samples", 0));
+    ZB_ASSIGN(info.bubbleRate, j.number("bubble_rate"));
+    if (j.has("makespan_ms"))
+      ZB_ASSIGN(info.makespanMs, j.number("makespan_ms"));
+    ZB_ASSIGN(info.rankBubbleRate,
+              j.perRank("rank_bubble_rate", plan.numRanks));
+    p.jitter = std::move(info);
+    return Error::success();
+  });
 }
 
 Error PlanParser::predicted() {
-  if (!root.has("predicted"))
-    return Error::success();
-  Expected<Fields> all = root.object("predicted");
-  if (!all)
-    return all.takeError();
-  for (const auto &kv : all->object()) {
-    Expected<Fields> f =
-        Fields::of(file, kv.second, all->field(kv.first.str()));
-    if (!f)
-      return f.takeError();
-    PredictedInfo p;
-    p.schedule = kv.first.str();
-    ZB_ASSIGN(p.bubbleRate, f->number("bubble_rate"));
-    if (f->has("makespan_ms"))
-      ZB_ASSIGN(p.makespanMs, f->number("makespan_ms"));
-    if (f->has("rank_bubble_rate"))
-      ZB_ASSIGN(p.rankBubbleRate,
-                f->perRank("rank_bubble_rate", plan.numRanks));
-    if (f->has("jitter"))
+  ZB_CHECK(ifObject(root, "predicted", [&](const Fields &all) -> Error {
+    for (const auto &kv : all.object()) {
+      Expected<Fields> f =
+          Fields::of(file, kv.second, all.field(kv.first.str()));
+      if (!f)
+        return f.takeError();
+      PredictedInfo p;
+      p.schedule = kv.first.str();
+      ZB_ASSIGN(p.bubbleRate, f->number("bubble_rate"));
+      if (f->has("makespan_ms"))
+        ZB_ASSIGN(p.makespanMs, f->number("makespan_ms"));
+      if (f->has("rank_bubble_rate"))
+        ZB_ASSIGN(p.rankBubbleRate,
+                  f->perRank("rank_bubble_rate", plan.numRanks));
       ZB_CHECK(jitter(*f, p));
-    plan.predicted.push_back(std::move(p));
-  }
+      plan.predicted.push_back(std::move(p));
+    }
+    return Error::success();
+  }));
   llvm::sort(plan.predicted,
              [](const PredictedInfo &a, const PredictedInfo &b) {
                return a.schedule < b.schedule;
@@ -378,37 +380,30 @@ Error PlanParser::predicted() {
 }
 
 Error PlanParser::rankArgs(const Fields &f, RankInfo &r, int &lossCount) {
-  const json::Array *args = nullptr;
-  ZB_ASSIGN(args, f.array("args"));
-  for (auto [j, av] : enumerate(*args)) {
-    Expected<Fields> a = Fields::of(file, av, formatv("{0}[{1}]",
-                                                      f.field("args"), j));
-    if (!a)
-      return a.takeError();
+  return forEachElement(f, "args", [&](const Fields &a) -> Error {
     std::string kind;
-    ZB_ASSIGN(kind, a->string("kind"));
+    ZB_ASSIGN(kind, a.string("kind"));
     std::optional<ArgKind> k = argKindFromName(kind);
     if (!k)
-      return a->error("kind", "unknown kind \"" + kind +
-                                  "\" (expected param, grad, input or loss)");
+      return a.error("kind", "unknown kind \"" + kind +
+                                 "\" (expected param, grad, input or loss)");
     ArgInfo arg;
     arg.kind = *k;
     if (arg.kind == ArgKind::Loss) {
       ++lossCount;
     } else {
       bool input = arg.kind == ArgKind::Input;
-      int64_t count = input ? (int64_t)plan.inputs.size()
-                            : (int64_t)plan.params.size();
+      int64_t count =
+          input ? (int64_t)plan.inputs.size() : (int64_t)plan.params.size();
       if (count == 0)
-        return a->error("index",
-                        formatv("refers to {0}, which is empty",
-                                input ? "inputs" : "params")
-                            .str());
-      ZB_ASSIGN(arg.index, a->integer("index", 0, count - 1));
+        return a.error("index", formatv("refers to {0}, which is empty",
+                                        input ? "inputs" : "params")
+                                    .str());
+      ZB_ASSIGN(arg.index, a.integer("index", 0, count - 1));
     }
     r.args.push_back(arg);
-  }
-  return Error::success();
+    return Error::success();
+  });
 }
 
 Error PlanParser::ranks() {
@@ -421,7 +416,7 @@ Error PlanParser::ranks() {
   plan.ranks.resize(plan.numRanks);
   std::vector<bool> seen(plan.numRanks, false);
   int lossCount = 0;
-  ZB_CHECK(forEachElement("ranks", [&](const Fields &f) -> Error {
+  ZB_CHECK(forEachElement(root, "ranks", [&](const Fields &f) -> Error {
     RankInfo r;
     ZB_ASSIGN(r.rank, f.integer("rank", 0, plan.numRanks - 1));
     if (seen[r.rank])

@@ -1,4 +1,5 @@
-//===- PlanWriter.cpp - plan.json: the one writer --------------------------===//
+//===- PlanWriter.cpp - plan.json: the one writer
+//--------------------------===//
 //
 // toJSON/writePlan of zbhost/Plan.h: every field of the schema of
 // docs/plan-json.md, as zb-compile has always written it (keys sorted,
@@ -120,24 +121,23 @@ json::Value zb::host::toJSON(const PredictedInfo &p) {
 }
 
 json::Value zb::host::toJSON(const Plan &plan) {
-  return json::Object{
-      {"format", "zb-plan"},
-      {"version", 1},
-      {"model", plan.model},
-      {"num_ranks", plan.numRanks},
-      {"num_stages", plan.numStages},
-      {"num_chunks", plan.numChunks},
-      {"num_microbatches", plan.numMicrobatches},
-      {"microbatch_size", plan.microbatchSize},
-      {"schedule", plan.schedule},
-      {"target", plan.target},
-      {"data", plan.data},
-      {"optimizer", optimizerJSON(plan.optimizer)},
-      {"params", arrayOf(plan.params, paramJSON)},
-      {"inputs", arrayOf(plan.inputs, inputJSON)},
-      {"stages", arrayOf(plan.stages, stageJSON)},
-      {"predicted", predictedJSON(plan.predicted)},
-      {"ranks", arrayOf(plan.ranks, rankJSON)}};
+  return json::Object{{"format", "zb-plan"},
+                      {"version", 1},
+                      {"model", plan.model},
+                      {"num_ranks", plan.numRanks},
+                      {"num_stages", plan.numStages},
+                      {"num_chunks", plan.numChunks},
+                      {"num_microbatches", plan.numMicrobatches},
+                      {"microbatch_size", plan.microbatchSize},
+                      {"schedule", plan.schedule},
+                      {"target", plan.target},
+                      {"data", plan.data},
+                      {"optimizer", optimizerJSON(plan.optimizer)},
+                      {"params", arrayOf(plan.params, paramJSON)},
+                      {"inputs", arrayOf(plan.inputs, inputJSON)},
+                      {"stages", arrayOf(plan.stages, stageJSON)},
+                      {"predicted", predictedJSON(plan.predicted)},
+                      {"ranks", arrayOf(plan.ranks, rankJSON)}};
 }
 
 Error zb::host::writePlan(const Plan &plan, StringRef path) {
@@ -150,7 +150,6 @@ Error zb::host::writePlan(const Plan &plan, StringRef path) {
   os.close();
   if (os.has_error())
     return createStringError(os.error(), "cannot write %s: %s",
-                             path.str().c_str(),
-                             os.error().message().c_str());
+                             path.str().c_str(), os.error().message().c_str());
   return Error::success();
 }

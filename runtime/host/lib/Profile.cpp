@@ -26,10 +26,10 @@ const std::pair<const char *, double ProfiledStage::*> kTimes[] = {
     {"t_w", &ProfiledStage::tW},
     {"t_comm", &ProfiledStage::tComm}};
 /// Optional coefficients of variation (>= 0, finite).
-const std::pair<const char *, std::optional<double> ProfiledStage::*> kCvs[] =
-    {{"cv_f", &ProfiledStage::cvF},
-     {"cv_b", &ProfiledStage::cvB},
-     {"cv_w", &ProfiledStage::cvW}};
+const std::pair<const char *, std::optional<double> ProfiledStage::*> kCvs[] = {
+    {"cv_f", &ProfiledStage::cvF},
+    {"cv_b", &ProfiledStage::cvB},
+    {"cv_w", &ProfiledStage::cvW}};
 /// Optional pass counts (>= 0).
 const std::pair<const char *, std::optional<int64_t> ProfiledStage::*>
     kCounts[] = {{"count_f", &ProfiledStage::countF},

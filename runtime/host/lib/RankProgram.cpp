@@ -133,10 +133,10 @@ Error loadData(RankProgram &rp, const Plan &plan, const DataOptions &data) {
     if (!dir)
       return dir.takeError();
     const InputInfo &in = plan.inputs[a.index];
-    rp.inputs.emplace(a.index,
-                      Buffer(plan.numMicrobatches * plan.microbatchSize *
-                                 in.sampleElements(),
-                             dtypeBytes(in.dtype)));
+    rp.inputs.emplace(
+        a.index,
+        Buffer(plan.numMicrobatches * plan.microbatchSize * in.sampleElements(),
+               dtypeBytes(in.dtype)));
     if (sys::fs::is_regular_file(*dir)) {
       if (Error e = loadText(rp, plan, *dir, data.textVocab))
         return e;
@@ -198,8 +198,7 @@ Buffer::Buffer(int64_t n, int64_t elemBytes) : count(n), elemBytes(elemBytes) {
   ptr.reset(static_cast<char *>(std::aligned_alloc(64, bytes)));
   if (!ptr) {
     std::fflush(stdout);
-    errs() << "zb-run: error: out of memory allocating " << bytes
-           << " bytes\n";
+    errs() << "zb-run: error: out of memory allocating " << bytes << " bytes\n";
     errs().flush();
     std::exit(1);
   }
@@ -210,8 +209,8 @@ void Buffer::zero() { std::memset(ptr.get(), 0, (size_t)(count * elemBytes)); }
 
 void Buffer::Free::operator()(char *p) const { std::free(p); }
 
-std::vector<int64_t> zb::host::makeDescriptor(void *data,
-                                              const std::vector<int64_t> &shape) {
+std::vector<int64_t>
+zb::host::makeDescriptor(void *data, const std::vector<int64_t> &shape) {
   std::vector<int64_t> d;
   d.push_back((int64_t)(intptr_t)data);
   d.push_back((int64_t)(intptr_t)data);

@@ -45,8 +45,7 @@ void printPredicted(raw_ostream &os, const Plan &plan) {
                "%lld\n",
                plan.schedule.empty() ? "?" : plan.schedule.c_str(),
                plan.numRanks, plan.numRanks == 1 ? "" : "s", plan.numStages,
-               plan.numStages == 1 ? "" : "s",
-               (long long)plan.numMicrobatches,
+               plan.numStages == 1 ? "" : "s", (long long)plan.numMicrobatches,
                (long long)plan.microbatchSize);
   size_t width = 0;
   for (const PredictedInfo &p : plan.predicted)
@@ -63,8 +62,7 @@ void printPredicted(raw_ostream &os, const Plan &plan) {
 /// Per rank, next to the realized bubble: this plan's simulated bubble of
 /// that rank, and (with a profile) its expectation under the measured
 /// pass-time jitter.
-void printRealized(raw_ostream &os, const Plan &plan,
-                   const RunReport &report) {
+void printRealized(raw_ostream &os, const Plan &plan, const RunReport &report) {
   const PredictedInfo *mine = plan.predictedForThisPlan();
   const std::string range = report.measuredSteps();
   for (auto [r, bubble] : llvm::enumerate(report.realizedBubbleRate)) {
@@ -180,6 +178,6 @@ void zb::host::printGradientReport(raw_ostream &os, double loss,
   }
   os << "loss " << format("%.9g", loss) << "\n";
   for (size_t i = 0; i < plan.params.size(); ++i)
-    os << "grad_norm " << plan.params[i].name << " "
-       << format("%.9g", norms[i]) << "\n";
+    os << "grad_norm " << plan.params[i].name << " " << format("%.9g", norms[i])
+       << "\n";
 }

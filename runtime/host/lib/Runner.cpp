@@ -404,8 +404,8 @@ int StepLoop::finishTraining() {
   if (planned)
     report.atMeasured = predictAtMeasuredCosts(plan, *planned, profile);
   if (!o.profileFile.empty()) {
-    if (Error e = writeProfile(profile.toProfile(plan.path, numSteps),
-                               o.profileFile))
+    if (Error e =
+            writeProfile(profile.toProfile(plan.path, numSteps), o.profileFile))
       zbrt_fatal(("--profile: " + toString(std::move(e))).c_str());
     report.profileFile = o.profileFile;
   }

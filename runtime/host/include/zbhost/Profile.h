@@ -40,8 +40,8 @@ namespace zb::host {
 struct ProfiledStage {
   int64_t stage = 0; ///< "stage" (the entry's position when absent)
   int64_t rank = -1; ///< rank that ran the stage; -1 unknown or absent
-  double tF = 0, tB = 0, tW = 0, tComm = 0; ///< ms, means, >= 0
-  std::optional<double> cvF, cvB, cvW;      ///< >= 0 and finite
+  double tF = 0, tB = 0, tW = 0, tComm = 0;      ///< ms, means, >= 0
+  std::optional<double> cvF, cvB, cvW;           ///< >= 0 and finite
   std::optional<int64_t> countF, countB, countW; ///< passes measured
 };
 

@@ -1,4 +1,5 @@
-//===- Replay.h - zb-run: measured pass times, replay, prediction -*- C++ -*-===//
+//===- Replay.h - zb-run: measured pass times, replay, prediction -*- C++
+//-*-===//
 //
 // What zb-run makes of the trace of its steps (docs/plan-json.md, "What
 // zb-run reports about the bubble"):

@@ -1,4 +1,5 @@
-//===- Report.h - zb-run: what rank 0 prints ---------------------*- C++ -*-===//
+//===- Report.h - zb-run: what rank 0 prints ---------------------*- C++
+//-*-===//
 //
 // The per-step lines and the end-of-run report of zb-run, as text or as one
 // JSON document (--report-format json; docs/plan-json.md, "What zb-run
@@ -40,8 +41,8 @@ struct RunReport {
   int64_t replaySteps = 0;
   std::optional<MeasuredPrediction> atMeasured;
   std::vector<int64_t> peakHeapBytes; ///< per rank (zbrt_pool_stats)
-  std::string traceFile;   ///< "" when no trace was written
-  std::string profileFile; ///< "" when no profile was written
+  std::string traceFile;              ///< "" when no trace was written
+  std::string profileFile;            ///< "" when no profile was written
 
   /// Mean step time (ms) of the measured steps: 2..S, or step 1 alone.
   double meanStepTimeMs() const;

@@ -1,4 +1,5 @@
-//===- Runner.h - zb-run: the host runner ------------------------*- C++ -*-===//
+//===- Runner.h - zb-run: the host runner ------------------------*- C++
+//-*-===//
 //
 // zb-run's behaviour behind its option parsing (the analogue of MLIR's
 // JitRunner, mlir/lib/ExecutionEngine/JitRunner.cpp, behind
