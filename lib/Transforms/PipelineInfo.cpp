@@ -1,6 +1,8 @@
 //===- PipelineInfo.cpp - reading zb.pipeline / zb.schedule ---------------===//
 #include "zb/Transforms/PipelineInfo.h"
 
+#include "zbhost/Profile.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -235,55 +237,29 @@ FailureOr<sched::Schedule> readSchedule(ModuleOp module,
 namespace zb {
 
 LogicalResult applyProfile(ModuleOp module, StringRef path) {
-  auto fail = [&](const Twine &msg) {
-    return module.emitError("profile '") << path << "': " << msg;
-  };
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return fail("cannot read: " + buffer.getError().message());
-  llvm::Expected<llvm::json::Value> json =
-      llvm::json::parse((*buffer)->getBuffer());
-  if (!json)
-    return fail("invalid JSON: " + llvm::toString(json.takeError()));
-  const llvm::json::Object *root = json->getAsObject();
-  const llvm::json::Array *stages = root ? root->getArray("stages") : nullptr;
-  if (!root || root->getString("format") != "zb-profile" || !stages)
-    return fail("not a zb-run --profile file (expected \"format\": "
-                "\"zb-profile\" and \"stages\")");
+  llvm::Expected<host::Profile> profile = host::readProfile(path);
+  if (!profile)
+    return module.emitError(llvm::toString(profile.takeError()));
   auto dict = module->getAttrOfType<DictionaryAttr>("zb.pipeline");
   auto stageAttrs = dict ? dict.getAs<ArrayAttr>("stages") : nullptr;
   if (!stageAttrs)
     return module.emitError("no zb.pipeline: run zb-partition-stages first");
-  if (stages->size() != stageAttrs.size())
-    return fail(llvm::formatv("has {0} stages, the model has {1}",
-                              stages->size(), stageAttrs.size()));
+  if (profile->stages.size() != stageAttrs.size())
+    return module.emitError("profile '")
+           << path << "': "
+           << llvm::formatv("has {0} stages, the model has {1}",
+                            profile->stages.size(), stageAttrs.size());
   Builder b(module.getContext());
   SmallVector<Attribute> updated;
-  for (auto [i, a] : llvm::enumerate(stageAttrs)) {
-    const llvm::json::Object *s = (*stages)[i].getAsObject();
+  for (auto [s, a] : llvm::zip_equal(profile->stages, stageAttrs)) {
     NamedAttrList attrs(llvm::cast<DictionaryAttr>(a));
-    for (StringRef key : {"t_f", "t_b", "t_w", "t_comm"}) {
-      std::optional<double> v = s ? s->getNumber(key) : std::nullopt;
-      if (!v || *v < 0)
-        return fail(
-            llvm::formatv("stage {0}: missing or negative \"{1}\"", i, key));
-      attrs.set(key, b.getF64FloatAttr(*v));
-    }
-    // Optional (profiles written before they existed lack them).
-    for (StringRef key : {"cv_f", "cv_b", "cv_w"}) {
-      std::optional<double> v = s ? s->getNumber(key) : std::nullopt;
-      if (!v) {
-        if (s && s->get(key))
-          return fail(llvm::formatv("stage {0}: \"{1}\" is not a number", i,
-                                    key));
-        continue;
-      }
-      if (*v < 0 || !std::isfinite(*v))
-        return fail(llvm::formatv("stage {0}: \"{1}\" = {2}; a coefficient "
-                                  "of variation must be >= 0",
-                                  i, key, *v));
-      attrs.set(key, b.getF64FloatAttr(*v));
-    }
+    for (auto [key, v] : {std::pair{"t_f", s.tF}, std::pair{"t_b", s.tB},
+                          std::pair{"t_w", s.tW}, std::pair{"t_comm", s.tComm}})
+      attrs.set(key, b.getF64FloatAttr(v));
+    for (auto [key, cv] : {std::pair{"cv_f", s.cvF}, std::pair{"cv_b", s.cvB},
+                           std::pair{"cv_w", s.cvW}})
+      if (cv)
+        attrs.set(key, b.getF64FloatAttr(*cv));
     attrs.set("profiled", b.getUnitAttr());
     updated.push_back(attrs.getDictionary(module.getContext()));
   }

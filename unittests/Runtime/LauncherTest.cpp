@@ -1,10 +1,10 @@
 //===- LauncherTest.cpp - zb-run's filter of mpirun's stderr --------------===//
 
-#include "Launcher.h"
+#include "zbhost/Launcher.h"
 
 #include "gtest/gtest.h"
 
-using zb::run::MpirunStderrFilter;
+using zb::host::MpirunStderrFilter;
 
 namespace {
 

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Data.h"
+#include "zbhost/Data.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-using namespace zb::run;
+using namespace zb::host;
 
 namespace {
 

@@ -9,15 +9,16 @@
 // Everything else (the ranks' own output) passes through unchanged.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ZB_TOOLS_ZBRUN_LAUNCHER_H
-#define ZB_TOOLS_ZBRUN_LAUNCHER_H
+#ifndef ZBHOST_LAUNCHER_H
+#define ZBHOST_LAUNCHER_H
+
+#include "llvm/Support/Error.h"
 
 #include <set>
 #include <string>
 #include <vector>
 
-namespace zb {
-namespace run {
+namespace zb::host {
 
 /// Rewrites mpirun's stderr line by line (see the file comment).
 class MpirunStderrFilter {
@@ -45,7 +46,16 @@ private:
 /// on failure to start it, returns -1 and sets *error.
 int runMpirun(const std::vector<std::string> &argv, std::string *error);
 
-} // namespace run
-} // namespace zb
+/// True inside a job started by Open MPI's mpirun (OMPI_COMM_WORLD_SIZE).
+bool insideMPIJob();
 
-#endif // ZB_TOOLS_ZBRUN_LAUNCHER_H
+/// Runs this same command (argv of main) under
+///   mpirun --allow-run-as-root --oversubscribe -np `ranks` <this exe> ...
+/// with OPENBLAS_NUM_THREADS=1, through runMpirun. Returns its exit code;
+/// errors: mpirun not on PATH, this executable not found, mpirun not
+/// started.
+llvm::Expected<int> runUnderMpirun(int argc, char **argv, int ranks);
+
+} // namespace zb::host
+
+#endif // ZBHOST_LAUNCHER_H

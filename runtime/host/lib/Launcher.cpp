@@ -1,6 +1,10 @@
 //===- Launcher.cpp - zb-run: running the job under mpirun ----------------===//
 
-#include "Launcher.h"
+#include "zbhost/Launcher.h"
+
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Program.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -8,10 +12,11 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <regex>
 
-using namespace zb::run;
+using namespace zb::host;
 
 namespace {
 
@@ -113,8 +118,8 @@ std::vector<std::string> MpirunStderrFilter::classifyBanner() {
   return out;
 }
 
-int zb::run::runMpirun(const std::vector<std::string> &argv,
-                       std::string *error) {
+int zb::host::runMpirun(const std::vector<std::string> &argv,
+                        std::string *error) {
   int fds[2];
   if (pipe(fds) != 0) {
     *error = std::string("pipe: ") + std::strerror(errno);
@@ -173,4 +178,36 @@ int zb::run::runMpirun(const std::vector<std::string> &argv,
   if (WIFSIGNALED(status))
     return 128 + WTERMSIG(status);
   return 1;
+}
+
+bool zb::host::insideMPIJob() {
+  const char *size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  return size && *size;
+}
+
+llvm::Expected<int> zb::host::runUnderMpirun(int argc, char **argv, int ranks) {
+  auto error = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  llvm::ErrorOr<std::string> mpirun = llvm::sys::findProgramByName("mpirun");
+  if (!mpirun)
+    return error("--ranks " + llvm::Twine(ranks) +
+                 ": mpirun not found on PATH (install openmpi-bin)");
+  std::string self =
+      llvm::sys::fs::getMainExecutable(argv[0], (void *)&runUnderMpirun);
+  if (self.empty())
+    return error("cannot determine the path of the zb-run executable");
+  std::vector<std::string> args = {
+      *mpirun, "--allow-run-as-root", "--oversubscribe",
+      "-np",   std::to_string(ranks), self};
+  for (int i = 1; i < argc; ++i)
+    args.push_back(argv[i]);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  std::string why;
+  int code = runMpirun(args, &why);
+  if (code < 0)
+    return error("cannot run " + *mpirun + ": " + why);
+  return code;
 }

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Data.h"
+#include "zbhost/Data.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Endian.h"
@@ -20,9 +20,10 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <type_traits>
 
 using namespace llvm;
-using namespace zb::run;
+using namespace zb::host;
 
 namespace {
 
@@ -39,57 +40,106 @@ std::string shapeString(ArrayRef<int64_t> dims) {
 
 } // namespace
 
-Expected<Dataset>
-zb::run::readDataset(StringRef path, StringRef inputName,
-                     const std::vector<int64_t> &sampleShape, DType dtype) {
-  std::ifstream in(path.str(), std::ios::binary);
-  if (!in)
-    return fail(path, "cannot open (data for graph input '" + inputName + "')");
-  onnx::TensorProto tensor;
-  if (!tensor.ParseFromIstream(&in))
-    return fail(path, "not a serialized ONNX TensorProto");
+namespace {
 
-  std::vector<int64_t> dims(tensor.dims().begin(), tensor.dims().end());
-  std::vector<int64_t> expected = {-1};
-  expected.insert(expected.end(), sampleShape.begin(), sampleShape.end());
-  bool shapeOk =
-      dims.size() == expected.size() && !dims.empty() && dims[0] >= 1;
-  for (size_t i = 1; shapeOk && i < dims.size(); ++i)
-    shapeOk = dims[i] == expected[i];
-  if (!shapeOk)
+/// Element i of a little-endian raw_data buffer of T.
+template <typename T> T readLittleEndian(const std::string &raw, int64_t i) {
+  if constexpr (std::is_same_v<T, float>)
+    return bit_cast<float>(support::endian::read32le(raw.data() + 4 * i));
+  else
+    return (T)support::endian::read<std::make_unsigned_t<T>,
+                                    llvm::endianness::little>(raw.data() +
+                                                              sizeof(T) * i);
+}
+
+/// Reads a dataset's tensor: checks its shape, then converts its elements to
+/// the graph input's dtype (readDataset's contract).
+class DatasetReader {
+public:
+  DatasetReader(StringRef path, StringRef inputName, DType dtype)
+      : path(path), inputName(inputName), dtype(dtype) {}
+
+  Expected<Dataset> read(const onnx::TensorProto &tensor,
+                         const std::vector<int64_t> &sampleShape) {
+    dims.assign(tensor.dims().begin(), tensor.dims().end());
+    if (Error e = checkShape(sampleShape))
+      return std::move(e);
+    ds.path = path.str();
+    ds.dtype = dtype;
+    ds.numSamples = dims[0];
+    ds.sampleElements = 1;
+    for (int64_t d : sampleShape)
+      ds.sampleElements *= d;
+    total = ds.numSamples * ds.sampleElements;
+    ds.bytes.resize((size_t)(total * dtypeBytes(dtype)));
+    if (Error e = convert(tensor))
+      return std::move(e);
+    return std::move(ds);
+  }
+
+private:
+  Error checkShape(const std::vector<int64_t> &sampleShape) const {
+    bool ok = dims.size() == sampleShape.size() + 1 && dims[0] >= 1;
+    for (size_t i = 1; ok && i < dims.size(); ++i)
+      ok = dims[i] == sampleShape[i - 1];
+    if (ok)
+      return Error::success();
     return fail(path, formatv("shape {0} does not match [N] + sample_shape "
                               "{1} of graph input '{2}' (N >= 1)",
                               shapeString(dims), shapeString(sampleShape),
                               inputName));
+  }
 
-  Dataset ds;
-  ds.path = path.str();
-  ds.dtype = dtype;
-  ds.numSamples = dims[0];
-  ds.sampleElements = 1;
-  for (int64_t d : sampleShape)
-    ds.sampleElements *= d;
-  const int64_t total = ds.numSamples * ds.sampleElements;
-  ds.bytes.resize((size_t)(total * dtypeBytes(dtype)));
+  Error convert(const onnx::TensorProto &tensor) {
+    const std::string &raw = tensor.raw_data();
+    switch (tensor.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      if (dtype != DType::Float32)
+        return fail(path, formatv("holds FLOAT values, but graph input '{0}' "
+                                  "is {1} (write INT64 or INT32 data)",
+                                  inputName, dtypeName(dtype)));
+      return copy<float>(raw, tensor.float_data());
+    case onnx::TensorProto::INT64:
+      return copy<int64_t>(raw, tensor.int64_data());
+    case onnx::TensorProto::INT32:
+      return copy<int32_t>(raw, tensor.int32_data());
+    default:
+      return fail(
+          path, formatv("element type {0} not supported (expected "
+                        "FLOAT, INT64 or INT32)",
+                        onnx::TensorProto::DataType_Name(
+                            (onnx::TensorProto::DataType)tensor.data_type())));
+    }
+  }
 
-  const std::string &raw = tensor.raw_data();
-  auto sizeError = [&](int64_t have) {
-    return fail(path, formatv("holds {0} elements, shape {1} needs {2}", have,
-                              shapeString(dims), total));
-  };
-  auto typeName = [&] {
-    return onnx::TensorProto::DataType_Name(
-        (onnx::TensorProto::DataType)tensor.data_type());
-  };
-  // Stores element i (given as float or integer) in the input's type.
-  auto storeFloat = [&](int64_t i, float f) {
+  /// Copies the `total` elements of T from raw_data (when set) or the typed
+  /// repeated field.
+  template <typename T, typename Repeated>
+  Error copy(const std::string &raw, const Repeated &typed) {
+    const bool fromRaw = !raw.empty();
+    const int64_t have =
+        fromRaw ? (int64_t)(raw.size() / sizeof(T)) : (int64_t)typed.size();
+    if ((fromRaw && (int64_t)raw.size() != total * (int64_t)sizeof(T)) ||
+        (!fromRaw && have != total))
+      return fail(path, formatv("holds {0} elements, shape {1} needs {2}", have,
+                                shapeString(dims), total));
+    for (int64_t i = 0; i < total; ++i) {
+      T v = fromRaw ? readLittleEndian<T>(raw, i) : (T)typed.Get((int)i);
+      if (Error e = store(i, v))
+        return e;
+    }
+    return Error::success();
+  }
+
+  /// Stores element i in the input's type.
+  Error store(int64_t i, float f) {
     std::memcpy(ds.bytes.data() + 4 * i, &f, 4);
-  };
-  auto storeInt = [&](int64_t i, int64_t v) -> Error {
+    return Error::success();
+  }
+  Error store(int64_t i, int64_t v) {
     switch (dtype) {
     case DType::Float32:
-      storeFloat(i, (float)v);
-      break;
+      return store(i, (float)v);
     case DType::Int64:
       std::memcpy(ds.bytes.data() + 8 * i, &v, 8);
       break;
@@ -104,69 +154,32 @@ zb::run::readDataset(StringRef path, StringRef inputName,
     }
     }
     return Error::success();
-  };
-
-  switch (tensor.data_type()) {
-  case onnx::TensorProto::FLOAT:
-    if (dtype != DType::Float32)
-      return fail(path, formatv("holds FLOAT values, but graph input '{0}' "
-                                "is {1} (write INT64 or INT32 data)",
-                                inputName, dtypeName(dtype)));
-    if (!raw.empty()) {
-      if ((int64_t)raw.size() != total * 4)
-        return sizeError((int64_t)raw.size() / 4);
-      for (int64_t i = 0; i < total; ++i)
-        storeFloat(i, bit_cast<float>(
-                          support::endian::read32le(raw.data() + 4 * i)));
-    } else {
-      if (tensor.float_data_size() != total)
-        return sizeError(tensor.float_data_size());
-      for (int64_t i = 0; i < total; ++i)
-        storeFloat(i, tensor.float_data(i));
-    }
-    break;
-  case onnx::TensorProto::INT64:
-    if (!raw.empty()) {
-      if ((int64_t)raw.size() != total * 8)
-        return sizeError((int64_t)raw.size() / 8);
-      for (int64_t i = 0; i < total; ++i)
-        if (Error e = storeInt(
-                i, (int64_t)support::endian::read64le(raw.data() + 8 * i)))
-          return std::move(e);
-    } else {
-      if (tensor.int64_data_size() != total)
-        return sizeError(tensor.int64_data_size());
-      for (int64_t i = 0; i < total; ++i)
-        if (Error e = storeInt(i, tensor.int64_data(i)))
-          return std::move(e);
-    }
-    break;
-  case onnx::TensorProto::INT32:
-    if (!raw.empty()) {
-      if ((int64_t)raw.size() != total * 4)
-        return sizeError((int64_t)raw.size() / 4);
-      for (int64_t i = 0; i < total; ++i)
-        if (Error e = storeInt(
-                i, (int32_t)support::endian::read32le(raw.data() + 4 * i)))
-          return std::move(e);
-    } else {
-      if (tensor.int32_data_size() != total)
-        return sizeError(tensor.int32_data_size());
-      for (int64_t i = 0; i < total; ++i)
-        if (Error e = storeInt(i, tensor.int32_data(i)))
-          return std::move(e);
-    }
-    break;
-  default:
-    return fail(path, formatv("element type {0} not supported (expected "
-                              "FLOAT, INT64 or INT32)",
-                              typeName()));
   }
-  return ds;
+  Error store(int64_t i, int32_t v) { return store(i, (int64_t)v); }
+
+  StringRef path, inputName;
+  DType dtype;
+  std::vector<int64_t> dims;
+  int64_t total = 0;
+  Dataset ds;
+};
+
+} // namespace
+
+Expected<Dataset> zb::host::readDataset(StringRef path, StringRef inputName,
+                                        const std::vector<int64_t> &sampleShape,
+                                        DType dtype) {
+  std::ifstream in(path.str(), std::ios::binary);
+  if (!in)
+    return fail(path, "cannot open (data for graph input '" + inputName + "')");
+  onnx::TensorProto tensor;
+  if (!tensor.ParseFromIstream(&in))
+    return fail(path, "not a serialized ONNX TensorProto");
+  return DatasetReader(path, inputName, dtype).read(tensor, sampleShape);
 }
 
-Error zb::run::readParam(StringRef file, StringRef bytes, StringRef paramName,
-                         int64_t offsetBytes, int64_t count, float *out) {
+Error zb::host::readParam(StringRef file, StringRef bytes, StringRef paramName,
+                          int64_t offsetBytes, int64_t count, float *out) {
   int64_t end = offsetBytes + 4 * count;
   if (offsetBytes < 0 || end > (int64_t)bytes.size())
     return fail(file, formatv("{0} bytes, but parameter '{1}' needs bytes "
@@ -189,8 +202,8 @@ int32_t TextData::maxToken() const {
   return m;
 }
 
-Expected<std::vector<uint32_t>> zb::run::decodeUtf8(StringRef bytes,
-                                                    StringRef path) {
+Expected<std::vector<uint32_t>> zb::host::decodeUtf8(StringRef bytes,
+                                                     StringRef path) {
   std::vector<uint32_t> out;
   out.reserve(bytes.size());
   const auto *p = reinterpret_cast<const uint8_t *>(bytes.data());
@@ -243,8 +256,8 @@ Expected<std::vector<uint32_t>> zb::run::decodeUtf8(StringRef bytes,
   return out;
 }
 
-Expected<TextData> zb::run::makeText(StringRef contents, StringRef path,
-                                     int64_t seqLen, TextVocab mode) {
+Expected<TextData> zb::host::makeText(StringRef contents, StringRef path,
+                                      int64_t seqLen, TextVocab mode) {
   TextData text;
   text.path = path.str();
   text.mode = mode;
@@ -277,8 +290,8 @@ Expected<TextData> zb::run::makeText(StringRef contents, StringRef path,
   return text;
 }
 
-Expected<TextData> zb::run::readText(StringRef path, int64_t seqLen,
-                                     TextVocab mode) {
+Expected<TextData> zb::host::readText(StringRef path, int64_t seqLen,
+                                      TextVocab mode) {
   std::ifstream in(path.str(), std::ios::binary);
   if (!in)
     return fail(path, "cannot open text data");
@@ -289,14 +302,14 @@ Expected<TextData> zb::run::readText(StringRef path, int64_t seqLen,
   return makeText(contents, path, seqLen, mode);
 }
 
-const ParamInfo *zb::run::tokenEmbedding(const Plan &plan) {
+const ParamInfo *zb::host::tokenEmbedding(const Plan &plan) {
   for (const ParamInfo &p : plan.params)
     if (p.shape.size() == 2)
       return &p;
   return nullptr;
 }
 
-Error zb::run::checkTextVocabulary(const TextData &text, const Plan &plan) {
+Error zb::host::checkTextVocabulary(const TextData &text, const Plan &plan) {
   const ParamInfo *emb = tokenEmbedding(plan);
   if (!emb)
     return Error::success();
@@ -327,7 +340,7 @@ Error zb::run::checkTextVocabulary(const TextData &text, const Plan &plan) {
   return Error::success();
 }
 
-Error zb::run::writeVocabularyJson(const TextData &text, StringRef path) {
+Error zb::host::writeVocabularyJson(const TextData &text, StringRef path) {
   json::Array chars;
   for (uint32_t cp : text.vocabulary) {
     std::string s;
@@ -359,7 +372,7 @@ Error zb::run::writeVocabularyJson(const TextData &text, StringRef path) {
   return Error::success();
 }
 
-std::string zb::run::describeText(const TextData &text) {
+std::string zb::host::describeText(const TextData &text) {
   return formatv("text {0}: {1} {2}, vocabulary {3}", text.path,
                  text.tokens.size(),
                  text.mode == TextVocab::Chars ? "characters" : "bytes",
@@ -367,8 +380,8 @@ std::string zb::run::describeText(const TextData &text) {
       .str();
 }
 
-Error zb::run::writeBatchJson(StringRef path, int64_t step, int64_t batch,
-                              ArrayRef<BatchInput> inputs) {
+Error zb::host::writeBatchJson(StringRef path, int64_t step, int64_t batch,
+                               ArrayRef<BatchInput> inputs) {
   std::error_code ec;
   raw_fd_ostream os(path, ec, sys::fs::OF_Text);
   if (ec)
@@ -424,16 +437,16 @@ static uint64_t splitmix64(uint64_t x) {
   return z ^ (z >> 31);
 }
 
-int64_t zb::run::textOffset(uint64_t seed, int64_t step, int64_t index,
-                            int64_t numTokens, int64_t seqLen) {
+int64_t zb::host::textOffset(uint64_t seed, int64_t step, int64_t index,
+                             int64_t numTokens, int64_t seqLen) {
   uint64_t key = seed * 0x9E3779B97F4A7C15ull + (uint64_t)step * 1000003ull +
                  (uint64_t)index;
   return (int64_t)(splitmix64(key) % (uint64_t)(numTokens - seqLen));
 }
 
-void zb::run::cutText(const TextData &text, uint64_t seed, int64_t step,
-                      int64_t count, int64_t seqLen, int64_t shift,
-                      DType dtype, char *out) {
+void zb::host::cutText(const TextData &text, uint64_t seed, int64_t step,
+                       int64_t count, int64_t seqLen, int64_t shift,
+                       DType dtype, char *out) {
   const int64_t n = (int64_t)text.tokens.size();
   for (int64_t j = 0; j < count; ++j) {
     int64_t off = textOffset(seed, step, j, n, seqLen) + shift;

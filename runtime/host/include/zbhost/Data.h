@@ -3,13 +3,14 @@
 // params.bin (float32 little-endian at each parameter's offset_bytes), the
 // dataset DATA/input_<i>.pb (serialized ONNX TensorProto, shape
 // [N] + sample_shape) and text data for language models (bytes or UTF-8
-// characters as tokens). See docs/plan-json.md.
+// characters as tokens). See docs/plan-json.md. Part of ZBHostRunner
+// (compiled with exceptions: the ONNX protobuf classes need them).
 //
 //===----------------------------------------------------------------------===//
-#ifndef ZB_TOOLS_ZBRUN_DATA_H
-#define ZB_TOOLS_ZBRUN_DATA_H
+#ifndef ZBHOST_DATA_H
+#define ZBHOST_DATA_H
 
-#include "Plan.h"
+#include "zbhost/Plan.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -19,8 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace zb {
-namespace run {
+namespace zb::host {
 
 /// A dataset tensor: numSamples samples of sampleElements elements of
 /// `dtype` each, stored little-endian/native in `bytes`.
@@ -145,7 +145,6 @@ llvm::Error readParam(llvm::StringRef file, llvm::StringRef bytes,
                       llvm::StringRef paramName, int64_t offsetBytes,
                       int64_t count, float *out);
 
-} // namespace run
-} // namespace zb
+} // namespace zb::host
 
-#endif // ZB_TOOLS_ZBRUN_DATA_H
+#endif // ZBHOST_DATA_H

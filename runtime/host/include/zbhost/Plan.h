@@ -1,0 +1,173 @@
+//===- Plan.h - plan.json, the zb-compile -> zb-run contract ----*- C++ -*-===//
+//
+// The in-memory form of plan.json version 1 (docs/plan-json.md) with its one
+// reader and one writer. zb-compile writes it (writePlan), zb-run reads it
+// (loadPlan). The reader checks everything zb-run relies on (types, ranges,
+// cross references) and names the file and the offending field on error:
+//   "<path>: <field path>: <problem>", e.g.
+//   "out/plan.json: ranks[1].args[0].index: 7 out of range [0, 2]".
+// Units: bytes (offset_bytes, m_b, m_w), ms (t_f/t_b/t_w/t_comm,
+// makespan_ms), microbatches and samples (num_microbatches,
+// microbatch_size).
+//
+// MLIR-free: LLVM Support only (part of ZBHostFormats).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBHOST_PLAN_H
+#define ZBHOST_PLAN_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zb::host {
+
+/// Where a copy of a parameter or an input lives.
+struct Placement {
+  int32_t stage = 0;
+  int32_t rank = 0;
+  bool operator==(const Placement &o) const {
+    return stage == o.stage && rank == o.rank;
+  }
+};
+
+/// plan.json "params[i]": one parameter, float32 in params.bin at
+/// offsetBytes (a multiple of 4).
+struct ParamInfo {
+  std::string name;
+  std::vector<int64_t> shape;
+  int32_t rank = 0;  ///< of the first copy
+  int32_t stage = 0; ///< of the first copy
+  int64_t offsetBytes = 0;
+  /// "tied_copies": one entry per stage holding a copy (tied parameters
+  /// only; empty otherwise).
+  std::vector<Placement> tiedCopies;
+  int64_t numElements() const;
+};
+
+/// Element type of a graph input as the rank program reads it.
+enum class DType { Float32, Int64, Int32 };
+
+/// "float32", "int64", "int32".
+const char *dtypeName(DType t);
+/// Bytes per element: 4, 8, 4.
+int64_t dtypeBytes(DType t);
+/// The DType named `name` (dtypeName), or std::nullopt.
+std::optional<DType> dtypeFromName(llvm::StringRef name);
+
+/// plan.json "inputs[i]": one graph input (batch data).
+struct InputInfo {
+  std::string name;
+  std::vector<int64_t> sampleShape;
+  DType dtype = DType::Float32; ///< "dtype" (float32 when absent)
+  int32_t rank = 0;
+  int32_t stage = 0;
+  int64_t sampleElements() const;
+};
+
+enum class ArgKind { Param, Grad, Input, Loss };
+
+/// "param", "grad", "input", "loss".
+const char *argKindName(ArgKind k);
+/// The ArgKind named `name` (argKindName), or std::nullopt.
+std::optional<ArgKind> argKindFromName(llvm::StringRef name);
+
+struct ArgInfo {
+  ArgKind kind = ArgKind::Param;
+  int64_t index = -1; ///< into Plan::params or Plan::inputs; -1 for loss
+};
+
+/// plan.json "ranks[r]": the rank program and its arguments, in order.
+struct RankInfo {
+  int32_t rank = 0;
+  std::string library; ///< relative to the plan directory (or absolute)
+  std::string entry;
+  std::vector<ArgInfo> args;
+};
+
+/// plan.json "optimizer". beta1/beta2/eps/weight_decay are written for
+/// "adamw" only.
+struct OptimizerInfo {
+  std::string name = "sgd"; ///< "sgd" or "adamw"
+  double lr = 0.01;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
+};
+
+/// plan.json "stages[s]": the costs the plan was scheduled with.
+struct StageCostInfo {
+  int32_t stage = 0;
+  int32_t rank = 0;
+  double tF = 0, tB = 0, tW = 0, tComm = 0; ///< ms per microbatch
+  int64_t mB = 0, mW = 0;                   ///< bytes per microbatch
+};
+
+/// plan.json "predicted.<schedule>.jitter": the expectation under the
+/// measured pass-to-pass variation (zb::sched::estimateJitter).
+struct JitterInfo {
+  std::optional<int64_t> samples; ///< Monte Carlo samples
+  double bubbleRate = 0;
+  std::optional<double> makespanMs;
+  std::vector<double> rankBubbleRate; ///< one per rank
+};
+
+/// plan.json "predicted.<schedule>": simulator results (lib/Schedule).
+struct PredictedInfo {
+  std::string schedule;
+  double bubbleRate = 0;
+  std::optional<double> makespanMs;
+  /// Simulated per-rank bubble (the quantity zb-run measures per rank);
+  /// empty when absent.
+  std::vector<double> rankBubbleRate;
+  std::optional<JitterInfo> jitter; ///< with zb-compile --profile
+};
+
+struct Plan {
+  std::string path; ///< the plan.json file, for messages (not written)
+  std::string dir;  ///< the directory holding it (not written)
+  std::string model;
+  int32_t numRanks = 0, numStages = 0;
+  int64_t numChunks = 1; ///< chunks (virtual stages) per rank
+  int64_t numMicrobatches = 0, microbatchSize = 0;
+  std::string schedule;
+  std::string target; ///< "cpu", ...; "" when absent
+  std::string data;   ///< default data directory ("" when absent)
+  OptimizerInfo optimizer;
+  std::vector<ParamInfo> params;
+  std::vector<InputInfo> inputs;
+  std::vector<StageCostInfo> stages;    ///< empty when absent
+  std::vector<PredictedInfo> predicted; ///< sorted by schedule name
+  std::vector<RankInfo> ranks;          ///< ranks[r].rank == r
+
+  /// Shape of an argument as the rank program sees it (docs/plan-json.md).
+  std::vector<int64_t> argShape(const ArgInfo &arg) const;
+  /// The rank whose args contain the loss.
+  int32_t lossRank() const;
+  /// This plan's own entry of `predicted` (schedule == this->schedule), or
+  /// nullptr.
+  const PredictedInfo *predictedForThisPlan() const;
+};
+
+/// Parses plan.json text; `path` names the file in messages and sets
+/// Plan::path and Plan::dir.
+llvm::Expected<Plan> parsePlan(llvm::StringRef text, llvm::StringRef path);
+/// Reads and parses DIR/plan.json; "<path>: cannot read: ..." when missing.
+llvm::Expected<Plan> loadPlan(llvm::StringRef dir);
+
+/// The JSON document of `plan` (every field of the schema; Plan::path and
+/// Plan::dir are not part of it). Keys print sorted (llvm::json::Object).
+llvm::json::Value toJSON(const Plan &plan);
+/// One entry of "predicted" (without its key, the schedule name); zb-run's
+/// JSON report echoes the plan's entries with it.
+llvm::json::Value toJSON(const PredictedInfo &predicted);
+/// Writes toJSON(plan) to `path`, indented by 2, with a final newline.
+/// Error: "cannot write <path>: <reason>".
+llvm::Error writePlan(const Plan &plan, llvm::StringRef path);
+
+} // namespace zb::host
+
+#endif // ZBHOST_PLAN_H

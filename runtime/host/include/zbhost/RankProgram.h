@@ -1,0 +1,119 @@
+//===- RankProgram.h - zb-run: one rank's program and buffers ---*- C++ -*-===//
+//
+// What one MPI rank of zb-run holds: its rank program (rank<R>.so, loaded
+// with dlopen), its parameters (from params.bin), gradient and optimizer
+// buffers, and its training data, with the memref descriptors it passes to
+// the program's entry (docs/plan-json.md, "Calling a rank program"). No MPI
+// here: the step loop (Runner.h) drives it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBHOST_RANKPROGRAM_H
+#define ZBHOST_RANKPROGRAM_H
+
+#include "zbhost/Data.h"
+#include "zbhost/Plan.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace zb::host {
+
+/// Where the training data comes from (zb-run --data, --inputs,
+/// --text-vocab, --seed; docs/plan-json.md, "Data").
+struct DataOptions {
+  std::string data;   ///< --data DIR|FILE ("" when not given)
+  std::string inputs; ///< --inputs DIR ("" when not given)
+  TextVocab textVocab = TextVocab::Bytes;
+  uint64_t seed = 0; ///< of the text batches
+};
+
+/// The data directory or text file: DataOptions::data or ::inputs, else
+/// plan.json "data" (relative to the plan directory). Errors: both given,
+/// or none at all.
+llvm::Expected<std::string> dataPath(const Plan &plan,
+                                     const DataOptions &options);
+
+/// 64-byte aligned storage of `n` elements of `elemBytes` bytes each,
+/// zero-initialised. Out of memory ends the process with
+/// "zb-run: error: out of memory allocating N bytes".
+class Buffer {
+public:
+  Buffer() = default;
+  explicit Buffer(int64_t n, int64_t elemBytes = 4);
+  /// The elements as floats (parameters, gradients, float32 inputs).
+  float *data() const { return reinterpret_cast<float *>(ptr.get()); }
+  char *bytes() const { return ptr.get(); }
+  int64_t size() const { return count; }
+  void zero();
+
+private:
+  struct Free {
+    void operator()(char *p) const;
+  };
+  std::unique_ptr<char, Free> ptr;
+  int64_t count = 0, elemBytes = 4;
+};
+
+/// The memref descriptor of a buffer of `shape`:
+///   { T *allocated; T *aligned; int64_t offset; int64_t sizes[R];
+///     int64_t strides[R]; }
+/// with row-major strides and offset 0, as int64 words.
+std::vector<int64_t> makeDescriptor(void *data,
+                                    const std::vector<int64_t> &shape);
+
+using EntryFn = void (*)(void **);
+
+/// One rank's loaded program and state.
+struct RankProgram {
+  const Plan *plan = nullptr;
+  int32_t rank = 0;
+  uint64_t seed = 0; ///< of the text batches
+  void *handle = nullptr;
+  EntryFn entry = nullptr;
+  std::map<int64_t, Buffer> params, grads; ///< by parameter index
+  std::map<int64_t, Buffer> adamM, adamV;  ///< AdamW state by index
+  std::map<int64_t, Dataset> datasets;     ///< by input index
+  std::map<int64_t, Buffer> inputs;        ///< by input index
+  std::unique_ptr<TextData> text;          ///< text data instead of datasets
+  Buffer loss{1};
+  bool hasLoss = false;
+  std::vector<std::vector<int64_t>> descriptors;
+  std::vector<void *> argv; ///< argv[i] = descriptors[i].data()
+
+  RankProgram() = default;
+  RankProgram(const RankProgram &) = delete;
+  RankProgram &operator=(const RankProgram &) = delete;
+  ~RankProgram();
+
+  /// Runs one training step: entry(argv).
+  void call() { entry(argv.data()); }
+};
+
+/// Loads everything rank `rank` needs: the program, its parameters, the
+/// data of its inputs, the descriptors. `forRun` selects RTLD_GLOBAL (the
+/// real run) versus a side-effect-free check (the launcher validating every
+/// rank before starting mpirun). Errors name the file and the plan field.
+llvm::Expected<std::unique_ptr<RankProgram>>
+loadRankProgram(const Plan &plan, int32_t rank, const DataOptions &data,
+                bool forRun);
+
+/// Copies the samples of step `step` (0-based) into the input buffers
+/// (docs/plan-json.md, "Data").
+void fillInputs(RankProgram &rp, int64_t step);
+
+/// Applies the optimizer to every parameter with a gradient, with gradient
+/// scale 1 / num_microbatches (zbrt_sgd_step / zbrt_adamw_step; `step` is
+/// 0-based).
+void applyOptimizer(RankProgram &rp, const OptimizerInfo &opt, int64_t step);
+
+/// Zeroes the gradients and the loss before a step.
+void clearOutputs(RankProgram &rp);
+
+} // namespace zb::host
+
+#endif // ZBHOST_RANKPROGRAM_H

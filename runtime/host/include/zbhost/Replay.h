@@ -1,0 +1,89 @@
+//===- Replay.h - zb-run: measured pass times, replay, prediction -*- C++
+//-*-===//
+//
+// What zb-run makes of the trace of its steps (docs/plan-json.md, "What
+// zb-run reports about the bubble"):
+//  - StageProfile: the per-stage pass durations over the measured steps, the
+//    profile of the paper's profile-then-schedule loop (Qi et al., ICLR 2024,
+//    Section 3), written as profile.json (zbhost/Profile.h);
+//  - replayStep: the plan's schedule (DIR/schedule.json) simulated with one
+//    step's traced duration of every F/B/W and T_comm = 0, so that realized
+//    minus replayed is what the runtime adds;
+//  - predictAtMeasuredCosts: the same schedule at the run's mean pass times
+//    and its expectation under the run's pass-to-pass jitter
+//    (zb::sched::estimateJitter).
+// No MPI here: the caller gathers the events of all ranks and reduces the
+// StageProfile (Runner.cpp).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBHOST_REPLAY_H
+#define ZBHOST_REPLAY_H
+
+#include "zbhost/Plan.h"
+#include "zbhost/Profile.h"
+
+#include "zb/Schedule/Schedule.h"
+#include "zbrt/Trace.h"
+
+#include <optional>
+#include <vector>
+
+namespace zb::host {
+
+/// Per-stage F/B/W durations accumulated over the measured steps. Index
+/// [3 * stage + kind], kind 0 = F, 1 = B, 2 = W; times in ms.
+struct StageProfile {
+  std::vector<double> sumMs, sumSqMs, count;
+  std::vector<double> rank;      ///< rank that ran the stage (-1 unknown)
+  std::vector<double> minRecvMs; ///< shortest receive of the stage's rank
+
+  explicit StageProfile(int32_t numStages);
+  int32_t numStages() const { return (int32_t)rank.size(); }
+
+  /// Adds one step's events of rank `myRank` (open events and events of
+  /// other stages are ignored).
+  void add(const std::vector<zbrt::TraceEvent> &events, int32_t myRank);
+  /// Mean duration (ms) of kind k (0 F, 1 B, 2 W) on `stage`; 0 if none.
+  double meanMs(int32_t stage, int k) const;
+  /// Coefficient of variation (population) of those durations; 0 if none.
+  double cv(int32_t stage, int k) const;
+  /// The stage rank's shortest receive (ms), a latency estimate; 0 if none.
+  double commMs(int32_t stage) const;
+  /// The profile.json document of these measurements.
+  Profile toProfile(llvm::StringRef planPath, int64_t steps) const;
+};
+
+/// The plan's schedule as zb-compile planned it (DIR/schedule.json, the
+/// "zb-schedule" JSON of include/zb/Schedule/Formats.h).
+struct PlannedSchedule {
+  zb::sched::Problem problem;
+  zb::sched::Schedule schedule;
+};
+
+/// Reads DIR/schedule.json. std::nullopt when it is missing (plans written
+/// before it existed) or, with a note on stderr, does not match the plan.
+std::optional<PlannedSchedule> readPlannedSchedule(const Plan &plan);
+
+/// Replay of one step: the schedule simulated with the step's measured
+/// duration of every F/B/W action (the events of all ranks) and T_comm = 0.
+/// Returns the per-rank bubble rates, or an empty vector when an action of
+/// the schedule is missing from the trace.
+std::vector<double> replayStep(const PlannedSchedule &ps,
+                               const std::vector<zbrt::TraceEvent> &events);
+
+/// The plan's schedule re-simulated at the costs measured in this run.
+struct MeasuredPrediction {
+  std::vector<double> rankBubbleRate;       ///< deterministic, mean costs
+  std::vector<double> jitterRankBubbleRate; ///< estimateJitter
+};
+
+/// The schedule simulated at the costs of `profile` (means, coefficients of
+/// variation, T_comm = shortest receive). std::nullopt, with a note on
+/// stderr, when a stage ran no traced action or the simulation fails.
+std::optional<MeasuredPrediction>
+predictAtMeasuredCosts(const Plan &plan, const PlannedSchedule &ps,
+                       const StageProfile &profile);
+
+} // namespace zb::host
+
+#endif // ZBHOST_REPLAY_H

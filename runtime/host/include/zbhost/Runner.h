@@ -1,0 +1,67 @@
+//===- Runner.h - zb-run: the host runner ------------------------*- C++
+//-*-===//
+//
+// zb-run's behaviour behind its option parsing (the analogue of MLIR's
+// JitRunner, mlir/lib/ExecutionEngine/JitRunner.cpp, behind
+// mlir/tools/mlir-runner/mlir-runner.cpp):
+//
+//  - outside an MPI job (the launcher): read DIR/plan.json, check every
+//    rank's files, then run the one rank in this process or start
+//    `mpirun -np N` of the same command (Launcher.h);
+//  - inside one: every rank loads its rank program (RankProgram.h) and runs
+//    the step loop: feed the step's samples, call the program, apply the
+//    optimizer, trace; rank 0 gathers losses, times and traces, replays the
+//    schedule (Replay.h) and prints the report (Report.h).
+//
+// Setup errors on any rank end every rank cleanly with one line,
+// "zb-run: rank R: <message>" (the lowest failing rank); launcher errors are
+// "zb-run: error: <message>".
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBHOST_RUNNER_H
+#define ZBHOST_RUNNER_H
+
+#include "zbhost/RankProgram.h"
+
+#include <optional>
+#include <string>
+
+namespace zb::host {
+
+enum class Backend { Cpu, Cuda };
+enum class ReportFormat { Text, Json };
+
+/// zb-run's options (tools/zb-run/zb-run.cpp documents each one).
+struct RunOptions {
+  std::string planDir; ///< the zb-compile output directory
+  int numRanks = 0;    ///< --ranks N
+  bool ranksGiven = false;
+  int steps = 20;
+  DataOptions data;
+  std::string dumpBatch; ///< --dump-batch FILE
+  bool deterministic = false;
+  std::optional<double> lr; ///< --lr, overriding plan.json's optimizer
+  std::string traceFile;    ///< --trace FILE
+  std::string profileFile;  ///< --profile FILE
+  Backend backend = Backend::Cpu;
+  int printEvery = 1;
+  bool reportGradients = false;
+  std::string saveParams; ///< --save-params FILE
+  ReportFormat reportFormat = ReportFormat::Text;
+};
+
+/// Checks the options that need no plan (--steps >= 1, --print-every >= 1,
+/// --ranks >= 1).
+llvm::Error checkOptions(const RunOptions &options);
+
+/// --backend cuda needs a usable driver and device; even then, rank
+/// programs are CPU code for now (an error either way).
+llvm::Error backendError(Backend backend);
+
+/// Everything zb-run does after parsing its options (argc/argv are main's,
+/// for mpirun and MPI_Init). Returns the process exit code.
+int runZbRun(const RunOptions &options, int argc, char **argv);
+
+} // namespace zb::host
+
+#endif // ZBHOST_RUNNER_H

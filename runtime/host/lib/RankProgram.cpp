@@ -1,0 +1,290 @@
+//===- RankProgram.cpp - zb-run: one rank's program and buffers -----------===//
+
+#include "zbhost/RankProgram.h"
+
+#include "zbrt/zbrt.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+using namespace llvm;
+using namespace zb::host;
+
+namespace {
+
+Error makeError(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+std::string resolvePath(StringRef base, StringRef path) {
+  if (sys::path::is_absolute(path))
+    return path.str();
+  SmallString<256> p(base);
+  sys::path::append(p, path);
+  return std::string(p);
+}
+
+/// ranks[rank].library: dlopen and the entry symbol.
+Error loadLibrary(RankProgram &rp, const Plan &plan, bool forRun) {
+  const RankInfo &info = plan.ranks[rp.rank];
+  std::string lib = resolvePath(plan.dir, info.library);
+  if (!sys::fs::exists(lib))
+    return makeError(formatv("{0}: ranks[{1}].library: '{2}' not found",
+                             plan.path, rp.rank, lib));
+  dlerror();
+  // RTLD_DEEPBIND: the program's own functions win over same-named ones
+  // already loaded (libc exports `step`, for one); zbrt_* still resolve
+  // from the libzbrt.so zb-run is linked with.
+  rp.handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_DEEPBIND |
+                                      (forRun ? RTLD_GLOBAL : RTLD_LOCAL));
+  if (!rp.handle) {
+    const char *why = dlerror();
+    return makeError(formatv("{0}: cannot load rank program: {1}", lib,
+                             why ? why : "unknown error"));
+  }
+  rp.entry = reinterpret_cast<EntryFn>(dlsym(rp.handle, info.entry.c_str()));
+  if (!rp.entry)
+    return makeError(formatv("{0}: entry symbol '{1}' (ranks[{2}].entry) "
+                             "not found",
+                             lib, info.entry, rp.rank));
+  return Error::success();
+}
+
+/// Parameters (initial values from params.bin), gradient and AdamW buffers.
+Error loadParams(RankProgram &rp, const Plan &plan) {
+  std::unique_ptr<MemoryBuffer> paramsBin;
+  std::string paramsPath = resolvePath(plan.dir, "params.bin");
+  for (const ArgInfo &a : plan.ranks[rp.rank].args) {
+    if (a.kind != ArgKind::Param && a.kind != ArgKind::Grad)
+      continue;
+    const ParamInfo &p = plan.params[a.index];
+    if (a.kind == ArgKind::Grad) {
+      if (!rp.grads.count(a.index))
+        rp.grads.emplace(a.index, Buffer(p.numElements()));
+      continue;
+    }
+    if (rp.params.count(a.index))
+      continue;
+    if (!paramsBin) {
+      auto buf = MemoryBuffer::getFile(paramsPath, /*IsText=*/false,
+                                       /*RequiresNullTerminator=*/false);
+      if (!buf)
+        return makeError(paramsPath +
+                         ": cannot read: " + buf.getError().message());
+      paramsBin = std::move(*buf);
+    }
+    Buffer buf(p.numElements());
+    if (Error e = readParam(paramsPath, paramsBin->getBuffer(), p.name,
+                            p.offsetBytes, p.numElements(), buf.data()))
+      return e;
+    rp.params.emplace(a.index, std::move(buf));
+  }
+  for (auto &[index, g] : rp.grads) {
+    if (!rp.params.count(index))
+      return makeError(formatv("{0}: ranks[{1}] has a grad argument for "
+                               "parameter {2} ('{3}') but no param argument",
+                               plan.path, rp.rank, index,
+                               plan.params[index].name));
+    if (plan.optimizer.name == "adamw") {
+      rp.adamM.emplace(index, Buffer(g.size()));
+      rp.adamV.emplace(index, Buffer(g.size()));
+    }
+  }
+  return Error::success();
+}
+
+/// Text data: input 0 = tokens, input 1 = the same text shifted by one.
+Error loadText(RankProgram &rp, const Plan &plan, StringRef file,
+               TextVocab vocab) {
+  if (plan.inputs.size() != 2 || plan.inputs[0].sampleShape.size() != 1 ||
+      plan.inputs[0].sampleShape != plan.inputs[1].sampleShape)
+    return makeError(formatv(
+        "{0}: text data needs a language model with two inputs (tokens, "
+        "targets) of sample shape [seq]; {1} has {2} input(s)",
+        file, plan.path, plan.inputs.size()));
+  if (rp.text)
+    return Error::success();
+  Expected<TextData> text =
+      readText(file, plan.inputs[0].sampleShape[0], vocab);
+  if (!text)
+    return text.takeError();
+  if (Error e = checkTextVocabulary(*text, plan))
+    return e;
+  rp.text = std::make_unique<TextData>(std::move(*text));
+  return Error::success();
+}
+
+/// Training data: input_<i>.pb datasets, or a text file.
+Error loadData(RankProgram &rp, const Plan &plan, const DataOptions &data) {
+  for (const ArgInfo &a : plan.ranks[rp.rank].args) {
+    if (a.kind != ArgKind::Input || rp.inputs.count(a.index))
+      continue;
+    Expected<std::string> dir = dataPath(plan, data);
+    if (!dir)
+      return dir.takeError();
+    const InputInfo &in = plan.inputs[a.index];
+    rp.inputs.emplace(
+        a.index,
+        Buffer(plan.numMicrobatches * plan.microbatchSize * in.sampleElements(),
+               dtypeBytes(in.dtype)));
+    if (sys::fs::is_regular_file(*dir)) {
+      if (Error e = loadText(rp, plan, *dir, data.textVocab))
+        return e;
+      continue;
+    }
+    std::string path =
+        resolvePath(*dir, formatv("input_{0}.pb", a.index).str());
+    Expected<Dataset> ds = readDataset(path, in.name, in.sampleShape, in.dtype);
+    if (!ds)
+      return ds.takeError();
+    rp.datasets.emplace(a.index, std::move(*ds));
+  }
+  return Error::success();
+}
+
+/// Memref descriptors, in argument order.
+void buildDescriptors(RankProgram &rp, const Plan &plan) {
+  for (const ArgInfo &a : plan.ranks[rp.rank].args) {
+    void *data = nullptr;
+    switch (a.kind) {
+    case ArgKind::Param:
+      data = rp.params.at(a.index).data();
+      break;
+    case ArgKind::Grad:
+      data = rp.grads.at(a.index).data();
+      break;
+    case ArgKind::Input:
+      data = rp.inputs.at(a.index).bytes();
+      break;
+    case ArgKind::Loss:
+      data = rp.loss.data();
+      rp.hasLoss = true;
+      break;
+    }
+    rp.descriptors.push_back(makeDescriptor(data, plan.argShape(a)));
+  }
+  for (auto &d : rp.descriptors)
+    rp.argv.push_back(d.data());
+}
+
+} // namespace
+
+Expected<std::string> zb::host::dataPath(const Plan &plan,
+                                         const DataOptions &options) {
+  if (!options.data.empty() && !options.inputs.empty())
+    return makeError("give --data or --inputs, not both");
+  if (!options.data.empty())
+    return options.data;
+  if (!options.inputs.empty())
+    return options.inputs;
+  if (!plan.data.empty())
+    return resolvePath(plan.dir, plan.data);
+  return makeError(plan.path +
+                   ": no \"data\" directory given: pass --data DIR");
+}
+
+Buffer::Buffer(int64_t n, int64_t elemBytes) : count(n), elemBytes(elemBytes) {
+  size_t bytes = ((size_t)std::max<int64_t>(n, 1) * elemBytes + 63) / 64 * 64;
+  ptr.reset(static_cast<char *>(std::aligned_alloc(64, bytes)));
+  if (!ptr) {
+    std::fflush(stdout);
+    errs() << "zb-run: error: out of memory allocating " << bytes << " bytes\n";
+    errs().flush();
+    std::exit(1);
+  }
+  std::memset(ptr.get(), 0, bytes);
+}
+
+void Buffer::zero() { std::memset(ptr.get(), 0, (size_t)(count * elemBytes)); }
+
+void Buffer::Free::operator()(char *p) const { std::free(p); }
+
+std::vector<int64_t>
+zb::host::makeDescriptor(void *data, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> d;
+  d.push_back((int64_t)(intptr_t)data);
+  d.push_back((int64_t)(intptr_t)data);
+  d.push_back(0);
+  d.insert(d.end(), shape.begin(), shape.end());
+  std::vector<int64_t> strides(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  d.insert(d.end(), strides.begin(), strides.end());
+  return d;
+}
+
+RankProgram::~RankProgram() {
+  if (handle)
+    dlclose(handle);
+}
+
+Expected<std::unique_ptr<RankProgram>>
+zb::host::loadRankProgram(const Plan &plan, int32_t rank,
+                          const DataOptions &data, bool forRun) {
+  auto rp = std::make_unique<RankProgram>();
+  rp->plan = &plan;
+  rp->rank = rank;
+  rp->seed = data.seed;
+  if (Error e = loadLibrary(*rp, plan, forRun))
+    return std::move(e);
+  if (Error e = loadParams(*rp, plan))
+    return std::move(e);
+  if (Error e = loadData(*rp, plan, data))
+    return std::move(e);
+  buildDescriptors(*rp, plan);
+  return std::move(rp);
+}
+
+void zb::host::fillInputs(RankProgram &rp, int64_t step) {
+  const Plan &plan = *rp.plan;
+  const int64_t batch = plan.numMicrobatches * plan.microbatchSize;
+  for (auto &[index, buf] : rp.inputs) {
+    if (rp.text) {
+      const InputInfo &in = plan.inputs[index];
+      cutText(*rp.text, rp.seed, step, batch, in.sampleShape[0],
+              /*shift=*/index, in.dtype, buf.bytes());
+      continue;
+    }
+    const Dataset &ds = rp.datasets.at(index);
+    for (int64_t t = 0; t < batch; ++t) {
+      int64_t sample = (step * batch + t) % ds.numSamples;
+      std::memcpy(buf.bytes() + t * ds.sampleBytes(),
+                  ds.bytes.data() + sample * ds.sampleBytes(),
+                  (size_t)ds.sampleBytes());
+    }
+  }
+}
+
+void zb::host::applyOptimizer(RankProgram &rp, const OptimizerInfo &opt,
+                              int64_t step) {
+  const float gradScale = 1.0f / (float)rp.plan->numMicrobatches;
+  for (auto &[index, g] : rp.grads) {
+    Buffer &p = rp.params.at(index);
+    if (opt.name == "adamw")
+      zbrt_adamw_step(p.data(), g.data(), rp.adamM.at(index).data(),
+                      rp.adamV.at(index).data(), g.size(), step + 1,
+                      (float)opt.lr, (float)opt.beta1, (float)opt.beta2,
+                      (float)opt.eps, (float)opt.weightDecay, gradScale);
+    else
+      zbrt_sgd_step(p.data(), g.data(), g.size(), (float)opt.lr, gradScale);
+  }
+}
+
+void zb::host::clearOutputs(RankProgram &rp) {
+  for (auto &[index, g] : rp.grads)
+    g.zero();
+  rp.loss.zero();
+}

@@ -1,0 +1,178 @@
+//===- Replay.cpp - zb-run: measured pass times, replay, prediction -------===//
+
+#include "zbhost/Replay.h"
+
+#include "zb/Schedule/Formats.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace llvm;
+using namespace zb::host;
+
+namespace {
+
+constexpr double kNoRecv = 1e300;
+
+/// The duration (ms) of a closed F/B/W event (kind 0..2) of a stage below
+/// `numStages`; std::nullopt for any other event.
+std::optional<double> passMs(const zbrt::TraceEvent &e, int32_t numStages) {
+  if ((int)e.kind > 2 || e.endUs < 0 || e.stage < 0 || e.stage >= numStages)
+    return std::nullopt;
+  return (e.endUs - e.beginUs) / 1000.0;
+}
+
+} // namespace
+
+StageProfile::StageProfile(int32_t numStages)
+    : sumMs(3 * numStages, 0.0), sumSqMs(3 * numStages, 0.0),
+      count(3 * numStages, 0.0), rank(numStages, -1.0),
+      minRecvMs(numStages, kNoRecv) {}
+
+void StageProfile::add(const std::vector<zbrt::TraceEvent> &events,
+                       int32_t myRank) {
+  double minRecv = kNoRecv;
+  for (const zbrt::TraceEvent &e : events)
+    if (e.kind == zbrt::EventKind::Recv && e.endUs >= 0)
+      minRecv = std::min(minRecv, (e.endUs - e.beginUs) / 1000.0);
+  for (const zbrt::TraceEvent &e : events) {
+    std::optional<double> ms = passMs(e, numStages());
+    if (!ms)
+      continue;
+    size_t i = 3 * e.stage + (int)e.kind;
+    sumMs[i] += *ms;
+    sumSqMs[i] += *ms * *ms;
+    count[i] += 1;
+    rank[e.stage] = myRank;
+    minRecvMs[e.stage] = std::min(minRecvMs[e.stage], minRecv);
+  }
+}
+
+double StageProfile::meanMs(int32_t stage, int k) const {
+  double n = count[3 * stage + k];
+  return n > 0 ? sumMs[3 * stage + k] / n : 0.0;
+}
+
+double StageProfile::cv(int32_t stage, int k) const {
+  double mean = meanMs(stage, k), n = count[3 * stage + k];
+  if (n <= 0 || mean <= 0)
+    return 0.0;
+  double var = std::max(0.0, sumSqMs[3 * stage + k] / n - mean * mean);
+  return std::sqrt(var) / mean;
+}
+
+double StageProfile::commMs(int32_t stage) const {
+  return minRecvMs[stage] < kNoRecv ? minRecvMs[stage] : 0.0;
+}
+
+Profile StageProfile::toProfile(StringRef planPath, int64_t steps) const {
+  Profile p;
+  p.plan = planPath.str();
+  p.steps = steps;
+  for (int32_t s = 0; s < numStages(); ++s) {
+    ProfiledStage st;
+    st.stage = s;
+    st.rank = (int64_t)rank[s];
+    st.tF = meanMs(s, 0);
+    st.tB = meanMs(s, 1);
+    st.tW = meanMs(s, 2);
+    st.tComm = commMs(s);
+    st.cvF = cv(s, 0);
+    st.cvB = cv(s, 1);
+    st.cvW = cv(s, 2);
+    st.countF = (int64_t)count[3 * s];
+    st.countB = (int64_t)count[3 * s + 1];
+    st.countW = (int64_t)count[3 * s + 2];
+    p.stages.push_back(st);
+  }
+  return p;
+}
+
+std::optional<PlannedSchedule> zb::host::readPlannedSchedule(const Plan &plan) {
+  SmallString<256> path(plan.dir);
+  sys::path::append(path, "schedule.json");
+  auto buffer = MemoryBuffer::getFile(path);
+  if (!buffer)
+    return std::nullopt;
+  auto note = [&](const Twine &msg) {
+    errs() << "zb-run: note: " << path << ": " << msg
+           << " (no simulation of the measured run)\n";
+    return std::nullopt;
+  };
+  PlannedSchedule ps;
+  if (Error e =
+          zb::sched::readJSON((*buffer)->getBuffer(), ps.problem, ps.schedule))
+    return note(toString(std::move(e)));
+  if ((int64_t)ps.schedule.stageToRank.size() != plan.numStages ||
+      (int64_t)ps.schedule.perRank.size() != plan.numRanks)
+    return note("does not match plan.json's stages and ranks");
+  return ps;
+}
+
+std::vector<double>
+zb::host::replayStep(const PlannedSchedule &ps,
+                     const std::vector<zbrt::TraceEvent> &events) {
+  int numStages = (int)ps.schedule.stageToRank.size();
+  int m = ps.problem.numMicrobatches;
+  auto slot = [&](int kind, int stage, int microbatch) {
+    return ((size_t)kind * numStages + stage) * m + microbatch;
+  };
+  std::vector<double> dur(3 * (size_t)numStages * m, -1.0);
+  for (const zbrt::TraceEvent &e : events) {
+    std::optional<double> ms = passMs(e, numStages);
+    if (ms && e.microbatch >= 0 && e.microbatch < m)
+      dur[slot((int)e.kind, e.stage, e.microbatch)] = *ms;
+  }
+  if (llvm::is_contained(dur, -1.0))
+    return {};
+  zb::sched::Problem problem = ps.problem;
+  problem.costComm.assign(numStages, 0.0);
+  zb::sched::SimOptions options;
+  options.duration = [&](const zb::sched::Action &a) {
+    return dur[slot((int)a.kind, a.stage, a.microbatch)];
+  };
+  zb::sched::SimResult sim = zb::sched::simulate(problem, ps.schedule, options);
+  return sim.complete ? sim.rankBubbleRate : std::vector<double>{};
+}
+
+std::optional<MeasuredPrediction>
+zb::host::predictAtMeasuredCosts(const Plan &plan, const PlannedSchedule &ps,
+                                 const StageProfile &profile) {
+  auto note = [&](const Twine &msg) {
+    errs() << "zb-run: note: " << msg
+           << " (no prediction at the measured costs)\n";
+    return std::nullopt;
+  };
+  zb::sched::Problem problem = ps.problem;
+  problem.costF.assign(plan.numStages, 0.0);
+  problem.costB = problem.costW = problem.costComm = problem.costF;
+  problem.cvF = problem.cvB = problem.cvW = problem.costF;
+  for (int32_t st = 0; st < plan.numStages; ++st) {
+    if (profile.count[3 * st] == 0)
+      return note(formatv("stage {0} ran no traced action", st).str());
+    problem.costF[st] = profile.meanMs(st, 0);
+    problem.costB[st] = profile.meanMs(st, 1);
+    problem.costW[st] = profile.meanMs(st, 2);
+    problem.costComm[st] = profile.commMs(st);
+    problem.cvF[st] = profile.cv(st, 0);
+    problem.cvB[st] = profile.cv(st, 1);
+    problem.cvW[st] = profile.cv(st, 2);
+  }
+  MeasuredPrediction out;
+  zb::sched::SimResult sim = zb::sched::simulate(problem, ps.schedule);
+  if (!sim.complete)
+    return note("the schedule cannot be simulated");
+  out.rankBubbleRate = sim.rankBubbleRate;
+  auto est = zb::sched::estimateJitter(problem, ps.schedule);
+  if (!est)
+    return note(toString(est.takeError()));
+  out.jitterRankBubbleRate = est->rankBubbleRate;
+  return out;
+}

@@ -1,0 +1,183 @@
+//===- Report.cpp - zb-run: what rank 0 prints ----------------------------===//
+
+#include "zbhost/Report.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <algorithm>
+
+using namespace llvm;
+using namespace zb::host;
+
+double RunReport::meanStepTimeMs() const {
+  double sum = 0;
+  int64_t counted = 0;
+  for (const StepResult &r : steps)
+    if (steps.size() == 1 || r.step > 1) {
+      sum += r.timeMs;
+      ++counted;
+    }
+  return sum / std::max<int64_t>(counted, 1);
+}
+
+std::string RunReport::measuredSteps() const {
+  return steps.size() == 1 ? "step 1"
+                           : formatv("steps 2-{0}", steps.size()).str();
+}
+
+void zb::host::printStepLine(raw_ostream &os, const StepResult &step) {
+  os << format("step %3lld  loss %.6f  time %.2f ms\n", (long long)step.step,
+               step.loss, step.timeMs);
+}
+
+namespace {
+
+/// " %.4f" per value.
+void printRates(raw_ostream &os, const std::vector<double> &rates) {
+  for (double b : rates)
+    os << format(" %.4f", b);
+}
+
+void printPredicted(raw_ostream &os, const Plan &plan) {
+  os << format("schedule %s: %d rank%s, %d stage%s, %lld microbatches of "
+               "%lld\n",
+               plan.schedule.empty() ? "?" : plan.schedule.c_str(),
+               plan.numRanks, plan.numRanks == 1 ? "" : "s", plan.numStages,
+               plan.numStages == 1 ? "" : "s", (long long)plan.numMicrobatches,
+               (long long)plan.microbatchSize);
+  size_t width = 0;
+  for (const PredictedInfo &p : plan.predicted)
+    width = std::max(width, p.schedule.size());
+  for (const PredictedInfo &p : plan.predicted) {
+    os << format("predicted bubble rate  %-*s  %.4f", (int)width,
+                 p.schedule.c_str(), p.bubbleRate);
+    if (p.makespanMs)
+      os << format("  (makespan %.3f ms)", *p.makespanMs);
+    os << (p.schedule == plan.schedule ? "  <- this plan" : "") << "\n";
+  }
+}
+
+/// Per rank, next to the realized bubble: this plan's simulated bubble of
+/// that rank, and (with a profile) its expectation under the measured
+/// pass-time jitter.
+void printRealized(raw_ostream &os, const Plan &plan, const RunReport &report) {
+  const PredictedInfo *mine = plan.predictedForThisPlan();
+  const std::string range = report.measuredSteps();
+  for (auto [r, bubble] : llvm::enumerate(report.realizedBubbleRate)) {
+    if (!bubble)
+      continue;
+    os << format("realized bubble rate  rank %d  %.4f (mean over %s)", (int)r,
+                 *bubble, range.c_str());
+    if (mine && r < mine->rankBubbleRate.size())
+      os << format("  predicted %.4f", mine->rankBubbleRate[r]);
+    if (mine && mine->jitter && r < mine->jitter->rankBubbleRate.size())
+      os << format(", with measured jitter %.4f",
+                   mine->jitter->rankBubbleRate[r]);
+    os << "\n";
+  }
+}
+
+} // namespace
+
+void zb::host::printTextReport(raw_ostream &os, const Plan &plan,
+                               const RunReport &report) {
+  const std::string range = report.measuredSteps();
+  printPredicted(os, plan);
+  os << format("realized mean step time %.2f ms (%s)\n",
+               report.meanStepTimeMs(), range.c_str());
+  printRealized(os, plan, report);
+  if (report.replaySteps) {
+    os << format("this plan replayed with this run's pass times (T_comm = "
+                 "0, mean over %lld steps): bubble rate per rank",
+                 (long long)report.replaySteps);
+    printRates(os, report.replayedBubbleRate);
+    os << "\n";
+  }
+  if (report.atMeasured) {
+    os << "this plan at this run's mean pass times (" << range
+       << "): bubble rate per rank";
+    printRates(os, report.atMeasured->rankBubbleRate);
+    os << ", with this run's jitter";
+    printRates(os, report.atMeasured->jitterRankBubbleRate);
+    os << "\n";
+  }
+  os << "peak heap per rank (memory pool, bytes):";
+  for (int64_t bytes : report.peakHeapBytes)
+    os << " " << bytes;
+  os << "\n";
+  if (!report.traceFile.empty())
+    os << "trace of step " << report.steps.size() << " written to "
+       << report.traceFile << "\n";
+  if (!report.profileFile.empty())
+    os << "measured stage costs (" << range << ") written to "
+       << report.profileFile << "\n";
+}
+
+void zb::host::printJsonReport(raw_ostream &os, const Plan &plan,
+                               const RunReport &report) {
+  json::OStream j(os, 2);
+  j.object([&] {
+    j.attribute("plan", plan.path);
+    j.attribute("schedule", plan.schedule);
+    j.attribute("num_ranks", plan.numRanks);
+    j.attribute("num_stages", plan.numStages);
+    j.attribute("num_microbatches", plan.numMicrobatches);
+    j.attributeArray("steps", [&] {
+      for (const StepResult &r : report.steps)
+        j.object([&] {
+          j.attribute("step", r.step);
+          j.attribute("loss", r.loss);
+          j.attribute("time_ms", r.timeMs);
+        });
+    });
+    j.attributeObject("predicted", [&] {
+      for (const PredictedInfo &p : plan.predicted)
+        j.attribute(p.schedule, toJSON(p));
+    });
+    j.attribute("mean_step_time_ms", report.meanStepTimeMs());
+    if (report.replaySteps)
+      j.attribute("replayed_bubble_rate",
+                  json::Array(report.replayedBubbleRate));
+    if (report.atMeasured)
+      j.attributeObject("at_measured_costs", [&] {
+        j.attribute("rank_bubble_rate",
+                    json::Array(report.atMeasured->rankBubbleRate));
+        j.attribute("jitter_rank_bubble_rate",
+                    json::Array(report.atMeasured->jitterRankBubbleRate));
+      });
+    j.attribute("peak_heap_bytes", json::Array(report.peakHeapBytes));
+    j.attributeArray("realized_bubble_rate", [&] {
+      for (const std::optional<double> &b : report.realizedBubbleRate)
+        b ? j.value(*b) : j.value(nullptr);
+    });
+    if (!report.traceFile.empty())
+      j.attribute("trace", report.traceFile);
+    if (!report.profileFile.empty())
+      j.attribute("profile", report.profileFile);
+  });
+  os << "\n";
+}
+
+void zb::host::printGradientReport(raw_ostream &os, double loss,
+                                   const Plan &plan,
+                                   const std::vector<double> &norms,
+                                   bool json) {
+  if (json) {
+    json::OStream j(os, 2);
+    j.object([&] {
+      j.attribute("loss", loss);
+      j.attributeObject("grad_norm", [&] {
+        for (size_t i = 0; i < plan.params.size(); ++i)
+          j.attribute(plan.params[i].name, norms[i]);
+      });
+    });
+    os << "\n";
+    return;
+  }
+  os << "loss " << format("%.9g", loss) << "\n";
+  for (size_t i = 0; i < plan.params.size(); ++i)
+    os << "grad_norm " << plan.params[i].name << " " << format("%.9g", norms[i])
+       << "\n";
+}

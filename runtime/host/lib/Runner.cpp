@@ -1,0 +1,473 @@
+//===- Runner.cpp - zb-run: the launcher and the step loop ----------------===//
+
+#include "zbhost/Runner.h"
+
+#include "zbhost/Launcher.h"
+#include "zbhost/Replay.h"
+#include "zbhost/Report.h"
+
+#include "zbrt/Trace.h"
+#include "zbrt/zbrt.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mpi.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+using namespace llvm;
+using namespace zb::host;
+
+namespace {
+
+Error makeError(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+/// The launcher's way to fail: "zb-run: error: <message>", exit code 1.
+int reportError(Error err) {
+  std::fflush(stdout);
+  errs() << "zb-run: error: " << toString(std::move(err)) << "\n";
+  errs().flush();
+  return 1;
+}
+
+/// Inside MPI: every rank passes its (possibly successful) setup result; if
+/// any rank failed, the lowest failing rank prints its message and every
+/// rank gets false (no rank is left waiting).
+bool agree(Error err) {
+  int rank = zbrt_rank(), size = zbrt_world_size();
+  std::string message;
+  if (err)
+    message = toString(std::move(err));
+  int mine = message.empty() ? size : rank, first = size;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first == size)
+    return true;
+  if (rank == first) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "zb-run: rank %d: %s\n", rank, message.c_str());
+    std::fflush(stderr);
+  }
+  return false;
+}
+
+void fatalSignalHandler(int sig) {
+  char buf[160];
+  int len = std::snprintf(buf, sizeof(buf),
+                          "zb-run: rank %d: fatal signal %d (%s) in the rank "
+                          "program or runtime\n",
+                          zbrt_rank(), sig, strsignal(sig));
+  if (len > 0)
+    (void)!write(2, buf, (size_t)len);
+  _exit(128 + sig);
+}
+
+double nowMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Outside MPI: checks the plan against --ranks and every rank's files
+/// before anything is launched (one clean line instead of mpirun noise),
+/// then runs the job under mpirun and returns its exit code, or returns
+/// std::nullopt for a one-rank plan, which runs in this process (an MPI
+/// singleton).
+Expected<std::optional<int>> launch(const RunOptions &o, const Plan &plan,
+                                    int argc, char **argv) {
+  if (Error e = backendError(o.backend))
+    return std::move(e);
+  if (o.ranksGiven && o.numRanks != plan.numRanks)
+    return makeError(formatv("--ranks {0}, but {1} needs num_ranks = {2}",
+                             o.numRanks, plan.path, plan.numRanks));
+  if (!o.ranksGiven && plan.numRanks != 1)
+    return makeError(formatv("{0} needs {1} ranks: run `zb-run {2} --ranks "
+                             "{1}` or `mpirun -np {1} zb-run {2}`",
+                             plan.path, plan.numRanks, o.planDir));
+  for (int32_t r = 0; r < plan.numRanks; ++r) {
+    auto rp = loadRankProgram(plan, r, o.data, /*forRun=*/false);
+    if (!rp)
+      return rp.takeError();
+  }
+  if (o.deterministic) {
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    setenv("OMP_NUM_THREADS", "1", 1);
+  }
+  if (plan.numRanks > 1) {
+    Expected<int> code = runUnderMpirun(argc, argv, plan.numRanks);
+    if (!code)
+      return code.takeError();
+    return std::optional<int>(*code);
+  }
+  setenv("OPENBLAS_NUM_THREADS", "1", 0);
+  return std::nullopt;
+}
+
+/// Inside MPI: the plan, the job's size and the backend, then this rank's
+/// program, each agreed on by all ranks. nullptr when any rank failed.
+std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
+                                       Expected<Plan> &plan, bool inMPI,
+                                       int32_t rank, int32_t worldSize) {
+  if (!agree(plan.takeError()))
+    return nullptr;
+  Error job = Error::success();
+  if (inMPI && o.ranksGiven && o.numRanks != worldSize)
+    job = makeError(formatv("--ranks {0}, but this MPI job has {1} ranks",
+                            o.numRanks, worldSize));
+  else if (worldSize != plan->numRanks)
+    job = makeError(formatv("{0} needs num_ranks = {1}, but this MPI job has "
+                            "{2} ranks (mpirun -np {1})",
+                            plan->path, plan->numRanks, worldSize));
+  if (!agree(std::move(job)) || !agree(backendError(o.backend)))
+    return nullptr;
+  auto rp = loadRankProgram(*plan, rank, o.data, /*forRun=*/true);
+  if (!agree(rp ? Error::success() : rp.takeError()))
+    return nullptr;
+  return std::move(*rp);
+}
+
+/// Combines all ranks' accumulators on rank 0 (collective).
+void reduceOnRankZero(StageProfile &profile) {
+  auto red = [&](std::vector<double> &v, MPI_Op op) {
+    std::vector<double> out(v.size());
+    MPI_Reduce(v.data(), out.data(), (int)v.size(), MPI_DOUBLE, op, 0,
+               MPI_COMM_WORLD);
+    if (zbrt_rank() == 0)
+      v = out;
+  };
+  red(profile.sumMs, MPI_SUM);
+  red(profile.sumSqMs, MPI_SUM);
+  red(profile.count, MPI_SUM);
+  red(profile.rank, MPI_MAX);
+  red(profile.minRecvMs, MPI_MIN);
+}
+
+/// --save-params: rank 0 creates FILE (the size of params.bin), then every
+/// rank in turn writes its parameters at their offsets (collective). False
+/// on every rank when FILE cannot be created.
+bool saveFinalParams(const RankProgram &rp, const Plan &plan, StringRef path) {
+  int64_t size = 0;
+  for (const ParamInfo &p : plan.params)
+    size = std::max(size, p.offsetBytes + 4 * p.numElements());
+  int ok = 1;
+  if (zbrt_rank() == 0) {
+    FILE *f = std::fopen(path.str().c_str(), "wb");
+    ok = f && (size == 0 || (std::fseek(f, size - 1, SEEK_SET) == 0 &&
+                             std::fputc(0, f) != EOF));
+    if (f)
+      ok = (std::fclose(f) == 0) && ok;
+  }
+  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!ok)
+    return agree(makeError("--save-params: cannot write '" + path + "'"));
+  for (int32_t r = 0; r < zbrt_world_size(); ++r) {
+    if (r == zbrt_rank()) {
+      FILE *f = std::fopen(path.str().c_str(), "r+b");
+      for (const auto &[index, buf] : rp.params)
+        if (f && std::fseek(f, plan.params[index].offsetBytes, SEEK_SET) == 0)
+          std::fwrite(buf.data(), 4, (size_t)buf.size(), f);
+      if (f)
+        std::fclose(f);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  return true;
+}
+
+/// L2 norm of grad / num_microbatches per parameter, on rank 0
+/// (collective). A tied parameter has a bit-identical summed gradient on
+/// every rank holding a copy: it counts once, on the rank of its first copy.
+std::vector<double> gradientNorms(const RankProgram &rp, const Plan &plan) {
+  std::vector<double> sq(plan.params.size(), 0.0), total(plan.params.size());
+  const double scale = 1.0 / (double)plan.numMicrobatches;
+  for (auto &[index, g] : rp.grads) {
+    if (plan.params[index].rank != rp.rank)
+      continue;
+    double s = 0;
+    for (int64_t i = 0; i < g.size(); ++i) {
+      double v = (double)g.data()[i] * scale;
+      s += v * v;
+    }
+    sq[index] = s;
+  }
+  MPI_Reduce(sq.data(), total.data(), (int)sq.size(), MPI_DOUBLE, MPI_SUM, 0,
+             MPI_COMM_WORLD);
+  for (double &t : total)
+    t = std::sqrt(t);
+  return total;
+}
+
+/// What every rank sends to rank 0 after a step.
+struct StepSample {
+  double loss;       ///< loss buffer (sum over microbatches) or 0
+  double hasLoss;    ///< 1 on the loss rank
+  double timeMs;     ///< this rank's step wall time
+  double bubble;     ///< realized bubble rate of this step
+  double numActions; ///< F/B/W actions traced in this step
+};
+static_assert(sizeof(StepSample) == 5 * sizeof(double), "packed");
+
+/// The training steps of one rank and what rank 0 makes of them.
+class StepLoop {
+public:
+  StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
+           int32_t worldSize);
+  /// Announces text data, runs every step, then reports. Returns the exit
+  /// code.
+  int run();
+
+private:
+  void announceText();
+  void runStep(int64_t step);
+  void dumpBatch();
+  void gatherTrace(int64_t step, bool measured);
+  void recordStep(int64_t step, bool measured);
+  int finishGradients();
+  int finishTraining();
+
+  const RunOptions &o;
+  const Plan &plan;
+  RankProgram &rp;
+  const int32_t rank, worldSize;
+  const int64_t numSteps;
+  OptimizerInfo opt;
+  std::vector<StepSample> samples; ///< rank 0: this step's, per rank
+  StageProfile profile;
+  /// Peak bytes of the memory pool (the generated code's heap buffers:
+  /// activations, stashes, temporaries) over all steps.
+  int64_t myPeakHeap = 0;
+  /// Replay of every measured step (rank 0; needs the trace of all ranks).
+  std::optional<PlannedSchedule> planned;
+  int replayWanted = 0;
+  std::vector<double> bubbleTotal, replayTotal;
+  std::vector<int64_t> bubbleSteps;
+  RunReport report; ///< rank 0
+};
+
+StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
+                   int32_t worldSize)
+    : o(o), plan(plan), rp(rp), rank(rp.rank), worldSize(worldSize),
+      numSteps(o.reportGradients ? 1 : o.steps), opt(plan.optimizer),
+      samples(rp.rank == 0 ? worldSize : 0), profile(plan.numStages),
+      bubbleTotal(worldSize, 0.0), replayTotal(worldSize, 0.0),
+      bubbleSteps(worldSize, 0) {
+  if (o.lr)
+    opt.lr = *o.lr;
+  if (rank == 0)
+    planned = readPlannedSchedule(plan);
+  replayWanted = planned ? 1 : 0;
+  MPI_Bcast(&replayWanted, 1, MPI_INT, 0, MPI_COMM_WORLD);
+}
+
+int StepLoop::run() {
+  announceText();
+  for (int64_t step = 0; step < numSteps; ++step)
+    runStep(step);
+  return o.reportGradients ? finishGradients() : finishTraining();
+}
+
+void StepLoop::announceText() {
+  if (rank != 0 || !rp.text)
+    return;
+  (o.reportFormat == ReportFormat::Json ? errs() : outs())
+      << describeText(*rp.text) << "\n";
+  outs().flush();
+  if (!o.saveParams.empty() && o.data.textVocab == TextVocab::Chars)
+    if (Error e = writeVocabularyJson(*rp.text, o.saveParams + ".vocab.json"))
+      zbrt_fatal(toString(std::move(e)).c_str());
+}
+
+void StepLoop::dumpBatch() {
+  std::vector<BatchInput> ins;
+  for (auto &[index, buf] : rp.inputs)
+    ins.push_back({&plan.inputs[index], buf.bytes()});
+  if (Error e = writeBatchJson(o.dumpBatch, 1,
+                               plan.numMicrobatches * plan.microbatchSize, ins))
+    zbrt_fatal(toString(std::move(e)).c_str());
+}
+
+void StepLoop::runStep(int64_t step) {
+  fillInputs(rp, step);
+  if (step == 0 && rank == 0 && !o.dumpBatch.empty())
+    dumpBatch();
+  clearOutputs(rp);
+
+  zbrt_pool_reset_counters();
+  MPI_Barrier(MPI_COMM_WORLD);
+  zbrt::traceBeginStep();
+  double t0 = nowMs();
+  rp.call();
+  zbrt_step_end();
+  if (!o.reportGradients)
+    applyOptimizer(rp, opt, step);
+  double t1 = nowMs();
+
+  zbrt::BubbleStats bubble = zbrt::computeBubble(zbrt::traceEvents(), rank);
+  ZbrtPoolStats pool;
+  zbrt_pool_stats(&pool);
+  myPeakHeap = std::max(myPeakHeap, pool.peakBytesInUse);
+  StepSample mine{rp.hasLoss ? (double)rp.loss.data()[0] : 0.0,
+                  rp.hasLoss ? 1.0 : 0.0, t1 - t0, bubble.bubbleRate,
+                  (double)bubble.numActions};
+  MPI_Gather(&mine, 5, MPI_DOUBLE, samples.data(), 5, MPI_DOUBLE, 0,
+             MPI_COMM_WORLD);
+
+  // Step 1 warms up caches and MPI connections and is left out of the
+  // measurements when there is more than one step.
+  const bool measured = numSteps == 1 || step > 0;
+  if (measured)
+    profile.add(zbrt::traceEvents(), rank);
+  gatherTrace(step, measured);
+  if (rank == 0)
+    recordStep(step, measured);
+}
+
+/// All ranks' events on rank 0 (one collective), for the replay of every
+/// measured step and the --trace file of the last one.
+void StepLoop::gatherTrace(int64_t step, bool measured) {
+  const bool replayThis = replayWanted && measured;
+  const bool traceThis = step + 1 == numSteps && !o.traceFile.empty();
+  if (!replayThis && !traceThis)
+    return;
+  std::vector<zbrt::TraceEvent> all = zbrt::gatherTrace(zbrt::traceEvents(), 0);
+  if (rank != 0)
+    return;
+  if (replayThis) {
+    std::vector<double> b = replayStep(*planned, all);
+    if (b.size() == (size_t)worldSize) {
+      for (int32_t r = 0; r < worldSize; ++r)
+        replayTotal[r] += b[r];
+      ++report.replaySteps;
+    }
+  }
+  if (traceThis) {
+    std::string err;
+    if (!zbrt::writeChromeTraceFile(o.traceFile, all, worldSize, step + 1,
+                                    &err))
+      zbrt_fatal(("--trace: " + err).c_str());
+    report.traceFile = o.traceFile;
+  }
+}
+
+/// Rank 0: the step's loss and time, the realized bubble (mean over the
+/// measured steps), the step line.
+void StepLoop::recordStep(int64_t step, bool measured) {
+  StepResult res{step + 1, 0.0, 0.0};
+  for (const StepSample &s : samples) {
+    if (s.hasLoss != 0)
+      res.loss = s.loss / (double)plan.numMicrobatches;
+    res.timeMs = std::max(res.timeMs, s.timeMs);
+  }
+  report.steps.push_back(res);
+  if (measured)
+    for (int32_t r = 0; r < worldSize; ++r)
+      if (samples[r].numActions > 0) {
+        bubbleTotal[r] += samples[r].bubble;
+        ++bubbleSteps[r];
+      }
+  const bool lastStep = step + 1 == numSteps;
+  if (o.reportFormat == ReportFormat::Text && !o.reportGradients &&
+      (step == 0 || lastStep || (step + 1) % o.printEvery == 0)) {
+    printStepLine(outs(), res);
+    outs().flush();
+  }
+}
+
+int StepLoop::finishGradients() {
+  std::vector<double> norms = gradientNorms(rp, plan);
+  if (rank == 0) {
+    printGradientReport(outs(), report.steps.back().loss, plan, norms,
+                        o.reportFormat == ReportFormat::Json);
+    outs().flush();
+  }
+  return 0;
+}
+
+int StepLoop::finishTraining() {
+  if (!o.saveParams.empty() && !saveFinalParams(rp, plan, o.saveParams))
+    return 1;
+  report.peakHeapBytes.assign(worldSize, 0);
+  MPI_Gather(&myPeakHeap, 1, MPI_INT64_T, report.peakHeapBytes.data(), 1,
+             MPI_INT64_T, 0, MPI_COMM_WORLD);
+  reduceOnRankZero(profile);
+  if (rank != 0)
+    return 0;
+  if (planned)
+    report.atMeasured = predictAtMeasuredCosts(plan, *planned, profile);
+  if (!o.profileFile.empty()) {
+    if (Error e =
+            writeProfile(profile.toProfile(plan.path, numSteps), o.profileFile))
+      zbrt_fatal(("--profile: " + toString(std::move(e))).c_str());
+    report.profileFile = o.profileFile;
+  }
+  for (int32_t r = 0; r < worldSize; ++r) {
+    report.realizedBubbleRate.push_back(
+        bubbleSteps[r] ? std::optional<double>(bubbleTotal[r] / bubbleSteps[r])
+                       : std::nullopt);
+    if (report.replaySteps)
+      report.replayedBubbleRate.push_back(replayTotal[r] / report.replaySteps);
+  }
+  if (o.reportFormat == ReportFormat::Json)
+    printJsonReport(outs(), plan, report);
+  else
+    printTextReport(outs(), plan, report);
+  outs().flush();
+  return 0;
+}
+
+} // namespace
+
+Error zb::host::checkOptions(const RunOptions &o) {
+  if (o.steps < 1)
+    return makeError("--steps must be >= 1");
+  if (o.printEvery < 1)
+    return makeError("--print-every must be >= 1");
+  if (o.ranksGiven && o.numRanks < 1)
+    return makeError("--ranks must be >= 1");
+  return Error::success();
+}
+
+Error zb::host::backendError(Backend backend) {
+  if (backend != Backend::Cuda)
+    return Error::success();
+  char msg[512];
+  if (zbrt_cuda_available(msg, sizeof(msg)) != 0)
+    return makeError(Twine("--backend cuda: ") + msg);
+  return makeError("--backend cuda: the CUDA backend is not implemented yet "
+                   "(rank programs are CPU code); use --backend cpu");
+}
+
+int zb::host::runZbRun(const RunOptions &o, int argc, char **argv) {
+  if (Error e = checkOptions(o))
+    return reportError(std::move(e));
+  Expected<Plan> plan = loadPlan(o.planDir);
+  const bool inMPI = insideMPIJob();
+  if (!inMPI) {
+    if (!plan)
+      return reportError(plan.takeError());
+    Expected<std::optional<int>> launched = launch(o, *plan, argc, argv);
+    if (!launched)
+      return reportError(launched.takeError());
+    if (*launched)
+      return **launched;
+  }
+
+  int32_t worldSize = 0;
+  const int32_t rank = zbrt_init(&argc, &argv, &worldSize);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL})
+    signal(sig, fatalSignalHandler);
+  // The rank program stays loaded until after MPI_Finalize.
+  std::unique_ptr<RankProgram> rp = setUpRank(o, plan, inMPI, rank, worldSize);
+  int code = rp ? StepLoop(o, *plan, *rp, worldSize).run() : 1;
+  zbrt_finalize();
+  return code;
+}

@@ -1,0 +1,337 @@
+//===- PlanTest.cpp - plan.json: the one reader and the one writer --------===//
+//
+// zbhost/Plan.h: a plan written by writePlan reads back equal, field by
+// field; the plan.json files zb-compile wrote (Inputs/compiled/, copied from
+// zb-compile's output with the paths shortened) are re-written byte for
+// byte; the hand-written fixtures of Inputs/ load; and every reader error
+// names the file and the field.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbhost/Plan.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include "gtest/gtest.h"
+
+#include <unistd.h>
+
+#include <functional>
+#include <string>
+
+using namespace zb::host;
+
+namespace {
+
+std::string tempPath(const std::string &name) {
+  return ::testing::TempDir() + "/zb-plantest-" + std::to_string(getpid()) +
+         "-" + name;
+}
+
+std::string readFile(const std::string &path) {
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  EXPECT_TRUE(!!buf) << path;
+  return buf ? (*buf)->getBuffer().str() : "";
+}
+
+/// A plan with every field of the schema set to a value other than its
+/// default.
+Plan fullPlan() {
+  Plan p;
+  p.model = "examples/gpt/model.onnx";
+  p.numRanks = 2;
+  p.numStages = 4;
+  p.numChunks = 2;
+  p.numMicrobatches = 8;
+  p.microbatchSize = 3;
+  p.schedule = "zb-v";
+  p.target = "cpu";
+  p.data = "/data/gpt";
+  p.optimizer = {"adamw", 0.125, 0.8, 0.95, 1e-6, 0.5};
+  p.params.push_back({"wte", {32, 8}, 0, 0, 0, {{0, 0}, {3, 0}}});
+  p.params.push_back({"ln.bias", {8}, 1, 2, 1024, {}});
+  p.inputs.push_back({"tokens", {4}, DType::Int64, 0, 0});
+  p.inputs.push_back({"targets", {4}, DType::Int32, 0, 3});
+  p.inputs.push_back({"mask", {4, 4}, DType::Float32, 1, 1});
+  for (int32_t s = 0; s < 4; ++s)
+    p.stages.push_back({s, s == 0 || s == 3 ? 0 : 1, 0.5 + s, 1.25, 0.75, 0.01,
+                        4096 * (s + 1), 2048});
+  p.predicted.push_back({"1f1b", 0.3125, 1.5, {0.25, 0.375}, std::nullopt});
+  p.predicted.push_back({"zb-v",
+                         0.0625,
+                         1.25,
+                         {0.0625, 0.125},
+                         JitterInfo{400, 0.1, 1.375, {0.09, 0.11}}});
+  p.ranks.push_back({0,
+                     "rank0.so",
+                     "zb_rank_main",
+                     {{ArgKind::Param, 0},
+                      {ArgKind::Grad, 0},
+                      {ArgKind::Input, 0},
+                      {ArgKind::Input, 1}}});
+  p.ranks.push_back({1,
+                     "/abs/rank1.so",
+                     "zb_rank_main",
+                     {{ArgKind::Param, 1},
+                      {ArgKind::Grad, 1},
+                      {ArgKind::Input, 2},
+                      {ArgKind::Loss, -1}}});
+  return p;
+}
+
+void expectSamePlan(const Plan &a, const Plan &b) {
+  EXPECT_EQ(a.model, b.model);
+  EXPECT_EQ(a.numRanks, b.numRanks);
+  EXPECT_EQ(a.numStages, b.numStages);
+  EXPECT_EQ(a.numChunks, b.numChunks);
+  EXPECT_EQ(a.numMicrobatches, b.numMicrobatches);
+  EXPECT_EQ(a.microbatchSize, b.microbatchSize);
+  EXPECT_EQ(a.schedule, b.schedule);
+  EXPECT_EQ(a.target, b.target);
+  EXPECT_EQ(a.data, b.data);
+  EXPECT_EQ(a.optimizer.name, b.optimizer.name);
+  EXPECT_EQ(a.optimizer.lr, b.optimizer.lr);
+  EXPECT_EQ(a.optimizer.beta1, b.optimizer.beta1);
+  EXPECT_EQ(a.optimizer.beta2, b.optimizer.beta2);
+  EXPECT_EQ(a.optimizer.eps, b.optimizer.eps);
+  EXPECT_EQ(a.optimizer.weightDecay, b.optimizer.weightDecay);
+  ASSERT_EQ(a.params.size(), b.params.size());
+  for (size_t i = 0; i < a.params.size(); ++i) {
+    SCOPED_TRACE("params[" + std::to_string(i) + "]");
+    EXPECT_EQ(a.params[i].name, b.params[i].name);
+    EXPECT_EQ(a.params[i].shape, b.params[i].shape);
+    EXPECT_EQ(a.params[i].rank, b.params[i].rank);
+    EXPECT_EQ(a.params[i].stage, b.params[i].stage);
+    EXPECT_EQ(a.params[i].offsetBytes, b.params[i].offsetBytes);
+    EXPECT_EQ(a.params[i].tiedCopies, b.params[i].tiedCopies);
+  }
+  ASSERT_EQ(a.inputs.size(), b.inputs.size());
+  for (size_t i = 0; i < a.inputs.size(); ++i) {
+    SCOPED_TRACE("inputs[" + std::to_string(i) + "]");
+    EXPECT_EQ(a.inputs[i].name, b.inputs[i].name);
+    EXPECT_EQ(a.inputs[i].sampleShape, b.inputs[i].sampleShape);
+    EXPECT_EQ(a.inputs[i].dtype, b.inputs[i].dtype);
+    EXPECT_EQ(a.inputs[i].rank, b.inputs[i].rank);
+    EXPECT_EQ(a.inputs[i].stage, b.inputs[i].stage);
+  }
+  ASSERT_EQ(a.stages.size(), b.stages.size());
+  for (size_t i = 0; i < a.stages.size(); ++i) {
+    SCOPED_TRACE("stages[" + std::to_string(i) + "]");
+    const StageCostInfo &x = a.stages[i], &y = b.stages[i];
+    EXPECT_EQ(x.stage, y.stage);
+    EXPECT_EQ(x.rank, y.rank);
+    EXPECT_EQ(x.tF, y.tF);
+    EXPECT_EQ(x.tB, y.tB);
+    EXPECT_EQ(x.tW, y.tW);
+    EXPECT_EQ(x.tComm, y.tComm);
+    EXPECT_EQ(x.mB, y.mB);
+    EXPECT_EQ(x.mW, y.mW);
+  }
+  ASSERT_EQ(a.predicted.size(), b.predicted.size());
+  for (size_t i = 0; i < a.predicted.size(); ++i) {
+    const PredictedInfo &x = a.predicted[i], &y = b.predicted[i];
+    SCOPED_TRACE("predicted." + x.schedule);
+    EXPECT_EQ(x.schedule, y.schedule);
+    EXPECT_EQ(x.bubbleRate, y.bubbleRate);
+    EXPECT_EQ(x.makespanMs, y.makespanMs);
+    EXPECT_EQ(x.rankBubbleRate, y.rankBubbleRate);
+    ASSERT_EQ(x.jitter.has_value(), y.jitter.has_value());
+    if (x.jitter) {
+      EXPECT_EQ(x.jitter->samples, y.jitter->samples);
+      EXPECT_EQ(x.jitter->bubbleRate, y.jitter->bubbleRate);
+      EXPECT_EQ(x.jitter->makespanMs, y.jitter->makespanMs);
+      EXPECT_EQ(x.jitter->rankBubbleRate, y.jitter->rankBubbleRate);
+    }
+  }
+  ASSERT_EQ(a.ranks.size(), b.ranks.size());
+  for (size_t r = 0; r < a.ranks.size(); ++r) {
+    SCOPED_TRACE("ranks[" + std::to_string(r) + "]");
+    EXPECT_EQ(a.ranks[r].rank, b.ranks[r].rank);
+    EXPECT_EQ(a.ranks[r].library, b.ranks[r].library);
+    EXPECT_EQ(a.ranks[r].entry, b.ranks[r].entry);
+    ASSERT_EQ(a.ranks[r].args.size(), b.ranks[r].args.size());
+    for (size_t j = 0; j < a.ranks[r].args.size(); ++j) {
+      EXPECT_EQ(a.ranks[r].args[j].kind, b.ranks[r].args[j].kind) << j;
+      EXPECT_EQ(a.ranks[r].args[j].index, b.ranks[r].args[j].index) << j;
+    }
+  }
+}
+
+TEST(Plan, WriteThenReadIsEqualFieldByField) {
+  Plan written = fullPlan();
+  std::string dir = tempPath("roundtrip");
+  ASSERT_FALSE(llvm::sys::fs::create_directories(dir));
+  std::string path = dir + "/plan.json";
+  ASSERT_FALSE(!!writePlan(written, path));
+  llvm::Expected<Plan> read = loadPlan(dir);
+  ASSERT_TRUE(!!read) << llvm::toString(read.takeError());
+  EXPECT_EQ(read->path, path);
+  EXPECT_EQ(read->dir, dir);
+  expectSamePlan(written, *read);
+  // What the plan says about itself survives too.
+  EXPECT_EQ(read->lossRank(), 1);
+  ASSERT_NE(read->predictedForThisPlan(), nullptr);
+  EXPECT_EQ(read->predictedForThisPlan()->schedule, "zb-v");
+  EXPECT_EQ(read->argShape(read->ranks[0].args[2]),
+            (std::vector<int64_t>{8, 3, 4}));
+  llvm::sys::fs::remove_directories(dir);
+}
+
+TEST(Plan, SgdWritesNoAdamParameters) {
+  Plan p = fullPlan();
+  p.optimizer = OptimizerInfo{"sgd", 0.05};
+  llvm::json::Value v = toJSON(p);
+  const llvm::json::Object *opt = v.getAsObject()->getObject("optimizer");
+  ASSERT_NE(opt, nullptr);
+  EXPECT_EQ(opt->size(), 2u);
+  EXPECT_EQ(opt->getNumber("lr"), 0.05);
+}
+
+/// zb-compile's own plan.json files: read, write, the same bytes.
+TEST(Plan, RewritesZbCompileOutputByteForByte) {
+  for (const char *name : {"mlp-zb-h1", "mlp-profiled", "gpt-tied-adamw"}) {
+    SCOPED_TRACE(name);
+    std::string source =
+        std::string(ZB_INPUTS_DIR) + "/compiled/" + name + ".plan.json";
+    std::string text = readFile(source);
+    llvm::Expected<Plan> plan = parsePlan(text, source);
+    ASSERT_TRUE(!!plan) << llvm::toString(plan.takeError());
+    std::string out = tempPath(std::string(name) + ".json");
+    ASSERT_FALSE(!!writePlan(*plan, out));
+    EXPECT_EQ(readFile(out), text);
+    std::remove(out.c_str());
+  }
+}
+
+/// The hand-written fixtures load, and read the same after a rewrite.
+TEST(Plan, HandWrittenFixturesLoadAndRoundTrip) {
+  for (const char *name :
+       {"fake1", "fake1_adamw", "fake2", "fake2_badsize", "fake2_killed",
+        "fake2_segv", "bad_entry", "bad_shape", "mlir1"}) {
+    SCOPED_TRACE(name);
+    llvm::Expected<Plan> plan =
+        loadPlan(std::string(ZB_INPUTS_DIR) + "/" + name);
+    ASSERT_TRUE(!!plan) << llvm::toString(plan.takeError());
+    llvm::Expected<Plan> again =
+        parsePlan(llvm::formatv("{0:2}", toJSON(*plan)).str(), plan->path);
+    ASSERT_TRUE(!!again) << llvm::toString(again.takeError());
+    expectSamePlan(*plan, *again);
+  }
+}
+
+/// parsePlan's message for fullPlan() changed by `edit`.
+std::string errorAfter(const std::function<void(llvm::json::Object &)> &edit) {
+  llvm::json::Value v = toJSON(fullPlan());
+  edit(*v.getAsObject());
+  llvm::Expected<Plan> plan =
+      parsePlan(llvm::formatv("{0}", v).str(), "out/plan.json");
+  if (plan)
+    return "<no error>";
+  return llvm::toString(plan.takeError());
+}
+
+llvm::json::Object &at(llvm::json::Object &o, llvm::StringRef key,
+                       size_t index) {
+  return *(*o.getArray(key))[index].getAsObject();
+}
+
+TEST(Plan, ReaderErrorsNameFileAndField) {
+  using llvm::json::Object;
+  struct Case {
+    std::function<void(Object &)> edit;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {[](Object &o) { o.erase("num_ranks"); },
+       "out/plan.json: num_ranks: missing"},
+      {[](Object &o) { o["format"] = "zb-schedule"; },
+       "out/plan.json: format: expected \"zb-plan\", got \"zb-schedule\""},
+      {[](Object &o) { o["version"] = 2; },
+       "out/plan.json: version: unsupported version 2 (this zb-run reads "
+       "version 1)"},
+      {[](Object &o) { o["num_stages"] = "four"; },
+       "out/plan.json: num_stages: expected an integer"},
+      {[](Object &o) { o["num_chunks"] = 0; },
+       "out/plan.json: num_chunks: 0 out of range [1, 1024]"},
+      {[](Object &o) { (*o.getObject("optimizer"))["name"] = "lion"; },
+       "out/plan.json: optimizer.name: unknown optimizer \"lion\" (expected "
+       "\"sgd\" or \"adamw\")"},
+      {[](Object &o) { (*o.getObject("optimizer"))["beta2"] = "x"; },
+       "out/plan.json: optimizer.beta2: expected a number"},
+      {[](Object &o) { at(o, "params", 1)["offset_bytes"] = 1026; },
+       "out/plan.json: params[1].offset_bytes: 1026 is not a multiple of 4"},
+      {[](Object &o) { (*at(o, "params", 0).getArray("shape"))[1] = -8; },
+       "out/plan.json: params[0].shape[1]: -8 out of range [0, 2147483647]"},
+      {[](Object &o) {
+         (*(*at(o, "params", 0).getArray("tied_copies"))[1]
+               .getAsObject())["stage"] = 4;
+       },
+       "out/plan.json: params[0].tied_copies[1].stage: 4 out of range [0, "
+       "3]"},
+      {[](Object &o) { at(o, "inputs", 2)["dtype"] = "float16"; },
+       "out/plan.json: inputs[2].dtype: unknown element type \"float16\" "
+       "(expected float32, int64 or int32)"},
+      {[](Object &o) { at(o, "inputs", 0)["rank"] = 2; },
+       "out/plan.json: inputs[0].rank: 2 out of range [0, 1]"},
+      {[](Object &o) { at(o, "stages", 3).erase("t_w"); },
+       "out/plan.json: stages[3].t_w: missing"},
+      {[](Object &o) { at(o, "stages", 1)["m_b"] = -1; },
+       "out/plan.json: stages[1].m_b: -1 out of range [0, "
+       "9223372036854775807]"},
+      {[](Object &o) {
+         (*(*o.getObject("predicted")).getObject("1f1b"))["rank_bubble_rate"] =
+             llvm::json::Array{0.5};
+       },
+       "out/plan.json: predicted.1f1b.rank_bubble_rate: 1 values for 2 "
+       "ranks"},
+      {[](Object &o) {
+         (*(*(*o.getObject("predicted")).getObject("zb-v")).getObject("jitter"))
+             .erase("bubble_rate");
+       },
+       "out/plan.json: predicted.zb-v.jitter.bubble_rate: missing"},
+      {[](Object &o) { o.getArray("ranks")->pop_back(); },
+       "out/plan.json: ranks: 1 entries, but num_ranks is 2"},
+      {[](Object &o) { at(o, "ranks", 1)["rank"] = 0; },
+       "out/plan.json: ranks[1].rank: rank 0 appears twice"},
+      {[](Object &o) { at(o, "ranks", 0)["entry"] = ""; },
+       "out/plan.json: ranks[0].entry: empty"},
+      {[](Object &o) {
+         (*(*at(o, "ranks", 0).getArray("args"))[2].getAsObject())["kind"] =
+             "weight";
+       },
+       "out/plan.json: ranks[0].args[2].kind: unknown kind \"weight\" "
+       "(expected param, grad, input or loss)"},
+      {[](Object &o) {
+         (*(*at(o, "ranks", 0).getArray("args"))[3].getAsObject())["index"] = 3;
+       },
+       "out/plan.json: ranks[0].args[3].index: 3 out of range [0, 2]"},
+      {[](Object &o) {
+         at(o, "ranks", 0)
+             .getArray("args")
+             ->push_back(llvm::json::Object{{"kind", "loss"}});
+       },
+       "out/plan.json: ranks: expected exactly one argument of kind \"loss\" "
+       "over all ranks, found 2"},
+  };
+  for (const Case &c : cases)
+    EXPECT_EQ(errorAfter(c.edit), c.message);
+}
+
+TEST(Plan, ReaderErrorsOnTheDocument) {
+  auto error = [](llvm::StringRef text) {
+    llvm::Expected<Plan> p = parsePlan(text, "p.json");
+    return p ? std::string("<no error>") : llvm::toString(p.takeError());
+  };
+  EXPECT_EQ(error("[1, 2]"), "p.json: (root): expected an object");
+  EXPECT_EQ(error("{\"format\": "),
+            "p.json: invalid JSON: [1:11, byte=11]: Unexpected EOF");
+  llvm::Expected<Plan> missing = loadPlan(tempPath("nowhere"));
+  ASSERT_FALSE(!!missing);
+  EXPECT_NE(llvm::toString(missing.takeError())
+                .find("nowhere/plan.json: cannot read: "),
+            std::string::npos);
+}
+
+} // namespace

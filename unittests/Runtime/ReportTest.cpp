@@ -1,0 +1,149 @@
+//===- ReportTest.cpp - what zb-run's rank 0 prints -----------------------===//
+//
+// zbhost/Report.h on a report filled by hand: the exact text lines (the
+// formats test/Tools/zb-compile-output.test and ZbRunTest.cpp match), the
+// JSON document read back, and the gradient report in both formats.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbhost/Report.h"
+
+#include "llvm/Support/JSON.h"
+
+#include "gtest/gtest.h"
+
+using namespace zb::host;
+
+namespace {
+
+Plan twoRankPlan() {
+  Plan plan;
+  plan.path = "out/plan.json";
+  plan.schedule = "zb-h1";
+  plan.numRanks = 2;
+  plan.numStages = 2;
+  plan.numMicrobatches = 8;
+  plan.microbatchSize = 16;
+  plan.params = {ParamInfo{"fc1.weight"}, ParamInfo{"fc1.bias"}};
+  plan.predicted.push_back({"1f1b", 0.3153, 0.1106, {0.3153, 0.661}, {}});
+  plan.predicted.push_back({"zb-h1",
+                            0.2957,
+                            0.1076,
+                            {0.2957, 0.655},
+                            JitterInfo{400, 0.31, 0.11, {0.3, 0.7}}});
+  return plan;
+}
+
+RunReport threeSteps() {
+  RunReport r;
+  r.steps = {{1, 0.412, 1.62}, {2, 0.3557, 0.18}, {3, 0.3821, 0.12}};
+  r.realizedBubbleRate = {0.5729, std::nullopt};
+  r.replayedBubbleRate = {0.0, 0.6944};
+  r.replaySteps = 2;
+  r.atMeasured = MeasuredPrediction{{0.1045, 0.7144}, {0.111, 0.7152}};
+  r.peakHeapBytes = {401856, 155648};
+  r.traceFile = "t.json";
+  r.profileFile = "p.json";
+  return r;
+}
+
+TEST(Report, MeasuredStepsLeaveTheFirstOut) {
+  RunReport r = threeSteps();
+  EXPECT_DOUBLE_EQ(r.meanStepTimeMs(), 0.15);
+  EXPECT_EQ(r.measuredSteps(), "steps 2-3");
+  r.steps.resize(1);
+  EXPECT_DOUBLE_EQ(r.meanStepTimeMs(), 1.62);
+  EXPECT_EQ(r.measuredSteps(), "step 1");
+}
+
+TEST(Report, StepLine) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  printStepLine(os, {3, 0.4119984, 1.625});
+  EXPECT_EQ(s, "step   3  loss 0.411998  time 1.62 ms\n");
+}
+
+TEST(Report, TextLines) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  printTextReport(os, twoRankPlan(), threeSteps());
+  EXPECT_EQ(s,
+            "schedule zb-h1: 2 ranks, 2 stages, 8 microbatches of 16\n"
+            "predicted bubble rate  1f1b   0.3153  (makespan 0.111 ms)\n"
+            "predicted bubble rate  zb-h1  0.2957  (makespan 0.108 ms)  <- "
+            "this plan\n"
+            "realized mean step time 0.15 ms (steps 2-3)\n"
+            "realized bubble rate  rank 0  0.5729 (mean over steps 2-3)  "
+            "predicted 0.2957, with measured jitter 0.3000\n"
+            "this plan replayed with this run's pass times (T_comm = 0, mean "
+            "over 2 steps): bubble rate per rank 0.0000 0.6944\n"
+            "this plan at this run's mean pass times (steps 2-3): bubble rate "
+            "per rank 0.1045 0.7144, with this run's jitter 0.1110 0.7152\n"
+            "peak heap per rank (memory pool, bytes): 401856 155648\n"
+            "trace of step 3 written to t.json\n"
+            "measured stage costs (steps 2-3) written to p.json\n");
+}
+
+TEST(Report, TextWithoutOptionalParts) {
+  Plan plan = twoRankPlan();
+  plan.schedule = "";
+  plan.predicted.clear();
+  RunReport r;
+  r.steps = {{1, 0.5, 2.0}};
+  r.realizedBubbleRate = {0.25, 0.125};
+  r.peakHeapBytes = {0, 64};
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  printTextReport(os, plan, r);
+  EXPECT_EQ(s, "schedule ?: 2 ranks, 2 stages, 8 microbatches of 16\n"
+               "realized mean step time 2.00 ms (step 1)\n"
+               "realized bubble rate  rank 0  0.2500 (mean over step 1)\n"
+               "realized bubble rate  rank 1  0.1250 (mean over step 1)\n"
+               "peak heap per rank (memory pool, bytes): 0 64\n");
+}
+
+TEST(Report, JsonDocument) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  printJsonReport(os, twoRankPlan(), threeSteps());
+  llvm::Expected<llvm::json::Value> v = llvm::json::parse(s);
+  ASSERT_TRUE(!!v) << llvm::toString(v.takeError()) << s;
+  const llvm::json::Object &o = *v->getAsObject();
+  EXPECT_EQ(o.getString("plan"), "out/plan.json");
+  EXPECT_EQ(o.getString("schedule"), "zb-h1");
+  EXPECT_EQ(o.getInteger("num_microbatches"), 8);
+  ASSERT_EQ(o.getArray("steps")->size(), 3u);
+  EXPECT_EQ((*o.getArray("steps"))[2].getAsObject()->getNumber("loss"), 0.3821);
+  EXPECT_EQ(o.getNumber("mean_step_time_ms"), threeSteps().meanStepTimeMs());
+  const llvm::json::Object *zbh1 = o.getObject("predicted")->getObject("zb-h1");
+  ASSERT_NE(zbh1, nullptr);
+  EXPECT_EQ(zbh1->getNumber("makespan_ms"), 0.1076);
+  EXPECT_EQ(zbh1->getObject("jitter")->getNumber("bubble_rate"), 0.31);
+  EXPECT_EQ((*o.getArray("replayed_bubble_rate"))[1].getAsNumber(), 0.6944);
+  EXPECT_EQ((*o.getObject("at_measured_costs")
+                  ->getArray("jitter_rank_bubble_rate"))[0]
+                .getAsNumber(),
+            0.111);
+  EXPECT_EQ((*o.getArray("peak_heap_bytes"))[0].getAsInteger(), 401856);
+  const llvm::json::Array &realized = *o.getArray("realized_bubble_rate");
+  EXPECT_EQ(realized[0].getAsNumber(), 0.5729);
+  EXPECT_TRUE(realized[1].getAsNull().has_value());
+  EXPECT_EQ(o.getString("trace"), "t.json");
+  EXPECT_EQ(o.getString("profile"), "p.json");
+}
+
+TEST(Report, Gradients) {
+  std::string text, json;
+  llvm::raw_string_ostream t(text), j(json);
+  printGradientReport(t, 0.25, twoRankPlan(), {1.5, 0.125}, false);
+  printGradientReport(j, 0.25, twoRankPlan(), {1.5, 0.125}, true);
+  EXPECT_EQ(text, "loss 0.25\ngrad_norm fc1.weight 1.5\n"
+                  "grad_norm fc1.bias 0.125\n");
+  llvm::Expected<llvm::json::Value> v = llvm::json::parse(json);
+  ASSERT_TRUE(!!v) << llvm::toString(v.takeError());
+  EXPECT_EQ(v->getAsObject()->getNumber("loss"), 0.25);
+  EXPECT_EQ(v->getAsObject()->getObject("grad_norm")->getNumber("fc1.bias"),
+            0.125);
+}
+
+} // namespace
