@@ -66,7 +66,8 @@ static llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createHostTargetMachine(int optLevel) {
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return llvm::createStringError(error);
   std::string features;
@@ -74,8 +75,9 @@ createHostTargetMachine(int optLevel) {
     features += (f.second ? "+" : "-") + f.first().str() + ",";
   llvm::CodeGenOptLevel level = optLevel == 0   ? llvm::CodeGenOptLevel::None
                                 : optLevel == 1 ? llvm::CodeGenOptLevel::Less
-                                : optLevel == 2 ? llvm::CodeGenOptLevel::Default
-                                           : llvm::CodeGenOptLevel::Aggressive;
+                                : optLevel == 2
+                                    ? llvm::CodeGenOptLevel::Default
+                                    : llvm::CodeGenOptLevel::Aggressive;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, llvm::sys::getHostCPUName(), features, llvm::TargetOptions(),
       llvm::Reloc::PIC_, std::nullopt, level));
@@ -144,12 +146,13 @@ llvm::Error linkShared(llvm::StringRef object, llvm::StringRef library) {
   // bufferized code may call).
   std::string libDir = "-L" ZB_MLIR_LIB_DIR;
   std::string rpath = "-Wl,-rpath," ZB_MLIR_LIB_DIR;
-  SmallVector<StringRef> args{*cc,   "-shared", "-o",  library,
-                              object, libDir,    rpath, "-lmlir_c_runner_utils"};
+  SmallVector<StringRef> args{
+      *cc,    "-shared", "-o",  library,
+      object, libDir,    rpath, "-lmlir_c_runner_utils"};
   std::string message;
   if (llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &message))
-    return llvm::createStringError("linking " + library + " failed: " +
-                                   message);
+    return llvm::createStringError("linking " + library +
+                                   " failed: " + message);
   return llvm::Error::success();
 }
 
@@ -157,9 +160,9 @@ llvm::Error emitRankLibraries(std::vector<RankLLVMModule> &modules,
                               const CompileOptions &options,
                               const CompileCallbacks &callbacks) {
   int64_t numRanks = modules.size();
-  unsigned workers =
-      options.jobs ? options.jobs
-                   : std::max(1u, std::thread::hardware_concurrency());
+  unsigned workers = options.jobs
+                         ? options.jobs
+                         : std::max(1u, std::thread::hardware_concurrency());
   workers = std::min<unsigned>(workers, std::max<int64_t>(numRanks, 1));
   if (callbacks.progress)
     callbacks.progress(llvm::formatv("LLVM -O{0}: emitting rank0.so .. "
@@ -172,7 +175,8 @@ llvm::Error emitRankLibraries(std::vector<RankLLVMModule> &modules,
   auto worker = [&] {
     for (int64_t r; (r = next++) < numRanks;) {
       auto start = std::chrono::steady_clock::now();
-      std::string obj = outputPath(options, llvm::formatv("rank{0}.o", r).str());
+      std::string obj =
+          outputPath(options, llvm::formatv("rank{0}.o", r).str());
       std::string lib =
           outputPath(options, llvm::formatv("rank{0}.so", r).str());
       llvm::Error error = emitObject(*modules[r].module, options.optLevel, obj);

@@ -134,8 +134,8 @@ OwningOpRef<ModuleOp> loadModel(llvm::StringRef path, MLIRContext *context) {
 
 OwningOpRef<ModuleOp> parseModel(llvm::StringRef source, MLIRContext *context,
                                  llvm::StringRef bufferName) {
-  return parseModelBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, bufferName),
-                          context);
+  return parseModelBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(source, bufferName), context);
 }
 
 LogicalResult runFrontHalf(ModuleOp module, const CompileOptions &options) {
@@ -190,7 +190,8 @@ private:
   }
   /// Reports `error` (a driver error without location) as a diagnostic.
   LogicalResult report(llvm::Error error) const {
-    emitError(UnknownLoc::get(context.get())) << llvm::toString(std::move(error));
+    emitError(UnknownLoc::get(context.get()))
+        << llvm::toString(std::move(error));
     return failure();
   }
   std::string path(llvm::StringRef name) const {
@@ -279,7 +280,7 @@ LogicalResult Compilation::writeArtifacts() {
   if (llvm::Error error = writeScheduleSVG(path("schedule.svg"), *pipeline))
     return report(std::move(error));
   if (llvm::Error error = writeParams(path("params.bin"), pipeline->info,
-                                     paramValues, options.initSeed))
+                                      paramValues, options.initSeed))
     return report(std::move(error));
   for (const ModelValueInfo &input : pipeline->info.inputs)
     if (llvm::Expected<std::string> dtype = inputDType(input); !dtype)

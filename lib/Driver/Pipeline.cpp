@@ -26,9 +26,8 @@ FailureOr<SmallVector<RankArg>> readRankArgs(func::FuncOp step,
       const auto &list = kind == "input" ? info.inputs : info.params;
       const auto *it = list.end();
       if (!index.getAsInteger(10, argIndex))
-        it = llvm::find_if(list, [&](const ModelValueInfo &v) {
-          return v.index == argIndex;
-        });
+        it = llvm::find_if(
+            list, [&](const ModelValueInfo &v) { return v.index == argIndex; });
       if (it == list.end())
         return step.emitError("zb.rank_args: '")
                << role.getValue() << "' names no model " << kind;

@@ -30,9 +30,10 @@ static CompileOptions options;
 static cl::opt<std::string, true>
     inputFile(cl::Positional, cl::desc("<model.onnx | model.mlir>"),
               cl::Required, cl::location(options.inputFile), cl::cat(category));
-static cl::opt<std::string, true>
-    outputDir("o", cl::desc("Output directory"), cl::value_desc("dir"),
-              cl::Required, cl::location(options.outputDir), cl::cat(category));
+static cl::opt<std::string, true> outputDir("o", cl::desc("Output directory"),
+                                            cl::value_desc("dir"), cl::Required,
+                                            cl::location(options.outputDir),
+                                            cl::cat(category));
 static cl::opt<int64_t, true> numStages(
     "stages",
     cl::desc("Pipeline ranks P (default 2); the model is cut into P x "
@@ -69,10 +70,10 @@ static cl::opt<std::string, true>
     optimizer("optimizer", cl::desc("sgd | adamw (default sgd)"),
               cl::location(options.optimizer), cl::init(defaults.optimizer),
               cl::cat(category));
-static cl::opt<double, true>
-    learningRate("lr", cl::desc("Learning rate"),
-                 cl::location(options.learningRate),
-                 cl::init(defaults.learningRate), cl::cat(category));
+static cl::opt<double, true> learningRate("lr", cl::desc("Learning rate"),
+                                          cl::location(options.learningRate),
+                                          cl::init(defaults.learningRate),
+                                          cl::cat(category));
 static cl::opt<std::string, true>
     dataDir("data",
             cl::desc("Default training data for zb-run: a directory with "
@@ -133,7 +134,8 @@ int main(int argc, char **argv) {
       argc, argv,
       "zb-compile: compile a model for zero-bubble pipeline-parallel training\n"
       "\n"
-      "Writes OUTDIR/plan.json, params.bin, rank<R>.so (one native program per\n"
+      "Writes OUTDIR/plan.json, params.bin, rank<R>.so (one native program "
+      "per\n"
       "rank), pipeline.mlir and schedule.svg; run them with `zb-run OUTDIR`.\n"
       "Example: zb-compile examples/mlp/mlp.onnx --stages 2 --microbatches 8 "
       "--schedule zb-h1 -o out\n");
