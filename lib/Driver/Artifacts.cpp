@@ -47,22 +47,26 @@ llvm::Error writeModule(llvm::StringRef path, ModuleOp module) {
   return llvm::Error::success();
 }
 
-llvm::Error writeScheduleJSON(llvm::StringRef path,
-                              const LoweredPipeline &pipeline) {
+/// `write` (a lib/Schedule format) of the plan's schedule with the costs it
+/// was planned with and its simulation.
+static llvm::Error writeSchedule(
+    llvm::StringRef path, const LoweredPipeline &pipeline,
+    void (*write)(llvm::raw_ostream &, const sched::Problem &,
+                  const sched::Schedule &, const sched::SimResult &)) {
   return withOutputFile(path, [&](llvm::raw_ostream &os) {
-    sched::writeJSON(os, pipeline.problem, pipeline.schedule,
-                     pipeline.simulation);
+    write(os, pipeline.problem, pipeline.schedule, pipeline.simulation);
     return llvm::Error::success();
   });
 }
 
+llvm::Error writeScheduleJSON(llvm::StringRef path,
+                              const LoweredPipeline &pipeline) {
+  return writeSchedule(path, pipeline, sched::writeJSON);
+}
+
 llvm::Error writeScheduleSVG(llvm::StringRef path,
                              const LoweredPipeline &pipeline) {
-  return withOutputFile(path, [&](llvm::raw_ostream &os) {
-    sched::writeSVG(os, pipeline.problem, pipeline.schedule,
-                    pipeline.simulation);
-    return llvm::Error::success();
-  });
+  return writeSchedule(path, pipeline, sched::writeSVG);
 }
 
 //===----------------------------------------------------------------------===//
