@@ -236,7 +236,8 @@ LogicalResult Compilation::frontHalf() {
   module = loadModel(options.inputFile, context.get());
   if (!module)
     return failure();
-  paramValues = (*module)->getAttrOfType<DictionaryAttr>("zb.param_values");
+  paramValues =
+      (*module)->getAttrOfType<DictionaryAttr>(frontend::kParamValuesAttr);
   progress(llvm::formatv("autodiff, B/W split, {0} stages on {1} ranks, "
                          "schedule {2} with {3} microbatches",
                          options.numRanks * options.virtualStages,
@@ -249,7 +250,7 @@ LogicalResult Compilation::frontHalf() {
   if (std::error_code ec = llvm::sys::fs::create_directories(options.outputDir))
     return report(llvm::createStringError(
         ec, "cannot create " + options.outputDir + ": " + ec.message()));
-  (*module)->removeAttr("zb.param_values");
+  (*module)->removeAttr(frontend::kParamValuesAttr);
   if (llvm::Error error = writeModule(path("pipeline.mlir"), *module))
     return report(std::move(error));
   FailureOr<LoweredPipeline> lowered = readPipeline(*module, options);
