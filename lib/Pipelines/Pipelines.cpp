@@ -76,6 +76,14 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise) {
   pm.addPass(createZBEmitRankEntry());
 }
 
+void buildFunctionToLLVMPipeline(OpPassManager &pm, bool useRuntime) {
+  pm.addPass(createInlinerPass());
+  if (useRuntime)
+    pm.addPass(createConvertZBToRuntime());
+  pm.addPass(createConvertZBToLinalg());
+  buildTensorsToLLVMPipeline(pm);
+}
+
 void registerPipelines() {
   PassPipelineRegistration<PipelineOptions>(
       "zb-pipeline-parallel",

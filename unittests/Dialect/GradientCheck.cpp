@@ -1,26 +1,13 @@
 //===- GradientCheck.cpp - JIT-run zb functions, finite differences -------===//
 #include "GradientCheck.h"
-#include "zb/Pipelines/Pipelines.h"
-
-#include "zb/Conversion/Passes.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
+#include "zb/Driver/Driver.h"
+#include "zb/Pipelines/Pipelines.h"
 #include "zb/Transforms/Passes.h"
 
-#include "mlir/Conversion/Passes.h"
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
-#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
-#include "mlir/Dialect/Linalg/Passes.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Transforms/Passes.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -80,29 +67,10 @@ static void addEntry(ModuleOp module) {
   func::ReturnOp::create(b, loc);
 }
 
-static void buildLowering(PassManager &pm, bool useRuntime) {
-  pm.addPass(createInlinerPass());
-  if (useRuntime)
-    pm.addPass(zb::createConvertZBToRuntime());
-  pm.addPass(zb::createConvertZBToLinalg());
-  zb::buildTensorsToLLVMPipeline(pm);
-}
-
 CompiledLoss::CompiledLoss(const std::string &source, ManualBackward manual,
                            bool useRuntime) {
-  static bool initialized = [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    return true;
-  }();
-  (void)initialized;
-  DialectRegistry registry;
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  registry.insert<zb::ZBDialect>();
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
-  context = std::make_unique<MLIRContext>(registry);
+  zb::driver::initializeNativeTarget();
+  context = zb::driver::createContext();
   context->disableMultithreading(); // the machine is shared: one thread
   context->loadDialect<zb::ZBDialect, func::FuncDialect,
                        bufferization::BufferizationDialect,
@@ -115,8 +83,7 @@ CompiledLoss::CompiledLoss(const std::string &source, ManualBackward manual,
     return success();
   });
 
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(source, context.get());
+  OwningOpRef<ModuleOp> module = zb::driver::parseModel(source, context.get());
   if (!module) {
     errorMessage = "parse error: " + diagnostics;
     return;
@@ -147,7 +114,7 @@ CompiledLoss::CompiledLoss(const std::string &source, ManualBackward manual,
   }
   addEntry(*module);
   PassManager lower = PassManager::on<ModuleOp>(context.get());
-  buildLowering(lower, useRuntime);
+  zb::buildFunctionToLLVMPipeline(lower, useRuntime);
   if (failed(lower.run(*module))) {
     errorMessage = "lowering failed: " + diagnostics;
     return;

@@ -61,6 +61,15 @@ void buildTensorsToLLVMPipeline(mlir::OpPassManager &pm,
 void buildLowerToLLVMPipeline(mlir::OpPassManager &pm,
                               bool fuseElementwise = true);
 
+/// From a whole program on zb tensors in one process (no ranks, e.g. a
+/// forward-and-loss function after zb-autodiff) to the LLVM dialect: calls
+/// inlined, with `useRuntime` f32 (batched) matmuls as zb runtime calls
+/// (convert-zb-to-runtime: OpenBLAS, the program then needs libzbrt), the
+/// rest as linalg (convert-zb-to-linalg), then buildTensorsToLLVMPipeline
+/// with malloc/free. The unit tests JIT-compile its output.
+void buildFunctionToLLVMPipeline(mlir::OpPassManager &pm,
+                                 bool useRuntime = false);
+
 /// Registers "zb-pipeline-parallel" and "zb-lower-to-llvm" for zb-opt.
 void registerPipelines();
 

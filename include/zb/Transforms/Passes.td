@@ -166,4 +166,25 @@ def ZBLowerPipeline : Pass<"zb-lower-pipeline", "mlir::ModuleOp"> {
       "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }
 
+def ZBExtractRank : Pass<"zb-extract-rank", "mlir::ModuleOp"> {
+  let summary = "Keeps one rank's step function and the functions it calls";
+  let description = [{
+    Turns the output of `zb-lower-pipeline` (one step function per rank,
+    marked `zb.rank = R`) into the module of one rank program, the input of
+    `zb-lower-to-llvm`: keeps the step function of rank `rank` (public, with
+    its `zb.rank` / `zb.rank_args` attributes), erases the other ranks' step
+    functions, makes every other defined function private, drops the
+    argument and result attributes of the zb dialect (`zb.role`, `zb.value`,
+    `zb.index`: the ports `zb-lower-pipeline` wired; LLVM translation would
+    warn about them) and then erases every private function no longer
+    reachable from the step function (symbol DCE): stages of other ranks,
+    the original model function. Fails, naming the ranks present, when the
+    module has no step function for `rank`.
+  }];
+  let options = [
+    Option<"rank", "rank", "int64_t", /*default=*/"0",
+           "The rank whose step function (zb.rank attribute) is kept">
+  ];
+}
+
 #endif // ZB_TRANSFORMS_PASSES_TD

@@ -1,0 +1,292 @@
+//===- Driver.h - the zb compiler as a library ------------------*- C++ -*-===//
+//
+// The phases of zb-compile as functions (the shape of CIRCT's lib/Firtool):
+// options in a struct, then
+//
+//   loadModel -> runFrontHalf -> readPipeline -> artifact writers
+//             -> lowerRankToLLVM -> translateToLLVMIR -> emitObject/linkShared
+//
+// and compile(), which runs them all as zb-compile does. zb-compile, the
+// gradient-check unit tests and the Python binding call this library.
+//
+// Outputs of compile() in CompileOptions::outputDir (docs/plan-json.md):
+// plan.json, params.bin, rank<R>.so (entry `zb_rank_main`), pipeline.mlir
+// (the IR after zb-lower-pipeline), schedule.json ("zb-schedule" format,
+// docs/schedule-json.md), schedule.svg; with keepIntermediates also
+// rank<R>.llvm.mlir and rank<R>.o.
+//
+// Errors: MLIR phases return LogicalResult and report through the context's
+// diagnostic handler; file and option errors are llvm::Error with the message
+// zb-compile prints after "zb-compile: error: ".
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZB_DRIVER_DRIVER_H
+#define ZB_DRIVER_DRIVER_H
+
+#include "zb/Schedule/Schedule.h"
+#include "zb/Transforms/PipelineInfo.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class DialectRegistry;
+class MLIRContext;
+namespace func {
+class FuncOp;
+} // namespace func
+} // namespace mlir
+
+namespace zb::driver {
+
+/// Every option of zb-compile (the flag in brackets). --quiet is not here:
+/// a caller that wants no progress messages passes no progress callback.
+struct CompileOptions {
+  /// The model: ONNX (.onnx), JAX StableHLO text, or a zb-dialect .mlir
+  /// module (positional argument).
+  std::string inputFile;
+  /// Directory of the outputs, created when missing (-o).
+  std::string outputDir;
+  /// Pipeline ranks P (--stages), >= 1. The model is cut into
+  /// P x virtualStages stages.
+  int64_t numRanks = 2;
+  /// Chunks (virtual stages) per rank V (--virtual-stages), >= 1: 2 for
+  /// zb-v, v-half, v-min; >= 2 for 1f1b-i.
+  int64_t virtualStages = 1;
+  /// Microbatches per training step M (--microbatches), >= 1.
+  int64_t microbatches = 8;
+  /// Schedule name, one of zb::sched::scheduleNames() (--schedule).
+  std::string schedule = "zb-h1";
+  /// Activation memory limit per rank in bytes, 0 = none (--memory-limit).
+  double memoryLimit = 0;
+  /// Cost model target: "cpu" or "h100" (--target).
+  std::string target = "cpu";
+  /// Optimizer zb-run applies: "sgd" or "adamw" (--optimizer).
+  std::string optimizer = "sgd";
+  /// Learning rate (--lr).
+  double learningRate = 0.05;
+  /// zb-run's default training data: a directory of input_<i>.pb or a text
+  /// file (--data). Empty: the `data` directory next to the model, if any.
+  std::string dataDir;
+  /// Seed of the parameter initialisation of models that store no parameter
+  /// values (--init-seed).
+  uint64_t initSeed = 0;
+  /// Also write rank<R>.llvm.mlir and rank<R>.o (--keep-intermediates).
+  bool keepIntermediates = false;
+  /// `zb-run --profile` JSON: schedule with its measured per-stage
+  /// T_F/T_B/T_W/T_comm (ms) instead of the cost model (--profile).
+  std::string profile;
+  /// LLVM optimisation of the rank programs (--opt-level): 0 none, 1 scalar
+  /// cleanups + loop vectoriser (kLightPipeline in Codegen.cpp), 2 or 3
+  /// LLVM's -O2/-O3.
+  int optLevel = 1;
+  /// Rank programs optimised and emitted in parallel threads; 0 = the
+  /// number of hardware threads (-j).
+  unsigned jobs = 0;
+  /// Fuse elementwise linalg chains before bufferization (bit-identical
+  /// results) (--fuse-elementwise).
+  bool fuseElementwise = true;
+  /// MLIR pass timing reports on stderr and CompileCallbacks::phaseTime
+  /// calls (--timing).
+  bool timing = false;
+};
+
+/// How compile() reports. Every member may be empty.
+struct CompileCallbacks {
+  /// One progress line ("importing MODEL", "rank 0/2: lowering to LLVM").
+  std::function<void(llvm::StringRef message)> progress;
+  /// With CompileOptions::timing: the wall time of a phase, in seconds.
+  std::function<void(llvm::StringRef phase, double seconds)> phaseTime;
+  /// Every diagnostic (errors, warnings, notes). Empty: printDiagnostic on
+  /// llvm::errs().
+  std::function<void(mlir::Diagnostic &diagnostic)> diagnostic;
+};
+
+/// Checks ranges and names: P, V, M >= 1, the optimizer, the schedule name,
+/// the opt level (0-3). Returns the first problem ("--stages must be >= 1,
+/// got 0", "unknown --schedule 'x'").
+llvm::Error validateOptions(const CompileOptions &options);
+
+/// Runs every phase as zb-compile does and writes the outputs. Creates its
+/// own MLIRContext. Every error is reported once, as a diagnostic (errors
+/// that have no location have UnknownLoc); returns failure() after one.
+mlir::LogicalResult compile(const CompileOptions &options,
+                            const CompileCallbacks &callbacks = {});
+
+/// Prints `file[:line:col]: error: message` (or `tool: error: message`
+/// when the location names no file), adding "(node 'N')" when the location
+/// names a model node the message does not mention; then its notes.
+void printDiagnostic(mlir::Diagnostic &diagnostic, llvm::raw_ostream &os,
+                     llvm::StringRef tool = "zb-compile");
+
+//===----------------------------------------------------------------------===//
+// Context and model loading
+//===----------------------------------------------------------------------===//
+
+/// Every upstream dialect and extension, the zb dialect, and the builtin and
+/// LLVM translations to LLVM IR.
+void registerDialects(mlir::DialectRegistry &registry);
+/// A context with registerDialects (dialects loaded on demand).
+std::unique_ptr<mlir::MLIRContext> createContext();
+/// Initialises the host target and its assembly printer (once per process;
+/// thread-safe).
+void initializeNativeTarget();
+
+/// Imports a model file: ONNX (by the .onnx extension), JAX StableHLO text,
+/// or a zb-dialect .mlir module. Returns null after reporting the error
+/// (unreadable file, parse or import error) as a diagnostic.
+mlir::OwningOpRef<mlir::ModuleOp> loadModel(llvm::StringRef path,
+                                            mlir::MLIRContext *context);
+/// The same for model text in memory (StableHLO or zb .mlir); `bufferName`
+/// names it in diagnostics.
+mlir::OwningOpRef<mlir::ModuleOp>
+parseModel(llvm::StringRef source, mlir::MLIRContext *context,
+           llvm::StringRef bufferName = "<model>");
+
+//===----------------------------------------------------------------------===//
+// Front half: autodiff to per-rank step functions
+//===----------------------------------------------------------------------===//
+
+/// The zb-pipeline-parallel pipeline (zb-autodiff, zb-split-backward,
+/// zb-partition-stages, zb-schedule, zb-lower-pipeline; DESIGN.md steps 2-6)
+/// with the options' P, V, M, schedule, memory limit, target and profile.
+mlir::LogicalResult runFrontHalf(mlir::ModuleOp module,
+                                 const CompileOptions &options);
+
+/// One argument of a rank's step function (docs/plan-json.md, "args").
+struct RankArg {
+  /// "param", "grad", "input" or "loss".
+  std::string kind;
+  /// Position in PipelineInfo::params (param, grad) or ::inputs (input);
+  /// none for loss.
+  std::optional<int64_t> index;
+};
+
+/// The arguments of a step function of zb-lower-pipeline, from its
+/// zb.rank_args. Fails with an error on `step` when an entry names no
+/// parameter or input of `info`. (The one reader of zb.rank_args.)
+mlir::FailureOr<llvm::SmallVector<RankArg>>
+readRankArgs(mlir::func::FuncOp step, const PipelineInfo &info);
+
+/// What the back half and the artifact writers need from the module after
+/// runFrontHalf.
+struct LoweredPipeline {
+  PipelineInfo info;
+  /// The schedule as zb-lower-pipeline lowered it (zb.schedule).
+  sched::Schedule schedule;
+  int64_t numMicrobatches = 0;
+  /// The scheduling problem of the model's costs (PipelineInfo::toProblem).
+  sched::Problem problem;
+  /// `schedule` simulated on `problem`.
+  sched::SimResult simulation;
+  /// Step function arguments, per rank.
+  std::vector<llvm::SmallVector<RankArg>> rankArgs;
+
+  int64_t numRanks() const { return schedule.perRank.size(); }
+};
+
+/// Reads zb.pipeline, zb.schedule and the step functions' arguments; fails
+/// with an error on the module.
+mlir::FailureOr<LoweredPipeline> readPipeline(mlir::ModuleOp module,
+                                              const CompileOptions &options);
+
+/// The simulator's prediction for one schedule of the model's costs.
+struct Prediction {
+  std::string schedule;
+  sched::SimResult simulation;
+  /// With a profile that measured the pass-to-pass variation: the expected
+  /// behaviour under it (estimateJitter: 400 samples, fixed seed).
+  std::optional<sched::JitterEstimate> jitter;
+};
+
+/// Predictions for 1f1b, zb-h1 and the plan's schedule (the schedule as
+/// lowered, not built again); schedules that cannot be built for the
+/// problem are left out. Fails when the jitter estimate fails ("--profile:
+/// ...").
+llvm::Expected<std::vector<Prediction>>
+predictBubbleRates(const LoweredPipeline &pipeline,
+                   const CompileOptions &options);
+
+//===----------------------------------------------------------------------===//
+// Artifact writers (paths are files; errors name the file)
+//===----------------------------------------------------------------------===//
+
+/// DIR/<name>.
+std::string outputPath(const CompileOptions &options, llvm::StringRef name);
+
+/// The module as text (pipeline.mlir, rank<R>.llvm.mlir).
+llvm::Error writeModule(llvm::StringRef path, mlir::ModuleOp module);
+/// The plan's schedule with the costs it was planned with, "zb-schedule"
+/// JSON (include/zb/Schedule/Formats.h); zb-run re-simulates it.
+llvm::Error writeScheduleJSON(llvm::StringRef path,
+                              const LoweredPipeline &pipeline);
+/// The plan's schedule as a picture (zb::sched::writeSVG).
+llvm::Error writeScheduleSVG(llvm::StringRef path,
+                             const LoweredPipeline &pipeline);
+/// params.bin: every parameter in model order (PipelineInfo::params), f32
+/// little-endian, row-major; sum of numElements x 4 bytes. Values from
+/// `paramValues` (zb.param_values: name -> DenseElementsAttr) when given,
+/// else uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) from a 64-bit Mersenne
+/// twister seeded with `seed` (fan_in = the last dimension). Errors: a
+/// parameter that is not f32, a value missing or of another type.
+llvm::Error writeParams(llvm::StringRef path, const PipelineInfo &info,
+                        mlir::DictionaryAttr paramValues, uint64_t seed);
+/// The element type name zb-run feeds a graph input with: "float32",
+/// "int64" or "int32"; an error naming the input otherwise.
+llvm::Expected<std::string> inputDType(const ModelValueInfo &input);
+/// plan.json (docs/plan-json.md), the contract with zb-run.
+llvm::Error writePlan(llvm::StringRef path, const CompileOptions &options,
+                      const LoweredPipeline &pipeline,
+                      llvm::ArrayRef<Prediction> predictions);
+
+//===----------------------------------------------------------------------===//
+// Back half: one native program per rank
+//===----------------------------------------------------------------------===//
+
+/// A copy of the pipeline module lowered to the LLVM dialect for `rank`:
+/// zb-extract-rank{rank}, then zb-lower-to-llvm (runtime calls, linalg,
+/// optional elementwise fusion, bufferization, loops, LLVM, the
+/// zb_rank_main entry). Errors are reported as diagnostics.
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+lowerRankToLLVM(mlir::ModuleOp pipeline, int64_t rank,
+                const CompileOptions &options);
+
+/// One rank's LLVM IR with the context that owns it (declared first, so
+/// that it outlives the module).
+struct RankLLVMModule {
+  std::unique_ptr<llvm::LLVMContext> context;
+  std::unique_ptr<llvm::Module> module;
+};
+/// Translates an LLVM-dialect module to LLVM IR in a context of its own;
+/// error "translation to LLVM IR failed".
+llvm::Expected<RankLLVMModule> translateToLLVMIR(mlir::ModuleOp module);
+
+/// Optimises `module` at `optLevel` (0: none, 1: the light pipeline, 2/3:
+/// LLVM's -O2/-O3) for the host CPU and writes a PIC object file to `path`.
+/// Uses only the module's own LLVMContext: ranks may run it in parallel.
+llvm::Error emitObject(llvm::Module &module, int optLevel,
+                       llvm::StringRef path);
+/// Links `object` into the shared library `library` with the system C
+/// compiler (cc or gcc on PATH), against MLIR's C runner utilities.
+llvm::Error linkShared(llvm::StringRef object, llvm::StringRef library);
+/// emitObject + linkShared into DIR/rank<R>.so for every rank, `jobs` at a
+/// time; removes rank<R>.o unless keepIntermediates; reports each rank's
+/// time through `callbacks.phaseTime`. Error: "rank R: <why>" of the lowest
+/// failing rank.
+llvm::Error emitRankLibraries(std::vector<RankLLVMModule> &modules,
+                              const CompileOptions &options,
+                              const CompileCallbacks &callbacks);
+
+} // namespace zb::driver
+
+#endif // ZB_DRIVER_DRIVER_H

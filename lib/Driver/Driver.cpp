@@ -1,0 +1,335 @@
+//===- Driver.cpp - options, context, model loading, compile() ------------===//
+#include "zb/Driver/Driver.h"
+#include "zb/Dialect/ZB/IR/ZBDialect.h"
+#include "zb/Frontend/ONNX/ONNXImporter.h"
+#include "zb/Frontend/StableHLO/StableHLOImporter.h"
+#include "zb/Pipelines/Pipelines.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <chrono>
+#include <mutex>
+
+using namespace mlir;
+
+namespace zb::driver {
+
+llvm::Error validateOptions(const CompileOptions &options) {
+  auto error = [](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+  };
+  if (options.numRanks < 1)
+    return error("--stages must be >= 1, got " + llvm::Twine(options.numRanks));
+  if (options.virtualStages < 1)
+    return error("--virtual-stages must be >= 1, got " +
+                 llvm::Twine(options.virtualStages));
+  if (options.microbatches < 1)
+    return error("--microbatches must be >= 1, got " +
+                 llvm::Twine(options.microbatches));
+  if (options.optimizer != "sgd" && options.optimizer != "adamw")
+    return error("--optimizer must be sgd or adamw, got '" + options.optimizer +
+                 "'");
+  if (!llvm::is_contained(sched::scheduleNames(), options.schedule))
+    return error("unknown --schedule '" + options.schedule + "'");
+  if (options.optLevel < 0 || options.optLevel > 3)
+    return error("--opt-level must be 0, 1, 2 or 3, got " +
+                 llvm::Twine(options.optLevel));
+  return llvm::Error::success();
+}
+
+void printDiagnostic(Diagnostic &diag, llvm::raw_ostream &os,
+                     llvm::StringRef tool) {
+  std::string file, node;
+  diag.getLocation()->walk([&](Location loc) {
+    if (auto name = llvm::dyn_cast<NameLoc>(loc); name && node.empty())
+      node = name.getName().str();
+    if (auto f = llvm::dyn_cast<FileLineColLoc>(loc); f && file.empty()) {
+      file = f.getFilename().str();
+      if (f.getLine() != 0)
+        file += llvm::formatv(":{0}:{1}", f.getLine(), f.getColumn()).str();
+    }
+    return WalkResult::advance();
+  });
+  os << (file.empty() ? tool.str() : file) << ": ";
+  switch (diag.getSeverity()) {
+  case DiagnosticSeverity::Error:
+    os << "error: ";
+    break;
+  case DiagnosticSeverity::Warning:
+    os << "warning: ";
+    break;
+  default:
+    os << "note: ";
+  }
+  std::string message = diag.str();
+  os << message;
+  if (!node.empty() && message.find(node) == std::string::npos)
+    os << " (node '" << node << "')";
+  os << "\n";
+  for (Diagnostic &note : diag.getNotes())
+    printDiagnostic(note, os, tool);
+}
+
+//===----------------------------------------------------------------------===//
+// Context and model loading
+//===----------------------------------------------------------------------===//
+
+void registerDialects(DialectRegistry &registry) {
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registry.insert<zb::ZBDialect>();
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+}
+
+std::unique_ptr<MLIRContext> createContext() {
+  DialectRegistry registry;
+  registerDialects(registry);
+  return std::make_unique<MLIRContext>(registry);
+}
+
+void initializeNativeTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+/// StableHLO text (a JAX export) goes through the StableHLO importer, any
+/// other text is parsed as a zb-dialect module.
+static OwningOpRef<ModuleOp>
+parseModelBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                 MLIRContext *context) {
+  if (frontend::looksLikeStableHLO(buffer->getBuffer()))
+    return frontend::importStableHLO(buffer->getMemBufferRef(), context);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  return parseSourceFile<ModuleOp>(sourceMgr, context);
+}
+
+OwningOpRef<ModuleOp> loadModel(llvm::StringRef path, MLIRContext *context) {
+  if (path.ends_with(".onnx"))
+    return frontend::importONNXFile(path, context);
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
+  if (!file) {
+    emitError(UnknownLoc::get(context)) << error;
+    return nullptr;
+  }
+  return parseModelBuffer(std::move(file), context);
+}
+
+OwningOpRef<ModuleOp> parseModel(llvm::StringRef source, MLIRContext *context,
+                                 llvm::StringRef bufferName) {
+  return parseModelBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(source, bufferName), context);
+}
+
+LogicalResult runFrontHalf(ModuleOp module, const CompileOptions &options) {
+  PassManager pm = PassManager::on<ModuleOp>(module.getContext());
+  PipelineOptions pipeline;
+  pipeline.numStages = options.numRanks;
+  pipeline.virtualStages = options.virtualStages;
+  pipeline.microbatches = options.microbatches;
+  pipeline.schedule = options.schedule;
+  pipeline.memoryLimit = options.memoryLimit;
+  pipeline.target = options.target;
+  pipeline.profile = options.profile;
+  buildPipelineParallelPipeline(pm, pipeline);
+  if (options.timing)
+    pm.enableTiming();
+  return pm.run(module);
+}
+
+//===----------------------------------------------------------------------===//
+// compile()
+//===----------------------------------------------------------------------===//
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+/// One run of compile(): the context, the module and what the phases hand
+/// on; each step reports its errors as diagnostics.
+class Compilation {
+public:
+  Compilation(const CompileOptions &options, const CompileCallbacks &callbacks)
+      : options(options), callbacks(callbacks), context(createContext()) {
+    context->loadAllAvailableDialects();
+    context->printOpOnDiagnostic(false);
+  }
+
+  LogicalResult run();
+
+private:
+  LogicalResult frontHalf();
+  LogicalResult writeArtifacts();
+  LogicalResult backHalf();
+
+  void progress(const llvm::Twine &message) const {
+    if (callbacks.progress)
+      callbacks.progress(message.str());
+  }
+  void phaseTime(const llvm::Twine &phase, Clock::time_point start) const {
+    if (options.timing && callbacks.phaseTime)
+      callbacks.phaseTime(
+          phase.str(),
+          std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  /// Reports `error` (a driver error without location) as a diagnostic.
+  LogicalResult report(llvm::Error error) const {
+    emitError(UnknownLoc::get(context.get()))
+        << llvm::toString(std::move(error));
+    return failure();
+  }
+  std::string path(llvm::StringRef name) const {
+    return outputPath(options, name);
+  }
+
+  const CompileOptions &options;
+  const CompileCallbacks &callbacks;
+  std::unique_ptr<MLIRContext> context;
+  OwningOpRef<ModuleOp> module;
+  /// zb.param_values of the imported model (data, not IR to transform).
+  DictionaryAttr paramValues;
+  std::optional<LoweredPipeline> pipeline;
+  std::vector<Prediction> predictions;
+};
+} // namespace
+
+LogicalResult Compilation::run() {
+  ScopedDiagnosticHandler handler(context.get(), [&](Diagnostic &diag) {
+    if (callbacks.diagnostic)
+      callbacks.diagnostic(diag);
+    else
+      printDiagnostic(diag, llvm::errs());
+    return success();
+  });
+  if (llvm::Error error = validateOptions(options))
+    return report(std::move(error));
+  initializeNativeTarget();
+  if (failed(frontHalf()) || failed(writeArtifacts()) || failed(backHalf()))
+    return failure();
+  if (llvm::Error error =
+          writePlan(path("plan.json"), options, *pipeline, predictions))
+    return report(std::move(error));
+  progress("wrote " + options.outputDir + "/plan.json; run: zb-run " +
+           options.outputDir + " --ranks " + llvm::Twine(pipeline->numRanks()));
+  return success();
+}
+
+/// Import, the front half, pipeline.mlir, and what the rest reads from it.
+LogicalResult Compilation::frontHalf() {
+  progress("importing " + options.inputFile);
+  module = loadModel(options.inputFile, context.get());
+  if (!module)
+    return failure();
+  paramValues =
+      (*module)->getAttrOfType<DictionaryAttr>(frontend::kParamValuesAttr);
+  progress(llvm::formatv("autodiff, B/W split, {0} stages on {1} ranks, "
+                         "schedule {2} with {3} microbatches",
+                         options.numRanks * options.virtualStages,
+                         options.numRanks, options.schedule,
+                         options.microbatches));
+  auto start = Clock::now();
+  if (failed(runFrontHalf(*module, options)))
+    return failure();
+  phaseTime("autodiff, split, partition, schedule, zb-lower-pipeline", start);
+  if (std::error_code ec = llvm::sys::fs::create_directories(options.outputDir))
+    return report(llvm::createStringError(
+        ec, "cannot create " + options.outputDir + ": " + ec.message()));
+  (*module)->removeAttr(frontend::kParamValuesAttr);
+  if (llvm::Error error = writeModule(path("pipeline.mlir"), *module))
+    return report(std::move(error));
+  FailureOr<LoweredPipeline> lowered = readPipeline(*module, options);
+  if (failed(lowered))
+    return failure();
+  pipeline = std::move(*lowered);
+  return success();
+}
+
+/// Predictions, schedule.json, schedule.svg, params.bin; the inputs'
+/// element types are checked before the (slow) back half.
+LogicalResult Compilation::writeArtifacts() {
+  llvm::Expected<std::vector<Prediction>> predicted =
+      predictBubbleRates(*pipeline, options);
+  if (!predicted)
+    return report(predicted.takeError());
+  predictions = std::move(*predicted);
+  for (const Prediction &p : predictions) {
+    std::string line = llvm::formatv("predicted bubble rate {0,-6}: {1:f4}",
+                                     p.schedule, p.simulation.bubbleRate);
+    if (p.jitter)
+      line += llvm::formatv(" (with the measured jitter: {0:f4})",
+                            p.jitter->bubbleRate);
+    progress(line);
+  }
+  if (llvm::Error error = writeScheduleJSON(path("schedule.json"), *pipeline))
+    return report(std::move(error));
+  if (llvm::Error error = writeScheduleSVG(path("schedule.svg"), *pipeline))
+    return report(std::move(error));
+  if (llvm::Error error = writeParams(path("params.bin"), pipeline->info,
+                                      paramValues, options.initSeed))
+    return report(std::move(error));
+  for (const ModelValueInfo &input : pipeline->info.inputs)
+    if (llvm::Expected<std::string> dtype = inputDType(input); !dtype)
+      return report(dtype.takeError());
+  return success();
+}
+
+/// One native program per rank: MLIR lowering and translation to LLVM IR
+/// one rank after the other (one MLIRContext), then LLVM optimisation, code
+/// generation and linking of all ranks in parallel (one LLVMContext each).
+LogicalResult Compilation::backHalf() {
+  int64_t numRanks = pipeline->numRanks();
+  std::vector<RankLLVMModule> llvmModules;
+  for (int64_t r = 0; r < numRanks; ++r) {
+    progress(llvm::formatv("rank {0}/{1}: lowering to LLVM", r, numRanks));
+    auto start = Clock::now();
+    FailureOr<OwningOpRef<ModuleOp>> rankModule =
+        lowerRankToLLVM(*module, r, options);
+    if (failed(rankModule))
+      return report(llvm::createStringError(
+          llvm::formatv("lowering rank {0} failed", r).str()));
+    phaseTime(llvm::formatv("rank {0}: MLIR lowering to the LLVM dialect", r),
+              start);
+    if (options.keepIntermediates)
+      if (llvm::Error error = writeModule(
+              path(llvm::formatv("rank{0}.llvm.mlir", r).str()), **rankModule))
+        return report(std::move(error));
+    start = Clock::now();
+    llvm::Expected<RankLLVMModule> llvmModule = translateToLLVMIR(**rankModule);
+    if (!llvmModule)
+      return report(llvm::createStringError(
+          llvm::formatv("rank {0}: {1}", r,
+                        llvm::toString(llvmModule.takeError()))
+              .str()));
+    llvmModules.push_back(std::move(*llvmModule));
+    phaseTime(llvm::formatv("rank {0}: translation to LLVM IR", r), start);
+  }
+  auto start = Clock::now();
+  if (llvm::Error error = emitRankLibraries(llvmModules, options, callbacks))
+    return report(std::move(error));
+  phaseTime("all ranks: LLVM optimisation, code generation and linking (wall)",
+            start);
+  return success();
+}
+
+LogicalResult compile(const CompileOptions &options,
+                      const CompileCallbacks &callbacks) {
+  return Compilation(options, callbacks).run();
+}
+
+} // namespace zb::driver

@@ -1,0 +1,108 @@
+//===- Pipeline.cpp - what the back half reads from the pipeline module ---===//
+#include "zb/Driver/Driver.h"
+#include "zb/Schedule/Registry.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+
+namespace zb::driver {
+
+FailureOr<SmallVector<RankArg>> readRankArgs(func::FuncOp step,
+                                             const PipelineInfo &info) {
+  auto roles = step->getAttrOfType<ArrayAttr>("zb.rank_args");
+  if (!roles)
+    return step.emitError("step function has no zb.rank_args");
+  SmallVector<RankArg> args;
+  for (Attribute a : roles) {
+    auto role = llvm::dyn_cast<StringAttr>(a);
+    if (!role)
+      return step.emitError("zb.rank_args entries must be strings");
+    auto [kind, index] = role.getValue().split(':');
+    RankArg arg{kind.str(), std::nullopt};
+    if (!index.empty()) {
+      // "param:<i>" names argument i of the model function: find its
+      // position among the parameters (param, grad) or inputs (input).
+      int64_t argIndex = 0;
+      const auto &list = kind == "input" ? info.inputs : info.params;
+      const auto *it = list.end();
+      if (!index.getAsInteger(10, argIndex))
+        it = llvm::find_if(
+            list, [&](const ModelValueInfo &v) { return v.index == argIndex; });
+      if (it == list.end())
+        return step.emitError("zb.rank_args: '")
+               << role.getValue() << "' names no model " << kind;
+      arg.index = it - list.begin();
+    }
+    args.push_back(std::move(arg));
+  }
+  return args;
+}
+
+FailureOr<LoweredPipeline> readPipeline(ModuleOp module,
+                                        const CompileOptions &options) {
+  FailureOr<PipelineInfo> info = PipelineInfo::read(module);
+  int64_t numMicrobatches = 0;
+  FailureOr<sched::Schedule> schedule = readSchedule(module, &numMicrobatches);
+  if (failed(info) || failed(schedule))
+    return failure();
+  LoweredPipeline pipeline;
+  pipeline.info = std::move(*info);
+  pipeline.schedule = std::move(*schedule);
+  pipeline.numMicrobatches = numMicrobatches;
+  pipeline.problem =
+      pipeline.info.toProblem(options.microbatches, options.memoryLimit);
+  pipeline.simulation = sched::simulate(pipeline.problem, pipeline.schedule);
+  pipeline.rankArgs.resize(pipeline.numRanks());
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    auto rank = fn->getAttrOfType<IntegerAttr>("zb.rank");
+    if (!rank)
+      continue;
+    if (rank.getInt() < 0 || rank.getInt() >= pipeline.numRanks())
+      return fn.emitError("zb.rank ")
+             << rank.getInt() << " out of range: the schedule has "
+             << pipeline.numRanks() << " ranks";
+    FailureOr<SmallVector<RankArg>> args = readRankArgs(fn, pipeline.info);
+    if (failed(args))
+      return failure();
+    pipeline.rankArgs[rank.getInt()] = std::move(*args);
+  }
+  return pipeline;
+}
+
+llvm::Expected<std::vector<Prediction>>
+predictBubbleRates(const LoweredPipeline &pipeline,
+                   const CompileOptions &options) {
+  SmallVector<std::string> names{"1f1b", "zb-h1"};
+  if (!llvm::is_contained(names, options.schedule))
+    names.push_back(options.schedule);
+  std::vector<Prediction> predictions;
+  for (const std::string &name : names) {
+    // This plan: the schedule as zb-lower-pipeline lowered it (not built a
+    // second time: an ILP would run again). The others: the paper's
+    // schedules, for comparison.
+    llvm::Expected<sched::Schedule> schedule =
+        name == options.schedule
+            ? llvm::Expected<sched::Schedule>(pipeline.schedule)
+            : sched::buildSchedule(pipeline.problem, name);
+    if (!schedule) {
+      llvm::consumeError(schedule.takeError());
+      continue;
+    }
+    Prediction prediction{name, sched::simulate(pipeline.problem, *schedule),
+                          std::nullopt};
+    // With a profile that measured the pass-to-pass variation: the
+    // expected per-rank bubble under that variation (Monte Carlo).
+    if (!pipeline.problem.cvF.empty()) {
+      auto jitter = sched::estimateJitter(pipeline.problem, *schedule);
+      if (!jitter)
+        return llvm::createStringError("--profile: " +
+                                       llvm::toString(jitter.takeError()));
+      prediction.jitter = std::move(*jitter);
+    }
+    predictions.push_back(std::move(prediction));
+  }
+  return predictions;
+}
+
+} // namespace zb::driver
