@@ -23,7 +23,7 @@ function(zb_add_layering_test name target probe expect)
     PASS_REGULAR_EXPRESSION "${expect}.*(No such file|file not found)")
 endfunction()
 
-foreach(target ZBSchedule zbrt)
+foreach(target ZBSchedule zbrt ZBHostFormats ZBHostRunner)
   zb_add_layering_test(no-mlir ${target} mlir_probe.cpp "mlir/IR/Builders.h")
   zb_add_layering_test(no-zb-mlir ${target} zb_dialect_probe.cpp
                        "zb/Dialect/ZB/IR/ZBDialect.h")

@@ -1,5 +1,6 @@
 //===- Driver.cpp - options, context, model loading, compile() ------------===//
 #include "zb/Driver/Driver.h"
+#include "zb/Schedule/Registry.h"
 #include "zb/Dialect/ZB/IR/ZBDialect.h"
 #include "zb/Frontend/ONNX/ONNXImporter.h"
 #include "zb/Frontend/StableHLO/StableHLOImporter.h"

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "zb/Driver/Driver.h"
+#include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 
 #include "mlir/IR/Builders.h"
