@@ -142,13 +142,10 @@ llvm::Error linkShared(llvm::StringRef object, llvm::StringRef library) {
   if (!cc)
     return llvm::createStringError("no C compiler (cc) on PATH to link " +
                                    library);
-  // MLIR's C runner utilities provide memrefCopy (strided copies that the
-  // bufferized code may call).
-  std::string libDir = "-L" ZB_MLIR_LIB_DIR;
-  std::string rpath = "-Wl,-rpath," ZB_MLIR_LIB_DIR;
-  SmallVector<StringRef> args{
-      *cc,    "-shared", "-o",  library,
-      object, libDir,    rpath, "-lmlir_c_runner_utils"};
+  // The rank program needs only libzbrt's symbols (the pool allocator, the
+  // runtime calls), resolved in the zb-run process, and libm: copies are
+  // loops (zb-memref-copy-to-linalg), not calls of MLIR's runner utilities.
+  SmallVector<StringRef> args{*cc, "-shared", "-o", library, object, "-lm"};
   std::string message;
   if (llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &message))
     return llvm::createStringError("linking " + library +

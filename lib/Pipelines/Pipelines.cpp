@@ -43,6 +43,8 @@ void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator) {
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addPass(createConvertBufferizationToMemRefPass());
+  // Copies as loops: rank programs need no libmlir_c_runner_utils.
+  pm.addPass(createZBMemRefCopyToLinalg());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());

@@ -67,4 +67,19 @@ def ZBEmitRankEntry : Pass<"zb-emit-rank-entry", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def ZBMemRefCopyToLinalg : Pass<"zb-memref-copy-to-linalg", "mlir::ModuleOp"> {
+  let summary = "Rewrites memref.copy as linalg.copy (loops, not a runtime call)";
+  let description = [{
+    Runs after bufferization. Every `memref.copy` becomes a `linalg.copy`
+    with the same source and target, which convert-linalg-to-loops lowers to
+    loops (and a GPU path maps to a kernel). Without this pass
+    finalize-memref-to-llvm lowers a copy of non-contiguous memrefs to a call
+    of `memrefCopy` from MLIR's C runner utilities, which would make every
+    rank program load libmlir_c_runner_utils (and with it libMLIR and
+    libLLVM) at run time; a rank program then needs only libzbrt. The copy
+    is exact, so results are unchanged.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 #endif // ZB_CONVERSION_PASSES_TD
