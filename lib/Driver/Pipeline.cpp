@@ -1,4 +1,5 @@
 //===- Pipeline.cpp - what the back half reads from the pipeline module ---===//
+#include "zb/Dialect/ZB/IR/ZBOps.h"
 #include "zb/Driver/Driver.h"
 #include "zb/Schedule/Registry.h"
 
@@ -10,28 +11,27 @@ namespace zb::driver {
 
 FailureOr<SmallVector<RankArg>> readRankArgs(func::FuncOp step,
                                              const PipelineInfo &info) {
-  auto roles = step->getAttrOfType<ArrayAttr>("zb.rank_args");
+  // Verified by the dialect: an array of #zb.rank_arg (ZBAttributes.cpp).
+  auto roles = step->getAttrOfType<ArrayAttr>(kRankArgsAttr);
   if (!roles)
     return step.emitError("step function has no zb.rank_args");
   SmallVector<RankArg> args;
-  for (Attribute a : roles) {
-    auto role = llvm::dyn_cast<StringAttr>(a);
-    if (!role)
-      return step.emitError("zb.rank_args entries must be strings");
-    auto [kind, index] = role.getValue().split(':');
+  for (auto role : roles.getAsRange<RankArgAttr>()) {
+    StringRef kind = stringifyRankArgKind(role.getKind());
     RankArg arg{kind.str(), std::nullopt};
-    if (!index.empty()) {
-      // "param:<i>" names argument i of the model function: find its
-      // position among the parameters (param, grad) or inputs (input).
-      int64_t argIndex = 0;
-      const auto &list = kind == "input" ? info.inputs : info.params;
-      const auto *it = list.end();
-      if (!index.getAsInteger(10, argIndex))
-        it = llvm::find_if(
-            list, [&](const ModelValueInfo &v) { return v.index == argIndex; });
+    if (role.getKind() != RankArgKind::loss) {
+      // #zb.rank_arg<param, i> names argument i of the model function: find
+      // its position among the parameters (param, grad) or inputs (input).
+      const auto &list =
+          role.getKind() == RankArgKind::input ? info.inputs : info.params;
+      const auto *it = llvm::find_if(list, [&](const ModelValueInfo &v) {
+        return v.index == role.getIndex();
+      });
       if (it == list.end())
-        return step.emitError("zb.rank_args: '")
-               << role.getValue() << "' names no model " << kind;
+        return step.emitError("zb.rank_args: ")
+               << role << " names no model "
+               << (role.getKind() == RankArgKind::input ? "input"
+                                                        : "parameter");
       arg.index = it - list.begin();
     }
     args.push_back(std::move(arg));

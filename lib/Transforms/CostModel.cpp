@@ -96,8 +96,8 @@ bool isFusible(Operation *op) {
 /// F for forward ops, the zb.phase of backward ops ("BW" before
 /// zb-split-backward).
 static StringRef phaseOf(Operation *op) {
-  if (auto p = op->getAttrOfType<StringAttr>(kPhaseAttr))
-    return p.getValue();
+  if (auto p = op->getAttrOfType<PhaseAttr>(kPhaseAttr))
+    return stringifyPhase(p.getValue());
   return op->hasAttr(kOriginAttr) ? "BW" : "F";
 }
 

@@ -124,8 +124,8 @@ struct RankLowering {
     return module.lookupSymbol<func::FuncOp>(name);
   }
   static StringRef role(DictionaryAttr attrs) {
-    auto r = attrs ? attrs.getAs<StringAttr>("zb.role") : nullptr;
-    return r ? r.getValue() : StringRef();
+    auto r = attrs ? attrs.getAs<RoleAttr>(kRoleAttr) : nullptr;
+    return r ? stringifyRole(r.getValue()) : StringRef();
   }
   static int64_t key(DictionaryAttr attrs) {
     if (auto v = attrs.getAs<IntegerAttr>("zb.value"))
@@ -177,18 +177,18 @@ LogicalResult RankLowering::lower(int64_t rank) {
   };
   for (int64_t p : paramIdx) {
     argTypes.push_back(memrefOf(typeOf(p)));
-    argRoles.push_back(b.getStringAttr(llvm::formatv("param:{0}", p)));
+    argRoles.push_back(RankArgAttr::get(ctx, RankArgKind::param, p));
   }
   for (int64_t p : paramIdx) {
     argTypes.push_back(memrefOf(typeOf(p)));
-    argRoles.push_back(b.getStringAttr(llvm::formatv("grad:{0}", p)));
+    argRoles.push_back(RankArgAttr::get(ctx, RankArgKind::grad, p));
   }
   for (int64_t i : inputIdx) {
     RankedTensorType t = typeOf(i);
     SmallVector<int64_t> shape{numMicrobatches};
     shape.append(t.getShape().begin(), t.getShape().end());
     argTypes.push_back(MemRefType::get(shape, t.getElementType()));
-    argRoles.push_back(b.getStringAttr(llvm::formatv("input:{0}", i)));
+    argRoles.push_back(RankArgAttr::get(ctx, RankArgKind::input, i));
   }
   Type f32 = b.getF32Type();
   RankedTensorType lossTy;
@@ -200,7 +200,7 @@ LogicalResult RankLowering::lower(int64_t rank) {
     if (!lossTy)
       return fwd.emitError("last stage's forward function returns no loss");
     argTypes.push_back(MemRefType::get({}, lossTy.getElementType()));
-    argRoles.push_back(b.getStringAttr("loss"));
+    argRoles.push_back(RankArgAttr::get(ctx, RankArgKind::loss, -1));
   }
   (void)f32;
 
@@ -209,7 +209,7 @@ LogicalResult RankLowering::lower(int64_t rank) {
   auto step = func::FuncOp::create(b, loc, name,
                                    b.getFunctionType(argTypes, {}));
   step->setAttr("zb.rank", b.getI64IntegerAttr(rank));
-  step->setAttr("zb.rank_args", b.getArrayAttr(argRoles));
+  step->setAttr(kRankArgsAttr, b.getArrayAttr(argRoles));
   step->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *entry = step.addEntryBlock();
   b.setInsertionPointToStart(entry);

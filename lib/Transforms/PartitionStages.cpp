@@ -226,7 +226,7 @@ LogicalResult Partitioner::splitTiedGradient(unsigned arg, Value grad) {
       }
       auto add = AddOp::create(b, ret->getLoc(), sum.getType(), sum, leaf);
       add->setAttr(kOriginAttr, def->getAttr(kOriginAttr));
-      add->setAttr(kPhaseAttr, b.getStringAttr("W"));
+      add->setAttr(kPhaseAttr, PhaseAttr::get(b.getContext(), Phase::W));
       stageOf[add] = s;
       sum = add;
     }
@@ -394,7 +394,7 @@ func::FuncOp Partitioner::outline(StringRef name, int64_t stage, StringRef kind,
                                  b.getFunctionType(argTypes, resultTypes));
   auto i64 = b.getI64Type();
   auto setPortAttrs = [&](auto setter, unsigned i, const Port &p) {
-    setter(i, "zb.role", b.getStringAttr(p.role));
+    setter(i, kRoleAttr, RoleAttr::get(ctx, *symbolizeRole(p.role)));
     bool isIndex =
         p.role == "param" || p.role == "batch" || p.role == "param_grad";
     if (p.role != "loss")
@@ -410,7 +410,8 @@ func::FuncOp Partitioner::outline(StringRef name, int64_t stage, StringRef kind,
                      Attribute a) { fn.setResultAttr(k, n, a); },
                  i, p);
   fn->setAttr(kStageAttr, IntegerAttr::get(i64, stage));
-  fn->setAttr("zb.kind", b.getStringAttr(kind));
+  fn->setAttr(kFuncKindAttr,
+              StageFuncKindAttr::get(ctx, *symbolizeStageFuncKind(kind)));
 
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -492,7 +493,8 @@ LogicalResult Partitioner::run() {
     int64_t s = stageOf.lookup(&op);
     if (!isBackwardOp(&op))
       F[s].push_back(&op);
-    else if (llvm::cast<StringAttr>(op.getAttr(kPhaseAttr)).getValue() == "W")
+    else if (llvm::cast<PhaseAttr>(op.getAttr(kPhaseAttr)).getValue() ==
+             Phase::W)
       W[s].push_back(&op);
     else
       B[s].push_back(&op);
@@ -670,50 +672,39 @@ LogicalResult Partitioner::run() {
     for (const Port &p : fIn)
       if (p.role == "act" && s == numStages - 1)
         commBytes += targetBytes(p.value.getType(), &target);
-    NamedAttrList attrs;
-    attrs.set("stage", b.getI64IntegerAttr(s));
-    attrs.set("forward", FlatSymbolRefAttr::get(fwd.getSymNameAttr()));
-    attrs.set("backward_input", FlatSymbolRefAttr::get(bwdIn.getSymNameAttr()));
-    attrs.set("backward_weight", FlatSymbolRefAttr::get(bwdW.getSymNameAttr()));
-    attrs.set("t_f", b.getF64FloatAttr(tF));
-    attrs.set("t_b", b.getF64FloatAttr(tB));
-    attrs.set("t_w", b.getF64FloatAttr(tW));
-    attrs.set("t_comm", b.getF64FloatAttr(commTimeMs(commBytes, target)));
-    attrs.set("m_b", b.getI64IntegerAttr(mB));
-    attrs.set("m_w", b.getI64IntegerAttr(mW));
-    stageAttrs.push_back(attrs.getDictionary(ctx));
+    llvm::APFloat unmeasured(-1.0);
+    stageAttrs.push_back(StageAttr::get(
+        ctx, s, FlatSymbolRefAttr::get(fwd.getSymNameAttr()),
+        FlatSymbolRefAttr::get(bwdIn.getSymNameAttr()),
+        FlatSymbolRefAttr::get(bwdW.getSymNameAttr()), llvm::APFloat(tF),
+        llvm::APFloat(tB), llvm::APFloat(tW),
+        llvm::APFloat(commTimeMs(commBytes, target)), mB, mW, unmeasured,
+        unmeasured, unmeasured, /*profiled=*/false));
   }
 
   SmallVector<Attribute> params, inputs;
   for (unsigned i = 0; i < numArgs; ++i) {
-    NamedAttrList a;
-    a.set("name", nameOfArg(i));
-    a.set("index", b.getI64IntegerAttr(i));
-    a.set("type", TypeAttr::get(body->getArgument(i).getType()));
+    auto value = [&](ArrayRef<int64_t> stages) {
+      return ModelValueAttr::get(ctx, nameOfArg(i).getValue(), i,
+                                 body->getArgument(i).getType(),
+                                 b.getDenseI64ArrayAttr(stages));
+    };
     if (isParam(body->getArgument(i))) {
-      a.set("stage", b.getI64IntegerAttr(paramStages[i].front()));
-      if (paramStages[i].size() > 1)
-        a.set("stages", b.getDenseI64ArrayAttr(paramStages[i]));
-      params.push_back(a.getDictionary(ctx));
+      params.push_back(value(paramStages[i]));
     } else {
       SmallVector<int64_t> stages;
       for (Operation *user : body->getArgument(i).getUsers())
         if (!llvm::is_contained(stages, stageOf.lookup(user)))
           stages.push_back(stageOf.lookup(user));
       llvm::sort(stages);
-      a.set("stages", b.getDenseI64ArrayAttr(stages));
-      inputs.push_back(a.getDictionary(ctx));
+      inputs.push_back(value(stages));
     }
   }
-  NamedAttrList pipeline;
-  pipeline.set("num_stages", b.getI64IntegerAttr(numStages));
-  pipeline.set("num_ranks", b.getI64IntegerAttr(numRanks));
-  pipeline.set("num_chunks", b.getI64IntegerAttr(numChunks));
-  pipeline.set("target", b.getStringAttr(target.name));
-  pipeline.set("stages", b.getArrayAttr(stageAttrs));
-  pipeline.set("params", b.getArrayAttr(params));
-  pipeline.set("inputs", b.getArrayAttr(inputs));
-  module->setAttr("zb.pipeline", pipeline.getDictionary(ctx));
+  module->setAttr(kPipelineAttr,
+                  PipelineAttr::get(ctx, numStages, numRanks, numChunks,
+                                    target.name, b.getArrayAttr(stageAttrs),
+                                    b.getArrayAttr(params),
+                                    b.getArrayAttr(inputs)));
   func.erase();
   return success();
 }

@@ -39,18 +39,13 @@ struct ZBReportPass : public zb::impl::ZBReportBase<ZBReportPass> {
     os << llvm::formatv("total:    T_F={0:f4} ms T_B={1:f4} ms T_W={2:f4} ms "
                         "(T_B+T_W)/T_F={3:f2}\n",
                         tF, tB, tW, tF > 0 ? (tB + tW) / tF : 0.0);
-    if (auto sched = module->getAttrOfType<DictionaryAttr>("zb.schedule")) {
-      auto name = sched.getAs<StringAttr>("name");
-      auto bubble = sched.getAs<FloatAttr>("bubble_rate");
-      auto peak = sched.getAs<DenseF64ArrayAttr>("peak_memory");
-      os << "schedule " << (name ? name.getValue() : "?")
+    if (auto sched = module->getAttrOfType<ScheduleAttr>(kScheduleAttr)) {
+      os << "schedule " << sched.getName()
          << llvm::formatv(": predicted bubble rate {0:f4}",
-                          bubble ? bubble.getValueAsDouble() : 0.0);
-      if (peak) {
-        os << ", peak memory per rank (bytes):";
-        for (double p : peak.asArrayRef())
-          os << " " << static_cast<int64_t>(p);
-      }
+                          sched.getBubbleRate().convertToDouble());
+      os << ", peak memory per rank (bytes):";
+      for (double p : sched.getPeakMemory().asArrayRef())
+        os << " " << static_cast<int64_t>(p);
       os << "\n";
     }
   }

@@ -136,7 +136,7 @@ struct ZBSplitBackwardPass
         Attribute originAttr = firstUser->getAttr(kOriginAttr);
         for (Operation *op : ordered) {
           Operation *c = b.clone(*op, map);
-          c->setAttr(kPhaseAttr, b.getStringAttr("W"));
+          c->setAttr(kPhaseAttr, PhaseAttr::get(b.getContext(), Phase::W));
           c->setAttr(kOriginAttr, originAttr);
           c->removeAttr(kActGradAttr);
           weightOps.insert(c);
@@ -195,7 +195,8 @@ struct ZBSplitBackwardPass
         bool isW = !inputOps.contains(&op);
         if (isW)
           weightOps.insert(&op);
-        op.setAttr(kPhaseAttr, StringAttr::get(&getContext(), isW ? "W" : "B"));
+        op.setAttr(kPhaseAttr,
+                   PhaseAttr::get(&getContext(), isW ? Phase::W : Phase::B));
         (isW ? numW : numB)++;
       }
       (void)ret;

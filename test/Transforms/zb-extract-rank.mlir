@@ -15,7 +15,7 @@
 // RANK0-NEXT:  func.func private @stage0_forward(%{{.*}}: tensor<4xf32>, %{{.*}}: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
 // RANK0:       func.func private @stage0_backward(%{{.*}}: tensor<4xf32>, %{{.*}}: tensor<4xf32>) -> tensor<4xf32> attributes {zb.stage = 0 : i64} {
 // RANK0:       func.func @zb_rank0_step(%{{.*}}: memref<4xf32>, %{{.*}}: memref<4xf32>, %{{.*}}: memref<2x4xf32>)
-// RANK0-SAME:    attributes {llvm.emit_c_interface, zb.rank = 0 : i64, zb.rank_args = ["param:1", "grad:1", "input:0"]}
+// RANK0-SAME:    attributes {llvm.emit_c_interface, zb.rank = 0 : i64, zb.rank_args = [#zb.rank_arg<param, 1>, #zb.rank_arg<grad, 1>, #zb.rank_arg<input, 0>]}
 // RANK0-NOT:   func.func
 // RANK0:       }
 
@@ -24,7 +24,7 @@
 // RANK1:       func.func private @stage1_forward(%{{.*}}: tensor<4xf32>) -> tensor<f32> {
 // RANK1-NOT:   func.func
 // RANK1:       func.func @zb_rank1_step(%{{.*}}: memref<f32>)
-// RANK1-SAME:    zb.rank = 1 : i64, zb.rank_args = ["loss"]
+// RANK1-SAME:    zb.rank = 1 : i64, zb.rank_args = [#zb.rank_arg<loss>]
 // RANK1-NOT:   func.func
 // RANK1:       }
 
@@ -37,19 +37,19 @@ module {
     %l = zb.reduce_sum %h axes [0] : tensor<4xf32> -> tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @stage0_forward(%w: tensor<4xf32> {zb.index = 1 : i64, zb.role = "param"}, %x: tensor<4xf32> {zb.index = 0 : i64, zb.role = "batch"}) -> (tensor<4xf32> {zb.role = "act", zb.value = 0 : i64}, tensor<4xf32> {zb.role = "saved", zb.value = 1 : i64}) {
+  func.func @stage0_forward(%w: tensor<4xf32> {zb.index = 1 : i64, zb.role = #zb.role<param>}, %x: tensor<4xf32> {zb.index = 0 : i64, zb.role = #zb.role<batch>}) -> (tensor<4xf32> {zb.role = #zb.role<act>, zb.value = 0 : i64}, tensor<4xf32> {zb.role = #zb.role<saved>, zb.value = 1 : i64}) {
     %h = zb.mul %x, %w : tensor<4xf32>
     return %h, %x : tensor<4xf32>, tensor<4xf32>
   }
-  func.func @stage0_backward(%x: tensor<4xf32> {zb.role = "saved", zb.value = 1 : i64}, %g: tensor<4xf32> {zb.role = "grad", zb.value = 0 : i64}) -> (tensor<4xf32> {zb.index = 1 : i64, zb.role = "param_grad"}) attributes {zb.stage = 0 : i64} {
+  func.func @stage0_backward(%x: tensor<4xf32> {zb.role = #zb.role<saved>, zb.value = 1 : i64}, %g: tensor<4xf32> {zb.role = #zb.role<grad>, zb.value = 0 : i64}) -> (tensor<4xf32> {zb.index = 1 : i64, zb.role = #zb.role<param_grad>}) attributes {zb.stage = 0 : i64} {
     %dw = zb.mul %x, %g : tensor<4xf32>
     return %dw : tensor<4xf32>
   }
-  func.func @stage1_forward(%h: tensor<4xf32> {zb.role = "act", zb.value = 0 : i64}) -> (tensor<f32> {zb.role = "loss"}) {
+  func.func @stage1_forward(%h: tensor<4xf32> {zb.role = #zb.role<act>, zb.value = 0 : i64}) -> (tensor<f32> {zb.role = #zb.role<loss>}) {
     %l = zb.reduce_sum %h axes [0] : tensor<4xf32> -> tensor<f32>
     return %l : tensor<f32>
   }
-  func.func @zb_rank0_step(%w: memref<4xf32>, %dw: memref<4xf32>, %x: memref<2x4xf32>) attributes {llvm.emit_c_interface, zb.rank = 0 : i64, zb.rank_args = ["param:1", "grad:1", "input:0"]} {
+  func.func @zb_rank0_step(%w: memref<4xf32>, %dw: memref<4xf32>, %x: memref<2x4xf32>) attributes {llvm.emit_c_interface, zb.rank = 0 : i64, zb.rank_args = [#zb.rank_arg<param, 1>, #zb.rank_arg<grad, 1>, #zb.rank_arg<input, 0>]} {
     %c0 = arith.constant 0 : i32
     call @zbrt_action_begin(%c0) : (i32) -> ()
     %wt = bufferization.to_tensor %w restrict : memref<4xf32> to tensor<4xf32>
@@ -62,7 +62,7 @@ module {
     bufferization.materialize_in_destination %b in restrict writable %dw : (tensor<4xf32>, memref<4xf32>) -> ()
     return
   }
-  func.func @zb_rank1_step(%loss: memref<f32>) attributes {llvm.emit_c_interface, zb.rank = 1 : i64, zb.rank_args = ["loss"]} {
+  func.func @zb_rank1_step(%loss: memref<f32>) attributes {llvm.emit_c_interface, zb.rank = 1 : i64, zb.rank_args = [#zb.rank_arg<loss>]} {
     %h = zb.recv from 0 tag 0 : tensor<4xf32>
     %l = call @stage1_forward(%h) : (tensor<4xf32>) -> tensor<f32>
     %g = zb.broadcast_in_dim %l dims [] : tensor<f32> -> tensor<4xf32>
@@ -80,7 +80,7 @@ module {
 // RANK0-NEXT:  func.func private @shared(%{{.*}}: tensor<2xf32> {llvm.noalias}) -> tensor<2xf32> {
 // RANK0-NEXT:    return
 // RANK0-NEXT:  }
-// RANK0-NEXT:  func.func @zb_rank0_step(%{{.*}}: memref<2xf32>) attributes {zb.rank = 0 : i64, zb.rank_args = ["param:0"]} {
+// RANK0-NEXT:  func.func @zb_rank0_step(%{{.*}}: memref<2xf32>) attributes {zb.rank = 0 : i64, zb.rank_args = [#zb.rank_arg<param, 0>]} {
 // RANK0-NOT:   func.func
 
 // RANK1-LABEL: module {
@@ -92,15 +92,15 @@ module {
 
 // expected-error @below {{zb-extract-rank: no step function for rank 2 (the module has ranks 0, 1)}}
 module {
-  func.func @shared(%t: tensor<2xf32> {llvm.noalias, zb.role = "param", zb.index = 0 : i64}) -> tensor<2xf32> {
+  func.func @shared(%t: tensor<2xf32> {llvm.noalias, zb.role = #zb.role<param>, zb.index = 0 : i64}) -> tensor<2xf32> {
     return %t : tensor<2xf32>
   }
-  func.func @zb_rank1_step(%p: memref<2xf32>) attributes {zb.rank = 1 : i64, zb.rank_args = ["param:0"]} {
+  func.func @zb_rank1_step(%p: memref<2xf32>) attributes {zb.rank = 1 : i64, zb.rank_args = [#zb.rank_arg<param, 0>]} {
     %t = bufferization.to_tensor %p restrict : memref<2xf32> to tensor<2xf32>
     %r = call @shared(%t) : (tensor<2xf32>) -> tensor<2xf32>
     return
   }
-  func.func @zb_rank0_step(%p: memref<2xf32>) attributes {zb.rank = 0 : i64, zb.rank_args = ["param:0"]} {
+  func.func @zb_rank0_step(%p: memref<2xf32>) attributes {zb.rank = 0 : i64, zb.rank_args = [#zb.rank_arg<param, 0>]} {
     %t = bufferization.to_tensor %p restrict : memref<2xf32> to tensor<2xf32>
     %r = call @shared(%t) : (tensor<2xf32>) -> tensor<2xf32>
     return

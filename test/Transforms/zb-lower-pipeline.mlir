@@ -6,7 +6,7 @@
 // rank 1), B of both (receiving gradients), then W in reverse order.
 // CHECK-LABEL: func.func @zb_rank0_step(
 // CHECK-SAME: %[[P:.*]]: memref<3x5xf32>, %[[G:.*]]: memref<3x5xf32>, %[[X:.*]]: memref<2x4x3xf32>)
-// CHECK-SAME: zb.rank = 0 : i64, zb.rank_args = ["param:1", "grad:1", "input:0"]
+// CHECK-SAME: zb.rank = 0 : i64, zb.rank_args = [#zb.rank_arg<param, 1>, #zb.rank_arg<grad, 1>, #zb.rank_arg<input, 0>]
 // CHECK: %[[PT:.*]] = bufferization.to_tensor %[[P]] restrict
 // CHECK: %[[XT:.*]] = bufferization.to_tensor %[[X]] restrict
 // CHECK: %[[X0:.*]] = tensor.extract_slice %[[XT]][0, 0, 0] [1, 4, 3] [1, 1, 1]
@@ -29,7 +29,7 @@
 // Rank 1 runs the last stage: it receives activations, sums the losses in
 // microbatch order and sends gradients back.
 // CHECK-LABEL: func.func @zb_rank1_step(
-// CHECK-SAME: zb.rank_args = ["param:2", "grad:2", "loss"]
+// CHECK-SAME: zb.rank_args = [#zb.rank_arg<param, 2>, #zb.rank_arg<grad, 2>, #zb.rank_arg<loss>]
 // CHECK: zb.recv from 0 tag 0
 // CHECK: %[[L0:.*]]:2 = call @stage1_forward
 // CHECK: zb.send %{{.*}}#0 to 0 tag 3
@@ -43,7 +43,7 @@
 
 // One stage: no communication at all.
 // ONE-LABEL: func.func @zb_rank0_step(
-// ONE-SAME: zb.rank_args = ["param:1", "grad:1", "input:0", "loss"]
+// ONE-SAME: zb.rank_args = [#zb.rank_arg<param, 1>, #zb.rank_arg<grad, 1>, #zb.rank_arg<input, 0>, #zb.rank_arg<loss>]
 // ONE-NOT: zb.send
 // ONE-NOT: zb.recv
 // ONE: return

@@ -10,31 +10,31 @@
 // RUN: not zb-opt %t.gpt.mlir -zb-autodiff -zb-split-backward -zb-partition-stages="balance=flops" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: zb-opt %s -zb-autodiff -zb-split-backward -zb-partition-stages="num-stages=2 balance=layers" | FileCheck %s --check-prefix=ATTR
 
-// TWO: name = "wte", stage = 0 : i64, stages = array<i64: 0, 1>
-// TWO: name = "wpe", stage = 0 : i64
-// TWO: name = "ln1_w0", stage = 0 : i64
-// TWO: name = "fc2_b1", stage = 0 : i64
-// TWO: name = "ln1_w2", stage = 1 : i64
-// TWO: name = "fc2_b3", stage = 1 : i64
-// TWO: name = "lnf_w", stage = 1 : i64
-// TWO: name = "lnf_b", stage = 1 : i64
+// TWO: #zb.value<"wte", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [0, 1]>
+// TWO: #zb.value<"wpe", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [0]>
+// TWO: #zb.value<"ln1_w0", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [0]>
+// TWO: #zb.value<"fc2_b1", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [0]>
+// TWO: #zb.value<"ln1_w2", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [1]>
+// TWO: #zb.value<"fc2_b3", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [1]>
+// TWO: #zb.value<"lnf_w", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [1]>
+// TWO: #zb.value<"lnf_b", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [1]>
 
-// FOUR: name = "wte", stage = 0 : i64, stages = array<i64: 0, 3>
-// FOUR: name = "wpe", stage = 0 : i64
-// FOUR: name = "fc2_b0", stage = 0 : i64
-// FOUR: name = "ln1_w1", stage = 1 : i64
-// FOUR: name = "fc2_b1", stage = 1 : i64
-// FOUR: name = "ln1_w2", stage = 2 : i64
-// FOUR: name = "fc2_b2", stage = 2 : i64
-// FOUR: name = "ln1_w3", stage = 3 : i64
-// FOUR: name = "lnf_b", stage = 3 : i64
+// FOUR: #zb.value<"wte", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [0, 3]>
+// FOUR: #zb.value<"wpe", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [0]>
+// FOUR: #zb.value<"fc2_b0", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [0]>
+// FOUR: #zb.value<"ln1_w1", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [1]>
+// FOUR: #zb.value<"fc2_b1", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [1]>
+// FOUR: #zb.value<"ln1_w2", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [2]>
+// FOUR: #zb.value<"fc2_b2", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [2]>
+// FOUR: #zb.value<"ln1_w3", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [3]>
+// FOUR: #zb.value<"lnf_b", index = {{[0-9]+}}, type = tensor<{{[^>]*}}>, stages = [3]>
 
 // FEW: error: balance=layers: found 4 layers (zb.layer attributes or numbered parameter names), fewer than the 5 stages
 // BAD: error: zb-partition-stages: unknown balance 'flops' (expected cost or layers)
 
 // Layers from zb.layer attributes (the parameter names carry no numbers); ops
 // without one carry the layer of the op before them (the tanh of layer 1).
-// ATTR: params = [{index = 1 : i64, name = "in_proj", stage = 0 : i64, type = tensor<3x3xf32>}, {index = 2 : i64, name = "mid_a", stage = 0 : i64, type = tensor<3x3xf32>}, {index = 3 : i64, name = "mid_b", stage = 1 : i64, type = tensor<3x3xf32>}, {index = 4 : i64, name = "out_proj", stage = 1 : i64, type = tensor<3x3xf32>}]
+// ATTR: params = [#zb.value<"in_proj", index = 1, type = tensor<3x3xf32>, stages = [0]>, #zb.value<"mid_a", index = 2, type = tensor<3x3xf32>, stages = [0]>, #zb.value<"mid_b", index = 3, type = tensor<3x3xf32>, stages = [1]>, #zb.value<"out_proj", index = 4, type = tensor<3x3xf32>, stages = [1]>]
 // ATTR-LABEL: func.func @stage0_forward(
 // ATTR-COUNT-2: zb.tanh
 // ATTR-LABEL: func.func @stage1_forward(

@@ -5,34 +5,34 @@
 // make the stage interfaces explicit: activations (act) and their gradients
 // (grad) cross stages; saved tensors go from F to B/W (M_B), residuals from B
 // to W (M_W).
-// CHECK: module attributes {zb.pipeline = {
-// CHECK-SAME: num_stages = 2
-// CHECK-SAME: params = [{index = 1 : i64, name = "w1", stage = 0 : i64, type = tensor<3x5xf32>}, {index = 2 : i64, name = "w2", stage = 1 : i64, type = tensor<5x2xf32>}]
-// CHECK-SAME: stages = [{backward_input = @stage0_backward_input, backward_weight = @stage0_backward_weight, forward = @stage0_forward, m_b = 80 : i64, m_w = 80 : i64, stage = 0 : i64
-// CHECK-SAME: {backward_input = @stage1_backward_input, backward_weight = @stage1_backward_weight, forward = @stage1_forward, m_b = 80 : i64, m_w = 32 : i64, stage = 1 : i64
+// CHECK: module attributes {zb.pipeline = #zb.pipeline<
+// CHECK-SAME: num_stages = 2, num_ranks = 2, num_chunks = 1, target = "cpu"
+// CHECK-SAME: stages = [#zb.stage<stage = 0, forward = @stage0_forward, backward_input = @stage0_backward_input, backward_weight = @stage0_backward_weight, t_f = {{[^,]*}}, t_b = {{[^,]*}}, t_w = {{[^,]*}}, t_comm = {{[^,]*}}, m_b = 80, m_w = 80>
+// CHECK-SAME: #zb.stage<stage = 1, forward = @stage1_forward, backward_input = @stage1_backward_input, backward_weight = @stage1_backward_weight, t_f = {{[^,]*}}, t_b = {{[^,]*}}, t_w = {{[^,]*}}, t_comm = {{[^,]*}}, m_b = 80, m_w = 32>
+// CHECK-SAME: params = [#zb.value<"w1", index = 1, type = tensor<3x5xf32>, stages = [0]>, #zb.value<"w2", index = 2, type = tensor<5x2xf32>, stages = [1]>]
 
 // CHECK-LABEL: func.func @stage0_forward(
-// CHECK-SAME: %{{.*}}: tensor<3x5xf32> {zb.index = 1 : i64, zb.role = "param"}, %{{.*}}: tensor<4x3xf32> {zb.index = 0 : i64, zb.role = "batch"})
-// CHECK-SAME: -> (tensor<4x5xf32> {zb.role = "act", zb.value = [[ACT:[0-9]+]] : i64}, tensor<4x5xf32> {zb.role = "saved", zb.value = [[ACT]] : i64})
-// CHECK-SAME: attributes {zb.kind = "forward", zb.stage = 0 : i64}
+// CHECK-SAME: %{{.*}}: tensor<3x5xf32> {zb.index = 1 : i64, zb.role = #zb.role<param>}, %{{.*}}: tensor<4x3xf32> {zb.index = 0 : i64, zb.role = #zb.role<batch>})
+// CHECK-SAME: -> (tensor<4x5xf32> {zb.role = #zb.role<act>, zb.value = [[ACT:[0-9]+]] : i64}, tensor<4x5xf32> {zb.role = #zb.role<saved>, zb.value = [[ACT]] : i64})
+// CHECK-SAME: attributes {zb.kind = #zb.kind<forward>, zb.stage = 0 : i64}
 // CHECK: zb.matmul
 // CHECK: zb.tanh
 // CHECK-LABEL: func.func @stage0_backward_input(
-// CHECK-SAME: {zb.role = "saved", zb.value = [[ACT]] : i64}, %{{.*}}: tensor<4x5xf32> {zb.role = "grad", zb.value = [[DA:[0-9]+]] : i64})
-// CHECK-SAME: -> (tensor<4x5xf32> {zb.role = "residual", zb.value = [[DH:[0-9]+]] : i64})
+// CHECK-SAME: {zb.role = #zb.role<saved>, zb.value = [[ACT]] : i64}, %{{.*}}: tensor<4x5xf32> {zb.role = #zb.role<grad>, zb.value = [[DA:[0-9]+]] : i64})
+// CHECK-SAME: -> (tensor<4x5xf32> {zb.role = #zb.role<residual>, zb.value = [[DH:[0-9]+]] : i64})
 // CHECK-LABEL: func.func @stage0_backward_weight(
-// CHECK-SAME: {zb.index = 0 : i64, zb.role = "batch"}, %{{.*}}: tensor<4x5xf32> {zb.role = "residual", zb.value = [[DH]] : i64})
-// CHECK-SAME: -> (tensor<3x5xf32> {zb.index = 1 : i64, zb.role = "param_grad"})
+// CHECK-SAME: {zb.index = 0 : i64, zb.role = #zb.role<batch>}, %{{.*}}: tensor<4x5xf32> {zb.role = #zb.role<residual>, zb.value = [[DH]] : i64})
+// CHECK-SAME: -> (tensor<3x5xf32> {zb.index = 1 : i64, zb.role = #zb.role<param_grad>})
 // CHECK: zb.matmul %arg0, %arg1 {transpose_lhs
 
 // The last stage computes the loss; it saves its input activation for W.
 // CHECK-LABEL: func.func @stage1_forward(
-// CHECK-SAME: {zb.index = 2 : i64, zb.role = "param"}, %{{.*}}: tensor<4x5xf32> {zb.role = "act", zb.value = [[ACT]] : i64})
-// CHECK-SAME: -> (tensor<f32> {zb.role = "loss"}, tensor<4x5xf32> {zb.role = "saved", zb.value = [[ACT]] : i64})
+// CHECK-SAME: {zb.index = 2 : i64, zb.role = #zb.role<param>}, %{{.*}}: tensor<4x5xf32> {zb.role = #zb.role<act>, zb.value = [[ACT]] : i64})
+// CHECK-SAME: -> (tensor<f32> {zb.role = #zb.role<loss>}, tensor<4x5xf32> {zb.role = #zb.role<saved>, zb.value = [[ACT]] : i64})
 // CHECK-LABEL: func.func @stage1_backward_input(
-// CHECK-SAME: -> (tensor<4x5xf32> {zb.role = "grad", zb.value = [[DA]] : i64}, tensor<4x2xf32> {zb.role = "residual", zb.value = [[DY:[0-9]+]] : i64})
+// CHECK-SAME: -> (tensor<4x5xf32> {zb.role = #zb.role<grad>, zb.value = [[DA]] : i64}, tensor<4x2xf32> {zb.role = #zb.role<residual>, zb.value = [[DY:[0-9]+]] : i64})
 // CHECK-LABEL: func.func @stage1_backward_weight(
-// CHECK-SAME: {zb.role = "residual", zb.value = [[DY]] : i64}) -> (tensor<5x2xf32> {zb.index = 2 : i64, zb.role = "param_grad"})
+// CHECK-SAME: {zb.role = #zb.role<residual>, zb.value = [[DY]] : i64}) -> (tensor<5x2xf32> {zb.index = 2 : i64, zb.role = #zb.role<param_grad>})
 // CHECK-NOT: func.func @main
 func.func @main(%x: tensor<4x3xf32> {zb.name = "x"}, %w1: tensor<3x5xf32> {zb.param, zb.name = "w1"},
                 %w2: tensor<5x2xf32> {zb.param, zb.name = "w2"}) -> tensor<f32> {

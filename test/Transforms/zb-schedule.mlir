@@ -8,21 +8,20 @@
 
 // Four stages with T_F = T_B = T_W = 1 ms and no communication latency.
 // 1F1B: makespan (m + p - 1)(T_F + T_B + T_W) = 33 ms, bubble 9/33.
-// ONEF: zb.schedule = {bubble_rate = 0.27272727
+// ONEF: zb.schedule = #zb.schedule<name = "1f1b", microbatches = 8, bubble_rate = 0.27272727
 // ONEF-SAME: makespan_ms = 3.300000e+01
-// ONEF-SAME: microbatches = 8 : i64, name = "1f1b"
-// ONEF-SAME: ranks = {{\[\[}}"F0.0", "F0.1", "F0.2", "F0.3", "B0.0", "W0.0", "F0.4", "B0.1", "W0.1"
-// ONEF-SAME: stage_to_rank = array<i64: 0, 1, 2, 3>
+// ONEF-SAME: stage_to_rank = [0, 1, 2, 3]
+// ONEF-SAME: fused_backward = true
+// ONEF-SAME: ranks = {{\[\[}}#zb.action<F, stage 0, mb 0>, #zb.action<F, stage 0, mb 1>, #zb.action<F, stage 0, mb 2>, #zb.action<F, stage 0, mb 3>, #zb.action<B, stage 0, mb 0>, #zb.action<W, stage 0, mb 0>, #zb.action<F, stage 0, mb 4>, #zb.action<B, stage 0, mb 1>, #zb.action<W, stage 0, mb 1>,
 // ZB-H1 (paper Section 2): bubble (p-1)(T_F + T_B - T_W) = 3 ms of 27 ms.
-// H1: zb.schedule = {bubble_rate = 0.1111111
+// H1: zb.schedule = #zb.schedule<name = "zb-h1", microbatches = 8, bubble_rate = 0.1111111
 // H1-SAME: makespan_ms = 2.700000e+01
-// H1-SAME: name = "zb-h1"
 // FEW: error: zb-schedule: zb-h1 needs at least p=4 microbatches, got m=2
 // NAME: error: zb-schedule: {{.*}}nonsense
 // Measured costs (T_F = T_B = 2, T_W = 1 ms) replace the model's: 1F1B takes
 // (m + p - 1)(T_F + T_B + T_W) = 55 ms, bubble 15/55.
-// PROF: {{t_b = 2.000000e\+00 : f64, t_comm = 0.000000e\+00 : f64, t_f = 2.000000e\+00 : f64, t_w = 1.000000e\+00 : f64}}
-// PROF: zb.schedule = {bubble_rate = 0.27272727
+// PROF: #zb.stage<stage = 0, forward = @f0, backward_input = @b0, backward_weight = @w0, {{t_f = 2.000000e\+00, t_b = 2.000000e\+00, t_w = 1.000000e\+00, t_comm = 0.000000e\+00}}, m_b = 2, m_w = 1, {{.*}}profiled = true>
+// PROF: zb.schedule = #zb.schedule<name = "1f1b", microbatches = 8, bubble_rate = 0.27272727
 // PROF-SAME: makespan_ms = 5.500000e+01
 // NOPROF: error: profile '{{.*}}missing.json': cannot read: No such file or directory
 // REPORT: zb-report: 4 stages on 4 ranks (1 chunk(s) per rank), cost model 'cpu', per microbatch:
@@ -30,10 +29,11 @@
 // REPORT: stage  3: T_F=1.0000 ms
 // REPORT: total:    T_F=4.0000 ms T_B=4.0000 ms T_W=4.0000 ms (T_B+T_W)/T_F=2.00
 // REPORT: schedule zb-h1: predicted bubble rate 0.1111, peak memory per rank (bytes): 8 7 6 5
-module attributes {zb.pipeline = {num_stages = 4 : i64, target = "cpu", params = [], inputs = [],
+module attributes {zb.pipeline = #zb.pipeline<num_stages = 4, num_ranks = 4, num_chunks = 1, target = "cpu",
   stages = [
-    {stage = 0 : i64, forward = @f0, backward_input = @b0, backward_weight = @w0, t_f = 1.0 : f64, t_b = 1.0 : f64, t_w = 1.0 : f64, t_comm = 0.0 : f64, m_b = 2 : i64, m_w = 1 : i64},
-    {stage = 1 : i64, forward = @f1, backward_input = @b1, backward_weight = @w1, t_f = 1.0 : f64, t_b = 1.0 : f64, t_w = 1.0 : f64, t_comm = 0.0 : f64, m_b = 2 : i64, m_w = 1 : i64},
-    {stage = 2 : i64, forward = @f2, backward_input = @b2, backward_weight = @w2, t_f = 1.0 : f64, t_b = 1.0 : f64, t_w = 1.0 : f64, t_comm = 0.0 : f64, m_b = 2 : i64, m_w = 1 : i64},
-    {stage = 3 : i64, forward = @f3, backward_input = @b3, backward_weight = @w3, t_f = 1.0 : f64, t_b = 1.0 : f64, t_w = 1.0 : f64, t_comm = 0.0 : f64, m_b = 2 : i64, m_w = 1 : i64}]}} {
+    #zb.stage<stage = 0, forward = @f0, backward_input = @b0, backward_weight = @w0, t_f = 1.0, t_b = 1.0, t_w = 1.0, t_comm = 0.0, m_b = 2, m_w = 1>,
+    #zb.stage<stage = 1, forward = @f1, backward_input = @b1, backward_weight = @w1, t_f = 1.0, t_b = 1.0, t_w = 1.0, t_comm = 0.0, m_b = 2, m_w = 1>,
+    #zb.stage<stage = 2, forward = @f2, backward_input = @b2, backward_weight = @w2, t_f = 1.0, t_b = 1.0, t_w = 1.0, t_comm = 0.0, m_b = 2, m_w = 1>,
+    #zb.stage<stage = 3, forward = @f3, backward_input = @b3, backward_weight = @w3, t_f = 1.0, t_b = 1.0, t_w = 1.0, t_comm = 0.0, m_b = 2, m_w = 1>],
+  params = [], inputs = []>} {
 }

@@ -16,15 +16,15 @@ func.func @main(%x: tensor<4x3xf32>, %w1: tensor<3x5xf32> {zb.param},
   %a = zb.tanh %h : tensor<4x5xf32>
   %y = zb.matmul %a, %w2 : (tensor<4x5xf32>, tensor<5x2xf32>) -> tensor<4x2xf32>
   %l = zb.reduce_sum %y axes [0, 1] : tensor<4x2xf32> -> tensor<f32>
-  // CHECK: %[[SEED:.*]] = zb.constant dense<1.000000e+00> : tensor<f32> {zb.origin = 3 : i64, zb.phase = "B"}
-  // CHECK: %[[DY:.*]] = zb.broadcast_in_dim %[[SEED]] {{.*}}zb.phase = "B"
+  // CHECK: %[[SEED:.*]] = zb.constant dense<1.000000e+00> : tensor<f32> {zb.origin = 3 : i64, zb.phase = #zb.phase<B>}
+  // CHECK: %[[DY:.*]] = zb.broadcast_in_dim %[[SEED]] {{.*}}zb.phase = #zb.phase<B>
   // dA = dY W2^T is B (layer input gradient), dW2 = A^T dY is W.
-  // CHECK: zb.matmul %[[DY]], %arg2 {transpose_rhs, zb.act_grad, zb.origin = 2 : i64, zb.phase = "B"}
-  // CHECK: zb.matmul %{{.*}}, %[[DY]] {transpose_lhs, zb.origin = 2 : i64, zb.phase = "W"}
-  // CHECK: zb.mul {{.*}}zb.phase = "B"
-  // CHECK: %[[DH:.*]] = zb.mul {{.*}}zb.act_grad, zb.origin = 1 : i64, zb.phase = "B"
+  // CHECK: zb.matmul %[[DY]], %arg2 {transpose_rhs, zb.act_grad, zb.origin = 2 : i64, zb.phase = #zb.phase<B>}
+  // CHECK: zb.matmul %{{.*}}, %[[DY]] {transpose_lhs, zb.origin = 2 : i64, zb.phase = #zb.phase<W>}
+  // CHECK: zb.mul {{.*}}zb.phase = #zb.phase<B>
+  // CHECK: %[[DH:.*]] = zb.mul {{.*}}zb.act_grad, zb.origin = 1 : i64, zb.phase = #zb.phase<B>
   // The first layer's weight gradient is W and consumes the residual dH.
-  // CHECK: zb.matmul %arg0, %[[DH]] {transpose_lhs, zb.origin = 0 : i64, zb.phase = "W"}
+  // CHECK: zb.matmul %arg0, %[[DH]] {transpose_lhs, zb.origin = 0 : i64, zb.phase = #zb.phase<W>}
   return %l : tensor<f32>
 }
 
@@ -35,10 +35,10 @@ func.func @main(%x: tensor<4x3xf32>, %w1: tensor<3x5xf32> {zb.param},
 // Recompute in W (default): dY = broadcast(d loss/d loss = 1) needs nothing
 // from B, so W rebuilds it from the constant instead of keeping 32 bytes; dH
 // depends on the gradient chain and stays. 112 - 32 = 80 bytes cross.
-// RECOMPUTE: zb.matmul %{{.*}}, %{{.*}} {transpose_rhs, zb.act_grad, zb.origin = 2 : i64, zb.phase = "B"}
-// RECOMPUTE: %[[C:.*]] = zb.constant dense<1.000000e+00> : tensor<f32> {zb.origin = 2 : i64, zb.phase = "W"}
-// RECOMPUTE: %[[DYW:.*]] = zb.broadcast_in_dim %[[C]] dims [] {zb.origin = 2 : i64, zb.phase = "W"}
-// RECOMPUTE: zb.matmul %{{.*}}, %[[DYW]] {transpose_lhs, zb.origin = 2 : i64, zb.phase = "W"}
+// RECOMPUTE: zb.matmul %{{.*}}, %{{.*}} {transpose_rhs, zb.act_grad, zb.origin = 2 : i64, zb.phase = #zb.phase<B>}
+// RECOMPUTE: %[[C:.*]] = zb.constant dense<1.000000e+00> : tensor<f32> {zb.origin = 2 : i64, zb.phase = #zb.phase<W>}
+// RECOMPUTE: %[[DYW:.*]] = zb.broadcast_in_dim %[[C]] dims [] {zb.origin = 2 : i64, zb.phase = #zb.phase<W>}
+// RECOMPUTE: zb.matmul %{{.*}}, %[[DYW]] {transpose_lhs, zb.origin = 2 : i64, zb.phase = #zb.phase<W>}
 // RREPORT: zb-split-backward: @main: {{[0-9]+}} B ops, 4 W ops, 1 residuals (80 bytes) cross from B to W; recompute in W: 1 residuals rebuilt, 112 bytes before
 // Per stage (zb-report M_W): the cut puts dH in stage 0 (80 bytes) and dY in
 // stage 1 (32 bytes, 0 with recompute).

@@ -7,15 +7,15 @@
 // stage. Each of those stages holds a copy (zb.pipeline params: stages), and
 // each stage's backward_weight returns its own part of d loss / d w (the
 // zb-autodiff sum of the two contributions is cut apart).
-// PART: params = [{index = 1 : i64, name = "w", stage = 0 : i64, stages = array<i64: 0, 1>, type = tensor<6x5xf32>}, {index = 2 : i64, name = "v", stage = 0 : i64, type = tensor<5x5xf32>}]
+// PART: params = [#zb.value<"w", index = 1, type = tensor<6x5xf32>, stages = [0, 1]>, #zb.value<"v", index = 2, type = tensor<5x5xf32>, stages = [0]>]
 // PART-LABEL: func.func @stage0_backward_weight(
-// PART-SAME: -> (tensor<6x5xf32> {zb.index = 1 : i64, zb.role = "param_grad"}, tensor<5x5xf32> {zb.index = 2 : i64, zb.role = "param_grad"})
+// PART-SAME: -> (tensor<6x5xf32> {zb.index = 1 : i64, zb.role = #zb.role<param_grad>}, tensor<5x5xf32> {zb.index = 2 : i64, zb.role = #zb.role<param_grad>})
 // PART: %[[G0:.*]] = zb.matmul %arg0, %{{.*}} {transpose_lhs
 // PART: return %[[G0]],
 // PART-LABEL: func.func @stage1_forward(
-// PART-SAME: %arg0: tensor<6x5xf32> {zb.index = 1 : i64, zb.role = "param"}
+// PART-SAME: %arg0: tensor<6x5xf32> {zb.index = 1 : i64, zb.role = #zb.role<param>}
 // PART-LABEL: func.func @stage1_backward_weight(
-// PART-SAME: -> (tensor<6x5xf32> {zb.index = 1 : i64, zb.role = "param_grad"})
+// PART-SAME: -> (tensor<6x5xf32> {zb.index = 1 : i64, zb.role = #zb.role<param_grad>})
 // PART-NOT: zb.add
 // PART: return
 
@@ -24,7 +24,7 @@
 // so both copies get the same gradient. The tag is zbrt_tag(0, stage,
 // microbatches + parameter index) = ((2 + 1) * 1024 + stage) * 2.
 // LOWER-LABEL: func.func @zb_rank0_step(
-// LOWER-SAME: zb.rank_args = ["param:1", "param:2", "grad:1", "grad:2", "input:0"]
+// LOWER-SAME: zb.rank_args = [#zb.rank_arg<param, 1>, #zb.rank_arg<param, 2>, #zb.rank_arg<grad, 1>, #zb.rank_arg<grad, 2>, #zb.rank_arg<input, 0>]
 // LOWER: %[[W0:.*]]:2 = call @stage0_backward_weight
 // LOWER: %[[W1:.*]]:2 = call @stage0_backward_weight
 // LOWER: %[[P0:.*]] = zb.add %[[W0]]#0, %[[W1]]#0
@@ -33,7 +33,7 @@
 // LOWER: %[[G:.*]] = zb.add %[[P0]], %[[R1]]
 // LOWER: bufferization.materialize_in_destination %[[G]] in restrict writable %arg2
 // LOWER-LABEL: func.func @zb_rank1_step(
-// LOWER-SAME: zb.rank_args = ["param:1", "grad:1", "input:0", "loss"]
+// LOWER-SAME: zb.rank_args = [#zb.rank_arg<param, 1>, #zb.rank_arg<grad, 1>, #zb.rank_arg<input, 0>, #zb.rank_arg<loss>]
 // LOWER: %[[V0:.*]] = call @stage1_backward_weight
 // LOWER: %[[V1:.*]] = call @stage1_backward_weight
 // LOWER: %[[P1:.*]] = zb.add %[[V0]], %[[V1]]
@@ -44,7 +44,7 @@
 
 // Three stages: the cost-balanced cut puts the LM-head matmul in stage 1 and
 // only the loss in stage 2, whose rank holds no copy and takes no part.
-// THREE: params = [{index = 1 : i64, name = "w", stage = 0 : i64, stages = array<i64: 0, 1>
+// THREE: params = [#zb.value<"w", index = 1, type = tensor<6x5xf32>, stages = [0, 1]>
 // THREE-LABEL: func.func @zb_rank0_step(
 // THREE: zb.send %{{.*}} to 1 tag 6144 : tensor<6x5xf32>
 // THREE: zb.recv from 1 tag 6146 : tensor<6x5xf32>

@@ -65,9 +65,13 @@ def ZBPartitionStages : Pass<"zb-partition-stages", "mlir::ModuleOp"> {
       - `@stage<s>_forward(params, batch inputs, activations in) -> (activations out | loss, saved...)`
       - `@stage<s>_backward_input(params, batch inputs, saved..., grads of activations out) -> (grads of activations in, residuals...)`
       - `@stage<s>_backward_weight(params, batch inputs, saved..., residuals...) -> (parameter grads...)`
-    and records the pipeline in the module attribute `zb.pipeline` (stages,
-    their functions, the argument roles, T_F/T_B/T_W/T_comm in ms and
-    M_B/M_W in bytes from the cost model of lib/Transforms/CostModel).
+    and records the pipeline in the module attribute `zb.pipeline`, a
+    `#zb.pipeline` (one `#zb.stage` per stage with its functions,
+    T_F/T_B/T_W/T_comm in ms and M_B/M_W in bytes from the cost model of
+    lib/Transforms/CostModel; the parameters and inputs as `#zb.value`).
+    Stage functions carry `zb.kind = #zb.kind<forward>` (or backward_input,
+    backward_weight) and a `zb.role = #zb.role<...>` on every argument and
+    result (docs/dialect/ZBAttributes.md).
 
     `balance=layers` cuts at layer (transformer block) boundaries instead:
     layer L has the forward ops from the first op using a parameter of layer
@@ -113,9 +117,9 @@ def ZBSchedule : Pass<"zb-schedule", "mlir::ModuleOp"> {
   let description = [{
     Reads the per-stage costs and memory of `zb.pipeline`, builds the named
     schedule (`1f1b`, `zb-h1`, ... see lib/Schedule), verifies it, and
-    attaches it as `zb.schedule` (per rank the ordered actions, as strings
-    such as "F0.3" = forward of stage 0, microbatch 3) together with the
-    simulated bubble rate and peak memory. An invalid request (too few
+    attaches it as `zb.schedule`, a `#zb.schedule` (per rank the ordered
+    actions such as `#zb.action<F, stage 0, mb 3>` = forward of stage 0,
+    microbatch 3) together with the simulated bubble rate and peak memory. An invalid request (too few
     microbatches, memory limit too small) is an error naming the minimum.
   }];
   let options = [
@@ -156,7 +160,8 @@ def ZBLowerPipeline : Pass<"zb-lower-pipeline", "mlir::ModuleOp"> {
     the other holders (zb.send, tag zbrt_tag(0, stage, microbatches +
     parameter index)) and every holder adds all parts in increasing stage
     order, so the copies receive bit-identical gradients. Arguments are memrefs
-    in the order of docs/plan-json.md (recorded as `zb.rank_args`).
+    in the order of docs/plan-json.md (recorded as `zb.rank_args`, one
+    `#zb.rank_arg<param, i>` / `<grad, i>` / `<input, i>` / `<loss>` each).
     Communication is checked before emission: every send is matched by a
     recv in the same order per rank pair, and a blocking-recv simulation
     proves the program cannot deadlock; failures name the first conflict.

@@ -8,6 +8,7 @@
 #ifndef ZB_TRANSFORMS_PIPELINEINFO_H
 #define ZB_TRANSFORMS_PIPELINEINFO_H
 
+#include "zb/Dialect/ZB/IR/ZBAttributes.h"
 #include "zb/Schedule/Schedule.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -56,7 +57,7 @@ struct PipelineInfo {
 
 /// The attribute form of a schedule: {name, microbatches, bubble_rate,
 /// makespan_ms, peak_memory, stage_to_rank, ranks = [["F0.0", ...], ...]}.
-mlir::DictionaryAttr scheduleToAttr(mlir::MLIRContext *ctx,
+ScheduleAttr scheduleToAttr(mlir::MLIRContext *ctx,
                                     const sched::Schedule &schedule,
                                     const sched::SimResult &sim,
                                     int64_t microbatches);

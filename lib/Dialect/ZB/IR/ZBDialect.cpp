@@ -14,6 +14,7 @@ void ZBDialect::initialize() {
 #define GET_OP_LIST
 #include "zb/Dialect/ZB/IR/ZBOps.cpp.inc"
       >();
+  registerAttributes();
 }
 
 Operation *ZBDialect::materializeConstant(OpBuilder &builder, Attribute value,

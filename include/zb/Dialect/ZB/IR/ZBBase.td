@@ -24,14 +24,33 @@ def ZB_Dialect : Dialect {
       - `zb.act_grad` (unit, on backward ops): produces the gradient (or a
         gradient contribution) of an activation, i.e. of a value that is not
         a parameter; the roots of the B chain.
-      - `zb.phase` ("B" or "W", on backward ops): set by `zb-split-backward`.
+      - `zb.phase` (`#zb.phase<B>` or `#zb.phase<W>`, on backward ops): set
+        by `zb-split-backward`.
       - `zb.stage` (i64): the pipeline stage (set by `zb-partition-stages`).
+
+    Typed attributes of the pipeline (ZBAttributes.td), checked by the
+    dialect's attribute verifiers wherever they appear:
+      - `zb.pipeline` (`#zb.pipeline`, on the module): the stages with their
+        functions and costs (`zb-partition-stages`).
+      - `zb.kind` (`#zb.kind`, on stage functions) and `zb.role`
+        (`#zb.role`, on their arguments and results).
+      - `zb.schedule` (`#zb.schedule`, on the module): every rank's F/B/W
+        actions (`zb-schedule`).
+      - `zb.rank_args` (array of `#zb.rank_arg`, on step functions): what
+        each argument is (`zb-lower-pipeline`).
   }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let hasConstantMaterializer = 1;
   // convert-zb-to-linalg and convert-zb-to-runtime build scf.for loops
   // (zb.scatter_add, batched GEMM calls); loading scf with the dialect keeps
   // them usable on their own (`zb-opt --convert-zb-to-linalg`).
   let dependentDialects = ["::mlir::scf::SCFDialect"];
+  let extraClassDeclaration = [{
+    void registerAttributes();
+  }];
 }
 
 class ZB_Op<string mnemonic, list<Trait> traits = []>

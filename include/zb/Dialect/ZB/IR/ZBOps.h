@@ -9,6 +9,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "zb/Dialect/ZB/IR/ZBAttributes.h"
 #include "zb/Dialect/ZB/IR/ZBDialect.h"
 
 #include "zb/Dialect/ZB/IR/ZBInterfaces.h.inc"

@@ -1,0 +1,30 @@
+//===- ZBAttributes.h - zb pipeline attributes ------------------*- C++ -*-===//
+//
+// The typed attributes of the pipeline (ZBAttributes.td): #zb.phase,
+// #zb.kind, #zb.role, #zb.action, #zb.schedule, #zb.stage, #zb.value,
+// #zb.pipeline, #zb.rank_arg, and the names under which the passes attach
+// them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZB_DIALECT_ZB_IR_ZBATTRIBUTES_H
+#define ZB_DIALECT_ZB_IR_ZBATTRIBUTES_H
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectImplementation.h"
+
+#include "zb/Dialect/ZB/IR/ZBEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "zb/Dialect/ZB/IR/ZBAttributes.h.inc"
+
+namespace zb {
+/// Attribute names (values: the typed attributes above).
+inline constexpr llvm::StringLiteral kPipelineAttr = "zb.pipeline";
+inline constexpr llvm::StringLiteral kScheduleAttr = "zb.schedule";
+inline constexpr llvm::StringLiteral kRoleAttr = "zb.role";
+inline constexpr llvm::StringLiteral kFuncKindAttr = "zb.kind";
+inline constexpr llvm::StringLiteral kRankArgsAttr = "zb.rank_args";
+} // namespace zb
+
+#endif // ZB_DIALECT_ZB_IR_ZBATTRIBUTES_H
