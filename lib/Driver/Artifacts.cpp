@@ -1,6 +1,8 @@
 //===- Artifacts.cpp - pipeline.mlir, params.bin, schedule, plan.json -----===//
 #include "zb/Driver/Driver.h"
 #include "zb/Schedule/Formats.h"
+#include "zbhost/Plan.h"
+#include "zbrt/Symbols.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Support/FileUtilities.h"
@@ -134,108 +136,99 @@ llvm::Expected<std::string> inputDType(const ModelValueInfo &input) {
       "; zb-run feeds float32, int64 or int32 inputs");
 }
 
-static llvm::json::Array shapeJSON(llvm::ArrayRef<int64_t> shape) {
-  return llvm::json::Array(shape);
-}
-
-/// "params": name, shape, first stage and its rank, byte offset in
+/// plan.json "params": name, shape, first stage and its rank, byte offset in
 /// params.bin; tied parameters list every copy.
-static llvm::json::Array paramsJSON(const LoweredPipeline &pipeline) {
+static std::vector<host::ParamInfo> planParams(const LoweredPipeline &pipeline) {
   const std::vector<int> &stageToRank = pipeline.schedule.stageToRank;
-  llvm::json::Array params;
+  std::vector<host::ParamInfo> params;
   int64_t offset = 0;
   for (const ModelValueInfo &p : pipeline.info.params) {
     int64_t stage = p.stages.empty() ? 0 : p.stages.front();
-    llvm::json::Object entry{{"name", p.name},
-                             {"shape", shapeJSON(p.type.getShape())},
-                             {"stage", stage},
-                             {"rank", stageToRank[stage]},
-                             {"offset_bytes", offset}};
-    if (p.stages.size() > 1) { // tied: one copy per stage, same values
-      llvm::json::Array copies;
+    host::ParamInfo entry;
+    entry.name = p.name;
+    entry.shape.assign(p.type.getShape().begin(), p.type.getShape().end());
+    entry.stage = static_cast<int32_t>(stage);
+    entry.rank = stageToRank[stage];
+    entry.offsetBytes = offset;
+    if (p.stages.size() > 1) // tied: one copy per stage, same values
       for (int64_t s : p.stages)
-        copies.push_back(
-            llvm::json::Object{{"stage", s}, {"rank", stageToRank[s]}});
-      entry["tied_copies"] = std::move(copies);
-    }
+        entry.tiedCopies.push_back(
+            {static_cast<int32_t>(s), static_cast<int32_t>(stageToRank[s])});
     params.push_back(std::move(entry));
     offset += p.type.getNumElements() * 4;
   }
   return params;
 }
 
-/// "inputs": name, dtype, shape of one sample, stage and rank.
-static llvm::Expected<llvm::json::Array>
-inputsJSON(const LoweredPipeline &pipeline) {
-  llvm::json::Array inputs;
+/// plan.json "inputs": name, dtype, shape of one sample, stage and rank.
+static llvm::Expected<std::vector<host::InputInfo>>
+planInputs(const LoweredPipeline &pipeline) {
+  std::vector<host::InputInfo> inputs;
   for (const ModelValueInfo &in : pipeline.info.inputs) {
     llvm::Expected<std::string> dtype = inputDType(in);
     if (!dtype)
       return dtype.takeError();
     int64_t stage = in.stages.empty() ? 0 : in.stages.front();
     llvm::ArrayRef<int64_t> shape = in.type.getShape();
-    inputs.push_back(llvm::json::Object{
-        {"name", in.name},
-        {"dtype", *dtype},
-        {"sample_shape", shapeJSON(shape.empty() ? shape : shape.drop_front())},
-        {"stage", stage},
-        {"rank", pipeline.schedule.stageToRank[stage]}});
+    if (!shape.empty())
+      shape = shape.drop_front();
+    host::InputInfo entry;
+    entry.name = in.name;
+    entry.dtype = *host::dtypeFromName(*dtype);
+    entry.sampleShape.assign(shape.begin(), shape.end());
+    entry.stage = static_cast<int32_t>(stage);
+    entry.rank = pipeline.schedule.stageToRank[stage];
+    inputs.push_back(std::move(entry));
   }
   return inputs;
 }
 
-/// "stages": rank, T_F/T_B/T_W/T_comm (ms), M_B/M_W (bytes).
-static llvm::json::Array stagesJSON(const LoweredPipeline &pipeline) {
-  llvm::json::Array stages;
+/// plan.json "stages": rank, T_F/T_B/T_W/T_comm (ms), M_B/M_W (bytes).
+static std::vector<host::StageCostInfo>
+planStages(const LoweredPipeline &pipeline) {
+  std::vector<host::StageCostInfo> stages;
   for (const StageInfo &s : pipeline.info.stages)
-    stages.push_back(
-        llvm::json::Object{{"stage", s.stage},
-                           {"rank", pipeline.schedule.stageToRank[s.stage]},
-                           {"t_f", s.tF},
-                           {"t_b", s.tB},
-                           {"t_w", s.tW},
-                           {"t_comm", s.tComm},
-                           {"m_b", s.mB},
-                           {"m_w", s.mW}});
+    stages.push_back({static_cast<int32_t>(s.stage),
+                      pipeline.schedule.stageToRank[s.stage], s.tF, s.tB,
+                      s.tW, s.tComm, s.mB, s.mW});
   return stages;
 }
 
-/// "predicted": per schedule, the simulated bubble rates (and the jitter).
-static llvm::json::Object
-predictedJSON(llvm::ArrayRef<Prediction> predictions) {
-  llvm::json::Object predicted;
+/// plan.json "predicted": per schedule, the simulated bubble rates (and the
+/// jitter).
+static std::vector<host::PredictedInfo>
+planPredicted(llvm::ArrayRef<Prediction> predictions) {
+  std::vector<host::PredictedInfo> predicted;
   for (const Prediction &p : predictions) {
-    llvm::json::Object entry{
-        {"bubble_rate", p.simulation.bubbleRate},
-        {"makespan_ms", p.simulation.makespan},
-        {"rank_bubble_rate", llvm::json::Array(p.simulation.rankBubbleRate)}};
+    host::PredictedInfo entry;
+    entry.schedule = p.schedule;
+    entry.bubbleRate = p.simulation.bubbleRate;
+    entry.makespanMs = p.simulation.makespan;
+    entry.rankBubbleRate = p.simulation.rankBubbleRate;
     if (p.jitter)
-      entry["jitter"] = llvm::json::Object{
-          {"samples", p.jitter->samples},
-          {"bubble_rate", p.jitter->bubbleRate},
-          {"makespan_ms", p.jitter->makespan},
-          {"rank_bubble_rate", llvm::json::Array(p.jitter->rankBubbleRate)}};
-    predicted[p.schedule] = std::move(entry);
+      entry.jitter = host::JitterInfo{p.jitter->samples, p.jitter->bubbleRate,
+                                      p.jitter->makespan,
+                                      p.jitter->rankBubbleRate};
+    predicted.push_back(std::move(entry));
   }
+  llvm::sort(predicted, [](const auto &a, const auto &b) {
+    return a.schedule < b.schedule;
+  });
   return predicted;
 }
 
-/// "ranks": the library, entry and step arguments of every rank.
-static llvm::json::Array ranksJSON(const LoweredPipeline &pipeline) {
-  llvm::json::Array ranks;
+/// plan.json "ranks": the library, entry and step arguments of every rank.
+static std::vector<host::RankInfo> planRanks(const LoweredPipeline &pipeline) {
+  std::vector<host::RankInfo> ranks;
   for (auto [r, rankArgs] : llvm::enumerate(pipeline.rankArgs)) {
-    llvm::json::Array args;
-    for (const RankArg &a : rankArgs) {
-      llvm::json::Object arg{{"kind", a.kind}};
-      if (a.index)
-        arg["index"] = *a.index;
-      args.push_back(std::move(arg));
-    }
-    ranks.push_back(
-        llvm::json::Object{{"rank", static_cast<int64_t>(r)},
-                           {"library", llvm::formatv("rank{0}.so", r).str()},
-                           {"entry", "zb_rank_main"},
-                           {"args", std::move(args)}});
+    host::RankInfo rank;
+    rank.rank = static_cast<int32_t>(r);
+    rank.library = llvm::formatv("rank{0}.so", r).str();
+    rank.entry = zbrt::symbols::RankEntry;
+    for (const RankArg &a : rankArgs)
+      rank.args.push_back(
+          {*host::argKindFromName(a.kind), a.index ? *a.index : -1});
+    ranks.push_back(std::move(rank));
   }
   return ranks;
 }
@@ -255,49 +248,38 @@ static std::string dataPath(const CompileOptions &options) {
   return std::string(data);
 }
 
-static llvm::json::Object optimizerJSON(const CompileOptions &options) {
-  llvm::json::Object opt{{"name", options.optimizer},
-                         {"lr", options.learningRate}};
-  if (options.optimizer == "adamw") {
-    opt["beta1"] = 0.9;
-    opt["beta2"] = 0.999;
-    opt["eps"] = 1e-8;
-    opt["weight_decay"] = 0.01;
-  }
+static host::OptimizerInfo planOptimizer(const CompileOptions &options) {
+  host::OptimizerInfo opt; // AdamW's betas, eps and weight decay: defaults
+  opt.name = options.optimizer;
+  opt.lr = options.learningRate;
   return opt;
 }
 
 llvm::Error writePlan(llvm::StringRef path, const CompileOptions &options,
                       const LoweredPipeline &pipeline,
                       llvm::ArrayRef<Prediction> predictions) {
-  llvm::Expected<llvm::json::Array> inputs = inputsJSON(pipeline);
+  llvm::Expected<std::vector<host::InputInfo>> inputs = planInputs(pipeline);
   if (!inputs)
     return inputs.takeError();
-  int64_t microbatchSize = 0;
+  host::Plan plan;
   for (const ModelValueInfo &in : pipeline.info.inputs)
     if (in.type.getRank() > 0)
-      microbatchSize = in.type.getDimSize(0);
-  llvm::json::Object plan{{"format", "zb-plan"},
-                          {"version", 1},
-                          {"model", options.inputFile},
-                          {"num_ranks", pipeline.numRanks()},
-                          {"num_stages", pipeline.info.numStages},
-                          {"num_chunks", pipeline.info.numChunks},
-                          {"num_microbatches", pipeline.numMicrobatches},
-                          {"microbatch_size", microbatchSize},
-                          {"schedule", options.schedule},
-                          {"target", pipeline.info.target},
-                          {"data", dataPath(options)},
-                          {"optimizer", optimizerJSON(options)},
-                          {"params", paramsJSON(pipeline)},
-                          {"inputs", std::move(*inputs)},
-                          {"stages", stagesJSON(pipeline)},
-                          {"predicted", predictedJSON(predictions)},
-                          {"ranks", ranksJSON(pipeline)}};
-  return withOutputFile(path, [&](llvm::raw_ostream &os) {
-    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(plan))) << "\n";
-    return llvm::Error::success();
-  });
+      plan.microbatchSize = in.type.getDimSize(0);
+  plan.model = options.inputFile;
+  plan.numRanks = static_cast<int32_t>(pipeline.numRanks());
+  plan.numStages = static_cast<int32_t>(pipeline.info.numStages);
+  plan.numChunks = pipeline.info.numChunks;
+  plan.numMicrobatches = pipeline.numMicrobatches;
+  plan.schedule = options.schedule;
+  plan.target = pipeline.info.target;
+  plan.data = dataPath(options);
+  plan.optimizer = planOptimizer(options);
+  plan.params = planParams(pipeline);
+  plan.inputs = std::move(*inputs);
+  plan.stages = planStages(pipeline);
+  plan.predicted = planPredicted(predictions);
+  plan.ranks = planRanks(pipeline);
+  return host::writePlan(plan, path);
 }
 
 } // namespace zb::driver

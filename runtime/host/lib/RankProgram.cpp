@@ -52,7 +52,7 @@ Error loadLibrary(RankProgram &rp, const Plan &plan, bool forRun) {
     return makeError(formatv("{0}: cannot load rank program: {1}", lib,
                              why ? why : "unknown error"));
   }
-  rp.entry = reinterpret_cast<EntryFn>(dlsym(rp.handle, info.entry.c_str()));
+  rp.entry = reinterpret_cast<zbrt::symbols::RankEntryFn>(dlsym(rp.handle, info.entry.c_str()));
   if (!rp.entry)
     return makeError(formatv("{0}: entry symbol '{1}' (ranks[{2}].entry) "
                              "not found",

@@ -12,6 +12,7 @@
 
 #include "zbhost/Data.h"
 #include "zbhost/Plan.h"
+#include "zbrt/Symbols.h"
 
 #include "llvm/Support/Error.h"
 
@@ -66,15 +67,13 @@ private:
 std::vector<int64_t> makeDescriptor(void *data,
                                     const std::vector<int64_t> &shape);
 
-using EntryFn = void (*)(void **);
-
 /// One rank's loaded program and state.
 struct RankProgram {
   const Plan *plan = nullptr;
   int32_t rank = 0;
   uint64_t seed = 0; ///< of the text batches
   void *handle = nullptr;
-  EntryFn entry = nullptr;
+  zbrt::symbols::RankEntryFn entry = nullptr; ///< plan.json "entry"
   std::map<int64_t, Buffer> params, grads; ///< by parameter index
   std::map<int64_t, Buffer> adamM, adamV;  ///< AdamW state by index
   std::map<int64_t, Dataset> datasets;     ///< by input index
