@@ -42,75 +42,60 @@ struct Message {
   std::string what; // for diagnostics, e.g. "F1.3 activation"
 };
 
-/// Checks that every send is matched by a recv with the same size, pairing
-/// them in order per rank pair and tag (zbrt_recv receives by source and tag,
-/// MPI_Probe/MPI_Recv, so messages with different tags may be received in
-/// another order than sent), and that the program cannot deadlock when sends
-/// are non-blocking and receives block (zbrt semantics). Returns an error
-/// message naming the first conflict, or "" when the check passes.
+/// Checks the lowered programs with lib/Schedule's one communication
+/// checker (sched::checkMessages): every send is matched by a recv with the
+/// same size, paired in order per rank pair and tag (zbrt_recv receives by
+/// source and tag, MPI_Probe/MPI_Recv, so messages with different tags may
+/// be received in another order than sent), and the program cannot deadlock
+/// when sends are non-blocking and receives block (zbrt semantics). Returns
+/// an error message naming the first conflict, or "" when the check passes.
 std::string checkCommunication(const std::vector<std::vector<Message>> &prog) {
-  int64_t n = prog.size();
-  // Order per pair: sends r->q must match recvs on q from r.
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t q = 0; q < n; ++q) {
-      std::map<int64_t, std::vector<const Message *>> sendsByTag, recvsByTag;
-      for (const Message &m : prog[r])
-        if (m.isSend && m.peer == q)
-          sendsByTag[m.tag].push_back(&m);
-      for (const Message &m : prog[q])
-        if (!m.isSend && m.peer == r) {
-          recvsByTag[m.tag].push_back(&m);
-          sendsByTag[m.tag]; // a recv without any send is reported below
-        }
-      for (auto &[tag, sends] : sendsByTag) {
-        const std::vector<const Message *> &recvs = recvsByTag[tag];
-        for (size_t i = 0; i < std::max(sends.size(), recvs.size()); ++i) {
-          if (i >= sends.size())
-            return llvm::formatv("rank {0} receives '{1}' from rank {2}, which "
-                                 "never sends it",
-                                 q, recvs[i]->what, r);
-          if (i >= recvs.size())
-            return llvm::formatv(
-                "rank {0} sends '{1}' to rank {2}, which never "
-                "receives it",
-                r, sends[i]->what, q);
-          if (sends[i]->bytes != recvs[i]->bytes)
-            return llvm::formatv(
-                "message #{0} from rank {1} to rank {2}: sent "
-                "'{3}' (tag {4}, {5} bytes) but received '{6}' "
-                "(tag {7}, {8} bytes)",
-                i, r, q, sends[i]->what, sends[i]->tag, sends[i]->bytes,
-                recvs[i]->what, recvs[i]->tag, recvs[i]->bytes);
-        }
-      }
+  std::vector<std::vector<sched::MessageOp>> ops(prog.size());
+  for (auto [r, msgs] : llvm::enumerate(prog))
+    for (const Message &m : msgs) {
+      sched::MessageOp op;
+      op.kind = m.isSend ? sched::MessageOp::Kind::Send
+                         : sched::MessageOp::Kind::Recv;
+      op.peer = static_cast<int>(m.peer);
+      op.channel = m.tag;
+      op.bytes = m.bytes;
+      ops[r].push_back(op);
     }
-  // Progress simulation: a recv completes once the matching send was issued.
-  std::vector<size_t> pc(n, 0);
-  std::map<std::tuple<int64_t, int64_t, int64_t>, int64_t> sent, received;
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (int64_t r = 0; r < n; ++r)
-      while (pc[r] < prog[r].size()) {
-        const Message &m = prog[r][pc[r]];
-        if (m.isSend) {
-          ++sent[{r, m.peer, m.tag}];
-        } else {
-          auto key = std::make_tuple(m.peer, r, m.tag);
-          if (sent[key] <= received[key])
-            break;
-          ++received[key];
-        }
-        ++pc[r];
-        progress = true;
-      }
+  std::optional<sched::MessageConflict> c =
+      sched::checkMessages(ops, sched::SendSemantics::Buffered);
+  if (!c)
+    return "";
+  using K = sched::MessageConflict::Kind;
+  switch (c->kind) {
+  case K::ReceiveNotSent:
+    return llvm::formatv("rank {0} receives '{1}' from rank {2}, which never "
+                         "sends it",
+                         c->destination,
+                         prog[c->receiveRank][c->receiveIndex].what, c->source);
+  case K::SendNotReceived:
+    return llvm::formatv("rank {0} sends '{1}' to rank {2}, which never "
+                         "receives it",
+                         c->source, prog[c->sendRank][c->sendIndex].what,
+                         c->destination);
+  case K::Mismatch: {
+    const Message &sent = prog[c->sendRank][c->sendIndex];
+    const Message &received = prog[c->receiveRank][c->receiveIndex];
+    return llvm::formatv("message #{0} from rank {1} to rank {2}: sent "
+                         "'{3}' (tag {4}, {5} bytes) but received '{6}' "
+                         "(tag {7}, {8} bytes)",
+                         c->position, c->source, c->destination, sent.what,
+                         sent.tag, sent.bytes, received.what, received.tag,
+                         received.bytes);
   }
-  for (int64_t r = 0; r < n; ++r)
-    if (pc[r] < prog[r].size())
-      return llvm::formatv("deadlock: rank {0} waits forever in '{1}' (recv "
-                           "from rank {2})",
-                           r, prog[r][pc[r]].what, prog[r][pc[r]].peer);
-  return "";
+  case K::Deadlock: {
+    auto [rank, index] = c->waitFor.front();
+    const Message &m = prog[rank][index];
+    return llvm::formatv("deadlock: rank {0} waits forever in '{1}' (recv "
+                         "from rank {2})",
+                         rank, m.what, m.peer);
+  }
+  }
+  llvm_unreachable("unknown conflict");
 }
 
 struct RankLowering {

@@ -175,3 +175,104 @@ TEST(Communication, EveryBuiltScheduleWorksWithBufferedSends) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// checkMessages: the one checker under verifyCommunication and
+// zb-lower-pipeline, on hand-written programs.
+//===----------------------------------------------------------------------===//
+
+namespace {
+MessageOp sendOp(int peer, int64_t channel, int64_t bytes, int64_t id = -1) {
+  return {MessageOp::Kind::Send, peer, channel, id, bytes};
+}
+MessageOp recvOp(int peer, int64_t channel, int64_t bytes, int64_t id = -1) {
+  return {MessageOp::Kind::Recv, peer, channel, id, bytes};
+}
+} // namespace
+
+TEST(CheckMessages, MatchedBytesPassInAnyTagOrder) {
+  // Rank 0 sends tag 1 then tag 2; rank 1 receives tag 2 first: receives
+  // match by tag, so this is fine with buffered sends.
+  std::vector<std::vector<MessageOp>> prog{
+      {sendOp(1, 1, 64), sendOp(1, 2, 32)},
+      {recvOp(0, 2, 32), recvOp(0, 1, 64)}};
+  EXPECT_FALSE(checkMessages(prog, SendSemantics::Buffered));
+  // With rendezvous sends rank 0 blocks in its tag-1 send while rank 1 waits
+  // in its tag-2 receive: a deadlock, reported as a cycle.
+  std::optional<MessageConflict> c =
+      checkMessages(prog, SendSemantics::Rendezvous);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->kind, MessageConflict::Kind::Deadlock);
+  ASSERT_EQ(c->waitFor.size(), 2u);
+  EXPECT_EQ(c->waitFor[0], (std::pair<int, long>{0, 0}));
+  EXPECT_EQ(c->waitFor[1], (std::pair<int, long>{1, 0}));
+  EXPECT_TRUE(c->cycle);
+  EXPECT_EQ(c->cycleBackTo, 0);
+}
+
+TEST(CheckMessages, MismatchedBytesNameBothOperations) {
+  std::vector<std::vector<MessageOp>> prog{
+      {sendOp(1, 7, 64), sendOp(1, 7, 48)},
+      {recvOp(0, 7, 64), recvOp(0, 7, 40)}};
+  std::optional<MessageConflict> c =
+      checkMessages(prog, SendSemantics::Buffered);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->kind, MessageConflict::Kind::Mismatch);
+  EXPECT_EQ(c->position, 1u);
+  EXPECT_EQ(c->channel, 7);
+  EXPECT_EQ(c->sendRank, 0);
+  EXPECT_EQ(c->sendIndex, 1);
+  EXPECT_EQ(c->receiveRank, 1);
+  EXPECT_EQ(c->receiveIndex, 1);
+  // Ids are compared the same way; -1 (unknown) matches anything.
+  prog[1][1].bytes = 48;
+  EXPECT_FALSE(checkMessages(prog, SendSemantics::Buffered));
+  prog[0][1].id = 3;
+  prog[1][1].id = 4;
+  c = checkMessages(prog, SendSemantics::Buffered);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->kind, MessageConflict::Kind::Mismatch);
+}
+
+TEST(CheckMessages, UnmatchedSendsAndReceives) {
+  std::optional<MessageConflict> c = checkMessages(
+      {{sendOp(1, 0, 8), sendOp(1, 0, 8)}, {recvOp(0, 0, 8)}},
+      SendSemantics::Buffered);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->kind, MessageConflict::Kind::SendNotReceived);
+  EXPECT_EQ(c->position, 1u);
+  EXPECT_EQ(c->numSends, 2u);
+  EXPECT_EQ(c->numReceives, 1u);
+  c = checkMessages({{}, {recvOp(0, 5, 8)}}, SendSemantics::Buffered);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->kind, MessageConflict::Kind::ReceiveNotSent);
+  EXPECT_EQ(c->receiveRank, 1);
+  EXPECT_EQ(c->source, 0);
+  EXPECT_EQ(c->channel, 5);
+}
+
+TEST(CheckMessages, BufferedDeadlockAndLateSends) {
+  // Each rank receives before it sends what the other waits for: a cycle.
+  std::vector<std::vector<MessageOp>> prog{
+      {recvOp(1, 0, 4), sendOp(1, 1, 4)},
+      {recvOp(0, 1, 4), sendOp(0, 0, 4)},
+      {}};
+  std::optional<MessageConflict> c =
+      checkMessages(prog, SendSemantics::Buffered);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->kind, MessageConflict::Kind::Deadlock);
+  ASSERT_EQ(c->waitFor.size(), 2u);
+  EXPECT_EQ(c->waitFor[0], (std::pair<int, long>{0, 0}));
+  EXPECT_EQ(c->waitFor[1], (std::pair<int, long>{1, 0}));
+  EXPECT_TRUE(c->cycle);
+  // A receive with no send at all is a matching error, not a deadlock.
+  c = checkMessages({{recvOp(1, 0, 4)}, {}}, SendSemantics::Buffered);
+  ASSERT_TRUE(c); // matching: a receive without a send
+  EXPECT_EQ(c->kind, MessageConflict::Kind::ReceiveNotSent);
+  // Rank 1's send waits for rank 2's message, which comes: no deadlock.
+  std::vector<std::vector<MessageOp>> late{
+      {recvOp(1, 0, 4)},
+      {recvOp(2, 1, 4), sendOp(0, 0, 4)},
+      {sendOp(1, 1, 4)}};
+  EXPECT_FALSE(checkMessages(late, SendSemantics::Buffered));
+}

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -259,6 +260,63 @@ struct CommOptions {
   /// the order within each channel must match.
   bool oneChannelPerPeerPair = true;
 };
+
+/// One operation of a rank's program as the message checker sees it: a send
+/// or receive of a message on a channel, or local work. Both the scheduler
+/// (communicationProgram) and zb-lower-pipeline (the zb.send / zb.recv of
+/// the lowered IR) describe their programs this way and call
+/// checkMessages, the one communication checker.
+struct MessageOp {
+  enum class Kind { Compute, Send, Recv };
+  Kind kind = Kind::Compute;
+  /// Send/Recv: the other rank.
+  int peer = -1;
+  /// Messages match in order per (source rank, destination rank, channel):
+  /// the MPI tag, or 0/1 for activations/gradients (CommOptions).
+  int64_t channel = 0;
+  /// What the message is: the k-th send and the k-th receive of a channel
+  /// must carry the same id (e.g. an encoded Action); -1 = not checked.
+  int64_t id = -1;
+  /// Payload in bytes; both sides must agree; -1 = not checked.
+  int64_t bytes = -1;
+};
+
+/// The first conflict checkMessages found, for the caller to word.
+struct MessageConflict {
+  enum class Kind {
+    SendNotReceived, ///< the k-th send of a channel has no k-th receive
+    ReceiveNotSent,  ///< the k-th receive of a channel has no k-th send
+    Mismatch,        ///< the k-th send and receive differ in id or bytes
+    Deadlock,        ///< no rank can make progress
+  };
+  Kind kind;
+  /// SendNotReceived / ReceiveNotSent / Mismatch: the channel and the
+  /// position k of the message in it; the operations as (rank, index into
+  /// that rank's program), -1 where there is none.
+  int source = -1, destination = -1;
+  int64_t channel = 0;
+  size_t position = 0;
+  int sendRank = -1, receiveRank = -1;
+  long sendIndex = -1, receiveIndex = -1;
+  /// How many sends / receives the channel has.
+  size_t numSends = 0, numReceives = 0;
+  /// Deadlock: the wait-for chain from the first blocked rank, as (rank,
+  /// index of the operation it is blocked in; -1 = finished); `cycle` when
+  /// the chain returns to rank `cycleBackTo`, already in it.
+  std::vector<std::pair<int, long>> waitFor;
+  bool cycle = false;
+  int cycleBackTo = -1;
+};
+
+/// The one communication checker (used by verifyCommunication and by
+/// zb-lower-pipeline): per channel the k-th send matches the k-th receive
+/// (same id and bytes where given), and the programs run to completion when
+/// sends are buffered (receives block until the message was sent) or, with
+/// SendSemantics::Rendezvous, when both sides block until the peer reaches
+/// the matching operation. Returns the first conflict, or std::nullopt.
+std::optional<MessageConflict>
+checkMessages(const std::vector<std::vector<MessageOp>> &programs,
+              SendSemantics sends);
 
 /// Checks the communication of a schedule (after verify() succeeded): every
 /// send is matched by a receive of the same message at the same position of
