@@ -5,6 +5,7 @@
 #   %python      Debian's python3 (numpy, onnx; torch optional)
 #   %examples    the examples/ directory
 #   %mpirun      mpirun that works as root and oversubscribes the 2 cores
+# Features: mpi, cuda-toolkit (ptxas of the toolkit zb was configured with)
 import os
 import shutil
 
@@ -42,3 +43,7 @@ llvm_config.add_tool_substitutions(["FileCheck", "not", "count", "split-file"],
 
 if shutil.which("mpirun"):
     config.available_features.add("mpi")
+# --target cuda compiles kernels with the toolkit zb was configured with.
+if config.zb_cuda_toolkit and os.path.exists(
+        os.path.join(config.zb_cuda_toolkit, "bin", "ptxas")):
+    config.available_features.add("cuda-toolkit")

@@ -271,7 +271,9 @@ llvm::Error writePlan(llvm::StringRef path, const CompileOptions &options,
   plan.numChunks = pipeline.info.numChunks;
   plan.numMicrobatches = pipeline.numMicrobatches;
   plan.schedule = options.schedule;
-  plan.target = pipeline.info.target;
+  // The code target ("cuda": rank programs with GPU kernels, for zb-run
+  // --backend cuda), else the cost model's ("cpu", "h100").
+  plan.target = options.target == "cuda" ? "cuda" : pipeline.info.target;
   plan.data = dataPath(options);
   plan.optimizer = planOptimizer(options);
   plan.params = planParams(pipeline);

@@ -35,7 +35,11 @@ lowerRankToLLVM(ModuleOp pipeline, int64_t rank,
   ZBExtractRankOptions extract;
   extract.rank = rank;
   pm.addPass(createZBExtractRank(extract));
-  buildLowerToLLVMPipeline(pm, options.fuseElementwise);
+  GpuCodegenOptions gpu;
+  gpu.chip = options.gpuArch;
+  gpu.toolkit = cudaToolkitRoot(options);
+  buildLowerToLLVMPipeline(pm, options.fuseElementwise,
+                           options.target == "cuda" ? &gpu : nullptr);
   if (failed(pm.run(*rankModule)))
     return failure();
   return rankModule;

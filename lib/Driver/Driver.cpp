@@ -13,9 +13,9 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
@@ -26,6 +26,16 @@
 using namespace mlir;
 
 namespace zb::driver {
+
+std::string cudaToolkitRoot(const CompileOptions &options) {
+  if (!options.cudaPath.empty())
+    return options.cudaPath;
+#ifdef ZB_CUDA_TOOLKIT_ROOT
+  return ZB_CUDA_TOOLKIT_ROOT;
+#else
+  return "";
+#endif
+}
 
 llvm::Error validateOptions(const CompileOptions &options) {
   auto error = [](const llvm::Twine &msg) {
@@ -47,6 +57,24 @@ llvm::Error validateOptions(const CompileOptions &options) {
   if (options.optLevel < 0 || options.optLevel > 3)
     return error("--opt-level must be 0, 1, 2 or 3, got " +
                  llvm::Twine(options.optLevel));
+  if (options.target != "cpu" && options.target != "cuda" &&
+      options.target != "h100")
+    return error("--target must be cpu, cuda or h100, got '" + options.target +
+                 "'");
+  if (options.target == "cuda") {
+    if (!llvm::StringRef(options.gpuArch).starts_with("sm_"))
+      return error("--gpu-arch must name an architecture like sm_90, got '" +
+                   options.gpuArch + "'");
+    std::string toolkit = cudaToolkitRoot(options);
+    if (toolkit.empty())
+      return error("--target cuda: no CUDA toolkit (zb was built without "
+                   "one): pass --cuda-path DIR");
+    llvm::SmallString<256> ptxas(toolkit);
+    llvm::sys::path::append(ptxas, "bin", "ptxas");
+    if (!llvm::sys::fs::can_execute(ptxas))
+      return error("--target cuda: no CUDA toolkit at '" + toolkit +
+                   "' (" + ptxas + " not found): pass --cuda-path DIR");
+  }
   return llvm::Error::success();
 }
 
@@ -91,8 +119,7 @@ void registerDialects(DialectRegistry &registry) {
   registerAllDialects(registry);
   registerAllExtensions(registry);
   registry.insert<zb::ZBDialect>();
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
+  registerAllToLLVMIRTranslations(registry);
 }
 
 std::unique_ptr<MLIRContext> createContext() {
@@ -147,7 +174,7 @@ LogicalResult runFrontHalf(ModuleOp module, const CompileOptions &options) {
   pipeline.microbatches = options.microbatches;
   pipeline.schedule = options.schedule;
   pipeline.memoryLimit = options.memoryLimit;
-  pipeline.target = options.target;
+  pipeline.target = options.costTarget();
   pipeline.profile = options.profile;
   buildPipelineParallelPipeline(pm, pipeline);
   if (options.timing)

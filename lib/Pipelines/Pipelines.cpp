@@ -9,7 +9,11 @@
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/InitAllPasses.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <mutex>
 
 using namespace mlir;
 
@@ -33,7 +37,30 @@ void buildPipelineParallelPipeline(OpPassManager &pm,
   pm.addPass(createZBLowerPipeline());
 }
 
-void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator) {
+/// The GPU part of buildTensorsToLLVMPipeline (GpuCodegenOptions): parallel
+/// loops to kernels and a fatbin; leaves host code for the common tail.
+static void addGpuKernelPasses(OpPassManager &pm,
+                               const GpuCodegenOptions &gpu) {
+  std::string text = llvm::formatv(
+      "func.func(convert-linalg-to-parallel-loops,"
+      "scf-parallel-loop-tiling{{parallel-loop-tile-sizes=32,32},"
+      "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
+      "lower-affine,gpu-kernel-outlining,func.func(gpu-async-region),"
+      "nvvm-attach-target{{chip={0} features={1} O=3},"
+      "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,"
+      "reconcile-unrealized-casts),"
+      "gpu-module-to-binary{{format=fatbin toolkit={2}}",
+      gpu.chip, gpu.features, gpu.toolkit);
+  // The upstream passes are named in a pipeline string: register them once
+  // (zb-opt has them already; zb-compile and the Python binding do not).
+  static std::once_flag registered;
+  std::call_once(registered, [] { registerAllPasses(); });
+  if (failed(parsePassPipeline(text, pm)))
+    llvm::report_fatal_error("zb: the GPU pass pipeline does not parse");
+}
+
+void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator,
+                                const GpuCodegenOptions *gpu) {
   pm.addPass(createCanonicalizerPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
@@ -45,7 +72,10 @@ void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator) {
   pm.addPass(createConvertBufferizationToMemRefPass());
   // Copies as loops: rank programs need no libmlir_c_runner_utils.
   pm.addPass(createZBMemRefCopyToLinalg());
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  if (gpu)
+    addGpuKernelPasses(pm, *gpu);
+  else
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
@@ -58,11 +88,14 @@ void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator) {
     memref.useGenericFunctions = true;
     pm.addPass(createFinalizeMemRefToLLVMConversionPass(memref));
   }
+  if (gpu)
+    pm.addPass(createGpuToLLVMConversionPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise) {
+void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise,
+                              const GpuCodegenOptions *gpu) {
   pm.addPass(createConvertZBToRuntime());
   pm.addPass(createConvertZBToLinalg());
   // Producer-consumer fusion of elementwise linalg.generic chains (a
@@ -74,7 +107,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createLinalgElementwiseOpFusionPass());
   }
-  buildTensorsToLLVMPipeline(pm, /*runtimeAllocator=*/true);
+  buildTensorsToLLVMPipeline(pm, /*runtimeAllocator=*/true, gpu);
   pm.addPass(createZBEmitRankEntry());
 }
 

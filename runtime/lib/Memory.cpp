@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zbrt/Mgpu.h"
 #include "zbrt/zbrt.h"
 
 #include "Internal.h"
@@ -16,10 +17,28 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <unordered_map>
 #include <vector>
 
 namespace {
+
+/// Where the pool and the runner's buffers get memory: malloc, or CUDA
+/// managed memory after zbrt_use_cuda_memory.
+bool gCudaMemory = false;
+
+void *systemAlloc(uint64_t bytes) {
+  if (gCudaMemory)
+    return mgpuMemAlloc(bytes, nullptr, /*isHostShared=*/true);
+  return std::malloc(bytes);
+}
+
+void systemFree(void *p) {
+  if (gCudaMemory)
+    mgpuMemFree(p, nullptr);
+  else
+    std::free(p);
+}
 
 constexpr uint64_t kGranule = 64;   // size classes are multiples of this
 constexpr uint64_t kMinAlign = 64;  // every block is at least this aligned
@@ -67,7 +86,7 @@ struct Pool {
     } else {
       // Room for the header before an `alignment`-aligned user pointer.
       uint64_t total = sizeClass + alignment + sizeof(Header);
-      void *base = std::malloc(total);
+      void *base = systemAlloc(total);
       if (!base)
         zbrt::detail::fatalf("memory pool: out of memory allocating %llu "
                              "bytes (%llu bytes reserved by the pool)",
@@ -108,7 +127,7 @@ struct Pool {
       for (void *user : entry.second) {
         Header *h = static_cast<Header *>(user) - 1;
         stats.bytesReserved -= static_cast<int64_t>(h->sizeClass);
-        std::free(h->base);
+        systemFree(h->base);
       }
     cache.clear();
   }
@@ -146,3 +165,28 @@ extern "C" void zbrt_pool_reset_counters(void) {
 }
 
 extern "C" void zbrt_pool_trim(void) { pool().trim(); }
+
+extern "C" void zbrt_use_cuda_memory(void) {
+  char why[256];
+  if (zbrt_cuda_available(why, sizeof why) != 0)
+    zbrt::detail::fatalf("the CUDA backend cannot start: %s", why);
+  gCudaMemory = true;
+}
+
+extern "C" int32_t zbrt_cuda_memory_enabled(void) { return gCudaMemory; }
+
+extern "C" void *zbrt_host_buffer_alloc(uint64_t bytes) {
+  uint64_t rounded = (std::max<uint64_t>(bytes, 1) + 63) / 64 * 64;
+  void *p = gCudaMemory ? mgpuMemAlloc(rounded, nullptr, true)
+                        : std::aligned_alloc(64, rounded);
+  if (!p)
+    zbrt::detail::fatalf("out of memory allocating %llu bytes",
+                         (unsigned long long)rounded);
+  std::memset(p, 0, rounded);
+  return p;
+}
+
+extern "C" void zbrt_host_buffer_free(void *ptr) {
+  if (ptr)
+    systemFree(ptr);
+}

@@ -63,9 +63,23 @@ static cl::opt<double, true> memoryLimit(
     cl::location(options.memoryLimit), cl::init(defaults.memoryLimit),
     cl::cat(category));
 static cl::opt<std::string, true>
-    target("target", cl::desc("Cost model target: cpu | h100"),
+    target("target",
+           cl::desc("cpu (default) | cuda (GPU kernels, H100 costs; run "
+                    "with zb-run --backend cuda) | h100 (CPU code, H100 "
+                    "costs)"),
            cl::location(options.target), cl::init(defaults.target),
            cl::cat(category));
+static cl::opt<std::string, true>
+    gpuArch("gpu-arch", cl::desc("GPU architecture of --target cuda "
+                                 "(default sm_90)"),
+            cl::location(options.gpuArch), cl::init(defaults.gpuArch),
+            cl::cat(category));
+static cl::opt<std::string, true>
+    cudaPath("cuda-path",
+             cl::desc("CUDA toolkit root for --target cuda (default: the "
+                      "toolkit zb was built with)"),
+             cl::location(options.cudaPath), cl::init(defaults.cudaPath),
+             cl::cat(category));
 static cl::opt<std::string, true>
     optimizer("optimizer", cl::desc("sgd | adamw (default sgd)"),
               cl::location(options.optimizer), cl::init(defaults.optimizer),

@@ -1,7 +1,7 @@
 //===- zb-run.cpp - Host driver for compiled zb pipeline programs ---------===//
 //
 //   zb-run DIR [--ranks N] [--steps S] [--data DIR] [--lr F] [--trace FILE]
-//              [--profile FILE] [--backend cpu|cuda] [--print-every K]
+//              [--profile FILE] [--backend auto|cpu|cuda] [--print-every K]
 //              [--report-gradients] [--report-format text|json]
 //              [--text-vocab bytes|chars] [--dump-batch FILE]
 //
@@ -96,10 +96,14 @@ cl::opt<std::string, true> profileFile(
     cl::cat(runCategory));
 cl::opt<Backend, true> backend(
     "backend", cl::desc("Execution backend"),
-    cl::values(clEnumValN(Backend::Cpu, "cpu", "CPU: MPI + OpenBLAS (default)"),
+    cl::values(clEnumValN(Backend::Auto, "auto",
+                          "The plan's target: cuda for --target cuda plans, "
+                          "else cpu (default)"),
+               clEnumValN(Backend::Cpu, "cpu", "CPU: MPI + OpenBLAS"),
                clEnumValN(Backend::Cuda, "cuda",
-                          "CUDA: needs a GPU and driver")),
-    cl::location(opts.backend), cl::init(Backend::Cpu), cl::cat(runCategory));
+                          "CUDA: GPU kernels on one device per rank; needs "
+                          "a GPU, its driver and a --target cuda plan")),
+    cl::location(opts.backend), cl::init(Backend::Auto), cl::cat(runCategory));
 cl::opt<int, true>
     printEvery("print-every",
                cl::desc("Print the loss every K steps (default 1)"),

@@ -209,7 +209,7 @@ TEST(Plan, RewritesZbCompileOutputByteForByte) {
 TEST(Plan, HandWrittenFixturesLoadAndRoundTrip) {
   for (const char *name :
        {"fake1", "fake1_adamw", "fake2", "fake2_badsize", "fake2_killed",
-        "fake2_segv", "bad_entry", "bad_shape", "mlir1"}) {
+        "fake2_segv", "bad_entry", "bad_shape", "fake1_cuda", "mlir1"}) {
     SCOPED_TRACE(name);
     llvm::Expected<Plan> plan =
         loadPlan(std::string(ZB_INPUTS_DIR) + "/" + name);

@@ -426,8 +426,33 @@ TEST(ZbRunErrors, MultiRankPlanNeedsRanks) {
   expectOneLineError(fixture("fake2"), "needs 2 ranks: run `zb-run");
 }
 
-TEST(ZbRunErrors, CudaBackendRefusedWithoutGpu) {
-  expectOneLineError(fixture("fake1") + " --backend cuda", "--backend cuda: ");
+/// A cpu plan has no kernels: --backend cuda is refused before any GPU check.
+TEST(ZbRunErrors, CudaBackendRefusesCpuPlan) {
+  expectOneLineError(fixture("fake1") + " --backend cuda",
+                     "--backend cuda: " + fixture("fake1") +
+                         "/plan.json was compiled for target 'cpu', not cuda: "
+                         "recompile with zb-compile --target cuda");
+}
+
+/// A cuda plan's rank programs launch kernels: the cpu backend refuses it.
+TEST(ZbRunErrors, CpuBackendRefusesCudaPlan) {
+  expectOneLineError(fixture("fake1_cuda") + " --backend cpu",
+                     "--backend cpu: " + fixture("fake1_cuda") +
+                         "/plan.json was compiled with --target cuda");
+}
+
+/// --backend auto (the default) follows the plan to cuda, and without a
+/// driver says so in one line (the driver is hidden, so this holds on a
+/// machine with a GPU too).
+TEST(ZbRunErrors, AutoBackendNeedsDriverForCudaPlan) {
+  RunResult r = runCommand("ZBRT_CUDA_DRIVER=/nonexistent/libcuda.so.1 " +
+                           std::string(ZB_RUN_PATH) + " " +
+                           fixture("fake1_cuda"));
+  EXPECT_NE(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("zb-run: error: --backend auto: "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("CUDA driver"), std::string::npos) << r.output;
 }
 
 } // namespace

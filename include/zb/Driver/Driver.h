@@ -52,6 +52,9 @@ namespace zb::driver {
 /// Every option of zb-compile (the flag in brackets). --quiet is not here:
 /// a caller that wants no progress messages passes no progress callback.
 struct CompileOptions {
+  /// The cost model of `target`: "h100" for cuda, else target itself.
+  std::string costTarget() const { return target == "cuda" ? "h100" : target; }
+
   /// The model: ONNX (.onnx), JAX StableHLO text, or a zb-dialect .mlir
   /// module (positional argument).
   std::string inputFile;
@@ -69,8 +72,16 @@ struct CompileOptions {
   std::string schedule = "zb-h1";
   /// Activation memory limit per rank in bytes, 0 = none (--memory-limit).
   double memoryLimit = 0;
-  /// Cost model target: "cpu" or "h100" (--target).
+  /// Target (--target): "cpu" (CPU code, CPU roofline costs), "cuda"
+  /// (GPU kernels for gpuArch, H100 roofline costs; runs under
+  /// `zb-run --backend cuda`) or "h100" (CPU code scheduled with H100
+  /// costs).
   std::string target = "cpu";
+  /// GPU architecture of --target cuda (--gpu-arch), e.g. sm_80, sm_90.
+  std::string gpuArch = "sm_90";
+  /// CUDA toolkit root for --target cuda (--cuda-path); empty: the toolkit
+  /// CMake found when zb was built (ZB_CUDA_TOOLKIT_ROOT).
+  std::string cudaPath;
   /// Optimizer zb-run applies: "sgd" or "adamw" (--optimizer).
   std::string optimizer = "sgd";
   /// Learning rate (--lr).
@@ -116,6 +127,10 @@ struct CompileCallbacks {
 /// the opt level (0-3). Returns the first problem ("--stages must be >= 1,
 /// got 0", "unknown --schedule 'x'").
 llvm::Error validateOptions(const CompileOptions &options);
+
+/// The CUDA toolkit root of --target cuda: --cuda-path, else the toolkit
+/// CMake found when zb was built; "" when neither.
+std::string cudaToolkitRoot(const CompileOptions &options);
 
 /// Runs every phase as zb-compile does and writes the outputs. Creates its
 /// own MLIRContext. Every error is reported once, as a diagnostic (errors

@@ -5,6 +5,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include <string>
+
 namespace zb {
 
 /// Options of the compiler front half (DESIGN.md steps 2-6).
@@ -49,7 +51,8 @@ void buildPipelineParallelPipeline(mlir::OpPassManager &pm,
 /// `_mlir_memref_to_llvm_free`, defined by libzbrt, instead of malloc/free);
 /// the program then runs only with libzbrt loaded.
 void buildTensorsToLLVMPipeline(mlir::OpPassManager &pm,
-                                bool runtimeAllocator = false);
+                                bool runtimeAllocator = false,
+                                const struct GpuCodegenOptions *gpu = nullptr);
 
 /// From per-rank step functions on zb tensors to the LLVM dialect: runtime
 /// calls (OpenBLAS, MPI), linalg, one-shot bufferization with
@@ -59,7 +62,25 @@ void buildTensorsToLLVMPipeline(mlir::OpPassManager &pm,
 /// `fuseElementwise` fuses elementwise linalg.generic producers into their
 /// single consumer before bufferization (bit-identical results).
 void buildLowerToLLVMPipeline(mlir::OpPassManager &pm,
-                              bool fuseElementwise = true);
+                              bool fuseElementwise = true,
+                              const struct GpuCodegenOptions *gpu = nullptr);
+
+/// Code generation for NVIDIA GPUs (zb-compile --target cuda). After
+/// bufferization the linalg ops become parallel loops, tiled by 32 x 32 and
+/// mapped to blocks and threads, outlined into gpu.func kernels
+/// (gpu-kernel-outlining; a reduction is a serial loop per thread in this
+/// version), made asynchronous (gpu-async-region: the host waits before any
+/// host-side memory access or call, e.g. the runtime's GEMM and MPI calls),
+/// lowered to NVVM and compiled to a fatbin for `chip` with the toolkit at
+/// `toolkit` (ptxas, libdevice), embedded in the host code, which calls the
+/// mgpu* functions of libzbrt (runtime/include/zbrt/Mgpu.h). Buffers come
+/// from the zbrt pool, which the CUDA backend of zb-run allocates as managed
+/// memory (../shared/design/TOOLCHAIN.md, "GPU compilation").
+struct GpuCodegenOptions {
+  std::string chip = "sm_90";   ///< e.g. sm_80, sm_90
+  std::string features = "+ptx80";
+  std::string toolkit;          ///< CUDA toolkit root (bin/ptxas, nvvm/)
+};
 
 /// From a whole program on zb tensors in one process (no ranks, e.g. a
 /// forward-and-loss function after zb-autodiff) to the LLVM dialect: calls

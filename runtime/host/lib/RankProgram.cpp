@@ -194,20 +194,14 @@ Expected<std::string> zb::host::dataPath(const Plan &plan,
 }
 
 Buffer::Buffer(int64_t n, int64_t elemBytes) : count(n), elemBytes(elemBytes) {
-  size_t bytes = ((size_t)std::max<int64_t>(n, 1) * elemBytes + 63) / 64 * 64;
-  ptr.reset(static_cast<char *>(std::aligned_alloc(64, bytes)));
-  if (!ptr) {
-    std::fflush(stdout);
-    errs() << "zb-run: error: out of memory allocating " << bytes << " bytes\n";
-    errs().flush();
-    std::exit(1);
-  }
-  std::memset(ptr.get(), 0, bytes);
+  // Zeroed and 64-byte aligned; CUDA managed memory under --backend cuda.
+  ptr.reset(static_cast<char *>(zbrt_host_buffer_alloc(
+      (uint64_t)std::max<int64_t>(n, 1) * elemBytes)));
 }
 
 void Buffer::zero() { std::memset(ptr.get(), 0, (size_t)(count * elemBytes)); }
 
-void Buffer::Free::operator()(char *p) const { std::free(p); }
+void Buffer::Free::operator()(char *p) const { zbrt_host_buffer_free(p); }
 
 std::vector<int64_t>
 zb::host::makeDescriptor(void *data, const std::vector<int64_t> &shape) {

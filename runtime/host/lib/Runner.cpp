@@ -84,8 +84,8 @@ double nowMs() {
 /// singleton).
 Expected<std::optional<int>> launch(const RunOptions &o, const Plan &plan,
                                     int argc, char **argv) {
-  if (Error e = backendError(o.backend))
-    return std::move(e);
+  if (Expected<Backend> b = resolveBackend(o.backend, plan); !b)
+    return b.takeError();
   if (o.ranksGiven && o.numRanks != plan.numRanks)
     return makeError(formatv("--ranks {0}, but {1} needs num_ranks = {2}",
                              o.numRanks, plan.path, plan.numRanks));
@@ -127,8 +127,14 @@ std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
     job = makeError(formatv("{0} needs num_ranks = {1}, but this MPI job has "
                             "{2} ranks (mpirun -np {1})",
                             plan->path, plan->numRanks, worldSize));
-  if (!agree(std::move(job)) || !agree(backendError(o.backend)))
+  if (!agree(std::move(job)))
     return nullptr;
+  Expected<Backend> backend = resolveBackend(o.backend, *plan);
+  if (!agree(backend ? Error::success() : backend.takeError()))
+    return nullptr;
+  // Every buffer of this rank in managed memory, before the first one.
+  if (*backend == Backend::Cuda)
+    zbrt_use_cuda_memory();
   auto rp = loadRankProgram(*plan, rank, o.data, /*forRun=*/true);
   if (!agree(rp ? Error::success() : rp.takeError()))
     return nullptr;
@@ -436,14 +442,31 @@ Error zb::host::checkOptions(const RunOptions &o) {
   return Error::success();
 }
 
-Error zb::host::backendError(Backend backend) {
-  if (backend != Backend::Cuda)
-    return Error::success();
-  char msg[512];
-  if (zbrt_cuda_available(msg, sizeof(msg)) != 0)
-    return makeError(Twine("--backend cuda: ") + msg);
-  return makeError("--backend cuda: the CUDA backend is not implemented yet "
-                   "(rank programs are CPU code); use --backend cpu");
+Expected<Backend> zb::host::resolveBackend(Backend requested,
+                                           const Plan &plan) {
+  bool cudaPlan = plan.target == "cuda";
+  Backend backend =
+      requested == Backend::Auto ? (cudaPlan ? Backend::Cuda : Backend::Cpu)
+                                 : requested;
+  const char *flag = requested == Backend::Auto ? "--backend auto"
+                     : backend == Backend::Cuda ? "--backend cuda"
+                                                : "--backend cpu";
+  if (backend == Backend::Cpu && cudaPlan)
+    return makeError(formatv("{0}: {1} was compiled with --target cuda (its "
+                             "rank programs launch GPU kernels): run it with "
+                             "--backend cuda on a machine with a GPU",
+                             flag, plan.path));
+  if (backend == Backend::Cuda && !cudaPlan)
+    return makeError(formatv("{0}: {1} was compiled for target '{2}', not "
+                             "cuda: recompile with zb-compile --target cuda",
+                             flag, plan.path,
+                             plan.target.empty() ? "cpu" : plan.target));
+  if (backend == Backend::Cuda) {
+    char msg[512];
+    if (zbrt_cuda_available(msg, sizeof(msg)) != 0)
+      return makeError(Twine(flag) + ": " + msg);
+  }
+  return backend;
 }
 
 int zb::host::runZbRun(const RunOptions &o, int argc, char **argv) {

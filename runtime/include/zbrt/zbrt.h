@@ -126,6 +126,22 @@ void zbrt_pool_reset_counters(void);
 /// Returns every cached (free) block to the system.
 void zbrt_pool_trim(void);
 
+/// The CUDA backend (zb-run --backend cuda): from now on the pool and
+/// zbrt_host_buffer_alloc obtain memory as CUDA managed (unified) memory
+/// (cuMemAllocManaged through mgpuMemAlloc), which both the host code of a
+/// rank program (MPI, OpenBLAS, the optimizer) and its GPU kernels access.
+/// Call before the first allocation; ends the process with the reason when
+/// no GPU is usable. Device-resident buffers with explicit copies and NCCL
+/// are the next step of the CUDA runtime.
+void zbrt_use_cuda_memory(void);
+/// Nonzero after zbrt_use_cuda_memory.
+int32_t zbrt_cuda_memory_enabled(void);
+/// A zeroed, 64-byte aligned buffer of `bytes` for the runner's parameters,
+/// gradients, optimizer state and inputs: managed memory under the CUDA
+/// backend, host memory otherwise. Not counted in the pool statistics.
+void *zbrt_host_buffer_alloc(uint64_t bytes);
+void zbrt_host_buffer_free(void *ptr);
+
 //===-- Memref forms (called by code from convert-zb-to-runtime) ----------===//
 //
 // The same operations on memrefs with a fully dynamic strided layout

@@ -28,7 +28,9 @@
 
 namespace zb::host {
 
-enum class Backend { Cpu, Cuda };
+/// --backend: cpu (MPI + OpenBLAS), cuda (kernels on one GPU per rank),
+/// auto (cuda when the plan targets cuda, else cpu).
+enum class Backend { Cpu, Cuda, Auto };
 enum class ReportFormat { Text, Json };
 
 /// zb-run's options (tools/zb-run/zb-run.cpp documents each one).
@@ -43,7 +45,7 @@ struct RunOptions {
   std::optional<double> lr; ///< --lr, overriding plan.json's optimizer
   std::string traceFile;    ///< --trace FILE
   std::string profileFile;  ///< --profile FILE
-  Backend backend = Backend::Cpu;
+  Backend backend = Backend::Auto;
   int printEvery = 1;
   bool reportGradients = false;
   std::string saveParams; ///< --save-params FILE
@@ -54,9 +56,11 @@ struct RunOptions {
 /// --ranks >= 1).
 llvm::Error checkOptions(const RunOptions &options);
 
-/// --backend cuda needs a usable driver and device; even then, rank
-/// programs are CPU code for now (an error either way).
-llvm::Error backendError(Backend backend);
+/// The backend that runs `plan`: Auto follows the plan's target. A plan
+/// compiled for --target cuda runs only on the cuda backend and a cpu plan
+/// only on the cpu backend (its rank programs contain no kernels); the cuda
+/// backend needs a usable driver and device. Errors name the plan and the fix.
+llvm::Expected<Backend> resolveBackend(Backend requested, const Plan &plan);
 
 /// Everything zb-run does after parsing its options (argc/argv are main's,
 /// for mpirun and MPI_Init). Returns the process exit code.
