@@ -429,22 +429,93 @@ llvm::Expected<Schedule> buildHeuristic(const Problem &problem,
                                         const BuildOptions &options);
 } // namespace zb::sched::detail
 
-llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
-                                          const BuildOptions &options,
-                                          IlpReport *report) {
-  // The time limit covers the whole call (warm start, model, CBC, decode).
-  auto tEntry = std::chrono::steady_clock::now();
-  int p = problem.numRanks, m = problem.numMicrobatches;
-  // Warm start: the heuristic (which never does worse than ZB-H1/H2).
-  llvm::Expected<Schedule> warm = buildHeuristic(problem, "zb-auto", options);
-  if (!warm)
-    return warm.takeError();
-  SimResult warmSim = simulate(problem, *warm);
+namespace {
 
+const ActionKind kKinds[] = {ActionKind::F, ActionKind::B, ActionKind::W};
+
+/// Same-stage order implied by the formulation: typeRank(F)=0 < B=1 < W=2;
+/// a is before b when its kind rank is <= and its microbatch <= (a != b).
+bool before(ActionKind ka, int ia, ActionKind kb, int ib) {
+  return static_cast<int>(ka) <= static_cast<int>(kb) && ia <= ib &&
+         !(ka == kb && ia == ib);
+}
+
+/// The model of Appendix G for one problem, built in the order of the file
+/// comment (scaled units: times / tUnit, memory / mUnit), then solved,
+/// reported and decoded. One object per buildIlp call.
+class IlpFormulation {
+public:
+  IlpFormulation(const Problem &problem, const BuildOptions &options,
+                 const Schedule &warm, const SimResult &warmSim)
+      : problem(problem), options(options), warm(warm), warmSim(warmSim),
+        p(problem.numRanks), m(problem.numMicrobatches), numNodes(3 * p * m) {}
+
+  /// Builds every column and row.
+  void build() {
+    scaleCosts();
+    firstStarts();
+    objectiveBounds();
+    timeWindows();
+    addColumns();
+    addOrderPairs();
+    addDependencies();
+    addSpanAndMemoryRows();
+    if (options.verbose)
+      printSummary();
+  }
+  /// Runs CBC under the time limit (measured from tEntry).
+  CbcOutcome solve(std::chrono::steady_clock::time_point tEntry);
+  /// Status, bounds and sizes of the run (before decoding).
+  IlpReport report(const CbcOutcome &out, double seconds) const;
+  /// The schedule to return: CBC's order when it verifies and is no worse
+  /// than the warm start, else the warm start; completes `rep`.
+  Schedule decode(const CbcOutcome &out, IlpReport &rep) const;
+
+private:
+  const Problem &problem;
+  const BuildOptions &options;
+  const Schedule &warm;
+  const SimResult &warmSim;
+  int p, m, numNodes;
+  StageCosts c;
+  double tUnit = 0, mUnit = 0, memLimit = 0;
+  std::vector<double> cost, delta, warmEnd;
+  std::vector<int> warmPos;
+  std::vector<double> stageStart;
+  double ub = 0, lb = 0, analyticMs = 0, grid = 0;
+  std::vector<double> est, lct;
+  IlpModel ilp;
+  std::vector<int> E;
+  int R = -1;
+  std::map<std::pair<int, int>, int> P;
+  int fixedPairs = 0;
+
+  int node(ActionKind k, int s, int i) const {
+    return (static_cast<int>(k) * p + s) * m + i;
+  }
+  /// The order column of passes a and b, and true if it means a before b.
+  std::pair<int, bool> order(int a, int b) const {
+    if (a < b)
+      return {P.at({a, b}), true};
+    return {P.at({b, a}), false};
+  }
+
+  void scaleCosts();
+  void firstStarts();
+  void objectiveBounds();
+  void timeWindows();
+  void addColumns();
+  void addOrderPairs();
+  void addDependencies();
+  void addSpanAndMemoryRows();
+  void printSummary() const;
+};
+
+/// Per-pass costs and memory deltas, scaled to O(1) units (CBC's tolerances
+/// are absolute), and the warm start's end times and positions.
+void IlpFormulation::scaleCosts() {
   std::vector<int> stageToRank = interleavedStageToRank(p, 1);
-  StageCosts c = resolveStageCosts(problem, stageToRank);
-  // Scale times and memory to O(1) units: CBC's tolerances are absolute.
-  double tUnit = 0, mUnit = 0;
+  c = resolveStageCosts(problem, stageToRank);
   for (int s = 0; s < p; ++s) {
     tUnit = std::max(tUnit, (c.f[s] + c.b[s] + c.w[s]) / 3);
     mUnit = std::max({mUnit, c.memB[s], c.memW[s]});
@@ -459,90 +530,85 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   for (auto *v : {&c.memB, &c.memW})
     for (double &x : *v)
       x /= mUnit;
-  double memLimit = problem.memoryLimit / mUnit;
-  auto node = [&](ActionKind k, int s, int i) {
-    return (static_cast<int>(k) * p + s) * m + i;
-  };
-  int numNodes = 3 * p * m;
-  std::vector<double> cost(numNodes), delta(numNodes), warmEnd(numNodes);
-  std::vector<int> warmPos(numNodes);
+  memLimit = problem.memoryLimit / mUnit;
+  cost.assign(numNodes, 0);
+  delta.assign(numNodes, 0);
+  warmEnd.assign(numNodes, 0);
+  warmPos.assign(numNodes, 0);
   for (int s = 0; s < p; ++s)
-    for (int i = 0; i < m; ++i) {
-      for (ActionKind k : {ActionKind::F, ActionKind::B, ActionKind::W}) {
+    for (int i = 0; i < m; ++i)
+      for (ActionKind k : kKinds) {
         cost[node(k, s, i)] = c.cost(k, s);
         delta[node(k, s, i)] = c.memoryDelta(k, s);
       }
-    }
   for (int r = 0; r < p; ++r)
-    for (size_t k = 0; k < warm->perRank[r].size(); ++k) {
+    for (size_t k = 0; k < warm.perRank[r].size(); ++k) {
       const TimedAction &t = warmSim.timeline[r][k];
       int n = node(t.action.kind, t.action.stage, t.action.microbatch);
       warmEnd[n] = t.end / tUnit;
       warmPos[n] = k;
     }
+}
 
-  // Same-stage order: typeRank(F)=0 < B=1 < W=2; a is before b when its kind
-  // rank is <= and its microbatch <= (and a != b).
-  auto before = [&](ActionKind ka, int ia, ActionKind kb, int ib) {
-    return static_cast<int>(ka) <= static_cast<int>(kb) && ia <= ib &&
-           !(ka == kb && ia == ib);
-  };
-  const ActionKind kinds[] = {ActionKind::F, ActionKind::B, ActionKind::W};
-
-  // The first pass of every stage, F(s,0), starts as early as possible:
-  // F(0,0) at t = 0 and F(s,0) when F(s-1,0)'s activation arrives. This is
-  // the simulator's semantics (every pass as early as its dependencies and
-  // the rank's order allow), which measures the returned schedule. Without it
-  // the ILP may delay a stage's first pass to shorten that stage's span, an
-  // objective no order attains under the simulator (p=3 m=8 F6 B2 W3 c1 at
-  // 1.75p: ILP 89 with stage 2 idling 2 ms before F0, simulated 90). With it,
-  // every ILP timing is no earlier than the simulation of its order, and the
-  // first starts coincide, so the simulated span of the decoded order is at
-  // most the ILP objective (and equal at the optimum).
-  std::vector<double> stageStart(p);
-  {
-    double firstEnd = 0;
-    for (int s = 0; s < p; ++s) {
-      firstEnd += (s > 0 ? c.comm[s - 1] : 0) + c.f[s];
-      stageStart[s] = firstEnd - c.f[s];
-    }
+/// The first pass of every stage, F(s,0), starts as early as possible:
+/// F(0,0) at t = 0 and F(s,0) when F(s-1,0)'s activation arrives. This is
+/// the simulator's semantics (every pass as early as its dependencies and
+/// the rank's order allow), which measures the returned schedule. Without it
+/// the ILP may delay a stage's first pass to shorten that stage's span, an
+/// objective no order attains under the simulator (p=3 m=8 F6 B2 W3 c1 at
+/// 1.75p: ILP 89 with stage 2 idling 2 ms before F0, simulated 90). With it,
+/// every ILP timing is no earlier than the simulation of its order, and the
+/// first starts coincide, so the simulated span of the decoded order is at
+/// most the ILP objective (and equal at the optimum).
+void IlpFormulation::firstStarts() {
+  stageStart.assign(p, 0);
+  double firstEnd = 0;
+  for (int s = 0; s < p; ++s) {
+    firstEnd += (s > 0 ? c.comm[s - 1] : 0) + c.f[s];
+    stageStart[s] = firstEnd - c.f[s];
   }
+}
 
-  // Bounds on the objective R (the largest stage span). Upper: the warm
-  // start's span; the search only needs solutions at least as good, and the
-  // warm start itself attains it. Lower: the busiest stage's work and the
-  // analytic bound of Bounds.cpp (valid for every schedule, so for every
-  // ILP solution).
+/// Bounds on the objective R (the largest stage span). Upper: the warm
+/// start's span; the search only needs solutions at least as good, and the
+/// warm start itself attains it. Lower: the busiest stage's work and the
+/// analytic bound of Bounds.cpp (valid for every schedule, so for every ILP
+/// solution).
+void IlpFormulation::objectiveBounds() {
   double work = 0;
   for (int s = 0; s < p; ++s)
     work = std::max(work, m * (c.f[s] + c.b[s] + c.w[s]));
-  double ub = warmSim.stageSpan / tUnit;
-  double analyticMs = stageSpanLowerBound(
+  ub = warmSim.stageSpan / tUnit;
+  analyticMs = stageSpanLowerBound(
       problem, std::vector<double>(
                    p, problem.memoryLimit > 0 ? problem.memoryLimit : 0.0));
-  double lb = std::min(ub, std::max(work, analyticMs / tUnit));
-  double grid = timeGrid(problem);
+  lb = std::min(ub, std::max(work, analyticMs / tUnit));
+  grid = timeGrid(problem);
+}
 
-  // Time windows. With R <= ub every pass of stage s ends in
-  // [stageStart(s), stageStart(s) + ub]. est[n]: earliest end of pass n from
-  // the dependency chains (4), (5), F -> B -> W, the microbatch order of each
-  // kind, and the passes that must precede it on its stage; lct[n]: latest
-  // end, from stageStart + ub less the passes that must follow it on its
-  // stage, propagated backwards through the same chains. Every solution with
-  // R <= ub lies in these windows, so they are valid column bounds, and they
-  // give each order pair its own big-M (below) instead of one horizon-wide M.
+/// Time windows. With R <= ub every pass of stage s ends in
+/// [stageStart(s), stageStart(s) + ub]. est[n]: earliest end of pass n from
+/// the dependency chains (4), (5), F -> B -> W, the microbatch order of each
+/// kind, and the passes that must precede it on its stage; lct[n]: latest
+/// end, from stageStart + ub less the passes that must follow it on its
+/// stage, propagated backwards through the same chains. Every solution with
+/// R <= ub lies in these windows, so they are valid column bounds, and they
+/// give each order pair its own big-M (addOrderPairs) instead of one
+/// horizon-wide M.
+void IlpFormulation::timeWindows() {
   struct Arc {
     int from, to;
     double lag; // E[to] >= E[from] + lag
   };
   std::vector<Arc> arcs;
-  std::vector<double> est(numNodes), lct(numNodes);
+  est.assign(numNodes, 0);
+  lct.assign(numNodes, 0);
   for (int s = 0; s < p; ++s)
-    for (ActionKind kn : kinds)
+    for (ActionKind kn : kKinds)
       for (int in = 0; in < m; ++in) {
         int n = node(kn, s, in);
         double pre = 0, post = 0;
-        for (ActionKind kk : kinds)
+        for (ActionKind kk : kKinds)
           for (int ik = 0; ik < m; ++ik) {
             if (before(kk, ik, kn, in))
               pre += cost[node(kk, s, ik)];
@@ -579,9 +645,11 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
       }
     }
   }
+}
 
-  IlpModel ilp;
-  std::vector<int> E(numNodes);
+/// The end-time columns E (in their windows, F(s,0) pinned) and R.
+void IlpFormulation::addColumns() {
+  E.assign(numNodes, -1);
   for (int n = 0; n < numNodes; ++n) {
     // The warm start lies in its windows; the max/min only absorb rounding.
     double lo = std::min(est[n], warmEnd[n]);
@@ -592,41 +660,36 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
     int col = E[node(ActionKind::F, s, 0)];
     ilp.colLb[col] = ilp.colUb[col] = stageStart[s] + c.f[s];
   }
-  int R = ilp.addCol(lb, std::max(lb, ub), 1, false, ub);
+  R = ilp.addCol(lb, std::max(lb, ub), 1, false, ub);
+}
 
-  // P[(a,b)] column for a < b in node index, meaning "a before b".
-  //
-  // Symmetry breaking: the passes of one kind run in microbatch order on
-  // every stage (F(s,0) F(s,1) ..., B(s,0) B(s,1) ..., W(s,0) W(s,1) ...), as
-  // in the authors' formulation, so the only undecided pairs are {F(i'),
-  // B(i)}, {F(i'), W(i)} and {B(i'), W(i)} with i' > i. This loses no
-  // schedule because the microbatches are identical (same costs and memory):
-  // take any feasible timed schedule and, on every stage and for every kind,
-  // give the k-th pass of that kind to run the label k, keeping every start
-  // time. The k-th F on stage s starts after k distinct F passes of stage
-  // s-1 have ended (plus T_comm), so after the k-th of them to end: F(s,k)
-  // after F(s-1,k) still holds. The same counting gives B(s,k) after
-  // B(s+1,k) (k-th B on s+1) and after F(s,k), and W(s,k) after B(s,k).
-  // Memory on a stage depends only on how many F, B and W have run there,
-  // which relabelling does not change. So, with each stage's span measured
-  // from its own first pass, the optimum over microbatch-ordered timed
-  // schedules is the optimum over all timed schedules. (The model also pins
-  // F(s,0) to its earliest start, the simulator's semantics for orders in
-  // this class; an order outside it may start a stage later than that, so
-  // CBC's bound is stated for the class, and the analytic bound, which holds
-  // for every order, is reported next to it.)
-  std::map<std::pair<int, int>, int> P;
-  auto order = [&](int a, int b) -> std::pair<int, bool> {
-    // Returns (column, true if the column means a before b).
-    if (a < b)
-      return {P.at({a, b}), true};
-    return {P.at({b, a}), false};
-  };
-  int fixedPairs = 0;
+/// P[(a,b)] column for a < b in node index, meaning "a before b", with the
+/// rows (6).
+///
+/// Symmetry breaking: the passes of one kind run in microbatch order on
+/// every stage (F(s,0) F(s,1) ..., B(s,0) B(s,1) ..., W(s,0) W(s,1) ...), as
+/// in the authors' formulation, so the only undecided pairs are {F(i'),
+/// B(i)}, {F(i'), W(i)} and {B(i'), W(i)} with i' > i. This loses no
+/// schedule because the microbatches are identical (same costs and memory):
+/// take any feasible timed schedule and, on every stage and for every kind,
+/// give the k-th pass of that kind to run the label k, keeping every start
+/// time. The k-th F on stage s starts after k distinct F passes of stage
+/// s-1 have ended (plus T_comm), so after the k-th of them to end: F(s,k)
+/// after F(s-1,k) still holds. The same counting gives B(s,k) after
+/// B(s+1,k) (k-th B on s+1) and after F(s,k), and W(s,k) after B(s,k).
+/// Memory on a stage depends only on how many F, B and W have run there,
+/// which relabelling does not change. So, with each stage's span measured
+/// from its own first pass, the optimum over microbatch-ordered timed
+/// schedules is the optimum over all timed schedules. (The model also pins
+/// F(s,0) to its earliest start, the simulator's semantics for orders in
+/// this class; an order outside it may start a stage later than that, so
+/// CBC's bound is stated for the class, and the analytic bound, which holds
+/// for every order, is reported next to it.)
+void IlpFormulation::addOrderPairs() {
   for (int s = 0; s < p; ++s)
-    for (ActionKind ka : kinds)
+    for (ActionKind ka : kKinds)
       for (int ia = 0; ia < m; ++ia)
-        for (ActionKind kb : kinds)
+        for (ActionKind kb : kKinds)
           for (int ib = 0; ib < m; ++ib) {
             int a = node(ka, s, ia), b = node(kb, s, ib);
             if (a >= b || before(ka, ia, kb, ib) || before(kb, ib, ka, ia))
@@ -648,8 +711,10 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
             ilp.addRow({E[b], E[a], col}, {1, -1, -mab}, 'G', cost[b] - mab);
             ilp.addRow({E[a], E[b], col}, {1, -1, mba}, 'G', cost[a]);
           }
+}
 
-  // Dependencies (4), (5), same-stage implied order, W after B.
+/// Dependencies (4), (5), same-stage implied order, W after B.
+void IlpFormulation::addDependencies() {
   for (int s = 0; s < p; ++s)
     for (int i = 0; i < m; ++i) {
       int f = node(ActionKind::F, s, i), b = node(ActionKind::B, s, i),
@@ -663,17 +728,20 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
       ilp.addRow({E[b], E[f]}, {1, -1}, 'G', c.b[s]);
       ilp.addRow({E[w], E[b]}, {1, -1}, 'G', c.w[s]);
       if (i > 0)
-        for (ActionKind k : kinds)
+        for (ActionKind k : kKinds)
           ilp.addRow({E[node(k, s, i)], E[node(k, s, i - 1)]}, {1, -1}, 'G',
                      cost[node(k, s, i)]);
     }
+}
 
-  // Objective rows and the span cuts.
+/// Objective rows (3), the two families of span cuts and the memory rows
+/// (7) for the passes that allocate.
+void IlpFormulation::addSpanAndMemoryRows() {
   for (int s = 0; s < p; ++s) {
     int first = node(ActionKind::F, s, 0);
     ilp.addRow({R, E[node(ActionKind::W, s, m - 1)], E[first]}, {1, -1, 1}, 'G',
                c.f[s]);
-    for (ActionKind kn : kinds)
+    for (ActionKind kn : kKinds)
       for (int in = 0; in < m; ++in) {
         int n = node(kn, s, in);
         // R >= E[n] + sum_{k after n} T_k - E[F0] + T_F0
@@ -688,7 +756,7 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
         std::vector<int> memCols;
         std::vector<double> memCoefs;
         double memConst = delta[n];
-        for (ActionKind kk : kinds)
+        for (ActionKind kk : kKinds)
           for (int ik = 0; ik < m; ++ik) {
             int k = node(kk, s, ik);
             if (k == n)
@@ -728,19 +796,22 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
           ilp.addRow(memCols, memCoefs, 'L', memLimit - memConst);
       }
   }
+}
 
-  if (options.verbose) {
-    int outside = 0;
-    for (int k = 0; k < ilp.numCols; ++k)
-      outside += ilp.start[k] < ilp.colLb[k] - 1e-9 ||
-                 ilp.start[k] > ilp.colUb[k] + 1e-9;
-    fprintf(stderr,
-            "zb ilp: %d columns, %d rows, %d order pairs fixed by the time "
-            "windows, objective in [%g, %g] ms, time grid %g ms; the warm "
-            "start violates %d rows and %d column bounds\n",
-            ilp.numCols, ilp.numRows, fixedPairs, lb * tUnit, ub * tUnit, grid,
-            ilp.startViolations, outside);
-  }
+void IlpFormulation::printSummary() const {
+  int outside = 0;
+  for (int k = 0; k < ilp.numCols; ++k)
+    outside += ilp.start[k] < ilp.colLb[k] - 1e-9 ||
+               ilp.start[k] > ilp.colUb[k] + 1e-9;
+  fprintf(stderr,
+          "zb ilp: %d columns, %d rows, %d order pairs fixed by the time "
+          "windows, objective in [%g, %g] ms, time grid %g ms; the warm "
+          "start violates %d rows and %d column bounds\n",
+          ilp.numCols, ilp.numRows, fixedPairs, lb * tUnit, ub * tUnit, grid,
+          ilp.startViolations, outside);
+}
+
+CbcOutcome IlpFormulation::solve(std::chrono::steady_clock::time_point tEntry) {
   ilp.load();
   // Log level 1 so that CBC's progress messages reach cbcProgress (which
   // prints them only with options.verbose).
@@ -783,20 +854,17 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   }
   double proveThreshold =
       grid > 0 ? ub - 0.99 * grid / tUnit : ub - 1e-9 * std::max(1.0, ub);
-  CbcOutcome out =
-      solveWithDeadline(ilp, options.verbose, proveThreshold, t0, limit);
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-          .count();
+  return solveWithDeadline(ilp, options.verbose, proveThreshold, t0, limit);
+}
 
+IlpReport IlpFormulation::report(const CbcOutcome &out, double seconds) const {
   IlpReport rep;
   rep.seconds = seconds;
   rep.numVariables = ilp.numCols;
   rep.numConstraints = ilp.numRows;
   rep.warmStartObjective = warmSim.stageSpan;
   rep.analyticBound = analyticMs;
-  const double *sol = out.hasSolution ? out.solution.data() : nullptr;
-  double cbcObjective = out.objective * tUnit;
+  bool hasSolution = out.hasSolution;
   if (!out.finished)
     rep.status = out.error.empty()
                      ? llvm::formatv("time limit (CBC stopped by zb at the "
@@ -815,7 +883,8 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
                        "every row, so this is numerical trouble)"
                      : "infeasible";
   else if (out.secondsLimitReached || out.secondary == 4)
-    rep.status = sol ? "time limit (feasible)" : "time limit (no solution)";
+    rep.status =
+        hasSolution ? "time limit (feasible)" : "time limit (no solution)";
   else
     rep.status = llvm::formatv("stopped (status {0}, secondary {1})",
                                out.status, out.secondary)
@@ -845,8 +914,13 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   if (grid > 0) // round up to the grid, less a relative tolerance
     rep.bestBound =
         grid * std::ceil(rep.bestBound / grid - 1e-6 * std::max(1.0, ub));
+  return rep;
+}
 
-  Schedule result = std::move(*warm);
+Schedule IlpFormulation::decode(const CbcOutcome &out, IlpReport &rep) const {
+  const double *sol = out.hasSolution ? out.solution.data() : nullptr;
+  double cbcObjective = out.objective * tUnit;
+  Schedule result = warm;
   result.name = "ilp";
   result.costConvention = CostConvention::StageSpan;
   if (sol) {
@@ -854,7 +928,7 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
     Schedule candidate = result;
     for (int s = 0; s < p; ++s) {
       std::vector<Action> list;
-      for (ActionKind k : kinds)
+      for (ActionKind k : kKinds)
         for (int i = 0; i < m; ++i)
           list.push_back({k, s, i});
       std::stable_sort(list.begin(), list.end(),
@@ -912,6 +986,30 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   rep.bestBound = std::min(rep.bestBound, realized);
   rep.gap =
       realized > 0 ? std::max(0.0, (realized - rep.bestBound) / realized) : 0;
+  return result;
+}
+
+} // namespace
+
+llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
+                                          const BuildOptions &options,
+                                          IlpReport *report) {
+  // The time limit covers the whole call (warm start, model, CBC, decode).
+  auto tEntry = std::chrono::steady_clock::now();
+  // Warm start: the heuristic (which never does worse than ZB-H1/H2).
+  llvm::Expected<Schedule> warm = buildHeuristic(problem, "zb-auto", options);
+  if (!warm)
+    return warm.takeError();
+  SimResult warmSim = simulate(problem, *warm);
+  IlpFormulation formulation(problem, options, *warm, warmSim);
+  formulation.build();
+  auto t0 = std::chrono::steady_clock::now();
+  CbcOutcome out = formulation.solve(tEntry);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  IlpReport rep = formulation.report(out, seconds);
+  Schedule result = formulation.decode(out, rep);
   if (report)
     *report = rep;
   return result;

@@ -403,33 +403,39 @@ static bool exceeds(double value, double limit) {
   return !StageCosts::fits(value, limit);
 }
 
-llvm::Error zb::sched::verify(const Problem &problem,
-                              const Schedule &schedule) {
-  if (llvm::Error e = validateProblem(problem))
-    return e;
-  int p = problem.numRanks, m = problem.numMicrobatches;
-  int numStages = problem.numStages();
+namespace {
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(message.str());
+}
+
+/// The schedule's shape: one action list per rank, every stage on a rank.
+llvm::Error checkShape(const Problem &problem, const Schedule &schedule) {
+  int p = problem.numRanks, numStages = problem.numStages();
   if (static_cast<int>(schedule.perRank.size()) != p)
-    return llvm::createStringError(
+    return error(
         llvm::formatv("schedule '{0}' has {1} ranks, the problem has p={2}",
-                      schedule.name, schedule.perRank.size(), p)
-            .str());
+                      schedule.name, schedule.perRank.size(), p));
   if (static_cast<int>(schedule.stageToRank.size()) != numStages)
-    return llvm::createStringError(
+    return error(
         llvm::formatv("schedule '{0}' maps {1} stages to ranks, the problem "
                       "has p*V={2} stages",
-                      schedule.name, schedule.stageToRank.size(), numStages)
-            .str());
+                      schedule.name, schedule.stageToRank.size(), numStages));
   for (int s = 0; s < numStages; ++s)
     if (schedule.stageToRank[s] < 0 || schedule.stageToRank[s] >= p)
-      return llvm::createStringError(
+      return error(
           llvm::formatv("stage {0} is mapped to rank {1}, outside 0..{2}", s,
-                        schedule.stageToRank[s], p - 1)
-              .str());
+                        schedule.stageToRank[s], p - 1));
+  return llvm::Error::success();
+}
 
-  // Counts and placement.
-  ActionIndex idx{numStages, m};
-  std::vector<int> position(idx.size(), -1);
+/// Counts and placement: every F, B and W of every stage and microbatch
+/// exactly once, on its stage's rank. Fills `position` (index in its rank's
+/// list, by ActionIndex).
+llvm::Error checkPlacement(const Problem &problem, const Schedule &schedule,
+                           const ActionIndex &idx, std::vector<int> &position) {
+  int p = problem.numRanks, m = problem.numMicrobatches;
+  int numStages = problem.numStages();
+  position.assign(idx.size(), -1);
   for (int r = 0; r < p; ++r) {
     const auto &list = schedule.perRank[r];
     for (int k = 0, e = list.size(); k < e; ++k) {
@@ -438,22 +444,18 @@ llvm::Error zb::sched::verify(const Problem &problem,
           a.microbatch >= m ||
           (a.kind != ActionKind::F && a.kind != ActionKind::B &&
            a.kind != ActionKind::W))
-        return llvm::createStringError(
-            llvm::formatv("rank {0} position {1}: {2} is out of range "
-                          "(stages 0..{3}, microbatches 0..{4})",
-                          r, k, describe(a), numStages - 1, m - 1)
-                .str());
+        return error(llvm::formatv("rank {0} position {1}: {2} is out of range "
+                                   "(stages 0..{3}, microbatches 0..{4})",
+                                   r, k, describe(a), numStages - 1, m - 1));
       if (schedule.stageToRank[a.stage] != r)
-        return llvm::createStringError(
-            llvm::formatv("rank {0} position {1}: {2} belongs to rank {3}", r,
-                          k, describe(a), schedule.stageToRank[a.stage])
-                .str());
+        return error(llvm::formatv("rank {0} position {1}: {2} belongs to "
+                                   "rank {3}",
+                                   r, k, describe(a),
+                                   schedule.stageToRank[a.stage]));
       int j = idx(a.kind, a.stage, a.microbatch);
       if (position[j] >= 0)
-        return llvm::createStringError(
-            llvm::formatv("rank {0}: {1} appears more than once", r,
-                          describe(a))
-                .str());
+        return error(llvm::formatv("rank {0}: {1} appears more than once", r,
+                                   describe(a)));
       position[j] = k;
     }
   }
@@ -461,90 +463,109 @@ llvm::Error zb::sched::verify(const Problem &problem,
     for (ActionKind k : {ActionKind::F, ActionKind::B, ActionKind::W})
       for (int i = 0; i < m; ++i)
         if (position[idx(k, s, i)] < 0)
-          return llvm::createStringError(
-              llvm::formatv("count: {0} is missing (rank {1} must run {2} "
-                            "actions)",
-                            describe({k, s, i}), schedule.stageToRank[s],
-                            3 * m *
-                                llvm::count(schedule.stageToRank,
-                                            schedule.stageToRank[s]))
-                  .str());
+          return error(llvm::formatv(
+              "count: {0} is missing (rank {1} must run {2} actions)",
+              describe({k, s, i}), schedule.stageToRank[s],
+              3 * m *
+                  llvm::count(schedule.stageToRank, schedule.stageToRank[s])));
+  return llvm::Error::success();
+}
 
-  // Same-rank order.
-  for (int r = 0; r < p; ++r) {
+/// Same-rank order: B after its F, W after its B (right after it under a
+/// fused backward).
+llvm::Error checkRankOrder(const Schedule &schedule, const ActionIndex &idx,
+                           const std::vector<int> &position) {
+  for (int r = 0, p = schedule.perRank.size(); r < p; ++r) {
     for (const Action &a : schedule.perRank[r]) {
       int here = position[idx(a.kind, a.stage, a.microbatch)];
+      Action f{ActionKind::F, a.stage, a.microbatch};
+      Action b{ActionKind::B, a.stage, a.microbatch};
       if (a.kind == ActionKind::B &&
-          position[idx(ActionKind::F, a.stage, a.microbatch)] > here)
-        return llvm::createStringError(
-            llvm::formatv("dependency: rank {0} runs {1} before {2}", r,
-                          describe(a),
-                          describe({ActionKind::F, a.stage, a.microbatch}))
-                .str());
-      if (a.kind == ActionKind::W) {
-        int b = position[idx(ActionKind::B, a.stage, a.microbatch)];
-        if (b > here)
-          return llvm::createStringError(
-              llvm::formatv("dependency: rank {0} runs {1} before {2}", r,
-                            describe(a),
-                            describe({ActionKind::B, a.stage, a.microbatch}))
-                  .str());
-        if (schedule.fusedBackward && b + 1 != here)
-          return llvm::createStringError(
-              llvm::formatv("fused backward: rank {0} must run {1} right "
-                            "after {2}",
-                            r, describe(a),
-                            describe({ActionKind::B, a.stage, a.microbatch}))
-                  .str());
-      }
-    }
-  }
-
-  // Cross-stage dependencies and deadlock freedom.
-  StageCosts costs = resolveStageCosts(problem, schedule.stageToRank);
-  SimCore core = runSimulation(problem, schedule, costs, SimOptions());
-  if (!core.complete) {
-    for (int r = 0; r < p; ++r) {
-      const auto &list = schedule.perRank[r];
-      if (core.next[r] >= list.size())
+          position[idx(f.kind, f.stage, f.microbatch)] > here)
+        return error(llvm::formatv("dependency: rank {0} runs {1} before {2}",
+                                   r, describe(a), describe(f)));
+      if (a.kind != ActionKind::W)
         continue;
-      const Action &a = list[core.next[r]];
-      Dep deps[2];
-      int n = dependencies(a, schedule, costs, p, SimOptions(), deps);
-      for (int d = 0; d < n; ++d) {
-        Action dep{deps[d].kind, deps[d].stage, deps[d].microbatch};
-        if (core.done[idx(dep.kind, dep.stage, dep.microbatch)])
-          continue;
-        int depRank = schedule.stageToRank[dep.stage];
-        return llvm::createStringError(
-            llvm::formatv("dependency: {0} on rank {1} needs {2} on rank {3}, "
-                          "which {4} (deadlock)",
-                          describe(a), r, describe(dep), depRank,
-                          depRank == r ? "comes later in the same rank's order"
-                                       : "cannot run before it")
-                .str());
-      }
-    }
-    return llvm::createStringError("deadlock in schedule '" + schedule.name +
-                                   "'");
-  }
-
-  // Memory.
-  if (problem.memoryLimit > 0) {
-    for (int r = 0; r < p; ++r) {
-      double mem = 0;
-      for (const Action &a : schedule.perRank[r]) {
-        mem += memDelta(costs, a);
-        if (exceeds(mem, problem.memoryLimit))
-          return llvm::createStringError(
-              llvm::formatv("memory limit: rank {0} holds {1} after {2}, "
-                            "above the limit {3}",
-                            r, mem, describe(a), problem.memoryLimit)
-                  .str());
-      }
+      int bAt = position[idx(b.kind, b.stage, b.microbatch)];
+      if (bAt > here)
+        return error(llvm::formatv("dependency: rank {0} runs {1} before {2}",
+                                   r, describe(a), describe(b)));
+      if (schedule.fusedBackward && bAt + 1 != here)
+        return error(llvm::formatv("fused backward: rank {0} must run {1} "
+                                   "right after {2}",
+                                   r, describe(a), describe(b)));
     }
   }
   return llvm::Error::success();
+}
+
+/// Cross-stage dependencies and deadlock freedom: the simulation completes;
+/// otherwise names the first blocked action and what it waits for.
+llvm::Error checkDeadlock(const Problem &problem, const Schedule &schedule,
+                          const StageCosts &costs, const ActionIndex &idx) {
+  int p = problem.numRanks;
+  SimCore core = runSimulation(problem, schedule, costs, SimOptions());
+  if (core.complete)
+    return llvm::Error::success();
+  for (int r = 0; r < p; ++r) {
+    const auto &list = schedule.perRank[r];
+    if (core.next[r] >= list.size())
+      continue;
+    const Action &a = list[core.next[r]];
+    Dep deps[2];
+    int n = dependencies(a, schedule, costs, p, SimOptions(), deps);
+    for (int d = 0; d < n; ++d) {
+      Action dep{deps[d].kind, deps[d].stage, deps[d].microbatch};
+      if (core.done[idx(dep.kind, dep.stage, dep.microbatch)])
+        continue;
+      int depRank = schedule.stageToRank[dep.stage];
+      return error(llvm::formatv(
+          "dependency: {0} on rank {1} needs {2} on rank {3}, which {4} "
+          "(deadlock)",
+          describe(a), r, describe(dep), depRank,
+          depRank == r ? "comes later in the same rank's order"
+                       : "cannot run before it"));
+    }
+  }
+  return error("deadlock in schedule '" + schedule.name + "'");
+}
+
+/// Memory: every rank's activation memory stays within the limit after
+/// every action (F +M_B, B +M_W-M_B, W -M_W).
+llvm::Error checkMemory(const Problem &problem, const Schedule &schedule,
+                        const StageCosts &costs) {
+  if (problem.memoryLimit <= 0)
+    return llvm::Error::success();
+  for (int r = 0; r < problem.numRanks; ++r) {
+    double mem = 0;
+    for (const Action &a : schedule.perRank[r]) {
+      mem += memDelta(costs, a);
+      if (exceeds(mem, problem.memoryLimit))
+        return error(llvm::formatv("memory limit: rank {0} holds {1} after "
+                                   "{2}, above the limit {3}",
+                                   r, mem, describe(a), problem.memoryLimit));
+    }
+  }
+  return llvm::Error::success();
+}
+} // namespace
+
+llvm::Error zb::sched::verify(const Problem &problem,
+                              const Schedule &schedule) {
+  if (llvm::Error e = validateProblem(problem))
+    return e;
+  if (llvm::Error e = checkShape(problem, schedule))
+    return e;
+  ActionIndex idx{problem.numStages(), problem.numMicrobatches};
+  std::vector<int> position;
+  if (llvm::Error e = checkPlacement(problem, schedule, idx, position))
+    return e;
+  if (llvm::Error e = checkRankOrder(schedule, idx, position))
+    return e;
+  StageCosts costs = resolveStageCosts(problem, schedule.stageToRank);
+  if (llvm::Error e = checkDeadlock(problem, schedule, costs, idx))
+    return e;
+  return checkMemory(problem, schedule, costs);
 }
 
 //===----------------------------------------------------------------------===//

@@ -98,13 +98,71 @@ std::string checkCommunication(const std::vector<std::vector<Message>> &prog) {
   llvm_unreachable("unknown conflict");
 }
 
-struct RankLowering {
+/// Lowers the schedule of one rank to its step function `zb_rank<R>_step`.
+/// The phases, in order: the rank's parameters and inputs (collect), the
+/// signature and argument tensors (createStep), one call per action with its
+/// operands gathered and its results routed (lowerAction), then the summed
+/// gradients, tied-parameter exchange and loss written out (finish).
+class RankLowering {
+public:
+  RankLowering(ModuleOp module, const PipelineInfo &info,
+               const sched::Schedule &schedule, int64_t numMicrobatches,
+               int64_t rank, std::vector<Message> &msgs)
+      : module(module), info(info), schedule(schedule),
+        numMicrobatches(numMicrobatches), rank(rank), msgs(msgs),
+        b(module.getContext()), loc(module.getLoc()) {}
+
+  LogicalResult lower() {
+    collect();
+    if (failed(createStep()))
+      return failure();
+    for (const sched::Action &a : schedule.perRank[rank])
+      if (failed(lowerAction(a)))
+        return failure();
+    return finish();
+  }
+
+private:
+  /// Keys of the per-microbatch values: (kind, value id, microbatch).
+  enum ValueKind { Act = 0, Grad = 1, Saved = 2, Residual = 3 };
+  /// A gradient B(s, mb) sends under a fused backward, held until W(s, mb).
+  struct DeferredSend {
+    Value value;
+    int64_t to, tag;
+    std::string what;
+  };
+
   ModuleOp module;
   const PipelineInfo &info;
   const sched::Schedule &schedule;
-  int64_t numMicrobatches;
-  std::vector<std::vector<Message>> &messages;
+  int64_t numMicrobatches, rank;
+  std::vector<Message> &msgs;
+  OpBuilder b;
+  Location loc;
 
+  // collect(): the rank's parameters and batch inputs; a tied parameter
+  // (several stages) has a copy on every rank that runs one of its stages.
+  SmallVector<int64_t> paramIdx, inputIdx;
+  llvm::DenseMap<int64_t, SmallVector<int64_t>> stagesOfParam;
+  bool hasLoss = false;
+  // createStep(): the entry block and the tensors of the arguments.
+  Block *entry = nullptr;
+  llvm::DenseMap<int64_t, Value> paramT, inputT;
+  std::map<std::pair<int64_t, int64_t>, Value> slices;
+  // lowerAction(): values per microbatch, in-order loss and weight-gradient
+  // sums, deferred sends.
+  std::map<std::tuple<int, int64_t, int64_t>, Value> env;
+  std::map<int64_t, Value> pendingLoss;
+  int64_t nextLoss = 0;
+  Value lossAcc;
+  std::map<int64_t, std::map<int64_t, SmallVector<std::pair<int64_t, Value>>>>
+      pendingGrads; // stage -> mb -> (param, grad)
+  std::map<int64_t, int64_t> nextGrad;
+  std::map<std::pair<int64_t, int64_t>, SmallVector<DeferredSend>> deferred;
+  std::map<std::pair<int64_t, int64_t>, Value> gradAcc; // (param, stage)
+
+  int64_t rankOf(int64_t stage) const { return schedule.stageToRank[stage]; }
+  int64_t lastStage() const { return info.numStages - 1; }
   func::FuncOp lookup(StringRef name) {
     return module.lookupSymbol<func::FuncOp>(name);
   }
@@ -119,32 +177,7 @@ struct RankLowering {
       return v.getInt();
     return -1;
   }
-
-  LogicalResult lower(int64_t rank);
-};
-
-LogicalResult RankLowering::lower(int64_t rank) {
-  MLIRContext *ctx = module.getContext();
-  OpBuilder b(ctx);
-  Location loc = module.getLoc();
-  auto rankOf = [&](int64_t stage) { return schedule.stageToRank[stage]; };
-  int64_t lastStage = info.numStages - 1;
-
-  // The rank's stages, parameters and batch inputs.
-  SmallVector<int64_t> paramIdx, inputIdx;
-  // A tied parameter (several stages) has a copy on every rank that runs
-  // one of its stages.
-  llvm::DenseMap<int64_t, SmallVector<int64_t>> stagesOfParam;
-  for (const ModelValueInfo &p : info.params) {
-    stagesOfParam[p.index] = p.stages;
-    if (llvm::any_of(p.stages, [&](int64_t s) { return rankOf(s) == rank; }))
-      paramIdx.push_back(p.index);
-  }
-  for (const ModelValueInfo &in : info.inputs)
-    if (llvm::any_of(in.stages, [&](int64_t s) { return rankOf(s) == rank; }))
-      inputIdx.push_back(in.index);
-  bool hasLoss = rankOf(lastStage) == rank;
-  auto typeOf = [&](int64_t index) -> RankedTensorType {
+  RankedTensorType typeOf(int64_t index) const {
     for (const ModelValueInfo &v : info.params)
       if (v.index == index)
         return v.type;
@@ -152,22 +185,95 @@ LogicalResult RankLowering::lower(int64_t rank) {
       if (v.index == index)
         return v.type;
     return {};
-  };
+  }
+  Value addInOrder(Value acc, Value v) {
+    return acc ? AddOp::create(b, loc, v.getType(), acc, v).getResult() : v;
+  }
+  /// A zb.send, recorded for the communication check.
+  void send(Value v, int64_t to, int64_t tag, std::string what) {
+    SendOp::create(b, loc, v, to, tag);
+    msgs.push_back({true, to, tag, tensorBytes(v.getType()), std::move(what)});
+  }
+  /// A zb.recv, recorded for the communication check.
+  Value recv(Type ty, int64_t from, int64_t tag, std::string what) {
+    msgs.push_back({false, from, tag, tensorBytes(ty), std::move(what)});
+    return RecvOp::create(b, loc, ty, from, tag);
+  }
+  void mark(StringRef fname, int kind, int64_t stage, int64_t mb) {
+    Value k = arith::ConstantIntOp::create(b, loc, kind, 32);
+    Value s = arith::ConstantIntOp::create(b, loc, stage, 32);
+    Value m = arith::ConstantIntOp::create(b, loc, mb, 32);
+    func::CallOp::create(b, loc, fname, TypeRange{}, ValueRange{k, s, m});
+  }
+  void declare(StringRef fname, TypeRange args) {
+    if (module.lookupSymbol<func::FuncOp>(fname))
+      return;
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto f = func::FuncOp::create(b, loc, fname, b.getFunctionType(args, {}));
+    f.setPrivate();
+  }
+  InFlightDiagnostic missingGradient(int64_t p, int64_t s) {
+    return module.emitError("rank ")
+           << rank << " never computes the gradient of parameter #" << p
+           << " in stage " << s;
+  }
+  static std::string tiedWhat(int64_t p, int64_t s) {
+    return llvm::formatv("tied gradient of parameter #{0} from stage {1}", p, s)
+        .str();
+  }
+  int64_t tiedTag(int64_t param, int64_t stage) const {
+    return zbrt_tag(0, stage, numMicrobatches + param);
+  }
 
-  // Signature: params, grads, inputs ([M] + microbatch shape), loss.
+  void collect();
+  LogicalResult createStep();
+  Value sliceOf(int64_t input, int64_t mb);
+  LogicalResult gatherOperands(const sched::Action &a, func::FuncOp callee,
+                               SmallVectorImpl<Value> &operands);
+  LogicalResult routeResults(const sched::Action &a, func::FuncOp callee,
+                             func::CallOp call);
+  LogicalResult lowerAction(const sched::Action &a);
+  void completeW(const sched::Action &a);
+  LogicalResult exchangeTiedGradients();
+  LogicalResult finish();
+};
+
+static std::string actionName(const sched::Action &a, StringRef what) {
+  return llvm::formatv("{0}{1}.{2} {3}", sched::kindName(a.kind), a.stage,
+                       a.microbatch, what)
+      .str();
+}
+
+void RankLowering::collect() {
+  auto onRank = [&](ArrayRef<int64_t> stages) {
+    return llvm::any_of(stages, [&](int64_t s) { return rankOf(s) == rank; });
+  };
+  for (const ModelValueInfo &p : info.params) {
+    stagesOfParam[p.index] = p.stages;
+    if (onRank(p.stages))
+      paramIdx.push_back(p.index);
+  }
+  for (const ModelValueInfo &in : info.inputs)
+    if (onRank(in.stages))
+      inputIdx.push_back(in.index);
+  hasLoss = rankOf(lastStage()) == rank;
+}
+
+/// The step function: params, grads, inputs ([M] + microbatch shape), loss;
+/// the trace markers' declarations and tensors of the arguments.
+LogicalResult RankLowering::createStep() {
+  MLIRContext *ctx = module.getContext();
   SmallVector<Type> argTypes;
   SmallVector<Attribute> argRoles;
   auto memrefOf = [](RankedTensorType t) {
     return MemRefType::get(t.getShape(), t.getElementType());
   };
-  for (int64_t p : paramIdx) {
-    argTypes.push_back(memrefOf(typeOf(p)));
-    argRoles.push_back(RankArgAttr::get(ctx, RankArgKind::param, p));
-  }
-  for (int64_t p : paramIdx) {
-    argTypes.push_back(memrefOf(typeOf(p)));
-    argRoles.push_back(RankArgAttr::get(ctx, RankArgKind::grad, p));
-  }
+  for (RankArgKind kind : {RankArgKind::param, RankArgKind::grad})
+    for (int64_t p : paramIdx) {
+      argTypes.push_back(memrefOf(typeOf(p)));
+      argRoles.push_back(RankArgAttr::get(ctx, kind, p));
+    }
   for (int64_t i : inputIdx) {
     RankedTensorType t = typeOf(i);
     SmallVector<int64_t> shape{numMicrobatches};
@@ -175,10 +281,9 @@ LogicalResult RankLowering::lower(int64_t rank) {
     argTypes.push_back(MemRefType::get(shape, t.getElementType()));
     argRoles.push_back(RankArgAttr::get(ctx, RankArgKind::input, i));
   }
-  Type f32 = b.getF32Type();
-  RankedTensorType lossTy;
   if (hasLoss) {
-    auto fwd = lookup(info.stages[lastStage].forward);
+    auto fwd = lookup(info.stages[lastStage()].forward);
+    RankedTensorType lossTy;
     for (unsigned i = 0; i < fwd.getNumResults(); ++i)
       if (role(fwd.getResultAttrDict(i)) == "loss")
         lossTy = llvm::cast<RankedTensorType>(fwd.getResultTypes()[i]);
@@ -187,44 +292,28 @@ LogicalResult RankLowering::lower(int64_t rank) {
     argTypes.push_back(MemRefType::get({}, lossTy.getElementType()));
     argRoles.push_back(RankArgAttr::get(ctx, RankArgKind::loss, -1));
   }
-  (void)f32;
 
   b.setInsertionPointToEnd(module.getBody());
   std::string name = llvm::formatv("zb_rank{0}_step", rank);
-  auto step = func::FuncOp::create(b, loc, name,
-                                   b.getFunctionType(argTypes, {}));
+  auto step =
+      func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
   step->setAttr("zb.rank", b.getI64IntegerAttr(rank));
   step->setAttr(kRankArgsAttr, b.getArrayAttr(argRoles));
   step->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-  Block *entry = step.addEntryBlock();
+  entry = step.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
   // Runtime trace markers.
   auto i32 = b.getI32Type();
-  auto declare = [&](StringRef fname, TypeRange args) {
-    if (module.lookupSymbol<func::FuncOp>(fname))
-      return;
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(module.getBody());
-    auto f = func::FuncOp::create(b, loc, fname, b.getFunctionType(args, {}));
-    f.setPrivate();
-  };
   declare(zbrt::symbols::ActionBegin, {i32, i32, i32});
   declare(zbrt::symbols::ActionEnd, {i32, i32, i32});
-  auto mark = [&](StringRef fname, int kind, int64_t stage, int64_t mb) {
-    Value k = arith::ConstantIntOp::create(b, loc, kind, 32);
-    Value s = arith::ConstantIntOp::create(b, loc, stage, 32);
-    Value m = arith::ConstantIntOp::create(b, loc, mb, 32);
-    func::CallOp::create(b, loc, fname, TypeRange{}, ValueRange{k, s, m});
-  };
 
-  // Tensors of the arguments.
-  llvm::DenseMap<int64_t, Value> paramT, inputT;
+  // Tensors of the arguments (grads are outputs).
   unsigned argNo = 0;
   for (int64_t p : paramIdx)
     paramT[p] = bufferization::ToTensorOp::create(
         b, loc, typeOf(p), entry->getArgument(argNo++), /*restrict=*/true);
-  argNo += paramIdx.size(); // grads are outputs
+  argNo += paramIdx.size();
   for (int64_t i : inputIdx) {
     Value m = entry->getArgument(argNo++);
     auto mt = llvm::cast<MemRefType>(m.getType());
@@ -232,196 +321,227 @@ LogicalResult RankLowering::lower(int64_t rank) {
         b, loc, RankedTensorType::get(mt.getShape(), mt.getElementType()), m,
         /*restrict=*/true);
   }
-  std::map<std::pair<int64_t, int64_t>, Value> slices;
-  auto sliceOf = [&](int64_t input, int64_t mb) -> Value {
-    auto it = slices.find({input, mb});
-    if (it != slices.end())
-      return it->second;
-    RankedTensorType t = typeOf(input);
-    SmallVector<OpFoldResult> offsets{b.getIndexAttr(mb)}, sizes{
-                                                               b.getIndexAttr(1)},
-        strides{b.getIndexAttr(1)};
-    for (int64_t d : t.getShape()) {
-      offsets.push_back(b.getIndexAttr(0));
-      sizes.push_back(b.getIndexAttr(d));
-      strides.push_back(b.getIndexAttr(1));
-    }
-    Value v = tensor::ExtractSliceOp::create(b, loc, t, inputT[input], offsets,
-                                             sizes, strides);
-    slices[{input, mb}] = v;
-    return v;
-  };
+  return success();
+}
 
-  // Values per microbatch: (kind, value id, microbatch) -> tensor.
-  std::map<std::tuple<int, int64_t, int64_t>, Value> env;
-  enum { Act = 0, Grad = 1, Saved = 2, Residual = 3 };
+/// Microbatch `mb` of batch input `input` (one extract_slice, reused).
+Value RankLowering::sliceOf(int64_t input, int64_t mb) {
+  auto it = slices.find({input, mb});
+  if (it != slices.end())
+    return it->second;
+  RankedTensorType t = typeOf(input);
+  SmallVector<OpFoldResult> offsets{b.getIndexAttr(mb)};
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(1)};
+  SmallVector<OpFoldResult> strides{b.getIndexAttr(1)};
+  for (int64_t d : t.getShape()) {
+    offsets.push_back(b.getIndexAttr(0));
+    sizes.push_back(b.getIndexAttr(d));
+    strides.push_back(b.getIndexAttr(1));
+  }
+  Value v = tensor::ExtractSliceOp::create(b, loc, t, inputT[input], offsets,
+                                           sizes, strides);
+  slices[{input, mb}] = v;
+  return v;
+}
 
-  // In-order accumulation of losses and weight gradients.
-  std::map<int64_t, Value> pendingLoss;
-  int64_t nextLoss = 0;
-  Value lossAcc;
-  std::map<int64_t, std::map<int64_t, SmallVector<std::pair<int64_t, Value>>>>
-      pendingGrads; // stage -> mb -> (param, grad)
-  std::map<int64_t, int64_t> nextGrad;
-  // Fused backward (1F1B, GPipe, 1F1B-I: B and W are one backward pass): a
-  // gradient B(s, mb) produces for another rank is sent only after W(s, mb),
-  // as a framework without the B/W split sends it after the whole backward.
-  struct DeferredSend {
-    Value value;
-    int64_t to, tag;
-    std::string what;
-  };
-  std::map<std::pair<int64_t, int64_t>, SmallVector<DeferredSend>> deferred;
-  std::map<std::pair<int64_t, int64_t>, Value> gradAcc; // (param, stage)
-  auto addInOrder = [&](Value acc, Value v) -> Value {
-    return acc ? AddOp::create(b, loc, v.getType(), acc, v).getResult() : v;
-  };
-
-  auto &msgs = messages[rank];
-  // A zb.send, recorded for the communication check.
-  auto send = [&](Value v, int64_t to, int64_t tag, std::string what) {
-    SendOp::create(b, loc, v, to, tag);
-    msgs.push_back({true, to, tag, tensorBytes(v.getType()), std::move(what)});
-  };
-  for (const sched::Action &a : schedule.perRank[rank]) {
-    int64_t s = a.stage, mb = a.microbatch;
-    const StageInfo &st = info.stages[s];
-    auto actName = [&](StringRef what) {
-      return llvm::formatv("{0}{1}.{2} {3}", sched::kindName(a.kind), s, mb,
-                           what)
-          .str();
-    };
-    func::FuncOp callee;
-    int kindCode = 0;
-    switch (a.kind) {
-    case sched::ActionKind::F:
-      callee = lookup(st.forward);
-      kindCode = 0;
-      break;
-    case sched::ActionKind::B:
-      callee = lookup(st.backwardInput);
-      kindCode = 1;
-      break;
-    case sched::ActionKind::W:
-      callee = lookup(st.backwardWeight);
-      kindCode = 2;
-      break;
-    }
-    if (!callee)
-      return module.emitError("stage function of action ")
-             << actName("") << " not found";
-
-    // Gather operands.
-    SmallVector<Value> operands;
-    for (unsigned i = 0; i < callee.getNumArguments(); ++i) {
-      DictionaryAttr attrs = callee.getArgAttrDict(i);
-      StringRef r = role(attrs);
-      int64_t k = key(attrs);
-      Type ty = callee.getArgumentTypes()[i];
-      Value v;
-      if (r == "param") {
-        v = paramT.lookup(k);
-      } else if (r == "batch") {
-        v = sliceOf(k, mb);
-      } else if (r == "act" || r == "grad") {
-        bool isAct = r == "act";
-        int kind = isAct ? Act : Grad;
-        auto it = env.find({kind, k, mb});
-        if (it != env.end()) {
-          v = it->second;
-        } else {
-          int64_t from = isAct ? s - 1 : s + 1;
-          if (from < 0 || from > lastStage)
-            return callee.emitError("argument #")
-                   << i << " expects a tensor from stage " << from
-                   << ", which does not exist";
-          if (rankOf(from) == rank)
-            return module.emitError("schedule runs ")
-                   << actName("") << " before the action producing its input";
-          int64_t tag = zbrt_tag(isAct ? 0 : 1, from, mb);
-          v = RecvOp::create(b, loc, ty, rankOf(from), tag);
-          msgs.push_back({false, rankOf(from), tag, tensorBytes(ty),
-                          actName(isAct ? "activation" : "gradient")});
-          env[{kind, k, mb}] = v;
-        }
-      } else if (r == "saved" || r == "residual") {
-        auto it = env.find({r == "saved" ? Saved : Residual, k, mb});
-        if (it == env.end())
-          return module.emitError("schedule runs ")
-                 << actName("") << " before the action producing its " << r
-                 << " tensors";
+/// The operands of the call of action `a`: parameters, microbatch slices,
+/// tensors of this rank's earlier actions, received tensors.
+LogicalResult RankLowering::gatherOperands(const sched::Action &a,
+                                           func::FuncOp callee,
+                                           SmallVectorImpl<Value> &operands) {
+  int64_t s = a.stage, mb = a.microbatch;
+  for (unsigned i = 0; i < callee.getNumArguments(); ++i) {
+    DictionaryAttr attrs = callee.getArgAttrDict(i);
+    StringRef r = role(attrs);
+    int64_t k = key(attrs);
+    Type ty = callee.getArgumentTypes()[i];
+    Value v;
+    if (r == "param") {
+      v = paramT.lookup(k);
+    } else if (r == "batch") {
+      v = sliceOf(k, mb);
+    } else if (r == "act" || r == "grad") {
+      bool isAct = r == "act";
+      int kind = isAct ? Act : Grad;
+      auto it = env.find({kind, k, mb});
+      if (it != env.end()) {
         v = it->second;
-      }
-      if (!v)
-        return callee.emitError("argument #")
-               << i << " has an unknown role '" << r << "'";
-      operands.push_back(v);
-    }
-    mark(zbrt::symbols::ActionBegin, kindCode, s, mb);
-    auto call = func::CallOp::create(b, loc, callee, operands);
-    mark(zbrt::symbols::ActionEnd, kindCode, s, mb);
-
-    // Route results.
-    for (unsigned i = 0; i < callee.getNumResults(); ++i) {
-      DictionaryAttr attrs = callee.getResultAttrDict(i);
-      StringRef r = role(attrs);
-      int64_t k = key(attrs);
-      Value v = call.getResult(i);
-      if (r == "act" || r == "grad") {
-        bool isAct = r == "act";
-        int64_t to = isAct ? s + 1 : s - 1;
-        if (to < 0 || to > lastStage)
-          return callee.emitError("result #")
-                 << i << " goes to stage " << to << ", which does not exist";
-        if (rankOf(to) == rank) {
-          env[{isAct ? Act : Grad, k, mb}] = v;
-        } else {
-          int64_t tag = zbrt_tag(isAct ? 0 : 1, s, mb);
-          std::string what = actName(isAct ? "activation" : "gradient");
-          if (!isAct && schedule.fusedBackward)
-            deferred[{s, mb}].push_back({v, rankOf(to), tag, what});
-          else
-            send(v, rankOf(to), tag, what);
-        }
-      } else if (r == "saved") {
-        env[{Saved, k, mb}] = v;
-      } else if (r == "residual") {
-        env[{Residual, k, mb}] = v;
-      } else if (r == "loss") {
-        pendingLoss[mb] = v;
-        while (pendingLoss.count(nextLoss)) {
-          lossAcc = addInOrder(lossAcc, pendingLoss[nextLoss]);
-          pendingLoss.erase(nextLoss++);
-        }
-      } else if (r == "param_grad") {
-        pendingGrads[s][mb].push_back({k, v});
       } else {
+        int64_t from = isAct ? s - 1 : s + 1;
+        if (from < 0 || from > lastStage())
+          return callee.emitError("argument #")
+                 << i << " expects a tensor from stage " << from
+                 << ", which does not exist";
+        if (rankOf(from) == rank)
+          return module.emitError("schedule runs ")
+                 << actionName(a, "")
+                 << " before the action producing its input";
+        v = recv(ty, rankOf(from), zbrt_tag(isAct ? 0 : 1, from, mb),
+                 actionName(a, isAct ? "activation" : "gradient"));
+        env[{kind, k, mb}] = v;
+      }
+    } else if (r == "saved" || r == "residual") {
+      auto it = env.find({r == "saved" ? Saved : Residual, k, mb});
+      if (it == env.end())
+        return module.emitError("schedule runs ")
+               << actionName(a, "") << " before the action producing its " << r
+               << " tensors";
+      v = it->second;
+    }
+    if (!v)
+      return callee.emitError("argument #")
+             << i << " has an unknown role '" << r << "'";
+    operands.push_back(v);
+  }
+  return success();
+}
+
+/// Where each result of action `a` goes: the next/previous stage (kept or
+/// sent), the stash (saved, residual), the loss or weight-gradient sums.
+LogicalResult RankLowering::routeResults(const sched::Action &a,
+                                         func::FuncOp callee,
+                                         func::CallOp call) {
+  int64_t s = a.stage, mb = a.microbatch;
+  for (unsigned i = 0; i < callee.getNumResults(); ++i) {
+    DictionaryAttr attrs = callee.getResultAttrDict(i);
+    StringRef r = role(attrs);
+    int64_t k = key(attrs);
+    Value v = call.getResult(i);
+    if (r == "act" || r == "grad") {
+      bool isAct = r == "act";
+      int64_t to = isAct ? s + 1 : s - 1;
+      if (to < 0 || to > lastStage())
         return callee.emitError("result #")
-               << i << " has an unknown role '" << r << "'";
+               << i << " goes to stage " << to << ", which does not exist";
+      if (rankOf(to) == rank) {
+        env[{isAct ? Act : Grad, k, mb}] = v;
+        continue;
       }
-    }
-    if (a.kind == sched::ActionKind::W) {
-      auto it = deferred.find({s, mb});
-      if (it != deferred.end()) {
-        for (const DeferredSend &d : it->second)
-          send(d.value, d.to, d.tag, d.what);
-        deferred.erase(it);
+      int64_t tag = zbrt_tag(isAct ? 0 : 1, s, mb);
+      std::string what = actionName(a, isAct ? "activation" : "gradient");
+      // Fused backward (1F1B, GPipe, 1F1B-I: B and W are one backward
+      // pass): the gradient is sent only after W(s, mb), as a framework
+      // without the B/W split sends it after the whole backward.
+      if (!isAct && schedule.fusedBackward)
+        deferred[{s, mb}].push_back({v, rankOf(to), tag, what});
+      else
+        send(v, rankOf(to), tag, what);
+    } else if (r == "saved") {
+      env[{Saved, k, mb}] = v;
+    } else if (r == "residual") {
+      env[{Residual, k, mb}] = v;
+    } else if (r == "loss") {
+      pendingLoss[mb] = v;
+      while (pendingLoss.count(nextLoss)) {
+        lossAcc = addInOrder(lossAcc, pendingLoss[nextLoss]);
+        pendingLoss.erase(nextLoss++);
       }
-    }
-    // Sum the weight gradients of the microbatches that are now complete, in
-    // microbatch order.
-    if (a.kind == sched::ActionKind::W) {
-      int64_t &next = nextGrad[s];
-      auto &pending = pendingGrads[s];
-      while (pending.count(next)) {
-        for (auto [p, g] : pending[next])
-          gradAcc[{p, s}] = addInOrder(gradAcc[{p, s}], g);
-        pending.erase(next++);
-      }
+    } else if (r == "param_grad") {
+      pendingGrads[s][mb].push_back({k, v});
+    } else {
+      return callee.emitError("result #")
+             << i << " has an unknown role '" << r << "'";
     }
   }
+  return success();
+}
 
-  // Write the outputs.
+LogicalResult RankLowering::lowerAction(const sched::Action &a) {
+  const StageInfo &st = info.stages[a.stage];
+  func::FuncOp callee;
+  int kindCode = 0;
+  switch (a.kind) {
+  case sched::ActionKind::F:
+    callee = lookup(st.forward);
+    kindCode = 0;
+    break;
+  case sched::ActionKind::B:
+    callee = lookup(st.backwardInput);
+    kindCode = 1;
+    break;
+  case sched::ActionKind::W:
+    callee = lookup(st.backwardWeight);
+    kindCode = 2;
+    break;
+  }
+  if (!callee)
+    return module.emitError("stage function of action ")
+           << actionName(a, "") << " not found";
+  SmallVector<Value> operands;
+  if (failed(gatherOperands(a, callee, operands)))
+    return failure();
+  mark(zbrt::symbols::ActionBegin, kindCode, a.stage, a.microbatch);
+  auto call = func::CallOp::create(b, loc, callee, operands);
+  mark(zbrt::symbols::ActionEnd, kindCode, a.stage, a.microbatch);
+  if (failed(routeResults(a, callee, call)))
+    return failure();
+  if (a.kind == sched::ActionKind::W)
+    completeW(a);
+  return success();
+}
+
+/// After W(s, mb): the deferred gradient sends of B(s, mb), then the weight
+/// gradients of the microbatches now complete, summed in microbatch order.
+void RankLowering::completeW(const sched::Action &a) {
+  int64_t s = a.stage;
+  auto it = deferred.find({s, a.microbatch});
+  if (it != deferred.end()) {
+    for (const DeferredSend &d : it->second)
+      send(d.value, d.to, d.tag, d.what);
+    deferred.erase(it);
+  }
+  int64_t &next = nextGrad[s];
+  auto &pending = pendingGrads[s];
+  while (pending.count(next)) {
+    for (auto [p, g] : pending[next])
+      gradAcc[{p, s}] = addInOrder(gradAcc[{p, s}], g);
+    pending.erase(next++);
+  }
+}
+
+/// Tied parameters: every rank holding a copy sends the gradient of its
+/// stages (summed over the step's microbatches) to the other holders, then
+/// all holders add the per-stage gradients in increasing stage order, so
+/// the copies get bit-identical gradients (and optimizer updates). Sends do
+/// not block (zbrt), so sending everything before receiving cannot
+/// deadlock; the order (parameter, stage) is the same on both sides. The
+/// sums are written into the grad arguments.
+LogicalResult RankLowering::exchangeTiedGradients() {
+  for (int64_t p : paramIdx) {
+    const SmallVector<int64_t> &stages = stagesOfParam[p];
+    for (int64_t s : stages) {
+      if (rankOf(s) != rank)
+        continue;
+      Value g = gradAcc[{p, s}];
+      if (!g)
+        return missingGradient(p, s);
+      SmallVector<int64_t> peers;
+      for (int64_t t : stages)
+        if (rankOf(t) != rank && !llvm::is_contained(peers, rankOf(t)))
+          peers.push_back(rankOf(t));
+      for (int64_t q : peers)
+        send(g, q, tiedTag(p, s), tiedWhat(p, s));
+    }
+  }
+  for (auto [i, p] : llvm::enumerate(paramIdx)) {
+    Value g;
+    for (int64_t s : stagesOfParam[p]) {
+      Value part = gradAcc[{p, s}];
+      if (rankOf(s) != rank)
+        part = recv(typeOf(p), rankOf(s), tiedTag(p, s), tiedWhat(p, s));
+      if (!part)
+        return missingGradient(p, s);
+      g = addInOrder(g, part);
+    }
+    bufferization::MaterializeInDestinationOp::create(
+        b, loc, TypeRange{}, g, entry->getArgument(paramIdx.size() + i),
+        /*restrict=*/true, /*writable=*/true);
+  }
+  return success();
+}
+
+/// The step's tail: every microbatch complete, gradients and loss written.
+LogicalResult RankLowering::finish() {
   if (!deferred.empty())
     return module.emitError("rank ")
            << rank << ": a fused-backward schedule has B(stage "
@@ -430,61 +550,11 @@ LogicalResult RankLowering::lower(int64_t rank) {
   if (!pendingLoss.empty() ||
       llvm::any_of(pendingGrads, [](auto &kv) { return !kv.second.empty(); }))
     return module.emitError("rank ")
-           << rank << ": the schedule misses microbatches (loss or weight "
-                      "gradients could not be summed in order)";
-  // Tied parameters: every rank holding a copy sends the gradient of its
-  // stages (summed over the step's microbatches) to the other holders, then
-  // all holders add the per-stage gradients in increasing stage order, so
-  // the copies get bit-identical gradients (and optimizer updates). Sends do
-  // not block (zbrt), so sending everything before receiving cannot
-  // deadlock; the order (parameter, stage) is the same on both sides.
-  auto tiedTag = [&](int64_t param, int64_t stage) {
-    return zbrt_tag(0, stage, numMicrobatches + param);
-  };
-  for (int64_t p : paramIdx) {
-    const SmallVector<int64_t> &stages = stagesOfParam[p];
-    for (int64_t s : stages) {
-      if (rankOf(s) != rank)
-        continue;
-      Value g = gradAcc[{p, s}];
-      if (!g)
-        return module.emitError("rank ")
-               << rank << " never computes the gradient of parameter #" << p
-               << " in stage " << s;
-      SmallVector<int64_t> peers;
-      for (int64_t t : stages)
-        if (rankOf(t) != rank && !llvm::is_contained(peers, rankOf(t)))
-          peers.push_back(rankOf(t));
-      for (int64_t q : peers)
-        send(g, q, tiedTag(p, s),
-             llvm::formatv("tied gradient of parameter #{0} from stage {1}", p,
-                           s)
-                 .str());
-    }
-  }
-  for (auto [i, p] : llvm::enumerate(paramIdx)) {
-    Value g;
-    for (int64_t s : stagesOfParam[p]) {
-      Value part = gradAcc[{p, s}];
-      if (rankOf(s) != rank) {
-        RankedTensorType ty = typeOf(p);
-        part = RecvOp::create(b, loc, ty, rankOf(s), tiedTag(p, s));
-        msgs.push_back({false, rankOf(s), tiedTag(p, s), tensorBytes(ty),
-                        llvm::formatv("tied gradient of parameter #{0} from "
-                                      "stage {1}",
-                                      p, s)
-                            .str()});
-      }
-      if (!part)
-        return module.emitError("rank ")
-               << rank << " never computes the gradient of parameter #" << p
-               << " in stage " << s;
-      g = addInOrder(g, part);
-    }
-    bufferization::MaterializeInDestinationOp::create(
-        b, loc, TypeRange{}, g, entry->getArgument(paramIdx.size() + i),
-        /*restrict=*/true, /*writable=*/true);
-  }
+           << rank
+           << ": the schedule misses microbatches (loss or weight "
+              "gradients could not be summed in order)";
+  if (failed(exchangeTiedGradients()))
+    return failure();
   if (hasLoss) {
     if (!lossAcc)
       return module.emitError("rank ") << rank << " computes no loss";
@@ -517,8 +587,9 @@ struct ZBLowerPipelinePass
     std::vector<std::vector<Message>> messages(schedule->perRank.size());
     for (int64_t r = 0; r < static_cast<int64_t>(schedule->perRank.size());
          ++r) {
-      RankLowering lowering{module, *info, *schedule, microbatches, messages};
-      if (failed(lowering.lower(r)))
+      RankLowering lowering(module, *info, *schedule, microbatches, r,
+                            messages[r]);
+      if (failed(lowering.lower()))
         return signalPassFailure();
     }
     std::string err = checkCommunication(messages);

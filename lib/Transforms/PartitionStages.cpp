@@ -61,6 +61,21 @@ struct Partitioner {
   /// Per-stage gradient of a tied parameter: (argument number, stage) ->
   /// the sum of that stage's contributions.
   llvm::DenseMap<std::pair<unsigned, int64_t>, Value> tiedGrad;
+  /// The returned gradient of each parameter, by argument number.
+  llvm::DenseMap<unsigned, Value> gradOfParam;
+  /// Stage-local op lists in program order: forward, B and W ops.
+  std::vector<SmallVector<Operation *>> F, B, W;
+  /// Values entering each stage: activations from the previous stage
+  /// (computed there or relayed) and gradients from the next one.
+  std::vector<llvm::SetVector<Value>> actIn, gradIn;
+  /// #zb.stage of each outlined stage, in stage order.
+  SmallVector<Attribute> stageAttrs;
+
+  /// The ports of one stage's three functions and the tensors they keep.
+  struct StagePorts {
+    SmallVector<Port> fIn, fOut, bIn, bOut, wIn, wOut;
+    llvm::SetVector<Value> saved, residuals;
+  };
 
   bool isParam(Value v) {
     auto arg = llvm::dyn_cast<BlockArgument>(v);
@@ -89,6 +104,16 @@ struct Partitioner {
   }
 
   LogicalResult run();
+  void findParamStages();
+  LogicalResult readGradients();
+  void splitByPass();
+  LogicalResult findCrossingValues();
+  void collectArgs(ArrayRef<Operation *> ops, SmallVector<Port> &out);
+  LogicalResult forwardPorts(int64_t s, StagePorts &ports);
+  LogicalResult backwardInputPorts(int64_t s, StagePorts &ports);
+  LogicalResult backwardWeightPorts(int64_t s, StagePorts &ports);
+  LogicalResult outlineStage(int64_t s);
+  void setPipelineAttr();
   LogicalResult splitTiedGradient(unsigned arg, Value grad);
   FailureOr<SmallVector<int64_t>> layerCuts(ArrayRef<Operation *> compute);
   LogicalResult followOrigins(ArrayRef<Operation *> compute,
@@ -451,14 +476,27 @@ LogicalResult Partitioner::run() {
       return op->emitOpError("has no zb.phase: run zb-split-backward first");
   if (failed(assignStages(forward, backward)))
     return failure();
+  findParamStages();
+  if (failed(readGradients()))
+    return failure();
+  splitByPass();
+  if (failed(findCrossingValues()))
+    return failure();
+  for (int64_t s = 0; s < numStages; ++s)
+    if (failed(outlineStage(s)))
+      return failure();
+  setPipelineAttr();
+  func.erase();
+  return success();
+}
 
-  // Stages using each parameter. A parameter used by several stages (tied
-  // weights, e.g. GPT-2's token embedding and LM head) gets one copy per
-  // stage, as in Megatron-LM: every copy starts from the same initial value
-  // and receives the same summed gradient (see splitTiedGradient and
-  // zb-lower-pipeline), so the copies stay bit-identical.
-  unsigned numArgs = body->getNumArguments();
-  paramStages.assign(numArgs, {});
+/// Stages using each parameter. A parameter used by several stages (tied
+/// weights, e.g. GPT-2's token embedding and LM head) gets one copy per
+/// stage, as in Megatron-LM: every copy starts from the same initial value
+/// and receives the same summed gradient (see splitTiedGradient and
+/// zb-lower-pipeline), so the copies stay bit-identical.
+void Partitioner::findParamStages() {
+  paramStages.assign(body->getNumArguments(), {});
   for (BlockArgument arg : body->getArguments()) {
     if (!isParam(arg))
       continue;
@@ -470,23 +508,28 @@ LogicalResult Partitioner::run() {
     if (stages.empty())
       stages.push_back(0);
   }
+}
 
-  // ret operands: loss, then one gradient per parameter in argument order.
-  llvm::DenseMap<unsigned, Value> gradOfParam;
+/// ret operands: loss, then one gradient per parameter in argument order;
+/// a tied parameter's gradient is split into per-stage sums.
+LogicalResult Partitioner::readGradients() {
   for (unsigned i = 1; i < ret->getNumOperands(); ++i) {
     auto idx = func.getResultAttrOfType<IntegerAttr>(i, "zb.grad_of");
     if (!idx)
       return func.emitError("result #") << i << " has no zb.grad_of";
     gradOfParam[idx.getInt()] = ret->getOperand(i);
   }
-  for (unsigned i = 0; i < numArgs; ++i)
+  for (unsigned i = 0; i < body->getNumArguments(); ++i)
     if (paramStages[i].size() > 1 &&
         failed(splitTiedGradient(i, gradOfParam[i])))
       return failure();
+  return success();
+}
 
-  // Stage-local op lists in program order.
-  std::vector<SmallVector<Operation *>> F(numStages), B(numStages),
-      W(numStages);
+void Partitioner::splitByPass() {
+  F.assign(numStages, {});
+  B.assign(numStages, {});
+  W.assign(numStages, {});
   for (Operation &op : body->without_terminator()) {
     if (llvm::isa<ConstantOp>(op) && !isBackwardOp(&op))
       continue; // cloned into every function that uses it
@@ -499,12 +542,15 @@ LogicalResult Partitioner::run() {
     else
       B[s].push_back(&op);
   }
+}
 
-  // Values crossing stage boundaries. A forward value defined in stage t and
-  // used up to stage u enters every stage t+1..u (relayed through the stages
-  // in between); a gradient defined in stage u and used down to stage t
-  // enters every stage t..u-1 from the next one.
-  std::vector<llvm::SetVector<Value>> actIn(numStages), gradIn(numStages);
+/// Values crossing stage boundaries. A forward value defined in stage t and
+/// used up to stage u enters every stage t+1..u (relayed through the stages
+/// in between); a gradient defined in stage u and used down to stage t
+/// enters every stage t..u-1 from the next one.
+LogicalResult Partitioner::findCrossingValues() {
+  actIn.assign(numStages, {});
+  gradIn.assign(numStages, {});
   for (Operation &op : body->without_terminator()) {
     if (isConstant(op.getNumResults() ? op.getResult(0) : Value()))
       continue;
@@ -531,159 +577,185 @@ LogicalResult Partitioner::run() {
       }
     }
   }
+  return success();
+}
 
-  auto collectArgs = [&](ArrayRef<Operation *> ops, SmallVector<Port> &out) {
-    llvm::SetVector<unsigned> params, batch;
+/// The parameters, then the batch inputs, that `ops` use (argument order).
+void Partitioner::collectArgs(ArrayRef<Operation *> ops,
+                              SmallVector<Port> &out) {
+  llvm::SetVector<unsigned> params, batch;
+  for (Operation *op : ops)
+    for (Value v : op->getOperands())
+      if (auto a = llvm::dyn_cast<BlockArgument>(v))
+        (isParam(v) ? params : batch).insert(a.getArgNumber());
+  SmallVector<unsigned> p(params.begin(), params.end()),
+      q(batch.begin(), batch.end());
+  llvm::sort(p);
+  llvm::sort(q);
+  for (unsigned i : p)
+    out.push_back({body->getArgument(i), "param", i});
+  for (unsigned i : q)
+    out.push_back({body->getArgument(i), "batch", i});
+}
+
+static llvm::DenseSet<Operation *> definedIn(ArrayRef<Operation *> ops) {
+  return llvm::DenseSet<Operation *>(ops.begin(), ops.end());
+}
+
+/// Forward: parameters, batch inputs and activations in; the loss (last
+/// stage) or the next stage's activations out, and the saved tensors (the
+/// forward values this stage's backward ops need).
+LogicalResult Partitioner::forwardPorts(int64_t s, StagePorts &ports) {
+  auto inF = definedIn(F[s]);
+  collectArgs(F[s], ports.fIn);
+  for (Value v : actIn[s])
+    ports.fIn.push_back({v, "act", idFor(v)});
+  if (s == numStages - 1) {
+    Value loss = ret->getOperand(0);
+    if (!loss.getDefiningOp() || !inF.contains(loss.getDefiningOp()))
+      return func.emitError("the loss is not computed by the last stage");
+    ports.fOut.push_back({loss, "loss", 0});
+  } else {
+    // Everything the next stage receives: computed here or relayed.
+    for (Value v : actIn[s + 1])
+      ports.fOut.push_back({v, "act", idFor(v)});
+  }
+  for (auto *list : {&B[s], &W[s]})
+    for (Operation *op : *list)
+      for (Value v : op->getOperands()) {
+        if (isBackwardOp(v.getDefiningOp()) || isConstant(v) ||
+            llvm::isa<BlockArgument>(v))
+          continue;
+        if (!inF.contains(v.getDefiningOp()) && !actIn[s].contains(v))
+          return op->emitOpError("stage ")
+                 << s << " backward op needs a forward value that stage " << s
+                 << " neither computes nor receives";
+        ports.saved.insert(v);
+      }
+  for (Value v : ports.saved)
+    ports.fOut.push_back({v, "saved", idFor(v)});
+  return success();
+}
+
+/// B: saved tensors and the gradients from stage s+1 in; the gradients for
+/// stage s-1 and the residuals (B values the W ops need) out.
+LogicalResult Partitioner::backwardInputPorts(int64_t s, StagePorts &ports) {
+  auto inB = definedIn(B[s]), inW = definedIn(W[s]);
+  SmallVector<Port> &bIn = ports.bIn;
+  collectArgs(B[s], bIn);
+  for (Operation *op : B[s])
+    for (Value v : op->getOperands())
+      if (ports.saved.contains(v) &&
+          llvm::none_of(bIn, [&](const Port &p) { return p.value == v; }))
+        bIn.push_back({v, "saved", idFor(v)});
+  // Gradients arriving from stage s+1 (used here or relayed further).
+  for (Value v : gradIn[s])
+    bIn.push_back({v, "grad", idFor(v)});
+  if (s > 0)
+    for (Value v : gradIn[s - 1]) {
+      if (!inB.contains(v.getDefiningOp()) && !gradIn[s].contains(v))
+        return v.getDefiningOp()->emitOpError("gradient needed by stage ")
+               << s - 1 << " is not produced by the B pass of stage " << s;
+      ports.bOut.push_back({v, "grad", idFor(v)});
+    }
+  for (Operation *op : W[s])
+    for (Value v : op->getOperands()) {
+      if (!isBackwardOp(v.getDefiningOp()) || isConstant(v) ||
+          inW.contains(v.getDefiningOp()))
+        continue;
+      if (!inB.contains(v.getDefiningOp()) && !gradIn[s].contains(v))
+        return op->emitOpError("weight-gradient op of stage ")
+               << s << " needs a value its B pass does not provide";
+      ports.residuals.insert(v);
+    }
+  for (Value v : ports.residuals)
+    ports.bOut.push_back({v, "residual", idFor(v)});
+  return success();
+}
+
+/// W: saved tensors and residuals in; the gradient of every parameter the
+/// stage holds out (a tied parameter's per-stage sum).
+LogicalResult Partitioner::backwardWeightPorts(int64_t s, StagePorts &ports) {
+  auto inW = definedIn(W[s]);
+  collectArgs(W[s], ports.wIn);
+  for (Value v : ports.saved)
+    if (llvm::any_of(W[s], [&](Operation *op) {
+          return llvm::is_contained(op->getOperands(), v);
+        }))
+      ports.wIn.push_back({v, "saved", idFor(v)});
+  for (Value v : ports.residuals)
+    ports.wIn.push_back({v, "residual", idFor(v)});
+  for (unsigned i = 0; i < body->getNumArguments(); ++i) {
+    if (!isParam(body->getArgument(i)) ||
+        !llvm::is_contained(paramStages[i], s))
+      continue;
+    Value g = paramStages[i].size() > 1 ? tiedGrad.lookup({i, s})
+                                        : gradOfParam.lookup(i);
+    if (!g || (!isConstant(g) && !inW.contains(g.getDefiningOp())))
+      return func.emitError("gradient of parameter '")
+             << nameOfArg(i).getValue()
+             << "' is not computed by a W op of stage " << s;
+    ports.wOut.push_back({g, "param_grad", i});
+  }
+  return success();
+}
+
+/// Outlines stage s's forward, backward_input and backward_weight functions
+/// and records its #zb.stage: T_F/T_B/T_W and T_comm (ms per microbatch,
+/// from the cost model), M_B (saved bytes) and M_W (residual bytes).
+LogicalResult Partitioner::outlineStage(int64_t s) {
+  StagePorts ports;
+  if (failed(forwardPorts(s, ports)) || failed(backwardInputPorts(s, ports)) ||
+      failed(backwardWeightPorts(s, ports)))
+    return failure();
+  std::string prefix = "stage" + std::to_string(s);
+  func::FuncOp fwd =
+      outline(prefix + "_forward", s, "forward", F[s], ports.fIn, ports.fOut);
+  func::FuncOp bwdIn = outline(prefix + "_backward_input", s, "backward_input",
+                               B[s], ports.bIn, ports.bOut);
+  func::FuncOp bwdW = outline(prefix + "_backward_weight", s, "backward_weight",
+                              W[s], ports.wIn, ports.wOut);
+
+  auto timeOf = [&](ArrayRef<Operation *> ops) {
+    double t = 0;
     for (Operation *op : ops)
-      for (Value v : op->getOperands())
-        if (auto a = llvm::dyn_cast<BlockArgument>(v))
-          (isParam(v) ? params : batch).insert(a.getArgNumber());
-    SmallVector<unsigned> p(params.begin(), params.end()),
-        q(batch.begin(), batch.end());
-    llvm::sort(p);
-    llvm::sort(q);
-    for (unsigned i : p)
-      out.push_back({body->getArgument(i), "param", i});
-    for (unsigned i : q)
-      out.push_back({body->getArgument(i), "batch", i});
+      t += opTimeMs(op, target);
+    return t;
   };
-  auto definedIn = [](ArrayRef<Operation *> ops) {
-    llvm::DenseSet<Operation *> set(ops.begin(), ops.end());
-    return set;
+  auto bytesOf = [&](const llvm::SetVector<Value> &values) {
+    int64_t bytes = 0;
+    for (Value v : values)
+      bytes += static_cast<int64_t>(targetBytes(v.getType(), &target));
+    return bytes;
   };
+  double commBytes = 0;
+  for (const Port &p : ports.fOut)
+    if (p.role == "act")
+      commBytes += targetBytes(p.value.getType(), &target);
+  for (const Port &p : ports.fIn)
+    if (p.role == "act" && s == numStages - 1)
+      commBytes += targetBytes(p.value.getType(), &target);
+  MLIRContext *ctx = module.getContext();
+  llvm::APFloat unmeasured(-1.0);
+  stageAttrs.push_back(StageAttr::get(
+      ctx, s, FlatSymbolRefAttr::get(fwd.getSymNameAttr()),
+      FlatSymbolRefAttr::get(bwdIn.getSymNameAttr()),
+      FlatSymbolRefAttr::get(bwdW.getSymNameAttr()),
+      llvm::APFloat(timeOf(F[s])), llvm::APFloat(timeOf(B[s])),
+      llvm::APFloat(timeOf(W[s])), llvm::APFloat(commTimeMs(commBytes, target)),
+      bytesOf(ports.saved), bytesOf(ports.residuals), unmeasured, unmeasured,
+      unmeasured,
+      /*profiled=*/false));
+  return success();
+}
 
+/// The module's #zb.pipeline: stages, parameters and batch inputs with the
+/// stages that use them.
+void Partitioner::setPipelineAttr() {
   MLIRContext *ctx = module.getContext();
   Builder b(ctx);
-  SmallVector<Attribute> stageAttrs;
-  for (int64_t s = 0; s < numStages; ++s) {
-    auto inF = definedIn(F[s]), inB = definedIn(B[s]), inW = definedIn(W[s]);
-    std::string prefix = "stage" + std::to_string(s);
-
-    // ---- forward ----
-    SmallVector<Port> fIn, fOut;
-    collectArgs(F[s], fIn);
-    for (Value v : actIn[s])
-      fIn.push_back({v, "act", idFor(v)});
-    if (s == numStages - 1) {
-      Value loss = ret->getOperand(0);
-      if (!loss.getDefiningOp() || !inF.contains(loss.getDefiningOp()))
-        return func.emitError("the loss is not computed by the last stage");
-      fOut.push_back({loss, "loss", 0});
-    } else {
-      // Everything the next stage receives: computed here or relayed.
-      for (Value v : actIn[s + 1])
-        fOut.push_back({v, "act", idFor(v)});
-    }
-    // Saved: forward values the stage's backward ops need.
-    llvm::SetVector<Value> saved;
-    for (auto *list : {&B[s], &W[s]})
-      for (Operation *op : *list)
-        for (Value v : op->getOperands()) {
-          if (isBackwardOp(v.getDefiningOp()) || isConstant(v) ||
-              llvm::isa<BlockArgument>(v))
-            continue;
-          if (!inF.contains(v.getDefiningOp()) && !actIn[s].contains(v))
-            return op->emitOpError("stage ")
-                   << s << " backward op needs a forward value that stage " << s
-                   << " neither computes nor receives";
-          saved.insert(v);
-        }
-    for (Value v : saved)
-      fOut.push_back({v, "saved", idFor(v)});
-
-    // ---- backward_input ----
-    SmallVector<Port> bIn, bOut;
-    collectArgs(B[s], bIn);
-    for (Operation *op : B[s])
-      for (Value v : op->getOperands())
-        if (saved.contains(v) &&
-            llvm::none_of(bIn, [&](const Port &p) { return p.value == v; }))
-          bIn.push_back({v, "saved", idFor(v)});
-    // Gradients arriving from stage s+1 (used here or relayed further).
-    for (Value v : gradIn[s])
-      bIn.push_back({v, "grad", idFor(v)});
-    if (s > 0)
-      for (Value v : gradIn[s - 1]) {
-        if (!inB.contains(v.getDefiningOp()) && !gradIn[s].contains(v))
-          return v.getDefiningOp()->emitOpError("gradient needed by stage ")
-                 << s - 1 << " is not produced by the B pass of stage " << s;
-        bOut.push_back({v, "grad", idFor(v)});
-      }
-    llvm::SetVector<Value> residuals;
-    for (Operation *op : W[s])
-      for (Value v : op->getOperands()) {
-        if (!isBackwardOp(v.getDefiningOp()) || isConstant(v) ||
-            inW.contains(v.getDefiningOp()))
-          continue;
-        if (!inB.contains(v.getDefiningOp()) && !gradIn[s].contains(v))
-          return op->emitOpError("weight-gradient op of stage ")
-                 << s << " needs a value its B pass does not provide";
-        residuals.insert(v);
-      }
-    for (Value v : residuals)
-      bOut.push_back({v, "residual", idFor(v)});
-
-    // ---- backward_weight ----
-    SmallVector<Port> wIn, wOut;
-    collectArgs(W[s], wIn);
-    for (Value v : saved)
-      if (llvm::any_of(W[s], [&](Operation *op) {
-            return llvm::is_contained(op->getOperands(), v);
-          }))
-        wIn.push_back({v, "saved", idFor(v)});
-    for (Value v : residuals)
-      wIn.push_back({v, "residual", idFor(v)});
-    for (unsigned i = 0; i < numArgs; ++i) {
-      if (!isParam(body->getArgument(i)) ||
-          !llvm::is_contained(paramStages[i], s))
-        continue;
-      Value g = paramStages[i].size() > 1 ? tiedGrad.lookup({i, s})
-                                          : gradOfParam.lookup(i);
-      if (!g || (!isConstant(g) && !inW.contains(g.getDefiningOp())))
-        return func.emitError("gradient of parameter '")
-               << nameOfArg(i).getValue()
-               << "' is not computed by a W op of stage " << s;
-      wOut.push_back({g, "param_grad", i});
-    }
-
-    func::FuncOp fwd =
-        outline(prefix + "_forward", s, "forward", F[s], fIn, fOut);
-    func::FuncOp bwdIn = outline(prefix + "_backward_input", s,
-                                 "backward_input", B[s], bIn, bOut);
-    func::FuncOp bwdW = outline(prefix + "_backward_weight", s,
-                                "backward_weight", W[s], wIn, wOut);
-
-    // Cost and memory of this stage (per microbatch).
-    double tF = 0, tB = 0, tW = 0, commBytes = 0;
-    for (Operation *op : F[s])
-      tF += opTimeMs(op, target);
-    for (Operation *op : B[s])
-      tB += opTimeMs(op, target);
-    for (Operation *op : W[s])
-      tW += opTimeMs(op, target);
-    int64_t mB = 0, mW = 0;
-    for (Value v : saved)
-      mB += static_cast<int64_t>(targetBytes(v.getType(), &target));
-    for (Value v : residuals)
-      mW += static_cast<int64_t>(targetBytes(v.getType(), &target));
-    for (const Port &p : fOut)
-      if (p.role == "act")
-        commBytes += targetBytes(p.value.getType(), &target);
-    for (const Port &p : fIn)
-      if (p.role == "act" && s == numStages - 1)
-        commBytes += targetBytes(p.value.getType(), &target);
-    llvm::APFloat unmeasured(-1.0);
-    stageAttrs.push_back(StageAttr::get(
-        ctx, s, FlatSymbolRefAttr::get(fwd.getSymNameAttr()),
-        FlatSymbolRefAttr::get(bwdIn.getSymNameAttr()),
-        FlatSymbolRefAttr::get(bwdW.getSymNameAttr()), llvm::APFloat(tF),
-        llvm::APFloat(tB), llvm::APFloat(tW),
-        llvm::APFloat(commTimeMs(commBytes, target)), mB, mW, unmeasured,
-        unmeasured, unmeasured, /*profiled=*/false));
-  }
-
   SmallVector<Attribute> params, inputs;
-  for (unsigned i = 0; i < numArgs; ++i) {
+  for (unsigned i = 0; i < body->getNumArguments(); ++i) {
     auto value = [&](ArrayRef<int64_t> stages) {
       return ModelValueAttr::get(ctx, nameOfArg(i).getValue(), i,
                                  body->getArgument(i).getType(),
@@ -705,8 +777,6 @@ LogicalResult Partitioner::run() {
                                     target.name, b.getArrayAttr(stageAttrs),
                                     b.getArrayAttr(params),
                                     b.getArrayAttr(inputs)));
-  func.erase();
-  return success();
 }
 
 struct ZBPartitionStagesPass
