@@ -222,91 +222,78 @@ void COINLINKAGE_CB cbcProgress(Cbc_Model *, int msgno, int ndouble,
 /// Cbc_solve; returns what the child reported, or finished = false if it did
 /// not finish before t0 + limit seconds (then the child is killed; the bounds
 /// it streamed until then are kept).
-CbcOutcome solveWithDeadline(IlpModel &ilp, bool verbose, double proveThreshold,
-                             std::chrono::steady_clock::time_point t0,
-                             double limit) {
+/// The CBC child: solves the LP relaxation (Clp) and streams its bound
+/// ('L'), ends with 'O' when that already proves the warm start optimal,
+/// else runs CBC (streaming its progress bounds, 'P') and writes the result
+/// record ('S': status ints, objective and bound, the solution) to `fd`.
+[[noreturn]] void runCbcChild(IlpModel &ilp, bool verbose,
+                              double proveThreshold, int fd) {
   Cbc_Model *model = ilp.model;
   int numCols = ilp.numCols;
-  CbcOutcome out;
-  int fds[2];
-  if (::pipe(fds) != 0) {
-    out.error = "pipe failed";
-    return out;
-  }
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    out.error = "fork failed";
-    return out;
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
 #ifdef __linux__
-    // Do not outlive the caller (e.g. if it is killed while CBC runs).
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // Do not outlive the caller (e.g. if it is killed while CBC runs).
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
-    progressFd = fds[1];
-    progressVerbose = verbose;
-    // CBC prints part of its log to stdout whatever the message handler: to
-    // stderr with --ilp-log, else nowhere (stdout may carry our JSON).
-    {
-      int sink = verbose ? ::dup(2) : ::open("/dev/null", O_WRONLY);
-      if (sink >= 0) {
-        ::dup2(sink, 1);
-        ::close(sink);
-      }
+  progressFd = fd;
+  progressVerbose = verbose;
+  // CBC prints part of its log to stdout whatever the message handler: to
+  // stderr with --ilp-log, else nowhere (stdout may carry our JSON).
+  {
+    int sink = verbose ? ::dup(2) : ::open("/dev/null", O_WRONLY);
+    if (sink >= 0) {
+      ::dup2(sink, 1);
+      ::close(sink);
     }
-    // The LP relaxation first, so that a bound exists early even when CBC's
-    // own root processing (MIP start, cuts) does not finish in time.
-    {
-      Clp_Simplex *lp = Clp_newModel();
-      Clp_setLogLevel(lp, 0);
-      Clp_loadProblem(lp, numCols, ilp.numRows, ilp.colStart.data(),
-                      ilp.index.data(), ilp.value.data(), ilp.colLb.data(),
-                      ilp.colUb.data(), ilp.obj.data(), ilp.rowLb.data(),
-                      ilp.rowUb.data());
-      Clp_dual(lp, 0);
-      bool proves = false;
-      if (Clp_isProvenOptimal(lp)) {
-        sendBound('L', Clp_objectiveValue(lp));
-        proves = Clp_objectiveValue(lp) >= proveThreshold;
-      }
-      Clp_deleteModel(lp);
-      if (proves) {
-        // No solution better than the warm start by the increment exists:
-        // it is optimal, and CBC need not run.
-        char tag = 'O';
-        bool ok = writeAll(fds[1], &tag, 1);
-        ::close(fds[1]);
-        ::_exit(ok ? 0 : 1);
-      }
-    }
-    Cbc_registerCallBack(model, cbcProgress);
-    Cbc_solve(model);
-    fflush(stdout);
-    int ints[6] = {
-        Cbc_isProvenOptimal(model),       Cbc_isProvenInfeasible(model),
-        Cbc_isSecondsLimitReached(model), Cbc_status(model),
-        Cbc_secondaryStatus(model),       0};
-    const double *sol = Cbc_bestSolution(model);
-    ints[5] = sol != nullptr;
-    double dbl[2] = {sol ? Cbc_getObjValue(model) : 0.0,
-                     Cbc_getBestPossibleObjValue(model)};
-    char tag = 'S';
-    bool ok = writeAll(fds[1], &tag, 1) &&
-              writeAll(fds[1], ints, sizeof(ints)) &&
-              writeAll(fds[1], dbl, sizeof(dbl));
-    if (ok && sol)
-      ok = writeAll(fds[1], sol, sizeof(double) * numCols);
-    ::close(fds[1]);
-    ::_exit(ok ? 0 : 1);
   }
-  ::close(fds[1]);
-  size_t expectHead = 6 * sizeof(int) + 2 * sizeof(double);
-  std::vector<char> buf;
+  // The LP relaxation first, so that a bound exists early even when CBC's
+  // own root processing (MIP start, cuts) does not finish in time.
+  {
+    Clp_Simplex *lp = Clp_newModel();
+    Clp_setLogLevel(lp, 0);
+    Clp_loadProblem(lp, numCols, ilp.numRows, ilp.colStart.data(),
+                    ilp.index.data(), ilp.value.data(), ilp.colLb.data(),
+                    ilp.colUb.data(), ilp.obj.data(), ilp.rowLb.data(),
+                    ilp.rowUb.data());
+    Clp_dual(lp, 0);
+    bool proves = false;
+    if (Clp_isProvenOptimal(lp)) {
+      sendBound('L', Clp_objectiveValue(lp));
+      proves = Clp_objectiveValue(lp) >= proveThreshold;
+    }
+    Clp_deleteModel(lp);
+    if (proves) {
+      // No solution better than the warm start by the increment exists:
+      // it is optimal, and CBC need not run.
+      char tag = 'O';
+      bool ok = writeAll(fd, &tag, 1);
+      ::close(fd);
+      ::_exit(ok ? 0 : 1);
+    }
+  }
+  Cbc_registerCallBack(model, cbcProgress);
+  Cbc_solve(model);
+  fflush(stdout);
+  int ints[6] = {
+      Cbc_isProvenOptimal(model),       Cbc_isProvenInfeasible(model),
+      Cbc_isSecondsLimitReached(model), Cbc_status(model),
+      Cbc_secondaryStatus(model),       0};
+  const double *sol = Cbc_bestSolution(model);
+  ints[5] = sol != nullptr;
+  double dbl[2] = {sol ? Cbc_getObjValue(model) : 0.0,
+                   Cbc_getBestPossibleObjValue(model)};
+  char tag = 'S';
+  bool ok = writeAll(fd, &tag, 1) && writeAll(fd, ints, sizeof(ints)) &&
+            writeAll(fd, dbl, sizeof(dbl));
+  if (ok && sol)
+    ok = writeAll(fd, sol, sizeof(double) * numCols);
+  ::close(fd);
+  ::_exit(ok ? 0 : 1);
+}
+
+/// Reads the child's records from `fd` until it closes the pipe (true) or
+/// the deadline t0 + limit passes (false).
+bool readUntilDeadline(int fd, std::chrono::steady_clock::time_point t0,
+                       double limit, std::vector<char> &buf) {
   bool eof = false;
   while (!eof) {
     double left = limit - std::chrono::duration<double>(
@@ -314,14 +301,14 @@ CbcOutcome solveWithDeadline(IlpModel &ilp, bool verbose, double proveThreshold,
                               .count();
     if (left <= 0)
       break;
-    struct pollfd pfd = {fds[0], POLLIN, 0};
+    struct pollfd pfd = {fd, POLLIN, 0};
     int r = ::poll(&pfd, 1, std::max(1, static_cast<int>(left * 1000)));
     if (r < 0 && errno == EINTR)
       continue;
     if (r <= 0)
       continue; // timeout: the loop re-checks the deadline
     char chunk[65536];
-    ssize_t n = ::read(fds[0], chunk, sizeof(chunk));
+    ssize_t n = ::read(fd, chunk, sizeof(chunk));
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
@@ -329,13 +316,14 @@ CbcOutcome solveWithDeadline(IlpModel &ilp, bool verbose, double proveThreshold,
     else
       buf.insert(buf.end(), chunk, chunk + n);
   }
-  ::close(fds[0]);
-  if (!eof)
-    ::kill(pid, SIGKILL);
-  int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  // Parse the records (a killed child may leave the last one incomplete).
+  return eof;
+}
+
+/// Decodes the child's records into `out` (a killed child may leave the
+/// last one incomplete).
+void parseChildRecords(const std::vector<char> &buf, bool eof, int numCols,
+                       CbcOutcome &out) {
+  size_t expectHead = 6 * sizeof(int) + 2 * sizeof(double);
   size_t at = 0;
   bool sawResult = false;
   while (at < buf.size()) {
@@ -359,14 +347,14 @@ CbcOutcome solveWithDeadline(IlpModel &ilp, bool verbose, double proveThreshold,
     break;
   }
   if (!eof)
-    return out; // killed at the deadline
+    return; // killed at the deadline
   if (out.lpProvesOptimal) {
     out.finished = true;
-    return out;
+    return;
   }
   if (!sawResult) {
     out.error = "the CBC child process exited without a result";
-    return out;
+    return;
   }
   int ints[6];
   double dbl[2];
@@ -392,6 +380,40 @@ CbcOutcome solveWithDeadline(IlpModel &ilp, bool verbose, double proveThreshold,
                   sizeof(double) * numCols);
     }
   }
+}
+
+CbcOutcome solveWithDeadline(IlpModel &ilp, bool verbose, double proveThreshold,
+                             std::chrono::steady_clock::time_point t0,
+                             double limit) {
+  CbcOutcome out;
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    out.error = "pipe failed";
+    return out;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    out.error = "fork failed";
+    return out;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    runCbcChild(ilp, verbose, proveThreshold, fds[1]);
+  }
+  ::close(fds[1]);
+  std::vector<char> buf;
+  bool eof = readUntilDeadline(fds[0], t0, limit, buf);
+  ::close(fds[0]);
+  if (!eof)
+    ::kill(pid, SIGKILL);
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  parseChildRecords(buf, eof, ilp.numCols, out);
   return out;
 }
 
