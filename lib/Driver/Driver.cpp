@@ -43,7 +43,7 @@ llvm::Error validateOptions(const CompileOptions &options) {
   };
   if (options.numRanks < 1)
     return error("--stages must be >= 1, got " + llvm::Twine(options.numRanks));
-  if (options.virtualStages < 1)
+  if (options.virtualStages < 0)
     return error("--virtual-stages must be >= 1, got " +
                  llvm::Twine(options.virtualStages));
   if (options.microbatches < 1)
@@ -170,7 +170,7 @@ LogicalResult runFrontHalf(ModuleOp module, const CompileOptions &options) {
   PassManager pm = PassManager::on<ModuleOp>(module.getContext());
   PipelineOptions pipeline;
   pipeline.numStages = options.numRanks;
-  pipeline.virtualStages = options.virtualStages;
+  pipeline.virtualStages = options.chunks();
   pipeline.microbatches = options.microbatches;
   pipeline.schedule = options.schedule;
   pipeline.memoryLimit = options.memoryLimit;
@@ -268,7 +268,7 @@ LogicalResult Compilation::frontHalf() {
       (*module)->getAttrOfType<DictionaryAttr>(frontend::kParamValuesAttr);
   progress(llvm::formatv("autodiff, B/W split, {0} stages on {1} ranks, "
                          "schedule {2} with {3} microbatches",
-                         options.numRanks * options.virtualStages,
+                         options.numRanks * options.chunks(),
                          options.numRanks, options.schedule,
                          options.microbatches));
   auto start = Clock::now();

@@ -12,6 +12,9 @@
 #include "zb/Schedule/BuildOptions.h"
 #include "zb/Schedule/Schedule.h"
 
+#include <optional>
+#include <vector>
+
 namespace zb::sched::detail {
 
 llvm::Expected<Schedule> buildGPipe(const Problem &problem);
@@ -28,6 +31,14 @@ llvm::Expected<Schedule> buildIlp(const Problem &problem,
 llvm::Expected<Schedule> buildVShape(const Problem &problem,
                                      llvm::StringRef name,
                                      const BuildOptions &options);
+
+/// The authors' ZB-V construction (ZBV.cpp) on the V-shape stage mapping
+/// with per-stage \p costs and per-rank activation memory \p limits (the
+/// unit of costs.memB); per-rank orders, or nullopt when the construction
+/// cannot keep a rank within its limit.
+std::optional<std::vector<std::vector<Action>>>
+constructZBV(const Problem &problem, const StageCosts &costs,
+             const std::vector<double> &limits);
 
 } // namespace zb::sched::detail
 

@@ -117,3 +117,10 @@ llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
             .str());
   return result;
 }
+
+int zb::sched::defaultChunks(llvm::StringRef name) {
+  return name == "1f1b-i" || name == "zb-v" || name == "v-half" ||
+                 name == "v-min"
+             ? 2
+             : 1;
+}

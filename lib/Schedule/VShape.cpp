@@ -214,6 +214,12 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
     if (limits[r] < minimum && problem.memoryLimit == 0)
       limits[r] = minimum;
   }
+  if (name == "zb-v") {
+    if (auto order = detail::constructZBV(problem, control, limits)) {
+      s.perRank = std::move(*order);
+      return s;
+    }
+  }
   VGreedy greedy(problem, control, s.stageToRank, limits);
   if (!greedy.run())
     return llvm::createStringError(

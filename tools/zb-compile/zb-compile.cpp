@@ -42,8 +42,8 @@ static cl::opt<int64_t, true> numStages(
     cl::cat(category));
 static cl::opt<int64_t, true> virtualStages(
     "virtual-stages",
-    cl::desc("Chunks (virtual stages) per rank: 2 for zb-v, v-half, v-min; "
-             ">= 2 for 1f1b-i (default 1)"),
+    cl::desc("Chunks (virtual stages) per rank (default: 2 for 1f1b-i, "
+             "zb-v, v-half, v-min; 1 otherwise)"),
     cl::location(options.virtualStages), cl::init(defaults.virtualStages),
     cl::cat(category));
 static cl::opt<int64_t, true>

@@ -182,13 +182,10 @@ static llvm::Expected<std::vector<double>> parseList(llvm::StringRef flag,
   return out;
 }
 
-static int defaultChunks(llvm::StringRef name) {
+static int chunksFor(llvm::StringRef name) {
   if (virtualStages > 0)
     return virtualStages;
-  return name == "1f1b-i" || name == "zb-v" || name == "v-half" ||
-                 name == "v-min"
-             ? 2
-             : 1;
+  return zb::sched::defaultChunks(name);
 }
 
 static llvm::Expected<Problem> makeProblem(int chunks) {
@@ -308,7 +305,7 @@ static int runCompare(llvm::raw_ostream &os) {
   options.verbose = ilpLog;
   options.localSearch = localSearch;
   for (llvm::StringRef name : scheduleNames()) {
-    auto problem = makeProblem(defaultChunks(name));
+    auto problem = makeProblem(chunksFor(name));
     if (!problem) {
       llvm::WithColor::error(llvm::errs(), "zb-sched")
           << llvm::toString(problem.takeError()) << "\n";
@@ -405,7 +402,7 @@ int main(int argc, char **argv) {
     if (llvm::Error e = verify(problem, schedule))
       return fail(std::move(e));
   } else {
-    auto p = makeProblem(defaultChunks(scheduleName));
+    auto p = makeProblem(chunksFor(scheduleName));
     if (!p)
       return fail(p.takeError());
     problem = *p;

@@ -23,6 +23,7 @@
 #ifndef ZB_DRIVER_DRIVER_H
 #define ZB_DRIVER_DRIVER_H
 
+#include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 #include "zb/Transforms/PipelineInfo.h"
 
@@ -64,8 +65,14 @@ struct CompileOptions {
   /// P x virtualStages stages.
   int64_t numRanks = 2;
   /// Chunks (virtual stages) per rank V (--virtual-stages), >= 1: 2 for
-  /// zb-v, v-half, v-min; >= 2 for 1f1b-i.
-  int64_t virtualStages = 1;
+  /// zb-v, v-half, v-min; >= 2 for 1f1b-i. 0: the schedule's default
+  /// (sched::defaultChunks: 2 for 1f1b-i and the V-shape schedules, else 1);
+  /// see chunks().
+  int64_t virtualStages = 0;
+  int64_t chunks() const {
+    return virtualStages > 0 ? virtualStages
+                             : sched::defaultChunks(schedule);
+  }
   /// Microbatches per training step M (--microbatches), >= 1.
   int64_t microbatches = 8;
   /// Schedule name, one of zb::sched::scheduleNames() (--schedule).

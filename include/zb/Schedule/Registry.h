@@ -21,6 +21,10 @@ namespace zb::sched {
 /// them.
 llvm::ArrayRef<llvm::StringRef> scheduleNames();
 
+/// Chunks per rank V a schedule uses when none is given: 2 for 1f1b-i and
+/// the V-shape schedules (zb-v, v-half, v-min), 1 otherwise.
+int defaultChunks(llvm::StringRef name);
+
 /// Builds the named schedule: gpipe 1f1b 1f1b-i zb-h1 zb-h2 zb-auto zb-1p
 /// zb-2p ilp zb-v v-half v-min.
 ///   - gpipe, 1f1b, zb-h1, zb-h2, zb-auto, zb-1p, zb-2p, ilp need V = 1;
