@@ -32,6 +32,13 @@ llvm::Expected<Schedule> buildVShape(const Problem &problem,
                                      llvm::StringRef name,
                                      const BuildOptions &options);
 
+/// Iterated local search on the per-rank order (LocalSearch.cpp): the
+/// improved order, every rank within its entry of \p limits (the problem's
+/// memory unit; +inf: none), never worse than \p schedule.
+std::vector<std::vector<Action>>
+improveByLocalSearch(const Problem &problem, const Schedule &schedule,
+                     const std::vector<double> &limits, int maxEvaluations);
+
 /// The authors' ZB-V construction (ZBV.cpp) on the V-shape stage mapping
 /// with per-stage \p costs and per-rank activation memory \p limits (the
 /// unit of costs.memB); per-rank orders, or nullopt when the construction
@@ -39,6 +46,12 @@ llvm::Expected<Schedule> buildVShape(const Problem &problem,
 std::optional<std::vector<std::vector<Action>>>
 constructZBV(const Problem &problem, const StageCosts &costs,
              const std::vector<double> &limits);
+
+/// V-Half (\p half) or V-Min from the authors' building blocks
+/// (VPattern.cpp): per-rank orders, or nullopt when the pattern does not
+/// apply to this p and m.
+std::optional<std::vector<std::vector<Action>>>
+constructVPattern(const Problem &problem, bool half);
 
 } // namespace zb::sched::detail
 

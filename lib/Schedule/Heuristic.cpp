@@ -298,9 +298,6 @@ heuristicOrder(const StageCosts &costs, const std::vector<double> &limits,
   return best;
 }
 
-std::vector<std::vector<Action>>
-improveByLocalSearch(const Problem &problem, const Schedule &schedule,
-                     const std::vector<double> &limits, int maxEvaluations);
 } // namespace zb::sched::detail
 
 llvm::Expected<Schedule> detail::buildHeuristic(const Problem &problem,

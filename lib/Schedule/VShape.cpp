@@ -6,17 +6,22 @@
 // s < p and on rank 2p-1-s otherwise, so the forward pass goes down the ranks
 // and back up (a "V") and the last stage sits on rank 0.
 //
-// The three schedules differ only in the activation memory they may hold per
+// The three schedules differ in the activation memory they may hold per
 // rank, in units of one 1F1B stage's M_B (a chunk holds M_B / 2):
-//   zb-v    p M_B          (as 1F1B; zero bubble when T_F = T_B = T_W)
+//   zb-v    p M_B          (as 1F1B; zero bubble when T_F = T_B = T_W), or
+//                          Problem::memoryLimit when set (any limit)
 //   v-half  (p/2 + 1) M_B  (about half of 1F1B)
 //   v-min   (p/3 + 1) M_B  (about a third of 1F1B)
-// (further capped by Problem::memoryLimit). They are built by one greedy list
-// scheduler: passes are committed in order of start time; an idle rank runs,
-// in this order of preference, a ready B, a ready F of its second chunk, a
-// ready F of its first chunk (only if memory for the second-chunk F of every
-// microbatch it has started stays reserved, so the schedule cannot deadlock
-// on memory), and otherwise a pending W to fill the bubble or to free memory.
+// (V-Half and V-Min further capped by Problem::memoryLimit). ZB-V is the
+// authors' construction (ZBV.cpp), V-Half and V-Min their building blocks
+// (VPattern.cpp). Where those cannot meet the limit, a greedy list
+// scheduler (below) builds the order: passes are committed in order of
+// start time; an idle rank runs, in this order of preference, a ready B, a
+// ready F of its second chunk, a ready F of its first chunk (only if memory
+// for the second-chunk F of every microbatch it has started stays reserved,
+// so the schedule cannot deadlock on memory), and otherwise a pending W to
+// fill the bubble or to free memory. With BuildOptions::localSearch the
+// order is then improved by local search without raising its memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -179,10 +184,51 @@ bool VGreedy::run() {
   return true;
 }
 
+/// Per-rank peak activation memory of `order` (F +M_B, B +M_W-M_B, W -M_W).
+static std::vector<double>
+peakMemory(const std::vector<std::vector<Action>> &order,
+           const StageCosts &costs) {
+  std::vector<double> peak(order.size(), 0.0);
+  for (size_t r = 0; r < order.size(); ++r) {
+    double mem = 0;
+    for (const Action &a : order[r]) {
+      mem += costs.memoryDelta(a.kind, a.stage);
+      peak[r] = std::max(peak[r], mem);
+    }
+  }
+  return peak;
+}
+
+/// The order of the named V-shape schedule: the authors' construction
+/// (ZB-V; V-Half / V-Min building blocks when they fit the problem's limit),
+/// else the greedy list scheduler under `limits`; empty when none fits.
+static std::vector<std::vector<Action>>
+constructOrder(const Problem &problem, llvm::StringRef name,
+               const StageCosts &costs, const StageCosts &control,
+               const std::vector<double> &limits,
+               const std::vector<int> &stageToRank) {
+  if (name == "zb-v") {
+    if (auto order = detail::constructZBV(problem, control, limits))
+      return std::move(*order);
+  } else if (auto order =
+                 detail::constructVPattern(problem, name == "v-half")) {
+    // The building blocks fix the memory; keep them when they fit the
+    // problem's limit.
+    std::vector<double> peak = peakMemory(*order, costs);
+    if (problem.memoryLimit <= 0 ||
+        StageCosts::allFit(
+            peak, std::vector<double>(peak.size(), problem.memoryLimit)))
+      return std::move(*order);
+  }
+  VGreedy greedy(problem, control, stageToRank, limits);
+  if (!greedy.run())
+    return {};
+  return greedy.takeOrder();
+}
+
 llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
                                              llvm::StringRef name,
                                              const BuildOptions &options) {
-  (void)options;
   int p = problem.numRanks;
   Schedule s;
   s.name = name.str();
@@ -205,8 +251,11 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
   for (int r = 0; r < p; ++r) {
     double rankMB = control.memB[r] + control.memB[2 * p - 1 - r];
     limits[r] = factor * rankMB;
+    // ZB-V runs at any limit the user gives (more memory, fewer bubbles);
+    // V-Half and V-Min keep their budgets, capped by the limit.
     if (problem.memoryLimit > 0 && !noMemory)
-      limits[r] = std::min(limits[r], problem.memoryLimit);
+      limits[r] = name == "zb-v" ? problem.memoryLimit
+                                 : std::min(limits[r], problem.memoryLimit);
     // Never below one microbatch in flight (both chunks, then B of the
     // second chunk).
     double minimum = std::max(rankMB, rankMB - control.memB[2 * p - 1 - r] +
@@ -214,20 +263,28 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
     if (limits[r] < minimum && problem.memoryLimit == 0)
       limits[r] = minimum;
   }
-  if (name == "zb-v") {
-    if (auto order = detail::constructZBV(problem, control, limits)) {
-      s.perRank = std::move(*order);
-      return s;
-    }
-  }
-  VGreedy greedy(problem, control, s.stageToRank, limits);
-  if (!greedy.run())
+  s.perRank =
+      constructOrder(problem, name, costs, control, limits, s.stageToRank);
+  if (s.perRank.empty())
     return llvm::createStringError(
         llvm::formatv("{0}: cannot schedule within the memory limit {1} per "
                       "rank; raise it to at least {2}",
                       name, problem.memoryLimit,
                       *std::max_element(limits.begin(), limits.end()))
             .str());
-  s.perRank = greedy.takeOrder();
+  if (options.localSearch) {
+    // Beyond the authors: local search on the order, never above the
+    // memory the construction holds (ZB-V: its limits) or the problem's.
+    std::vector<double> searchLimits(p,
+                                     std::numeric_limits<double>::infinity());
+    if (!noMemory) {
+      searchLimits = name == "zb-v" ? limits : peakMemory(s.perRank, costs);
+      if (problem.memoryLimit > 0)
+        for (double &l : searchLimits)
+          l = std::min(l, problem.memoryLimit);
+    }
+    s.perRank = improveByLocalSearch(problem, s, searchLimits,
+                                     options.searchEvaluations);
+  }
   return s;
 }

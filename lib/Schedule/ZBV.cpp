@@ -323,10 +323,10 @@ ZBVConstruction::run(bool fillF, bool fillB,
 
 } // namespace
 
-std::optional<std::vector<std::vector<Action>>>
-detail::constructZBV(const Problem &problem, const StageCosts &costs,
-                     const std::vector<double> &limits) {
-  int p = problem.numRanks, m = problem.numMicrobatches;
+/// The construction with its refinement and the four fill settings at one
+/// set of limits; the attempt with the smallest largest bubble.
+static std::optional<Attempt> bestAttempt(int p, int m, const StageCosts &costs,
+                                          const std::vector<double> &limits) {
   ZBVConstruction zbv(p, m, costs, limits);
   std::optional<Attempt> best;
   for (bool fillB : {true, false})
@@ -344,6 +344,14 @@ detail::constructZBV(const Problem &problem, const StageCosts &costs,
       if (cur && (!best || cur->maxBubble < best->maxBubble))
         best = std::move(cur);
     }
+  return best;
+}
+
+std::optional<std::vector<std::vector<Action>>>
+detail::constructZBV(const Problem &problem, const StageCosts &costs,
+                     const std::vector<double> &limits) {
+  std::optional<Attempt> best =
+      bestAttempt(problem.numRanks, problem.numMicrobatches, costs, limits);
   if (!best)
     return std::nullopt;
   return std::move(best->perRank);
