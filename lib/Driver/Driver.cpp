@@ -173,7 +173,7 @@ LogicalResult runFrontHalf(ModuleOp module, const CompileOptions &options) {
   pipeline.virtualStages = options.chunks();
   pipeline.microbatches = options.microbatches;
   pipeline.schedule = options.schedule;
-  pipeline.memoryLimit = options.memoryLimit;
+  pipeline.memoryLimit = options.memoryLimits;
   pipeline.target = options.costTarget();
   pipeline.profile = options.profile;
   buildPipelineParallelPipeline(pm, pipeline);

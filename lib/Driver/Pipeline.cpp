@@ -51,7 +51,7 @@ FailureOr<LoweredPipeline> readPipeline(ModuleOp module,
   pipeline.schedule = std::move(*schedule);
   pipeline.numMicrobatches = numMicrobatches;
   pipeline.problem =
-      pipeline.info.toProblem(options.microbatches, options.memoryLimit);
+      pipeline.info.toProblem(options.microbatches, options.memoryLimits);
   pipeline.simulation = sched::simulate(pipeline.problem, pipeline.schedule);
   pipeline.rankArgs.resize(pipeline.numRanks());
   for (auto fn : module.getOps<func::FuncOp>()) {

@@ -31,7 +31,8 @@ void buildPipelineParallelPipeline(OpPassManager &pm,
   ZBScheduleOptions schedule;
   schedule.algorithm = options.schedule;
   schedule.microbatches = options.microbatches;
-  schedule.memoryLimit = options.memoryLimit;
+  schedule.memoryLimits.assign(options.memoryLimit.begin(),
+                               options.memoryLimit.end());
   schedule.profile = options.profile;
   pm.addPass(createZBSchedule(schedule));
   pm.addPass(createZBLowerPipeline());

@@ -83,7 +83,10 @@ json::Value zb::sched::toJSON(const Problem &problem, const Schedule &schedule,
                     {"cost_comm", toArray(problem.costComm)},
                     {"mem_b", toArray(problem.memB)},
                     {"mem_w", toArray(problem.memW)},
-                    {"memory_limit", problem.memoryLimit}};
+                    {"memory_limit",
+                     problem.memoryLimits.empty()
+                         ? json::Value(problem.memoryLimit)
+                         : json::Value(toArray(problem.memoryLimits))}};
   json::Array stageToRank;
   for (int r : schedule.stageToRank)
     stageToRank.push_back(r);
@@ -189,8 +192,13 @@ llvm::Error zb::sched::readJSON(llvm::StringRef text, Problem &problem,
                           {"mem_w", &problem.memW}})
     if (llvm::Error e = readNumbers(*prob, key, *vec))
       return e;
+  // memory_limit: one number for every rank, or one per rank.
   if (std::optional<double> l = prob->getNumber("memory_limit"))
     problem.memoryLimit = *l;
+  else if (prob->getArray("memory_limit"))
+    if (llvm::Error e =
+            readNumbers(*prob, "memory_limit", problem.memoryLimits))
+      return e;
 
   schedule = Schedule();
   if (std::optional<llvm::StringRef> n = root->getString("name"))

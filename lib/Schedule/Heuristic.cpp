@@ -317,8 +317,8 @@ llvm::Expected<Schedule> detail::buildHeuristic(const Problem &problem,
       limits[j] = p * costs.memB[j];
     else if (name == "zb-2p")
       limits[j] = 2 * p * costs.memB[j];
-    if (problem.memoryLimit > 0)
-      limits[j] = std::min(limits[j], problem.memoryLimit);
+    if (problem.memoryLimitOf(j) > 0)
+      limits[j] = std::min(limits[j], problem.memoryLimitOf(j));
   }
   s.perRank = heuristicOrder(costs, limits, m, nullptr);
   // The handcrafted schedules are candidates too, so that the automatic
@@ -339,14 +339,22 @@ llvm::Expected<Schedule> detail::buildHeuristic(const Problem &problem,
     }
   }
   if (s.perRank.empty()) {
+    // The rank with the least room above its one-microbatch minimum.
     int rank = 0;
-    double need = minimumMemory(problem, s.stageToRank, &rank);
+    double room = std::numeric_limits<double>::infinity(), need = 0;
+    for (int r = 0; r < p; ++r) {
+      double n = minimumMemoryOfRank(problem, s.stageToRank, r);
+      if (limits[r] - n < room) {
+        room = limits[r] - n;
+        rank = r;
+        need = n;
+      }
+    }
     return llvm::createStringError(
-        llvm::formatv("{0}: the heuristic cannot meet the memory limit {1} on "
-                      "every stage; it needs at least {2} (one microbatch in "
-                      "flight on rank {3}) plus room for one more F pass",
-                      name, *std::min_element(limits.begin(), limits.end()),
-                      need, rank)
+        llvm::formatv("{0}: the heuristic cannot meet the memory limit {1} of "
+                      "rank {2}; that rank needs at least {3} (one microbatch "
+                      "in flight) plus room for one more F pass",
+                      name, limits[rank], rank, need)
             .str());
   }
   if (options.localSearch) {

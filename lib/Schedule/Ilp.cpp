@@ -500,7 +500,9 @@ private:
   const SimResult &warmSim;
   int p, m, numNodes;
   StageCosts c;
-  double tUnit = 0, mUnit = 0, memLimit = 0;
+  double tUnit = 0, mUnit = 0;
+  /// Per-stage (= rank, V = 1) memory limit, scaled; 0 = none.
+  std::vector<double> memLimit;
   std::vector<double> cost, delta, warmEnd;
   std::vector<int> warmPos;
   std::vector<double> stageStart;
@@ -552,7 +554,9 @@ void IlpFormulation::scaleCosts() {
   for (auto *v : {&c.memB, &c.memW})
     for (double &x : *v)
       x /= mUnit;
-  memLimit = problem.memoryLimit / mUnit;
+  memLimit.assign(p, 0.0);
+  for (int s = 0; s < p; ++s)
+    memLimit[s] = problem.memoryLimitOf(s) / mUnit;
   cost.assign(numNodes, 0);
   delta.assign(numNodes, 0);
   warmEnd.assign(numNodes, 0);
@@ -602,8 +606,12 @@ void IlpFormulation::objectiveBounds() {
     work = std::max(work, m * (c.f[s] + c.b[s] + c.w[s]));
   ub = warmSim.stageSpan / tUnit;
   analyticMs = stageSpanLowerBound(
-      problem, std::vector<double>(
-                   p, problem.memoryLimit > 0 ? problem.memoryLimit : 0.0));
+      problem, [&] {
+        std::vector<double> l(p);
+        for (int r = 0; r < p; ++r)
+          l[r] = problem.memoryLimitOf(r);
+        return l;
+      }());
   lb = std::min(ub, std::max(work, analyticMs / tUnit));
   grid = timeGrid(problem);
 }
@@ -814,8 +822,8 @@ void IlpFormulation::addSpanAndMemoryRows() {
         ilp.addRow(cols, coefs, 'G', rhs);
         if (in > 0 || kn != ActionKind::F)
           ilp.addRow(cols2, coefs2, 'G', rhs2);
-        if (problem.memoryLimit > 0 && delta[n] > 0)
-          ilp.addRow(memCols, memCoefs, 'L', memLimit - memConst);
+        if (memLimit[s] > 0 && delta[n] > 0)
+          ilp.addRow(memCols, memCoefs, 'L', memLimit[s] - memConst);
       }
   }
 }

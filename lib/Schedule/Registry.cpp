@@ -67,14 +67,17 @@ llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
   std::vector<int> map = vShape        ? vShapeStageToRank(p)
                          : interleaved ? interleavedStageToRank(p, v)
                                        : interleavedStageToRank(p, 1);
-  if (problem.memoryLimit > 0) {
-    int rank = 0;
-    double need = minimumMemory(problem, map, &rank);
-    if (!StageCosts::fits(need, problem.memoryLimit))
+  for (int r = 0; r < p; ++r) {
+    double limit = problem.memoryLimitOf(r);
+    if (limit <= 0)
+      continue;
+    double need = minimumMemoryOfRank(problem, map, r);
+    if (!StageCosts::fits(need, limit))
       return llvm::createStringError(
-          llvm::formatv("memory limit {0} is below what any schedule needs: "
-                        "at least {1} on rank {2} (one microbatch in flight)",
-                        problem.memoryLimit, need, rank)
+          llvm::formatv("memory limit {0} of rank {1} is below what any "
+                        "schedule needs there: at least {2} (one microbatch "
+                        "in flight)",
+                        limit, r, need)
               .str());
   }
 
@@ -97,17 +100,18 @@ llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
     result = detail::buildVShape(problem, name, options);
   if (!result)
     return result.takeError();
-  if (problem.memoryLimit > 0) {
+  if (problem.hasMemoryLimit()) {
     SimResult sim = simulate(problem, *result);
-    for (int r = 0; r < p; ++r)
-      if (!StageCosts::fits(sim.peakMemory[r], problem.memoryLimit))
+    for (int r = 0; r < p; ++r) {
+      double limit = problem.memoryLimitOf(r);
+      if (limit > 0 && !StageCosts::fits(sim.peakMemory[r], limit))
         return llvm::createStringError(
             llvm::formatv("{0} needs {1} activation memory on rank {2}, above "
-                          "the memory limit {3}; raise the limit to at least "
-                          "{4} or use zb-auto",
-                          name, sim.peakMemory[r], r, problem.memoryLimit,
-                          *llvm::max_element(sim.peakMemory))
+                          "its memory limit {3}; raise that rank's limit to "
+                          "at least {1} or use zb-auto",
+                          name, sim.peakMemory[r], r, limit)
                 .str());
+    }
   }
   if (llvm::Error e = verify(problem, *result))
     return llvm::createStringError(

@@ -113,6 +113,19 @@ llvm::Error zb::sched::validateProblem(const Problem &problem) {
                       "got {0}",
                       problem.memoryLimit)
             .str());
+  if (!problem.memoryLimits.empty() &&
+      static_cast<int>(problem.memoryLimits.size()) != problem.numRanks)
+    return llvm::createStringError(
+        llvm::formatv("memory-limit: {0} per-rank values for p={1} ranks",
+                      problem.memoryLimits.size(), problem.numRanks)
+            .str());
+  for (auto [r, l] : llvm::enumerate(problem.memoryLimits))
+    if (!(l >= 0) || !std::isfinite(l))
+      return llvm::createStringError(
+          llvm::formatv("memory-limit of rank {0} must be finite and >= 0 "
+                        "(0 = unlimited), got {1}",
+                        r, l)
+              .str());
   return llvm::Error::success();
 }
 
@@ -534,16 +547,17 @@ llvm::Error checkDeadlock(const Problem &problem, const Schedule &schedule,
 /// every action (F +M_B, B +M_W-M_B, W -M_W).
 llvm::Error checkMemory(const Problem &problem, const Schedule &schedule,
                         const StageCosts &costs) {
-  if (problem.memoryLimit <= 0)
-    return llvm::Error::success();
   for (int r = 0; r < problem.numRanks; ++r) {
+    double limit = problem.memoryLimitOf(r);
+    if (limit <= 0)
+      continue;
     double mem = 0;
     for (const Action &a : schedule.perRank[r]) {
       mem += memDelta(costs, a);
-      if (exceeds(mem, problem.memoryLimit))
+      if (exceeds(mem, limit))
         return error(llvm::formatv("memory limit: rank {0} holds {1} after "
                                    "{2}, above the limit {3}",
-                                   r, mem, describe(a), problem.memoryLimit));
+                                   r, mem, describe(a), limit));
     }
   }
   return llvm::Error::success();
@@ -572,25 +586,32 @@ llvm::Error zb::sched::verify(const Problem &problem,
 // Memory bounds
 //===----------------------------------------------------------------------===//
 
+double zb::sched::minimumMemoryOfRank(const Problem &problem,
+                                      llvm::ArrayRef<int> stageToRank,
+                                      int rank) {
+  StageCosts c = resolveStageCosts(problem, stageToRank);
+  // One microbatch at a time: all its F, then B immediately followed by W.
+  double mem = 0, peak = 0;
+  for (int s = 0, e = stageToRank.size(); s < e; ++s)
+    if (stageToRank[s] == rank) {
+      mem += c.memoryDelta(ActionKind::F, s);
+      peak = std::max(peak, mem);
+    }
+  for (int s = stageToRank.size() - 1; s >= 0; --s)
+    if (stageToRank[s] == rank) {
+      mem += c.memoryDelta(ActionKind::B, s);
+      peak = std::max(peak, mem);
+      mem += c.memoryDelta(ActionKind::W, s);
+    }
+  return peak;
+}
+
 double zb::sched::minimumMemory(const Problem &problem,
                                 llvm::ArrayRef<int> stageToRank,
                                 int *worstRank) {
-  StageCosts c = resolveStageCosts(problem, stageToRank);
   double worst = 0;
   for (int r = 0; r < problem.numRanks; ++r) {
-    // One microbatch at a time: all its F, then B immediately followed by W.
-    double mem = 0, peak = 0;
-    for (int s = 0, e = stageToRank.size(); s < e; ++s)
-      if (stageToRank[s] == r) {
-        mem += c.memoryDelta(ActionKind::F, s);
-        peak = std::max(peak, mem);
-      }
-    for (int s = stageToRank.size() - 1; s >= 0; --s)
-      if (stageToRank[s] == r) {
-        mem += c.memoryDelta(ActionKind::B, s);
-        peak = std::max(peak, mem);
-        mem += c.memoryDelta(ActionKind::W, s);
-      }
+    double peak = minimumMemoryOfRank(problem, stageToRank, r);
     if (r == 0 || peak > worst) {
       worst = peak;
       if (worstRank)

@@ -215,9 +215,11 @@ constructOrder(const Problem &problem, llvm::StringRef name,
     // The building blocks fix the memory; keep them when they fit the
     // problem's limit.
     std::vector<double> peak = peakMemory(*order, costs);
-    if (problem.memoryLimit <= 0 ||
-        StageCosts::allFit(
-            peak, std::vector<double>(peak.size(), problem.memoryLimit)))
+    bool fits = true;
+    for (size_t r = 0; r < peak.size(); ++r)
+      fits &= problem.memoryLimitOf(r) <= 0 ||
+              StageCosts::fits(peak[r], problem.memoryLimitOf(r));
+    if (fits)
       return std::move(*order);
   }
   VGreedy greedy(problem, control, stageToRank, limits);
@@ -253,25 +255,30 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
     limits[r] = factor * rankMB;
     // ZB-V runs at any limit the user gives (more memory, fewer bubbles);
     // V-Half and V-Min keep their budgets, capped by the limit.
-    if (problem.memoryLimit > 0 && !noMemory)
-      limits[r] = name == "zb-v" ? problem.memoryLimit
-                                 : std::min(limits[r], problem.memoryLimit);
+    double user = problem.memoryLimitOf(r);
+    if (user > 0 && !noMemory)
+      limits[r] = name == "zb-v" ? user : std::min(limits[r], user);
     // Never below one microbatch in flight (both chunks, then B of the
     // second chunk).
     double minimum = std::max(rankMB, rankMB - control.memB[2 * p - 1 - r] +
                                           control.memW[2 * p - 1 - r]);
-    if (limits[r] < minimum && problem.memoryLimit == 0)
+    if (limits[r] < minimum && user == 0)
       limits[r] = minimum;
   }
   s.perRank =
       constructOrder(problem, name, costs, control, limits, s.stageToRank);
-  if (s.perRank.empty())
+  if (s.perRank.empty()) {
+    std::vector<double> need(p);
+    for (int r = 0; r < p; ++r)
+      need[r] = minimumMemoryOfRank(problem, s.stageToRank, r);
     return llvm::createStringError(
-        llvm::formatv("{0}: cannot schedule within the memory limit {1} per "
-                      "rank; raise it to at least {2}",
-                      name, problem.memoryLimit,
-                      *std::max_element(limits.begin(), limits.end()))
+        llvm::formatv("{0}: no order found within the per-rank memory "
+                      "limits {1:$[, ]}; raise them (one microbatch in "
+                      "flight needs {2:$[, ]})",
+                      name, llvm::make_range(limits.begin(), limits.end()),
+                      llvm::make_range(need.begin(), need.end()))
             .str());
+  }
   if (options.localSearch) {
     // Beyond the authors: local search on the order, never above the
     // memory the construction holds (ZB-V: its limits) or the problem's.
@@ -279,9 +286,9 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
                                      std::numeric_limits<double>::infinity());
     if (!noMemory) {
       searchLimits = name == "zb-v" ? limits : peakMemory(s.perRank, costs);
-      if (problem.memoryLimit > 0)
-        for (double &l : searchLimits)
-          l = std::min(l, problem.memoryLimit);
+      for (int r = 0; r < p; ++r)
+        if (problem.memoryLimitOf(r) > 0)
+          searchLimits[r] = std::min(searchLimits[r], problem.memoryLimitOf(r));
     }
     s.perRank = improveByLocalSearch(problem, s, searchLimits,
                                      options.searchEvaluations);

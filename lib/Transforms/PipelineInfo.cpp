@@ -65,8 +65,9 @@ FailureOr<PipelineInfo> PipelineInfo::read(ModuleOp module) {
   return info;
 }
 
-sched::Problem PipelineInfo::toProblem(int64_t microbatches,
-                                       double memoryLimit) const {
+sched::Problem
+PipelineInfo::toProblem(int64_t microbatches,
+                        llvm::ArrayRef<double> memoryLimits) const {
   sched::Problem p;
   p.numRanks = static_cast<int>(numRanks);
   p.numChunks = static_cast<int>(numChunks);
@@ -88,7 +89,10 @@ sched::Problem PipelineInfo::toProblem(int64_t microbatches,
       p.cvB.push_back(s.cvB);
       p.cvW.push_back(s.cvW);
     }
-  p.memoryLimit = memoryLimit;
+  if (memoryLimits.size() == 1)
+    p.memoryLimit = memoryLimits[0];
+  else
+    p.memoryLimits.assign(memoryLimits.begin(), memoryLimits.end());
   return p;
 }
 

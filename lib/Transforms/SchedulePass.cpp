@@ -30,7 +30,7 @@ struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
     FailureOr<PipelineInfo> info = PipelineInfo::read(module);
     if (failed(info))
       return signalPassFailure();
-    sched::Problem problem = info->toProblem(microbatches, memoryLimit);
+    sched::Problem problem = info->toProblem(microbatches, memoryLimits);
     llvm::Expected<sched::Schedule> schedule =
         sched::buildSchedule(problem, algorithm);
     if (!schedule) {

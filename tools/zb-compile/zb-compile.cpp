@@ -54,13 +54,14 @@ static cl::opt<int64_t, true>
 static cl::opt<std::string, true>
     schedule("schedule",
              cl::desc("Schedule: gpipe 1f1b zb-h1 zb-h2 zb-auto zb-1p zb-2p "
-                      "ilp (default zb-h1)"),
+                      "ilp 1f1b-i zb-v v-half v-min (default zb-h1)"),
              cl::location(options.schedule), cl::init(defaults.schedule),
              cl::cat(category));
-static cl::opt<double, true> memoryLimit(
+static cl::list<double, std::vector<double>> memoryLimit(
     "memory-limit",
-    cl::desc("Activation memory limit per rank in bytes (0 = none)"),
-    cl::location(options.memoryLimit), cl::init(defaults.memoryLimit),
+    cl::desc("Activation memory limit in bytes: one value for every rank, or "
+             "a comma-separated list with one per rank (0 = none)"),
+    cl::CommaSeparated, cl::location(options.memoryLimits),
     cl::cat(category));
 static cl::opt<std::string, true>
     target("target",

@@ -59,7 +59,9 @@ static cl::opt<std::string> memW("mem-w",
 static cl::opt<std::string> memoryLimit(
     "memory-limit",
     cl::desc("Activation memory limit per rank: absolute (unit of --mem-b) "
-             "or a multiple of p*M_B such as 2p; 0 = unlimited"),
+             "or a multiple of p*M_B such as 2p; one value for every rank or "
+             "a comma-separated list with one per rank (e.g. 2p,1.5p,1p,1p); "
+             "0 = unlimited"),
     cl::init("0"), cl::cat(category));
 static cl::opt<std::string> scheduleName(
     "schedule",
@@ -202,21 +204,36 @@ static llvm::Expected<Problem> makeProblem(int chunks) {
       return list.takeError();
     *vec = *list;
   }
-  llvm::StringRef limit = llvm::StringRef(memoryLimit).trim();
-  if (limit.ends_with("p")) {
-    double factor;
-    if (limit.drop_back().getAsDouble(factor))
+  // --memory-limit: one value for every rank or one per rank, each a
+  // number or a multiple of p M_B such as 1.5p.
+  llvm::SmallVector<llvm::StringRef> items;
+  llvm::StringRef(memoryLimit).split(items, ',');
+  std::vector<double> limits;
+  for (llvm::StringRef item : items) {
+    item = item.trim();
+    if (item.empty() && items.size() == 1)
+      break;
+    double value;
+    if (item.ends_with("p")) {
+      if (item.drop_back().getAsDouble(value))
+        return llvm::createStringError(
+            "--memory-limit: '" + item.str() +
+            "' is not a number or a multiple of p such as 2p");
+      if (p.memB.empty())
+        return llvm::createStringError("--memory-limit " + item.str() +
+                                       " needs --mem-b (M_B)");
+      value *= p.numRanks * *std::max_element(p.memB.begin(), p.memB.end());
+    } else if (item.getAsDouble(value)) {
       return llvm::createStringError(
-          "--memory-limit: expected a number or a multiple of p such as 2p");
-    if (p.memB.empty())
-      return llvm::createStringError("--memory-limit " + limit.str() +
-                                     " needs --mem-b (M_B)");
-    p.memoryLimit =
-        factor * p.numRanks * *std::max_element(p.memB.begin(), p.memB.end());
-  } else if (limit.getAsDouble(p.memoryLimit)) {
-    return llvm::createStringError(
-        "--memory-limit: expected a number or a multiple of p such as 2p");
+          "--memory-limit: '" + item.str() +
+          "' is not a number or a multiple of p such as 2p");
+    }
+    limits.push_back(value);
   }
+  if (limits.size() == 1)
+    p.memoryLimit = limits[0];
+  else
+    p.memoryLimits = limits;
   if (llvm::Error e = validateProblem(p))
     return std::move(e);
   return p;

@@ -77,8 +77,9 @@ struct CompileOptions {
   int64_t microbatches = 8;
   /// Schedule name, one of zb::sched::scheduleNames() (--schedule).
   std::string schedule = "zb-h1";
-  /// Activation memory limit per rank in bytes, 0 = none (--memory-limit).
-  double memoryLimit = 0;
+  /// Activation memory limit in bytes (--memory-limit): empty = none, one
+  /// value for every rank, or one per rank (0 = none on that rank).
+  std::vector<double> memoryLimits;
   /// Target (--target): "cpu" (CPU code, CPU roofline costs), "cuda"
   /// (GPU kernels for gpuArch, H100 roofline costs; runs under
   /// `zb-run --backend cuda`) or "h100" (CPU code scheduled with H100

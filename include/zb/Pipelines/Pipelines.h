@@ -24,10 +24,10 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<std::string> schedule{*this, "schedule",
                                llvm::cl::desc("Schedule name (lib/Schedule)"),
                                llvm::cl::init("zb-h1")};
-  Option<double> memoryLimit{
+  ListOption<double> memoryLimit{
       *this, "memory-limit",
-      llvm::cl::desc("Activation memory limit per rank in bytes (0: none)"),
-      llvm::cl::init(0)};
+      llvm::cl::desc("Activation memory limit in bytes: one value for every "
+                     "rank or one per rank (0: none)")};
   Option<std::string> profile{
       *this, "profile",
       llvm::cl::desc("zb-run --profile JSON: schedule with measured costs"),

@@ -80,6 +80,10 @@ struct Problem {
   std::vector<double> memB, memW;
   /// Activation memory limit per rank in the unit of memB; 0 = unlimited.
   double memoryLimit = 0;
+  /// Per-rank limits (size p; an entry of 0 = unlimited on that rank), for
+  /// models whose ranks differ (the embedding and LM-head ranks hold
+  /// more). Empty: memoryLimit on every rank. See memoryLimitOf().
+  std::vector<double> memoryLimits;
   /// Run-to-run variation of the pass durations: coefficient of variation
   /// (standard deviation / mean) of T_F, T_B, T_W per stage, as measured by
   /// `zb-run --profile`. Empty = unknown (deterministic). Only
@@ -87,6 +91,17 @@ struct Problem {
   std::vector<double> cvF, cvB, cvW;
 
   int numStages() const { return numRanks * numChunks; }
+  /// The limit of rank \p rank (0 = unlimited).
+  double memoryLimitOf(int rank) const {
+    return memoryLimits.empty() ? memoryLimit : memoryLimits[rank];
+  }
+  /// True when some rank has a limit.
+  bool hasMemoryLimit() const {
+    for (int r = 0; r < numRanks; ++r)
+      if (memoryLimitOf(r) > 0)
+        return true;
+    return false;
+  }
 };
 
 /// How the paper measures the cost of a schedule (Section 5.3 and
@@ -177,6 +192,9 @@ llvm::Error validateProblem(const Problem &problem);
 /// peak (unit of memB) and sets *\p worstRank to that rank when not null.
 double minimumMemory(const Problem &problem, llvm::ArrayRef<int> stageToRank,
                      int *worstRank);
+/// The same peak for one rank.
+double minimumMemoryOfRank(const Problem &problem,
+                           llvm::ArrayRef<int> stageToRank, int rank);
 
 /// Event-driven simulation (one serial compute stream per rank, T_comm as a
 /// latency between ranks, every action as early as its dependencies and the

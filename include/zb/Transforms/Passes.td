@@ -127,8 +127,9 @@ def ZBSchedule : Pass<"zb-schedule", "mlir::ModuleOp"> {
            "Schedule name">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"8",
            "Number of microbatches per step">,
-    Option<"memoryLimit", "memory-limit", "double", /*default=*/"0",
-           "Memory limit per rank in bytes (0 = unlimited)">,
+    ListOption<"memoryLimits", "memory-limit", "double",
+           "Activation memory limit in bytes: one value for every rank, or "
+           "one per rank (0 = unlimited; default none)">,
     Option<"profile", "profile", "std::string", /*default=*/"\"\"",
            "zb-run --profile JSON whose measured T_F/T_B/T_W/T_comm (ms) "
            "replace the cost model's (the paper's profile-then-schedule loop)">

@@ -52,7 +52,11 @@ struct PipelineInfo {
   static mlir::FailureOr<PipelineInfo> read(mlir::ModuleOp module);
   /// The scheduling problem (one rank per stage) for `microbatches`
   /// microbatches and a memory limit in bytes per rank (0 = unlimited).
-  sched::Problem toProblem(int64_t microbatches, double memoryLimit) const;
+  /// The scheduling problem of this pipeline: per-stage T_F/T_B/T_W/T_comm
+  /// and M_B/M_W, and the activation memory limit in bytes (\p memoryLimits:
+  /// empty = none, one value for every rank, or one per rank).
+  sched::Problem toProblem(int64_t microbatches,
+                           llvm::ArrayRef<double> memoryLimits) const;
 };
 
 /// The attribute form of a schedule: {name, microbatches, bubble_rate,
