@@ -43,7 +43,8 @@ llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
 
   int p = problem.numRanks, v = problem.numChunks;
   bool interleaved = name == "1f1b-i";
-  bool vShape = name == "zb-v" || name == "v-half" || name == "v-min";
+  bool vShape = name == "zb-v" || name == "v-half" || name == "v-min" ||
+                (name == "ilp" && v == 2);
   if (interleaved && v < 2)
     return llvm::createStringError(
         llvm::formatv("1f1b-i needs at least 2 virtual stages per rank, got "
@@ -59,7 +60,7 @@ llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
   if (!interleaved && !vShape && v != 1)
     return llvm::createStringError(
         llvm::formatv("{0} needs V=1 virtual stage per rank, got V={1} (use "
-                      "1f1b-i, zb-v, v-half or v-min for V > 1)",
+                      "1f1b-i, zb-v, v-half, v-min or ilp (V=2) for V > 1)",
                       name, v)
             .str());
 

@@ -336,8 +336,10 @@ SimResult zb::sched::simulate(const Problem &problem, const Schedule &schedule,
         result.rankBubbleRate[r] = std::max(0.0, 1.0 - busy / span);
     }
   }
+  // No span is shorter than the busiest rank's work: a negative rate is
+  // rounding (summed pass times), reported as 0.
   auto rate = [&](double cost) {
-    return cost > 0 ? (cost - result.idealTime) / cost : 0.0;
+    return cost > 0 ? std::max(0.0, (cost - result.idealTime) / cost) : 0.0;
   };
   result.makespanBubbleRate = rate(result.makespan);
   result.stageSpanBubbleRate = rate(result.stageSpan);
