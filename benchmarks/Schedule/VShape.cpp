@@ -7,9 +7,14 @@
 // Memory per chunk: M_B = 1, M_W = 0.5 (F adds M_B, B adds M_W - M_B, W
 // frees M_W); the peak column is ZB-V's largest per-rank peak against its
 // limit 2p. Then the time to build (and verify) ZB-V, V-Half and V-Min at
-// p=32, m=256.
+// p=32, m=256. Then, beyond the authors: "+search" (BuildOptions::
+// localSearch: the construction's order improved by iterated local search
+// without raising its memory) on every row, and the ILP on the V-shape
+// mapping (V = 2, warm-started from ZB-V) on small problems with CBC's
+// bound and gap.
 //
-// Usage: zb-bench-vshape
+// Usage: zb-bench-vshape [search evaluations (default 2000; 0 = skip)]
+//                        [ILP seconds (default 30; 0 = skip)]
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +26,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 using namespace zb::sched;
 
@@ -81,7 +87,9 @@ Result run(const Row &r, llvm::StringRef name) {
 
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  int evaluations = argc > 1 ? std::atoi(argv[1]) : 2000;
+  double ilpSeconds = argc > 2 ? std::atof(argv[2]) : 30;
   const char *names[] = {"1f1b", "zb-h1", "zb-h2", "zb-v", "v-half", "v-min"};
   llvm::outs() << "V-shape schedules: ours/reference bubble rate; '!' = "
                   "worse than the reference by > 0.0005\n";
@@ -125,6 +133,70 @@ int main() {
     llvm::outs() << llvm::formatv("{0} p=32 m=256: {1:F2} ms per schedule "
                                   "(build + verify)\n",
                                   n, ms);
+  }
+  if (evaluations > 0) {
+    llvm::outs() << llvm::formatv("\n+search ({0} evaluations): ours -> "
+                                  "+search / reference bubble rate\n",
+                                  evaluations);
+    for (const Row &r : kRows) {
+      llvm::outs() << llvm::formatv("{0,3} {1,4} ", r.p, r.m);
+      for (int k = 3; k < 6; ++k) {
+        Problem pr = problemOf(r, 2);
+        BuildOptions options;
+        options.localSearch = true;
+        options.searchEvaluations = evaluations;
+        auto t0 = std::chrono::steady_clock::now();
+        auto s = buildSchedule(pr, names[k], options);
+        double sec = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - t0)
+                         .count();
+        double plain = run(r, names[k]).rate;
+        double searched = s ? simulate(pr, *s).bubbleRate : -1;
+        if (!s)
+          llvm::consumeError(s.takeError());
+        llvm::outs() << llvm::formatv("{0} {1:F4} -> {2:F4} / {3:F4} "
+                                      "({4:F1} s)   ",
+                                      names[k], plain, searched, r.ref[k],
+                                      sec);
+      }
+      llvm::outs() << "\n";
+    }
+  }
+  if (ilpSeconds > 0) {
+    llvm::outs() << llvm::formatv(
+        "\nILP on the V-shape mapping ({0} s limit), per chunk f 1, b 1.2, "
+        "w 0.8, c 0.3, M_B 1, M_W 0.5, ZB-V's memory 2p M_B(chunk):\n",
+        ilpSeconds);
+    llvm::outs() << "  p   m  zb-v     ilp      bound    gap     status\n";
+    for (auto [p, m] : {std::pair{2, 4}, {2, 8}, {3, 6}, {4, 8}}) {
+      Problem pr;
+      pr.numRanks = p;
+      pr.numMicrobatches = m;
+      pr.numChunks = 2;
+      pr.costF = {2};
+      pr.costB = {2.4};
+      pr.costW = {1.6};
+      pr.costComm = {0.3};
+      pr.memB = {2};
+      pr.memW = {1};
+      pr.memoryLimit = 2.0 * p;
+      BuildOptions options;
+      options.timeLimitSeconds = ilpSeconds;
+      IlpReport rep;
+      auto ilp = buildSchedule(pr, "ilp", options, &rep);
+      auto zbv = buildSchedule(pr, "zb-v");
+      if (!ilp || !zbv) {
+        llvm::consumeError(ilp.takeError());
+        llvm::consumeError(zbv.takeError());
+        continue;
+      }
+      double work = m * 6.0;
+      auto rate = [&](double span) { return (span - work) / span; };
+      llvm::outs() << llvm::formatv(
+          "{0,3} {1,3}  {2:F4}   {3:F4}   {4:F4}   {5:P1}  {6}\n", p, m,
+          simulate(pr, *zbv).bubbleRate, simulate(pr, *ilp).bubbleRate,
+          rate(rep.bestBound), rep.gap, rep.status);
+    }
   }
   return 0;
 }
