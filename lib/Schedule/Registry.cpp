@@ -20,7 +20,7 @@ using namespace zb::sched;
 llvm::ArrayRef<llvm::StringRef> zb::sched::scheduleNames() {
   static const llvm::StringRef names[] = {
       "gpipe", "1f1b",  "1f1b-i", "zb-h1", "zb-h2",  "zb-auto",
-      "zb-1p", "zb-2p", "ilp",    "zb-v",  "v-half", "v-min"};
+      "zb-1p", "zb-2p", "ilp",    "zb-v",  "v-half", "v-min", "v-auto"};
   return names;
 }
 
@@ -44,6 +44,7 @@ llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
   int p = problem.numRanks, v = problem.numChunks;
   bool interleaved = name == "1f1b-i";
   bool vShape = name == "zb-v" || name == "v-half" || name == "v-min" ||
+                name == "v-auto" ||
                 (name == "ilp" && v == 2);
   if (interleaved && v < 2)
     return llvm::createStringError(
@@ -125,7 +126,7 @@ llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
 
 int zb::sched::defaultChunks(llvm::StringRef name) {
   return name == "1f1b-i" || name == "zb-v" || name == "v-half" ||
-                 name == "v-min"
+                 name == "v-min" || name == "v-auto"
              ? 2
              : 1;
 }

@@ -246,9 +246,9 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
     std::fill(control.memB.begin(), control.memB.end(), 0.5);
     std::fill(control.memW.begin(), control.memW.end(), 0.0);
   }
-  double factor = name == "zb-v"     ? p
-                  : name == "v-half" ? p / 2.0 + 1
-                                     : p / 3.0 + 1;
+  double factor = name == "zb-v" || name == "v-auto" ? p
+                  : name == "v-half"                  ? p / 2.0 + 1
+                                                      : p / 3.0 + 1;
   std::vector<double> limits(p);
   for (int r = 0; r < p; ++r) {
     double rankMB = control.memB[r] + control.memB[2 * p - 1 - r];
@@ -257,7 +257,9 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
     // V-Half and V-Min keep their budgets, capped by the limit.
     double user = problem.memoryLimitOf(r);
     if (user > 0 && !noMemory)
-      limits[r] = name == "zb-v" ? user : std::min(limits[r], user);
+      limits[r] = name == "zb-v" || name == "v-auto"
+                      ? user
+                      : std::min(limits[r], user);
     // Never below one microbatch in flight (both chunks, then B of the
     // second chunk).
     double minimum = std::max(rankMB, rankMB - control.memB[2 * p - 1 - r] +
@@ -265,8 +267,35 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
     if (limits[r] < minimum && user == 0)
       limits[r] = minimum;
   }
-  s.perRank =
-      constructOrder(problem, name, costs, control, limits, s.stageToRank);
+  if (name == "v-auto") {
+    // The controllable-memory family under the user's limits: every
+    // construction that fits them, the shortest simulated stage span.
+    std::vector<double> userLimits = limits;
+    for (int r = 0; r < p; ++r)
+      if (problem.memoryLimitOf(r) > 0)
+        userLimits[r] = problem.memoryLimitOf(r);
+    double best = std::numeric_limits<double>::infinity();
+    for (llvm::StringRef candidate : {"zb-v", "v-half", "v-min"}) {
+      Schedule c = s;
+      c.perRank = constructOrder(problem, candidate, costs, control,
+                                 userLimits, s.stageToRank);
+      if (c.perRank.empty())
+        continue;
+      SimResult sim = simulate(problem, c);
+      std::vector<double> peak = peakMemory(c.perRank, costs);
+      bool fits = sim.complete;
+      for (int r = 0; r < p && fits; ++r)
+        fits = problem.memoryLimitOf(r) <= 0 ||
+               StageCosts::fits(peak[r], problem.memoryLimitOf(r));
+      if (fits && sim.stageSpan < best - 1e-9) {
+        best = sim.stageSpan;
+        s.perRank = std::move(c.perRank);
+      }
+    }
+  } else {
+    s.perRank =
+        constructOrder(problem, name, costs, control, limits, s.stageToRank);
+  }
   if (s.perRank.empty()) {
     std::vector<double> need(p);
     for (int r = 0; r < p; ++r)
@@ -285,7 +314,9 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
     std::vector<double> searchLimits(p,
                                      std::numeric_limits<double>::infinity());
     if (!noMemory) {
-      searchLimits = name == "zb-v" ? limits : peakMemory(s.perRank, costs);
+      searchLimits = name == "zb-v" || name == "v-auto"
+                         ? limits
+                         : peakMemory(s.perRank, costs);
       for (int r = 0; r < p; ++r)
         if (problem.memoryLimitOf(r) > 0)
           searchLimits[r] = std::min(searchLimits[r], problem.memoryLimitOf(r));

@@ -54,7 +54,7 @@ static cl::opt<int64_t, true>
 static cl::opt<std::string, true>
     schedule("schedule",
              cl::desc("Schedule: gpipe 1f1b zb-h1 zb-h2 zb-auto zb-1p zb-2p "
-                      "ilp 1f1b-i zb-v v-half v-min (default zb-h1)"),
+                      "ilp 1f1b-i zb-v v-half v-min v-auto (default zb-h1)"),
              cl::location(options.schedule), cl::init(defaults.schedule),
              cl::cat(category));
 static cl::list<double, std::vector<double>> memoryLimit(

@@ -66,7 +66,7 @@ static cl::opt<std::string> memoryLimit(
 static cl::opt<std::string> scheduleName(
     "schedule",
     cl::desc("gpipe 1f1b 1f1b-i zb-h1 zb-h2 zb-auto zb-1p zb-2p ilp zb-v "
-             "v-half v-min"),
+             "v-half v-min v-auto"),
     cl::init("zb-auto"), cl::cat(category));
 static cl::opt<std::string>
     format("format", cl::desc("Output format: text|json|csv|trace|svg"),

@@ -138,8 +138,7 @@ TEST(Communication, EveryBuiltScheduleWorksWithBufferedSends) {
     for (llvm::StringRef name : scheduleNames()) {
       if (name == "ilp")
         continue;
-      bool twoChunks = name == "1f1b-i" || name == "zb-v" ||
-                       name == "v-half" || name == "v-min";
+      bool twoChunks = defaultChunks(name) == 2;
       Problem pr = uniform(p, m, twoChunks ? 2 : 1);
       pr.costF = {double(1 + rng() % 5)};
       pr.costB = {double(1 + rng() % 5)};

@@ -233,3 +233,49 @@ TEST(VShapeIlp, SmallProblemsOptimal) {
 }
 
 } // namespace
+
+namespace {
+
+/// v-auto: under any per-rank limits, never worse than ZB-V, V-Half or
+/// V-Min whenever that schedule fits the same limits, and within them.
+TEST(VShapeAuto, BestOfTheFamilyThatFits) {
+  std::mt19937 rng(31);
+  auto uni = [&](double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(rng);
+  };
+  int compared = 0;
+  for (int iter = 0; iter < 300; ++iter) {
+    Problem pr;
+    pr.numRanks = 2 + rng() % 6;
+    pr.numMicrobatches = pr.numRanks + rng() % (3 * pr.numRanks);
+    pr.numChunks = 2;
+    pr.costF = {uni(1, 5)};
+    pr.costB = {uni(1, 5)};
+    pr.costW = {uni(0.5, 4)};
+    pr.costComm = {uni(0, 0.5)};
+    pr.memB = {2};
+    pr.memW = {1};
+    pr.memoryLimit = uni(0.4, 1.2) * 2 * pr.numRanks;
+    SCOPED_TRACE("iteration " + std::to_string(iter));
+    auto autoS = buildSchedule(pr, "v-auto");
+    if (!autoS) {
+      EXPECT_NE(errorOf(autoS.takeError()).find("memory"), std::string::npos);
+      continue;
+    }
+    SimResult a = simulate(pr, *autoS);
+    for (double peak : a.peakMemory)
+      EXPECT_LE(peak, pr.memoryLimit * (1 + 1e-9));
+    for (const char *name : {"zb-v", "v-half", "v-min"}) {
+      auto s = buildSchedule(pr, name);
+      if (!s) {
+        llvm::consumeError(s.takeError());
+        continue;
+      }
+      ++compared;
+      EXPECT_LE(a.stageSpan, simulate(pr, *s).stageSpan + 1e-9) << name;
+    }
+  }
+  EXPECT_GT(compared, 300);
+}
+
+} // namespace

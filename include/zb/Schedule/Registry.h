@@ -26,10 +26,12 @@ llvm::ArrayRef<llvm::StringRef> scheduleNames();
 int defaultChunks(llvm::StringRef name);
 
 /// Builds the named schedule: gpipe 1f1b 1f1b-i zb-h1 zb-h2 zb-auto zb-1p
-/// zb-2p ilp zb-v v-half v-min.
+/// zb-2p ilp zb-v v-half v-min v-auto.
 ///   - gpipe, 1f1b, zb-h1, zb-h2, zb-auto, zb-1p, zb-2p need V = 1; ilp takes
 ///     V = 1 or V = 2 (the V-shape mapping, warm-started from ZB-V);
-///     1f1b-i needs V >= 2 and m a multiple of p; zb-v, v-half, v-min need V=2.
+///     1f1b-i needs V >= 2 and m a multiple of p; zb-v, v-half, v-min, v-auto
+///     need V=2 (v-auto: the best of ZB-V, V-Half, V-Min and the greedy
+///     V-shape order that fits every rank's limit).
 ///   - zb-h1 needs m >= p, zb-h2 needs m >= 2p (Section 2).
 ///   - zb-auto uses problem.memoryLimit; zb-1p / zb-2p use p*M_B / 2p*M_B
 ///     (the limit is min(that, memoryLimit) when memoryLimit is set).
