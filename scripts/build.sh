@@ -10,11 +10,18 @@ BUILD_DIR="${ZB_BUILD_DIR:-$root/build}"
 JOBS="${ZB_JOBS:-$(nproc)}"
 if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
   echo "[zb] configuring $BUILD_DIR"
+  # The Python package (python/) builds when its venv can be made (PyPI).
+  python_args=()
+  if py=$("$root/scripts/python-venv.sh" "$BUILD_DIR/python-venv"); then
+    python_args=(-DZB_PYTHON_EXECUTABLE="$py")
+  else
+    echo "[zb] no Python venv (PyPI unreachable?): building without the zb Python package"
+  fi
   cmake -G Ninja -S "$root" -B "$BUILD_DIR" \
     -DCMAKE_BUILD_TYPE=Release \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-    -DLLVM_USE_LINKER=lld
+    -DLLVM_USE_LINKER=lld "${python_args[@]}"
 fi
 echo "[zb] building ($JOBS jobs)"
 ninja -C "$BUILD_DIR" -j "$JOBS" "$@"

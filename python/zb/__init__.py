@@ -1,0 +1,409 @@
+"""zb: zero-bubble pipeline-parallel schedules, compiler and runtime from Python.
+
+Schedules (the Zero Bubble paper, Qi et al., ICLR 2024, and the V-shape
+family of "Pipeline Parallelism with Controllable Memory"):
+
+    >>> import zb
+    >>> p = zb.Problem(stages=4, microbatches=8, cost_f=1, cost_b=1, cost_w=1,
+    ...                mem_b=1, mem_w=0.5)
+    >>> s = zb.schedule(p, "zb-h2")
+    >>> round(s.bubble_rate, 4)
+    0.0
+
+Units: times (``cost_*``, ``makespan``, ``start``/``end``) in ms (or any one
+consistent unit); memory (``mem_*``, ``memory_limit``, ``peak_memory``) in the
+unit of ``mem_b`` (bytes for compiled models). Every error of the C++ library
+is raised as ``ValueError`` with its message.
+"""
+
+from __future__ import annotations
+
+import json as _json
+import os as _os
+import shutil as _shutil
+import subprocess as _subprocess
+from dataclasses import dataclass as _dataclass, field as _field
+from typing import Iterable, Sequence, Union
+
+from . import _zb
+
+__all__ = [
+    "Problem", "Schedule", "IlpReport", "Plan", "RunReport",
+    "schedule", "simulate", "schedule_names", "compile", "run",
+    "plot", "plot_memory", "plot_run",
+]
+
+Number = Union[int, float]
+
+
+def _as_list(name: str, value) -> list[float]:
+    """A scalar or a sequence of numbers as a list of floats."""
+    if value is None:
+        return []
+    if isinstance(value, (int, float)):
+        return [float(value)]
+    try:
+        return [float(v) for v in value]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number or a list of numbers, "
+                         f"got {value!r}") from None
+
+
+def schedule_names() -> list[str]:
+    """Names ``schedule()`` accepts: gpipe, 1f1b, 1f1b-i, zb-h1, zb-h2,
+    zb-auto, zb-1p, zb-2p, ilp, zb-v, v-half, v-min, v-auto."""
+    return list(_zb.schedule_names())
+
+
+class Problem:
+    """A scheduling problem.
+
+    Args:
+        stages: p, the pipeline ranks (>= 1).
+        microbatches: m, microbatches per iteration (>= 1).
+        cost_f, cost_b, cost_w: T_F, T_B, T_W in ms: one number for every
+            rank, or one per rank (or per global stage, p*V values).
+        cost_comm: T_comm in ms, the latency of one message between ranks.
+        mem_b, mem_w: M_B (kept by F until B) and M_W (kept by B until W),
+            in any memory unit (None: no memory model).
+        memory_limit: activation memory limit per rank in that unit: one
+            number for every rank, or a list with one per rank; 0 or None =
+            unlimited.
+        virtual_stages: V, chunks per rank (None: the schedule's default,
+            2 for 1f1b-i and the V-shape schedules, else 1).
+    """
+
+    def __init__(self, stages: int, microbatches: int, cost_f: Number |
+                 Sequence[Number] = 1.0, cost_b: Number | Sequence[Number] =
+                 1.0, cost_w: Number | Sequence[Number] = 1.0,
+                 cost_comm: Number | Sequence[Number] = 0.0,
+                 mem_b: Number | Sequence[Number] | None = None,
+                 mem_w: Number | Sequence[Number] | None = None,
+                 memory_limit: Number | Sequence[Number] | None = None,
+                 virtual_stages: int | None = None):
+        if not isinstance(stages, int) or not isinstance(microbatches, int):
+            raise ValueError("stages and microbatches must be integers")
+        self.stages = stages
+        self.microbatches = microbatches
+        self.cost_f = _as_list("cost_f", cost_f)
+        self.cost_b = _as_list("cost_b", cost_b)
+        self.cost_w = _as_list("cost_w", cost_w)
+        self.cost_comm = _as_list("cost_comm", cost_comm)
+        self.mem_b = _as_list("mem_b", mem_b)
+        self.mem_w = _as_list("mem_w", mem_w)
+        self.memory_limit = memory_limit
+        self.virtual_stages = virtual_stages
+
+    def _native(self, chunks: int) -> _zb.Problem:
+        p = _zb.Problem()
+        p.stages = self.stages
+        p.microbatches = self.microbatches
+        p.virtual_stages = chunks
+        p.cost_f, p.cost_b, p.cost_w = self.cost_f, self.cost_b, self.cost_w
+        p.cost_comm = self.cost_comm
+        p.mem_b, p.mem_w = self.mem_b, self.mem_w
+        limit = self.memory_limit
+        if limit is None:
+            pass
+        elif isinstance(limit, (int, float)):
+            p.memory_limit = float(limit)
+        else:
+            p.memory_limits = _as_list("memory_limit", limit)
+        p.validate()
+        return p
+
+    def __repr__(self) -> str:
+        return (f"Problem(stages={self.stages}, microbatches="
+                f"{self.microbatches}, cost_f={self.cost_f}, cost_b="
+                f"{self.cost_b}, cost_w={self.cost_w}, cost_comm="
+                f"{self.cost_comm}, mem_b={self.mem_b}, mem_w={self.mem_w}, "
+                f"memory_limit={self.memory_limit}, virtual_stages="
+                f"{self.virtual_stages})")
+
+
+@_dataclass
+class IlpReport:
+    """CBC's report for ``schedule(problem, "ilp")``: status ("optimal",
+    "time limit (feasible)", ...), objective and bounds in ms, gap as a
+    fraction, solve time in s."""
+    status: str
+    proven_optimal: bool
+    objective: float
+    best_bound: float
+    gap: float
+    analytic_bound: float
+    cbc_bound: float
+    seconds: float
+
+
+class Schedule:
+    """Per-rank orders of F/B/W passes with their simulated timing.
+
+    ``actions[r]`` is rank r's run order as (kind, stage, microbatch) with
+    kind 'F', 'B' (input gradient) or 'W' (weight gradient).
+    """
+
+    def __init__(self, problem: _zb.Problem, native: _zb.Schedule,
+                 ilp: IlpReport | None = None):
+        self._problem = problem
+        self._native = native
+        self.ilp = ilp
+        self._sim = _zb.simulate(problem, native)
+
+    # -- contents ---------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._native.name
+
+    @property
+    def actions(self) -> list[list[tuple[str, int, int]]]:
+        return self._native.actions
+
+    @property
+    def stage_to_rank(self) -> list[int]:
+        return self._native.stage_to_rank
+
+    @property
+    def stages(self) -> int:
+        return self._problem.stages
+
+    @property
+    def microbatches(self) -> int:
+        return self._problem.microbatches
+
+    # -- simulated timing -------------------------------------------------
+    @property
+    def bubble_rate(self) -> float:
+        """(cost - ideal) / cost, the paper's bubble rate (Section 5.3)."""
+        return self._sim.bubble_rate
+
+    @property
+    def cost(self) -> float:
+        """The schedule's cost in ms in the paper's convention for it."""
+        return self._sim.cost
+
+    @property
+    def makespan(self) -> float:
+        """End of the last pass, ms from t = 0."""
+        return self._sim.makespan
+
+    @property
+    def stage_span(self) -> float:
+        """Largest span over ranks from its first pass to its last, ms."""
+        return self._sim.stage_span
+
+    @property
+    def peak_memory(self) -> list[float]:
+        """Peak activation memory per rank (unit of mem_b)."""
+        return list(self._sim.peak_memory)
+
+    @property
+    def memory_limits(self) -> list[float]:
+        """The problem's limit per rank (0 = none)."""
+        p = self._problem
+        if p.memory_limits:
+            return list(p.memory_limits)
+        return [p.memory_limit] * p.stages
+
+    @property
+    def timeline(self) -> list[list[tuple[str, int, int, float, float]]]:
+        """Per rank: (kind, stage, microbatch, start ms, end ms)."""
+        return self._sim.timeline
+
+    def verify(self) -> None:
+        """Raises ValueError naming the first violated rule (counts,
+        dependencies, deadlock, memory limit)."""
+        _zb.verify(self._problem, self._native)
+
+    # -- formats ----------------------------------------------------------
+    def to_json(self) -> str:
+        """The zb-schedule JSON (docs/schedule-json.md)."""
+        return _zb.to_json(self._problem, self._native)
+
+    def to_csv(self) -> str:
+        """torch.distributed.pipelining compute-only CSV: one row per rank,
+        cells like 0F3 (stage 0, forward, microbatch 3), I = B, W."""
+        return _zb.to_csv(self._native)
+
+    def to_trace(self) -> str:
+        """Chrome / Perfetto trace JSON (times in us)."""
+        return _zb.to_trace(self._problem, self._native)
+
+    def to_svg(self) -> str:
+        """SVG Gantt chart in the style of the paper's figures."""
+        return _zb.to_svg(self._problem, self._native)
+
+    def __str__(self) -> str:
+        return _zb.to_text(self._problem, self._native)
+
+    def __repr__(self) -> str:
+        return (f"<zb.Schedule {self.name!r}: p={self.stages} "
+                f"m={self.microbatches} bubble_rate={self.bubble_rate:.4f}>")
+
+    @classmethod
+    def from_json(cls, text: str) -> "Schedule":
+        """Reads a zb-schedule JSON document (problem and orders); the
+        timing is simulated again. Not verified: call verify()."""
+        problem, native = _zb.from_json(text)
+        return cls(problem, native)
+
+    @classmethod
+    def from_csv(cls, text: str, problem: Problem) -> "Schedule":
+        """Reads a torch.distributed.pipelining CSV for ``problem`` (its
+        costs time the passes). Not verified: call verify()."""
+        native = _zb.from_csv(text, problem.stages)
+        chunks = max(1, len(native.stage_to_rank) // max(1, problem.stages))
+        return cls(problem._native(chunks), native)
+
+
+def schedule(problem: Problem, name: str = "zb-auto", *,
+             time_limit: float = 60.0, local_search: bool = False,
+             evaluations: int = 4000, threads: int = 1,
+             verbose: bool = False) -> Schedule:
+    """Builds and verifies the named schedule (see schedule_names()).
+
+    Args:
+        time_limit: ILP only, seconds for the whole call.
+        local_search: widen the search beyond the paper (zb-1p/2p/auto and
+            the V-shape family): local search on the order, at most
+            ``evaluations`` simulations.
+        threads: CBC threads (ILP).
+        verbose: CBC's log on stderr (ILP).
+    Raises:
+        ValueError: bad problem or parameters, infeasible memory limit; the
+            message names the minimum that would work.
+    """
+    chunks = problem.virtual_stages or _zb.default_chunks(name)
+    native_problem = problem._native(chunks)
+    native, report = _zb.build_schedule(native_problem, name, time_limit,
+                                        local_search, evaluations, threads,
+                                        verbose)
+    ilp = None
+    if report is not None:
+        ilp = IlpReport(report.status, report.proven_optimal,
+                        report.objective, report.best_bound, report.gap,
+                        report.analytic_bound, report.cbc_bound,
+                        report.seconds)
+    return Schedule(native_problem, native, ilp)
+
+
+def simulate(schedule: Schedule, costs: Problem | None = None) -> Schedule:
+    """The same orders timed again, with ``costs`` (a Problem with the same
+    stages and microbatches) instead of the schedule's own."""
+    if costs is None:
+        return Schedule(schedule._problem, schedule._native, schedule.ilp)
+    if (costs.stages != schedule.stages or
+            costs.microbatches != schedule.microbatches):
+        raise ValueError("simulate: costs must have the schedule's stages "
+                         f"({schedule.stages}) and microbatches "
+                         f"({schedule.microbatches})")
+    chunks = len(schedule.stage_to_rank) // schedule.stages
+    return Schedule(costs._native(chunks), schedule._native, schedule.ilp)
+
+
+# -- the compiler and the runtime ------------------------------------------
+
+@_dataclass
+class Plan:
+    """A compiled plan directory (plan.json, params.bin, rank<R>.so, ...)."""
+    path: str
+    ranks: int
+    schedule: str
+
+    @property
+    def plan(self) -> dict:
+        with open(_os.path.join(self.path, "plan.json")) as f:
+            return _json.load(f)
+
+
+def compile(model: str, output: str, *, stages: int = 2,
+            microbatches: int = 8, schedule: str = "zb-h1",
+            virtual_stages: int | None = None,
+            memory_limit: Number | Sequence[Number] | None = None,
+            target: str = "cpu", optimizer: str = "sgd", lr: float = 0.05,
+            data: str = "", profile: str = "", opt_level: int = 1,
+            jobs: int = 0, verbose: bool = False) -> Plan:
+    """Compiles a model (.onnx, JAX StableHLO text, or zb .mlir) as
+    zb-compile does, into ``output``.
+
+    Args:
+        memory_limit: activation memory limit in bytes, one number or one
+            per rank.
+        target: "cpu", "cuda" (GPU kernels) or "h100" (CPU code, H100
+            costs).
+    Raises:
+        ValueError: with zb-compile's diagnostics (file, op, node).
+    """
+    _zb.compile(_os.fspath(model), _os.fspath(output), stages,
+                virtual_stages or 0, microbatches, schedule,
+                _as_list("memory_limit", memory_limit), target, optimizer,
+                lr, data, profile, opt_level, jobs, verbose)
+    with open(_os.path.join(output, "plan.json")) as f:
+        ranks = _json.load(f)["num_ranks"]
+    return Plan(_os.fspath(output), ranks, schedule)
+
+
+@_dataclass
+class RunReport:
+    """What zb-run reported: per-step losses, step times (ms), predicted and
+    realized bubble rates (see docs/plan-json.md), the raw JSON."""
+    losses: list[float]
+    step_ms: list[float]
+    raw: dict = _field(repr=False)
+
+
+def _tool(name: str) -> str:
+    env = _os.environ.get("ZB_TOOLS_BIN_DIR")
+    candidates = [env] if env else []
+    try:
+        from . import _config
+        candidates.append(_config.TOOLS_BIN_DIR)
+    except ImportError:
+        pass
+    candidates.append(_os.path.join(_os.path.dirname(__file__), "bin"))
+    for d in candidates:
+        path = _os.path.join(d, name)
+        if d and _os.access(path, _os.X_OK):
+            return path
+    found = _shutil.which(name)
+    if found:
+        return found
+    raise ValueError(f"{name} not found (set ZB_TOOLS_BIN_DIR to the "
+                     "directory of the zb tools)")
+
+
+def run(plan: Plan | str, *, ranks: int | None = None, steps: int = 10,
+        data: str | None = None, deterministic: bool = False,
+        extra_args: Iterable[str] = ()) -> RunReport:
+    """Trains with the plan's rank programs on MPI ranks (zb-run) and
+    returns the losses and the bubble report.
+
+    Raises:
+        ValueError: with zb-run's one-line error.
+    """
+    path = plan.path if isinstance(plan, Plan) else _os.fspath(plan)
+    if ranks is None:
+        with open(_os.path.join(path, "plan.json")) as f:
+            ranks = _json.load(f)["num_ranks"]
+    cmd = [_tool("zb-run"), path, "--ranks", str(ranks), "--steps",
+           str(steps), "--report-format", "json"]
+    if data:
+        cmd += ["--data", _os.fspath(data)]
+    if deterministic:
+        cmd.append("--deterministic")
+    cmd += list(extra_args)
+    env = dict(_os.environ)
+    env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    proc = _subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        msg = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        raise ValueError(msg[-1] if msg else f"zb-run exited with "
+                         f"{proc.returncode}")
+    report = _json.loads(proc.stdout)
+    steps_json = report.get("steps", [])
+    return RunReport([s["loss"] for s in steps_json],
+                     [s.get("time_ms", 0.0) for s in steps_json], report)
+
+
+from ._plot import plot, plot_memory, plot_run  # noqa: E402
+from . import export  # noqa: E402,F401
