@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# `pip install ./python` in a fresh virtual environment, then the examples and
+# a compile + run of the MLP with the installed package (ctest
+# ZBPythonInstall). Usage: scripts/test-python-install.sh WORK_DIR
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+work="$1"
+rm -rf "$work" && mkdir -p "$work"
+/usr/bin/python3 -m venv "$work/venv"
+py="$work/venv/bin/python"
+"$py" -m pip install -q --disable-pip-version-check pyparsing==3.1.4 \
+  matplotlib==3.9.2 numpy==2.1.3
+# The wheel builds in its own directory (not the developer's build/).
+"$py" -m pip install -q --disable-pip-version-check \
+  --config-settings=build-dir="$work/wheel-build" "$root/python"
+cd "$work"
+export MPLBACKEND=Agg OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
+"$py" "$root/python/examples/figure3.py" "$work"
+"$py" "$root/python/examples/memory_sweep.py" "$work"
+"$py" - "$root" <<'PY'
+import os, sys
+import matplotlib.image as mpimg
+import zb
+root = sys.argv[1]
+for png in ("figure3.png", "memory_sweep.png"):
+    img = mpimg.imread(png)
+    assert os.path.getsize(png) > 20000 and img.shape[1] > 600, png
+plan = zb.compile(os.path.join(root, "examples/mlp/mlp.onnx"), "mlp-plan",
+                  stages=2, microbatches=4, schedule="zb-h1")
+report = zb.run(plan, steps=3, deterministic=True)
+assert len(report.losses) == 3 and report.losses[2] < report.losses[0]
+print("installed zb:", zb.__file__, "losses", report.losses)
+PY
