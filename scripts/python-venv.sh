@@ -8,13 +8,13 @@
 # Usage: scripts/python-venv.sh VENV_DIR
 set -euo pipefail
 venv="$1"
-stamp="$venv/.zb-requirements-2"
+stamp="$venv/.zb-requirements-3"
 if [[ ! -f "$stamp" ]]; then
   rm -rf "$venv"
   /usr/bin/python3 -m venv "$venv" >&2
   "$venv/bin/pip" install -q --disable-pip-version-check \
     nanobind==2.4.0 numpy==2.1.3 matplotlib==3.9.2 pyparsing==3.1.4 pytest==8.3.3 \
-    scikit-build-core==0.10.7 >&2
+    scikit-build-core==0.10.7 "jax[cpu]==0.4.35" >&2
   touch "$stamp"
 fi
 echo "$venv/bin/python"

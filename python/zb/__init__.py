@@ -400,6 +400,8 @@ def run(plan: Plan | str, *, ranks: int | None = None, steps: int = 10,
         raise ValueError(msg[-1] if msg else f"zb-run exited with "
                          f"{proc.returncode}")
     report = _json.loads(proc.stdout)
+    if "loss" in report:  # --report-gradients: one evaluated batch
+        return RunReport([report["loss"]], [], report)
     steps_json = report.get("steps", [])
     return RunReport([s["loss"] for s in steps_json],
                      [s.get("time_ms", 0.0) for s in steps_json], report)

@@ -38,16 +38,61 @@ def torch_to_onnx(module, example_inputs, path: str, *,
     return os.fspath(path)
 
 
-def jax_to_stablehlo(fn, *args, path: str) -> str:
-    """Writes the StableHLO of ``jax.jit(fn).lower(*args)`` in the generic
-    op form to ``path`` (``fn(params, batch...) -> scalar loss``; the
-    parameters are the leaves of the first argument's pytree). Returns the
-    path."""
+def _key_name(path) -> str:
+    """JAX key path -> dotted name ('blocks', 0, 'w') -> 'blocks.0.w'."""
     import jax  # noqa: PLC0415
-    lowered = jax.jit(fn).lower(*args)
+    parts = []
+    for k in path:
+        if isinstance(k, jax.tree_util.DictKey):
+            parts.append(str(k.key))
+        elif isinstance(k, jax.tree_util.SequenceKey):
+            parts.append(str(k.idx))
+        elif isinstance(k, jax.tree_util.GetAttrKey):
+            parts.append(str(k.name))
+        else:
+            parts.append(str(k))
+    return ".".join(parts)
+
+
+def jax_to_stablehlo(fn, params, *batch, path: str) -> str:
+    """Writes ``jax.jit(fn).lower(params, *batch)`` as StableHLO text in the
+    generic op form to ``path``, for ``zb.compile`` / ``zb-compile``.
+
+    ``fn(params, *batch)`` returns the scalar loss. The leaves of ``params``
+    (a pytree of float arrays) are the trainable parameters, named by their
+    path ("params.blocks.0.w") and stored with their values in the file, so
+    the compiled model starts from them; ``batch`` holds the data (integer
+    arrays are always data; float data arguments need zb-translate's
+    --data-args). numpy arrays are accepted. Returns the path.
+    """
+    import jax  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415
+    from jax._src.lib.mlir import ir  # noqa: PLC0415
+
+    lowered = jax.jit(fn).lower(params, *batch)
     module = lowered.compiler_ir("stablehlo")
+    args_flat, _ = jax.tree_util.tree_flatten_with_path((params,) + batch)
+    param_leaves, _ = jax.tree_util.tree_flatten_with_path(params)
+    with module.context:
+        main = [op for op in module.body.operations
+                if ir.StringAttr(op.attributes["sym_name"]).value == "main"][0]
+        arg_attrs = []
+        for (kp, _), old in zip(args_flat, main.attributes["arg_attrs"]):
+            entries = {n.name: n.attr for n in ir.DictAttr(old)}
+            top = "params" if kp[0].idx == 0 else f"batch{kp[0].idx - 1}"
+            entries.setdefault("jax.arg_info", ir.StringAttr.get(
+                top + jax.tree_util.keystr(kp[1:])))
+            arg_attrs.append(ir.DictAttr.get(entries))
+        main.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
+        values = {}
+        for kp, value in param_leaves:
+            name = ".".join(p for p in ("params", _key_name(kp)) if p)
+            values[name] = ir.DenseElementsAttr.get(
+                np.ascontiguousarray(np.asarray(value)))
+        module.operation.attributes["zb.param_values"] = ir.DictAttr.get(
+            values)
     text = module.operation.get_asm(print_generic_op_form=True,
-                                    large_elements_limit=None)
+                                    enable_debug_info=False)
     with open(path, "w") as f:
         f.write(text)
     return os.fspath(path)
