@@ -44,3 +44,57 @@ extern "C" void zbrt_adamw_step(float *param, const float *grad, float *m,
     param[i] -= stepSize * (m[i] / denom);
   }
 }
+
+extern "C" void zbrt_sgd_rollback(float *param, const float *grad, int64_t n,
+                                  float lr, float gradScale) {
+  const float scale = lr * gradScale;
+  for (int64_t i = 0; i < n; ++i)
+    param[i] += scale * grad[i];
+}
+
+/// The step's operations undone in reverse order with the values the step
+/// used: p' = decay * p - stepSize * m' / (sqrt(v') / bc2Sqrt + eps), with
+/// m' = beta1 m + (1 - beta1) g and v' = beta2 v + (1 - beta2) g^2, so
+/// p = (p' + stepSize * m' / denom(v')) / decay, m = (m' - (1 - beta1) g) /
+/// beta1, v = (v' - (1 - beta2) g^2) / beta2 (each operation inverted in
+/// float: a few ulps per element).
+extern "C" void zbrt_adamw_rollback(float *param, const float *grad, float *m,
+                                    float *v, int64_t n, int64_t step,
+                                    float lr, float beta1, float beta2,
+                                    float eps, float weightDecay,
+                                    float gradScale) {
+  if (step < 1)
+    fatalf("zbrt_adamw_rollback: step must be >= 1 (1-based), got %lld",
+           (long long)step);
+  const float decay = 1.0f - lr * weightDecay;
+  if (!(beta1 > 0) || !(beta2 > 0) || decay == 0.0f)
+    fatalf("zbrt_adamw_rollback: not invertible (beta1 %g, beta2 %g, "
+           "1 - lr * weight_decay %g)",
+           (double)beta1, (double)beta2, (double)decay);
+  const double bc1 = 1.0 - std::pow((double)beta1, (double)step);
+  const double bc2 = 1.0 - std::pow((double)beta2, (double)step);
+  const float stepSize = (float)(lr / bc1);
+  const float bc2Sqrt = (float)std::sqrt(bc2);
+  for (int64_t i = 0; i < n; ++i) {
+    float g = grad[i] * gradScale;
+    float denom = std::sqrt(v[i]) / bc2Sqrt + eps;
+    param[i] += stepSize * (m[i] / denom);
+    param[i] /= decay;
+    m[i] = (m[i] - (1.0f - beta1) * g) / beta1;
+    v[i] = (v[i] - (1.0f - beta2) * g * g) / beta2;
+  }
+}
+
+extern "C" double zbrt_sum_squares(const float *x, int64_t n,
+                                   int32_t *nonFinite) {
+  double sum = 0;
+  int32_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(x[i]))
+      bad = 1;
+    sum += (double)x[i] * (double)x[i];
+  }
+  if (nonFinite)
+    *nonFinite = bad;
+  return sum;
+}

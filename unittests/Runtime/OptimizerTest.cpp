@@ -14,7 +14,9 @@
 
 #include "gtest/gtest.h"
 
+#include <cfloat>
 #include <cmath>
+#include <random>
 #include <vector>
 
 namespace {
@@ -76,6 +78,89 @@ TEST(Optimizer, AdamWZeroGradientOnlyDecays) {
   float p = 1.0f, g = 0.0f, m = 0.0f, v = 0.0f;
   zbrt_adamw_step(&p, &g, &m, &v, 1, 1, 0.1f, 0.9f, 0.999f, 1e-8f, 0.5f, 1.0f);
   EXPECT_FLOAT_EQ(p, 0.95f);
+}
+
+/// Rollback (the paper's Algorithm 1, in place): a step followed by its
+/// rollback restores parameters and moments for random states, with weight
+/// decay and bias correction at step 1 (m = v = 0) and later steps. Each
+/// restored value is within a few float ulps of the scale of the values the
+/// inversion subtracts (the moments' (m' - (1-beta1) g) / beta1 loses what
+/// m' rounded away when |m| << |(1-beta1) g|: an absolute, not a relative,
+/// bound).
+TEST(Optimizer, AdamWRollbackRestoresState) {
+  std::mt19937 rng(42);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> uni(0.0f, 0.01f);
+  struct Hyper {
+    int64_t step;
+    float lr, beta1, beta2, eps, wd, scale;
+  } cases[] = {{1, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, 0.25f},
+               {1, 3e-4f, 0.9f, 0.95f, 1e-6f, 0.0f, 1.0f},
+               {7, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.125f},
+               {1000, 1e-3f, 0.8f, 0.99f, 1e-8f, 0.5f, 1.0f}};
+  const float ulp = FLT_EPSILON;
+  for (const Hyper &h : cases) {
+    const int n = 4096;
+    std::vector<float> p(n), g(n), m(n), v(n);
+    for (int i = 0; i < n; ++i) {
+      p[i] = normal(rng);
+      g[i] = normal(rng);
+      m[i] = h.step == 1 ? 0.0f : 0.1f * normal(rng);
+      v[i] = h.step == 1 ? 0.0f : uni(rng);
+    }
+    std::vector<float> p1 = p, m1 = m, v1 = v;
+    zbrt_adamw_step(p1.data(), g.data(), m1.data(), v1.data(), n, h.step,
+                    h.lr, h.beta1, h.beta2, h.eps, h.wd, h.scale);
+    std::vector<float> p2 = p1, m2 = m1, v2 = v1;
+    zbrt_adamw_rollback(p2.data(), g.data(), m2.data(), v2.data(), n, h.step,
+                        h.lr, h.beta1, h.beta2, h.eps, h.wd, h.scale);
+    for (int i = 0; i < n; ++i) {
+      float gs = g[i] * h.scale;
+      float mScale = std::max({std::fabs(m[i]), std::fabs(m1[i]),
+                               (1 - h.beta1) * std::fabs(gs)});
+      float vScale = std::max({v[i], v1[i], (1 - h.beta2) * gs * gs});
+      float pScale = std::max(std::fabs(p[i]), std::fabs(p1[i]));
+      ASSERT_LE(std::fabs(p2[i] - p[i]), 4 * ulp * pScale) << i;
+      ASSERT_LE(std::fabs(m2[i] - m[i]), 4 * ulp * mScale / h.beta1) << i;
+      ASSERT_LE(std::fabs(v2[i] - v[i]), 4 * ulp * vScale / h.beta2) << i;
+      if (h.step == 1) { // m' and v' were exactly (1-b) g and (1-b) g^2
+        ASSERT_EQ(m2[i], 0.0f);
+        ASSERT_EQ(v2[i], 0.0f);
+      }
+    }
+  }
+}
+
+TEST(Optimizer, SgdRollbackRestoresParams) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> p(1000), g(1000);
+  for (int i = 0; i < 1000; ++i) {
+    p[i] = normal(rng);
+    g[i] = normal(rng);
+  }
+  std::vector<float> q = p;
+  zbrt_sgd_step(q.data(), g.data(), 1000, 0.05f, 0.25f);
+  zbrt_sgd_rollback(q.data(), g.data(), 1000, 0.05f, 0.25f);
+  for (int i = 0; i < 1000; ++i)
+    ASSERT_LE(std::fabs(q[i] - p[i]), 2 * FLT_EPSILON * std::fabs(p[i]) +
+                                          FLT_EPSILON * 0.05f * 0.25f *
+                                              std::fabs(g[i]))
+        << i;
+}
+
+TEST(Optimizer, SumSquaresAndNonFinite) {
+  std::vector<float> x = {3.0f, 4.0f, -12.0f};
+  int32_t bad = -1;
+  EXPECT_EQ(zbrt_sum_squares(x.data(), 3, &bad), 169.0);
+  EXPECT_EQ(bad, 0);
+  x[1] = NAN;
+  zbrt_sum_squares(x.data(), 3, &bad);
+  EXPECT_EQ(bad, 1);
+  x[1] = INFINITY;
+  bad = 0;
+  zbrt_sum_squares(x.data(), 3, &bad);
+  EXPECT_EQ(bad, 1);
 }
 
 } // namespace

@@ -86,6 +86,21 @@ void zbrt_adamw_step(float *param, const float *grad, float *m, float *v,
                      float beta2, float eps, float weightDecay,
                      float gradScale);
 
+/// The exact inverses of zbrt_sgd_step and zbrt_adamw_step, in place: given
+/// the parameters (and AdamW moments) after a step and the same gradient and
+/// hyper-parameters, restore the values before it within a few ulps (no copy
+/// of the state: the Zero Bubble paper's rollback, Section 4 / Appendix C,
+/// Algorithm 1). AdamW needs beta1, beta2 > 0 and lr * weightDecay != 1.
+void zbrt_sgd_rollback(float *param, const float *grad, int64_t n, float lr,
+                       float gradScale);
+void zbrt_adamw_rollback(float *param, const float *grad, float *m, float *v,
+                         int64_t n, int64_t step, float lr, float beta1,
+                         float beta2, float eps, float weightDecay,
+                         float gradScale);
+/// Sum of squares of n floats in double precision; *nonFinite is set to 1
+/// when an element is NaN or infinite (the sum is then meaningless).
+double zbrt_sum_squares(const float *x, int64_t n, int32_t *nonFinite);
+
 //===-- Additions (after version 1 of this header) ------------------------===//
 
 /// This process's rank and the number of ranks; -1 / 0 before zbrt_init().
