@@ -3,7 +3,9 @@
 //   zb-run DIR [--ranks N] [--steps S] [--data DIR] [--lr F] [--trace FILE]
 //              [--profile FILE] [--backend auto|cpu|cuda] [--print-every K]
 //              [--report-gradients] [--report-format text|json]
-//              [--text-vocab bytes|chars] [--dump-batch FILE]
+//              [--text-vocab bytes|chars] [--dump-batch FILE] [--grad-clip NORM]
+//              [--optimizer-sync post-validation|all-reduce]
+//              [--nonfinite skip|stop|ignore] [--inject-nan STEP:RANK]
 //
 // DIR is a zb-compile output directory (plan.json, params.bin, rank<R>.so;
 // docs/plan-json.md). Outside an MPI job, `--ranks N` runs zb-run under
@@ -18,6 +20,9 @@
 #include "zbhost/Runner.h"
 
 #include "llvm/Support/CommandLine.h"
+
+#include <cmath>
+#include <tuple>
 
 using namespace llvm;
 using namespace zb::host;
@@ -128,10 +133,49 @@ cl::opt<ReportFormat, true> reportFormat(
     cl::location(opts.reportFormat), cl::init(ReportFormat::Text),
     cl::cat(runCategory));
 
+cl::OptionCategory syncCategory(
+    "Gradient clipping and non-finite gradients (Zero Bubble paper, "
+    "Section 4)");
+cl::opt<double, true> gradClip(
+    "grad-clip",
+    cl::desc("Clip the global L2 norm of the mean gradient (all parameters "
+             "of all ranks, tied copies once) to NORM; 0 = off"),
+    cl::value_desc("NORM"), cl::location(opts.gradSync.clipNorm),
+    cl::init(0.0), cl::cat(syncCategory));
+cl::opt<OptimizerSync, true> optimizerSync(
+    "optimizer-sync",
+    cl::desc("How the ranks agree on the norm and the finite flag"),
+    cl::values(clEnumValN(OptimizerSync::PostValidation, "post-validation",
+                          "step eagerly, validate with the reduced state "
+                          "before the next step, roll back in place when "
+                          "needed (default)"),
+               clEnumValN(OptimizerSync::AllReduce, "all-reduce",
+                          "wait for the reduced state, then step")),
+    cl::location(opts.gradSync.sync), cl::init(OptimizerSync::PostValidation),
+    cl::cat(syncCategory));
+cl::opt<NonFinite, true> nonFinite(
+    "nonfinite", cl::desc("A NaN or Inf in a gradient"),
+    cl::values(clEnumValN(NonFinite::Skip, "skip",
+                          "skip the step, report it (default)"),
+               clEnumValN(NonFinite::Stop, "stop",
+                          "stop the job naming the step, rank, parameter"),
+               clEnumValN(NonFinite::Ignore, "ignore",
+                          "no check (the optimizer steps anyway)")),
+    cl::location(opts.gradSync.nonFinite), cl::init(NonFinite::Skip),
+    cl::cat(syncCategory));
+cl::opt<std::string> injectNan(
+    "inject-nan",
+    cl::desc("Fault injection: a NaN in RANK's first gradient at STEP"),
+    cl::value_desc("STEP:RANK"), cl::cat(syncCategory));
+cl::opt<std::string> injectGradScale(
+    "inject-grad-scale",
+    cl::desc("Fault injection: every gradient of STEP times FACTOR"),
+    cl::value_desc("STEP:FACTOR"), cl::cat(syncCategory));
+
 } // namespace
 
 int main(int argc, char **argv) {
-  cl::HideUnrelatedOptions(runCategory);
+  cl::HideUnrelatedOptions({&runCategory, &syncCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "zb-run: run a zb-compile output directory on MPI ranks\n\n"
@@ -140,5 +184,25 @@ int main(int argc, char **argv) {
   opts.ranksGiven = numRanks.getNumOccurrences() > 0;
   if (lr.getNumOccurrences())
     opts.lr = lr;
+  if (!(opts.gradSync.clipNorm >= 0) || !std::isfinite(opts.gradSync.clipNorm)) {
+    llvm::errs() << "zb-run: error: --grad-clip must be a finite number >= 0\n";
+    return 1;
+  }
+  for (auto [flag, text, isRank] :
+       {std::tuple{"inject-nan", &injectNan, true},
+        std::tuple{"inject-grad-scale", &injectGradScale, false}}) {
+    if (text->empty())
+      continue;
+    auto parsed = parseStepValue(flag, *text);
+    if (!parsed) {
+      llvm::errs() << "zb-run: error: " << llvm::toString(parsed.takeError())
+                   << "\n";
+      return 1;
+    }
+    if (isRank)
+      opts.gradSync.injectNan = {parsed->first, (int32_t)parsed->second};
+    else
+      opts.gradSync.injectGradScale = *parsed;
+  }
   return runZbRun(opts, argc, argv);
 }

@@ -103,6 +103,7 @@ void zb::host::printTextReport(raw_ostream &os, const Plan &plan,
     printRates(os, report.atMeasured->jitterRankBubbleRate);
     os << "\n";
   }
+  printGradSyncText(os, report.gradSync);
   os << "peak heap per rank (memory pool, bytes):";
   for (int64_t bytes : report.peakHeapBytes)
     os << " " << bytes;
@@ -148,6 +149,8 @@ void zb::host::printJsonReport(raw_ostream &os, const Plan &plan,
                     json::Array(report.atMeasured->jitterRankBubbleRate));
       });
     j.attribute("peak_heap_bytes", json::Array(report.peakHeapBytes));
+    if (report.gradSync.mode != "none")
+      j.attribute("gradient_sync", gradSyncJSON(report.gradSync));
     j.attributeArray("realized_bubble_rate", [&] {
       for (const std::optional<double> &b : report.realizedBubbleRate)
         b ? j.value(*b) : j.value(nullptr);

@@ -257,6 +257,7 @@ private:
   std::vector<double> bubbleTotal, replayTotal;
   std::vector<int64_t> bubbleSteps;
   RunReport report; ///< rank 0
+  GradSync gradSync;
 };
 
 StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
@@ -265,7 +266,8 @@ StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
       numSteps(o.reportGradients ? 1 : o.steps), opt(plan.optimizer),
       samples(rp.rank == 0 ? worldSize : 0), profile(plan.numStages),
       bubbleTotal(worldSize, 0.0), replayTotal(worldSize, 0.0),
-      bubbleSteps(worldSize, 0) {
+      bubbleSteps(worldSize, 0), gradSync(o.gradSync, rp, opt, rank,
+               o.reportFormat == ReportFormat::Text ? &outs() : nullptr) {
   if (o.lr)
     opt.lr = *o.lr;
   if (rank == 0)
@@ -302,6 +304,9 @@ void StepLoop::dumpBatch() {
 }
 
 void StepLoop::runStep(int64_t step) {
+  // Post-validation: the previous step's reduced state, before its
+  // gradients are cleared.
+  gradSync.settle();
   fillInputs(rp, step);
   if (step == 0 && rank == 0 && !o.dumpBatch.empty())
     dumpBatch();
@@ -314,7 +319,7 @@ void StepLoop::runStep(int64_t step) {
   rp.call();
   zbrt_step_end();
   if (!o.reportGradients)
-    applyOptimizer(rp, opt, step);
+    gradSync.afterStep(step);
   double t1 = nowMs();
 
   zbrt::BubbleStats bubble = zbrt::computeBubble(zbrt::traceEvents(), rank);
@@ -399,6 +404,8 @@ int StepLoop::finishGradients() {
 }
 
 int StepLoop::finishTraining() {
+  gradSync.settle();
+  report.gradSync = gradSync.finish();
   if (!o.saveParams.empty() && !saveFinalParams(rp, plan, o.saveParams))
     return 1;
   report.peakHeapBytes.assign(worldSize, 0);

@@ -228,8 +228,14 @@ class Optimizer:
         self.v = [np.zeros_like(p) for p in params]
         self.t = 0
 
-    def step(self, params, grads):
+    def step(self, params, grads, clip=0.0):
+        """One step; with clip > 0 the gradients are first scaled by
+        clip / norm when their global L2 norm exceeds clip (zb-run
+        --grad-clip). Returns the norm."""
         opt, lr = self.opt, self.lr
+        norm = float(np.sqrt(sum(float(np.sum(g * g)) for g in grads)))
+        if clip > 0 and norm > clip:
+            grads = [g * (clip / norm) for g in grads]
         self.t += 1
         for i, (p, g) in enumerate(zip(params, grads)):
             if opt["name"] == "adamw":
@@ -242,6 +248,7 @@ class Optimizer:
                 p -= lr * mhat / (np.sqrt(vhat) + opt["eps"])
             else:
                 p -= lr * g
+        return norm
 
 
 def main():

@@ -10,6 +10,7 @@
 #ifndef ZBHOST_REPORT_H
 #define ZBHOST_REPORT_H
 
+#include "zbhost/GradSync.h"
 #include "zbhost/Plan.h"
 #include "zbhost/Replay.h"
 
@@ -43,6 +44,8 @@ struct RunReport {
   std::vector<int64_t> peakHeapBytes; ///< per rank (zbrt_pool_stats)
   std::string traceFile;              ///< "" when no trace was written
   std::string profileFile;            ///< "" when no profile was written
+  /// Clipped / skipped steps and rollbacks (mode "none" without checks).
+  GradSyncReport gradSync;
 
   /// Mean step time (ms) of the measured steps: 2..S, or step 1 alone.
   double meanStepTimeMs() const;

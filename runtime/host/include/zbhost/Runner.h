@@ -21,6 +21,7 @@
 #ifndef ZBHOST_RUNNER_H
 #define ZBHOST_RUNNER_H
 
+#include "zbhost/GradSync.h"
 #include "zbhost/RankProgram.h"
 
 #include <optional>
@@ -50,6 +51,9 @@ struct RunOptions {
   bool reportGradients = false;
   std::string saveParams; ///< --save-params FILE
   ReportFormat reportFormat = ReportFormat::Text;
+  /// --grad-clip, --optimizer-sync, --nonfinite, --inject-nan,
+  /// --inject-grad-scale (zbhost/GradSync.h).
+  GradSyncOptions gradSync;
 };
 
 /// Checks the options that need no plan (--steps >= 1, --print-every >= 1,

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Gradient clipping's cost (benchmarks/README.md, "Gradient clipping"): the
+# examples/gpt GPT (4 blocks, dim 64, 4 heads, sequences of 32, 8
+# microbatches of 4) with zb-2p and AdamW on 2 ranks, realized mean step
+# time (steps 2..S) and per-rank realized bubble, for: no clipping, clipping
+# with the synchronous all-reduce, clipping with post-validation. The clip
+# norm is chosen to clip about every step (the worst case for rollbacks).
+# The predicted bubble is the plan's (the simulator does not model the
+# optimizer synchronisation).
+#
+#   benchmarks/Runtime/grad_sync.sh [BUILD_DIR] [STEPS]   (ZB_BENCH_ROUNDS=5)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="${1:-$root/build}"
+STEPS="${2:-30}"
+ROUNDS="${ZB_BENCH_ROUNDS:-5}"
+OUT="$(mktemp -d)"
+trap 'rm -rf "$OUT"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
+/usr/bin/python3 "$root/examples/gpt/make_model.py" --layers 4 --batch 4 \
+  --seq 32 --dim 64 --heads 4 > "$OUT/gpt.mlir"
+"$BUILD/bin/zb-compile" "$OUT/gpt.mlir" --optimizer adamw --lr 0.001 \
+  --microbatches 8 --stages 2 --schedule zb-2p -o "$OUT/plan" --quiet
+run() { # label, extra flags...
+  local label="$1"; shift
+  for ((r = 0; r < ROUNDS; ++r)); do
+    "$BUILD/bin/zb-run" "$OUT/plan" --ranks 2 --steps "$STEPS" \
+      --data "$root/examples/gpt/shakespeare.txt" --report-format json "$@" \
+      > "$OUT/$label.$r.json" 2>/dev/null
+  done
+  /usr/bin/python3 - "$label" "$OUT" "$ROUNDS" <<'PY'
+import json, statistics, sys
+label, out, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+times, bubbles, clipped = [], [], 0
+for r in range(rounds):
+    d = json.load(open(f"{out}/{label}.{r}.json"))
+    times.append(d["mean_step_time_ms"])
+    bubbles.append(d["realized_bubble_rate"])
+    clipped = len(d.get("gradient_sync", {}).get("clipped_steps", []))
+b0 = statistics.median(b[0] for b in bubbles)
+b1 = statistics.median(b[1] for b in bubbles)
+pred = d["predicted"]["zb-2p"]["rank_bubble_rate"]
+print(f"{label:<16} {statistics.median(times):8.2f} ms  (min {min(times):.2f})"
+      f"  realized bubble {b0:.3f} {b1:.3f}  predicted {pred[0]:.3f} "
+      f"{pred[1]:.3f}  clipped steps {clipped}")
+PY
+}
+echo "label            median step time     bubble per rank (realized, predicted)"
+run no-clip --nonfinite ignore
+run all-reduce --grad-clip 0.01 --optimizer-sync all-reduce
+run post-validation --grad-clip 0.01 --optimizer-sync post-validation

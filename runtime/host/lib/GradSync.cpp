@@ -1,0 +1,237 @@
+//===- GradSync.cpp - Gradient clipping, non-finite check, post-validation ===//
+//
+// See zbhost/GradSync.h. Every rank takes the same decision from the same
+// reduced state, so the ranks stay consistent without further messages.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbhost/GradSync.h"
+
+#include "zbrt/zbrt.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace llvm;
+using namespace zb::host;
+
+Expected<std::pair<int64_t, double>>
+zb::host::parseStepValue(StringRef flag, StringRef text) {
+  auto [stepText, valueText] = text.split(':');
+  int64_t step = 0;
+  double value = 0;
+  if (stepText.getAsInteger(10, step) || step < 1 ||
+      valueText.getAsDouble(value) || !std::isfinite(value))
+    return createStringError(
+        inconvertibleErrorCode(),
+        formatv("--{0}: expected STEP:VALUE with STEP >= 1, got '{1}'", flag,
+                text)
+            .str());
+  return std::make_pair(step, value);
+}
+
+GradSync::GradSync(const GradSyncOptions &options, RankProgram &rp,
+                   const OptimizerInfo &opt, int32_t rank, raw_ostream *log)
+    : options(options), rp(rp), opt(opt), rank(rank), log(log),
+      gradScale(1.0f / (float)rp.plan->numMicrobatches) {
+  report.clipNorm = options.clipNorm;
+  report.mode = !checks() ? "none"
+                : options.sync == OptimizerSync::AllReduce ? "all-reduce"
+                                                           : "post-validation";
+}
+
+GradSync::~GradSync() {
+  if (pending)
+    MPI_Waitall(2, pending->requests, MPI_STATUSES_IGNORE);
+}
+
+void GradSync::inject(int64_t step) {
+  if (options.injectGradScale && options.injectGradScale->first == step + 1)
+    for (auto &[index, g] : rp.grads)
+      for (int64_t i = 0; i < g.size(); ++i)
+        g.data()[i] *= (float)options.injectGradScale->second;
+  if (options.injectNan && options.injectNan->first == step + 1 &&
+      options.injectNan->second == rank && !rp.grads.empty())
+    rp.grads.begin()->second.data()[0] = std::numeric_limits<float>::quiet_NaN();
+}
+
+GradSync::GlobalState GradSync::local() const {
+  GlobalState s;
+  for (auto &[index, g] : rp.grads) {
+    int32_t bad = 0;
+    double sum = zbrt_sum_squares(g.data(), g.size(), &bad);
+    if (bad) {
+      s.firstBad =
+          std::min(s.firstBad, ((int64_t)rank << 32) | (int64_t)index);
+      continue;
+    }
+    // Tied parameters: counted on the rank of their first copy.
+    if (rp.plan->params[index].rank == rank)
+      s.sumSquares += sum * (double)gradScale * (double)gradScale;
+  }
+  return s;
+}
+
+void GradSync::apply(double factor, int64_t t) {
+  const float scale = (float)(gradScale * factor);
+  for (auto &[index, g] : rp.grads) {
+    Buffer &p = rp.params.at(index);
+    if (opt.name == "adamw")
+      zbrt_adamw_step(p.data(), g.data(), rp.adamM.at(index).data(),
+                      rp.adamV.at(index).data(), g.size(), t, (float)opt.lr,
+                      (float)opt.beta1, (float)opt.beta2, (float)opt.eps,
+                      (float)opt.weightDecay, scale);
+    else
+      zbrt_sgd_step(p.data(), g.data(), g.size(), (float)opt.lr, scale);
+  }
+}
+
+void GradSync::rollback(double factor, int64_t t) {
+  const float scale = (float)(gradScale * factor);
+  for (auto &[index, g] : rp.grads) {
+    Buffer &p = rp.params.at(index);
+    if (opt.name == "adamw")
+      zbrt_adamw_rollback(p.data(), g.data(), rp.adamM.at(index).data(),
+                          rp.adamV.at(index).data(), g.size(), t,
+                          (float)opt.lr, (float)opt.beta1, (float)opt.beta2,
+                          (float)opt.eps, (float)opt.weightDecay, scale);
+    else
+      zbrt_sgd_rollback(p.data(), g.data(), g.size(), (float)opt.lr, scale);
+  }
+  ++myRollbacks;
+}
+
+void GradSync::decide(int64_t step, const GlobalState &global, bool eager) {
+  GradSyncEvent event;
+  event.step = step + 1;
+  if (global.firstBad != kNoneBad && options.nonFinite != NonFinite::Ignore) {
+    event.skipped = true;
+    event.rank = (int32_t)(global.firstBad >> 32);
+    int64_t index = global.firstBad & 0xffffffff;
+    event.param = index < (int64_t)rp.plan->params.size()
+                      ? rp.plan->params[index].name
+                      : "#" + std::to_string(index);
+    if (options.nonFinite == NonFinite::Stop) {
+      if (rank == event.rank)
+        zbrt_fatal(formatv("step {0}: non-finite gradient of parameter "
+                           "'{1}' (--nonfinite stop)",
+                           event.step, event.param)
+                       .str()
+                       .c_str());
+      MPI_Barrier(MPI_COMM_WORLD); // the failing rank aborts the job
+      return;
+    }
+    if (eager) { // undo this rank's eager step
+      rollback(1.0, applied);
+      --applied;
+    }
+  } else {
+    double norm = std::sqrt(global.sumSquares);
+    bool clip = options.clipNorm > 0 && norm > options.clipNorm;
+    double factor = clip ? options.clipNorm / norm : 1.0;
+    if (!clip) {
+      if (!eager)
+        apply(1.0, ++applied);
+      return;
+    }
+    if (eager)
+      rollback(1.0, applied);
+    else
+      ++applied;
+    apply(factor, applied);
+    event.norm = norm;
+  }
+  report.events.push_back(event);
+  if (log && rank == 0) {
+    if (event.skipped)
+      *log << formatv("step {0}: skipped (non-finite gradient of parameter "
+                      "'{1}' on rank {2})\n",
+                      event.step, event.param, event.rank);
+    else
+      *log << formatv("step {0}: gradient clipped (global norm {1:F4} > ",
+                      event.step, event.norm)
+           << format("%g)\n", options.clipNorm);
+    log->flush();
+  }
+}
+
+void GradSync::afterStep(int64_t step) {
+  inject(step);
+  if (!checks()) {
+    apply(1.0, ++applied);
+    return;
+  }
+  GlobalState mine = local();
+  if (options.sync == OptimizerSync::AllReduce) {
+    GlobalState global;
+    MPI_Allreduce(&mine.sumSquares, &global.sumSquares, 1, MPI_DOUBLE,
+                  MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&mine.firstBad, &global.firstBad, 1, MPI_INT64_T, MPI_MIN,
+                  MPI_COMM_WORLD);
+    decide(step, global, /*eager=*/false);
+    return;
+  }
+  // Post-validation: reduce in the background, step eagerly.
+  pending.emplace();
+  pending->step = step;
+  pending->sendBuf = mine;
+  MPI_Iallreduce(&pending->sendBuf.sumSquares, &pending->recvBuf.sumSquares,
+                 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
+                 &pending->requests[0]);
+  MPI_Iallreduce(&pending->sendBuf.firstBad, &pending->recvBuf.firstBad, 1,
+                 MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD, &pending->requests[1]);
+  pending->eager = mine.firstBad == kNoneBad ||
+                   options.nonFinite == NonFinite::Ignore;
+  if (pending->eager)
+    apply(1.0, ++applied);
+}
+
+void GradSync::settle() {
+  if (!pending)
+    return;
+  MPI_Waitall(2, pending->requests, MPI_STATUSES_IGNORE);
+  Pending p = *pending;
+  pending.reset();
+  decide(p.step, p.recvBuf, p.eager);
+}
+
+GradSyncReport GradSync::finish() {
+  MPI_Reduce(&myRollbacks, &report.rollbacks, 1, MPI_INT64_T, MPI_SUM, 0,
+             MPI_COMM_WORLD);
+  return report;
+}
+
+void zb::host::printGradSyncText(raw_ostream &os,
+                                 const GradSyncReport &report) {
+  // Only when something could happen (clipping) or did (a skipped step).
+  if (report.mode == "none" || (report.clipNorm <= 0 && report.events.empty()))
+    return;
+  int64_t clipped = 0, skipped = 0;
+  for (const GradSyncEvent &e : report.events)
+    (e.skipped ? skipped : clipped) += 1;
+  os << "optimizer sync " << report.mode;
+  if (report.clipNorm > 0)
+    os << format(", gradient clipping at norm %g", report.clipNorm);
+  os << formatv(": {0} step(s) clipped, {1} skipped, {2} rank-step(s) "
+                "rolled back\n",
+                clipped, skipped, report.rollbacks);
+}
+
+json::Value zb::host::gradSyncJSON(const GradSyncReport &report) {
+  json::Array clipped, skipped;
+  for (const GradSyncEvent &e : report.events) {
+    if (e.skipped)
+      skipped.push_back(json::Object{
+          {"step", e.step}, {"rank", e.rank}, {"param", e.param}});
+    else
+      clipped.push_back(json::Object{{"step", e.step}, {"norm", e.norm}});
+  }
+  return json::Object{{"mode", report.mode},
+                      {"clip_norm", report.clipNorm},
+                      {"clipped_steps", std::move(clipped)},
+                      {"skipped_steps", std::move(skipped)},
+                      {"rollbacks", report.rollbacks}};
+}
