@@ -2,9 +2,11 @@
 # Gradient clipping's cost (benchmarks/README.md, "Gradient clipping"): the
 # examples/gpt GPT (4 blocks, dim 64, 4 heads, sequences of 32, 8
 # microbatches of 4) with zb-2p and AdamW on 2 ranks, realized mean step
-# time (steps 2..S) and per-rank realized bubble, for: no clipping, clipping
-# with the synchronous all-reduce, clipping with post-validation. The clip
-# norm is chosen to clip about every step (the worst case for rollbacks).
+# time (steps 2..S) and per-rank realized bubble, for: no checks at all;
+# clipping that never triggers (norm 100: only the reduction's cost) and
+# clipping at every step (norm 0.01: post-validation rolls back and redoes
+# every step, its worst case), each with the synchronous all-reduce and
+# with post-validation.
 # The predicted bubble is the plan's (the simulator does not model the
 # optimizer synchronisation).
 #
@@ -47,6 +49,8 @@ print(f"{label:<16} {statistics.median(times):8.2f} ms  (min {min(times):.2f})"
 PY
 }
 echo "label            median step time     bubble per rank (realized, predicted)"
-run no-clip --nonfinite ignore
-run all-reduce --grad-clip 0.01 --optimizer-sync all-reduce
-run post-validation --grad-clip 0.01 --optimizer-sync post-validation
+run no-checks --nonfinite ignore
+run all-reduce-rare --grad-clip 100 --optimizer-sync all-reduce
+run post-val-rare --grad-clip 100 --optimizer-sync post-validation
+run all-reduce-every --grad-clip 0.01 --optimizer-sync all-reduce
+run post-val-every --grad-clip 0.01 --optimizer-sync post-validation
