@@ -10,6 +10,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
@@ -258,11 +259,52 @@ LogicalResult Compilation::run() {
   return success();
 }
 
+/// zb trains in float32 (parameters, gradients, optimizer state and the
+/// runtime's buffers are float32): a model that computes in another float
+/// type would run with its values reinterpreted. The first argument (by its
+/// model name) or op with such a type is an error. (The dialect itself also
+/// computes in float64: the gradient checks use it.)
+static LogicalResult checkFloat32(ModuleOp module) {
+  auto other = [](Type t) -> const char * {
+    auto s = dyn_cast<ShapedType>(t);
+    Type e = s ? s.getElementType() : t;
+    if (!isa<FloatType>(e) || e.isF32())
+      return nullptr;
+    return e.isF64() ? "float64" : e.isF16() ? "float16"
+           : e.isBF16()         ? "bfloat16"
+                                : "a float type other than float32";
+  };
+  const char *advice = ": zb trains in float32 only; export the model in "
+                       "float32 (PyTorch: model.float(); JAX: leave "
+                       "jax_enable_x64 off, float32 parameters)";
+  WalkResult walk = module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (auto f = dyn_cast<func::FuncOp>(op)) {
+      for (unsigned i = 0; i < f.getNumArguments(); ++i)
+        if (const char *kind = other(f.getArgumentTypes()[i])) {
+          auto name = f.getArgAttrOfType<StringAttr>(i, "zb.name");
+          f.emitError("argument '")
+              << (name ? name.getValue() : StringRef("#" + std::to_string(i)))
+              << "' is " << kind << " (" << f.getArgumentTypes()[i] << ")"
+              << advice;
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    }
+    for (Type t : op->getResultTypes())
+      if (const char *kind = other(t)) {
+        op->emitError("computes in ") << kind << " (" << t << ")" << advice;
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 /// Import, the front half, pipeline.mlir, and what the rest reads from it.
 LogicalResult Compilation::frontHalf() {
   progress("importing " + options.inputFile);
   module = loadModel(options.inputFile, context.get());
-  if (!module)
+  if (!module || failed(checkFloat32(*module)))
     return failure();
   paramValues =
       (*module)->getAttrOfType<DictionaryAttr>(frontend::kParamValuesAttr);

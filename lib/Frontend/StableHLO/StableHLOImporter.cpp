@@ -186,6 +186,27 @@ FailureOr<Type> Importer::convertElem(Type t) {
   return failure();
 }
 
+/// "float64", "float16", "bfloat16" for a float element type zb does not
+/// compute in (zb trains in float32: parameters, gradients, optimizer state
+/// and the runtime's buffers); nullopt otherwise.
+static std::optional<StringRef> unsupportedFloat(Type t) {
+  auto r = dyn_cast<ShapedType>(t);
+  Type e = r ? r.getElementType() : t;
+  if (e.isF64())
+    return StringRef("float64");
+  if (e.isF16())
+    return StringRef("float16");
+  if (e.isBF16())
+    return StringRef("bfloat16");
+  return std::nullopt;
+}
+
+/// The advice of every float-type error.
+static constexpr const char *kFloat32Advice =
+    ": zb trains in float32 only; export the model in float32 (with JAX: "
+    "leave jax_enable_x64 off and keep parameters float32; with PyTorch: "
+    "model.float())";
+
 FailureOr<RankedTensorType> Importer::convertType(Type t) {
   auto r = dyn_cast<RankedTensorType>(t);
   if (!r || !r.hasStaticShape())
@@ -397,6 +418,11 @@ LogicalResult Importer::importOp(Operation *op, int depth) {
 
   if (op->getNumResults() != 1)
     return error(op) << "unsupported StableHLO op (expected one result)";
+  if (std::optional<StringRef> f =
+          unsupportedFloat(op->getResult(0).getType()))
+    return emitError(loc) << "'" << name << "' computes in " << *f << " ("
+                          << op->getResult(0).getType() << ")"
+                          << kFloat32Advice;
   FailureOr<RankedTensorType> type = convertType(op->getResult(0).getType());
   if (failed(type))
     return emitError(loc) << "unsupported StableHLO op '" << name
@@ -445,6 +471,12 @@ FailureOr<RankedTensorType> Importer::mainLossType(func::FuncOp main) {
         << ft.getNumResults() << ")";
     return failure();
   }
+  if (std::optional<StringRef> f = unsupportedFloat(ft.getResult(0))) {
+    emitError(convertLoc(main.getLoc()))
+        << "@main returns a " << *f << " loss (" << ft.getResult(0) << ")"
+        << kFloat32Advice;
+    return failure();
+  }
   FailureOr<RankedTensorType> lossType = convertType(ft.getResult(0));
   if (failed(lossType) || lossType->getNumElements() != 1 ||
       !isa<FloatType>(lossType->getElementType())) {
@@ -475,6 +507,12 @@ Importer::mainArguments(func::FuncOp main) {
     else if (auto zn =
                  main.getArgAttrOfType<StringAttr>(i, zb::frontend::kNameAttr))
       name = zn.getValue().str();
+    if (std::optional<StringRef> f = unsupportedFloat(*t)) {
+      emitError(convertLoc(main.getLoc()))
+          << "argument '" << name << "' is " << *f << " (" << ft.getInput(i)
+          << ")" << kFloat32Advice;
+      return failure();
+    }
     if (!seen.insert(name).second) {
       emitError(convertLoc(main.getLoc()))
           << "two arguments are named '" << name << "'";

@@ -185,11 +185,23 @@ def not_onnx():
     return b"func.func @main() {\n  return\n}\n"
 
 
+def float64_param():
+    # a float32 graph whose weight initializer is float64 (Cast to float32)
+    w = numpy_helper.from_array(
+        np.random.default_rng(0).standard_normal([16, 8]), "w")
+    return model([
+        helper.make_node("Cast", ["w"], ["w32"], to=F32, name="cast"),
+        helper.make_node("MatMul", ["x", "w32"], ["y"], name="mm"),
+        helper.make_node("ReduceMean", ["y"], ["loss"], keepdims=0,
+                         name="mean"),
+    ], [("x", [4, 16])], "loss", [w])
+
+
 CASES = {f.__name__: f for f in [
     unsupported_op, unsupported_pow, valid_small, broadcast_add, gemm_transb,
     undefined_value, dynamic_shape, not_scalar, shape_mismatch, int_loss,
     opset18_reduce, wrong_output_type, computed_cos, bad_reshape, truncated,
-    empty, not_onnx]}
+    empty, not_onnx, float64_param]}
 
 
 def random_input(seed, index, shape):
