@@ -315,12 +315,13 @@ static bool isSupported(StringRef name) {
       "stablehlo.exponential", "stablehlo.exponential_minus_one",
       "stablehlo.log", "stablehlo.log_plus_one", "stablehlo.tanh",
       "stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.logistic", "chlo.erf",
-      "chlo.square", "stablehlo.compare", "stablehlo.select",
+      "chlo.erfc", "chlo.square", "stablehlo.abs", "stablehlo.is_finite",
+      "stablehlo.compare", "stablehlo.select",
       "stablehlo.convert", "stablehlo.broadcast_in_dim", "stablehlo.reshape",
       "stablehlo.transpose", "stablehlo.slice", "stablehlo.concatenate",
       "stablehlo.dot_general", "stablehlo.reduce", "stablehlo.gather",
       // Constant operands only:
-      "stablehlo.cosine", "stablehlo.sine", "stablehlo.abs", "stablehlo.floor",
+      "stablehlo.cosine", "stablehlo.sine", "stablehlo.floor",
       "stablehlo.ceil", "stablehlo.and", "stablehlo.or", "stablehlo.not",
       "stablehlo.remainder", "stablehlo.reverse"};
   return llvm::is_contained(kSupported, name);
@@ -330,7 +331,7 @@ static bool isSupported(StringRef name) {
 static bool isFoldOnly(StringRef name) {
   return llvm::StringSwitch<bool>(name)
       .Cases({"stablehlo.iota", "stablehlo.cosine", "stablehlo.sine",
-              "stablehlo.abs", "stablehlo.floor", "stablehlo.ceil"},
+              "stablehlo.floor", "stablehlo.ceil"},
              true)
       .Cases({"stablehlo.and", "stablehlo.or", "stablehlo.not",
               "stablehlo.remainder", "stablehlo.reverse"},

@@ -36,6 +36,17 @@ LogicalResult Importer::importElementwise(Operation *op, ArrayRef<Val> in,
     return importSelect(op, in, out);
   if (name == "stablehlo.convert")
     return importConvert(op, in, out);
+  if (name == "stablehlo.is_finite") {
+    // |x| < +inf: false for NaN (ordered compare) and for +-inf.
+    zb::ZBBuilder zbb(b, loc);
+    FailureOr<Value> x = materialize(in[0]);
+    if (failed(x))
+      return failure();
+    Value abs = zbb.max(*x, zbb.neg(*x));
+    out.v = zbb.compare("lt", abs,
+                        zbb.splat(abs, std::numeric_limits<double>::infinity()));
+    return success();
+  }
   if (!isa<FloatType>(out.type.getElementType())) {
     // Integer arithmetic on data: only allowed where a pattern removes it.
     out.unsupported = op;
@@ -96,6 +107,15 @@ LogicalResult Importer::importSelect(Operation *op, ArrayRef<Val> in,
   FailureOr<Value> t = asFloat(in[1]), f = asFloat(in[2]);
   if (failed(t) || failed(f))
     return failure();
+  auto ct = cast<RankedTensorType>(c->getType());
+  if (ct.getRank() == 0 && out.type.getRank() > 0) {
+    // A scalar predicate (jnp.var, jnp.where on a scalar): broadcast it
+    // through float (zb.broadcast_in_dim takes floats) and compare back.
+    Value asF = zbb.cast(*c, b.getF32Type());
+    Value wide = zbb.broadcast(
+        asF, RankedTensorType::get(out.type.getShape(), b.getF32Type()), {});
+    c = zbb.compare("ne", wide, zbb.splat(wide, 0.0));
+  }
   out.v = zbb.select(*c, *t, *f);
   return success();
 }
@@ -159,6 +179,10 @@ LogicalResult Importer::importArithmetic(Operation *op, ArrayRef<Val> in,
           .Case("stablehlo.rsqrt", [&] { return zbb.rsqrt(x[0]); })
           .Case("stablehlo.logistic", [&] { return zbb.sigmoid(x[0]); })
           .Case("chlo.erf", [&] { return zbb.erf(x[0]); })
+          .Case("chlo.erfc",
+                [&] { return zbb.sub(zbb.splat(x[0], 1.0), zbb.erf(x[0])); })
+          .Case("stablehlo.abs",
+                [&] { return zbb.max(x[0], zbb.neg(x[0])); })
           .Case("chlo.square", [&] { return zbb.mul(x[0], x[0]); })
           .Default([] { return Value(); })();
   if (!r)
