@@ -88,6 +88,23 @@ template <typename OpTy> FailureOr<NodeResults> ONNXImporter::unary() {
   return result(OpTy::create(builder, loc, x->getType(), *x));
 }
 
+/// Gelu (ONNX opset 20, what torch.onnx.export writes from opset 20 on):
+/// approximate "none" (erf) or "tanh" -> zb.gelu with the same attribute.
+FailureOr<NodeResults> ONNXImporter::gelu() {
+  FailureOr<Value> x = floatInput(0);
+  if (failed(x))
+    return failure();
+  std::string approximate = stringAttr("approximate").value_or("none");
+  if (approximate != "none" && approximate != "tanh") {
+    nodeError() << "Gelu approximate must be \"none\" or \"tanh\", got \""
+                << approximate << "\"";
+    return failure();
+  }
+  auto op = zb::GeluOp::create(builder, loc, x->getType(), *x);
+  op.setApproximate(approximate);
+  return result(op);
+}
+
 /// Pow with a constant scalar exponent: x^1 -> x, x^2 -> x * x, x^0.5 ->
 /// sqrt, x^-0.5 -> rsqrt, else zb.pow with the exponent as a splat.
 FailureOr<NodeResults> ONNXImporter::pow() {
@@ -276,6 +293,7 @@ void zb::frontend::onnx_import::populateElementwiseHandlers(
       {"Log", 1, &I::unary<zb::LogOp>},
       {"Neg", 1, &I::unary<zb::NegOp>},
       {"Erf", 1, &I::unary<zb::ErfOp>},
+      {"Gelu", 20, &I::gelu},
       {"Sqrt", 1, &I::unary<zb::SqrtOp>},
       {"Sigmoid", 1, &I::unary<zb::SigmoidOp>},
       {"Pow", 1, &I::pow},

@@ -256,6 +256,7 @@ public:
   mlir::FailureOr<NodeResults> gather();
   mlir::FailureOr<NodeResults> where();
   mlir::FailureOr<NodeResults> reciprocal();
+  mlir::FailureOr<NodeResults> gelu();
   /// Softmax before opset 13 (default axis 1, flattening semantics: only the
   /// last axis is supported) and since (default axis -1).
   mlir::FailureOr<NodeResults> softmaxBefore13();
