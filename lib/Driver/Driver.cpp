@@ -141,24 +141,44 @@ void initializeNativeTarget() {
 /// other text is parsed as a zb-dialect module.
 static OwningOpRef<ModuleOp>
 parseModelBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
-                 MLIRContext *context) {
-  if (frontend::looksLikeStableHLO(buffer->getBuffer()))
-    return frontend::importStableHLO(buffer->getMemBufferRef(), context);
+                 MLIRContext *context,
+                 llvm::ArrayRef<std::string> dataArgs = {}) {
+  if (frontend::looksLikeStableHLO(buffer->getBuffer())) {
+    frontend::StableHLOImportOptions options;
+    options.dataArgs.assign(dataArgs.begin(), dataArgs.end());
+    return frontend::importStableHLO(buffer->getMemBufferRef(), context,
+                                     options);
+  }
+  if (!dataArgs.empty()) {
+    emitError(FileLineColLoc::get(context,
+                                  buffer->getBufferIdentifier(), 0, 0))
+        << "--data-args applies to StableHLO models only (this is a zb "
+           "dialect module; its arguments carry zb.param)";
+    return nullptr;
+  }
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
   return parseSourceFile<ModuleOp>(sourceMgr, context);
 }
 
-OwningOpRef<ModuleOp> loadModel(llvm::StringRef path, MLIRContext *context) {
-  if (path.ends_with(".onnx"))
+OwningOpRef<ModuleOp> loadModel(llvm::StringRef path, MLIRContext *context,
+                                llvm::ArrayRef<std::string> dataArgs) {
+  if (path.ends_with(".onnx")) {
+    if (!dataArgs.empty()) {
+      emitError(FileLineColLoc::get(context, path, 0, 0))
+          << "--data-args applies to StableHLO models only (ONNX graph "
+             "inputs are always data, initializers parameters)";
+      return nullptr;
+    }
     return frontend::importONNXFile(path, context);
+  }
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
   if (!file) {
     emitError(UnknownLoc::get(context)) << error;
     return nullptr;
   }
-  return parseModelBuffer(std::move(file), context);
+  return parseModelBuffer(std::move(file), context, dataArgs);
 }
 
 OwningOpRef<ModuleOp> parseModel(llvm::StringRef source, MLIRContext *context,
@@ -303,7 +323,7 @@ static LogicalResult checkFloat32(ModuleOp module) {
 /// Import, the front half, pipeline.mlir, and what the rest reads from it.
 LogicalResult Compilation::frontHalf() {
   progress("importing " + options.inputFile);
-  module = loadModel(options.inputFile, context.get());
+  module = loadModel(options.inputFile, context.get(), options.dataArgs);
   if (!module || failed(checkFloat32(*module)))
     return failure();
   paramValues =

@@ -282,7 +282,8 @@ NB_MODULE(_zb, m) {
       [](const std::string &model, const std::string &output, int64_t stages,
          int64_t virtualStages, int64_t microbatches,
          const std::string &schedule, std::vector<double> memoryLimits,
-         const std::string &target, const std::string &optimizer, double lr,
+         std::vector<std::string> dataArgs, const std::string &target,
+         const std::string &optimizer, double lr,
          const std::string &data, const std::string &profile, int optLevel,
          unsigned jobs, bool verbose) {
         zb::driver::CompileOptions o;
@@ -293,6 +294,7 @@ NB_MODULE(_zb, m) {
         o.microbatches = microbatches;
         o.schedule = schedule;
         o.memoryLimits = std::move(memoryLimits);
+        o.dataArgs = std::move(dataArgs);
         o.target = target;
         o.optimizer = optimizer;
         o.learningRate = lr;
@@ -303,7 +305,8 @@ NB_MODULE(_zb, m) {
         compileModel(o, verbose);
       },
       "model"_a, "output"_a, "stages"_a, "virtual_stages"_a,
-      "microbatches"_a, "schedule"_a, "memory_limits"_a, "target"_a,
+      "microbatches"_a, "schedule"_a, "memory_limits"_a, "data_args"_a,
+      "target"_a,
       "optimizer"_a, "lr"_a, "data"_a, "profile"_a, "opt_level"_a, "jobs"_a,
       "verbose"_a);
 }

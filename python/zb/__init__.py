@@ -320,6 +320,7 @@ def compile(model: str, output: str, *, stages: int = 2,
             microbatches: int = 8, schedule: str = "zb-h1",
             virtual_stages: int | None = None,
             memory_limit: Number | Sequence[Number] | None = None,
+            data_args: Sequence[str] = (),
             target: str = "cpu", optimizer: str = "sgd", lr: float = 0.05,
             data: str = "", profile: str = "", opt_level: int = 1,
             jobs: int = 0, verbose: bool = False) -> Plan:
@@ -329,6 +330,9 @@ def compile(model: str, output: str, *, stages: int = 2,
     Args:
         memory_limit: activation memory limit in bytes, one number or one
             per rank.
+        data_args: StableHLO models: arguments that are batch inputs, not
+            parameters (names or prefixes ending in '.'; integer arguments
+            are always data).
         target: "cpu", "cuda" (GPU kernels) or "h100" (CPU code, H100
             costs).
     Raises:
@@ -336,7 +340,8 @@ def compile(model: str, output: str, *, stages: int = 2,
     """
     _zb.compile(_os.fspath(model), _os.fspath(output), stages,
                 virtual_stages or 0, microbatches, schedule,
-                _as_list("memory_limit", memory_limit), target, optimizer,
+                _as_list("memory_limit", memory_limit),
+                [str(d) for d in data_args], target, optimizer,
                 lr, data, profile, opt_level, jobs, verbose)
     with open(_os.path.join(output, "plan.json")) as f:
         ranks = _json.load(f)["num_ranks"]

@@ -98,6 +98,7 @@ def compile(model: str, output: str, *, stages: int = ...,
             microbatches: int = ..., schedule: str = ...,
             virtual_stages: int | None = ...,
             memory_limit: Number | Sequence[Number] | None = ...,
+            data_args: Sequence[str] = ...,
             target: str = ..., optimizer: str = ..., lr: float = ...,
             data: str = ..., profile: str = ..., opt_level: int = ...,
             jobs: int = ..., verbose: bool = ...) -> Plan: ...

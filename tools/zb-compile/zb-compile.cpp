@@ -57,6 +57,12 @@ static cl::opt<std::string, true>
                       "ilp 1f1b-i zb-v v-half v-min v-auto (default zb-h1)"),
              cl::location(options.schedule), cl::init(defaults.schedule),
              cl::cat(category));
+static cl::list<std::string, std::vector<std::string>> dataArgs(
+    "data-args",
+    cl::desc("StableHLO models: arguments that are batch inputs, not "
+             "parameters (names, or prefixes ending in '.', e.g. batch.); "
+             "integer arguments are always data"),
+    cl::CommaSeparated, cl::location(options.dataArgs), cl::cat(category));
 static cl::list<double, std::vector<double>> memoryLimit(
     "memory-limit",
     cl::desc("Activation memory limit in bytes: one value for every rank, or "

@@ -80,6 +80,9 @@ struct CompileOptions {
   /// Activation memory limit in bytes (--memory-limit): empty = none, one
   /// value for every rank, or one per rank (0 = none on that rank).
   std::vector<double> memoryLimits;
+  /// StableHLO arguments that are batch inputs (--data-args): exact names
+  /// or prefixes ending in '.' (integer arguments are always data).
+  std::vector<std::string> dataArgs;
   /// Target (--target): "cpu" (CPU code, CPU roofline costs), "cuda"
   /// (GPU kernels for gpuArch, H100 roofline costs; runs under
   /// `zb-run --backend cuda`) or "h100" (CPU code scheduled with H100
@@ -166,10 +169,14 @@ std::unique_ptr<mlir::MLIRContext> createContext();
 void initializeNativeTarget();
 
 /// Imports a model file: ONNX (by the .onnx extension), JAX StableHLO text,
-/// or a zb-dialect .mlir module. Returns null after reporting the error
-/// (unreadable file, parse or import error) as a diagnostic.
-mlir::OwningOpRef<mlir::ModuleOp> loadModel(llvm::StringRef path,
-                                            mlir::MLIRContext *context);
+/// or a zb-dialect .mlir module. `dataArgs`: StableHLO arguments (names or
+/// prefixes ending in '.') that are batch inputs, not parameters (an error
+/// for other formats, and when one names no argument). Returns null after
+/// reporting the error (unreadable file, parse or import error) as a
+/// diagnostic.
+mlir::OwningOpRef<mlir::ModuleOp>
+loadModel(llvm::StringRef path, mlir::MLIRContext *context,
+          llvm::ArrayRef<std::string> dataArgs = {});
 /// The same for model text in memory (StableHLO or zb .mlir); `bufferName`
 /// names it in diagnostics.
 mlir::OwningOpRef<mlir::ModuleOp>

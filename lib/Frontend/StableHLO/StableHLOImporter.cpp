@@ -525,6 +525,22 @@ Importer::mainArguments(func::FuncOp main) {
               (StringRef(d).ends_with(".") && StringRef(name).starts_with(d));
     args.push_back({name, *t, !data});
   }
+  // A --data-args name that matches no argument is a typo, not a no-op.
+  for (const std::string &d : options.dataArgs) {
+    bool matched = llvm::any_of(args, [&](const Arg &a) {
+      return a.name == d ||
+             (StringRef(d).ends_with(".") && StringRef(a.name).starts_with(d));
+    });
+    if (!matched) {
+      std::string names;
+      for (const Arg &a : args)
+        names += (names.empty() ? "" : ", ") + a.name;
+      emitError(convertLoc(main.getLoc()))
+          << "--data-args '" << d << "' names no argument of @main (its "
+          << "arguments: " << names << ")";
+      return failure();
+    }
+  }
   return args;
 }
 
