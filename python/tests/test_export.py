@@ -78,3 +78,48 @@ def test_jax_export_compile_run_matches_jax(tmp_path, mpi_env):
     for k, g in grads.items():
         assert norms[f"params.{k}"] == pytest.approx(
             float(jnp.linalg.norm(g)), rel=1e-4)
+
+
+def test_custom_form_text_converts(tmp_path):
+    """jax's as_text() prints the custom op form: zb-translate says how to
+    convert it, `python3 -m zb.export to-generic` does, and the result
+    compiles."""
+    import subprocess
+    import sys
+
+    from conftest import tool
+
+    def loss(p, x):
+        return jnp.mean(jnp.tanh(x @ p["w"]))
+
+    p = {"w": np.ones((4, 3), np.float32)}
+    x = np.ones((2, 4), np.float32)
+    custom = tmp_path / "custom.mlir"
+    custom.write_text(jax.jit(loss).lower(p, x).as_text())
+    r = subprocess.run([tool("zb-translate"), "--import-stablehlo",
+                        str(custom)], capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "custom op form" in r.stderr and "to-generic" in r.stderr
+    generic = tmp_path / "generic.mlir"
+    subprocess.run([sys.executable, "-m", "zb.export", "to-generic",
+                    str(custom), str(generic)], check=True)
+    plan = zb.compile(generic, tmp_path / "plan", stages=1, microbatches=1,
+                      data_args=["arg1"])
+    assert [q["name"] for q in plan.plan["params"]] == ["arg0"]
+
+
+def test_unused_parameters_are_kept(tmp_path):
+    """keep_unused: a parameter the loss does not use stays a parameter."""
+    def loss(p, tokens, targets):
+        return jnp.mean(p["used"][tokens]) + 0.0 * jnp.mean(
+            p["used"][targets])
+
+    rng = np.random.default_rng(0)
+    params = {"used": rng.normal(size=(V, 4)).astype(np.float32),
+              "unused": rng.normal(size=(3,)).astype(np.float32)}
+    t = np.zeros((2, T), np.int32)
+    path = zb.export.jax_to_stablehlo(loss, params, t, t,
+                                      path=str(tmp_path / "m.mlir"))
+    plan = zb.compile(path, tmp_path / "plan", stages=1, microbatches=1)
+    assert sorted(q["name"] for q in plan.plan["params"]) == [
+        "params.unused", "params.used"]

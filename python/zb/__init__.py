@@ -413,4 +413,11 @@ def run(plan: Plan | str, *, ranks: int | None = None, steps: int = 10,
 
 
 from ._plot import plot, plot_memory, plot_run  # noqa: E402
-from . import export  # noqa: E402,F401
+
+
+def __getattr__(name):
+    # zb.export on first use (so that `python3 -m zb.export` runs it once).
+    if name == "export":
+        import importlib
+        return importlib.import_module(".export", __name__)
+    raise AttributeError(f"module 'zb' has no attribute {name!r}")

@@ -1,5 +1,11 @@
 """Export helpers: write exactly what zb's importers read.
 
+    python3 -m zb.export to-generic IN.mlir OUT.mlir
+
+converts StableHLO text in the custom op form (what
+``jax.jit(f).lower(...).as_text()`` prints) to the generic form zb reads,
+with the user's own jaxlib.
+
 torch_to_onnx: torch.onnx.export with the legacy TorchScript exporter
 (dynamo=False), opset 17, constant folding off, weights inside the file
 (zb-translate --import-onnx reads one self-contained .onnx).
@@ -69,7 +75,9 @@ def jax_to_stablehlo(fn, params, *batch, path: str) -> str:
     import numpy as np  # noqa: PLC0415
     from jax._src.lib.mlir import ir  # noqa: PLC0415
 
-    lowered = jax.jit(fn).lower(params, *batch)
+    # keep_unused: a parameter the loss does not use stays an argument (and
+    # gets a zero gradient) instead of disappearing from the export.
+    lowered = jax.jit(fn, keep_unused=True).lower(params, *batch)
     module = lowered.compiler_ir("stablehlo")
     args_flat, _ = jax.tree_util.tree_flatten_with_path((params,) + batch)
     param_leaves, _ = jax.tree_util.tree_flatten_with_path(params)
@@ -96,3 +104,35 @@ def jax_to_stablehlo(fn, params, *batch, path: str) -> str:
     with open(path, "w") as f:
         f.write(text)
     return os.fspath(path)
+
+
+def to_generic(source: str, path: str) -> str:
+    """Rewrites StableHLO text in the custom (pretty) op form, as
+    ``jax.jit(f).lower(...).as_text()`` prints it, in the generic op form
+    that zb-translate / zb-compile read, parsed with jaxlib's own StableHLO
+    dialect. Returns the path."""
+    from jax._src.interpreters import mlir as jmlir  # noqa: PLC0415
+    from jax._src.lib.mlir import ir  # noqa: PLC0415
+    with open(source) as f:
+        text = f.read()
+    with jmlir.make_ir_context():
+        module = ir.Module.parse(text)
+        generic = module.operation.get_asm(print_generic_op_form=True,
+                                           enable_debug_info=False)
+    with open(path, "w") as f:
+        f.write(generic)
+    return os.fspath(path)
+
+
+def _main(argv) -> int:
+    if len(argv) == 3 and argv[0] == "to-generic":
+        to_generic(argv[1], argv[2])
+        return 0
+    print("usage: python3 -m zb.export to-generic IN.mlir OUT.mlir",
+          file=__import__("sys").stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(_main(sys.argv[1:]))

@@ -689,6 +689,20 @@ zb::frontend::importStableHLO(llvm::MemoryBufferRef buffer, MLIRContext *ctx,
   ctx->loadDialect<func::FuncDialect, zb::ZBDialect>();
   StringRef fileName = buffer.getBufferIdentifier();
 
+  // The custom (pretty) op form that jax's as_text() prints needs the
+  // StableHLO dialect's own parser, which zb does not link: say how to
+  // convert it instead of failing on the first op.
+  if (std::optional<unsigned> line = customFormLine(buffer.getBuffer())) {
+    emitError(FileLineColLoc::get(ctx, fileName, *line, 0))
+        << "StableHLO in the custom op form (jax's lower(...).as_text()); "
+           "zb reads the generic form: convert it with `python3 -m "
+           "zb.export to-generic "
+        << fileName
+        << " OUT.mlir` (uses your jaxlib) or export with "
+           "zb.export.jax_to_stablehlo";
+    return nullptr;
+  }
+
   MLIRContext parseCtx(MLIRContext::Threading::DISABLED);
   parseCtx.allowUnregisteredDialects();
   parseCtx.loadDialect<func::FuncDialect>();
@@ -731,6 +745,20 @@ zb::frontend::importStableHLOFile(StringRef path, MLIRContext *ctx,
     return nullptr;
   }
   return importStableHLO((*file)->getMemBufferRef(), ctx, options);
+}
+
+std::optional<unsigned> zb::frontend::customFormLine(StringRef text) {
+  unsigned line = 1;
+  for (StringRef rest = text; !rest.empty();) {
+    auto [l, tail] = rest.split('\n');
+    // `%0 = stablehlo.add %a, %b` (custom) vs `"stablehlo.add"(...)`.
+    size_t eq = l.find("= stablehlo.");
+    if (eq != StringRef::npos && l.find('"') == StringRef::npos)
+      return line;
+    rest = tail;
+    ++line;
+  }
+  return std::nullopt;
 }
 
 bool zb::frontend::looksLikeStableHLO(StringRef text) {

@@ -70,6 +70,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/MemoryBufferRef.h"
 
+#include <optional>
 #include <string>
 
 namespace mlir {
@@ -100,6 +101,11 @@ importStableHLOFile(llvm::StringRef path, mlir::MLIRContext *ctx,
 /// True when `text` looks like a StableHLO module (mentions "stablehlo."
 /// ops); used by zb-compile to pick the importer for a .mlir file.
 bool looksLikeStableHLO(llvm::StringRef text);
+
+/// The 1-based line of the first op in the custom (pretty) StableHLO form
+/// (`%0 = stablehlo.add %a, %b : ...`), which zb does not parse; nullopt
+/// for the generic form.
+std::optional<unsigned> customFormLine(llvm::StringRef text);
 
 /// Registers the `--import-stablehlo` translation (for mlirTranslateMain)
 /// and its option `--data-args=NAME,...`.
