@@ -316,6 +316,7 @@ static bool isSupported(StringRef name) {
       "stablehlo.log", "stablehlo.log_plus_one", "stablehlo.tanh",
       "stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.logistic", "chlo.erf",
       "chlo.erfc", "chlo.square", "stablehlo.abs", "stablehlo.is_finite",
+      "stablehlo.sign",
       "stablehlo.compare", "stablehlo.select",
       "stablehlo.convert", "stablehlo.broadcast_in_dim", "stablehlo.reshape",
       "stablehlo.transpose", "stablehlo.slice", "stablehlo.concatenate",

@@ -36,6 +36,19 @@ LogicalResult Importer::importElementwise(Operation *op, ArrayRef<Val> in,
     return importSelect(op, in, out);
   if (name == "stablehlo.convert")
     return importConvert(op, in, out);
+  if (name == "stablehlo.sign" && isa<FloatType>(out.type.getElementType())) {
+    // sign(x) = x > 0 ? 1 : (x < 0 ? -1 : x): +-0 and NaN pass through as
+    // in HLO; no gradient flows through the comparisons (sign' = 0).
+    zb::ZBBuilder zbb(b, loc);
+    FailureOr<Value> x = materialize(in[0]);
+    if (failed(x))
+      return failure();
+    Value zero = zbb.splat(*x, 0.0);
+    Value neg = zbb.select(zbb.compare("lt", *x, zero), zbb.splat(*x, -1.0),
+                           zbb.mul(*x, zero));
+    out.v = zbb.select(zbb.compare("gt", *x, zero), zbb.splat(*x, 1.0), neg);
+    return success();
+  }
   if (name == "stablehlo.is_finite") {
     // |x| < +inf: false for NaN (ordered compare) and for +-inf.
     zb::ZBBuilder zbb(b, loc);
