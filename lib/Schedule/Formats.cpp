@@ -284,6 +284,18 @@ void zb::sched::writeCSV(llvm::raw_ostream &os, const Schedule &schedule) {
   }
 }
 
+namespace {
+/// PyTorch's actions beside the compute passes (torch.distributed.pipelining
+/// _ComputationType): communication and FSDP steps, which zb derives from
+/// the schedule itself; read as no-ops.
+bool isNonComputeAction(llvm::StringRef type) {
+  return llvm::is_contained(
+      {"UNSHARD", "RESHARD", "SEND_F", "RECV_F", "SEND_B", "RECV_B",
+       "REDUCE_GRAD"},
+      type);
+}
+} // namespace
+
 llvm::Expected<Schedule> zb::sched::readCSV(llvm::StringRef text,
                                             int numRanks) {
   Schedule s;
@@ -299,21 +311,48 @@ llvm::Expected<Schedule> zb::sched::readCSV(llvm::StringRef text,
     auto &list = s.perRank.emplace_back();
     llvm::SmallVector<llvm::StringRef> cells;
     lines[row].trim().split(cells, ',');
+    // OVERLAP_F_B (DualPipeV): "(0F1;3B0)OVERLAP_F_B" runs its sub-actions
+    // in order; every other cell is one action.
+    llvm::SmallVector<llvm::StringRef> actions;
     for (llvm::StringRef cell : cells) {
       cell = cell.trim();
       if (cell.empty())
         continue;
+      if (cell.starts_with("(") && cell.contains(")")) {
+        llvm::StringRef inner = cell.drop_front().split(')').first;
+        llvm::SmallVector<llvm::StringRef> subs;
+        inner.split(subs, ';');
+        for (llvm::StringRef sub : subs)
+          actions.push_back(sub.trim());
+        continue;
+      }
+      actions.push_back(cell);
+    }
+    for (llvm::StringRef cell : actions) {
       size_t pos = cell.find_first_not_of("0123456789");
-      unsigned stage, mb;
+      unsigned stage;
       if (pos == 0 || pos == llvm::StringRef::npos ||
-          cell.substr(0, pos).getAsInteger(10, stage) ||
-          cell.substr(pos + 1).getAsInteger(10, mb))
+          cell.substr(0, pos).getAsInteger(10, stage))
         return llvm::createStringError(
             llvm::formatv("CSV row {0}: cannot parse action '{1}' (expected "
                           "<stage><F|I|W|B><microbatch>, e.g. 0F3)",
                           row, cell)
                 .str());
-      char type = cell[pos];
+      llvm::StringRef rest = cell.substr(pos);
+      size_t digits = rest.find_first_of("0123456789");
+      llvm::StringRef type = rest.substr(0, digits);
+      if (isNonComputeAction(type))
+        continue;
+      unsigned mb;
+      if (type.size() != 1 || digits == llvm::StringRef::npos ||
+          rest.substr(digits).getAsInteger(10, mb))
+        return llvm::createStringError(
+            llvm::formatv("CSV row {0}: action '{1}' has type '{2}'; the "
+                          "compute actions F, I, W, B and PyTorch's UNSHARD, "
+                          "RESHARD, SEND_F, RECV_F, SEND_B, RECV_B, "
+                          "REDUCE_GRAD and (..;..)OVERLAP_F_B are supported",
+                          row, cell, type)
+                .str());
       if (stage >= stageRank.size())
         stageRank.resize(stage + 1, -1);
       if (stageRank[stage] >= 0 && stageRank[stage] != (int)row)
@@ -323,7 +362,7 @@ llvm::Expected<Schedule> zb::sched::readCSV(llvm::StringRef text,
                 .str());
       stageRank[stage] = row;
       maxStage = std::max<int>(maxStage, stage);
-      switch (type) {
+      switch (type[0]) {
       case 'F':
         list.push_back({ActionKind::F, (int)stage, (int)mb});
         break;
@@ -349,10 +388,10 @@ llvm::Expected<Schedule> zb::sched::readCSV(llvm::StringRef text,
       }
     }
   }
-  if (sawFull && sawSplit)
-    return llvm::createStringError(
-        "CSV mixes full backward (B) with split backward (I/W) actions");
-  s.fusedBackward = sawFull;
+  // A full backward B is B directly followed by its W; mixed with split
+  // I/W actions (PyTorch's ZB schedules), the gradient of a full B is sent
+  // after its B as for I (the schedule is not fused).
+  s.fusedBackward = sawFull && !sawSplit;
   if (numRanks > 0)
     s.perRank.resize(std::max<size_t>(numRanks, s.perRank.size()));
   for (int st = 0; st <= maxStage; ++st) {

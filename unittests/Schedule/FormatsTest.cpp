@@ -84,6 +84,35 @@ TEST(Formats, CSVErrors) {
             std::string::npos);
 }
 
+/// PyTorch's communication and FSDP actions are no-ops here, OVERLAP_F_B
+/// runs its sub-actions in order, and a full B mixes with I/W: the same
+/// compute order as the compute-only CSV.
+TEST(Formats, CSVWithPyTorchCommunicationActions) {
+  const char *computeOnly = "0F0,0F1,0I0,0W0,0B1\n"
+                            "1F0,1I0,1F1,1W0,1B1\n";
+  const char *withComms =
+      "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0I0,0W0,0RECV_B1,0B1,"
+      "0REDUCE_GRAD,0RESHARD\n"
+      "1UNSHARD,1RECV_F0,(1F0;1I0)OVERLAP_F_B,1SEND_B0,1RECV_F1,1F1,1W0,"
+      "1B1,1SEND_B1,1REDUCE_GRAD\n";
+  auto a = readCSV(computeOnly), b = readCSV(withComms);
+  ASSERT_TRUE(static_cast<bool>(a)) << llvm::toString(a.takeError());
+  ASSERT_TRUE(static_cast<bool>(b)) << llvm::toString(b.takeError());
+  EXPECT_EQ(a->perRank, b->perRank);
+  EXPECT_EQ(a->stageToRank, b->stageToRank);
+  // Mixed B and I/W: not a fused-backward schedule.
+  EXPECT_FALSE(b->fusedBackward);
+  Problem pr;
+  pr.numRanks = 2;
+  pr.numMicrobatches = 2;
+  pr.costF = pr.costB = pr.costW = {1};
+  EXPECT_FALSE(static_cast<bool>(verify(pr, *b)));
+  // Unknown multi-letter types are still named.
+  EXPECT_NE(llvm::toString(readCSV("0F0,0WAIT_X1\n").takeError())
+                .find("'0WAIT_X1' has type 'WAIT_X'"),
+            std::string::npos);
+}
+
 TEST(Formats, CSVImportedScheduleIsChecked) {
   // A PyTorch-style GPipe for 2 ranks, 2 microbatches, with rank 1 wrongly
   // running I1 before F1.

@@ -29,8 +29,12 @@
 //
 // CSV: one row per rank, one action per cell, "<stage><type><microbatch>"
 // with type F (forward), I (backward input = B), W (backward weight) or B
-// (full backward = fused B and W), as torch.distributed.pipelining writes
-// them with _dump_csv(format="compute_only").
+// (full backward = fused B and W; mixed with I/W allowed), as
+// torch.distributed.pipelining writes
+// them with _dump_csv(format="compute_only"). readCSV also takes PyTorch's
+// other action types as no-ops (UNSHARD, RESHARD, SEND_F, RECV_F, SEND_B,
+// RECV_B, REDUCE_GRAD: zb derives communication from the schedule) and
+// "(0F1;3B0)OVERLAP_F_B" as its sub-actions in order.
 //
 //===----------------------------------------------------------------------===//
 
