@@ -16,6 +16,8 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/Support/FileSystem.h"
+
+#include <cmath>
 #include "llvm/Support/Path.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
@@ -55,6 +57,10 @@ llvm::Error validateOptions(const CompileOptions &options) {
                  "'");
   if (!llvm::is_contained(sched::scheduleNames(), options.schedule))
     return error("unknown --schedule '" + options.schedule + "'");
+  if (!(std::isfinite(options.learningRate) && options.learningRate > 0))
+    return error(llvm::formatv("--lr must be a finite number > 0, got {0}",
+                               options.learningRate)
+                     .str());
   if (options.optLevel < 0 || options.optLevel > 3)
     return error("--opt-level must be 0, 1, 2 or 3, got " +
                  llvm::Twine(options.optLevel));

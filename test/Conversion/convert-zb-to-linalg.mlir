@@ -9,7 +9,7 @@
 // CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%arg0, %arg1 : tensor<4x5xf32>, tensor<4x5xf32>) outs(%[[E]] : tensor<4x5xf32>)
 // CHECK: arith.addf
 // CHECK: linalg.generic
-// CHECK: arith.cmpf ogt
+// CHECK: arith.cmpf ugt
 // CHECK: arith.select
 func.func @elementwise(%a: tensor<4x5xf32>, %b: tensor<4x5xf32>) -> tensor<4x5xf32> {
   %s = zb.add %a, %b : tensor<4x5xf32>

@@ -37,11 +37,12 @@ Value binary(OpBuilder &b, Location l, Operation *, ValueRange a) {
   return ScalarOp::create(b, l, a[0], a[1]).getResult();
 }
 
-/// max(x, 0) as an ordered compare and a select (NaN gives 0).
+/// max(x, 0) as an unordered compare and a select: NaN stays NaN, as in
+/// PyTorch and JAX (an ordered compare would map it to 0 and hide it).
 Value relu(OpBuilder &b, Location l, Operation *, ValueRange a) {
   Value x = a[0];
   Value zero = floatConst(b, l, x.getType(), 0.0);
-  Value pos = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, x, zero);
+  Value pos = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UGT, x, zero);
   return arith::SelectOp::create(b, l, pos, x, zero).getResult();
 }
 

@@ -197,13 +197,21 @@ llvm::Expected<int> zb::host::runUnderMpirun(int argc, char **argv, int ranks) {
       llvm::sys::fs::getMainExecutable(argv[0], (void *)&runUnderMpirun);
   if (self.empty())
     return error("cannot determine the path of the zb-run executable");
-  std::vector<std::string> args = {
-      *mpirun, "--allow-run-as-root", "--oversubscribe",
-      "-np",   std::to_string(ranks), self};
+  std::vector<std::string> args = {*mpirun};
+  // Open MPI refuses root unless told; tell it only when zb-run is root.
+  const bool root = geteuid() == 0;
+  if (root)
+    args.push_back("--allow-run-as-root");
+  for (const char *a : {"--oversubscribe", "-np"})
+    args.push_back(a);
+  args.push_back(std::to_string(ranks));
+  args.push_back(self);
   for (int i = 1; i < argc; ++i)
     args.push_back(argv[i]);
-  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  if (root) {
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  }
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   std::string why;
   int code = runMpirun(args, &why);

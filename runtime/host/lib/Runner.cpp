@@ -446,6 +446,9 @@ Error zb::host::checkOptions(const RunOptions &o) {
     return makeError("--print-every must be >= 1");
   if (o.ranksGiven && o.numRanks < 1)
     return makeError("--ranks must be >= 1");
+  if (o.lr && !(std::isfinite(*o.lr) && *o.lr > 0))
+    return makeError(formatv("--lr must be a finite number > 0, got {0}",
+                             *o.lr));
   return Error::success();
 }
 
