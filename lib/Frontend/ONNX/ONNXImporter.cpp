@@ -253,6 +253,16 @@ OwningOpRef<ModuleOp> ONNXImporter::importModel(const onnx::ModelProto &model) {
   for (const onnx::OperatorSetIdProto &o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx")
       opsetVersion = o.version();
+  // Handlers are registered by the opset an op's semantics start at; an
+  // opset newer than the newest zb knows may have changed any of them.
+  constexpr int64_t kMaxOpset = 20;
+  if (opsetVersion > kMaxOpset) {
+    fileError() << "ONNX opset " << opsetVersion
+                << " is newer than zb supports (default-domain opsets up to "
+                << kMaxOpset << "): export with opset_version=" << kMaxOpset
+                << " or lower";
+    return nullptr;
+  }
   if (graph.sparse_initializer_size() > 0) {
     fileError() << "sparse initializers are not supported";
     return nullptr;
