@@ -10,6 +10,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -68,10 +69,14 @@ static llvm::Error checkVector(llvm::StringRef field,
                       values.size(), p,
                       s != p ? llvm::formatv(" or p*V={0}", s).str() : "")
             .str());
+  // Times and memory are summed over up to 3 m p V passes: a bound keeps
+  // every sum finite (1e300 would overflow to inf, then nan).
+  const double kMaxValue = 1e15;
   for (double v : values)
-    if (!(v >= 0) || !std::isfinite(v))
+    if (!(v >= 0) || !std::isfinite(v) || v > kMaxValue)
       return llvm::createStringError(
-          llvm::formatv("{0} must be finite and >= 0, got {1}", field, v)
+          llvm::formatv("{0} must be finite, >= 0 and at most 1e15, got {1}",
+                        field, llvm::format("%g", v))
               .str());
   return llvm::Error::success();
 }
