@@ -155,8 +155,40 @@ static llvm::Error readNumbers(const json::Object &o, llvm::StringRef key,
   return llvm::Error::success();
 }
 
+llvm::Error zb::sched::checkJSONNesting(llvm::StringRef text,
+                                        llvm::StringRef what,
+                                        unsigned maxDepth) {
+  unsigned depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i; // the escaped character
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > maxDepth)
+        return llvm::createStringError(
+            llvm::formatv("{0}: JSON nests deeper than {1} levels (at byte "
+                          "{2}); refusing to parse it",
+                          what, maxDepth, i)
+                .str());
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error zb::sched::readJSON(llvm::StringRef text, Problem &problem,
                                 Schedule &schedule) {
+  if (llvm::Error e = checkJSONNesting(text, "schedule JSON"))
+    return e;
   llvm::Expected<json::Value> parsed = json::parse(text);
   if (!parsed)
     return parsed.takeError();
@@ -285,6 +317,11 @@ void zb::sched::writeCSV(llvm::raw_ostream &os, const Schedule &schedule) {
 }
 
 namespace {
+/// A cell as error messages quote it: at most 40 characters.
+std::string quoteCell(llvm::StringRef cell) {
+  return cell.size() <= 40 ? cell.str() : (cell.take_front(40) + "...").str();
+}
+
 /// PyTorch's actions beside the compute passes (torch.distributed.pipelining
 /// _ComputationType): communication and FSDP steps, which zb derives from
 /// the schedule itself; read as no-ops.
@@ -336,7 +373,7 @@ llvm::Expected<Schedule> zb::sched::readCSV(llvm::StringRef text,
         return llvm::createStringError(
             llvm::formatv("CSV row {0}: cannot parse action '{1}' (expected "
                           "<stage><F|I|W|B><microbatch>, e.g. 0F3)",
-                          row, cell)
+                          row, quoteCell(cell))
                 .str());
       llvm::StringRef rest = cell.substr(pos);
       size_t digits = rest.find_first_of("0123456789");
@@ -351,7 +388,7 @@ llvm::Expected<Schedule> zb::sched::readCSV(llvm::StringRef text,
                           "compute actions F, I, W, B and PyTorch's UNSHARD, "
                           "RESHARD, SEND_F, RECV_F, SEND_B, RECV_B, "
                           "REDUCE_GRAD and (..;..)OVERLAP_F_B are supported",
-                          row, cell, type)
+                          row, quoteCell(cell), quoteCell(type))
                 .str());
       if (stage >= stageRank.size())
         stageRank.resize(stage + 1, -1);

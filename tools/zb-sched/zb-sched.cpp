@@ -402,7 +402,8 @@ int main(int argc, char **argv) {
       return fail(llvm::createStringError("cannot read '" + inputFile +
                                           "': " + buffer.getError().message()));
     llvm::StringRef text = (*buffer)->getBuffer();
-    if (text.ltrim().starts_with("{")) {
+    if (text.ltrim().starts_with("{") || text.ltrim().starts_with("[") ||
+        llvm::StringRef(inputFile).ends_with(".json")) {
       if (llvm::Error e = readJSON(text, problem, schedule))
         return fail(std::move(e));
     } else {

@@ -113,6 +113,26 @@ TEST(Formats, CSVWithPyTorchCommunicationActions) {
             std::string::npos);
 }
 
+/// Deeply nested JSON is refused before llvm::json::parse recurses into it;
+/// brackets inside strings do not count; 64 levels are fine.
+TEST(Formats, JSONNestingCap) {
+  std::string deep(100000, '[');
+  deep += std::string(100000, ']');
+  llvm::Error e = checkJSONNesting(deep, "x.json");
+  EXPECT_NE(llvm::toString(std::move(e)).find("x.json: JSON nests deeper "
+                                              "than 64 levels (at byte 64)"),
+            std::string::npos);
+  std::string ok = std::string(64, '[') + std::string(64, ']');
+  EXPECT_FALSE(static_cast<bool>(checkJSONNesting(ok, "ok")));
+  std::string strings = "{\"a\": \"" + std::string(1000, '[') +
+                        "\\\"\", \"b\": [1]}";
+  EXPECT_FALSE(static_cast<bool>(checkJSONNesting(strings, "s")));
+  Problem p;
+  Schedule s;
+  EXPECT_NE(llvm::toString(readJSON(deep, p, s)).find("nests deeper"),
+            std::string::npos);
+}
+
 TEST(Formats, CSVImportedScheduleIsChecked) {
   // A PyTorch-style GPipe for 2 ranks, 2 microbatches, with rank 1 wrongly
   // running I1 before F1.

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zbhost/Plan.h"
+#include "zb/Schedule/Formats.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
@@ -444,6 +445,8 @@ Error PlanParser::ranks() {
 } // namespace
 
 Expected<Plan> zb::host::parsePlan(StringRef text, StringRef path) {
+  if (Error e = sched::checkJSONNesting(text, path))
+    return std::move(e);
   Expected<json::Value> parsed = json::parse(text);
   if (!parsed)
     return createStringError(

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zbhost/Profile.h"
+#include "zb/Schedule/Formats.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -99,6 +100,8 @@ Expected<ProfiledStage> readStage(StringRef path, const json::Value &v,
 } // namespace
 
 Expected<Profile> zb::host::parseProfile(StringRef text, StringRef path) {
+  if (Error e = sched::checkJSONNesting(text, path))
+    return std::move(e);
   Expected<json::Value> json = json::parse(text);
   if (!json)
     return profileError(path, "invalid JSON: " + toString(json.takeError()));
