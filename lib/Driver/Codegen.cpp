@@ -149,7 +149,15 @@ llvm::Error linkShared(llvm::StringRef object, llvm::StringRef library) {
   // The rank program needs only libzbrt's symbols (the pool allocator, the
   // runtime calls), resolved in the zb-run process, and libm: copies are
   // loops (zb-memref-copy-to-linalg), not calls of MLIR's runner utilities.
-  SmallVector<StringRef> args{*cc, "-shared", "-o", library, object, "-lm"};
+  // Absolute paths: an output directory named like an option ("-v") must
+  // reach the compiler as a file name.
+  SmallString<256> absObject(object), absLibrary(library);
+  if (std::error_code ec = llvm::sys::fs::make_absolute(absObject))
+    return llvm::createStringError(ec, "cannot resolve " + object);
+  if (std::error_code ec = llvm::sys::fs::make_absolute(absLibrary))
+    return llvm::createStringError(ec, "cannot resolve " + library);
+  SmallVector<StringRef> args{*cc,        "-shared", "-o",
+                              absLibrary, absObject, "-lm"};
   std::string message;
   if (llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &message))
     return llvm::createStringError("linking " + library +
