@@ -9,6 +9,7 @@
 #include "zbrt/Trace.h"
 #include "zbrt/zbrt.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -160,32 +161,71 @@ void reduceOnRankZero(StageProfile &profile) {
 /// --save-params: rank 0 creates FILE (the size of params.bin), then every
 /// rank in turn writes its parameters at their offsets (collective). False
 /// on every rank when FILE cannot be created.
+/// --save-params: every rank writes its parameters into a temporary file
+/// next to `path`, then rank 0 renames it over `path` (atomic: a crash
+/// leaves the previous file; a symlink at `path` is replaced, not followed).
+/// Write errors (a full disk) are one line naming the file.
 bool saveFinalParams(const RankProgram &rp, const Plan &plan, StringRef path) {
   int64_t size = 0;
   for (const ParamInfo &p : plan.params)
     size = std::max(size, p.offsetBytes + 4 * p.numElements());
+  // Atomic for a regular file, a symlink or a new name; a device or pipe
+  // (/dev/null, /dev/full) is written in place (never replaced).
+  long long pid = (long long)getpid();
+  int atomic = 1;
+  if (zbrt_rank() == 0) {
+    llvm::sys::fs::file_status st;
+    if (!llvm::sys::fs::status(path, st, /*follow=*/false) &&
+        st.type() != llvm::sys::fs::file_type::regular_file &&
+        st.type() != llvm::sys::fs::file_type::symlink_file)
+      atomic = 0;
+  }
+  MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  MPI_Bcast(&atomic, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  const std::string tmp =
+      atomic ? (path + ".tmp." + Twine(pid)).str() : path.str();
   int ok = 1;
   if (zbrt_rank() == 0) {
-    FILE *f = std::fopen(path.str().c_str(), "wb");
-    ok = f && (size == 0 || (std::fseek(f, size - 1, SEEK_SET) == 0 &&
-                             std::fputc(0, f) != EOF));
+    FILE *f = std::fopen(tmp.c_str(), "wb");
+    ok = f && (!atomic || size == 0 ||
+               (std::fseek(f, size - 1, SEEK_SET) == 0 &&
+                std::fputc(0, f) != EOF));
     if (f)
       ok = (std::fclose(f) == 0) && ok;
   }
   MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (!ok)
+  if (!ok) {
+    if (zbrt_rank() == 0 && atomic)
+      std::remove(tmp.c_str());
     return agree(makeError("--save-params: cannot write '" + path + "'"));
+  }
+  int mine = 1;
   for (int32_t r = 0; r < zbrt_world_size(); ++r) {
     if (r == zbrt_rank()) {
-      FILE *f = std::fopen(path.str().c_str(), "r+b");
+      FILE *f = std::fopen(tmp.c_str(), atomic ? "r+b" : "wb");
+      mine = f != nullptr;
       for (const auto &[index, buf] : rp.params)
-        if (f && std::fseek(f, plan.params[index].offsetBytes, SEEK_SET) == 0)
-          std::fwrite(buf.data(), 4, (size_t)buf.size(), f);
+        mine = mine &&
+               std::fseek(f, plan.params[index].offsetBytes, SEEK_SET) == 0 &&
+               std::fwrite(buf.data(), 4, (size_t)buf.size(), f) ==
+                   (size_t)buf.size();
       if (f)
-        std::fclose(f);
+        mine = (std::fclose(f) == 0) && mine;
     }
     MPI_Barrier(MPI_COMM_WORLD);
   }
+  MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (zbrt_rank() == 0 && atomic) {
+    if (mine && std::rename(tmp.c_str(), path.str().c_str()) != 0)
+      mine = 0;
+    if (!mine)
+      std::remove(tmp.c_str());
+  }
+  MPI_Bcast(&mine, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!mine)
+    return agree(makeError("--save-params: writing '" + path +
+                           "' failed (disk full?); the previous file is "
+                           "unchanged"));
   return true;
 }
 
