@@ -178,6 +178,10 @@ planInputs(const LoweredPipeline &pipeline) {
     entry.sampleShape.assign(shape.begin(), shape.end());
     entry.stage = static_cast<int32_t>(stage);
     entry.rank = pipeline.schedule.stageToRank[stage];
+    auto range = pipeline.indexRanges.find(in.index);
+    if (range != pipeline.indexRanges.end() &&
+        !isa<FloatType>(in.type.getElementType()))
+      entry.indexRange = range->second;
     inputs.push_back(std::move(entry));
   }
   return inputs;

@@ -67,6 +67,34 @@ FailureOr<LoweredPipeline> readPipeline(ModuleOp module,
       return failure();
     pipeline.rankArgs[rank.getInt()] = std::move(*args);
   }
+  // Index ranges of integer batch inputs, from the stage functions' uses.
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal())
+      continue;
+    for (BlockArgument arg : fn.getArguments()) {
+      auto role = fn.getArgAttrOfType<RoleAttr>(arg.getArgNumber(), kRoleAttr);
+      auto index = fn.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
+                                                    "zb.index");
+      if (!role || role.getValue() != Role::batch || !index)
+        continue;
+      for (Operation *user : arg.getUsers()) {
+        int64_t range = 0;
+        if (auto g = dyn_cast<GatherOp>(user); g && g.getIndices() == arg)
+          range = g.getTable().getType().getShape().front();
+        else if (auto ce = dyn_cast<CrossEntropyOp>(user);
+                 ce && ce.getTargets() == arg)
+          range = ce.getLogits().getType().getShape().back();
+        else if (auto oh = dyn_cast<OneHotOp>(user))
+          range = oh.getType().getShape().back();
+        if (range <= 0)
+          continue;
+        auto [it, fresh] =
+            pipeline.indexRanges.try_emplace(index.getInt(), range);
+        if (!fresh)
+          it->second = std::min(it->second, range);
+      }
+    }
+  }
   return pipeline;
 }
 

@@ -35,6 +35,7 @@
 #include "llvm/Support/Error.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -221,6 +222,10 @@ struct LoweredPipeline {
   sched::SimResult simulation;
   /// Step function arguments, per rank.
   std::vector<llvm::SmallVector<RankArg>> rankArgs;
+  /// Batch input index -> the range its integer values must lie in (the
+  /// rows of the table a zb.gather indexes, the classes of a
+  /// zb.cross_entropy or zb.one_hot it feeds; the smallest over its uses).
+  std::map<int64_t, int64_t> indexRanges;
 
   int64_t numRanks() const { return schedule.perRank.size(); }
 };

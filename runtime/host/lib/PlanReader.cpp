@@ -315,6 +315,8 @@ Error PlanParser::inputs() {
       return f.error("dtype", "unknown element type \"" + dtype +
                                   "\" (expected float32, int64 or int32)");
     in.dtype = *t;
+    if (f.has("index_range"))
+      ZB_ASSIGN(in.indexRange, f.integer("index_range", 1));
     ZB_CHECK(placement(f, in.rank, in.stage));
     plan.inputs.push_back(std::move(in));
     return Error::success();

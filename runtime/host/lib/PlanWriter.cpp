@@ -52,6 +52,8 @@ json::Value inputJSON(const InputInfo &in) {
   o["name"] = in.name;
   o["dtype"] = dtypeName(in.dtype);
   o["sample_shape"] = json::Array(in.sampleShape);
+  if (in.indexRange > 0)
+    o["index_range"] = in.indexRange;
   return o;
 }
 

@@ -154,6 +154,21 @@ Error loadData(RankProgram &rp, const Plan &plan, const DataOptions &data) {
     Expected<Dataset> ds = readDataset(path, in.name, in.sampleShape, in.dtype);
     if (!ds)
       return ds.takeError();
+    if (in.indexRange > 0 && in.dtype != DType::Float32) {
+      // An index outside the table would read (or write) outside it.
+      for (int64_t i = 0, n = ds->numSamples * ds->sampleElements; i < n;
+           ++i) {
+        int64_t v = in.dtype == DType::Int64
+                        ? reinterpret_cast<const int64_t *>(ds->bytes.data())[i]
+                        : reinterpret_cast<const int32_t *>(ds->bytes.data())[i];
+        if (v < 0 || v >= in.indexRange)
+          return makeError(formatv(
+              "{0}: sample {1} position {2}: value {3} of input '{4}' is "
+              "outside [0, {5}) (the rows or classes it indexes)",
+              path, i / ds->sampleElements, i % ds->sampleElements, v,
+              in.name, in.indexRange));
+      }
+    }
     rp.datasets.emplace(a.index, std::move(*ds));
   }
   return Error::success();

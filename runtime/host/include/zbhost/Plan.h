@@ -67,6 +67,10 @@ struct InputInfo {
   DType dtype = DType::Float32; ///< "dtype" (float32 when absent)
   int32_t rank = 0;
   int32_t stage = 0;
+  /// "index_range": an integer input's values must lie in [0, indexRange)
+  /// (the rows of the embedding table it indexes, the classes of the
+  /// cross-entropy or one-hot it feeds); 0 = not known, unchecked.
+  int64_t indexRange = 0;
   int64_t sampleElements() const;
 };
 
