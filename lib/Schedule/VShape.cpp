@@ -184,19 +184,14 @@ bool VGreedy::run() {
   return true;
 }
 
-/// Per-rank peak activation memory of `order` (F +M_B, B +M_W-M_B, W -M_W).
-static std::vector<double>
-peakMemory(const std::vector<std::vector<Action>> &order,
-           const StageCosts &costs) {
-  std::vector<double> peak(order.size(), 0.0);
-  for (size_t r = 0; r < order.size(); ++r) {
-    double mem = 0;
-    for (const Action &a : order[r]) {
-      mem += costs.memoryDelta(a.kind, a.stage);
-      peak[r] = std::max(peak[r], mem);
-    }
-  }
-  return peak;
+/// True when every rank's `peak` fits the problem's limit for that rank.
+static bool fitsProblemLimits(const Problem &problem,
+                              llvm::ArrayRef<double> peak) {
+  for (size_t r = 0; r < peak.size(); ++r)
+    if (problem.memoryLimitOf(r) > 0 &&
+        !StageCosts::fits(peak[r], problem.memoryLimitOf(r)))
+      return false;
+  return true;
 }
 
 /// The order of the named V-shape schedule: the authors' construction
@@ -204,7 +199,7 @@ peakMemory(const std::vector<std::vector<Action>> &order,
 /// else the greedy list scheduler under `limits`; empty when none fits.
 static std::vector<std::vector<Action>>
 constructOrder(const Problem &problem, llvm::StringRef name,
-               const StageCosts &costs, const StageCosts &control,
+               const StageCosts &control,
                const std::vector<double> &limits,
                const std::vector<int> &stageToRank) {
   if (name == "zb-v") {
@@ -214,13 +209,11 @@ constructOrder(const Problem &problem, llvm::StringRef name,
                  detail::constructVPattern(problem, name == "v-half")) {
     // The building blocks fix the memory; keep them when they fit the
     // problem's limit.
-    std::vector<double> peak = peakMemory(*order, costs);
-    bool fits = true;
-    for (size_t r = 0; r < peak.size(); ++r)
-      fits &= problem.memoryLimitOf(r) <= 0 ||
-              StageCosts::fits(peak[r], problem.memoryLimitOf(r));
-    if (fits)
-      return std::move(*order);
+    Schedule probe;
+    probe.stageToRank = stageToRank;
+    probe.perRank = std::move(*order);
+    if (fitsProblemLimits(problem, simulate(problem, probe).peakMemory))
+      return std::move(probe.perRank);
   }
   VGreedy greedy(problem, control, stageToRank, limits);
   if (!greedy.run())
@@ -277,24 +270,20 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
     double best = std::numeric_limits<double>::infinity();
     for (llvm::StringRef candidate : {"zb-v", "v-half", "v-min"}) {
       Schedule c = s;
-      c.perRank = constructOrder(problem, candidate, costs, control,
-                                 userLimits, s.stageToRank);
+      c.perRank = constructOrder(problem, candidate, control, userLimits,
+                                 s.stageToRank);
       if (c.perRank.empty())
         continue;
       SimResult sim = simulate(problem, c);
-      std::vector<double> peak = peakMemory(c.perRank, costs);
-      bool fits = sim.complete;
-      for (int r = 0; r < p && fits; ++r)
-        fits = problem.memoryLimitOf(r) <= 0 ||
-               StageCosts::fits(peak[r], problem.memoryLimitOf(r));
-      if (fits && sim.stageSpan < best - 1e-9) {
+      if (sim.complete && fitsProblemLimits(problem, sim.peakMemory) &&
+          sim.stageSpan < best - 1e-9) {
         best = sim.stageSpan;
         s.perRank = std::move(c.perRank);
       }
     }
   } else {
     s.perRank =
-        constructOrder(problem, name, costs, control, limits, s.stageToRank);
+        constructOrder(problem, name, control, limits, s.stageToRank);
   }
   if (s.perRank.empty()) {
     std::vector<double> need(p);
@@ -316,7 +305,7 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
     if (!noMemory) {
       searchLimits = name == "zb-v" || name == "v-auto"
                          ? limits
-                         : peakMemory(s.perRank, costs);
+                         : simulate(problem, s).peakMemory;
       for (int r = 0; r < p; ++r)
         if (problem.memoryLimitOf(r) > 0)
           searchLimits[r] = std::min(searchLimits[r], problem.memoryLimitOf(r));
