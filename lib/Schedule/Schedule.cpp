@@ -261,6 +261,8 @@ static SimCore runSimulation(const Problem &problem, const Schedule &schedule,
   core.done.assign(idx.size(), 0);
   core.next.assign(p, 0);
   core.free.assign(p, 0.0);
+  if (options.rankReady.size() == static_cast<size_t>(p))
+    core.free = options.rankReady;
   core.first.assign(p, -1.0);
   size_t total = 0, finished = 0;
   for (const auto &list : schedule.perRank)

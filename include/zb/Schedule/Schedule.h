@@ -150,6 +150,11 @@ struct SimOptions {
   /// ones (estimateJitter). Memory still uses the costs; the ideal time and
   /// the bubble rates use these durations.
   std::function<double(const Action &)> duration;
+  /// When not empty (size p): rank r starts no action before rankReady[r]
+  /// (ms), e.g. the end of its previous iteration's optimizer step
+  /// (simulateOptimizerSync). Times are then absolute; the spans and bubble
+  /// rates still run from each rank's first action.
+  std::vector<double> rankReady;
 };
 
 /// Result of simulating a schedule.
