@@ -68,7 +68,11 @@ llvm::Error writeScheduleJSON(llvm::StringRef path,
 
 llvm::Error writeScheduleSVG(llvm::StringRef path,
                              const LoweredPipeline &pipeline) {
-  return writeSchedule(path, pipeline, sched::writeSVG);
+  return withOutputFile(path, [&](llvm::raw_ostream &os) {
+    sched::writeSVG(os, pipeline.problem, pipeline.schedule,
+                    pipeline.simulation);
+    return llvm::Error::success();
+  });
 }
 
 //===----------------------------------------------------------------------===//

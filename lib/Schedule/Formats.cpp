@@ -445,35 +445,105 @@ llvm::Expected<Schedule> zb::sched::readCSV(llvm::StringRef text,
 // Chrome trace
 //===----------------------------------------------------------------------===//
 
+/// The optimizer sync's events: the step on each rank, the state messages
+/// as flows, the validation as an instant event (times in us).
+static void addSyncTraceEvents(json::Array &events,
+                               const OptimizerSyncTiming &sync) {
+  int p = sync.ranks.size();
+  int64_t flow = 0;
+  auto message = [&](llvm::StringRef name, int from, double sent, int to,
+                     double arrives) {
+    ++flow;
+    events.push_back(json::Object{{"name", name}, {"cat", "optimizer_sync"},
+                                  {"ph", "s"}, {"id", flow}, {"pid", 0},
+                                  {"tid", from}, {"ts", sent * 1000.0}});
+    events.push_back(json::Object{{"name", name}, {"cat", "optimizer_sync"},
+                                  {"ph", "f"}, {"bp", "e"}, {"id", flow},
+                                  {"pid", 0}, {"tid", to},
+                                  {"ts", arrives * 1000.0}});
+  };
+  for (int r = 0; r < p; ++r) {
+    const RankSync &s = sync.ranks[r];
+    events.push_back(json::Object{
+        {"name", sync.mode == OptimizerSync::PostValidation ? "optimizer step (eager)"
+                                                            : "optimizer step"},
+        {"cat", "optimizer_sync"}, {"ph", "X"}, {"pid", 0}, {"tid", r},
+        {"ts", s.stepStart * 1000.0},
+        {"dur", (s.stepEnd - s.stepStart) * 1000.0}});
+    if (sync.mode == OptimizerSync::PostValidation) {
+      if (r + 1 < p)
+        message("partial state", r, s.stateOut, r + 1,
+                sync.ranks[r + 1].stateIn);
+      if (r + 1 < p)
+        message("full state", p - 1, sync.ranks[p - 1].stepStart, r,
+                s.fullArrives);
+      const auto &line = sync.second.timeline[r];
+      double at = s.validateBefore < line.size()
+                      ? line[s.validateBefore].start
+                      : (line.empty() ? s.stepEnd : line.back().end);
+      if (r + 1 == p)
+        at = s.stepStart;
+      events.push_back(json::Object{
+          {"name", "validate"}, {"cat", "optimizer_sync"}, {"ph", "i"},
+          {"s", "t"}, {"pid", 0}, {"tid", r}, {"ts", at * 1000.0},
+          {"args", json::Object{{"before_action",
+                                 static_cast<int64_t>(s.validateBefore)},
+                                {"forwards_redone_on_rollback",
+                                 s.forwardsBeforeValidation}}}});
+    } else if (sync.mode == OptimizerSync::AllReduce && s.stateIn >= 0) {
+      events.push_back(json::Object{
+          {"name", "all-reduce"}, {"cat", "optimizer_sync"}, {"ph", "X"},
+          {"pid", 0}, {"tid", r}, {"ts", s.passesEnd * 1000.0},
+          {"dur", (s.stateIn - s.passesEnd) * 1000.0}});
+    }
+  }
+}
+
 void zb::sched::writeTrace(llvm::raw_ostream &os, const Schedule &schedule,
-                           const SimResult &sim) {
+                           const SimResult &sim,
+                           const OptimizerSyncTiming *sync) {
   json::Array events;
-  for (size_t r = 0; r < sim.timeline.size(); ++r) {
+  auto addPasses = [&](const SimResult &iteration, int number) {
+    for (size_t r = 0; r < iteration.timeline.size(); ++r)
+      for (const TimedAction &t : iteration.timeline[r]) {
+        const Action &a = t.action;
+        json::Object args{{"stage", a.stage}, {"microbatch", a.microbatch}};
+        if (sync)
+          args["iteration"] = number;
+        events.push_back(json::Object{
+            {"name", (kindName(a.kind) + llvm::Twine(a.microbatch)).str()},
+            {"cat", kindName(a.kind)},
+            {"ph", "X"},
+            {"pid", 0},
+            {"tid", static_cast<int64_t>(r)},
+            {"ts", t.start * 1000.0},
+            {"dur", (t.end - t.start) * 1000.0},
+            {"args", std::move(args)}});
+      }
+  };
+  for (size_t r = 0; r < sim.timeline.size(); ++r)
     events.push_back(json::Object{
         {"name", "thread_name"},
         {"ph", "M"},
         {"pid", 0},
         {"tid", static_cast<int64_t>(r)},
         {"args", json::Object{{"name", llvm::formatv("rank {0}", r).str()}}}});
-    for (const TimedAction &t : sim.timeline[r]) {
-      const Action &a = t.action;
-      events.push_back(json::Object{
-          {"name", (kindName(a.kind) + llvm::Twine(a.microbatch)).str()},
-          {"cat", kindName(a.kind)},
-          {"ph", "X"},
-          {"pid", 0},
-          {"tid", static_cast<int64_t>(r)},
-          {"ts", t.start * 1000.0},
-          {"dur", (t.end - t.start) * 1000.0},
-          {"args",
-           json::Object{{"stage", a.stage}, {"microbatch", a.microbatch}}}});
-    }
+  json::Object other{{"schedule", schedule.name},
+                     {"bubble_rate", sim.bubbleRate},
+                     {"cost_ms", sim.cost}};
+  if (sync) {
+    addPasses(sync->first, 1);
+    addPasses(sync->second, 2);
+    addSyncTraceEvents(events, *sync);
+    other["optimizer_sync"] = optimizerSyncName(sync->mode);
+    other["steady_state_period_ms"] = sync->period;
+    other["steady_state_bubble_rate"] = sync->bubbleRate;
+  } else {
+    addPasses(sim, 1);
   }
   json::Object root{{"traceEvents", std::move(events)},
                     {"displayTimeUnit", "ms"},
-                    {"otherData", json::Object{{"schedule", schedule.name},
-                                               {"bubble_rate", sim.bubbleRate},
-                                               {"cost_ms", sim.cost}}}};
+                    {"otherData", std::move(other)}};
   os << llvm::formatv("{0}", json::Value(std::move(root))) << "\n";
 }
 
@@ -481,11 +551,76 @@ void zb::sched::writeTrace(llvm::raw_ostream &os, const Schedule &schedule,
 // SVG
 //===----------------------------------------------------------------------===//
 
+/// The optimizer sync drawn over a two-iteration chart: the step (orange),
+/// the partial-state messages (red arrows), the full state (purple, dashed),
+/// the validation (black bar) or the all-reduce (red band).
+static void writeSyncSVG(llvm::raw_ostream &os, const OptimizerSyncTiming &sync,
+                         double left, double top, double rowH, double scale) {
+  int p = sync.ranks.size();
+  auto x = [&](double t) { return left + t * scale; };
+  auto arrow = [&](int from, double sent, int to, double arrives,
+                   const char *colour, const char *dash, llvm::StringRef what) {
+    double y1 = top + from * rowH + (to > from ? rowH - 2 : 2);
+    double y2 = top + to * rowH + (to > from ? 2 : rowH - 2);
+    os << llvm::formatv("<line x1=\"{0:F2}\" y1=\"{1}\" x2=\"{2:F2}\" "
+                        "y2=\"{3}\" stroke=\"{4}\" stroke-width=\"1.2\"{5} "
+                        "marker-end=\"url(#arrow)\"><title>{6}: rank {7} "
+                        "-> rank {8}, sent {9:F3}, arrives {10:F3}</title>"
+                        "</line>\n",
+                        x(sent), y1, x(arrives), y2, colour, dash, what, from,
+                        to, sent, arrives);
+  };
+  for (int r = 0; r < p; ++r) {
+    const RankSync &s = sync.ranks[r];
+    double y = top + r * rowH;
+    if (sync.mode == OptimizerSync::AllReduce && s.stateIn > s.passesEnd)
+      os << llvm::formatv("<rect x=\"{0:F2}\" y=\"{1}\" width=\"{2:F2}\" "
+                          "height=\"{3}\" fill=\"#f4a6a6\"><title>all-reduce "
+                          "[{4:F3}, {5:F3}]</title></rect>\n",
+                          x(s.passesEnd), y + rowH * 0.35,
+                          (s.stateIn - s.passesEnd) * scale, rowH * 0.3,
+                          s.passesEnd, s.stateIn);
+    os << llvm::formatv("<rect x=\"{0:F2}\" y=\"{1}\" width=\"{2:F2}\" "
+                        "height=\"{3}\" fill=\"#f0a030\" stroke=\"#333\" "
+                        "stroke-width=\"0.5\"><title>optimizer step{4} "
+                        "[{5:F3}, {6:F3}]</title></rect>\n",
+                        x(s.stepStart), y + 1,
+                        std::max(3.0, (s.stepEnd - s.stepStart) * scale),
+                        rowH - 2,
+                        sync.mode == OptimizerSync::PostValidation ? " (eager)"
+                                                                   : "",
+                        s.stepStart, s.stepEnd);
+  }
+  if (sync.mode != OptimizerSync::PostValidation)
+    return;
+  for (int r = 0; r + 1 < p; ++r)
+    arrow(r, sync.ranks[r].stateOut, r + 1, sync.ranks[r + 1].stateIn,
+          "#c0392b", "", "partial state");
+  for (int r = 0; r + 1 < p; ++r)
+    arrow(p - 1, sync.ranks[p - 1].stepStart, r, sync.ranks[r].fullArrives,
+          "#7d3c98", " stroke-dasharray=\"3,2\"", "full state");
+  for (int r = 0; r < p; ++r) {
+    const RankSync &s = sync.ranks[r];
+    const auto &line = sync.second.timeline[r];
+    double at = r + 1 == p ? s.stepStart
+                : s.validateBefore < line.size()
+                    ? line[s.validateBefore].start
+                    : (line.empty() ? s.stepEnd : line.back().end);
+    os << llvm::formatv("<rect x=\"{0:F2}\" y=\"{1}\" width=\"2\" "
+                        "height=\"{2}\" fill=\"#000\"><title>validate before "
+                        "action {3} of the next iteration ({4} forward(s) "
+                        "redone on a rollback)</title></rect>\n",
+                        x(at) - 1, top + r * rowH - 2, rowH + 2,
+                        s.validateBefore, s.forwardsBeforeValidation);
+  }
+}
+
 void zb::sched::writeSVG(llvm::raw_ostream &os, const Problem &problem,
-                         const Schedule &schedule, const SimResult &sim) {
+                         const Schedule &schedule, const SimResult &sim,
+                         const OptimizerSyncTiming *sync) {
   const double width = 1400, rowH = 24, left = 70, top = 40, legendH = 30;
   int p = sim.timeline.size();
-  double span = std::max(sim.makespan, 1e-9);
+  double span = std::max(sync ? sync->second.makespan : sim.makespan, 1e-9);
   double scale = (width - left - 10) / span;
   double height = top + p * rowH + legendH + 10;
   // Colours in the spirit of the paper's figures: F blue, B teal, W green.
@@ -506,17 +641,45 @@ void zb::sched::writeSVG(llvm::raw_ostream &os, const Problem &problem,
                       "width=\"{0}\" height=\"{1}\" font-family=\"sans-serif\" "
                       "font-size=\"10\">\n",
                       width, height);
+  os << "<defs><marker id=\"arrow\" viewBox=\"0 0 6 6\" refX=\"6\" refY=\"3\" "
+        "markerWidth=\"5\" markerHeight=\"5\" orient=\"auto\"><path d=\"M0,0 "
+        "L6,3 L0,6 z\"/></marker></defs>\n";
+  std::string syncTitle;
+  if (sync)
+    syncTitle = llvm::formatv("; optimizer sync {0}: steady-state iteration "
+                              "{1:F3} ms, bubble rate {2:F4}",
+                              optimizerSyncName(sync->mode), sync->period,
+                              sync->bubbleRate)
+                    .str();
   os << llvm::formatv(
       "<text x=\"{0}\" y=\"20\" font-size=\"13\">{1}: p={2} "
       "m={3}{4}, bubble rate {5:F4}, cost {6:F3}, peak "
-      "memory {7}</text>\n",
+      "memory {7}{8}</text>\n",
       left, schedule.name, problem.numRanks, problem.numMicrobatches,
       problem.numChunks > 1 ? llvm::formatv(" V={0}", problem.numChunks).str()
                             : "",
       sim.bubbleRate, sim.cost,
       sim.peakMemory.empty()
           ? 0.0
-          : *std::max_element(sim.peakMemory.begin(), sim.peakMemory.end()));
+          : *std::max_element(sim.peakMemory.begin(), sim.peakMemory.end()),
+      syncTitle);
+  auto boxes = [&](const SimResult &iteration, int r, double y,
+                   const char *opacity) {
+    for (const TimedAction &t : iteration.timeline[r]) {
+      double x = left + t.start * scale, w = (t.end - t.start) * scale;
+      os << llvm::formatv("<rect x=\"{0:F2}\" y=\"{1}\" width=\"{2:F2}\" "
+                          "height=\"{3}\" fill=\"{4}\" stroke=\"#333\" "
+                          "stroke-width=\"0.5\"{10}><title>{5}{6} stage {7} "
+                          "[{8:F3}, {9:F3}]</title></rect>\n",
+                          x, y + 1, w, rowH - 2, fill(t.action),
+                          kindName(t.action.kind), t.action.microbatch,
+                          t.action.stage, t.start, t.end, opacity);
+      if (w >= 7)
+        os << llvm::formatv("<text x=\"{0:F2}\" y=\"{1}\" "
+                            "text-anchor=\"middle\">{2}</text>\n",
+                            x + w / 2, y + rowH * 0.65, t.action.microbatch);
+    }
+  };
   for (int r = 0; r < p; ++r) {
     double y = top + r * rowH;
     os << llvm::formatv("<text x=\"5\" y=\"{0}\">rank {1}</text>\n",
@@ -525,26 +688,21 @@ void zb::sched::writeSVG(llvm::raw_ostream &os, const Problem &problem,
     os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" "
                         "height=\"{3}\" fill=\"#e6e6e6\"/>\n",
                         left, y + 1, span * scale, rowH - 2);
-    for (const TimedAction &t : sim.timeline[r]) {
-      double x = left + t.start * scale, w = (t.end - t.start) * scale;
-      os << llvm::formatv("<rect x=\"{0:F2}\" y=\"{1}\" width=\"{2:F2}\" "
-                          "height=\"{3}\" fill=\"{4}\" stroke=\"#333\" "
-                          "stroke-width=\"0.5\"><title>{5}{6} stage {7} "
-                          "[{8:F3}, {9:F3}]</title></rect>\n",
-                          x, y + 1, w, rowH - 2, fill(t.action),
-                          kindName(t.action.kind), t.action.microbatch,
-                          t.action.stage, t.start, t.end);
-      if (w >= 7)
-        os << llvm::formatv("<text x=\"{0:F2}\" y=\"{1}\" "
-                            "text-anchor=\"middle\">{2}</text>\n",
-                            x + w / 2, y + rowH * 0.65, t.action.microbatch);
+    if (sync) {
+      boxes(sync->first, r, y, "");
+      boxes(sync->second, r, y, " fill-opacity=\"0.5\"");
+    } else {
+      boxes(sim, r, y, "");
     }
   }
+  if (sync)
+    writeSyncSVG(os, *sync, left, top, rowH, scale);
   double ly = top + p * rowH + 12;
   const char *names[] = {"F (forward)", "B (input gradient)",
-                         "W (weight gradient)", "idle"};
-  const char *colours[] = {"#9ec5f4", "#8fe0d9", "#a6dc9c", "#e6e6e6"};
-  for (int k = 0; k < 4; ++k) {
+                         "W (weight gradient)", "idle", "optimizer step"};
+  const char *colours[] = {"#9ec5f4", "#8fe0d9", "#a6dc9c", "#e6e6e6",
+                           "#f0a030"};
+  for (int k = 0; k < (sync ? 5 : 4); ++k) {
     double x = left + k * 170;
     os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"14\" "
                         "height=\"12\" fill=\"{2}\" stroke=\"#333\" "
@@ -552,5 +710,10 @@ void zb::sched::writeSVG(llvm::raw_ostream &os, const Problem &problem,
                         "</text>\n",
                         x, ly, colours[k], x + 18, ly + 10, names[k]);
   }
+  if (sync && sync->mode == OptimizerSync::PostValidation)
+    os << llvm::formatv("<text x=\"{0}\" y=\"{1}\">red: partial state, "
+                        "purple: full state, black bar: validation; the next "
+                        "iteration is pale</text>\n",
+                        left + 5 * 170, ly + 10);
   os << "</svg>\n";
 }

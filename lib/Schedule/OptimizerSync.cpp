@@ -164,8 +164,10 @@ zb::sched::simulateOptimizerSync(const Problem &problem,
   }
   timing.period = (lastEnd - firstEnd) / (options.iterations - 1);
   timing.bubbleRate =
-      timing.period > 0 ? std::max(0.0, 1.0 - timing.idealTime / timing.period)
-                        : 0.0;
+      timing.period > 0 ? 1.0 - timing.idealTime / timing.period : 0.0;
+  // Summed pass times: below 1e-12 is rounding, reported as 0.
+  if (timing.bubbleRate < 1e-12)
+    timing.bubbleRate = 0;
 
   // Where each rank validates in the second iteration.
   if (options.mode == OptimizerSync::PostValidation)

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zb/Schedule/Formats.h"
+#include "zb/Schedule/OptimizerSync.h"
 #include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 
@@ -27,6 +28,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 using namespace zb::sched;
 namespace cl = llvm::cl;
@@ -117,6 +119,20 @@ static cl::opt<std::string> commChannels(
              "channel per peer pair and message kind, activation/gradient) or "
              "pair (one FIFO channel per peer pair)"),
     cl::init("tag"), cl::cat(category));
+
+static cl::opt<std::string> optimizerSync(
+    "optimizer-sync",
+    cl::desc("Show the optimizer step between iterations and how the ranks "
+             "get the global gradient norm / finite flag: none, all-reduce "
+             "(synchronous) or post-validation (the paper's Section 4): two "
+             "iterations in --format svg/trace, the steady state of all three "
+             "in text/json"),
+    cl::value_desc("MODE"), cl::init(""), cl::cat(category));
+static cl::opt<double> optimizerCost(
+    "optimizer-cost",
+    cl::desc("T_opt: the optimizer step's time per rank in ms (with "
+             "--optimizer-sync)"),
+    cl::init(0), cl::cat(category));
 
 /// The communication checks of a schedule: the required one (--comm-sends,
 /// --comm-channels) and, for the report, every combination.
@@ -246,9 +262,95 @@ static llvm::json::Value cbcBoundJSON(const IlpReport &ilp) {
   return nullptr;
 }
 
+/// The steady state of every optimizer sync mode (the selected one first
+/// is in `selected`).
+struct SyncReport {
+  OptimizerSyncTiming selected;
+  std::vector<OptimizerSyncTiming> all; ///< none, all-reduce, post-validation
+};
+
+static llvm::Expected<SyncReport> optimizerSyncReport(const Problem &problem,
+                                                      const Schedule &schedule,
+                                                      OptimizerSync mode) {
+  SyncReport report;
+  for (OptimizerSync m : {OptimizerSync::None, OptimizerSync::AllReduce,
+                          OptimizerSync::PostValidation}) {
+    OptimizerSyncOptions o;
+    o.mode = m;
+    o.costOptimizer = optimizerCost;
+    auto t = simulateOptimizerSync(problem, schedule, o);
+    if (!t)
+      return t.takeError();
+    if (llvm::Error e = verifyOptimizerSync(problem, schedule, *t))
+      return std::move(e);
+    if (m == mode)
+      report.selected = *t;
+    report.all.push_back(std::move(*t));
+  }
+  return report;
+}
+
+static llvm::json::Value syncJSON(const SyncReport &r) {
+  llvm::json::Array ranks;
+  for (size_t i = 0; i < r.selected.ranks.size(); ++i) {
+    const RankSync &s = r.selected.ranks[i];
+    auto opt = [](double t) -> llvm::json::Value {
+      if (t < 0)
+        return nullptr;
+      return t;
+    };
+    ranks.push_back(llvm::json::Object{
+        {"rank", static_cast<int64_t>(i)},
+        {"passes_end", s.passesEnd},
+        {"state_in", opt(s.stateIn)},
+        {"state_out", opt(s.stateOut)},
+        {"step_start", s.stepStart},
+        {"step_end", s.stepEnd},
+        {"full_state_arrives", opt(s.fullArrives)},
+        {"validate_before_action", static_cast<int64_t>(s.validateBefore)},
+        {"forwards_before_validation", s.forwardsBeforeValidation}});
+  }
+  llvm::json::Object steady;
+  for (const OptimizerSyncTiming &t : r.all)
+    steady[optimizerSyncName(t.mode)] = llvm::json::Object{
+        {"period_ms", t.period}, {"bubble_rate", t.bubbleRate}};
+  return llvm::json::Object{{"mode", optimizerSyncName(r.selected.mode)},
+                            {"optimizer_cost_ms", (double)optimizerCost},
+                            {"ideal_ms", r.selected.idealTime},
+                            {"steady_state", std::move(steady)},
+                            {"ranks", std::move(ranks)}};
+}
+
+static void syncText(llvm::raw_ostream &os, const SyncReport &r) {
+  os << llvm::formatv("  optimizer sync (steady state, T_opt {0} ms, ideal "
+                      "{1:F3} ms per iteration):\n",
+                      (double)optimizerCost, r.selected.idealTime);
+  for (const OptimizerSyncTiming &t : r.all)
+    os << llvm::formatv("    {0,-16} iteration {1,10:F3} ms, bubble rate "
+                        "{2:F4}{3}\n",
+                        optimizerSyncName(t.mode), t.period, t.bubbleRate,
+                        t.mode == r.selected.mode ? "  <- selected" : "");
+  for (size_t i = 0; i < r.selected.ranks.size(); ++i) {
+    const RankSync &s = r.selected.ranks[i];
+    os << llvm::formatv("    rank {0,-3}: passes end {1:F3}, step [{2:F3}, "
+                        "{3:F3}]",
+                        i, s.passesEnd, s.stepStart, s.stepEnd);
+    if (r.selected.mode == OptimizerSync::PostValidation)
+      os << llvm::formatv(", full state at {0:F3}, validates before action "
+                          "{1} of the next iteration ({2} F to redo on a "
+                          "rollback)",
+                          s.fullArrives, s.validateBefore,
+                          s.forwardsBeforeValidation);
+    else if (s.stateIn >= 0)
+      os << llvm::formatv(", reduced state at {0:F3}", s.stateIn);
+    os << "\n";
+  }
+}
+
 static void emit(llvm::raw_ostream &os, const Problem &problem,
                  const Schedule &schedule, const SimResult &sim,
-                 const IlpReport *ilp, const CommReport *comm) {
+                 const IlpReport *ilp, const CommReport *comm,
+                 const SyncReport *sync) {
   auto okOr = [](const std::string &e) -> llvm::json::Value {
     if (e.empty())
       return "ok";
@@ -265,6 +367,8 @@ static void emit(llvm::raw_ostream &os, const Problem &problem,
               {"buffered_one_channel_per_pair", okOr(comm->bufferedPair)},
               {"rendezvous_tag_channels", okOr(comm->rendezvousTag)},
               {"rendezvous_one_channel_per_pair", okOr(comm->rendezvousPair)}});
+    if (sync)
+      v.getAsObject()->try_emplace("optimizer_sync", syncJSON(*sync));
     if (ilp && !ilp->status.empty())
       v.getAsObject()->try_emplace(
           "ilp", llvm::json::Object{{"status", ilp->status},
@@ -281,11 +385,13 @@ static void emit(llvm::raw_ostream &os, const Problem &problem,
   } else if (format == "csv") {
     writeCSV(os, schedule);
   } else if (format == "trace") {
-    writeTrace(os, schedule, sim);
+    writeTrace(os, schedule, sim, sync ? &sync->selected : nullptr);
   } else if (format == "svg") {
-    writeSVG(os, problem, schedule, sim);
+    writeSVG(os, problem, schedule, sim, sync ? &sync->selected : nullptr);
   } else {
     writeText(os, problem, schedule, sim);
+    if (sync)
+      syncText(os, *sync);
     if (ilp && !ilp->status.empty())
       os << llvm::formatv("  ilp: CBC status '{0}', objective {1}, best bound "
                           "{2} (CBC's bound {3} [{4}], analytic bound {5}), "
@@ -444,7 +550,18 @@ int main(int argc, char **argv) {
               .str()));
   }
   SimResult sim = simulate(problem, schedule);
-  emit(out.os(), problem, schedule, sim, &ilp, verifyComm ? &comm : nullptr);
+  std::optional<SyncReport> sync;
+  if (!optimizerSync.empty()) {
+    auto mode = parseOptimizerSync(optimizerSync);
+    if (!mode)
+      return fail(mode.takeError());
+    auto report = optimizerSyncReport(problem, schedule, *mode);
+    if (!report)
+      return fail(report.takeError());
+    sync = std::move(*report);
+  }
+  emit(out.os(), problem, schedule, sim, &ilp, verifyComm ? &comm : nullptr,
+       sync ? &*sync : nullptr);
   out.keep();
   return 0;
 }

@@ -41,6 +41,7 @@
 #ifndef ZB_SCHEDULE_FORMATS_H
 #define ZB_SCHEDULE_FORMATS_H
 
+#include "zb/Schedule/OptimizerSync.h"
 #include "zb/Schedule/Schedule.h"
 
 #include "llvm/Support/JSON.h"
@@ -78,14 +79,22 @@ void writeCSV(llvm::raw_ostream &os, const Schedule &schedule);
 llvm::Expected<Schedule> readCSV(llvm::StringRef text, int numRanks = 0);
 
 /// Chrome / Perfetto trace event JSON (one thread per rank, times in us).
+/// With \p sync: two iterations (args.iteration 1, 2), the optimizer steps,
+/// the all-reduce or the state messages as flow events ("partial state",
+/// "full state") and the validation as an instant event, category
+/// "optimizer_sync".
 void writeTrace(llvm::raw_ostream &os, const Schedule &schedule,
-                const SimResult &sim);
+                const SimResult &sim,
+                const OptimizerSyncTiming *sync = nullptr);
 
 /// SVG Gantt chart in the style of the paper's figures: one row per rank,
 /// F/B/W in distinct colours, the microbatch number in each box, idle time
-/// left blank on a grey background.
+/// left blank on a grey background. With \p sync: two iterations (the second
+/// pale), the optimizer steps, the all-reduce or the partial/full state
+/// messages as arrows and each rank's validation point.
 void writeSVG(llvm::raw_ostream &os, const Problem &problem,
-              const Schedule &schedule, const SimResult &sim);
+              const Schedule &schedule, const SimResult &sim,
+              const OptimizerSyncTiming *sync = nullptr);
 
 } // namespace zb::sched
 
