@@ -68,9 +68,20 @@ llvm::Error writeScheduleJSON(llvm::StringRef path,
 
 llvm::Error writeScheduleSVG(llvm::StringRef path,
                              const LoweredPipeline &pipeline) {
+  // With post-validation: two iterations, the state messages and the
+  // validation points the rank programs use.
+  std::optional<sched::OptimizerSyncTiming> sync;
+  if (!pipeline.validateBefore.empty()) {
+    sched::OptimizerSyncOptions options;
+    auto timing = sched::simulateOptimizerSync(pipeline.problem,
+                                               pipeline.schedule, options);
+    if (!timing)
+      return timing.takeError();
+    sync = std::move(*timing);
+  }
   return withOutputFile(path, [&](llvm::raw_ostream &os) {
     sched::writeSVG(os, pipeline.problem, pipeline.schedule,
-                    pipeline.simulation);
+                    pipeline.simulation, sync ? &*sync : nullptr);
     return llvm::Error::success();
   });
 }
@@ -283,6 +294,8 @@ llvm::Error writePlan(llvm::StringRef path, const CompileOptions &options,
   // --backend cuda), else the cost model's ("cpu", "h100").
   plan.target = options.target == "cuda" ? "cuda" : pipeline.info.target;
   plan.data = dataPath(options);
+  if (options.optimizerSync == "post-validation")
+    plan.optimizerSync = "post-validation";
   plan.optimizer = planOptimizer(options);
   plan.params = planParams(pipeline);
   plan.inputs = std::move(*inputs);

@@ -57,6 +57,10 @@ llvm::Error validateOptions(const CompileOptions &options) {
                  "'");
   if (!llvm::is_contained(sched::scheduleNames(), options.schedule))
     return error("unknown --schedule '" + options.schedule + "'");
+  if (options.optimizerSync != "none" &&
+      options.optimizerSync != "post-validation")
+    return error("--optimizer-sync must be post-validation or none, got '" +
+                 options.optimizerSync + "'");
   if (!(std::isfinite(options.learningRate) && options.learningRate > 0))
     return error(llvm::formatv("--lr must be a finite number > 0, got {0}",
                                options.learningRate)
@@ -203,6 +207,7 @@ LogicalResult runFrontHalf(ModuleOp module, const CompileOptions &options) {
   pipeline.memoryLimit = options.memoryLimits;
   pipeline.target = options.costTarget();
   pipeline.profile = options.profile;
+  pipeline.optimizerSync = options.optimizerSync;
   buildPipelineParallelPipeline(pm, pipeline);
   if (options.timing)
     pm.enableTiming();

@@ -49,6 +49,7 @@ FailureOr<LoweredPipeline> readPipeline(ModuleOp module,
   LoweredPipeline pipeline;
   pipeline.info = std::move(*info);
   pipeline.schedule = std::move(*schedule);
+  pipeline.validateBefore = readValidatePositions(module);
   pipeline.numMicrobatches = numMicrobatches;
   pipeline.problem =
       pipeline.info.toProblem(options.microbatches, options.memoryLimits);

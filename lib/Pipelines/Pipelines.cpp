@@ -34,6 +34,7 @@ void buildPipelineParallelPipeline(OpPassManager &pm,
   schedule.memoryLimits.assign(options.memoryLimit.begin(),
                                options.memoryLimit.end());
   schedule.profile = options.profile;
+  schedule.optimizerSync = options.optimizerSync;
   pm.addPass(createZBSchedule(schedule));
   pm.addPass(createZBLowerPipeline());
 }

@@ -641,7 +641,8 @@ void zb::sched::writeSVG(llvm::raw_ostream &os, const Problem &problem,
                       "width=\"{0}\" height=\"{1}\" font-family=\"sans-serif\" "
                       "font-size=\"10\">\n",
                       width, height);
-  os << "<defs><marker id=\"arrow\" viewBox=\"0 0 6 6\" refX=\"6\" refY=\"3\" "
+  if (sync)
+    os << "<defs><marker id=\"arrow\" viewBox=\"0 0 6 6\" refX=\"6\" refY=\"3\" "
         "markerWidth=\"5\" markerHeight=\"5\" orient=\"auto\"><path d=\"M0,0 "
         "L6,3 L0,6 z\"/></marker></defs>\n";
   std::string syncTitle;

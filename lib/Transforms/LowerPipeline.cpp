@@ -35,6 +35,11 @@ using namespace zb;
 
 namespace {
 
+/// The channel of the optimizer state in the communication check (the
+/// runtime sends it on a communicator of its own, so any tag that no zb.send
+/// uses: zbrt_tag values are >= 0).
+constexpr int64_t kFullStateTag = -1;
+
 /// A point-to-point message as the deadlock check sees it.
 struct Message {
   bool isSend;
@@ -105,20 +110,30 @@ std::string checkCommunication(const std::vector<std::vector<Message>> &prog) {
 /// gradients, tied-parameter exchange and loss written out (finish).
 class RankLowering {
 public:
+  /// \p validateBefore: the action index before which the step validates
+  /// the previous optimizer step (post-validation), -1 for none.
   RankLowering(ModuleOp module, const PipelineInfo &info,
                const sched::Schedule &schedule, int64_t numMicrobatches,
-               int64_t rank, std::vector<Message> &msgs)
+               int64_t rank, int64_t validateBefore,
+               std::vector<Message> &msgs)
       : module(module), info(info), schedule(schedule),
-        numMicrobatches(numMicrobatches), rank(rank), msgs(msgs),
-        b(module.getContext()), loc(module.getLoc()) {}
+        numMicrobatches(numMicrobatches), rank(rank),
+        validateBefore(validateBefore), msgs(msgs), b(module.getContext()),
+        loc(module.getLoc()) {}
 
   LogicalResult lower() {
     collect();
     if (failed(createStep()))
       return failure();
-    for (const sched::Action &a : schedule.perRank[rank])
+    const auto &actions = schedule.perRank[rank];
+    for (auto [i, a] : llvm::enumerate(actions)) {
+      if (static_cast<int64_t>(i) == validateBefore)
+        validateOptimizer();
       if (failed(lowerAction(a)))
         return failure();
+    }
+    if (validateBefore == static_cast<int64_t>(actions.size()))
+      validateOptimizer();
     return finish();
   }
 
@@ -135,7 +150,7 @@ private:
   ModuleOp module;
   const PipelineInfo &info;
   const sched::Schedule &schedule;
-  int64_t numMicrobatches, rank;
+  int64_t numMicrobatches, rank, validateBefore;
   std::vector<Message> &msgs;
   OpBuilder b;
   Location loc;
@@ -204,6 +219,20 @@ private:
     Value s = arith::ConstantIntOp::create(b, loc, stage, 32);
     Value m = arith::ConstantIntOp::create(b, loc, mb, 32);
     func::CallOp::create(b, loc, fname, TypeRange{}, ValueRange{k, s, m});
+  }
+  /// Post-validation: the call that waits for the previous step's fully
+  /// reduced optimizer state and validates (zbrt_validate_optimizer). For
+  /// the communication check it receives that state from the last rank,
+  /// which sent it at the end of the previous step: modelled as a send at
+  /// the start of the last rank's program (kFullStateTag, 16 bytes).
+  void validateOptimizer() {
+    declare(zbrt::symbols::ValidateOptimizer, {});
+    func::CallOp::create(b, loc, zbrt::symbols::ValidateOptimizer,
+                         TypeRange{}, ValueRange{});
+    int64_t last = static_cast<int64_t>(schedule.perRank.size()) - 1;
+    if (rank != last)
+      msgs.push_back({false, last, kFullStateTag, 16,
+                      "the previous step's full optimizer state"});
   }
   void declare(StringRef fname, TypeRange args) {
     if (module.lookupSymbol<func::FuncOp>(fname))
@@ -585,9 +614,18 @@ struct ZBLowerPipelinePass
       return signalPassFailure();
     }
     std::vector<std::vector<Message>> messages(schedule->perRank.size());
-    for (int64_t r = 0; r < static_cast<int64_t>(schedule->perRank.size());
-         ++r) {
+    SmallVector<int64_t> validate = readValidatePositions(module);
+    int64_t numRanks = static_cast<int64_t>(schedule->perRank.size());
+    // The last rank's full-state sends of the previous step (see
+    // RankLowering::validateOptimizer).
+    if (!validate.empty())
+      for (int64_t r = 0; r + 1 < numRanks; ++r)
+        messages[numRanks - 1].push_back(
+            {true, r, kFullStateTag, 16,
+             "the previous step's full optimizer state"});
+    for (int64_t r = 0; r < numRanks; ++r) {
       RankLowering lowering(module, *info, *schedule, microbatches, r,
+                            validate.empty() ? -1 : validate[r],
                             messages[r]);
       if (failed(lowering.lower()))
         return signalPassFailure();

@@ -121,8 +121,8 @@ static sched::ActionKind fromAttrKind(ActionKind k) {
 }
 
 ScheduleAttr scheduleToAttr(MLIRContext *ctx, const sched::Schedule &s,
-                            const sched::SimResult &sim,
-                            int64_t microbatches) {
+                            const sched::SimResult &sim, int64_t microbatches,
+                            const sched::OptimizerSyncTiming *sync) {
   Builder b(ctx);
   SmallVector<Attribute> ranks;
   for (const auto &actions : s.perRank) {
@@ -133,6 +133,10 @@ ScheduleAttr scheduleToAttr(MLIRContext *ctx, const sched::Schedule &s,
     ranks.push_back(b.getArrayAttr(list));
   }
   SmallVector<int64_t> stageToRank(s.stageToRank.begin(), s.stageToRank.end());
+  SmallVector<int64_t> validate;
+  if (sync)
+    for (const sched::RankSync &r : sync->ranks)
+      validate.push_back(static_cast<int64_t>(r.validateBefore));
   // How the schedule is costed and where its gradients leave (1F1B, GPipe
   // and 1F1B-I send the gradient after the whole backward, B then W).
   StringRef convention = s.costConvention == sched::CostConvention::StageSpan
@@ -142,7 +146,16 @@ ScheduleAttr scheduleToAttr(MLIRContext *ctx, const sched::Schedule &s,
       ctx, s.name, microbatches, llvm::APFloat(sim.bubbleRate),
       llvm::APFloat(sim.makespan), b.getDenseF64ArrayAttr(sim.peakMemory),
       b.getDenseI64ArrayAttr(stageToRank), s.fusedBackward, convention,
-      b.getArrayAttr(ranks));
+      b.getArrayAttr(ranks), sync ? "post-validation" : "none",
+      sync ? b.getDenseI64ArrayAttr(validate) : DenseI64ArrayAttr());
+}
+
+SmallVector<int64_t> readValidatePositions(ModuleOp module) {
+  auto attr = module->getAttrOfType<ScheduleAttr>(kScheduleAttr);
+  if (!attr || !attr.getValidateBefore())
+    return {};
+  ArrayRef<int64_t> v = attr.getValidateBefore().asArrayRef();
+  return SmallVector<int64_t>(v.begin(), v.end());
 }
 
 FailureOr<sched::Schedule> readSchedule(ModuleOp module,

@@ -45,9 +45,29 @@ struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
       return signalPassFailure();
     }
     sched::SimResult sim = sched::simulate(problem, *schedule);
+    std::optional<sched::OptimizerSyncTiming> sync;
+    if (optimizerSync != "none") {
+      if (optimizerSync != "post-validation") {
+        module.emitError("zb-schedule: optimizer-sync must be none or "
+                         "post-validation, got '")
+            << optimizerSync << "'";
+        return signalPassFailure();
+      }
+      sched::OptimizerSyncOptions options;
+      options.mode = sched::OptimizerSync::PostValidation;
+      auto timing = sched::simulateOptimizerSync(problem, *schedule, options);
+      llvm::Error err =
+          timing ? sched::verifyOptimizerSync(problem, *schedule, *timing)
+                 : timing.takeError();
+      if (err) {
+        module.emitError("zb-schedule: ") << llvm::toString(std::move(err));
+        return signalPassFailure();
+      }
+      sync = std::move(*timing);
+    }
     module->setAttr("zb.schedule",
                     scheduleToAttr(module.getContext(), *schedule, sim,
-                                   microbatches));
+                                   microbatches, sync ? &*sync : nullptr));
   }
 };
 } // namespace

@@ -87,6 +87,28 @@ void zbrt::traceRecord(const TraceEvent &event) {
     s.events.push_back(event);
 }
 
+namespace {
+struct ValidateHook {
+  zbrt_validate_hook hook = nullptr;
+  void *context = nullptr;
+};
+ValidateHook &validateHook() {
+  static ValidateHook h;
+  return h;
+}
+} // namespace
+
+extern "C" void zbrt_set_validate_hook(zbrt_validate_hook hook,
+                                       void *context) {
+  validateHook() = ValidateHook{hook, context};
+}
+
+extern "C" void zbrt_validate_optimizer(void) {
+  const ValidateHook &h = validateHook();
+  if (h.hook)
+    h.hook(h.context);
+}
+
 extern "C" void zbrt_action_begin(int32_t kind, int32_t stage,
                                   int32_t microbatch) {
   if (kind < 0 || kind > 2)

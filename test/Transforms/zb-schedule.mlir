@@ -5,6 +5,8 @@
 // RUN: zb-opt %s -zb-schedule="algorithm=1f1b microbatches=8 profile=%S/Inputs/profile-4stages.json" | FileCheck %s --check-prefix=PROF
 // RUN: not zb-opt %s -zb-schedule="profile=%S/Inputs/missing.json" 2>&1 | FileCheck %s --check-prefix=NOPROF
 // RUN: zb-opt %s -zb-schedule="algorithm=zb-h1 microbatches=8" -zb-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: zb-opt %s -zb-schedule="algorithm=zb-h1 microbatches=8 optimizer-sync=post-validation" | FileCheck %s --check-prefix=PV
+// RUN: not zb-opt %s -zb-schedule="optimizer-sync=all-reduce" 2>&1 | FileCheck %s --check-prefix=PV-BAD
 
 // Four stages with T_F = T_B = T_W = 1 ms and no communication latency.
 // 1F1B: makespan (m + p - 1)(T_F + T_B + T_W) = 33 ms, bubble 9/33.
@@ -37,3 +39,11 @@ module attributes {zb.pipeline = #zb.pipeline<num_stages = 4, num_ranks = 4, num
     #zb.stage<stage = 3, forward = @f3, backward_input = @b3, backward_weight = @w3, t_f = 1.0, t_b = 1.0, t_w = 1.0, t_comm = 0.0, m_b = 2, m_w = 1>],
   params = [], inputs = []>} {
 }
+
+// Post-validation (the paper's Section 4) on ZB-H1 with T_comm = 0: rank 0
+// ends last (27 ms), so the partial state reaches every rank, and the full
+// state comes back, at 27 ms, when no rank has started its next iteration:
+// every rank validates before its first action (with latencies the point
+// moves into the warm-up: OptimizerSyncTest, test/Schedule/optimizer-sync).
+// PV: optimizer_sync = "post-validation", validate_before = [0, 0, 0, 0]>
+// PV-BAD: error: zb-schedule: optimizer-sync must be none or post-validation, got 'all-reduce'

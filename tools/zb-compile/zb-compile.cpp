@@ -57,6 +57,15 @@ static cl::opt<std::string, true>
                       "ilp 1f1b-i zb-v v-half v-min v-auto (default zb-h1)"),
              cl::location(options.schedule), cl::init(defaults.schedule),
              cl::cat(category));
+static cl::opt<std::string, true> optimizerSync(
+    "optimizer-sync",
+    cl::desc("post-validation (default): each rank program validates the "
+             "previous optimizer step where the schedule expects the fully "
+             "reduced gradient norm / finite flag (the Zero Bubble paper, "
+             "Section 4; zb-run --grad-clip); none: zb-run validates "
+             "between steps"),
+    cl::location(options.optimizerSync), cl::init(defaults.optimizerSync),
+    cl::cat(category));
 static cl::list<std::string, std::vector<std::string>> dataArgs(
     "data-args",
     cl::desc("StableHLO models: arguments that are batch inputs, not "

@@ -94,6 +94,11 @@ struct CompileOptions {
   /// CUDA toolkit root for --target cuda (--cuda-path); empty: the toolkit
   /// CMake found when zb was built (ZB_CUDA_TOOLKIT_ROOT).
   std::string cudaPath;
+  /// --optimizer-sync: "post-validation" (each rank program validates the
+  /// previous step's optimizer step where the schedule expects the fully
+  /// reduced state: the paper's Section 4; plan.json "optimizer_sync") or
+  /// "none" (zb-run validates between steps).
+  std::string optimizerSync = "post-validation";
   /// Optimizer zb-run applies: "sgd" or "adamw" (--optimizer).
   std::string optimizer = "sgd";
   /// Learning rate (--lr).
@@ -226,6 +231,8 @@ struct LoweredPipeline {
   /// rows of the table a zb.gather indexes, the classes of a
   /// zb.cross_entropy or zb.one_hot it feeds; the smallest over its uses).
   std::map<int64_t, int64_t> indexRanges;
+  /// zb.schedule's validate_before (post-validation), empty without.
+  llvm::SmallVector<int64_t> validateBefore;
 
   int64_t numRanks() const { return schedule.perRank.size(); }
 };

@@ -35,6 +35,12 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<std::string> target{*this, "target",
                              llvm::cl::desc("Cost model target: cpu | h100"),
                              llvm::cl::init("cpu")};
+  Option<std::string> optimizerSync{
+      *this, "optimizer-sync",
+      llvm::cl::desc("none | post-validation: the rank programs validate the "
+                     "previous optimizer step where the schedule expects the "
+                     "fully reduced state (zb-schedule)"),
+      llvm::cl::init("none")};
 };
 
 /// zb-autodiff, zb-split-backward, zb-partition-stages, zb-schedule,

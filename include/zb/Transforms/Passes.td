@@ -132,7 +132,12 @@ def ZBSchedule : Pass<"zb-schedule", "mlir::ModuleOp"> {
            "one per rank (0 = unlimited; default none)">,
     Option<"profile", "profile", "std::string", /*default=*/"\"\"",
            "zb-run --profile JSON whose measured T_F/T_B/T_W/T_comm (ms) "
-           "replace the cost model's (the paper's profile-then-schedule loop)">
+           "replace the cost model's (the paper's profile-then-schedule loop)">,
+    Option<"optimizerSync", "optimizer-sync", "std::string",
+           /*default=*/"\"none\"",
+           "none, or post-validation: place each rank's validation of the "
+           "previous step's optimizer step where the simulator expects the "
+           "fully reduced state (the paper's Section 4)">
   ];
 }
 

@@ -9,6 +9,7 @@
 #define ZB_TRANSFORMS_PIPELINEINFO_H
 
 #include "zb/Dialect/ZB/IR/ZBAttributes.h"
+#include "zb/Schedule/OptimizerSync.h"
 #include "zb/Schedule/Schedule.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -61,10 +62,16 @@ struct PipelineInfo {
 
 /// The attribute form of a schedule: {name, microbatches, bubble_rate,
 /// makespan_ms, peak_memory, stage_to_rank, ranks = [["F0.0", ...], ...]}.
+/// With \p sync (post-validation): optimizer_sync and validate_before.
 ScheduleAttr scheduleToAttr(mlir::MLIRContext *ctx,
                                     const sched::Schedule &schedule,
                                     const sched::SimResult &sim,
-                                    int64_t microbatches);
+                                    int64_t microbatches,
+                                    const sched::OptimizerSyncTiming *sync =
+                                        nullptr);
+/// The validate_before of `zb.schedule` (one action index per rank), empty
+/// when the schedule has no post-validation.
+llvm::SmallVector<int64_t> readValidatePositions(mlir::ModuleOp module);
 /// Reads `zb.schedule` back; fails with an error on the module.
 mlir::FailureOr<sched::Schedule> readSchedule(mlir::ModuleOp module,
                                               int64_t *microbatches);

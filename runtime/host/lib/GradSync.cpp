@@ -33,19 +33,36 @@ zb::host::parseStepValue(StringRef flag, StringRef text) {
   return std::make_pair(step, value);
 }
 
+namespace {
+enum StateTag { PartialTag = 1, FullTag = 2 };
+} // namespace
+
 GradSync::GradSync(const GradSyncOptions &options, RankProgram &rp,
-                   const OptimizerInfo &opt, int32_t rank, raw_ostream *log)
-    : options(options), rp(rp), opt(opt), rank(rank), log(log),
-      gradScale(1.0f / (float)rp.plan->numMicrobatches) {
+                   const OptimizerInfo &opt, int32_t rank, int32_t worldSize,
+                   raw_ostream *log)
+    : options(options), rp(rp), opt(opt), rank(rank), worldSize(worldSize),
+      log(log), gradScale(1.0f / (float)rp.plan->numMicrobatches) {
   report.clipNorm = options.clipNorm;
   report.mode = !checks() ? "none"
                 : options.sync == OptimizerSync::AllReduce ? "all-reduce"
                                                            : "post-validation";
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  sendBufs.reserve(worldSize + 1);
+  if (checks() && options.sync == OptimizerSync::PostValidation &&
+      rp.plan->optimizerSync == "post-validation") {
+    programValidates = true;
+    zbrt_set_validate_hook(
+        [](void *self) { static_cast<GradSync *>(self)->settle(); }, this);
+  }
 }
 
 GradSync::~GradSync() {
-  if (pending)
-    MPI_Waitall(2, pending->requests, MPI_STATUSES_IGNORE);
+  if (programValidates)
+    zbrt_set_validate_hook(nullptr, nullptr);
+  if (pending && pending->request != MPI_REQUEST_NULL)
+    MPI_Wait(&pending->request, MPI_STATUS_IGNORE);
+  if (!sends.empty())
+    MPI_Waitall((int)sends.size(), sends.data(), MPI_STATUSES_IGNORE);
 }
 
 void GradSync::inject(int64_t step) {
@@ -75,9 +92,9 @@ GradSync::GlobalState GradSync::local() const {
   return s;
 }
 
-void GradSync::apply(double factor, int64_t t) {
+void GradSync::apply(const Grads &grads, double factor, int64_t t) {
   const float scale = (float)(gradScale * factor);
-  for (auto &[index, g] : rp.grads) {
+  for (auto &[index, g] : grads) {
     Buffer &p = rp.params.at(index);
     if (opt.name == "adamw")
       zbrt_adamw_step(p.data(), g.data(), rp.adamM.at(index).data(),
@@ -89,9 +106,9 @@ void GradSync::apply(double factor, int64_t t) {
   }
 }
 
-void GradSync::rollback(double factor, int64_t t) {
+void GradSync::rollback(const Grads &grads, double factor, int64_t t) {
   const float scale = (float)(gradScale * factor);
-  for (auto &[index, g] : rp.grads) {
+  for (auto &[index, g] : grads) {
     Buffer &p = rp.params.at(index);
     if (opt.name == "adamw")
       zbrt_adamw_rollback(p.data(), g.data(), rp.adamM.at(index).data(),
@@ -104,7 +121,8 @@ void GradSync::rollback(double factor, int64_t t) {
   ++myRollbacks;
 }
 
-void GradSync::decide(int64_t step, const GlobalState &global, bool eager) {
+bool GradSync::decide(int64_t step, const GlobalState &global, bool eager,
+                      const Grads &grads) {
   GradSyncEvent event;
   event.step = step + 1;
   if (global.firstBad != kNoneBad && options.nonFinite != NonFinite::Ignore) {
@@ -115,17 +133,14 @@ void GradSync::decide(int64_t step, const GlobalState &global, bool eager) {
                       ? rp.plan->params[index].name
                       : "#" + std::to_string(index);
     if (options.nonFinite == NonFinite::Stop) {
+      // The rank with the non-finite gradient ends the job (afterStep); the
+      // others must not wait for it (they may be inside the next step).
       if (rank == event.rank)
-        zbrt_fatal(formatv("step {0}: non-finite gradient of parameter "
-                           "'{1}' (--nonfinite stop)",
-                           event.step, event.param)
-                       .str()
-                       .c_str());
-      MPI_Barrier(MPI_COMM_WORLD); // the failing rank aborts the job
-      return;
+        stopOnNonFinite(event.step, event.param);
+      return true;
     }
     if (eager) { // undo this rank's eager step
-      rollback(1.0, applied);
+      rollback(grads, 1.0, applied);
       --applied;
     }
   } else {
@@ -134,14 +149,14 @@ void GradSync::decide(int64_t step, const GlobalState &global, bool eager) {
     double factor = clip ? options.clipNorm / norm : 1.0;
     if (!clip) {
       if (!eager)
-        apply(1.0, ++applied);
-      return;
+        apply(grads, 1.0, ++applied);
+      return false;
     }
     if (eager)
-      rollback(1.0, applied);
+      rollback(grads, 1.0, applied);
     else
       ++applied;
-    apply(factor, applied);
+    apply(grads, factor, applied);
     event.norm = norm;
   }
   report.events.push_back(event);
@@ -156,46 +171,115 @@ void GradSync::decide(int64_t step, const GlobalState &global, bool eager) {
            << format("%g)\n", options.clipNorm);
     log->flush();
   }
+  return true;
+}
+
+void GradSync::stopOnNonFinite(int64_t step, StringRef param) {
+  zbrt_fatal(formatv("step {0}: non-finite gradient of parameter '{1}' "
+                     "(--nonfinite stop)",
+                     step, param)
+                 .str()
+                 .c_str());
+}
+
+bool GradSync::isEager(const GlobalState &partial) const {
+  if (partial.firstBad != kNoneBad && options.nonFinite != NonFinite::Ignore)
+    return false;
+  // The partial norm only grows along the chain: above the threshold here,
+  // the full state clips too.
+  return !(options.clipNorm > 0 &&
+           std::sqrt(partial.sumSquares) > options.clipNorm);
 }
 
 void GradSync::afterStep(int64_t step) {
   inject(step);
   if (!checks()) {
-    apply(1.0, ++applied);
+    apply(rp.grads, 1.0, ++applied);
     return;
   }
   GlobalState mine = local();
+  if (options.nonFinite == NonFinite::Stop && mine.firstBad != kNoneBad) {
+    int64_t index = mine.firstBad & 0xffffffff;
+    stopOnNonFinite(step + 1, rp.plan->params[index].name);
+  }
   if (options.sync == OptimizerSync::AllReduce) {
     GlobalState global;
     MPI_Allreduce(&mine.sumSquares, &global.sumSquares, 1, MPI_DOUBLE,
                   MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(&mine.firstBad, &global.firstBad, 1, MPI_INT64_T, MPI_MIN,
                   MPI_COMM_WORLD);
-    decide(step, global, /*eager=*/false);
+    decide(step, global, /*eager=*/false, rp.grads);
     return;
   }
-  // Post-validation: reduce in the background, step eagerly.
-  pending.emplace();
-  pending->step = step;
-  pending->sendBuf = mine;
-  MPI_Iallreduce(&pending->sendBuf.sumSquares, &pending->recvBuf.sumSquares,
-                 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
-                 &pending->requests[0]);
-  MPI_Iallreduce(&pending->sendBuf.firstBad, &pending->recvBuf.firstBad, 1,
-                 MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD, &pending->requests[1]);
-  pending->eager = mine.firstBad == kNoneBad ||
-                   options.nonFinite == NonFinite::Ignore;
-  if (pending->eager)
-    apply(1.0, ++applied);
+  // Post-validation. The previous step's state messages have long been
+  // delivered (this rank validated it): complete their sends.
+  if (!sends.empty())
+    MPI_Waitall((int)sends.size(), sends.data(), MPI_STATUSES_IGNORE);
+  sends.clear();
+  sendBufs.clear();
+  // The partial state from rank r-1, plus this rank's, on to rank r+1.
+  GlobalState partial = mine;
+  if (rank > 0) {
+    GlobalState before;
+    MPI_Recv(&before, sizeof before, MPI_BYTE, rank - 1, PartialTag, comm,
+             MPI_STATUS_IGNORE);
+    partial.sumSquares += before.sumSquares;
+    partial.firstBad = std::min(partial.firstBad, before.firstBad);
+  }
+  auto isend = [&](const GlobalState &state, int to, int tag) {
+    sendBufs.push_back(state);
+    sends.emplace_back();
+    MPI_Isend(&sendBufs.back(), sizeof(GlobalState), MPI_BYTE, to, tag, comm,
+              &sends.back());
+  };
+  if (rank + 1 < worldSize) {
+    isend(partial, rank + 1, PartialTag);
+    pending.emplace();
+    pending->step = step;
+    pending->eager = isEager(partial);
+    if (pending->eager)
+      apply(rp.grads, 1.0, ++applied);
+    MPI_Irecv(&pending->full, sizeof(GlobalState), MPI_BYTE, worldSize - 1,
+              FullTag, comm, &pending->request);
+    return;
+  }
+  // The last rank holds the full state: it decides now and sends it back.
+  for (int32_t r = 0; r + 1 < worldSize; ++r)
+    isend(partial, r, FullTag);
+  amended = decide(step, partial, /*eager=*/false, rp.grads);
+}
+
+void GradSync::beforeStep() {
+  amended = amended && programValidates;
+  if (!pending)
+    return;
+  if (!programValidates) {
+    settle(); // between steps: the passes see the validated parameters
+    amended = false;
+    return;
+  }
+  // The program validates during the step: keep this step's gradients.
+  rp.swapGradientBuffers();
+  pending->gradsSwapped = true;
 }
 
 void GradSync::settle() {
   if (!pending)
     return;
-  MPI_Waitall(2, pending->requests, MPI_STATUSES_IGNORE);
+  MPI_Wait(&pending->request, MPI_STATUS_IGNORE);
   Pending p = *pending;
   pending.reset();
-  decide(p.step, p.recvBuf, p.eager);
+  amended = decide(p.step, p.full, p.eager,
+                   p.gradsSwapped ? rp.gradsPrevious : rp.grads);
+}
+
+bool GradSync::redoStep() {
+  settle(); // a program without the call: validate now
+  if (!amended || !programValidates)
+    return false;
+  amended = false;
+  ++report.redoneSteps;
+  return true;
 }
 
 GradSyncReport GradSync::finish() {
@@ -216,8 +300,11 @@ void zb::host::printGradSyncText(raw_ostream &os,
   if (report.clipNorm > 0)
     os << format(", gradient clipping at norm %g", report.clipNorm);
   os << formatv(": {0} step(s) clipped, {1} skipped, {2} rank-step(s) "
-                "rolled back\n",
+                "rolled back",
                 clipped, skipped, report.rollbacks);
+  if (report.mode == "post-validation")
+    os << formatv(", {0} step(s) redone", report.redoneSteps);
+  os << "\n";
 }
 
 json::Value zb::host::gradSyncJSON(const GradSyncReport &report) {
@@ -233,5 +320,6 @@ json::Value zb::host::gradSyncJSON(const GradSyncReport &report) {
                       {"clip_norm", report.clipNorm},
                       {"clipped_steps", std::move(clipped)},
                       {"skipped_steps", std::move(skipped)},
-                      {"rollbacks", report.rollbacks}};
+                      {"rollbacks", report.rollbacks},
+                      {"redone_steps", report.redoneSteps}};
 }

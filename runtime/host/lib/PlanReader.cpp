@@ -241,6 +241,11 @@ Error PlanParser::header() {
   ZB_ASSIGN(plan.schedule, root.string("schedule", StringRef()));
   ZB_ASSIGN(plan.target, root.string("target", StringRef()));
   ZB_ASSIGN(plan.data, root.string("data", StringRef()));
+  ZB_ASSIGN(plan.optimizerSync, root.string("optimizer_sync", StringRef()));
+  if (!plan.optimizerSync.empty() && plan.optimizerSync != "post-validation")
+    return root.error("optimizer_sync",
+                      "must be \"post-validation\" (or absent), got \"" +
+                          plan.optimizerSync + "\"");
   return Error::success();
 }
 

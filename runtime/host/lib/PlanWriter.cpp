@@ -123,7 +123,7 @@ json::Value zb::host::toJSON(const PredictedInfo &p) {
 }
 
 json::Value zb::host::toJSON(const Plan &plan) {
-  return json::Object{{"format", "zb-plan"},
+  json::Object root{{"format", "zb-plan"},
                       {"version", 1},
                       {"model", plan.model},
                       {"num_ranks", plan.numRanks},
@@ -140,6 +140,9 @@ json::Value zb::host::toJSON(const Plan &plan) {
                       {"stages", arrayOf(plan.stages, stageJSON)},
                       {"predicted", predictedJSON(plan.predicted)},
                       {"ranks", arrayOf(plan.ranks, rankJSON)}};
+  if (!plan.optimizerSync.empty())
+    root["optimizer_sync"] = plan.optimizerSync;
+  return root;
 }
 
 Error zb::host::writePlan(const Plan &plan, StringRef path) {

@@ -299,6 +299,23 @@ void zb::host::applyOptimizer(RankProgram &rp, const OptimizerInfo &opt,
   }
 }
 
+void RankProgram::swapGradientBuffers() {
+  for (auto &[index, g] : grads) {
+    Buffer &other = gradsPrevious[index];
+    if (other.size() != g.size())
+      other = Buffer(g.size());
+    std::swap(g, other);
+  }
+  const auto &args = plan->ranks[rank].args;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].kind == ArgKind::Grad) {
+      // { allocated, aligned, offset, sizes..., strides... }
+      auto data = (int64_t)(intptr_t)grads.at(args[i].index).data();
+      descriptors[i][0] = data;
+      descriptors[i][1] = data;
+    }
+}
+
 void zb::host::clearOutputs(RankProgram &rp) {
   for (auto &[index, g] : rp.grads)
     g.zero();

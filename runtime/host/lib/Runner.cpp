@@ -306,7 +306,7 @@ StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
       numSteps(o.reportGradients ? 1 : o.steps), opt(plan.optimizer),
       samples(rp.rank == 0 ? worldSize : 0), profile(plan.numStages),
       bubbleTotal(worldSize, 0.0), replayTotal(worldSize, 0.0),
-      bubbleSteps(worldSize, 0), gradSync(o.gradSync, rp, opt, rank,
+      bubbleSteps(worldSize, 0), gradSync(o.gradSync, rp, opt, rank, worldSize,
                o.reportFormat == ReportFormat::Text ? &outs() : nullptr) {
   if (o.lr)
     opt.lr = *o.lr;
@@ -344,9 +344,9 @@ void StepLoop::dumpBatch() {
 }
 
 void StepLoop::runStep(int64_t step) {
-  // Post-validation: the previous step's reduced state, before its
-  // gradients are cleared.
-  gradSync.settle();
+  // Post-validation: the previous step is validated here or, when the
+  // program validates, its gradients are kept for the validation.
+  gradSync.beforeStep();
   fillInputs(rp, step);
   if (step == 0 && rank == 0 && !o.dumpBatch.empty())
     dumpBatch();
@@ -358,6 +358,15 @@ void StepLoop::runStep(int64_t step) {
   double t0 = nowMs();
   rp.call();
   zbrt_step_end();
+  if (gradSync.redoStep()) {
+    // The previous step was amended after this step's passes had started:
+    // run them again on the corrected parameters (every rank does).
+    clearOutputs(rp);
+    zbrt::traceBeginStep();
+    t0 = nowMs();
+    rp.call();
+    zbrt_step_end();
+  }
   if (!o.reportGradients)
     gradSync.afterStep(step);
   double t1 = nowMs();

@@ -29,7 +29,9 @@
 ///  - zbrt_{send,recv}_memref[_i64|_i32]: zb.send / zb.recv of f32, i64, i32
 ///    tensors (convert-zb-to-runtime);
 ///  - zbrt_action_{begin,end}: trace markers around every scheduled action
-///    (zb-lower-pipeline).
+///    (zb-lower-pipeline);
+///  - zbrt_validate_optimizer: the post-validation point of a step
+///    (zb-lower-pipeline, from zb-schedule's validate_before).
 #define ZBRT_GENERATED_CODE_FUNCTIONS(X)                                       \
   X(SgemmMemref, zbrt_sgemm_memref)                                            \
   X(SendMemref, zbrt_send_memref)                                              \
@@ -39,7 +41,8 @@
   X(SendMemrefI32, zbrt_send_memref_i32)                                       \
   X(RecvMemrefI32, zbrt_recv_memref_i32)                                       \
   X(ActionBegin, zbrt_action_begin)                                            \
-  X(ActionEnd, zbrt_action_end)
+  X(ActionEnd, zbrt_action_end)                                                \
+  X(ValidateOptimizer, zbrt_validate_optimizer)
 
 namespace zbrt {
 namespace symbols {

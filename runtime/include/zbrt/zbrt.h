@@ -52,6 +52,18 @@ void zbrt_sgemm(int64_t a, int64_t b, int64_t c, int64_t M, int64_t N,
 void zbrt_action_begin(int32_t kind, int32_t stage, int32_t microbatch);
 void zbrt_action_end(int32_t kind, int32_t stage, int32_t microbatch);
 
+/// Optimizer post-validation (the Zero Bubble paper, Section 4): generated
+/// code calls this once per step, before the scheduled action where the
+/// fully reduced optimizer state of the previous step is expected to have
+/// arrived (zb-schedule's validate_before). It calls the hook zb-run
+/// installed with zbrt_set_validate_hook (which waits for that state and
+/// validates, rolls back or redoes the previous optimizer step); without a
+/// hook it does nothing.
+void zbrt_validate_optimizer(void);
+typedef void (*zbrt_validate_hook)(void *context);
+/// Installs (or, with NULL, removes) the hook of zbrt_validate_optimizer.
+void zbrt_set_validate_hook(zbrt_validate_hook hook, void *context);
+
 /// Message tags used by generated code: tag = zbrt_tag(kind, stage, mb)
 /// where kind 0 = activation (F direction), 1 = gradient (B direction) and
 /// stage is the *sending* stage. Defined here so both sides agree.

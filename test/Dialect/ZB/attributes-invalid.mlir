@@ -188,3 +188,27 @@ func.func @rank_arg_loss() attributes {zb.rank_args = [#zb.rank_arg<loss, 3>]} {
 func.func @bad_phase() attributes {zb.x = #zb.phase<F>} {
   return
 }
+
+// -----
+
+// expected-error @+1 {{#zb.schedule: optimizer_sync must be "none" or "post-validation", not "all-reduce"}}
+module attributes {zb.schedule = #zb.schedule<name = "s", microbatches = 1, bubble_rate = 0.0, makespan_ms = 0.0, peak_memory = [0.0], stage_to_rank = [0], ranks = [[]], optimizer_sync = "all-reduce">} {
+}
+
+// -----
+
+// expected-error @+1 {{#zb.schedule: validate_before goes with optimizer_sync = "post-validation" (and only with it)}}
+module attributes {zb.schedule = #zb.schedule<name = "s", microbatches = 1, bubble_rate = 0.0, makespan_ms = 0.0, peak_memory = [0.0], stage_to_rank = [0], ranks = [[]], optimizer_sync = "post-validation">} {
+}
+
+// -----
+
+// expected-error @+1 {{#zb.schedule: validate_before of rank 0 is 2, outside [0, 1]}}
+module attributes {zb.schedule = #zb.schedule<name = "s", microbatches = 1, bubble_rate = 0.0, makespan_ms = 0.0, peak_memory = [0.0], stage_to_rank = [0], ranks = [[#zb.action<F, stage 0, mb 0>]], optimizer_sync = "post-validation", validate_before = [2]>} {
+}
+
+// -----
+
+// expected-error @+1 {{#zb.schedule: validate_before has 2 entries for 1 ranks}}
+module attributes {zb.schedule = #zb.schedule<name = "s", microbatches = 1, bubble_rate = 0.0, makespan_ms = 0.0, peak_memory = [0.0], stage_to_rank = [0], ranks = [[]], optimizer_sync = "post-validation", validate_before = [0, 0]>} {
+}

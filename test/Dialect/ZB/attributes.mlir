@@ -37,6 +37,19 @@ module attributes {
 
 // -----
 
+// Post-validation: optimizer_sync and validate_before (one action index per
+// rank; the rank's action count = after its last action) round-trip.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: ranks = {{\[\[}}#zb.action<F, stage 0, mb 0>, #zb.action<B, stage 0, mb 0>, #zb.action<W, stage 0, mb 0>]], optimizer_sync = "post-validation", validate_before = [3]>}
+module attributes {
+  zb.schedule = #zb.schedule<name = "zb-h1", microbatches = 1, bubble_rate = 0.0, makespan_ms = 3.0, peak_memory = [2.0], stage_to_rank = [0],
+    ranks = [[#zb.action<F, stage 0, mb 0>, #zb.action<B, stage 0, mb 0>, #zb.action<W, stage 0, mb 0>]],
+    optimizer_sync = "post-validation", validate_before = [3]>
+} {
+}
+
+// -----
+
 // Phases on backward ops, kinds and roles on stage functions, rank
 // arguments on step functions.
 // CHECK-LABEL: func.func @stage0_backward_weight

@@ -74,7 +74,9 @@ LogicalResult ScheduleAttr::verify(EmitFn emitError, StringRef,
                                    int64_t microbatches, APFloat, APFloat,
                                    DenseF64ArrayAttr peakMemory,
                                    DenseI64ArrayAttr stageToRank, bool,
-                                   StringRef costConvention, ArrayAttr ranks) {
+                                   StringRef costConvention, ArrayAttr ranks,
+                                   StringRef optimizerSync,
+                                   DenseI64ArrayAttr validateBefore) {
   if (microbatches <= 0)
     return emitError() << "#zb.schedule: microbatches must be > 0, not "
                        << microbatches;
@@ -94,6 +96,26 @@ LogicalResult ScheduleAttr::verify(EmitFn emitError, StringRef,
     if (failed(verifyRankRow(emitError, row, rank, stageToRank.asArrayRef(),
                              microbatches)))
       return failure();
+  if (optimizerSync != "none" && optimizerSync != "post-validation")
+    return emitError() << "#zb.schedule: optimizer_sync must be \"none\" or "
+                          "\"post-validation\", not \""
+                       << optimizerSync << "\"";
+  if ((optimizerSync == "post-validation") != bool(validateBefore))
+    return emitError() << "#zb.schedule: validate_before goes with "
+                          "optimizer_sync = \"post-validation\" (and only "
+                          "with it)";
+  if (validateBefore) {
+    if (validateBefore.size() != static_cast<int64_t>(ranks.size()))
+      return emitError() << "#zb.schedule: validate_before has "
+                         << validateBefore.size() << " entries for "
+                         << ranks.size() << " ranks";
+    for (auto [rank, index] : llvm::enumerate(validateBefore.asArrayRef())) {
+      int64_t n = llvm::cast<ArrayAttr>(ranks[rank]).size();
+      if (index < 0 || index > n)
+        return emitError() << "#zb.schedule: validate_before of rank " << rank
+                           << " is " << index << ", outside [0, " << n << "]";
+    }
+  }
   return success();
 }
 

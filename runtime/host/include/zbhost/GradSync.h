@@ -14,22 +14,30 @@
 //
 // Two ways to get them (--optimizer-sync):
 //  - all-reduce: the synchronous reference; every rank waits for the
-//    reduction, then steps (or not) with the final state;
-//  - post-validation (default): every rank starts the reduction without
-//    waiting and steps eagerly under its own partial state (no clipping; no
-//    step when its own gradients are not finite); the reduced state is
-//    validated before the next step's passes (or at the end of training):
-//    on a non-finite flag the step is rolled back, and when clipping should
-//    have applied it is rolled back and redone with the clipped gradient.
-//    Rollback is the in-place arithmetic inverse of the optimizer
-//    (zbrt_adamw_rollback / zbrt_sgd_rollback, the paper's Algorithm 1): no
-//    copy of parameters or moments. The parameters then equal all-reduce's
-//    within the rollback's rounding (a few float ulps per rolled-back step).
+//    reduction (MPI_Allreduce), then steps (or not) with the final state;
+//  - post-validation (default), the paper's Figure 4: the partially reduced
+//    state travels along the ranks 0 -> 1 -> ... -> p-1 at the end of a
+//    step; rank r receives it from r-1, adds its own, passes it on and steps
+//    eagerly under it (no step when it is not finite or its norm already
+//    exceeds the clipping threshold). The last rank then holds the full
+//    state, decides at once and sends it to every other rank (MPI_Isend).
+//    Each rank validates when the next step's program calls
+//    zbrt_validate_optimizer, at the point of its warm-up where the schedule
+//    expects the state (zb-schedule, plan.json "optimizer_sync"; plans
+//    without it validate between steps): on a non-finite flag the eager step
+//    is rolled back, and when clipping should have applied it is rolled
+//    back and redone with the clipped gradient. Rollback is the in-place
+//    arithmetic inverse of the optimizer (zbrt_adamw_rollback /
+//    zbrt_sgd_rollback, the paper's Algorithm 1): no copy of parameters or
+//    moments; the previous step's gradients stay available because the
+//    gradient buffers alternate between two sets (RankProgram::
+//    swapGradientBuffers). After an amended step every rank runs the current
+//    step again (its passes before the validation used the eager
+//    parameters). The parameters equal all-reduce's within the rollback's
+//    rounding (a few float ulps per rolled-back step).
 //
-// This runtime-level post-validation overlaps the reduction with the
-// optimizer step; the paper's version also moves the partial state along
-// the pipeline inside the schedule (not done here: zb's rank programs carry
-// no optimizer-state messages yet).
+// The state messages use a communicator of their own (MPI_Comm_dup), so
+// they never match the passes' messages.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBHOST_GRADSYNC_H
@@ -77,6 +85,9 @@ struct GradSyncReport {
   double clipNorm = 0;
   std::vector<GradSyncEvent> events;
   int64_t rollbacks = 0; ///< rank-steps undone (all ranks; at the end)
+  /// Steps whose passes ran again after the previous step was amended
+  /// (post-validation with in-program validation).
+  int64_t redoneSteps = 0;
 };
 
 /// Parses "STEP:RANK" / "STEP:FACTOR" (STEP >= 1).
@@ -87,16 +98,28 @@ class GradSync {
 public:
   /// `log`: where rank 0 prints skipped and clipped steps as they are
   /// decided (null: nowhere, e.g. under --report-format json).
+  /// `worldSize`: the number of ranks. Collective (duplicates
+  /// MPI_COMM_WORLD). Installs the zbrt_validate_optimizer hook when the
+  /// plan's programs validate (plan.json "optimizer_sync").
   GradSync(const GradSyncOptions &options, RankProgram &rp,
-           const OptimizerInfo &opt, int32_t rank, llvm::raw_ostream *log);
+           const OptimizerInfo &opt, int32_t rank, int32_t worldSize,
+           llvm::raw_ostream *log);
   ~GradSync();
 
+  /// Before a step's program runs: validates a pending step here when the
+  /// program does not, else keeps its gradients for the validation inside
+  /// the program.
+  void beforeStep();
+  /// After the step's program returned: true when the previous step was
+  /// amended after this step's passes had started on the eager parameters;
+  /// the caller then runs the step again (every rank decides the same).
+  bool redoStep();
   /// After step `step` (0-based) computed its gradients: the optimizer step
   /// (synchronous, eager or plain).
   void afterStep(int64_t step);
-  /// Validates a pending eager step (post-validation); call before the next
-  /// step's outputs are cleared and before the parameters are read at the
-  /// end.
+  /// Validates a pending eager step (post-validation): waits for the full
+  /// state and decides. The zbrt_validate_optimizer hook; call before the
+  /// parameters are read at the end.
   void settle();
   /// Collective: the run's report (complete on rank 0).
   GradSyncReport finish();
@@ -115,17 +138,31 @@ private:
   GlobalState local() const;
   /// The optimizer over this rank's parameters with the mean gradient
   /// scaled by `factor`, as optimizer step `t` (1-based).
-  void apply(double factor, int64_t t);
-  void rollback(double factor, int64_t t);
-  /// Acts on the reduced state of step `step`; `eager` = this rank already
-  /// stepped with factor 1.
-  void decide(int64_t step, const GlobalState &global, bool eager);
+  using Grads = std::map<int64_t, Buffer>;
+  void apply(const Grads &grads, double factor, int64_t t);
+  void rollback(const Grads &grads, double factor, int64_t t);
+  /// Acts on the reduced state of step `step` computed from `grads`;
+  /// `eager` = this rank already stepped with factor 1. Returns true when
+  /// the step was amended (skipped or clipped).
+  bool decide(int64_t step, const GlobalState &global, bool eager,
+              const Grads &grads);
+  bool isEager(const GlobalState &partial) const;
+  [[noreturn]] void stopOnNonFinite(int64_t step, llvm::StringRef param);
 
   GradSyncOptions options;
   RankProgram &rp;
   const OptimizerInfo &opt; ///< the caller's (zb-run --lr may change it)
-  int32_t rank;
+  int32_t rank, worldSize;
   llvm::raw_ostream *log;
+  MPI_Comm comm = MPI_COMM_NULL; ///< the state messages' own
+  /// The programs call zbrt_validate_optimizer (post-validation plans).
+  bool programValidates = false;
+  /// The previous step was amended: redo the current step's passes.
+  bool amended = false;
+  /// Outstanding sends of state messages (completed at the next step and
+  /// at the end).
+  std::vector<MPI_Request> sends;
+  std::vector<GlobalState> sendBufs;
   float gradScale;
   int64_t applied = 0; ///< optimizer steps applied (AdamW's t)
   int64_t myRollbacks = 0;
@@ -134,8 +171,9 @@ private:
   struct Pending {
     int64_t step;
     bool eager;
-    GlobalState sendBuf, recvBuf;
-    MPI_Request requests[2];
+    GlobalState full;
+    MPI_Request request = MPI_REQUEST_NULL; ///< the full state's receive
+    bool gradsSwapped = false; ///< its gradients are rp.gradsPrevious
   };
   std::optional<Pending> pending;
 };

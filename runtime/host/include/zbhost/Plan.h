@@ -140,6 +140,11 @@ struct Plan {
   std::string schedule;
   std::string target; ///< "cpu", ...; "" when absent
   std::string data;   ///< default data directory ("" when absent)
+  /// "post-validation" when the rank programs call zbrt_validate_optimizer
+  /// at the point where the schedule expects the previous step's fully
+  /// reduced optimizer state (zb-compile --optimizer-sync); "" otherwise
+  /// (zb-run then validates between steps).
+  std::string optimizerSync;
   OptimizerInfo optimizer;
   std::vector<ParamInfo> params;
   std::vector<InputInfo> inputs;

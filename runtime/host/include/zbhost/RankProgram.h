@@ -75,6 +75,9 @@ struct RankProgram {
   void *handle = nullptr;
   zbrt::symbols::RankEntryFn entry = nullptr; ///< plan.json "entry"
   std::map<int64_t, Buffer> params, grads; ///< by parameter index
+  /// The previous step's gradients after swapGradientBuffers() (empty
+  /// until the first swap).
+  std::map<int64_t, Buffer> gradsPrevious;
   std::map<int64_t, Buffer> adamM, adamV;  ///< AdamW state by index
   std::map<int64_t, Dataset> datasets;     ///< by input index
   std::map<int64_t, Buffer> inputs;        ///< by input index
@@ -91,6 +94,11 @@ struct RankProgram {
 
   /// Runs one training step: entry(argv).
   void call() { entry(argv.data()); }
+  /// Makes the next step write its gradients into a second set of buffers
+  /// and keeps the current ones in gradsPrevious (the descriptors are
+  /// updated; no data is copied). Post-validation needs the previous step's
+  /// gradients to roll its optimizer step back during the next step.
+  void swapGradientBuffers();
 };
 
 /// Loads everything rank `rank` needs: the program, its parameters, the

@@ -142,6 +142,12 @@ def ZB_ScheduleAttr : AttrDef<ZB_Dialect, "Schedule"> {
     the simulator's prediction (lib/Schedule). `fused_backward`: B and W run
     as one pass and the gradient leaves after both (1F1B, GPipe, 1F1B-I);
     `cost_convention`: "makespan" or "stage_span" (reference/README).
+    `optimizer_sync` = "post-validation" (the paper's Section 4; default
+    "none"): `validate_before` holds per rank the index of the action before
+    which the rank program validates the previous step's optimizer step
+    (zbrt_validate_optimizer), where the simulator expects the fully reduced
+    state to have arrived (lib/Schedule/OptimizerSync.h); an index equal to
+    the rank's action count means after its last action.
   }];
   let parameters = (ins
     StringRefParameter<"schedule name">:$name,
@@ -152,7 +158,9 @@ def ZB_ScheduleAttr : AttrDef<ZB_Dialect, "Schedule"> {
     "::mlir::DenseI64ArrayAttr":$stage_to_rank,
     ZB_BoolParameter<"B and W fused">:$fused_backward,
     StringRefParameter<"cost convention", "\"makespan\"">:$cost_convention,
-    "::mlir::ArrayAttr":$ranks);
+    "::mlir::ArrayAttr":$ranks,
+    StringRefParameter<"optimizer sync", "\"none\"">:$optimizer_sync,
+    OptionalParameter<"::mlir::DenseI64ArrayAttr">:$validate_before);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
