@@ -24,33 +24,36 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
   --seq 32 --dim 64 --heads 4 > "$OUT/gpt.mlir"
 "$BUILD/bin/zb-compile" "$OUT/gpt.mlir" --optimizer adamw --lr 0.001 \
   --microbatches 8 --stages 2 --schedule zb-2p -o "$OUT/plan" --quiet
-run() { # label, extra flags...
-  local label="$1"; shift
+"$BUILD/bin/zb-sched" --input "$OUT/plan/schedule.json" \
+  --optimizer-sync post-validation --format json > "$OUT/steady.json"
+run() { # label, predicted mode, extra flags...
+  local label="$1" mode="$2"; shift 2
   for ((r = 0; r < ROUNDS; ++r)); do
     "$BUILD/bin/zb-run" "$OUT/plan" --ranks 2 --steps "$STEPS" \
-      --data "$root/examples/gpt/shakespeare.txt" --report-format json "$@" \
-      > "$OUT/$label.$r.json" 2>/dev/null
+      --data "$root/examples/gpt/shakespeare.txt" --report-format json \
+      --overlap-steps "$@" > "$OUT/$label.$r.json" 2>/dev/null
   done
-  /usr/bin/python3 - "$label" "$OUT" "$ROUNDS" <<'PY'
+  /usr/bin/python3 - "$label" "$OUT" "$ROUNDS" "$mode" <<'PY'
 import json, statistics, sys
-label, out, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-times, bubbles, clipped = [], [], 0
+label, out, rounds, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+wall, bubbles, clipped, redone = [], [], 0, 0
 for r in range(rounds):
     d = json.load(open(f"{out}/{label}.{r}.json"))
-    times.append(d["mean_step_time_ms"])
+    wall.append(d["wall_step_time_ms"])
     bubbles.append(d["realized_bubble_rate"])
     clipped = len(d.get("gradient_sync", {}).get("clipped_steps", []))
+    redone = d.get("gradient_sync", {}).get("redone_steps", 0)
 b0 = statistics.median(b[0] for b in bubbles)
 b1 = statistics.median(b[1] for b in bubbles)
-pred = d["predicted"]["zb-2p"]["rank_bubble_rate"]
-print(f"{label:<16} {statistics.median(times):8.2f} ms  (min {min(times):.2f})"
-      f"  realized bubble {b0:.3f} {b1:.3f}  predicted {pred[0]:.3f} "
-      f"{pred[1]:.3f}  clipped steps {clipped}")
+steady = json.load(open(f"{out}/steady.json"))["optimizer_sync"]["steady_state"][mode]
+print(f"{label:<17} {statistics.median(wall):7.2f} ms (min {min(wall):6.2f})"
+      f"  {steady['period_ms']:7.3f} ms  {steady['bubble_rate']:.4f}"
+      f"   {b0:.3f} {b1:.3f}   {clipped:3d} {redone:3d}")
 PY
 }
-echo "label            median step time     bubble per rank (realized, predicted)"
-run no-checks --nonfinite ignore
-run all-reduce-rare --grad-clip 100 --optimizer-sync all-reduce
-run post-val-rare --grad-clip 100 --optimizer-sync post-validation
-run all-reduce-every --grad-clip 0.01 --optimizer-sync all-reduce
-run post-val-every --grad-clip 0.01 --optimizer-sync post-validation
+echo "                  realized wall/step        predicted steady state  realized bubble  clipped redone"
+run no-checks none --nonfinite ignore
+run all-reduce-rare all-reduce --grad-clip 100 --optimizer-sync all-reduce
+run post-val-rare post-validation --grad-clip 100 --optimizer-sync post-validation
+run all-reduce-every all-reduce --grad-clip 0.01 --optimizer-sync all-reduce
+run post-val-every post-validation --grad-clip 0.01 --optimizer-sync post-validation

@@ -114,6 +114,15 @@ cl::opt<int, true>
                cl::desc("Print the loss every K steps (default 1)"),
                cl::value_desc("K"), cl::location(opts.printEvery), cl::init(1),
                cl::cat(runCategory));
+cl::opt<bool, true> overlapSteps(
+    "overlap-steps",
+    cl::desc("Start each rank's next step as soon as its own optimizer step "
+             "is done, as a training loop does (no barrier between steps; "
+             "the step lines print at the end; no --trace or replay): the "
+             "report adds the wall-clock time per step, where iterations "
+             "overlap and an --optimizer-sync all-reduce costs what the "
+             "paper measures"),
+    cl::location(opts.overlapSteps), cl::init(false), cl::cat(runCategory));
 cl::opt<bool, true> reportGradients(
     "report-gradients",
     cl::desc("Evaluate one step without an optimizer step; print the loss "

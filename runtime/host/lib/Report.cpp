@@ -87,6 +87,10 @@ void zb::host::printTextReport(raw_ostream &os, const Plan &plan,
   printPredicted(os, plan);
   os << format("realized mean step time %.2f ms (%s)\n",
                report.meanStepTimeMs(), range.c_str());
+  if (report.wallStepTimeMs)
+    os << format("realized wall-clock time per step %.2f ms (%s, steps "
+                 "overlapping: --overlap-steps)\n",
+                 *report.wallStepTimeMs, range.c_str());
   printRealized(os, plan, report);
   if (report.replaySteps) {
     os << format("this plan replayed with this run's pass times (T_comm = "
@@ -138,6 +142,8 @@ void zb::host::printJsonReport(raw_ostream &os, const Plan &plan,
         j.attribute(p.schedule, toJSON(p));
     });
     j.attribute("mean_step_time_ms", report.meanStepTimeMs());
+    if (report.wallStepTimeMs)
+      j.attribute("wall_step_time_ms", *report.wallStepTimeMs);
     if (report.replaySteps)
       j.attribute("replayed_bubble_rate",
                   json::Array(report.replayedBubbleRate));

@@ -276,6 +276,7 @@ private:
   void runStep(int64_t step);
   void dumpBatch();
   void gatherTrace(int64_t step, bool measured);
+  void gatherOverlappedSteps();
   void recordStep(int64_t step, bool measured);
   int finishGradients();
   int finishTraining();
@@ -287,6 +288,11 @@ private:
   const int64_t numSteps;
   OptimizerInfo opt;
   std::vector<StepSample> samples; ///< rank 0: this step's, per rank
+  /// --overlap-steps: this rank's samples of every step (gathered at the
+  /// end) and its wall clock from the start of step 2 to the last step's
+  /// end.
+  std::vector<StepSample> mySamples;
+  double wallStart = 0, wallEnd = 0;
   StageProfile profile;
   /// Peak bytes of the memory pool (the generated code's heap buffers:
   /// activations, stashes, temporaries) over all steps.
@@ -353,9 +359,12 @@ void StepLoop::runStep(int64_t step) {
   clearOutputs(rp);
 
   zbrt_pool_reset_counters();
-  MPI_Barrier(MPI_COMM_WORLD);
+  if (!o.overlapSteps)
+    MPI_Barrier(MPI_COMM_WORLD);
   zbrt::traceBeginStep();
   double t0 = nowMs();
+  if (step == std::min<int64_t>(1, numSteps - 1))
+    wallStart = t0;
   rp.call();
   zbrt_step_end();
   if (gradSync.redoStep()) {
@@ -378,17 +387,39 @@ void StepLoop::runStep(int64_t step) {
   StepSample mine{rp.hasLoss ? (double)rp.loss.data()[0] : 0.0,
                   rp.hasLoss ? 1.0 : 0.0, t1 - t0, bubble.bubbleRate,
                   (double)bubble.numActions};
-  MPI_Gather(&mine, 5, MPI_DOUBLE, samples.data(), 5, MPI_DOUBLE, 0,
-             MPI_COMM_WORLD);
-
   // Step 1 warms up caches and MPI connections and is left out of the
   // measurements when there is more than one step.
   const bool measured = numSteps == 1 || step > 0;
   if (measured)
     profile.add(zbrt::traceEvents(), rank);
+  if (o.overlapSteps) { // no collective between steps
+    mySamples.push_back(mine);
+    wallEnd = t1;
+    return;
+  }
+  MPI_Gather(&mine, 5, MPI_DOUBLE, samples.data(), 5, MPI_DOUBLE, 0,
+             MPI_COMM_WORLD);
   gatherTrace(step, measured);
   if (rank == 0)
     recordStep(step, measured);
+}
+
+/// --overlap-steps: every step's samples on rank 0 at the end, recorded as
+/// runStep would have; the wall clock per step (the slowest rank).
+void StepLoop::gatherOverlappedSteps() {
+  std::vector<StepSample> all(rank == 0 ? numSteps * worldSize : 0);
+  MPI_Gather(mySamples.data(), 5 * numSteps, MPI_DOUBLE, all.data(),
+             5 * numSteps, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  double span = wallEnd - wallStart, maxSpan = 0;
+  MPI_Reduce(&span, &maxSpan, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (rank != 0)
+    return;
+  for (int64_t step = 0; step < numSteps; ++step) {
+    for (int32_t r = 0; r < worldSize; ++r)
+      samples[r] = all[r * numSteps + step];
+    recordStep(step, numSteps == 1 || step > 0);
+  }
+  report.wallStepTimeMs = maxSpan / (double)std::max<int64_t>(1, numSteps - 1);
 }
 
 /// All ranks' events on rank 0 (one collective), for the replay of every
@@ -454,6 +485,8 @@ int StepLoop::finishGradients() {
 
 int StepLoop::finishTraining() {
   gradSync.settle();
+  if (o.overlapSteps)
+    gatherOverlappedSteps();
   report.gradSync = gradSync.finish();
   if (!o.saveParams.empty() && !saveFinalParams(rp, plan, o.saveParams))
     return 1;
@@ -493,6 +526,9 @@ Error zb::host::checkOptions(const RunOptions &o) {
     return makeError("--steps must be >= 1");
   if (o.printEvery < 1)
     return makeError("--print-every must be >= 1");
+  if (o.overlapSteps && (!o.traceFile.empty() || o.reportGradients))
+    return makeError("--overlap-steps does not go with --trace or "
+                     "--report-gradients (they need the steps aligned)");
   if (o.ranksGiven && o.numRanks < 1)
     return makeError("--ranks must be >= 1");
   if (o.lr && !(std::isfinite(*o.lr) && *o.lr > 0))

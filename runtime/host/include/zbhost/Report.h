@@ -46,6 +46,9 @@ struct RunReport {
   std::string profileFile;            ///< "" when no profile was written
   /// Clipped / skipped steps and rollbacks (mode "none" without checks).
   GradSyncReport gradSync;
+  /// --overlap-steps: wall-clock ms per step from the start of step 2 to
+  /// the end of the last (the slowest rank), iterations overlapping.
+  std::optional<double> wallStepTimeMs;
 
   /// Mean step time (ms) of the measured steps: 2..S, or step 1 alone.
   double meanStepTimeMs() const;

@@ -49,6 +49,8 @@ struct RunOptions {
   Backend backend = Backend::Auto;
   int printEvery = 1;
   bool reportGradients = false;
+  /// --overlap-steps: no barrier between steps; samples gathered at the end.
+  bool overlapSteps = false;
   std::string saveParams; ///< --save-params FILE
   ReportFormat reportFormat = ReportFormat::Text;
   /// --grad-clip, --optimizer-sync, --nonfinite, --inject-nan,
