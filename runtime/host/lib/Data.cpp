@@ -16,6 +16,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -180,14 +181,25 @@ Expected<Dataset> zb::host::readDataset(StringRef path, StringRef inputName,
 
 Error zb::host::readParam(StringRef file, StringRef bytes, StringRef paramName,
                           int64_t offsetBytes, int64_t count, float *out) {
-  int64_t end = offsetBytes + 4 * count;
-  if (offsetBytes < 0 || end > (int64_t)bytes.size())
-    return fail(file, formatv("{0} bytes, but parameter '{1}' needs bytes "
-                              "[{2}, {3})",
-                              bytes.size(), paramName, offsetBytes, end));
-  for (int64_t i = 0; i < count; ++i)
+  const int64_t size = (int64_t)bytes.size();
+  if (offsetBytes < 0 || count < 0)
+    return fail(file, formatv("parameter '{0}': offset {1} and element count "
+                              "{2} must be >= 0",
+                              paramName, offsetBytes, count));
+  // In 64 bits without overflow: count floats fit after offsetBytes.
+  if (offsetBytes > size || count > (size - offsetBytes) / 4)
+    return fail(file, formatv("{0} bytes, but parameter '{1}' needs {2} "
+                              "floats from byte {3}",
+                              size, paramName, count, offsetBytes));
+  for (int64_t i = 0; i < count; ++i) {
     out[i] = bit_cast<float>(
         support::endian::read32le(bytes.data() + offsetBytes + 4 * i));
+    // A NaN or Inf start value would train on silently (every loss NaN).
+    if (!std::isfinite(out[i]))
+      return fail(file, formatv("parameter '{0}' element {1} is {2}: "
+                                "refusing to train from a non-finite value",
+                                paramName, i, out[i]));
+  }
   return Error::success();
 }
 

@@ -67,6 +67,11 @@ Expected<ProfiledStage> readStage(StringRef path, const json::Value &v,
     if (!t || *t < 0)
       return profileError(
           path, formatv("stage {0}: missing or negative \"{1}\"", i, key));
+    // JSON numbers such as 1e999 parse as infinity.
+    if (!std::isfinite(*t) || *t > 1e15)
+      return profileError(path, formatv("stage {0}: \"{1}\" = {2} ms is not "
+                                        "a finite time (at most 1e15 ms)",
+                                        i, key, *t));
     st.*member = *t;
   }
   for (auto [key, member] : kCvs) {

@@ -88,12 +88,6 @@ Error loadParams(RankProgram &rp, const Plan &plan) {
     if (Error e = readParam(paramsPath, paramsBin->getBuffer(), p.name,
                             p.offsetBytes, p.numElements(), buf.data()))
       return e;
-    // A NaN or Inf start value would train on silently (every loss NaN).
-    for (int64_t i = 0; i < buf.size(); ++i)
-      if (!std::isfinite(buf.data()[i]))
-        return makeError(formatv("{0}: parameter '{1}' element {2} is {3}: "
-                                 "refusing to train from a non-finite value",
-                                 paramsPath, p.name, i, buf.data()[i]));
     rp.params.emplace(a.index, std::move(buf));
   }
   for (auto &[index, g] : rp.grads) {

@@ -140,7 +140,9 @@ void cutText(const TextData &text, uint64_t seed, int64_t step, int64_t count,
              int64_t seqLen, int64_t shift, DType dtype, char *out);
 
 /// Reads `count` floats at `offsetBytes` of an open params.bin image.
-/// `bytes` is the whole file; errors name the file and parameter.
+/// `bytes` is the whole file; errors name the file and parameter: a
+/// negative offset or count, floats past the end (sizes checked in 64 bits
+/// without overflow), a NaN or Inf value.
 llvm::Error readParam(llvm::StringRef file, llvm::StringRef bytes,
                       llvm::StringRef paramName, int64_t offsetBytes,
                       int64_t count, float *out);

@@ -1,12 +1,11 @@
-//===- ONNXImportFuzzer.cpp - libFuzzer target for the ONNX importer ------===//
+//===- ONNXFuzzer.cpp - libFuzzer target for the ONNX importer ------------===//
 //
 // Feeds arbitrary bytes to zb::frontend::importONNX and verifies whatever
 // module comes out. Any crash, sanitizer report, or a module that fails the
 // verifier is a bug: the importer must turn bad input into a diagnostic.
 //
-// Built with -DZB_ENABLE_FUZZ=ON and clang (see lib/Frontend/ONNX/CMakeLists.txt):
-//   zb-onnx-fuzzer -max_total_time=60 CORPUS_DIR
-// A seed corpus: the ONNX files of test/Frontend/Inputs/onnx/*/model.onnx.
+// zb-fuzz-onnx (scripts/fuzz.sh); seed corpus fuzz/corpus/onnx, replayed by
+// the ctest ZBFuzzCorpus.onnx.
 //
 //===----------------------------------------------------------------------===//
 
