@@ -114,6 +114,26 @@ cl::opt<int, true>
                cl::desc("Print the loss every K steps (default 1)"),
                cl::value_desc("K"), cl::location(opts.printEvery), cl::init(1),
                cl::cat(runCategory));
+cl::opt<std::string, true> checkpointDir(
+    "checkpoint",
+    cl::desc("Write checkpoints (parameters, AdamW moments and step, data "
+             "position, seed) to DIR/step-<S>, atomically, after the last "
+             "step and every --checkpoint-every steps; the two newest stay"),
+    cl::value_desc("DIR"), cl::location(opts.checkpointDir), cl::init(""),
+    cl::cat(runCategory));
+cl::opt<int64_t, true> checkpointEvery(
+    "checkpoint-every",
+    cl::desc("With --checkpoint: also after every N steps (0: only at the "
+             "end)"),
+    cl::value_desc("N"), cl::location(opts.checkpointEvery), cl::init(0),
+    cl::cat(runCategory));
+cl::opt<std::string, true> resumeDir(
+    "resume",
+    cl::desc("Continue from a checkpoint (a --checkpoint DIR: its newest, or "
+             "one DIR/step-<S>): --steps more steps, numbered from S+1, "
+             "bit-identical to an uninterrupted run"),
+    cl::value_desc("DIR"), cl::location(opts.resumeDir), cl::init(""),
+    cl::cat(runCategory));
 cl::opt<bool, true> overlapSteps(
     "overlap-steps",
     cl::desc("Start each rank's next step as soon as its own optimizer step "

@@ -62,9 +62,11 @@ Error loadLibrary(RankProgram &rp, const Plan &plan, bool forRun) {
 }
 
 /// Parameters (initial values from params.bin), gradient and AdamW buffers.
-Error loadParams(RankProgram &rp, const Plan &plan) {
+Error loadParams(RankProgram &rp, const Plan &plan, StringRef paramsFile) {
   std::unique_ptr<MemoryBuffer> paramsBin;
-  std::string paramsPath = resolvePath(plan.dir, "params.bin");
+  std::string paramsPath = paramsFile.empty()
+                               ? resolvePath(plan.dir, "params.bin")
+                               : paramsFile.str();
   for (const ArgInfo &a : plan.ranks[rp.rank].args) {
     if (a.kind != ArgKind::Param && a.kind != ArgKind::Grad)
       continue;
@@ -243,14 +245,15 @@ RankProgram::~RankProgram() {
 
 Expected<std::unique_ptr<RankProgram>>
 zb::host::loadRankProgram(const Plan &plan, int32_t rank,
-                          const DataOptions &data, bool forRun) {
+                          const DataOptions &data, bool forRun,
+                          StringRef paramsFile) {
   auto rp = std::make_unique<RankProgram>();
   rp->plan = &plan;
   rp->rank = rank;
   rp->seed = data.seed;
   if (Error e = loadLibrary(*rp, plan, forRun))
     return std::move(e);
-  if (Error e = loadParams(*rp, plan))
+  if (Error e = loadParams(*rp, plan, paramsFile))
     return std::move(e);
   if (Error e = loadData(*rp, plan, data))
     return std::move(e);
@@ -291,6 +294,23 @@ void zb::host::applyOptimizer(RankProgram &rp, const OptimizerInfo &opt,
     else
       zbrt_sgd_step(p.data(), g.data(), g.size(), (float)opt.lr, gradScale);
   }
+}
+
+Error zb::host::readParamLayout(const RankProgram &rp, StringRef file,
+                                std::map<int64_t, Buffer> &into) {
+  auto buf = MemoryBuffer::getFile(file, /*IsText=*/false,
+                                   /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return makeError(file + ": cannot read: " + buf.getError().message());
+  for (const auto &[index, p] : rp.params) {
+    const ParamInfo &info = rp.plan->params[index];
+    Buffer out(info.numElements());
+    if (Error e = readParam(file, (*buf)->getBuffer(), info.name,
+                            info.offsetBytes, info.numElements(), out.data()))
+      return e;
+    into[index] = std::move(out);
+  }
+  return Error::success();
 }
 
 void RankProgram::swapGradientBuffers() {

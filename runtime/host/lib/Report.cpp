@@ -15,7 +15,7 @@ double RunReport::meanStepTimeMs() const {
   double sum = 0;
   int64_t counted = 0;
   for (const StepResult &r : steps)
-    if (steps.size() == 1 || r.step > 1) {
+    if (steps.size() == 1 || r.step > steps.front().step) {
       sum += r.timeMs;
       ++counted;
     }
@@ -23,8 +23,13 @@ double RunReport::meanStepTimeMs() const {
 }
 
 std::string RunReport::measuredSteps() const {
-  return steps.size() == 1 ? "step 1"
-                           : formatv("steps 2-{0}", steps.size()).str();
+  if (steps.empty())
+    return "no step";
+  return steps.size() == 1
+             ? formatv("step {0}", steps.front().step).str()
+             : formatv("steps {0}-{1}", steps.front().step + 1,
+                       steps.back().step)
+                   .str();
 }
 
 void zb::host::printStepLine(raw_ostream &os, const StepResult &step) {

@@ -2,6 +2,7 @@
 
 #include "zbhost/Runner.h"
 
+#include "zbhost/Checkpoint.h"
 #include "zbhost/Launcher.h"
 #include "zbhost/Replay.h"
 #include "zbhost/Report.h"
@@ -11,6 +12,7 @@
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <mpi.h>
@@ -117,7 +119,8 @@ Expected<std::optional<int>> launch(const RunOptions &o, const Plan &plan,
 /// program, each agreed on by all ranks. nullptr when any rank failed.
 std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
                                        Expected<Plan> &plan, bool inMPI,
-                                       int32_t rank, int32_t worldSize) {
+                                       int32_t rank, int32_t worldSize,
+                                       std::optional<CheckpointInfo> &resumed) {
   if (!agree(plan.takeError()))
     return nullptr;
   Error job = Error::success();
@@ -136,9 +139,28 @@ std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
   // Every buffer of this rank in managed memory, before the first one.
   if (*backend == Backend::Cuda)
     zbrt_use_cuda_memory();
-  auto rp = loadRankProgram(*plan, rank, o.data, /*forRun=*/true);
+  std::string paramsFile;
+  DataOptions data = o.data;
+  if (!o.resumeDir.empty()) {
+    Expected<CheckpointInfo> info = findCheckpoint(o.resumeDir);
+    Error e = info ? checkResumable(*info, *plan, o.data.seed)
+                   : info.takeError();
+    if (!agree(std::move(e)))
+      return nullptr;
+    resumed = *info;
+    paramsFile = info->dir + "/params.bin";
+    data.seed = info->seed;
+  }
+  auto rp = loadRankProgram(*plan, rank, data, /*forRun=*/true, paramsFile);
   if (!agree(rp ? Error::success() : rp.takeError()))
     return nullptr;
+  if (resumed && resumed->optimizer == "adamw") {
+    Error e = readParamLayout(**rp, resumed->dir + "/adam_m.bin", (*rp)->adamM);
+    if (!e)
+      e = readParamLayout(**rp, resumed->dir + "/adam_v.bin", (*rp)->adamV);
+    if (!agree(std::move(e)))
+      return nullptr;
+  }
   return std::move(*rp);
 }
 
@@ -165,7 +187,8 @@ void reduceOnRankZero(StageProfile &profile) {
 /// next to `path`, then rank 0 renames it over `path` (atomic: a crash
 /// leaves the previous file; a symlink at `path` is replaced, not followed).
 /// Write errors (a full disk) are one line naming the file.
-bool saveFinalParams(const RankProgram &rp, const Plan &plan, StringRef path) {
+bool saveTensors(const std::map<int64_t, Buffer> &tensors, const Plan &plan,
+                 StringRef path, StringRef what) {
   int64_t size = 0;
   for (const ParamInfo &p : plan.params)
     size = std::max(size, p.offsetBytes + 4 * p.numElements());
@@ -197,14 +220,14 @@ bool saveFinalParams(const RankProgram &rp, const Plan &plan, StringRef path) {
   if (!ok) {
     if (zbrt_rank() == 0 && atomic)
       std::remove(tmp.c_str());
-    return agree(makeError("--save-params: cannot write '" + path + "'"));
+    return agree(makeError(what + ": cannot write '" + path + "'"));
   }
   int mine = 1;
   for (int32_t r = 0; r < zbrt_world_size(); ++r) {
     if (r == zbrt_rank()) {
       FILE *f = std::fopen(tmp.c_str(), atomic ? "r+b" : "wb");
       mine = f != nullptr;
-      for (const auto &[index, buf] : rp.params)
+      for (const auto &[index, buf] : tensors)
         mine = mine &&
                std::fseek(f, plan.params[index].offsetBytes, SEEK_SET) == 0 &&
                std::fwrite(buf.data(), 4, (size_t)buf.size(), f) ==
@@ -223,10 +246,74 @@ bool saveFinalParams(const RankProgram &rp, const Plan &plan, StringRef path) {
   }
   MPI_Bcast(&mine, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (!mine)
-    return agree(makeError("--save-params: writing '" + path +
+    return agree(makeError(what + ": writing '" + path +
                            "' failed (disk full?); the previous file is "
                            "unchanged"));
   return true;
+}
+
+bool saveFinalParams(const RankProgram &rp, const Plan &plan, StringRef path) {
+  return saveTensors(rp.params, plan, path, "--save-params");
+}
+
+/// --checkpoint: DIR/step-<S> (zbhost/Checkpoint.h), collective. Rank 0
+/// makes DIR/step-<S>.tmp.<pid>, every rank writes its tensors into its
+/// files, rank 0 adds checkpoint.json and renames the directory; the two
+/// newest checkpoints stay. False on every rank after a failure (named).
+bool writeCheckpoint(const RankProgram &rp, const Plan &plan, StringRef dir,
+                     const CheckpointInfo &info) {
+  long long pid = (long long)getpid();
+  MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  const std::string name = checkpointDirName(info.step);
+  const std::string final = (dir + "/" + name).str();
+  const std::string tmp = final + ".tmp." + std::to_string(pid);
+  Error made = Error::success();
+  if (zbrt_rank() == 0)
+    if (std::error_code ec = sys::fs::create_directories(tmp))
+      made = makeError("--checkpoint: cannot create '" + tmp +
+                       "': " + ec.message());
+  if (!agree(std::move(made)))
+    return false;
+  auto file = [&](StringRef f) { return tmp + "/" + f.str(); };
+  if (!saveTensors(rp.params, plan, file("params.bin"), "--checkpoint"))
+    return false;
+  if (info.optimizer == "adamw" &&
+      (!saveTensors(rp.adamM, plan, file("adam_m.bin"), "--checkpoint") ||
+       !saveTensors(rp.adamV, plan, file("adam_v.bin"), "--checkpoint")))
+    return false;
+  Error done = Error::success();
+  if (zbrt_rank() == 0) {
+    std::error_code ec;
+    raw_fd_ostream os(file("checkpoint.json"), ec, sys::fs::OF_Text);
+    if (!ec) {
+      os << checkpointJSON(info);
+      os.close();
+      ec = os.error();
+    }
+    if (!ec && sys::fs::exists(final))
+      ec = sys::fs::remove_directories(final);
+    if (!ec)
+      ec = sys::fs::rename(tmp, final);
+    if (ec) {
+      (void)sys::fs::remove_directories(tmp);
+      done = makeError("--checkpoint: writing '" + final + "' failed: " +
+                       ec.message() + " (the previous checkpoints are kept)");
+    } else {
+      // Keep the two newest.
+      std::vector<std::string> steps;
+      std::error_code it_ec;
+      for (sys::fs::directory_iterator it(dir, it_ec), end; it != end && !it_ec;
+           it.increment(it_ec)) {
+        StringRef n = sys::path::filename(it->path());
+        if (n.starts_with("step-") && n.size() == name.size())
+          steps.push_back(it->path());
+      }
+      llvm::sort(steps);
+      for (size_t i = 0; i + 2 < steps.size(); ++i)
+        (void)sys::fs::remove_directories(steps[i]);
+    }
+  }
+  return agree(std::move(done));
 }
 
 /// L2 norm of grad / num_microbatches per parameter, on rank 0
@@ -266,7 +353,7 @@ static_assert(sizeof(StepSample) == 5 * sizeof(double), "packed");
 class StepLoop {
 public:
   StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
-           int32_t worldSize);
+           int32_t worldSize, const std::optional<CheckpointInfo> &resumed);
   /// Announces text data, runs every step, then reports. Returns the exit
   /// code.
   int run();
@@ -286,6 +373,10 @@ private:
   RankProgram &rp;
   const int32_t rank, worldSize;
   const int64_t numSteps;
+  /// Steps done before this run (--resume): steps are numbered from
+  /// firstStep + 1, the data continues there.
+  const int64_t firstStep;
+  void checkpoint(int64_t stepsDone);
   OptimizerInfo opt;
   std::vector<StepSample> samples; ///< rank 0: this step's, per rank
   /// --overlap-steps: this rank's samples of every step (gathered at the
@@ -307,9 +398,11 @@ private:
 };
 
 StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
-                   int32_t worldSize)
+                   int32_t worldSize,
+                   const std::optional<CheckpointInfo> &resumed)
     : o(o), plan(plan), rp(rp), rank(rp.rank), worldSize(worldSize),
-      numSteps(o.reportGradients ? 1 : o.steps), opt(plan.optimizer),
+      numSteps(o.reportGradients ? 1 : o.steps),
+      firstStep(resumed ? resumed->step : 0), opt(plan.optimizer),
       samples(rp.rank == 0 ? worldSize : 0), profile(plan.numStages),
       bubbleTotal(worldSize, 0.0), replayTotal(worldSize, 0.0),
       bubbleSteps(worldSize, 0), gradSync(o.gradSync, rp, opt, rank, worldSize,
@@ -320,12 +413,38 @@ StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
     planned = readPlannedSchedule(plan);
   replayWanted = planned ? 1 : 0;
   MPI_Bcast(&replayWanted, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (resumed)
+    gradSync.setOptimizerStep(resumed->optimizerStep);
+}
+
+void StepLoop::checkpoint(int64_t stepsDone) {
+  gradSync.settleBetweenSteps();
+  CheckpointInfo info;
+  info.step = stepsDone;
+  info.optimizerStep = gradSync.optimizerStep();
+  info.optimizer = opt.name;
+  info.seed = rp.seed;
+  info.numRanks = worldSize;
+  info.planHash = planHash(plan);
+  if (!writeCheckpoint(rp, plan, o.checkpointDir, info))
+    zbrt_fatal("--checkpoint failed (see above)");
+  if (rank == 0 && o.reportFormat == ReportFormat::Text) {
+    outs() << "checkpoint " << o.checkpointDir << "/"
+           << checkpointDirName(stepsDone) << "\n";
+    outs().flush();
+  }
 }
 
 int StepLoop::run() {
   announceText();
-  for (int64_t step = 0; step < numSteps; ++step)
+  for (int64_t step = firstStep; step < firstStep + numSteps; ++step) {
     runStep(step);
+    const int64_t done = step + 1;
+    if (!o.checkpointDir.empty() && !o.reportGradients &&
+        ((o.checkpointEvery > 0 && done % o.checkpointEvery == 0) ||
+         done == firstStep + numSteps))
+      checkpoint(done);
+  }
   return o.reportGradients ? finishGradients() : finishTraining();
 }
 
@@ -354,7 +473,7 @@ void StepLoop::runStep(int64_t step) {
   // program validates, its gradients are kept for the validation.
   gradSync.beforeStep();
   fillInputs(rp, step);
-  if (step == 0 && rank == 0 && !o.dumpBatch.empty())
+  if (step == firstStep && rank == 0 && !o.dumpBatch.empty())
     dumpBatch();
   clearOutputs(rp);
 
@@ -363,7 +482,7 @@ void StepLoop::runStep(int64_t step) {
     MPI_Barrier(MPI_COMM_WORLD);
   zbrt::traceBeginStep();
   double t0 = nowMs();
-  if (step == std::min<int64_t>(1, numSteps - 1))
+  if (step == firstStep + std::min<int64_t>(1, numSteps - 1))
     wallStart = t0;
   rp.call();
   zbrt_step_end();
@@ -389,7 +508,7 @@ void StepLoop::runStep(int64_t step) {
                   (double)bubble.numActions};
   // Step 1 warms up caches and MPI connections and is left out of the
   // measurements when there is more than one step.
-  const bool measured = numSteps == 1 || step > 0;
+  const bool measured = numSteps == 1 || step > firstStep;
   if (measured)
     profile.add(zbrt::traceEvents(), rank);
   if (o.overlapSteps) { // no collective between steps
@@ -414,10 +533,10 @@ void StepLoop::gatherOverlappedSteps() {
   MPI_Reduce(&span, &maxSpan, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank != 0)
     return;
-  for (int64_t step = 0; step < numSteps; ++step) {
+  for (int64_t i = 0; i < numSteps; ++i) {
     for (int32_t r = 0; r < worldSize; ++r)
-      samples[r] = all[r * numSteps + step];
-    recordStep(step, numSteps == 1 || step > 0);
+      samples[r] = all[r * numSteps + i];
+    recordStep(firstStep + i, numSteps == 1 || i > 0);
   }
   report.wallStepTimeMs = maxSpan / (double)std::max<int64_t>(1, numSteps - 1);
 }
@@ -426,7 +545,8 @@ void StepLoop::gatherOverlappedSteps() {
 /// measured step and the --trace file of the last one.
 void StepLoop::gatherTrace(int64_t step, bool measured) {
   const bool replayThis = replayWanted && measured;
-  const bool traceThis = step + 1 == numSteps && !o.traceFile.empty();
+  const bool traceThis =
+      step + 1 == firstStep + numSteps && !o.traceFile.empty();
   if (!replayThis && !traceThis)
     return;
   std::vector<zbrt::TraceEvent> all = zbrt::gatherTrace(zbrt::traceEvents(), 0);
@@ -465,9 +585,9 @@ void StepLoop::recordStep(int64_t step, bool measured) {
         bubbleTotal[r] += samples[r].bubble;
         ++bubbleSteps[r];
       }
-  const bool lastStep = step + 1 == numSteps;
+  const bool lastStep = step + 1 == firstStep + numSteps;
   if (o.reportFormat == ReportFormat::Text && !o.reportGradients &&
-      (step == 0 || lastStep || (step + 1) % o.printEvery == 0)) {
+      (step == firstStep || lastStep || (step + 1) % o.printEvery == 0)) {
     printStepLine(outs(), res);
     outs().flush();
   }
@@ -526,6 +646,10 @@ Error zb::host::checkOptions(const RunOptions &o) {
     return makeError("--steps must be >= 1");
   if (o.printEvery < 1)
     return makeError("--print-every must be >= 1");
+  if (o.checkpointEvery < 0)
+    return makeError("--checkpoint-every must be >= 0");
+  if (o.checkpointEvery > 0 && o.checkpointDir.empty())
+    return makeError("--checkpoint-every needs --checkpoint DIR");
   if (o.overlapSteps && (!o.traceFile.empty() || o.reportGradients))
     return makeError("--overlap-steps does not go with --trace or "
                      "--report-gradients (they need the steps aligned)");
@@ -584,8 +708,10 @@ int zb::host::runZbRun(const RunOptions &o, int argc, char **argv) {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL})
     signal(sig, fatalSignalHandler);
   // The rank program stays loaded until after MPI_Finalize.
-  std::unique_ptr<RankProgram> rp = setUpRank(o, plan, inMPI, rank, worldSize);
-  int code = rp ? StepLoop(o, *plan, *rp, worldSize).run() : 1;
+  std::optional<CheckpointInfo> resumed;
+  std::unique_ptr<RankProgram> rp =
+      setUpRank(o, plan, inMPI, rank, worldSize, resumed);
+  int code = rp ? StepLoop(o, *plan, *rp, worldSize, resumed).run() : 1;
   zbrt_finalize();
   return code;
 }

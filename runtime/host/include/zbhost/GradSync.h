@@ -121,6 +121,16 @@ public:
   /// state and decides. The zbrt_validate_optimizer hook; call before the
   /// parameters are read at the end.
   void settle();
+  /// Validates a pending step between two steps (a checkpoint): the next
+  /// step then runs on validated parameters and is not redone.
+  void settleBetweenSteps() {
+    settle();
+    amended = false;
+  }
+  /// Optimizer steps applied (AdamW's t); a resumed run starts from its
+  /// checkpoint's.
+  int64_t optimizerStep() const { return applied; }
+  void setOptimizerStep(int64_t t) { applied = t; }
   /// Collective: the run's report (complete on rank 0).
   GradSyncReport finish();
 

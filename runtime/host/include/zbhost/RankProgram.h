@@ -105,9 +105,17 @@ struct RankProgram {
 /// data of its inputs, the descriptors. `forRun` selects RTLD_GLOBAL (the
 /// real run) versus a side-effect-free check (the launcher validating every
 /// rank before starting mpirun). Errors name the file and the plan field.
+/// `paramsFile`: where the parameters come from instead of the plan's
+/// params.bin (a checkpoint's), "" for the plan's.
 llvm::Expected<std::unique_ptr<RankProgram>>
 loadRankProgram(const Plan &plan, int32_t rank, const DataOptions &data,
-                bool forRun);
+                bool forRun, llvm::StringRef paramsFile = "");
+
+/// Reads the tensors of this rank's parameters from `file` (the params.bin
+/// layout) into `into` (one buffer per parameter of rp.params): a
+/// checkpoint's AdamW moments. Errors name the file and the parameter.
+llvm::Error readParamLayout(const RankProgram &rp, llvm::StringRef file,
+                            std::map<int64_t, Buffer> &into);
 
 /// Copies the samples of step `step` (0-based) into the input buffers
 /// (docs/plan-json.md, "Data").

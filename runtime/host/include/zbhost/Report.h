@@ -50,9 +50,10 @@ struct RunReport {
   /// the end of the last (the slowest rank), iterations overlapping.
   std::optional<double> wallStepTimeMs;
 
-  /// Mean step time (ms) of the measured steps: 2..S, or step 1 alone.
+  /// Mean step time (ms) of the measured steps: all but the run's first
+  /// (it warms up), or the first alone.
   double meanStepTimeMs() const;
-  /// "steps 2-S" or "step 1".
+  /// "steps 2-S" or "step 1" (from the first step of a resumed run).
   std::string measuredSteps() const;
 };
 

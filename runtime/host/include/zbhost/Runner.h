@@ -51,6 +51,11 @@ struct RunOptions {
   bool reportGradients = false;
   /// --overlap-steps: no barrier between steps; samples gathered at the end.
   bool overlapSteps = false;
+  /// --checkpoint DIR, --checkpoint-every N (0: only after the last step),
+  /// --resume DIR (zbhost/Checkpoint.h).
+  std::string checkpointDir;
+  int64_t checkpointEvery = 0;
+  std::string resumeDir;
   std::string saveParams; ///< --save-params FILE
   ReportFormat reportFormat = ReportFormat::Text;
   /// --grad-clip, --optimizer-sync, --nonfinite, --inject-nan,
