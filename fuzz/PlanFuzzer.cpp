@@ -33,12 +33,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   os << llvm::formatv("{0:2}", zb::host::toJSON(*plan));
   llvm::Expected<zb::host::Plan> again =
       zb::host::parsePlan(once, "fuzz/plan.json");
-  if (!again)
+  if (!again) {
+    llvm::errs() << "re-read failed: " << llvm::toString(again.takeError())
+                 << "\n";
     std::abort();
+  }
   std::string twice;
   llvm::raw_string_ostream os2(twice);
   os2 << llvm::formatv("{0:2}", zb::host::toJSON(*again));
-  if (once != twice)
+  if (once != twice) {
+    llvm::errs() << "written back differently:\n" << once << "\n" << twice;
     std::abort();
+  }
   return 0;
 }

@@ -721,9 +721,12 @@ zb::frontend::importStableHLO(llvm::MemoryBufferRef buffer, MLIRContext *ctx,
   });
 
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBuffer(
-                                   buffer, /*RequiresNullTerminator=*/false),
-                               llvm::SMLoc());
+  // A null-terminated copy: MLIR's lexer reads up to the terminator, and a
+  // caller's buffer (a slice of a larger one, fuzzer input) may have none.
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(buffer.getBuffer(),
+                                           buffer.getBufferIdentifier()),
+      llvm::SMLoc());
   ParserConfig config(&parseCtx);
   OwningOpRef<ModuleOp> source = parseSourceFile<ModuleOp>(sourceMgr, config);
   if (!source) {

@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "zbhost/Plan.h"
+
+#include <cmath>
 #include "zb/Schedule/Formats.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -109,8 +111,12 @@ public:
     auto v = get(key);
     if (!v)
       return v.takeError();
-    if (std::optional<double> d = (*v)->getAsNumber())
+    if (std::optional<double> d = (*v)->getAsNumber()) {
+      // JSON numbers such as 1e999 parse as infinity.
+      if (!std::isfinite(*d))
+        return error(key, "expected a finite number");
       return *d;
+    }
     return error(key, "expected a number");
   }
   Expected<std::string>
@@ -431,8 +437,14 @@ Error PlanParser::ranks() {
       return f.error("rank", formatv("rank {0} appears twice", r.rank).str());
     seen[r.rank] = true;
     ZB_ASSIGN(r.library, f.string("library"));
-    if (r.library.empty())
-      return f.error("library", "empty");
+    // The rank program is code zb-run loads: only a file of the plan
+    // directory itself (RankProgram.cpp also refuses a symlink out of it).
+    if (r.library.empty() || r.library == "." || r.library == ".." ||
+        StringRef(r.library).contains('/') ||
+        StringRef(r.library).contains('\\'))
+      return f.error("library", "'" + r.library +
+                                    "' must be a bare file name inside the "
+                                    "plan directory (no '/', no '..')");
     ZB_ASSIGN(r.entry, f.string("entry"));
     if (r.entry.empty())
       return f.error("entry", "empty");

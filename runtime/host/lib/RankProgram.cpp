@@ -42,6 +42,15 @@ Error loadLibrary(RankProgram &rp, const Plan &plan, bool forRun) {
   if (!sys::fs::exists(lib))
     return makeError(formatv("{0}: ranks[{1}].library: '{2}' not found",
                              plan.path, rp.rank, lib));
+  // No symlink out of the plan directory: the program's real path must be
+  // inside the directory's.
+  SmallString<256> realLib, realDir;
+  if (sys::fs::real_path(lib, realLib) ||
+      sys::fs::real_path(plan.dir.empty() ? "." : plan.dir, realDir) ||
+      sys::path::parent_path(realLib) != realDir)
+    return makeError(formatv("{0}: ranks[{1}].library: '{2}' resolves to "
+                             "'{3}', outside the plan directory",
+                             plan.path, rp.rank, info.library, realLib));
   dlerror();
   // RTLD_DEEPBIND: the program's own functions win over same-named ones
   // already loaded (libc exports `step`, for one); zbrt_* still resolve

@@ -1,0 +1,1 @@
+"buildule"(){ func.constanet
