@@ -238,9 +238,12 @@ llvm::Error zb::sched::readJSON(llvm::StringRef text, Problem &problem,
   if (const json::Array *map = root->getArray("stage_to_rank")) {
     for (const json::Value &x : *map) {
       std::optional<int64_t> r = x.getAsInteger();
-      if (!r)
-        return llvm::createStringError(
-            "schedule JSON: stage_to_rank must hold integers");
+      if (!r || *r < 0 || *r >= kMaxRanks ||
+          schedule.stageToRank.size() >= (size_t)(kMaxRanks * kMaxChunks))
+        return llvm::createStringError(llvm::formatv(
+            "schedule JSON: stage_to_rank must hold at most {0} ranks in "
+            "[0, {1})",
+            kMaxRanks * kMaxChunks, kMaxRanks).str());
       schedule.stageToRank.push_back(static_cast<int>(*r));
     }
   } else {
@@ -389,6 +392,15 @@ llvm::Expected<Schedule> zb::sched::readCSV(llvm::StringRef text,
                           "RESHARD, SEND_F, RECV_F, SEND_B, RECV_B, "
                           "REDUCE_GRAD and (..;..)OVERLAP_F_B are supported",
                           row, quoteCell(cell), quoteCell(type))
+                .str());
+      if (stage >= (unsigned)(kMaxRanks * kMaxChunks) ||
+          mb >= (unsigned)kMaxMicrobatches)
+        return llvm::createStringError(
+            llvm::formatv("CSV row {0}: action '{1}': stage {2} or "
+                          "microbatch {3} is beyond zb's limits ({4} stages, "
+                          "{5} microbatches)",
+                          row, quoteCell(cell), stage, mb,
+                          kMaxRanks * kMaxChunks, kMaxMicrobatches)
                 .str());
       if (stage >= stageRank.size())
         stageRank.resize(stage + 1, -1);

@@ -82,6 +82,20 @@ static llvm::Error checkVector(llvm::StringRef field,
 }
 
 llvm::Error zb::sched::validateProblem(const Problem &problem) {
+  if (problem.numRanks > kMaxRanks || problem.numChunks > kMaxChunks ||
+      problem.numMicrobatches > kMaxMicrobatches ||
+      (problem.numRanks > 0 && problem.numChunks > 0 &&
+       problem.numMicrobatches > 0 &&
+       (int64_t)problem.numRanks * problem.numChunks *
+               problem.numMicrobatches >
+           kMaxStageMicrobatches))
+    return llvm::createStringError(llvm::formatv(
+        "the problem is too large: p = {0} ranks (at most {3}), V = {1} "
+        "chunks per rank (at most {4}), m = {2} microbatches (at most {5}), "
+        "and p * V * m at most {6}",
+        problem.numRanks, problem.numChunks, problem.numMicrobatches,
+        kMaxRanks, kMaxChunks, kMaxMicrobatches, kMaxStageMicrobatches)
+                                       .str());
   if (problem.numRanks < 1)
     return llvm::createStringError(
         llvm::formatv(

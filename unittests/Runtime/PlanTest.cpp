@@ -72,7 +72,7 @@ Plan fullPlan() {
                       {ArgKind::Input, 0},
                       {ArgKind::Input, 1}}});
   p.ranks.push_back({1,
-                     "/abs/rank1.so",
+                     "rank1.so",
                      "zb_rank_main",
                      {{ArgKind::Param, 1},
                       {ArgKind::Grad, 1},
@@ -260,6 +260,12 @@ TEST(Plan, ReaderErrorsNameFileAndField) {
        "\"sgd\" or \"adamw\")"},
       {[](Object &o) { (*o.getObject("optimizer"))["beta2"] = "x"; },
        "out/plan.json: optimizer.beta2: expected a number"},
+      {[](Object &o) { at(o, "ranks", 0)["library"] = "../rank0.so"; },
+       "out/plan.json: ranks[0].library: '../rank0.so' must be a bare file "
+       "name inside the plan directory (no '/', no '..')"},
+      {[](Object &o) { at(o, "ranks", 1)["library"] = "/abs/rank1.so"; },
+       "out/plan.json: ranks[1].library: '/abs/rank1.so' must be a bare "
+       "file name inside the plan directory (no '/', no '..')"},
       {[](Object &o) { at(o, "params", 1)["offset_bytes"] = 1026; },
        "out/plan.json: params[1].offset_bytes: 1026 is not a multiple of 4"},
       {[](Object &o) { (*at(o, "params", 0).getArray("shape"))[1] = -8; },

@@ -187,8 +187,18 @@ struct SimResult {
   bool complete = true;
 };
 
+/// The largest problems zb schedules (plan.json has the same limits): p
+/// ranks, V chunks per rank, m microbatches, and p * V * m (the simulator
+/// keeps a few numbers per pass).
+constexpr int kMaxRanks = 4096;
+constexpr int kMaxChunks = 1024;
+constexpr int kMaxMicrobatches = 1 << 20;
+constexpr int64_t kMaxStageMicrobatches = int64_t(1) << 24;
+
 /// Checks the problem: sizes of the cost vectors (1, p or p*V), non-negative
-/// costs and memory, p >= 1, m >= 1, V >= 1. Returns an error naming the field.
+/// costs and memory, 1 <= p <= kMaxRanks, 1 <= m <= kMaxMicrobatches,
+/// 1 <= V <= kMaxChunks, p * V * m <= kMaxStageMicrobatches. Returns an
+/// error naming the field.
 llvm::Error validateProblem(const Problem &problem);
 
 /// The least activation memory any schedule of \p problem with \p stageToRank
