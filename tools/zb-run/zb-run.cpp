@@ -134,6 +134,14 @@ cl::opt<std::string, true> resumeDir(
              "bit-identical to an uninterrupted run"),
     cl::value_desc("DIR"), cl::location(opts.resumeDir), cl::init(""),
     cl::cat(runCategory));
+cl::opt<double, true> commTimeout(
+    "comm-timeout",
+    cl::desc("End the job when a rank has waited this many seconds for a "
+             "message or the other ranks (a stopped, dead or deadlocked "
+             "peer), naming the rank, the message and the peer; 0 waits "
+             "forever (default 300)"),
+    cl::value_desc("SECONDS"), cl::location(opts.commTimeoutSeconds),
+    cl::init(300), cl::cat(runCategory));
 cl::opt<bool, true> overlapSteps(
     "overlap-steps",
     cl::desc("Start each rank's next step as soon as its own optimizer step "

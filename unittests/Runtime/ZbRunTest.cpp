@@ -19,6 +19,10 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -377,6 +381,74 @@ TEST(ZbRun, KilledRankEndsTheJobNamingIt) {
   RunResult r = zbRun(fixture("fake2_killed") + " --ranks 2 --steps 3");
   EXPECT_NE(r.exitCode, 0) << r.output;
   expectOnlyLine(r, "zb-run: rank 1: terminated by signal 9 (Killed)");
+}
+
+/// A rank that stops (SIGSTOP) while rank 0 waits for its gradient: the
+/// watchdog (--comm-timeout) ends the job in about that time, naming the
+/// waiting rank, the message and the peer (issue 18).
+TEST(ZbRun, StoppedRankEndsTheJobAfterTheCommTimeout) {
+  auto start = std::chrono::steady_clock::now();
+  RunResult r =
+      zbRun(fixture("fake2_stopped") + " --ranks 2 --steps 3 --comm-timeout 2");
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  EXPECT_NE(r.exitCode, 0) << r.output;
+  EXPECT_LT(seconds, 30) << r.output;
+  EXPECT_NE(r.output.find("zb-run: rank 0: waited 2 s for the message with "
+                          "tag 3 (gradient from stage 1, microbatch 0) from "
+                          "rank 1: the peer is stopped, dead or deadlocked "
+                          "(zb-run --comm-timeout 2)"),
+            std::string::npos)
+      << r.output;
+}
+
+/// Killing the zb-run launcher (SIGKILL, no chance to clean up) ends
+/// mpirun and every rank within 5 s: nothing is left running (issue 18).
+TEST(ZbRun, KilledLauncherLeavesNothingRunning) {
+  // A pattern that does not match the shell running pgrep itself.
+  const std::string marker = "[-]-steps 987654321";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    std::string plan = fixture("fake2");
+    execl(ZB_RUN_PATH, ZB_RUN_PATH, plan.c_str(), "--ranks", "2", "--steps",
+          "987654321", "--print-every", "987654321", (char *)nullptr);
+    _exit(127);
+  }
+  auto running = [&] {
+    RunResult r = runCommand("pgrep -f -- '" + marker + "'");
+    return r.exitCode == 0;
+  };
+  // Wait until the ranks run (they carry the same arguments).
+  for (int i = 0; i < 100 && runCommand("pgrep -c -f -- '" + marker + "'")
+                                     .output.rfind("1\n", 0) == 0;
+       ++i)
+    usleep(100000);
+  usleep(500000);
+  ASSERT_TRUE(running());
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  bool gone = false;
+  for (int i = 0; i < 50 && !gone; ++i) {
+    usleep(100000);
+    gone = !running();
+  }
+  EXPECT_TRUE(gone) << runCommand("pgrep -fa -- '" + marker + "'").output;
+  if (!gone)
+    (void)runCommand("pkill -9 -f -- '" + marker + "'");
+}
+
+TEST(ZbRunErrors, CommTimeoutMustBeANumberOfSeconds) {
+  RunResult r = zbRun(fixture("fake1") + " --comm-timeout -1");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.output.find("--comm-timeout must be a finite number of seconds "
+                          ">= 0"),
+            std::string::npos)
+      << r.output;
 }
 
 /// Bad input: exit code != 0 and a single "zb-run: error: ..." line that

@@ -131,6 +131,10 @@ void fake2_rank1_segv_main(void **argv) {
   (void)argv;
   raise(SIGSEGV);
 }
+void fake2_rank1_stopped_main(void **argv) {
+  (void)argv;
+  kill(getpid(), SIGSTOP);
+}
 void fake2_rank1_killed_main(void **argv) {
   (void)argv;
   kill(getpid(), SIGKILL);

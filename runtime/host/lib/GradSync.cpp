@@ -221,8 +221,14 @@ void GradSync::afterStep(int64_t step) {
   GlobalState partial = mine;
   if (rank > 0) {
     GlobalState before;
-    MPI_Recv(&before, sizeof before, MPI_BYTE, rank - 1, PartialTag, comm,
-             MPI_STATUS_IGNORE);
+    MPI_Request request;
+    MPI_Irecv(&before, sizeof before, MPI_BYTE, rank - 1, PartialTag, comm,
+              &request);
+    std::string what = formatv("the partial optimizer state of step {0} from "
+                               "rank {1}",
+                               step + 1, rank - 1)
+                           .str();
+    zbrt_wait(&request, what.c_str());
     partial.sumSquares += before.sumSquares;
     partial.firstBad = std::min(partial.firstBad, before.firstBad);
   }
@@ -266,7 +272,11 @@ void GradSync::beforeStep() {
 void GradSync::settle() {
   if (!pending)
     return;
-  MPI_Wait(&pending->request, MPI_STATUS_IGNORE);
+  std::string what = formatv("the full optimizer state of step {0} from "
+                             "rank {1}",
+                             pending->step + 1, worldSize - 1)
+                         .str();
+  zbrt_wait(&pending->request, what.c_str());
   Pending p = *pending;
   pending.reset();
   amended = decide(p.step, p.full, p.eager,

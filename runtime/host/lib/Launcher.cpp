@@ -7,6 +7,8 @@
 #include "llvm/Support/Program.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -137,6 +139,11 @@ int zb::host::runMpirun(const std::vector<std::string> &argv,
     return -1;
   }
   if (pid == 0) {
+    // If zb-run dies (even SIGKILL), mpirun gets SIGTERM and ends the job:
+    // nothing is left running.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() == 1)
+      _exit(1); // the launcher died before prctl took effect
     dup2(fds[1], 2);
     close(fds[0]);
     close(fds[1]);

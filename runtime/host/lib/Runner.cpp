@@ -478,8 +478,14 @@ void StepLoop::runStep(int64_t step) {
   clearOutputs(rp);
 
   zbrt_pool_reset_counters();
-  if (!o.overlapSteps)
-    MPI_Barrier(MPI_COMM_WORLD);
+  if (!o.overlapSteps) {
+    MPI_Request barrier;
+    MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
+    std::string what =
+        formatv("the other ranks at the barrier before step {0}", step + 1)
+            .str();
+    zbrt_wait(&barrier, what.c_str());
+  }
   zbrt::traceBeginStep();
   double t0 = nowMs();
   if (step == firstStep + std::min<int64_t>(1, numSteps - 1))
@@ -646,6 +652,10 @@ Error zb::host::checkOptions(const RunOptions &o) {
     return makeError("--steps must be >= 1");
   if (o.printEvery < 1)
     return makeError("--print-every must be >= 1");
+  if (!(o.commTimeoutSeconds >= 0) || !std::isfinite(o.commTimeoutSeconds))
+    return makeError(formatv("--comm-timeout must be a finite number of "
+                             "seconds >= 0 (0: wait forever), got {0}",
+                             o.commTimeoutSeconds));
   if (o.checkpointEvery < 0)
     return makeError("--checkpoint-every must be >= 0");
   if (o.checkpointEvery > 0 && o.checkpointDir.empty())
@@ -705,6 +715,7 @@ int zb::host::runZbRun(const RunOptions &o, int argc, char **argv) {
 
   int32_t worldSize = 0;
   const int32_t rank = zbrt_init(&argc, &argv, &worldSize);
+  zbrt_set_comm_timeout(o.commTimeoutSeconds);
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL})
     signal(sig, fatalSignalHandler);
   // The rank program stays loaded until after MPI_Finalize.

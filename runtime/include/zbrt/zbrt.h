@@ -81,6 +81,14 @@ int32_t zbrt_init(int *argc, char ***argv, int32_t *worldSize);
 void zbrt_finalize(void);
 /// Completes all pending sends of the current step (MPI_Waitall).
 void zbrt_step_end(void);
+/// The communication watchdog (zb-run --comm-timeout): a receive, or a
+/// zbrt_wait, that has waited `seconds` (> 0) ends the job naming the rank,
+/// the message (pass direction, stage, microbatch) and the peer it waits
+/// on; 0 waits forever. Default 300 s.
+void zbrt_set_comm_timeout(double seconds);
+/// Waits for the MPI request at `mpiRequest` (an MPI_Request *) under the
+/// watchdog; `what` names it in the message ("the barrier before step 3").
+void zbrt_wait(void *mpiRequest, const char *what);
 /// Aborts the whole job with a message naming this rank.
 void zbrt_fatal(const char *message) __attribute__((noreturn));
 

@@ -24,7 +24,10 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
+#include <string>
+#include <thread>
 #include <memory>
 #include <vector>
 
@@ -37,6 +40,32 @@ int32_t gRank = -1;
 int32_t gWorldSize = 0;
 bool gWeInitializedMPI = false;
 int gTagUpperBound = INT_MAX;
+double gCommTimeoutSeconds = 300;
+
+/// Polls `ready` until it returns true; past the watchdog's timeout ends
+/// the job with `describe()`. Spins for the first millisecond (latency),
+/// then sleeps 50 us between polls (the ranks share the cores).
+template <typename Ready, typename Describe>
+void waitWatched(Ready ready, Describe describe) {
+  if (ready())
+    return;
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t polls = 0;; ++polls) {
+    if (ready())
+      return;
+    const double waited = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
+    if (gCommTimeoutSeconds > 0 && waited > gCommTimeoutSeconds) {
+      std::string what = describe();
+      zbrt::detail::fatalf("waited %.0f s for %s: the peer is stopped, dead or "
+                           "deadlocked (zb-run --comm-timeout %g)",
+                           waited, what.c_str(), gCommTimeoutSeconds);
+    }
+    if (waited > 1e-3)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
 
 bool mpiIsUp() {
   int initialized = 0, finalized = 0;
@@ -210,6 +239,23 @@ extern "C" void zbrt_step_end(void) {
     pendingSends().reap(/*wait=*/true);
 }
 
+extern "C" void zbrt_set_comm_timeout(double seconds) {
+  gCommTimeoutSeconds = seconds > 0 ? seconds : 0;
+}
+
+extern "C" void zbrt_wait(void *mpiRequest, const char *what) {
+  auto *request = static_cast<MPI_Request *>(mpiRequest);
+  waitWatched(
+      [&] {
+        int flag = 0;
+        // Our own sends progress meanwhile (a peer may need them first).
+        pendingSends().reap(/*wait=*/false);
+        MPI_Test(request, &flag, MPI_STATUS_IGNORE);
+        return flag != 0;
+      },
+      [&] { return std::string(what ? what : "an MPI request"); });
+}
+
 extern "C" void zbrt_finalize(void) {
   if (!mpiIsUp())
     return;
@@ -252,7 +298,18 @@ extern "C" void zbrt_recv(int64_t buf, int64_t bytes, int32_t peer,
   // Let our own sends progress while we wait (a peer may need them first).
   pendingSends().reap(/*wait=*/false);
   MPI_Status status;
-  MPI_Probe(peer, tag, MPI_COMM_WORLD, &status);
+  waitWatched(
+      [&] {
+        int flag = 0;
+        MPI_Iprobe(peer, tag, MPI_COMM_WORLD, &flag, &status);
+        return flag != 0;
+      },
+      [&] {
+        char what[128];
+        describeTag(tag, what, sizeof(what));
+        return std::string("the message with ") + what + " from rank " +
+               std::to_string(peer);
+      });
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);
   if (count != bytes) {

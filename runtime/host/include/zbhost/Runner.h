@@ -56,6 +56,8 @@ struct RunOptions {
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
   std::string resumeDir;
+  /// --comm-timeout SECONDS: the communication watchdog (0: none).
+  double commTimeoutSeconds = 300;
   std::string saveParams; ///< --save-params FILE
   ReportFormat reportFormat = ReportFormat::Text;
   /// --grad-clip, --optimizer-sync, --nonfinite, --inject-nan,
