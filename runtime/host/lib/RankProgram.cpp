@@ -35,6 +35,20 @@ std::string resolvePath(StringRef base, StringRef path) {
   return std::string(p);
 }
 
+// AddressSanitizer refuses RTLD_DEEPBIND (it would bypass its interceptors):
+// sanitized builds (scripts/test-sanitized.sh) load without it.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kDeepBind = 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr int kDeepBind = 0;
+#else
+constexpr int kDeepBind = RTLD_DEEPBIND;
+#endif
+#else
+constexpr int kDeepBind = RTLD_DEEPBIND;
+#endif
+
 /// ranks[rank].library: dlopen and the entry symbol.
 Error loadLibrary(RankProgram &rp, const Plan &plan, bool forRun) {
   const RankInfo &info = plan.ranks[rp.rank];
@@ -55,7 +69,7 @@ Error loadLibrary(RankProgram &rp, const Plan &plan, bool forRun) {
   // RTLD_DEEPBIND: the program's own functions win over same-named ones
   // already loaded (libc exports `step`, for one); zbrt_* still resolve
   // from the libzbrt.so zb-run is linked with.
-  rp.handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_DEEPBIND |
+  rp.handle = dlopen(lib.c_str(), RTLD_NOW | kDeepBind |
                                       (forRun ? RTLD_GLOBAL : RTLD_LOCAL));
   if (!rp.handle) {
     const char *why = dlerror();
