@@ -204,6 +204,12 @@ llvm::Error zb::sched::readJSON(llvm::StringRef text, Problem &problem,
     if (!v)
       return llvm::createStringError("schedule JSON: missing integer \"" +
                                      key.str() + "\"");
+    // No silent truncation (2^40 would become 0).
+    if (*v < INT32_MIN || *v > INT32_MAX)
+      return llvm::createStringError(
+          llvm::formatv("schedule JSON: \"{0}\" = {1} is out of range", key,
+                        *v)
+              .str());
     out = static_cast<int>(*v);
     return llvm::Error::success();
   };
@@ -215,6 +221,16 @@ llvm::Error zb::sched::readJSON(llvm::StringRef text, Problem &problem,
   if (prob->get("virtual_stages"))
     if (llvm::Error e = getInt(*prob, "virtual_stages", problem.numChunks))
       return e;
+  // Sizes first (the costs are checked with them by validateProblem).
+  if (problem.numRanks < 1 || problem.numRanks > kMaxRanks ||
+      problem.numMicrobatches < 1 ||
+      problem.numMicrobatches > kMaxMicrobatches || problem.numChunks < 1 ||
+      problem.numChunks > kMaxChunks)
+    return llvm::createStringError(llvm::formatv(
+        "schedule JSON: \"stages\" {0}, \"microbatches\" {1} and "
+        "\"virtual_stages\" {2} must lie in [1, {3}], [1, {4}] and [1, {5}]",
+        problem.numRanks, problem.numMicrobatches, problem.numChunks,
+        kMaxRanks, kMaxMicrobatches, kMaxChunks).str());
   for (auto [key, vec] : {std::pair<const char *, std::vector<double> *>{
                               "cost_f", &problem.costF},
                           {"cost_b", &problem.costB},
