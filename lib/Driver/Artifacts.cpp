@@ -274,9 +274,9 @@ static host::OptimizerInfo planOptimizer(const CompileOptions &options) {
   return opt;
 }
 
-llvm::Error writePlan(llvm::StringRef path, const CompileOptions &options,
-                      const LoweredPipeline &pipeline,
-                      llvm::ArrayRef<Prediction> predictions) {
+llvm::Expected<host::Plan> buildPlan(const CompileOptions &options,
+                                     const LoweredPipeline &pipeline,
+                                     llvm::ArrayRef<Prediction> predictions) {
   llvm::Expected<std::vector<host::InputInfo>> inputs = planInputs(pipeline);
   if (!inputs)
     return inputs.takeError();
@@ -302,7 +302,16 @@ llvm::Error writePlan(llvm::StringRef path, const CompileOptions &options,
   plan.stages = planStages(pipeline);
   plan.predicted = planPredicted(predictions);
   plan.ranks = planRanks(pipeline);
-  return host::writePlan(plan, path);
+  return plan;
+}
+
+llvm::Error writePlan(llvm::StringRef path, const CompileOptions &options,
+                      const LoweredPipeline &pipeline,
+                      llvm::ArrayRef<Prediction> predictions) {
+  llvm::Expected<host::Plan> plan = buildPlan(options, pipeline, predictions);
+  if (!plan)
+    return plan.takeError();
+  return host::writePlan(*plan, path);
 }
 
 } // namespace zb::driver

@@ -5,6 +5,10 @@
 #include "zb/Frontend/ONNX/ONNXImporter.h"
 #include "zb/Frontend/StableHLO/StableHLOImporter.h"
 #include "zb/Pipelines/Pipelines.h"
+#include "zbrt/Symbols.h"
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -417,6 +421,18 @@ LogicalResult Compilation::backHalf() {
           llvm::formatv("rank {0}: {1}", r,
                         llvm::toString(llvmModule.takeError()))
               .str()));
+    // What the program was compiled for (zb-run checks it against
+    // plan.json): zb_rank_fingerprint, a NUL-terminated JSON string.
+    llvm::Expected<host::Plan> plan =
+        buildPlan(options, *pipeline, predictions);
+    if (!plan)
+      return report(plan.takeError());
+    llvm::Module &m = *llvmModule->module;
+    auto *text = llvm::ConstantDataArray::getString(
+        m.getContext(), host::rankFingerprint(*plan, (int32_t)r));
+    new llvm::GlobalVariable(m, text->getType(), /*isConstant=*/true,
+                             llvm::GlobalValue::ExternalLinkage, text,
+                             zbrt::symbols::RankFingerprint);
     llvmModules.push_back(std::move(*llvmModule));
     phaseTime(llvm::formatv("rank {0}: translation to LLVM IR", r), start);
   }

@@ -26,6 +26,7 @@
 #include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 #include "zb/Transforms/PipelineInfo.h"
+#include "zbhost/Plan.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -286,7 +287,11 @@ llvm::Error writeParams(llvm::StringRef path, const PipelineInfo &info,
 /// The element type name zb-run feeds a graph input with: "float32",
 /// "int64" or "int32"; an error naming the input otherwise.
 llvm::Expected<std::string> inputDType(const ModelValueInfo &input);
-/// plan.json (docs/plan-json.md), the contract with zb-run.
+/// The plan.json document (docs/plan-json.md), the contract with zb-run.
+llvm::Expected<host::Plan> buildPlan(const CompileOptions &options,
+                                     const LoweredPipeline &pipeline,
+                                     llvm::ArrayRef<Prediction> predictions);
+/// buildPlan written to `path`.
 llvm::Error writePlan(llvm::StringRef path, const CompileOptions &options,
                       const LoweredPipeline &pipeline,
                       llvm::ArrayRef<Prediction> predictions);

@@ -76,6 +76,12 @@ Error loadLibrary(RankProgram &rp, const Plan &plan, bool forRun) {
     return makeError(formatv("{0}: cannot load rank program: {1}", lib,
                              why ? why : "unknown error"));
   }
+  // A program from zb-compile says what it was compiled for; hand-written
+  // ones (the runtime's test fixtures) carry no fingerprint.
+  if (const auto *fingerprint = static_cast<const char *>(
+          dlsym(rp.handle, zbrt::symbols::RankFingerprint)))
+    if (Error e = checkRankFingerprint(plan, rp.rank, fingerprint))
+      return e;
   rp.entry = reinterpret_cast<zbrt::symbols::RankEntryFn>(dlsym(rp.handle, info.entry.c_str()));
   if (!rp.entry)
     return makeError(formatv("{0}: entry symbol '{1}' (ranks[{2}].entry) "

@@ -61,6 +61,11 @@ ZBRT_GENERATED_CODE_FUNCTIONS(ZBRT_DEFINE_SYMBOL_NAME)
 inline constexpr const char RankEntry[] = "zb_rank_main";
 using RankEntryFn = void (*)(void **argv);
 
+/// The NUL-terminated JSON string a rank program from zb-compile exports:
+/// what it was compiled for (zb::host::rankFingerprint); zb-run checks it
+/// against plan.json before running.
+inline constexpr const char RankFingerprint[] = "zb_rank_fingerprint";
+
 } // namespace symbols
 } // namespace zbrt
 

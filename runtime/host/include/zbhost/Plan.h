@@ -89,7 +89,7 @@ struct ArgInfo {
 /// plan.json "ranks[r]": the rank program and its arguments, in order.
 struct RankInfo {
   int32_t rank = 0;
-  std::string library; ///< relative to the plan directory (or absolute)
+  std::string library; ///< a file name of the plan directory
   std::string entry;
   std::vector<ArgInfo> args;
 };
@@ -160,6 +160,22 @@ struct Plan {
   /// nullptr.
   const PredictedInfo *predictedForThisPlan() const;
 };
+
+/// What a rank program was compiled for, as compact JSON: the format
+/// ("zb-rank-program", version 1), rank, ranks, stages, chunks,
+/// microbatches and their size, schedule, target, optimizer_sync, and every
+/// step argument in order with its kind, index, model name, shape and
+/// element type. zb-compile embeds it in rank<R>.so as the NUL-terminated
+/// string `zb_rank_fingerprint`; zb-run recomputes it from plan.json and
+/// refuses a program whose fingerprint differs (checkRankFingerprint).
+std::string rankFingerprint(const Plan &plan, int32_t rank);
+
+/// Compares a program's fingerprint with plan.json's for `rank`; the error
+/// names the library and the first field that differs, e.g.
+///   rank1.so was compiled for args[2].shape [2, 2, 8], plan.json has
+///   [4, 2, 8]
+llvm::Error checkRankFingerprint(const Plan &plan, int32_t rank,
+                                 llvm::StringRef programFingerprint);
 
 /// Parses plan.json text; `path` names the file in messages and sets
 /// Plan::path and Plan::dir.
