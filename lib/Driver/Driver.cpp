@@ -56,6 +56,18 @@ llvm::Error validateOptions(const CompileOptions &options) {
   if (options.microbatches < 1)
     return error("--microbatches must be >= 1, got " +
                  llvm::Twine(options.microbatches));
+  if (options.microbatches > CompileOptions::kMaxMicrobatches)
+    return error(llvm::formatv(
+                     "--microbatches {0}: at most {1} (zb-compile unrolls "
+                     "every microbatch's F, B and W into each rank program; "
+                     "compile time and memory grow faster than linearly: "
+                     "256 microbatches take about 17 s and 1.4 GB, 1024 over "
+                     "20 GB); use fewer, larger microbatches",
+                     options.microbatches, CompileOptions::kMaxMicrobatches)
+                     .str());
+  if (options.maxOpsPerStage < 1)
+    return error("--max-ops-per-stage must be >= 1, got " +
+                 llvm::Twine(options.maxOpsPerStage));
   if (options.optimizer != "sgd" && options.optimizer != "adamw")
     return error("--optimizer must be sgd or adamw, got '" + options.optimizer +
                  "'");
@@ -341,6 +353,23 @@ LogicalResult Compilation::frontHalf() {
   module = loadModel(options.inputFile, context.get(), options.dataArgs);
   if (!module || failed(checkFloat32(*module)))
     return failure();
+  // The model's size, checked before the work that grows with it.
+  int64_t numOps = 0;
+  (*module)->walk([&](Operation *op) {
+    if (!isa<ModuleOp, func::FuncOp, func::ReturnOp>(op))
+      ++numOps;
+  });
+  const int64_t numStages = options.numRanks * options.chunks();
+  if (numOps > options.maxOpsPerStage * numStages)
+    return report(llvm::createStringError(llvm::formatv(
+        "{0}: {1} operations on {2} stages, more than --max-ops-per-stage {3} "
+        "per stage: zb-compile's rank programs grow with the stage and LLVM's "
+        "back end is superlinear in function size (a 5,000-op chain on 2 "
+        "stages compiles in about 50 s, 20,000 ops take many minutes and tens "
+        "of GB); use more --stages, or raise --max-ops-per-stage to accept "
+        "the compile time",
+        options.inputFile, numOps, numStages, options.maxOpsPerStage)
+                                              .str()));
   paramValues =
       (*module)->getAttrOfType<DictionaryAttr>(frontend::kParamValuesAttr);
   progress(llvm::formatv("autodiff, B/W split, {0} stages on {1} ranks, "

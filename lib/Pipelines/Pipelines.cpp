@@ -107,7 +107,9 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise,
   // stage this removes about two thirds of the loop nests.
   if (fuseElementwise) {
     pm.addPass(createCanonicalizerPass());
-    pm.addPass(createLinalgElementwiseOpFusionPass());
+    // Bounded (zb-fuse-elementwise): upstream's fusion is quadratic in the
+    // length of a chain.
+    pm.addPass(zb::createZBFuseElementwise());
   }
   buildTensorsToLLVMPipeline(pm, /*runtimeAllocator=*/true, gpu);
   pm.addPass(createZBEmitRankEntry());

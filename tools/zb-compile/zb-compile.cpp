@@ -48,7 +48,7 @@ static cl::opt<int64_t, true> virtualStages(
     cl::cat(category));
 static cl::opt<int64_t, true>
     microbatches("microbatches",
-                 cl::desc("Microbatches per training step (default 8)"),
+                 cl::desc("Microbatches per training step (default 8, at most 512)"),
                  cl::location(options.microbatches),
                  cl::init(defaults.microbatches), cl::cat(category));
 static cl::opt<std::string, true>
@@ -57,6 +57,13 @@ static cl::opt<std::string, true>
                       "ilp 1f1b-i zb-v v-half v-min v-auto (default zb-h1)"),
              cl::location(options.schedule), cl::init(defaults.schedule),
              cl::cat(category));
+static cl::opt<int64_t, true> maxOpsPerStage(
+    "max-ops-per-stage",
+    cl::desc("Refuse models with more operations than this per stage, up "
+             "front (default 4096): compile time grows faster than linearly "
+             "with a stage's size"),
+    cl::location(options.maxOpsPerStage), cl::init(defaults.maxOpsPerStage),
+    cl::cat(category));
 static cl::opt<std::string, true> optimizerSync(
     "optimizer-sync",
     cl::desc("post-validation (default): each rank program validates the "

@@ -75,7 +75,11 @@ struct CompileOptions {
     return virtualStages > 0 ? virtualStages
                              : sched::defaultChunks(schedule);
   }
-  /// Microbatches per training step M (--microbatches), >= 1.
+  /// The most microbatches zb-compile accepts: every microbatch's passes are
+  /// unrolled into each rank program (256 take about 17 s and 1.4 GB on
+  /// an MLP, 1024 more than 20 GB).
+  static constexpr int64_t kMaxMicrobatches = 512;
+  /// Microbatches per training step M (--microbatches), 1 .. 512.
   int64_t microbatches = 8;
   /// Schedule name, one of zb::sched::scheduleNames() (--schedule).
   std::string schedule = "zb-h1";
@@ -119,6 +123,11 @@ struct CompileOptions {
   /// cleanups + loop vectoriser (kLightPipeline in Codegen.cpp), 2 or 3
   /// LLVM's -O2/-O3.
   int optLevel = 1;
+  /// --max-ops-per-stage: the model may have at most this many operations
+  /// per stage (forward and loss, as imported), checked up front: the rank
+  /// programs grow with the stage and LLVM's back end is superlinear in
+  /// function size (benchmarks/README.md, "Compile time").
+  int64_t maxOpsPerStage = 4096;
   /// Rank programs optimised and emitted in parallel threads; 0 = the
   /// number of hardware threads (-j).
   unsigned jobs = 0;
