@@ -1,5 +1,6 @@
 //===- Artifacts.cpp - pipeline.mlir, params.bin, schedule, plan.json -----===//
 #include "zb/Driver/Driver.h"
+#include "zbhost/AtomicFile.h"
 #include "zb/Schedule/Formats.h"
 #include "zbhost/Plan.h"
 #include "zbrt/Symbols.h"
@@ -30,23 +31,15 @@ std::string outputPath(const CompileOptions &options, llvm::StringRef name) {
 static llvm::Error
 withOutputFile(llvm::StringRef path,
                llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    return llvm::createStringError(ec, "cannot write " +
-                                           llvm::sys::path::filename(path) +
-                                           ": " + ec.message());
-  return write(os);
+  // Atomic: a temporary file renamed over `path` (zbhost/AtomicFile.h).
+  return host::writeFileAtomically(path, write);
 }
 
 llvm::Error writeModule(llvm::StringRef path, ModuleOp module) {
-  std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(path, &error);
-  if (!out)
-    return llvm::createStringError(error);
-  module.print(out->os());
-  out->keep();
-  return llvm::Error::success();
+  return withOutputFile(path, [&](llvm::raw_ostream &os) {
+    module.print(os);
+    return llvm::Error::success();
+  });
 }
 
 /// `write` (a lib/Schedule format) of the plan's schedule with the costs it

@@ -11,6 +11,7 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Target/TargetMachine.h"
@@ -156,12 +157,23 @@ llvm::Error linkShared(llvm::StringRef object, llvm::StringRef library) {
     return llvm::createStringError(ec, "cannot resolve " + object);
   if (std::error_code ec = llvm::sys::fs::make_absolute(absLibrary))
     return llvm::createStringError(ec, "cannot resolve " + library);
-  SmallVector<StringRef> args{*cc,        "-shared", "-o",
-                              absLibrary, absObject, "-lm"};
+  // Linked next to the target and renamed over it: a failed link leaves
+  // the previous library, a symlink at the path is replaced.
+  std::string tmp =
+      (absLibrary + ".tmp." + llvm::Twine(llvm::sys::Process::getProcessId()))
+          .str();
+  SmallVector<StringRef> args{*cc, "-shared", "-o", tmp, absObject, "-lm"};
   std::string message;
-  if (llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &message))
+  if (llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &message)) {
+    llvm::sys::fs::remove(tmp);
     return llvm::createStringError("linking " + library +
                                    " failed: " + message);
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, absLibrary)) {
+    llvm::sys::fs::remove(tmp);
+    return llvm::createStringError(ec, "cannot write " + library + ": " +
+                                           ec.message());
+  }
   return llvm::Error::success();
 }
 

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zbhost/AtomicFile.h"
 #include "zbhost/Plan.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -146,15 +147,8 @@ json::Value zb::host::toJSON(const Plan &plan) {
 }
 
 Error zb::host::writePlan(const Plan &plan, StringRef path) {
-  std::error_code ec;
-  raw_fd_ostream os(path, ec, sys::fs::OF_Text);
-  if (ec)
-    return createStringError(ec, "cannot write %s: %s", path.str().c_str(),
-                             ec.message().c_str());
-  os << formatv("{0:2}", toJSON(plan)) << "\n";
-  os.close();
-  if (os.has_error())
-    return createStringError(os.error(), "cannot write %s: %s",
-                             path.str().c_str(), os.error().message().c_str());
-  return Error::success();
+  return writeFileAtomically(path, [&](raw_ostream &os) {
+    os << formatv("{0:2}", toJSON(plan)) << "\n";
+    return Error::success();
+  });
 }

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zbhost/AtomicFile.h"
 #include "zbhost/Profile.h"
 #include "zb/Schedule/Formats.h"
 
@@ -168,11 +169,8 @@ void zb::host::writeProfile(raw_ostream &os, const Profile &profile) {
 }
 
 Error zb::host::writeProfile(const Profile &profile, StringRef path) {
-  std::error_code ec;
-  raw_fd_ostream os(path, ec);
-  if (ec)
-    return createStringError(ec, "cannot open '%s': %s", path.str().c_str(),
-                             ec.message().c_str());
-  writeProfile(os, profile);
-  return Error::success();
+  return writeFileAtomically(path, [&](raw_ostream &os) {
+    writeProfile(os, profile);
+    return Error::success();
+  });
 }
