@@ -260,6 +260,10 @@ TEST(Plan, ReaderErrorsNameFileAndField) {
        "\"sgd\" or \"adamw\")"},
       {[](Object &o) { (*o.getObject("optimizer"))["beta2"] = "x"; },
        "out/plan.json: optimizer.beta2: expected a number"},
+      {[](Object &o) { (*o.getObject("optimizer"))["lr"] = 0; },
+       "out/plan.json: optimizer.lr: 0 must be > 0"},
+      {[](Object &o) { (*o.getObject("optimizer"))["beta1"] = 1; },
+       "out/plan.json: optimizer.beta1: 1 must lie in (0, 1)"},
       {[](Object &o) { at(o, "ranks", 0)["library"] = "../rank0.so"; },
        "out/plan.json: ranks[0].library: '../rank0.so' must be a bare file "
        "name inside the plan directory (no '/', no '..')"},

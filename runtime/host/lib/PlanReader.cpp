@@ -14,6 +14,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -267,6 +268,20 @@ Error PlanParser::optimizer() {
     ZB_ASSIGN(opt.beta2, f.number("beta2", opt.beta2));
     ZB_ASSIGN(opt.eps, f.number("eps", opt.eps));
     ZB_ASSIGN(opt.weightDecay, f.number("weight_decay", opt.weightDecay));
+    // Ranges where the optimizer (and its in-place rollback) is defined.
+    auto g = [](double v) { return formatv("{0}", format("%g", v)).str(); };
+    if (!(opt.lr > 0))
+      return f.error("lr", g(opt.lr) + " must be > 0");
+    if (!(opt.beta1 > 0 && opt.beta1 < 1))
+      return f.error("beta1", g(opt.beta1) + " must lie in (0, 1)");
+    if (!(opt.beta2 > 0 && opt.beta2 < 1))
+      return f.error("beta2", g(opt.beta2) + " must lie in (0, 1)");
+    if (!(opt.eps > 0))
+      return f.error("eps", g(opt.eps) + " must be > 0");
+    if (!(opt.weightDecay >= 0 && opt.lr * opt.weightDecay < 1))
+      return f.error("weight_decay", g(opt.weightDecay) +
+                                         " must be >= 0 with lr * "
+                                         "weight_decay < 1");
     return Error::success();
   });
 }
