@@ -260,6 +260,10 @@ TEST(Plan, ReaderErrorsNameFileAndField) {
        "\"sgd\" or \"adamw\")"},
       {[](Object &o) { (*o.getObject("optimizer"))["beta2"] = "x"; },
        "out/plan.json: optimizer.beta2: expected a number"},
+      {[](Object &o) {
+         at(o, "params", 0)["shape"] = json::Array{65536, 65536, 65536};
+       },
+       "out/plan.json: params[0].shape: more than 2^40 elements"},
       {[](Object &o) { (*o.getObject("optimizer"))["lr"] = 0; },
        "out/plan.json: optimizer.lr: 0 must be > 0"},
       {[](Object &o) { (*o.getObject("optimizer"))["beta1"] = 1; },

@@ -131,7 +131,8 @@ public:
       return s->str();
     return error(key, "expected a string");
   }
-  /// A list of dimensions, each in [0, INT32_MAX].
+  static constexpr int64_t kMaxElements = int64_t(1) << 40;
+  /// A list of dimensions, each in [0, INT32_MAX], at most 2^40 elements.
   Expected<std::vector<int64_t>> shape(StringRef key) const {
     const json::Array *arr = nullptr;
     ZB_ASSIGN(arr, array(key));
@@ -142,6 +143,12 @@ public:
                                 std::numeric_limits<int32_t>::max()));
       dims.push_back(d);
     }
+    // Element counts stay far from int64 overflow (2^60 elements claimed by
+    // an edited shape used to wrap around).
+    int64_t n = 1;
+    for (int64_t d : dims)
+      if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)
+        return error(key, formatv("more than 2^40 elements").str());
     return dims;
   }
   /// An array of numbers, one per rank (`count` entries).
@@ -341,6 +348,16 @@ Error PlanParser::inputs() {
       return f.error("dtype", "unknown element type \"" + dtype +
                                   "\" (expected float32, int64 or int32)");
     in.dtype = *t;
+    // The whole step's batch of this input (num_microbatches x
+    // microbatch_size samples) in 64 bits without overflow.
+    int64_t batch = 0;
+    if (__builtin_mul_overflow(plan.numMicrobatches, plan.microbatchSize,
+                               &batch) ||
+        __builtin_mul_overflow(batch, in.sampleElements(), &batch) ||
+        batch > (int64_t(1) << 40))
+      return f.error("sample_shape",
+                     "num_microbatches x microbatch_size x the sample's "
+                     "elements is more than 2^40");
     if (f.has("index_range"))
       ZB_ASSIGN(in.indexRange, f.integer("index_range", 1));
     ZB_CHECK(placement(f, in.rank, in.stage));
