@@ -261,7 +261,7 @@ TEST(Plan, ReaderErrorsNameFileAndField) {
       {[](Object &o) { (*o.getObject("optimizer"))["beta2"] = "x"; },
        "out/plan.json: optimizer.beta2: expected a number"},
       {[](Object &o) {
-         at(o, "params", 0)["shape"] = json::Array{65536, 65536, 65536};
+         at(o, "params", 0)["shape"] = llvm::json::Array{65536, 65536, 65536};
        },
        "out/plan.json: params[0].shape: more than 2^40 elements"},
       {[](Object &o) { (*o.getObject("optimizer"))["lr"] = 0; },
