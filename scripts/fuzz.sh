@@ -6,12 +6,12 @@
 # found a crash (crash-*/leak-*/timeout-* files under the output directory).
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET=60] [TARGET...]
-#   targets: onnx stablehlo plan params schedule profile (default: all)
+#   targets: onnx stablehlo plan params schedule profile data (default: all)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUDGET="${1:-60}"; shift || true
 TARGETS=("$@")
-[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(onnx stablehlo plan params schedule profile)
+[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(onnx stablehlo plan params schedule profile data)
 BUILD="${ZB_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 # compiler-rt (libFuzzer, ASan, UBSan) for clang-22.
 if [[ ! -d /usr/lib/llvm-22/lib/clang/22/lib/linux ]] ||

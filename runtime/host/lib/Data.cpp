@@ -16,6 +16,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -173,8 +174,18 @@ Expected<Dataset> zb::host::readDataset(StringRef path, StringRef inputName,
   std::ifstream in(path.str(), std::ios::binary);
   if (!in)
     return fail(path, "cannot open (data for graph input '" + inputName + "')");
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  return parseDataset(bytes, path, inputName, sampleShape, dtype);
+}
+
+Expected<Dataset> zb::host::parseDataset(StringRef bytes, StringRef path,
+                                         StringRef inputName,
+                                         const std::vector<int64_t> &sampleShape,
+                                         DType dtype) {
   onnx::TensorProto tensor;
-  if (!tensor.ParseFromIstream(&in))
+  if (bytes.size() > (size_t)INT_MAX ||
+      !tensor.ParseFromArray(bytes.data(), (int)bytes.size()))
     return fail(path, "not a serialized ONNX TensorProto");
   return DatasetReader(path, inputName, dtype).read(tensor, sampleShape);
 }

@@ -45,6 +45,12 @@ llvm::Expected<Dataset> readDataset(llvm::StringRef path,
                                     llvm::StringRef inputName,
                                     const std::vector<int64_t> &sampleShape,
                                     DType dtype = DType::Float32);
+/// The same from the file's bytes (`path` names it in messages).
+llvm::Expected<Dataset> parseDataset(llvm::StringRef bytes,
+                                     llvm::StringRef path,
+                                     llvm::StringRef inputName,
+                                     const std::vector<int64_t> &sampleShape,
+                                     DType dtype = DType::Float32);
 
 /// How the bytes of a text data file become tokens (zb-run --text-vocab).
 enum class TextVocab {
