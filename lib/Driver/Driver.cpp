@@ -1,5 +1,6 @@
 //===- Driver.cpp - options, context, model loading, compile() ------------===//
 #include "zb/Driver/Driver.h"
+#include "zb/Schedule/Formats.h"
 #include "zb/Schedule/Registry.h"
 #include "zb/Dialect/ZB/IR/ZBDialect.h"
 #include "zb/Frontend/ONNX/ONNXImporter.h"
@@ -22,6 +23,7 @@
 #include "llvm/Support/FileSystem.h"
 
 #include <cmath>
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
@@ -71,7 +73,8 @@ llvm::Error validateOptions(const CompileOptions &options) {
   if (options.optimizer != "sgd" && options.optimizer != "adamw")
     return error("--optimizer must be sgd or adamw, got '" + options.optimizer +
                  "'");
-  if (!llvm::is_contained(sched::scheduleNames(), options.schedule))
+  if (options.scheduleFile.empty() &&
+      !llvm::is_contained(sched::scheduleNames(), options.schedule))
     return error("unknown --schedule '" + options.schedule + "'");
   if (options.optimizerSync != "none" &&
       options.optimizerSync != "post-validation")
@@ -220,6 +223,7 @@ LogicalResult runFrontHalf(ModuleOp module, const CompileOptions &options) {
   pipeline.virtualStages = options.chunks();
   pipeline.microbatches = options.microbatches;
   pipeline.schedule = options.schedule;
+  pipeline.scheduleFile = options.scheduleFile;
   pipeline.memoryLimit = options.memoryLimits;
   pipeline.target = options.costTarget();
   pipeline.profile = options.profile;
@@ -239,6 +243,66 @@ using Clock = std::chrono::steady_clock;
 
 /// One run of compile(): the context, the module and what the phases hand
 /// on; each step reports its errors as diagnostics.
+/// --schedule-file: reads the file once up front for what the front half
+/// needs before the schedule pass reads it again (the chunk count V, the
+/// plan's schedule name) and for errors that need no model: rows versus
+/// --stages, microbatches versus --microbatches.
+static llvm::Error resolveScheduleFile(CompileOptions &o) {
+  auto error = [&](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--schedule-file " + o.scheduleFile + ": " +
+                                       msg);
+  };
+  auto buffer = llvm::MemoryBuffer::getFile(o.scheduleFile);
+  if (!buffer)
+    return error("cannot read: " + buffer.getError().message());
+  llvm::StringRef text = (*buffer)->getBuffer();
+  sched::Schedule schedule;
+  int64_t ranks = 0, microbatches = 0;
+  std::string name = llvm::sys::path::filename(o.scheduleFile).str();
+  if (text.ltrim().starts_with("{")) {
+    sched::Problem problem;
+    if (llvm::Error e = sched::readJSON(text, problem, schedule))
+      return error(llvm::toString(std::move(e)));
+    ranks = problem.numRanks;
+    microbatches = problem.numMicrobatches;
+    if (!schedule.name.empty())
+      name = schedule.name;
+  } else {
+    llvm::Expected<sched::Schedule> csv = sched::readCSV(text, 0);
+    if (!csv)
+      return error(llvm::toString(csv.takeError()));
+    schedule = std::move(*csv);
+    ranks = schedule.perRank.size();
+    for (const auto &actions : schedule.perRank)
+      for (const sched::Action &a : actions)
+        microbatches = std::max<int64_t>(microbatches, a.microbatch + 1);
+  }
+  if (ranks != o.numRanks)
+    return error(llvm::formatv("has {0} ranks, --stages is {1}", ranks,
+                               o.numRanks)
+                     .str());
+  if (microbatches != o.microbatches)
+    return error(llvm::formatv("has {0} microbatches, --microbatches is {1}",
+                               microbatches, o.microbatches)
+                     .str());
+  int64_t stages = schedule.stageToRank.size();
+  if (ranks == 0 || stages % ranks != 0)
+    return error(llvm::formatv("{0} stages on {1} ranks: every rank must run "
+                               "the same number of chunks",
+                               stages, ranks)
+                     .str());
+  int64_t chunks = stages / ranks;
+  if (o.virtualStages > 0 && o.virtualStages != chunks)
+    return error(llvm::formatv("has {0} chunks per rank, --virtual-stages is "
+                               "{1}",
+                               chunks, o.virtualStages)
+                     .str());
+  o.virtualStages = chunks;
+  o.schedule = "file:" + name;
+  return llvm::Error::success();
+}
+
 class Compilation {
 public:
   Compilation(const CompileOptions &options, const CompileCallbacks &callbacks)
@@ -274,7 +338,7 @@ private:
     return outputPath(options, name);
   }
 
-  const CompileOptions &options;
+  CompileOptions options; ///< a copy: --schedule-file resolves into it
   const CompileCallbacks &callbacks;
   std::unique_ptr<MLIRContext> context;
   OwningOpRef<ModuleOp> module;
@@ -293,6 +357,9 @@ LogicalResult Compilation::run() {
       printDiagnostic(diag, llvm::errs());
     return success();
   });
+  if (!options.scheduleFile.empty())
+    if (llvm::Error error = resolveScheduleFile(options))
+      return report(std::move(error));
   if (llvm::Error error = validateOptions(options))
     return report(std::move(error));
   initializeNativeTarget();

@@ -35,6 +35,7 @@ void buildPipelineParallelPipeline(OpPassManager &pm,
                                options.memoryLimit.end());
   schedule.profile = options.profile;
   schedule.optimizerSync = options.optimizerSync;
+  schedule.scheduleFile = options.scheduleFile;
   pm.addPass(createZBSchedule(schedule));
   pm.addPass(createZBLowerPipeline());
 }

@@ -5,6 +5,9 @@
 // the schedule and attaches it to the module as `zb.schedule`.
 //
 //===----------------------------------------------------------------------===//
+#include "zb/Schedule/Formats.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 #include "zb/Transforms/Passes.h"
@@ -23,6 +26,43 @@ using namespace zb;
 namespace {
 struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
   using Base::Base;
+  /// schedule-file: PyTorch CSV or zb JSON, placed on this pipeline's
+  /// stages (the file's stage-to-rank mapping must be the pipeline's:
+  /// stage s on rank s mod p, the interleaved mapping, or the V shape).
+  llvm::Expected<sched::Schedule>
+  readScheduleFile(const sched::Problem &problem) {
+    auto fail = [&](const llvm::Twine &message) {
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "schedule file '" + scheduleFile +
+                                         "': " + message);
+    };
+    auto buffer = llvm::MemoryBuffer::getFile(scheduleFile);
+    if (!buffer)
+      return fail("cannot read: " + buffer.getError().message());
+    llvm::StringRef text = (*buffer)->getBuffer();
+    sched::Schedule schedule;
+    if (text.ltrim().starts_with("{")) {
+      sched::Problem fromFile;
+      if (llvm::Error e = sched::readJSON(text, fromFile, schedule))
+        return fail(llvm::toString(std::move(e)));
+    } else {
+      auto csv = sched::readCSV(text, problem.numRanks);
+      if (!csv)
+        return fail(llvm::toString(csv.takeError()));
+      schedule = std::move(*csv);
+      // zb's own simulator conventions for a schedule it did not build.
+      schedule.costConvention = sched::CostConvention::StageSpan;
+    }
+    schedule.name = algorithm;
+    if (static_cast<int>(schedule.stageToRank.size()) != problem.numStages())
+      return fail(llvm::formatv("{0} stages, the pipeline has {1} ({2} "
+                                "ranks x {3} chunks)",
+                                schedule.stageToRank.size(),
+                                problem.numStages(), problem.numRanks,
+                                problem.numChunks)
+                      .str());
+    return schedule;
+  }
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (!profile.empty() && failed(applyProfile(module, profile)))
@@ -32,7 +72,8 @@ struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
       return signalPassFailure();
     sched::Problem problem = info->toProblem(microbatches, memoryLimits);
     llvm::Expected<sched::Schedule> schedule =
-        sched::buildSchedule(problem, algorithm);
+        scheduleFile.empty() ? sched::buildSchedule(problem, algorithm)
+                             : readScheduleFile(problem);
     if (!schedule) {
       module.emitError("zb-schedule: ")
           << llvm::toString(schedule.takeError());

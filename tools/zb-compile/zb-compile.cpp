@@ -57,6 +57,16 @@ static cl::opt<std::string, true>
                       "ilp 1f1b-i zb-v v-half v-min v-auto (default zb-h1)"),
              cl::location(options.schedule), cl::init(defaults.schedule),
              cl::cat(category));
+static cl::opt<std::string, true> scheduleFile(
+    "schedule-file",
+    cl::desc("Compile a schedule from a file instead of --schedule: the "
+             "PyTorch pipelining CSV (torch.distributed.pipelining "
+             "_dump_csv; compute actions F/I/W/B, with or without "
+             "communication, FSDP and OVERLAP_F_B actions) or zb's schedule "
+             "JSON (zb-sched --format json); its rows/ranks must be --stages "
+             "and its microbatches --microbatches; it is verified"),
+    cl::value_desc("FILE"), cl::location(options.scheduleFile), cl::init(""),
+    cl::cat(category));
 static cl::opt<int64_t, true> maxOpsPerStage(
     "max-ops-per-stage",
     cl::desc("Refuse models with more operations than this per stage, up "

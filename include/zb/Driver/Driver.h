@@ -83,6 +83,14 @@ struct CompileOptions {
   int64_t microbatches = 8;
   /// Schedule name, one of zb::sched::scheduleNames() (--schedule).
   std::string schedule = "zb-h1";
+  /// --schedule-file: a schedule from a file instead of `schedule`: the
+  /// PyTorch pipelining CSV (compute actions, with or without communication,
+  /// FSDP and OVERLAP_F_B actions) or zb's schedule JSON. compile() takes
+  /// the ranks' chunk count V from it and names the plan's schedule
+  /// "file:<name>"; it must have --stages rows/ranks and --microbatches
+  /// microbatches, and verify against the pipeline's stages (errors name the
+  /// rank and the action).
+  std::string scheduleFile;
   /// Activation memory limit in bytes (--memory-limit): empty = none, one
   /// value for every rank, or one per rank (0 = none on that rank).
   std::vector<double> memoryLimits;

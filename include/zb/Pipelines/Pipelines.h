@@ -35,6 +35,11 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<std::string> target{*this, "target",
                              llvm::cl::desc("Cost model target: cpu | h100"),
                              llvm::cl::init("cpu")};
+  Option<std::string> scheduleFile{
+      *this, "schedule-file",
+      llvm::cl::desc("A schedule from a file (PyTorch CSV or zb JSON) "
+                     "instead of --schedule's (zb-schedule)"),
+      llvm::cl::init("")};
   Option<std::string> optimizerSync{
       *this, "optimizer-sync",
       llvm::cl::desc("none | post-validation: the rank programs validate the "

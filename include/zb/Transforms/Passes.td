@@ -133,6 +133,11 @@ def ZBSchedule : Pass<"zb-schedule", "mlir::ModuleOp"> {
     Option<"profile", "profile", "std::string", /*default=*/"\"\"",
            "zb-run --profile JSON whose measured T_F/T_B/T_W/T_comm (ms) "
            "replace the cost model's (the paper's profile-then-schedule loop)">,
+    Option<"scheduleFile", "schedule-file", "std::string", /*default=*/"\"\"",
+           "Read the schedule from this file instead of building "
+           "`algorithm` (which then names it): the PyTorch pipelining CSV "
+           "or zb's schedule JSON; it must verify against this pipeline's "
+           "stages and microbatches">,
     Option<"optimizerSync", "optimizer-sync", "std::string",
            /*default=*/"\"none\"",
            "none, or post-validation: place each rank's validation of the "
