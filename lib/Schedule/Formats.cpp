@@ -308,30 +308,73 @@ llvm::Error zb::sched::readJSON(llvm::StringRef text, Problem &problem,
 // CSV (torch.distributed.pipelining)
 //===----------------------------------------------------------------------===//
 
-void zb::sched::writeCSV(llvm::raw_ostream &os, const Schedule &schedule) {
-  for (const auto &list : schedule.perRank) {
+/// "<stage><F|I|W|B><microbatch>", or "" for the W of a fused backward.
+static std::string computeCell(const Schedule &schedule, const Action &a) {
+  char type = 'F';
+  switch (a.kind) {
+  case ActionKind::F:
+    type = 'F';
+    break;
+  case ActionKind::B:
+    type = schedule.fusedBackward ? 'B' : 'I';
+    break;
+  case ActionKind::W:
+    if (schedule.fusedBackward)
+      return "";
+    type = 'W';
+    break;
+  }
+  return llvm::formatv("{0}{1}{2}", a.stage, type, a.microbatch).str();
+}
+
+void zb::sched::writeCSV(llvm::raw_ostream &os, const Schedule &schedule,
+                         bool withCommunication) {
+  auto row = [&](llvm::ArrayRef<std::string> cells) {
     bool first = true;
-    for (const Action &a : list) {
-      char type = 'F';
-      switch (a.kind) {
-      case ActionKind::F:
-        type = 'F';
-        break;
-      case ActionKind::B:
-        type = schedule.fusedBackward ? 'B' : 'I';
-        break;
-      case ActionKind::W:
-        if (schedule.fusedBackward)
-          continue;
-        type = 'W';
-        break;
-      }
-      if (!first)
-        os << ",";
+    for (const std::string &c : cells) {
+      if (c.empty())
+        continue;
+      os << (first ? "" : ",") << c;
       first = false;
-      os << a.stage << type << a.microbatch;
     }
     os << "\n";
+  };
+  if (!withCommunication) {
+    for (const auto &list : schedule.perRank) {
+      std::vector<std::string> cells;
+      for (const Action &a : list)
+        cells.push_back(computeCell(schedule, a));
+      row(cells);
+    }
+    return;
+  }
+  // PyTorch's names: SEND_F / SEND_B carry the sending stage, RECV_F /
+  // RECV_B the receiving one (the next stage for an activation, the
+  // previous one for a gradient).
+  for (const auto &ops : communicationProgram(schedule)) {
+    std::vector<std::string> cells;
+    for (const CommOp &op : ops) {
+      const Action &a = op.action;
+      switch (op.kind) {
+      case CommOp::Kind::Compute:
+        cells.push_back(computeCell(schedule, a));
+        break;
+      case CommOp::Kind::Send:
+        cells.push_back(llvm::formatv("{0}{1}{2}", a.stage,
+                                      op.isGradient() ? "SEND_B" : "SEND_F",
+                                      a.microbatch)
+                            .str());
+        break;
+      case CommOp::Kind::Recv:
+        cells.push_back(
+            llvm::formatv("{0}{1}{2}",
+                          op.isGradient() ? a.stage - 1 : a.stage + 1,
+                          op.isGradient() ? "RECV_B" : "RECV_F", a.microbatch)
+                .str());
+        break;
+      }
+    }
+    row(cells);
   }
 }
 

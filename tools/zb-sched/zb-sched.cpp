@@ -71,7 +71,9 @@ static cl::opt<std::string> scheduleName(
              "v-half v-min v-auto"),
     cl::init("zb-auto"), cl::cat(category));
 static cl::opt<std::string>
-    format("format", cl::desc("Output format: text|json|csv|trace|svg"),
+    format("format",
+           cl::desc("Output format: text|json|csv|csv-comm (PyTorch CSV with "
+                    "SEND/RECV actions)|trace|svg"),
            cl::init("text"), cl::cat(category));
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::value_desc("FILE"), cl::init("-"),
@@ -382,8 +384,8 @@ static void emit(llvm::raw_ostream &os, const Problem &problem,
                                     {"warm_start", ilp->warmStartObjective},
                                     {"seconds", ilp->seconds}});
     os << llvm::formatv("{0:2}", v) << "\n";
-  } else if (format == "csv") {
-    writeCSV(os, schedule);
+  } else if (format == "csv" || format == "csv-comm") {
+    writeCSV(os, schedule, format == "csv-comm");
   } else if (format == "trace") {
     writeTrace(os, schedule, sim, sync ? &sync->selected : nullptr);
   } else if (format == "svg") {
@@ -465,10 +467,10 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "zb-sched: zero-bubble pipeline schedules\n");
   if (format != "text" && format != "json" && format != "csv" &&
-      format != "trace" && format != "svg") {
+      format != "csv-comm" && format != "trace" && format != "svg") {
     llvm::WithColor::error(llvm::errs(), "zb-sched")
-        << "--format must be text, json, csv, trace or svg, got '" << format
-        << "'\n";
+        << "--format must be text, json, csv, csv-comm, trace or svg, got '"
+        << format << "'\n";
     return 1;
   }
   if ((commSends != "buffered" && commSends != "rendezvous") ||

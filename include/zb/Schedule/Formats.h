@@ -71,8 +71,12 @@ void writeJSON(llvm::raw_ostream &os, const Problem &problem,
 llvm::Error readJSON(llvm::StringRef text, Problem &problem,
                      Schedule &schedule);
 
-/// torch.distributed.pipelining compute-only CSV.
-void writeCSV(llvm::raw_ostream &os, const Schedule &schedule);
+/// torch.distributed.pipelining CSV: compute actions only, or with
+/// \p withCommunication the SEND_F/RECV_F/SEND_B/RECV_B actions of
+/// communicationProgram() beside them (PyTorch's _dump_csv "full" format;
+/// readCSV reads both back to the same schedule).
+void writeCSV(llvm::raw_ostream &os, const Schedule &schedule,
+              bool withCommunication = false);
 /// Parses CSV rows into a schedule for \p numRanks ranks (0 = one per row).
 /// Stages are mapped to the rank whose row holds them; a full backward "B"
 /// makes the schedule fusedBackward. Returns an error naming the bad cell.
