@@ -19,6 +19,7 @@ the list of losses.
 """
 
 import argparse
+import fnmatch
 import json
 import os
 
@@ -71,7 +72,7 @@ def loss_and_grads(params, x, target):
     return loss, grads
 
 
-def train(params, x, target, steps, microbatches, lr):
+def train(params, x, target, steps, microbatches, lr, trains=lambda name: True):
     n = x.shape[0]
     losses = []
     for k in range(steps):
@@ -87,7 +88,8 @@ def train(params, x, target, steps, microbatches, lr):
                 acc[name] += g
         losses.append(total / microbatches)
         for name in params:
-            params[name] = params[name] - lr * acc[name] / microbatches
+            if trains(name):
+                params[name] = params[name] - lr * acc[name] / microbatches
     return losses
 
 
@@ -98,6 +100,12 @@ def main():
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--model", default=os.path.join(HERE, "mlp.onnx"))
     ap.add_argument("--data", default=os.path.join(HERE, "data"))
+    ap.add_argument("--trainable", action="append", default=[],
+                    help="train only parameters matching these fnmatch "
+                         "patterns (zb-compile --trainable)")
+    ap.add_argument("--frozen", action="append", default=[],
+                    help="do not train parameters matching these patterns "
+                         "(zb-compile --frozen)")
     ap.add_argument("--json", action="store_true",
                     help="print the list of per-step losses as JSON")
     args = ap.parse_args()
@@ -105,7 +113,13 @@ def main():
     params = load_params(args.model)
     x = load_tensor(os.path.join(args.data, "input_0.pb"))
     target = load_tensor(os.path.join(args.data, "input_1.pb"))
-    losses = train(params, x, target, args.steps, args.microbatches, args.lr)
+    def trains(name):
+        if args.trainable and not any(fnmatch.fnmatchcase(name, p)
+                                      for p in args.trainable):
+            return False
+        return not any(fnmatch.fnmatchcase(name, p) for p in args.frozen)
+    losses = train(params, x, target, args.steps, args.microbatches, args.lr,
+                   trains)
     if args.json:
         print(json.dumps(losses))
     else:

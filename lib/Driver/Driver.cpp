@@ -20,6 +20,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 
 #include <cmath>
@@ -437,6 +438,13 @@ LogicalResult Compilation::frontHalf() {
         "the compile time",
         options.inputFile, numOps, numStages, options.maxOpsPerStage)
                                               .str()));
+  llvm::Expected<std::vector<std::string>> frozen =
+      freezeParameters(*module, options);
+  if (!frozen)
+    return report(frozen.takeError());
+  if (!frozen->empty())
+    progress(llvm::formatv("frozen (constants, not trained): {0}",
+                           llvm::join(*frozen, ", ")));
   paramValues =
       (*module)->getAttrOfType<DictionaryAttr>(frontend::kParamValuesAttr);
   progress(llvm::formatv("autodiff, B/W split, {0} stages on {1} ranks, "

@@ -57,6 +57,18 @@ static cl::opt<std::string, true>
                       "ilp 1f1b-i zb-v v-half v-min v-auto (default zb-h1)"),
              cl::location(options.schedule), cl::init(defaults.schedule),
              cl::cat(category));
+static cl::list<std::string, std::vector<std::string>> trainable(
+    "trainable",
+    cl::desc("Train only the parameters whose model names match these glob "
+             "patterns (comma-separated, e.g. 'blocks.*,lm_head'); the others "
+             "are constants with their values from the model"),
+    cl::CommaSeparated, cl::location(options.trainable), cl::cat(category));
+static cl::list<std::string, std::vector<std::string>> frozen(
+    "frozen",
+    cl::desc("Do not train the parameters whose model names match these glob "
+             "patterns (buffers such as 'rope_*' or a mask): they become "
+             "constants with their values from the model"),
+    cl::CommaSeparated, cl::location(options.frozen), cl::cat(category));
 static cl::opt<std::string, true> scheduleFile(
     "schedule-file",
     cl::desc("Compile a schedule from a file instead of --schedule: the "

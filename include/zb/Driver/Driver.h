@@ -83,6 +83,13 @@ struct CompileOptions {
   int64_t microbatches = 8;
   /// Schedule name, one of zb::sched::scheduleNames() (--schedule).
   std::string schedule = "zb-h1";
+  /// --trainable / --frozen (glob patterns on parameter model names, e.g.
+  /// "blocks.*.attn.*", "rope_*"): a parameter trains when it matches a
+  /// --trainable pattern (or none is given) and no --frozen pattern; the
+  /// others become constants with their values from the model file (ONNX
+  /// initializers: buffers such as RoPE tables or masks must not train).
+  /// A pattern that matches no parameter is an error listing them.
+  std::vector<std::string> trainable, frozen;
   /// --schedule-file: a schedule from a file instead of `schedule`: the
   /// PyTorch pipelining CSV (compute actions, with or without communication,
   /// FSDP and OVERLAP_F_B actions) or zb's schedule JSON. compile() takes
@@ -157,6 +164,14 @@ struct CompileCallbacks {
   /// llvm::errs().
   std::function<void(mlir::Diagnostic &diagnostic)> diagnostic;
 };
+
+/// --trainable / --frozen on an imported module: every parameter of @main
+/// that does not train becomes a zb.constant of its zb.param_values entry
+/// (the argument is removed). Returns the frozen parameters' names; errors:
+/// a bad or unmatched pattern (listing the parameters), a frozen parameter
+/// without a value in the model file.
+llvm::Expected<std::vector<std::string>>
+freezeParameters(mlir::ModuleOp module, const CompileOptions &options);
 
 /// Checks ranges and names: P, V, M >= 1, the optimizer, the schedule name,
 /// the opt level (0-3). Returns the first problem ("--stages must be >= 1,
