@@ -72,8 +72,12 @@ public:
     ds.sampleElements = 1;
     for (int64_t d : sampleShape)
       ds.sampleElements *= d;
-    total = ds.numSamples * ds.sampleElements;
-    ds.bytes.resize((size_t)(total * dtypeBytes(dtype)));
+    // N comes from the file: the element count in 64 bits without
+    // overflow; memory only after the data is known to be there (copy()).
+    if (__builtin_mul_overflow(ds.numSamples, ds.sampleElements, &total) ||
+        total > (int64_t(1) << 40))
+      return fail(path, formatv("shape {0} has more than 2^40 elements",
+                                shapeString(dims)));
     if (Error e = convert(tensor))
       return std::move(e);
     return std::move(ds);
@@ -125,6 +129,7 @@ private:
         (!fromRaw && have != total))
       return fail(path, formatv("holds {0} elements, shape {1} needs {2}", have,
                                 shapeString(dims), total));
+    ds.bytes.resize((size_t)(total * dtypeBytes(dtype)));
     for (int64_t i = 0; i < total; ++i) {
       T v = fromRaw ? readLittleEndian<T>(raw, i) : (T)typed.Get((int)i);
       if (Error e = store(i, v))
