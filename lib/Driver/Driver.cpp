@@ -466,6 +466,11 @@ LogicalResult Compilation::frontHalf() {
   if (failed(lowered))
     return failure();
   pipeline = std::move(*lowered);
+  int64_t elements = 0;
+  for (const ModelValueInfo &p : pipeline->info.params)
+    elements += p.type.getNumElements();
+  progress(llvm::formatv("training {0} parameters ({1} elements)",
+                         pipeline->info.params.size(), elements));
   return success();
 }
 

@@ -23,6 +23,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
@@ -462,6 +463,61 @@ static int runCompare(llvm::raw_ostream &os) {
   return 0;
 }
 
+/// -o FILE, written atomically like every zb output: the text is kept in
+/// memory and, when complete, written to a temporary file next to FILE that
+/// is renamed over it (a symlink is replaced, not followed; a failed write
+/// leaves the previous file). "-" is stdout; a device or FIFO is written in
+/// place.
+class AtomicOutput {
+public:
+  explicit AtomicOutput(std::string path) : path(std::move(path)), stream(text) {}
+  llvm::raw_ostream &os() { return stream; }
+  /// Writes the output; 0, or 1 after an error message.
+  int keep() {
+    stream.flush();
+    if (path == "-") {
+      llvm::outs() << text;
+      llvm::outs().flush();
+      return 0;
+    }
+    llvm::sys::fs::file_status st;
+    bool inPlace = !llvm::sys::fs::status(path, st, /*Follow=*/false) &&
+                   st.type() != llvm::sys::fs::file_type::regular_file &&
+                   st.type() != llvm::sys::fs::file_type::symlink_file;
+    std::string tmp =
+        inPlace ? path
+                : path + ".tmp." +
+                      std::to_string(llvm::sys::Process::getProcessId());
+    std::error_code ec;
+    {
+      llvm::raw_fd_ostream f(tmp, ec, llvm::sys::fs::OF_Text);
+      if (!ec) {
+        f << text;
+        f.close();
+        if (f.has_error()) {
+          ec = f.error();
+          f.clear_error();
+        }
+      }
+    }
+    if (!ec && !inPlace)
+      ec = llvm::sys::fs::rename(tmp, path);
+    if (ec) {
+      if (!inPlace)
+        llvm::sys::fs::remove(tmp);
+      llvm::WithColor::error(llvm::errs(), "zb-sched")
+          << "cannot write '" << path << "': " << ec.message()
+          << " (the previous file is unchanged)\n";
+      return 1;
+    }
+    return 0;
+  }
+
+private:
+  std::string path, text;
+  llvm::raw_string_ostream stream;
+};
+
 int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
@@ -481,13 +537,7 @@ int main(int argc, char **argv) {
         << commSends << "' and '" << commChannels << "'\n";
     return 1;
   }
-  std::error_code ec;
-  llvm::ToolOutputFile out(outputFile, ec, llvm::sys::fs::OF_Text);
-  if (ec) {
-    llvm::WithColor::error(llvm::errs(), "zb-sched")
-        << "cannot open '" << outputFile << "': " << ec.message() << "\n";
-    return 1;
-  }
+  AtomicOutput out(outputFile);
   auto fail = [](llvm::Error e) {
     llvm::WithColor::error(llvm::errs(), "zb-sched")
         << llvm::toString(std::move(e)) << "\n";
@@ -496,9 +546,7 @@ int main(int argc, char **argv) {
 
   if (compare) {
     int rc = runCompare(out.os());
-    if (rc == 0)
-      out.keep();
-    return rc;
+    return rc == 0 ? out.keep() : rc;
   }
 
   Problem problem;
@@ -564,6 +612,6 @@ int main(int argc, char **argv) {
   }
   emit(out.os(), problem, schedule, sim, &ilp, verifyComm ? &comm : nullptr,
        sync ? &*sync : nullptr);
-  out.keep();
+  return out.keep();
   return 0;
 }
