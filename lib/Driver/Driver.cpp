@@ -258,23 +258,18 @@ static llvm::Error resolveScheduleFile(CompileOptions &o) {
   if (!buffer)
     return error("cannot read: " + buffer.getError().message());
   llvm::StringRef text = (*buffer)->getBuffer();
-  sched::Schedule schedule;
-  int64_t ranks = 0, microbatches = 0;
+  auto file = sched::readScheduleFile(text, sched::looksLikeScheduleJSON(text));
+  if (!file)
+    return error(llvm::toString(file.takeError()));
+  const sched::Schedule &schedule = file->schedule;
+  int64_t ranks = schedule.perRank.size(), microbatches = 0;
   std::string name = llvm::sys::path::filename(o.scheduleFile).str();
-  if (text.ltrim().starts_with("{")) {
-    sched::Problem problem;
-    if (llvm::Error e = sched::readJSON(text, problem, schedule))
-      return error(llvm::toString(std::move(e)));
-    ranks = problem.numRanks;
-    microbatches = problem.numMicrobatches;
+  if (file->problem) {
+    ranks = file->problem->numRanks;
+    microbatches = file->problem->numMicrobatches;
     if (!schedule.name.empty())
       name = schedule.name;
   } else {
-    llvm::Expected<sched::Schedule> csv = sched::readCSV(text, 0);
-    if (!csv)
-      return error(llvm::toString(csv.takeError()));
-    schedule = std::move(*csv);
-    ranks = schedule.perRank.size();
     for (const auto &actions : schedule.perRank)
       for (const sched::Action &a : actions)
         microbatches = std::max<int64_t>(microbatches, a.microbatch + 1);
@@ -347,6 +342,8 @@ private:
   DictionaryAttr paramValues;
   std::optional<LoweredPipeline> pipeline;
   std::vector<Prediction> predictions;
+  /// plan.json's document (built after the artifacts, before the back half).
+  std::optional<host::Plan> plan;
 };
 } // namespace
 
@@ -364,10 +361,17 @@ LogicalResult Compilation::run() {
   if (llvm::Error error = validateOptions(options))
     return report(std::move(error));
   initializeNativeTarget();
-  if (failed(frontHalf()) || failed(writeArtifacts()) || failed(backHalf()))
+  if (failed(frontHalf()) || failed(writeArtifacts()))
     return failure();
-  if (llvm::Error error =
-          writePlan(path("plan.json"), options, *pipeline, predictions))
+  // plan.json's document, once: the rank programs' fingerprints come from
+  // it, and it is written last (a plan.json means the programs are there).
+  llvm::Expected<host::Plan> built = buildPlan(options, *pipeline, predictions);
+  if (!built)
+    return report(built.takeError());
+  plan = std::move(*built);
+  if (failed(backHalf()))
+    return failure();
+  if (llvm::Error error = host::writePlan(*plan, path("plan.json")))
     return report(std::move(error));
   progress("wrote " + options.outputDir + "/plan.json; run: zb-run " +
            options.outputDir + " --ranks " + llvm::Twine(pipeline->numRanks()));
@@ -532,10 +536,6 @@ LogicalResult Compilation::backHalf() {
               .str()));
     // What the program was compiled for (zb-run checks it against
     // plan.json): zb_rank_fingerprint, a NUL-terminated JSON string.
-    llvm::Expected<host::Plan> plan =
-        buildPlan(options, *pipeline, predictions);
-    if (!plan)
-      return report(plan.takeError());
     llvm::Module &m = *llvmModule->module;
     auto *text = llvm::ConstantDataArray::getString(
         m.getContext(), host::rankFingerprint(*plan, (int32_t)r));

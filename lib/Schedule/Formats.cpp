@@ -304,6 +304,24 @@ llvm::Error zb::sched::readJSON(llvm::StringRef text, Problem &problem,
   return llvm::Error::success();
 }
 
+llvm::Expected<ScheduleFile> zb::sched::readScheduleFile(llvm::StringRef text,
+                                                         bool json,
+                                                         int numRanks) {
+  ScheduleFile file;
+  if (json) {
+    Problem problem;
+    if (llvm::Error e = readJSON(text, problem, file.schedule))
+      return std::move(e);
+    file.problem = std::move(problem);
+    return file;
+  }
+  llvm::Expected<Schedule> csv = readCSV(text, numRanks);
+  if (!csv)
+    return csv.takeError();
+  file.schedule = std::move(*csv);
+  return file;
+}
+
 //===----------------------------------------------------------------------===//
 // CSV (torch.distributed.pipelining)
 //===----------------------------------------------------------------------===//
@@ -548,12 +566,7 @@ static void addSyncTraceEvents(json::Array &events,
       if (r + 1 < p)
         message("full state", p - 1, sync.ranks[p - 1].stepStart, r,
                 s.fullArrives);
-      const auto &line = sync.second.timeline[r];
-      double at = s.validateBefore < line.size()
-                      ? line[s.validateBefore].start
-                      : (line.empty() ? s.stepEnd : line.back().end);
-      if (r + 1 == p)
-        at = s.stepStart;
+      double at = validationTime(sync, r);
       events.push_back(json::Object{
           {"name", "validate"}, {"cat", "optimizer_sync"}, {"ph", "i"},
           {"s", "t"}, {"pid", 0}, {"tid", r}, {"ts", at * 1000.0},
@@ -672,11 +685,7 @@ static void writeSyncSVG(llvm::raw_ostream &os, const OptimizerSyncTiming &sync,
           "#7d3c98", " stroke-dasharray=\"3,2\"", "full state");
   for (int r = 0; r < p; ++r) {
     const RankSync &s = sync.ranks[r];
-    const auto &line = sync.second.timeline[r];
-    double at = r + 1 == p ? s.stepStart
-                : s.validateBefore < line.size()
-                    ? line[s.validateBefore].start
-                    : (line.empty() ? s.stepEnd : line.back().end);
+    double at = validationTime(sync, r);
     os << llvm::formatv("<rect x=\"{0:F2}\" y=\"{1}\" width=\"2\" "
                         "height=\"{2}\" fill=\"#000\"><title>validate before "
                         "action {3} of the next iteration ({4} forward(s) "

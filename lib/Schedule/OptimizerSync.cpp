@@ -187,6 +187,17 @@ zb::sched::simulateOptimizerSync(const Problem &problem,
   return timing;
 }
 
+double zb::sched::validationTime(const OptimizerSyncTiming &timing,
+                                 int rank) {
+  const RankSync &s = timing.ranks[rank];
+  if (rank + 1 == static_cast<int>(timing.ranks.size()))
+    return s.stepStart;
+  const auto &line = timing.second.timeline[rank];
+  if (s.validateBefore < line.size())
+    return line[s.validateBefore].start;
+  return line.empty() ? s.stepEnd : line.back().end;
+}
+
 //===----------------------------------------------------------------------===//
 // verifyOptimizerSync
 //===----------------------------------------------------------------------===//

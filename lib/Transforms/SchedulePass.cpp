@@ -40,19 +40,14 @@ struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
     if (!buffer)
       return fail("cannot read: " + buffer.getError().message());
     llvm::StringRef text = (*buffer)->getBuffer();
-    sched::Schedule schedule;
-    if (text.ltrim().starts_with("{")) {
-      sched::Problem fromFile;
-      if (llvm::Error e = sched::readJSON(text, fromFile, schedule))
-        return fail(llvm::toString(std::move(e)));
-    } else {
-      auto csv = sched::readCSV(text, problem.numRanks);
-      if (!csv)
-        return fail(llvm::toString(csv.takeError()));
-      schedule = std::move(*csv);
-      // zb's own simulator conventions for a schedule it did not build.
+    const bool json = sched::looksLikeScheduleJSON(text);
+    auto file = sched::readScheduleFile(text, json, problem.numRanks);
+    if (!file)
+      return fail(llvm::toString(file.takeError()));
+    sched::Schedule schedule = std::move(file->schedule);
+    // zb's own simulator convention for a CSV schedule it did not build.
+    if (!json)
       schedule.costConvention = sched::CostConvention::StageSpan;
-    }
     schedule.name = algorithm;
     if (static_cast<int>(schedule.stageToRank.size()) != problem.numStages())
       return fail(llvm::formatv("{0} stages, the pipeline has {1} ({2} "

@@ -558,15 +558,16 @@ int main(int argc, char **argv) {
       return fail(llvm::createStringError("cannot read '" + inputFile +
                                           "': " + buffer.getError().message()));
     llvm::StringRef text = (*buffer)->getBuffer();
-    if (text.ltrim().starts_with("{") || text.ltrim().starts_with("[") ||
-        llvm::StringRef(inputFile).ends_with(".json")) {
-      if (llvm::Error e = readJSON(text, problem, schedule))
-        return fail(std::move(e));
+    const bool json = looksLikeScheduleJSON(text) ||
+                      text.ltrim().starts_with("[") ||
+                      llvm::StringRef(inputFile).ends_with(".json");
+    auto file = readScheduleFile(text, json, numStages);
+    if (!file)
+      return fail(file.takeError());
+    schedule = std::move(file->schedule);
+    if (file->problem) {
+      problem = std::move(*file->problem);
     } else {
-      auto csv = readCSV(text, numStages);
-      if (!csv)
-        return fail(csv.takeError());
-      schedule = std::move(*csv);
       int chunks = std::max<int>(1, schedule.stageToRank.size() / numStages);
       auto p = makeProblem(chunks);
       if (!p)

@@ -47,6 +47,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
+
 namespace zb::sched {
 
 /// Every reader of JSON zb gets from outside (schedule JSON, plan.json,
@@ -81,6 +83,21 @@ void writeCSV(llvm::raw_ostream &os, const Schedule &schedule,
 /// Stages are mapped to the rank whose row holds them; a full backward "B"
 /// makes the schedule fusedBackward. Returns an error naming the bad cell.
 llvm::Expected<Schedule> readCSV(llvm::StringRef text, int numRanks = 0);
+
+/// A schedule file as zb-sched --input and zb-compile --schedule-file read
+/// it: zb's schedule JSON when `json` (callers: the text starts with '{'),
+/// with its problem, else the PyTorch CSV for \p numRanks ranks (0 = one
+/// per row), without one (`problem` empty; the CSV carries no costs).
+struct ScheduleFile {
+  Schedule schedule;
+  std::optional<Problem> problem;
+};
+llvm::Expected<ScheduleFile> readScheduleFile(llvm::StringRef text, bool json,
+                                              int numRanks = 0);
+/// Whether readScheduleFile should read \p text as JSON: it starts with '{'.
+inline bool looksLikeScheduleJSON(llvm::StringRef text) {
+  return text.ltrim().starts_with("{");
+}
 
 /// Chrome / Perfetto trace event JSON (one thread per rank, times in us).
 /// With \p sync: two iterations (args.iteration 1, 2), the optimizer steps,

@@ -97,6 +97,12 @@ llvm::Expected<OptimizerSyncTiming>
 simulateOptimizerSync(const Problem &problem, const Schedule &schedule,
                       const OptimizerSyncOptions &options);
 
+/// PostValidation: when rank \p rank validates, ms: at its step for the
+/// last rank (it holds the full state), else at the start of its action
+/// validateBefore of the second iteration (the end of its passes when that
+/// is past the last action).
+double validationTime(const OptimizerSyncTiming &timing, int rank);
+
 /// Checks that the state messages of \p timing fit the schedule's own
 /// messages: the programs of two consecutive iterations (communication-
 /// Program) with, between them, the partial-state chain and the full-state

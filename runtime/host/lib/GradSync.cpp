@@ -132,13 +132,11 @@ bool GradSync::decide(int64_t step, const GlobalState &global, bool eager,
     event.param = index < (int64_t)rp.plan->params.size()
                       ? rp.plan->params[index].name
                       : "#" + std::to_string(index);
-    if (options.nonFinite == NonFinite::Stop) {
-      // The rank with the non-finite gradient ends the job (afterStep); the
-      // others must not wait for it (they may be inside the next step).
-      if (rank == event.rank)
-        stopOnNonFinite(event.step, event.param);
+    // --nonfinite stop: the rank with the non-finite gradient has ended the
+    // job in afterStep; the others must not wait for it (they may be inside
+    // the next step).
+    if (options.nonFinite == NonFinite::Stop)
       return true;
-    }
     if (eager) { // undo this rank's eager step
       rollback(grads, 1.0, applied);
       --applied;
