@@ -284,8 +284,11 @@ llvm::Expected<host::Plan> buildPlan(const CompileOptions &options,
   plan.numMicrobatches = pipeline.numMicrobatches;
   plan.schedule = options.schedule;
   // The code target ("cuda": rank programs with GPU kernels, for zb-run
-  // --backend cuda), else the cost model's ("cpu", "h100").
-  plan.target = options.target == "cuda" ? "cuda" : pipeline.info.target;
+  // --backend cuda; "cuda-emu": those kernels emulated on the CPU), else
+  // the cost model's ("cpu", "h100").
+  plan.target = options.target == "cuda" || options.target == "cuda-emu"
+                    ? options.target
+                    : pipeline.info.target;
   plan.data = dataPath(options);
   if (options.optimizerSync == "post-validation")
     plan.optimizerSync = "post-validation";

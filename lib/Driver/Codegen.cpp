@@ -39,8 +39,10 @@ lowerRankToLLVM(ModuleOp pipeline, int64_t rank,
   GpuCodegenOptions gpu;
   gpu.chip = options.gpuArch;
   gpu.toolkit = cudaToolkitRoot(options);
+  gpu.emulate = options.target == "cuda-emu";
+  bool gpuKernels = options.target == "cuda" || options.target == "cuda-emu";
   buildLowerToLLVMPipeline(pm, options.fuseElementwise,
-                           options.target == "cuda" ? &gpu : nullptr);
+                           gpuKernels ? &gpu : nullptr);
   if (failed(pm.run(*rankModule)))
     return failure();
   return rankModule;

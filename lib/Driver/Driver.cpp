@@ -89,9 +89,9 @@ llvm::Error validateOptions(const CompileOptions &options) {
     return error("--opt-level must be 0, 1, 2 or 3, got " +
                  llvm::Twine(options.optLevel));
   if (options.target != "cpu" && options.target != "cuda" &&
-      options.target != "h100")
-    return error("--target must be cpu, cuda or h100, got '" + options.target +
-                 "'");
+      options.target != "cuda-emu" && options.target != "h100")
+    return error("--target must be cpu, cuda, cuda-emu or h100, got '" +
+                 options.target + "'");
   if (options.target == "cuda") {
     if (!llvm::StringRef(options.gpuArch).starts_with("sm_"))
       return error("--gpu-arch must name an architecture like sm_90, got '" +

@@ -40,24 +40,42 @@ void buildPipelineParallelPipeline(OpPassManager &pm,
   pm.addPass(createZBLowerPipeline());
 }
 
-/// The GPU part of buildTensorsToLLVMPipeline (GpuCodegenOptions): parallel
-/// loops to kernels and a fatbin; leaves host code for the common tail.
+/// The GPU part of buildTensorsToLLVMPipeline (GpuCodegenOptions): block
+/// reductions, flattened and tiled parallel loops, kernels outlined, then
+/// either a fatbin (leaving host code for the common tail) or, with
+/// `emulate`, the kernels as host loops (zb-gpu-emulate).
 static void addGpuKernelPasses(OpPassManager &pm,
                                const GpuCodegenOptions &gpu) {
+  std::string reductions =
+      gpu.reductionThreads > 0
+          ? llvm::formatv("zb-gpu-map-reductions{{max-threads={0}},",
+                          gpu.reductionThreads)
+                .str()
+          : "";
   std::string text = llvm::formatv(
-      "func.func(convert-linalg-to-parallel-loops,"
-      "scf-parallel-loop-tiling{{parallel-loop-tile-sizes=32,32},"
+      "func.func({0}"
+      "convert-linalg-to-parallel-loops,zb-gpu-flatten-parallel-loops,"
+      "scf-parallel-loop-tiling{{parallel-loop-tile-sizes={1}},"
       "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
-      "lower-affine,gpu-kernel-outlining,func.func(gpu-async-region),"
-      "nvvm-attach-target{{chip={0} features={1} O=3},"
-      "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,"
-      "reconcile-unrealized-casts),"
-      "gpu-module-to-binary{{format=fatbin toolkit={2}}",
-      gpu.chip, gpu.features, gpu.toolkit);
+      "lower-affine,gpu-kernel-outlining",
+      reductions, gpu.blockSize);
+  if (gpu.emulate)
+    text += ",zb-gpu-emulate";
+  else
+    text += llvm::formatv(
+        ",func.func(gpu-async-region),"
+        "nvvm-attach-target{{chip={0} features={1} O=3},"
+        "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,"
+        "reconcile-unrealized-casts),"
+        "gpu-module-to-binary{{format=fatbin toolkit={2}}",
+        gpu.chip, gpu.features, gpu.toolkit);
   // The upstream passes are named in a pipeline string: register them once
   // (zb-opt has them already; zb-compile and the Python binding do not).
   static std::once_flag registered;
-  std::call_once(registered, [] { registerAllPasses(); });
+  std::call_once(registered, [] {
+    registerAllPasses();
+    registerZBConversionPasses();
+  });
   if (failed(parsePassPipeline(text, pm)))
     llvm::report_fatal_error("zb: the GPU pass pipeline does not parse");
 }
@@ -91,7 +109,7 @@ void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator,
     memref.useGenericFunctions = true;
     pm.addPass(createFinalizeMemRefToLLVMConversionPass(memref));
   }
-  if (gpu)
+  if (gpu && !gpu->emulate)
     pm.addPass(createGpuToLLVMConversionPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
@@ -116,12 +134,13 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise,
   pm.addPass(createZBEmitRankEntry());
 }
 
-void buildFunctionToLLVMPipeline(OpPassManager &pm, bool useRuntime) {
+void buildFunctionToLLVMPipeline(OpPassManager &pm, bool useRuntime,
+                                 const GpuCodegenOptions *gpu) {
   pm.addPass(createInlinerPass());
   if (useRuntime)
     pm.addPass(createConvertZBToRuntime());
   pm.addPass(createConvertZBToLinalg());
-  buildTensorsToLLVMPipeline(pm);
+  buildTensorsToLLVMPipeline(pm, /*runtimeAllocator=*/false, gpu);
 }
 
 void registerPipelines() {

@@ -110,8 +110,10 @@ static cl::list<double, std::vector<double>> memoryLimit(
 static cl::opt<std::string, true>
     target("target",
            cl::desc("cpu (default) | cuda (GPU kernels, H100 costs; run "
-                    "with zb-run --backend cuda) | h100 (CPU code, H100 "
-                    "costs)"),
+                    "with zb-run --backend cuda) | cuda-emu (the cuda "
+                    "kernels emulated on the CPU with GPU semantics, to "
+                    "check them; runs with zb-run on the CPU) | h100 (CPU "
+                    "code, H100 costs)"),
            cl::location(options.target), cl::init(defaults.target),
            cl::cat(category));
 static cl::opt<std::string, true>

@@ -68,7 +68,8 @@ static void addEntry(ModuleOp module) {
 }
 
 CompiledLoss::CompiledLoss(const std::string &source, ManualBackward manual,
-                           bool useRuntime) {
+                           bool useRuntime,
+                           const zb::GpuCodegenOptions *gpu) {
   zb::driver::initializeNativeTarget();
   context = zb::driver::createContext();
   context->disableMultithreading(); // the machine is shared: one thread
@@ -114,7 +115,7 @@ CompiledLoss::CompiledLoss(const std::string &source, ManualBackward manual,
   }
   addEntry(*module);
   PassManager lower = PassManager::on<ModuleOp>(context.get());
-  zb::buildFunctionToLLVMPipeline(lower, useRuntime);
+  zb::buildFunctionToLLVMPipeline(lower, useRuntime, gpu);
   if (failed(lower.run(*module))) {
     errorMessage = "lowering failed: " + diagnostics;
     return;

@@ -22,6 +22,10 @@
 #include <string>
 #include <vector>
 
+namespace zb {
+struct GpuCodegenOptions;
+} // namespace zb
+
 namespace zb::test {
 
 /// A host tensor: f64 data, or i32/i64 indices.
@@ -48,8 +52,11 @@ public:
   /// JIT-compiles it. On failure, `error()` says why.
   /// With `useRuntime`, f32 (batched) matmuls go through
   /// convert-zb-to-runtime and OpenBLAS (libzbrt) like zb-compile's output.
+  /// With `gpu` (GpuCodegenOptions::emulate set), the compute runs as the
+  /// CUDA target's kernels, emulated on the CPU (zb-gpu-emulate).
   CompiledLoss(const std::string &source, ManualBackward manual = nullptr,
-               bool useRuntime = false);
+               bool useRuntime = false,
+               const zb::GpuCodegenOptions *gpu = nullptr);
   ~CompiledLoss();
 
   const std::string &error() const { return errorMessage; }

@@ -102,4 +102,84 @@ def ZBFuseElementwise : Pass<"zb-fuse-elementwise", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def ZBGpuMapReductions : Pass<"zb-gpu-map-reductions"> {
+  let summary = "Block-parallel reductions (gpu.launch + gpu.all_reduce) for linalg reductions on buffers";
+  let description = [{
+    For the CUDA target, after bufferization and before the remaining
+    linalg ops become parallel loops. A `linalg.generic` on buffers whose
+    innermost loop is a reduction (row reductions: softmax, layer_norm,
+    rms_norm, cross-entropy and their gradients; full reductions), whose
+    outputs are indexed by parallel loops only and each combined by one
+    `arith.addf`, `mulf`, `maximumf`, `maxnumf`, `minimumf`, `minnumf`,
+    `addi`, `muli`, `maxsi` or `minsi` with the output's value used nowhere
+    else in the body, becomes a `gpu.launch` with one block per output
+    element (the parallel loops flattened, row-major) and
+    clamp(next power of two of the reduced size, 32, max-threads) threads.
+    Thread t keeps a partial result starting from the combiner's identity
+    (-0.0 for addf, -inf for max, ...) over the flattened reduction indices
+    r = t, t + threads, ... (innermost fastest: consecutive threads read
+    consecutive elements), the block combines the partials with one uniform
+    `gpu.all_reduce`, and thread 0 combines the total with the output's
+    value. The result equals the linalg op's up to the order of the
+    combinations (exact for max/min and integers; floating-point sums and
+    products are reassociated). Other linalg ops are left alone (a
+    reduction whose innermost loop is parallel, such as a bias gradient's
+    column sum, stays one thread per output with a serial loop, which reads
+    consecutive elements in consecutive threads).
+  }];
+  let options = [
+    Option<"maxThreads", "max-threads", "int64_t", /*default=*/"256",
+           "Most threads per block (a power of two, 32 .. 1024)">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def ZBGpuEmulate : Pass<"zb-gpu-emulate", "mlir::ModuleOp"> {
+  let summary = "Runs the module's GPU kernels on the CPU with GPU semantics (a checking aid)";
+  let description = [{
+    Runs after gpu-kernel-outlining and before gpu-async-region and NVVM:
+    every `gpu.func` kernel becomes a private host function
+    `__zb_emu_<module>_<kernel>(gridX, gridY, gridZ, blockX, blockY, blockZ,
+    args...)` that loops over the blocks and, per block, over the threads
+    once per phase; phases are cut at every top-level `gpu.barrier` and
+    `gpu.all_reduce`, so every thread finishes a phase before any starts the
+    next, as on the GPU. Scalars live across a cut in per-thread arrays;
+    workgroup attributions are allocated per block. `gpu.all_reduce`
+    combines the threads' values in the order of upstream's lowering
+    (populateGpuAllReducePatterns, applied by convert-gpu-to-nvvm): an XOR
+    butterfly over each 32-lane subgroup (accumulate(own, partner), a
+    partner outside the active width skipped) and the same over the
+    subgroups' results; so a reduction's emulated result is the GPU's bit
+    for bit when the arithmetic is the same. Every `gpu.launch_func` becomes
+    a `func.call`; the gpu.modules are erased. Errors: a kernel with more
+    than one block, a barrier or all-reduce inside control flow, shuffles
+    and subgroup reductions, private attributions, a non-scalar value live
+    across a cut, an asynchronous launch.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def ZBGpuFlattenParallelLoops : Pass<"zb-gpu-flatten-parallel-loops"> {
+  let summary = "Collapses every outermost multi-dimensional scf.parallel into one dimension";
+  let description = [{
+    For the CUDA target, between convert-linalg-to-parallel-loops and
+    scf-parallel-loop-tiling: an outermost `scf.parallel` over (d0, ...,
+    dn) becomes one loop over the row-major linear index (dn fastest;
+    upstream's collapseParallelLoops). Tiled by the block size and mapped
+    (tiles to blocks, a tile's iterations to threads), consecutive threads
+    then touch consecutive elements of the innermost dimension (coalesced
+    loads and stores), and every kernel has the same block size whatever the
+    rank of its loop (without it a 3-D loop tiled 32 x 32 keeps its third
+    dimension whole inside a block).
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // ZB_CONVERSION_PASSES_TD

@@ -56,7 +56,9 @@ namespace zb::driver {
 /// a caller that wants no progress messages passes no progress callback.
 struct CompileOptions {
   /// The cost model of `target`: "h100" for cuda, else target itself.
-  std::string costTarget() const { return target == "cuda" ? "h100" : target; }
+  std::string costTarget() const {
+    return target == "cuda" || target == "cuda-emu" ? "h100" : target;
+  }
 
   /// The model: ONNX (.onnx), JAX StableHLO text, or a zb-dialect .mlir
   /// module (positional argument).
@@ -106,7 +108,10 @@ struct CompileOptions {
   std::vector<std::string> dataArgs;
   /// Target (--target): "cpu" (CPU code, CPU roofline costs), "cuda"
   /// (GPU kernels for gpuArch, H100 roofline costs; runs under
-  /// `zb-run --backend cuda`) or "h100" (CPU code scheduled with H100
+  /// `zb-run --backend cuda`), "cuda-emu" (the kernels of "cuda" run on
+  /// the CPU by emulation with GPU semantics, zb-gpu-emulate: a check of
+  /// the kernels that zb-run runs on the CPU backend; H100 costs, so the
+  /// same schedule as "cuda") or "h100" (CPU code scheduled with H100
   /// costs).
   std::string target = "cpu";
   /// GPU architecture of --target cuda (--gpu-arch), e.g. sm_80, sm_90.

@@ -77,20 +77,32 @@ void buildLowerToLLVMPipeline(mlir::OpPassManager &pm,
                               const struct GpuCodegenOptions *gpu = nullptr);
 
 /// Code generation for NVIDIA GPUs (zb-compile --target cuda). After
-/// bufferization the linalg ops become parallel loops, tiled by 32 x 32 and
-/// mapped to blocks and threads, outlined into gpu.func kernels
-/// (gpu-kernel-outlining; a reduction is a serial loop per thread in this
-/// version), made asynchronous (gpu-async-region: the host waits before any
-/// host-side memory access or call, e.g. the runtime's GEMM and MPI calls),
-/// lowered to NVVM and compiled to a fatbin for `chip` with the toolkit at
-/// `toolkit` (ptxas, libdevice), embedded in the host code, which calls the
-/// mgpu* functions of libzbrt (runtime/include/zbrt/Mgpu.h). Buffers come
-/// from the zbrt pool, which the CUDA backend of zb-run allocates as managed
-/// memory (../shared/design/TOOLCHAIN.md, "GPU compilation").
+/// bufferization: reductions whose innermost loop is a reduction become
+/// block-parallel kernels (zb-gpu-map-reductions: one block per output
+/// element, `reductionThreads` threads, gpu.all_reduce); the other linalg
+/// ops become parallel loops, flattened to one dimension
+/// (zb-gpu-flatten-parallel-loops: consecutive threads on consecutive
+/// innermost elements), tiled by `blockSize` and mapped to blocks and
+/// threads; kernels are outlined into gpu.func (gpu-kernel-outlining). Then
+/// either (`emulate`, zb-compile --target cuda-emu) the kernels become host
+/// loops with GPU semantics (zb-gpu-emulate: a CPU program that checks the
+/// kernels), or they are made asynchronous (gpu-async-region: the host waits
+/// before any host-side memory access or call, e.g. the runtime's GEMM and
+/// MPI calls), lowered to NVVM and compiled to a fatbin for `chip` with the
+/// toolkit at `toolkit` (ptxas, libdevice), embedded in the host code, which
+/// calls the mgpu* functions of libzbrt (runtime/include/zbrt/Mgpu.h).
+/// Buffers come from the zbrt pool, which the CUDA backend of zb-run
+/// allocates as managed memory (../shared/design/TOOLCHAIN.md, "GPU
+/// compilation").
 struct GpuCodegenOptions {
   std::string chip = "sm_90";   ///< e.g. sm_80, sm_90
   std::string features = "+ptx80";
   std::string toolkit;          ///< CUDA toolkit root (bin/ptxas, nvvm/)
+  int64_t blockSize = 256;      ///< threads per block of elementwise kernels
+  /// Most threads of a block reduction (zb-gpu-map-reductions); 0: none,
+  /// every reduction is one thread per output with a serial loop.
+  int64_t reductionThreads = 256;
+  bool emulate = false;         ///< kernels as host loops (no toolkit used)
 };
 
 /// From a whole program on zb tensors in one process (no ranks, e.g. a
@@ -98,9 +110,11 @@ struct GpuCodegenOptions {
 /// inlined, with `useRuntime` f32 (batched) matmuls as zb runtime calls
 /// (convert-zb-to-runtime: OpenBLAS, the program then needs libzbrt), the
 /// rest as linalg (convert-zb-to-linalg), then buildTensorsToLLVMPipeline
-/// with malloc/free. The unit tests JIT-compile its output.
+/// with malloc/free. The unit tests JIT-compile its output; with `gpu`
+/// (emulate set) they run the CUDA target's kernels by CPU emulation.
 void buildFunctionToLLVMPipeline(mlir::OpPassManager &pm,
-                                 bool useRuntime = false);
+                                 bool useRuntime = false,
+                                 const GpuCodegenOptions *gpu = nullptr);
 
 /// Registers "zb-pipeline-parallel" and "zb-lower-to-llvm" for zb-opt.
 void registerPipelines();

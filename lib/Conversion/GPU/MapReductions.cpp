@@ -1,0 +1,336 @@
+//===- MapReductions.cpp - zb-gpu-map-reductions --------------------------===//
+//
+// Block-parallel reductions for the CUDA target: a linalg.generic on buffers
+// whose innermost loop is a reduction (row sums and maxima of softmax,
+// layer_norm, rms_norm, cross-entropy and their gradients; full reductions
+// such as a loss sum) becomes a gpu.launch with one block per output element
+// and a power-of-two number of threads that stride over the reduction
+// (coalesced: consecutive threads read consecutive elements of the innermost
+// dimension), each keeping a partial result, combined across the block with
+// one uniform gpu.all_reduce (warp shuffles and shared memory once
+// convert-gpu-to-nvvm lowers it). See Passes.td for the exact semantics.
+//
+//===----------------------------------------------------------------------===//
+#include "zb/Conversion/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace zb {
+#define GEN_PASS_DEF_ZBGPUMAPREDUCTIONS
+#include "zb/Conversion/Passes.h.inc"
+} // namespace zb
+
+using namespace mlir;
+
+namespace {
+
+/// How one output of a reduction is combined: `op` computes
+/// combine(x, acc) where acc (the output's block argument) is operand
+/// `accOperand` and is used nowhere else.
+struct Combiner {
+  Operation *op = nullptr;
+  unsigned accOperand = 0;
+  gpu::AllReduceOperation kind = gpu::AllReduceOperation::ADD;
+  TypedAttr identity;
+};
+
+std::optional<Combiner> matchCombiner(linalg::GenericOp generic,
+                                      unsigned output) {
+  Block *body = generic.getBody();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  BlockArgument acc =
+      generic.getMatchingBlockArgument(generic.getDpsInitOperand(output));
+  Operation *def = yield.getOperand(output).getDefiningOp();
+  if (!def || def->getBlock() != body || !acc.hasOneUse() ||
+      acc.getUses().begin()->getOwner() != def || def->getNumOperands() != 2 ||
+      def->getNumResults() != 1 || def->getOperand(0) == def->getOperand(1))
+    return std::nullopt;
+  Combiner c;
+  c.op = def;
+  c.accOperand = def->getOperand(0) == acc ? 0 : 1;
+  Type type = acc.getType();
+  Builder b(generic.getContext());
+  auto fp = [&](double v) -> TypedAttr {
+    auto ft = cast<FloatType>(type);
+    llvm::APFloat value(v);
+    bool lost;
+    value.convert(ft.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven,
+                  &lost);
+    return b.getFloatAttr(ft, value);
+  };
+  auto in = [&](int64_t v) -> TypedAttr { return b.getIntegerAttr(type, v); };
+  unsigned width = type.isIntOrFloat() ? type.getIntOrFloatBitWidth() : 0;
+  using K = gpu::AllReduceOperation;
+  bool ok =
+      llvm::TypeSwitch<Operation *, bool>(def)
+          .Case([&](arith::AddFOp) {
+            // -0.0 is the identity of IEEE addition (x + -0.0 == x for
+            // every x, -0.0 included).
+            c.kind = K::ADD;
+            c.identity = fp(-0.0);
+            return true;
+          })
+          .Case([&](arith::MulFOp) {
+            c.kind = K::MUL;
+            c.identity = fp(1.0);
+            return true;
+          })
+          .Case([&](arith::MaximumFOp) {
+            c.kind = K::MAXIMUMF;
+            c.identity = fp(-INFINITY);
+            return true;
+          })
+          .Case([&](arith::MaxNumFOp) {
+            c.kind = K::MAXNUMF;
+            c.identity = fp(-INFINITY);
+            return true;
+          })
+          .Case([&](arith::MinimumFOp) {
+            c.kind = K::MINIMUMF;
+            c.identity = fp(INFINITY);
+            return true;
+          })
+          .Case([&](arith::MinNumFOp) {
+            c.kind = K::MINNUMF;
+            c.identity = fp(INFINITY);
+            return true;
+          })
+          .Case([&](arith::AddIOp) {
+            c.kind = K::ADD;
+            c.identity = in(0);
+            return true;
+          })
+          .Case([&](arith::MulIOp) {
+            c.kind = K::MUL;
+            c.identity = in(1);
+            return true;
+          })
+          .Case([&](arith::MaxSIOp) {
+            c.kind = K::MAXSI;
+            c.identity = b.getIntegerAttr(
+                type, llvm::APInt::getSignedMinValue(width));
+            return true;
+          })
+          .Case([&](arith::MinSIOp) {
+            c.kind = K::MINSI;
+            c.identity = b.getIntegerAttr(
+                type, llvm::APInt::getSignedMaxValue(width));
+            return true;
+          })
+          .Default([](Operation *) { return false; });
+  if (!ok || !type.isIntOrFloat() || (isa<IntegerType>(type) && width > 64))
+    return std::nullopt;
+  return c;
+}
+
+/// Index values of `sizes` (row-major, the last fastest) from a linear index.
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
+                               ArrayRef<int64_t> sizes) {
+  SmallVector<Value> result(sizes.size());
+  int64_t stride = 1;
+  for (int64_t i = static_cast<int64_t>(sizes.size()) - 1; i >= 0; --i) {
+    Value v = linear;
+    if (stride != 1)
+      v = arith::DivUIOp::create(
+          b, loc, v, arith::ConstantIndexOp::create(b, loc, stride));
+    if (i > 0)
+      v = arith::RemUIOp::create(
+          b, loc, v, arith::ConstantIndexOp::create(b, loc, sizes[i]));
+    result[i] = v;
+    stride *= sizes[i];
+  }
+  return result;
+}
+
+/// The operand indices an indexing map selects for the loop indices `ivs`.
+SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
+                            ArrayRef<Value> ivs) {
+  SmallVector<Value> indices;
+  for (AffineExpr expr : map.getResults()) {
+    if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
+      indices.push_back(ivs[dim.getPosition()]);
+      continue;
+    }
+    indices.push_back(affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(map.getNumDims(), 0, expr), ivs));
+  }
+  return indices;
+}
+
+struct ZBGpuMapReductionsPass
+    : public zb::impl::ZBGpuMapReductionsBase<ZBGpuMapReductionsPass> {
+  using Base::Base;
+
+  /// Why `generic` stays a one-thread-per-output loop nest; empty when it
+  /// becomes a block reduction.
+  static std::string unsupported(linalg::GenericOp generic,
+                                 SmallVectorImpl<Combiner> &combiners) {
+    if (!generic.hasPureBufferSemantics())
+      return "not on buffers";
+    auto iterators = generic.getIteratorTypesArray();
+    if (iterators.empty() ||
+        iterators.back() != utils::IteratorType::reduction)
+      return "the innermost loop is parallel";
+    SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+    if (llvm::any_of(ranges, ShapedType::isDynamic))
+      return "dynamic shape";
+    if (llvm::is_contained(ranges, 0))
+      return "empty";
+    for (OpOperand &init : generic.getDpsInitsMutable()) {
+      AffineMap map = generic.getMatchingIndexingMap(&init);
+      for (AffineExpr e : map.getResults()) {
+        auto dim = dyn_cast<AffineDimExpr>(e);
+        if (!dim || iterators[dim.getPosition()] !=
+                        utils::IteratorType::parallel)
+          return "an output is indexed by a reduction loop";
+      }
+    }
+    for (unsigned i = 0, e = generic.getNumDpsInits(); i < e; ++i) {
+      std::optional<Combiner> c = matchCombiner(generic, i);
+      if (!c)
+        return "an output's combining operation is not add, mul, min or max";
+      combiners.push_back(*c);
+    }
+    if (llvm::any_of(generic.getBody()->getOperations(), [](Operation &op) {
+          return op.getNumRegions() > 0;
+        }))
+      return "regions in the body";
+    return "";
+  }
+
+  void rewrite(linalg::GenericOp generic, ArrayRef<Combiner> combiners) {
+    Location loc = generic.getLoc();
+    OpBuilder b(generic);
+    auto iterators = generic.getIteratorTypesArray();
+    SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+    SmallVector<int64_t> parallelSizes, reductionSizes;
+    int64_t rows = 1, reduced = 1;
+    for (auto [it, size] : llvm::zip(iterators, ranges)) {
+      if (it == utils::IteratorType::parallel) {
+        parallelSizes.push_back(size);
+        rows *= size;
+      } else {
+        reductionSizes.push_back(size);
+        reduced *= size;
+      }
+    }
+    int64_t threads = std::clamp<int64_t>(
+        static_cast<int64_t>(llvm::PowerOf2Ceil(reduced)), 32, maxThreads);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto launch = gpu::LaunchOp::create(
+        b, loc, arith::ConstantIndexOp::create(b, loc, rows), one, one,
+        arith::ConstantIndexOp::create(b, loc, threads), one, one);
+    Block &kernel = launch.getBody().front();
+    b.setInsertionPointToStart(&kernel);
+    Value row = launch.getBlockIds().x, tid = launch.getThreadIds().x;
+    SmallVector<Value> parallelIvs = delinearize(b, loc, row, parallelSizes);
+
+    // Per thread: partial = combine(f(inputs[r]), partial) for r = tid,
+    // tid + threads, ... (the reduction loops flattened, innermost fastest).
+    SmallVector<Value> identities;
+    for (const Combiner &c : combiners)
+      identities.push_back(arith::ConstantOp::create(b, loc, c.identity));
+    auto loop = scf::ForOp::create(
+        b, loc, tid, arith::ConstantIndexOp::create(b, loc, reduced),
+        arith::ConstantIndexOp::create(b, loc, threads), identities);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      SmallVector<Value> reductionIvs =
+          delinearize(b, loc, loop.getInductionVar(), reductionSizes);
+      SmallVector<Value> ivs;
+      unsigned p = 0, r = 0;
+      for (auto it : iterators)
+        ivs.push_back(it == utils::IteratorType::parallel
+                          ? parallelIvs[p++]
+                          : reductionIvs[r++]);
+      IRMapping mapping;
+      Block *body = generic.getBody();
+      for (OpOperand *input : generic.getDpsInputOperands()) {
+        BlockArgument arg = generic.getMatchingBlockArgument(input);
+        Value v = input->get();
+        if (isa<MemRefType>(v.getType()))
+          v = memref::LoadOp::create(
+              b, loc, v,
+              applyMap(b, loc, generic.getMatchingIndexingMap(input), ivs));
+        mapping.map(arg, v);
+      }
+      for (auto [i, init] : llvm::enumerate(generic.getDpsInitsMutable()))
+        mapping.map(generic.getMatchingBlockArgument(&init),
+                    loop.getRegionIterArgs()[i]);
+      for (Operation &op : body->without_terminator()) {
+        if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+          mapping.map(index.getResult(), ivs[index.getDim()]);
+          continue;
+        }
+        b.clone(op, mapping);
+      }
+      SmallVector<Value> yielded;
+      for (Value v : body->getTerminator()->getOperands())
+        yielded.push_back(mapping.lookupOrDefault(v));
+      scf::YieldOp::create(b, loc, yielded);
+    }
+
+    // Across the block, then one thread combines with the output's value.
+    SmallVector<Value> totals;
+    for (auto [i, c] : llvm::enumerate(combiners))
+      totals.push_back(gpu::AllReduceOp::create(
+          b, loc, loop.getResult(i),
+          gpu::AllReduceOperationAttr::get(b.getContext(), c.kind),
+          /*uniform=*/true));
+    Value first = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, tid,
+        arith::ConstantIndexOp::create(b, loc, 0));
+    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+      for (auto [i, c] : llvm::enumerate(combiners)) {
+        OpOperand &init = generic.getDpsInitsMutable()[i];
+        SmallVector<Value> ivs;
+        unsigned p = 0;
+        for (auto it : iterators)
+          ivs.push_back(it == utils::IteratorType::parallel ? parallelIvs[p++]
+                                                            : Value());
+        SmallVector<Value> indices;
+        for (AffineExpr e : generic.getMatchingIndexingMap(&init).getResults())
+          indices.push_back(ivs[cast<AffineDimExpr>(e).getPosition()]);
+        Value old = memref::LoadOp::create(b, loc, init.get(), indices);
+        IRMapping mapping;
+        mapping.map(c.op->getOperand(c.accOperand), old);
+        mapping.map(c.op->getOperand(1 - c.accOperand), totals[i]);
+        Value combined = b.clone(*c.op, mapping)->getResult(0);
+        memref::StoreOp::create(b, loc, combined, init.get(), indices);
+      }
+    }
+    gpu::TerminatorOp::create(b, loc);
+    generic.erase();
+  }
+
+  void runOnOperation() override {
+    if (maxThreads < 32 || maxThreads > 1024 ||
+        !llvm::isPowerOf2_64(static_cast<uint64_t>(maxThreads))) {
+      getOperation()->emitError("zb-gpu-map-reductions: max-threads must be "
+                                "a power of two in 32 .. 1024, got ")
+          << maxThreads;
+      return signalPassFailure();
+    }
+    SmallVector<std::pair<linalg::GenericOp, SmallVector<Combiner>>> work;
+    getOperation()->walk([&](linalg::GenericOp generic) {
+      if (generic->getParentOfType<gpu::LaunchOp>())
+        return;
+      SmallVector<Combiner> combiners;
+      if (unsupported(generic, combiners).empty())
+        work.emplace_back(generic, std::move(combiners));
+    });
+    for (auto &[generic, combiners] : work)
+      rewrite(generic, combiners);
+  }
+};
+
+} // namespace
