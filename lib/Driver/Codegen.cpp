@@ -40,6 +40,8 @@ lowerRankToLLVM(ModuleOp pipeline, int64_t rank,
   gpu.chip = options.gpuArch;
   gpu.toolkit = cudaToolkitRoot(options);
   gpu.emulate = options.target == "cuda-emu";
+  gpu.blockSize = options.gpuBlockSize;
+  gpu.reductionThreads = options.gpuReductionThreads;
   bool gpuKernels = options.target == "cuda" || options.target == "cuda-emu";
   buildLowerToLLVMPipeline(pm, options.fuseElementwise,
                            gpuKernels ? &gpu : nullptr);

@@ -27,6 +27,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 
@@ -92,6 +93,18 @@ llvm::Error validateOptions(const CompileOptions &options) {
       options.target != "cuda-emu" && options.target != "h100")
     return error("--target must be cpu, cuda, cuda-emu or h100, got '" +
                  options.target + "'");
+  if (options.gpuBlockSize < 32 || options.gpuBlockSize > 1024 ||
+      options.gpuBlockSize % 32 != 0)
+    return error("--gpu-block-size must be a multiple of 32 in 32 .. 1024, "
+                 "got " +
+                 llvm::Twine(options.gpuBlockSize));
+  if (options.gpuReductionThreads != 0 &&
+      (options.gpuReductionThreads < 32 || options.gpuReductionThreads > 1024 ||
+       !llvm::isPowerOf2_64(
+           static_cast<uint64_t>(options.gpuReductionThreads))))
+    return error("--gpu-reduction-threads must be 0 or a power of two in "
+                 "32 .. 1024, got " +
+                 llvm::Twine(options.gpuReductionThreads));
   if (options.target == "cuda") {
     if (!llvm::StringRef(options.gpuArch).starts_with("sm_"))
       return error("--gpu-arch must name an architecture like sm_90, got '" +

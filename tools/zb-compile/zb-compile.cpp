@@ -121,6 +121,19 @@ static cl::opt<std::string, true>
                                  "(default sm_90)"),
             cl::location(options.gpuArch), cl::init(defaults.gpuArch),
             cl::cat(category));
+static cl::opt<int64_t, true> gpuBlockSize(
+    "gpu-block-size",
+    cl::desc("Threads per block of the elementwise kernels of --target "
+             "cuda/cuda-emu (a multiple of 32, default 256)"),
+    cl::location(options.gpuBlockSize), cl::init(defaults.gpuBlockSize),
+    cl::cat(category));
+static cl::opt<int64_t, true> gpuReductionThreads(
+    "gpu-reduction-threads",
+    cl::desc("Most threads of a block reduction of --target cuda/cuda-emu (a "
+             "power of two, default 256; 0: one thread per output row with a "
+             "serial loop, the CPU backend's arithmetic)"),
+    cl::location(options.gpuReductionThreads),
+    cl::init(defaults.gpuReductionThreads), cl::cat(category));
 static cl::opt<std::string, true>
     cudaPath("cuda-path",
              cl::desc("CUDA toolkit root for --target cuda (default: the "

@@ -116,6 +116,13 @@ struct CompileOptions {
   std::string target = "cpu";
   /// GPU architecture of --target cuda (--gpu-arch), e.g. sm_80, sm_90.
   std::string gpuArch = "sm_90";
+  /// Threads per block of the elementwise kernels of --target cuda and
+  /// cuda-emu (--gpu-block-size; 32 .. 1024, a multiple of 32).
+  int64_t gpuBlockSize = 256;
+  /// Most threads of a block reduction (--gpu-reduction-threads; a power of
+  /// two 32 .. 1024, or 0: every reduction one thread per output with a
+  /// serial loop, the CPU backend's arithmetic).
+  int64_t gpuReductionThreads = 256;
   /// CUDA toolkit root for --target cuda (--cuda-path); empty: the toolkit
   /// CMake found when zb was built (ZB_CUDA_TOOLKIT_ROOT).
   std::string cudaPath;

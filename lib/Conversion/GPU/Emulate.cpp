@@ -156,6 +156,37 @@ struct ZBGpuEmulatePass
              << kernel.getName() << "' has private attributions";
     Block &body = kernel.getBody().front();
 
+    // Thread and block coordinates and constants used in a later phase are
+    // recomputed there (cloned before the user) rather than kept per thread.
+    {
+      DenseMap<Operation *, unsigned> scan;
+      unsigned phase = 0;
+      for (Operation &op : body) {
+        scan[&op] = phase;
+        if (isa<gpu::BarrierOp, gpu::AllReduceOp>(op))
+          ++phase;
+      }
+      for (Operation &op : llvm::make_early_inc_range(body)) {
+        if (op.getNumResults() != 1 || op.getNumOperands() != 0 ||
+            !(op.hasTrait<OpTrait::ConstantLike>() ||
+              isa<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp,
+                  gpu::GridDimOp, gpu::GlobalIdOp, gpu::LaneIdOp,
+                  gpu::SubgroupIdOp, gpu::SubgroupSizeOp,
+                  gpu::NumSubgroupsOp>(op)))
+          continue;
+        for (OpOperand &use :
+             llvm::make_early_inc_range(op.getResult(0).getUses())) {
+          Operation *user = body.findAncestorOpInBlock(*use.getOwner());
+          if (!user || scan.lookup(user) == scan.lookup(&op))
+            continue;
+          OpBuilder ob(user);
+          Operation *copy = ob.clone(op);
+          scan[copy] = scan.lookup(user);
+          use.set(copy->getResult(0));
+        }
+      }
+    }
+
     // Phases: the top-level operations between cuts.
     DenseMap<Operation *, unsigned> phaseOf;
     SmallVector<SmallVector<Operation *>> phases(1);

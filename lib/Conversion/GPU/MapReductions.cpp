@@ -317,7 +317,7 @@ struct ZBGpuMapReductionsPass
         !llvm::isPowerOf2_64(static_cast<uint64_t>(maxThreads))) {
       getOperation()->emitError("zb-gpu-map-reductions: max-threads must be "
                                 "a power of two in 32 .. 1024, got ")
-          << maxThreads;
+          << static_cast<int64_t>(maxThreads);
       return signalPassFailure();
     }
     SmallVector<std::pair<linalg::GenericOp, SmallVector<Combiner>>> work;
