@@ -35,6 +35,13 @@ withOutputFile(llvm::StringRef path,
   return host::writeFileAtomically(path, write);
 }
 
+llvm::Error writeText(llvm::StringRef path, llvm::StringRef text) {
+  return withOutputFile(path, [&](llvm::raw_ostream &os) {
+    os << text;
+    return llvm::Error::success();
+  });
+}
+
 llvm::Error writeModule(llvm::StringRef path, ModuleOp module) {
   return withOutputFile(path, [&](llvm::raw_ostream &os) {
     module.print(os);

@@ -28,7 +28,8 @@ namespace zb::driver {
 
 FailureOr<OwningOpRef<ModuleOp>>
 lowerRankToLLVM(ModuleOp pipeline, int64_t rank,
-                const CompileOptions &options) {
+                const CompileOptions &options,
+                std::vector<GpuKernelLaunch> *kernels) {
   OwningOpRef<ModuleOp> rankModule(cast<ModuleOp>(pipeline->clone()));
   PassManager pm = PassManager::on<ModuleOp>(pipeline.getContext());
   if (options.timing)
@@ -42,6 +43,10 @@ lowerRankToLLVM(ModuleOp pipeline, int64_t rank,
   gpu.emulate = options.target == "cuda-emu";
   gpu.blockSize = options.gpuBlockSize;
   gpu.reductionThreads = options.gpuReductionThreads;
+  if (kernels)
+    gpu.inspectKernels = [kernels](ModuleOp module) {
+      *kernels = collectGpuKernelLaunches(module);
+    };
   bool gpuKernels = options.target == "cuda" || options.target == "cuda-emu";
   buildLowerToLLVMPipeline(pm, options.fuseElementwise,
                            gpuKernels ? &gpu : nullptr);

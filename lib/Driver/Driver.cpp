@@ -105,6 +105,10 @@ llvm::Error validateOptions(const CompileOptions &options) {
     return error("--gpu-reduction-threads must be 0 or a power of two in "
                  "32 .. 1024, got " +
                  llvm::Twine(options.gpuReductionThreads));
+  if (options.gpuReport && options.target != "cuda" &&
+      options.target != "cuda-emu")
+    return error("--gpu-report needs --target cuda or cuda-emu (the report "
+                 "lists the GPU kernels)");
   if (options.target == "cuda") {
     if (!llvm::StringRef(options.gpuArch).starts_with("sm_"))
       return error("--gpu-arch must name an architecture like sm_90, got '" +
@@ -526,11 +530,12 @@ LogicalResult Compilation::writeArtifacts() {
 LogicalResult Compilation::backHalf() {
   int64_t numRanks = pipeline->numRanks();
   std::vector<RankLLVMModule> llvmModules;
+  std::vector<std::vector<GpuKernelLaunch>> kernels(numRanks);
   for (int64_t r = 0; r < numRanks; ++r) {
     progress(llvm::formatv("rank {0}/{1}: lowering to LLVM", r, numRanks));
     auto start = Clock::now();
-    FailureOr<OwningOpRef<ModuleOp>> rankModule =
-        lowerRankToLLVM(*module, r, options);
+    FailureOr<OwningOpRef<ModuleOp>> rankModule = lowerRankToLLVM(
+        *module, r, options, options.gpuReport ? &kernels[r] : nullptr);
     if (failed(rankModule))
       return report(llvm::createStringError(
           llvm::formatv("lowering rank {0} failed", r).str()));
@@ -557,6 +562,18 @@ LogicalResult Compilation::backHalf() {
                              zbrt::symbols::RankFingerprint);
     llvmModules.push_back(std::move(*llvmModule));
     phaseTime(llvm::formatv("rank {0}: translation to LLVM IR", r), start);
+  }
+  if (options.gpuReport) {
+    GpuSpec gpu;
+    if (llvm::Error error =
+            writeText(path("gpu_report.json"),
+                      llvm::formatv("{0:2}\n", gpuReportJSON(kernels, gpu))
+                          .str()))
+      return report(std::move(error));
+    if (llvm::Error error = writeText(path("gpu_report.txt"),
+                                      gpuReportText(kernels, gpu)))
+      return report(std::move(error));
+    progress("GPU report: " + path("gpu_report.txt"));
   }
   auto start = Clock::now();
   if (llvm::Error error = emitRankLibraries(llvmModules, options, callbacks))

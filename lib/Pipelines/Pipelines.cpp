@@ -4,6 +4,8 @@
 #include "zb/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
@@ -40,30 +42,63 @@ void buildPipelineParallelPipeline(OpPassManager &pm,
   pm.addPass(createZBLowerPipeline());
 }
 
+namespace {
+/// Calls a function on the module (GpuCodegenOptions::inspectKernels).
+struct InspectPass
+    : public PassWrapper<InspectPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(InspectPass)
+  explicit InspectPass(std::function<void(ModuleOp)> fn) : fn(std::move(fn)) {}
+  StringRef getArgument() const override { return "zb-inspect-kernels"; }
+  void runOnOperation() override { fn(getOperation()); }
+  std::function<void(ModuleOp)> fn;
+};
+
+/// Fails when a parallel loop is left in host code after
+/// convert-parallel-loops-to-gpu: on the GPU target it would run on the
+/// host on device buffers.
+struct CheckHostLoopsPass
+    : public PassWrapper<CheckHostLoopsPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckHostLoopsPass)
+  StringRef getArgument() const override { return "zb-gpu-check-host-loops"; }
+  void runOnOperation() override {
+    WalkResult r = getOperation().walk([](scf::ParallelOp loop) {
+      if (loop->getParentOfType<gpu::GPUModuleOp>())
+        return WalkResult::advance();
+      loop.emitError("zb: a parallel loop was not mapped to a GPU kernel "
+                     "(convert-parallel-loops-to-gpu left it in host code)");
+      return WalkResult::interrupt();
+    });
+    if (r.wasInterrupted())
+      signalPassFailure();
+  }
+};
+} // namespace
+
 /// The GPU part of buildTensorsToLLVMPipeline (GpuCodegenOptions): block
 /// reductions, flattened and tiled parallel loops, kernels outlined, then
 /// either a fatbin (leaving host code for the common tail) or, with
 /// `emulate`, the kernels as host loops (zb-gpu-emulate).
 static void addGpuKernelPasses(OpPassManager &pm,
-                               const GpuCodegenOptions &gpu) {
+                               const GpuCodegenOptions &gpu,
+                               bool stopAfterOutlining = false) {
   std::string reductions =
-      gpu.reductionThreads > 0
-          ? llvm::formatv("zb-gpu-map-reductions{{max-threads={0}},",
-                          gpu.reductionThreads)
-                .str()
-          : "";
+      llvm::formatv("zb-gpu-map-reductions{{max-threads={0} block-size={1}},",
+                    gpu.reductionThreads, gpu.blockSize)
+          .str();
   std::string text = llvm::formatv(
       "func.func({0}"
       "convert-linalg-to-parallel-loops,zb-gpu-flatten-parallel-loops,"
-      "scf-parallel-loop-tiling{{parallel-loop-tile-sizes={1}},"
+      "scf-parallel-loop-tiling{{parallel-loop-tile-sizes={1} "
+      "no-min-max-bounds=true},"
       "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
-      "lower-affine,gpu-kernel-outlining",
+      "lower-affine,func.func(canonicalize),gpu-kernel-outlining",
       reductions, gpu.blockSize);
+  std::string rest;
   if (gpu.emulate)
-    text += ",zb-gpu-emulate";
+    rest = "zb-gpu-emulate";
   else
-    text += llvm::formatv(
-        ",func.func(gpu-async-region),"
+    rest = llvm::formatv(
+        "func.func(gpu-async-region),"
         "nvvm-attach-target{{chip={0} features={1} O=3},"
         "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,"
         "reconcile-unrealized-casts),"
@@ -78,10 +113,18 @@ static void addGpuKernelPasses(OpPassManager &pm,
   });
   if (failed(parsePassPipeline(text, pm)))
     llvm::report_fatal_error("zb: the GPU pass pipeline does not parse");
+  pm.addPass(std::make_unique<CheckHostLoopsPass>());
+  if (gpu.inspectKernels)
+    pm.addPass(std::make_unique<InspectPass>(gpu.inspectKernels));
+  if (stopAfterOutlining)
+    return;
+  if (failed(parsePassPipeline(rest, pm)))
+    llvm::report_fatal_error("zb: the GPU pass pipeline does not parse");
 }
 
-void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator,
-                                const GpuCodegenOptions *gpu) {
+/// Canonicalization, one-shot bufferization with ownership-based
+/// deallocation, copies as linalg.
+static void addBufferizationPasses(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
@@ -93,6 +136,11 @@ void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator,
   pm.addPass(createConvertBufferizationToMemRefPass());
   // Copies as loops: rank programs need no libmlir_c_runner_utils.
   pm.addPass(createZBMemRefCopyToLinalg());
+}
+
+void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator,
+                                const GpuCodegenOptions *gpu) {
+  addBufferizationPasses(pm);
   if (gpu)
     addGpuKernelPasses(pm, *gpu);
   else
@@ -115,8 +163,8 @@ void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise,
-                              const GpuCodegenOptions *gpu) {
+/// convert-zb-to-runtime, convert-zb-to-linalg, optional fusion.
+static void addZBToLinalgPasses(OpPassManager &pm, bool fuseElementwise) {
   pm.addPass(createConvertZBToRuntime());
   pm.addPass(createConvertZBToLinalg());
   // Producer-consumer fusion of elementwise linalg.generic chains (a
@@ -130,6 +178,11 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise,
     // length of a chain.
     pm.addPass(zb::createZBFuseElementwise());
   }
+}
+
+void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise,
+                              const GpuCodegenOptions *gpu) {
+  addZBToLinalgPasses(pm, fuseElementwise);
   buildTensorsToLLVMPipeline(pm, /*runtimeAllocator=*/true, gpu);
   pm.addPass(createZBEmitRankEntry());
 }
@@ -143,7 +196,40 @@ void buildFunctionToLLVMPipeline(OpPassManager &pm, bool useRuntime,
   buildTensorsToLLVMPipeline(pm, /*runtimeAllocator=*/false, gpu);
 }
 
+void buildLowerToGpuKernelsPipeline(OpPassManager &pm, bool fuseElementwise,
+                                    const GpuCodegenOptions &gpu) {
+  addZBToLinalgPasses(pm, fuseElementwise);
+  addBufferizationPasses(pm);
+  addGpuKernelPasses(pm, gpu, /*stopAfterOutlining=*/true);
+}
+
+namespace {
+struct GpuKernelsPipelineOptions
+    : public PassPipelineOptions<GpuKernelsPipelineOptions> {
+  Option<int64_t> blockSize{*this, "block-size",
+                            llvm::cl::desc("Threads per elementwise block"),
+                            llvm::cl::init(256)};
+  Option<int64_t> reductionThreads{
+      *this, "reduction-threads",
+      llvm::cl::desc("Most threads of a block reduction (0: none)"),
+      llvm::cl::init(256)};
+  Option<bool> fuse{*this, "fuse-elementwise",
+                    llvm::cl::desc("zb-fuse-elementwise first"),
+                    llvm::cl::init(true)};
+};
+} // namespace
+
 void registerPipelines() {
+  PassPipelineRegistration<GpuKernelsPipelineOptions>(
+      "zb-lower-to-gpu-kernels",
+      "Lowers one rank's step function to outlined GPU kernels (the CUDA "
+      "target before NVVM)",
+      [](OpPassManager &pm, const GpuKernelsPipelineOptions &o) {
+        GpuCodegenOptions gpu;
+        gpu.blockSize = o.blockSize;
+        gpu.reductionThreads = o.reductionThreads;
+        buildLowerToGpuKernelsPipeline(pm, o.fuse, gpu);
+      });
   PassPipelineRegistration<PipelineOptions>(
       "zb-pipeline-parallel",
       "Autodiff, B/W split, stage partition, schedule and per-rank lowering",

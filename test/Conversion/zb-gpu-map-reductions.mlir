@@ -1,6 +1,7 @@
 // RUN: zb-opt %s --pass-pipeline='builtin.module(func.func(zb-gpu-map-reductions))' | FileCheck %s
 // RUN: not zb-opt %s --pass-pipeline='builtin.module(func.func(zb-gpu-map-reductions{max-threads=48}))' 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: zb-gpu-map-reductions: max-threads must be a power of two in 32 .. 1024, got 48
+// BAD: zb-gpu-map-reductions: max-threads must be 0 or a power of two in 32 .. 1024, got 48
+// RUN: zb-opt %s --pass-pipeline='builtin.module(func.func(zb-gpu-map-reductions{max-threads=0}))' | FileCheck %s --check-prefix=SERIAL
 
 // zb-gpu-map-reductions: a linalg reduction on buffers whose innermost loop
 // is a reduction becomes one block per output element; the threads stride
@@ -88,11 +89,22 @@ func.func @full_sum(%x: memref<16x4xf32>, %y: memref<f32>) {
   return
 }
 
-// A column sum (a bias gradient): the innermost loop is parallel, so it
-// stays one thread per column (consecutive threads, consecutive columns).
+// A column sum (a bias gradient): the innermost loop is parallel, so one
+// thread per column (consecutive threads, consecutive columns) runs the
+// reduction loop in the linalg op's order from the output's value.
 // CHECK-LABEL: func.func @column_sum(
-// CHECK-NOT:     gpu.launch
-// CHECK:         linalg.generic
+// CHECK-SAME:      %[[X:.*]]: memref<16x64xf32>, %[[Y:.*]]: memref<64xf32>)
+// CHECK:         gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c1{{.*}}, {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c64,
+// CHECK:           %[[BASE:.*]] = arith.muli %[[B]], %c64
+// CHECK:           %[[COL:.*]] = arith.addi %[[BASE]], %[[T]]
+// CHECK:           %[[IN:.*]] = arith.cmpi ult, %[[COL]], %c64
+// CHECK:           scf.if %[[IN]] {
+// CHECK:             %[[INIT:.*]] = memref.load %[[Y]][%[[COL]]]
+// CHECK:             %[[SUM:.*]] = scf.for %[[R:.*]] = %c0 to %c16 step %c1{{.*}} iter_args(%[[ACC:.*]] = %[[INIT]])
+// CHECK:               %[[V:.*]] = memref.load %[[X]][%[[R]], %[[COL]]]
+// CHECK:               arith.addf %[[V]], %[[ACC]]
+// CHECK:             memref.store %[[SUM]], %[[Y]][%[[COL]]]
+// CHECK-NOT:     linalg.generic
 func.func @column_sum(%x: memref<16x64xf32>, %y: memref<64xf32>) {
   linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
       ins(%x : memref<16x64xf32>) outs(%y : memref<64xf32>) {
@@ -103,10 +115,14 @@ func.func @column_sum(%x: memref<16x64xf32>, %y: memref<64xf32>) {
   return
 }
 
-// The output's value is used twice: no combiner, left alone.
+// The output's value is used twice: no combiner, so one thread per row with
+// the serial loop (no gpu.all_reduce).
 // CHECK-LABEL: func.func @not_a_combiner(
-// CHECK-NOT:     gpu.launch
-// CHECK:         linalg.generic
+// CHECK:         gpu.launch
+// CHECK-NOT:       gpu.all_reduce
+// CHECK:           scf.for %{{.*}} = %c0 to %c100 step
+// CHECK:             arith.subf
+// CHECK-NOT:     linalg.generic
 func.func @not_a_combiner(%x: memref<8x100xf32>, %y: memref<8xf32>) {
   linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
       ins(%x : memref<8x100xf32>) outs(%y : memref<8xf32>) {
@@ -117,6 +133,16 @@ func.func @not_a_combiner(%x: memref<8x100xf32>, %y: memref<8xf32>) {
   }
   return
 }
+
+// With max-threads=0 every reduction is thread-per-output (the CPU
+// backend's arithmetic): no gpu.all_reduce anywhere.
+// SERIAL-LABEL: func.func @row_sum_exp(
+// SERIAL:         gpu.launch
+// SERIAL-NOT:     gpu.all_reduce
+// SERIAL:           scf.for %{{.*}} = %c0 to %c100 step %c1
+// SERIAL:             math.exp
+// SERIAL-LABEL: func.func @on_tensors(
+// SERIAL-NOT:     gpu.launch
 
 // Tensors (before bufferization) are left alone.
 // CHECK-LABEL: func.func @on_tensors(

@@ -14,6 +14,8 @@
 #include "zb/Driver/Driver.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -134,6 +136,13 @@ static cl::opt<int64_t, true> gpuReductionThreads(
              "serial loop, the CPU backend's arithmetic)"),
     cl::location(options.gpuReductionThreads),
     cl::init(defaults.gpuReductionThreads), cl::cat(category));
+static cl::opt<bool, true> gpuReport(
+    "gpu-report",
+    cl::desc("With --target cuda/cuda-emu: print every kernel and GEMM of "
+             "each rank program (grid, block, bytes, FLOPs, H100 roofline "
+             "time) and the T_F/T_B/T_W sums per stage; also written to "
+             "gpu_report.txt and gpu_report.json"),
+    cl::location(options.gpuReport), cl::init(false), cl::cat(category));
 static cl::opt<std::string, true>
     cudaPath("cuda-path",
              cl::desc("CUDA toolkit root for --target cuda (default: the "
@@ -223,5 +232,13 @@ int main(int argc, char **argv) {
     llvm::errs() << llvm::formatv("[zb-compile] time {0,8:f3} s  ", seconds)
                  << phase << "\n";
   };
-  return failed(zb::driver::compile(options, callbacks)) ? 1 : 0;
+  if (failed(zb::driver::compile(options, callbacks)))
+    return 1;
+  if (options.gpuReport) {
+    llvm::SmallString<256> report(options.outputDir);
+    llvm::sys::path::append(report, "gpu_report.txt");
+    if (auto text = llvm::MemoryBuffer::getFile(report))
+      llvm::outs() << (*text)->getBuffer();
+  }
+  return 0;
 }

@@ -122,14 +122,26 @@ def ZBGpuMapReductions : Pass<"zb-gpu-map-reductions"> {
     `gpu.all_reduce`, and thread 0 combines the total with the output's
     value. The result equals the linalg op's up to the order of the
     combinations (exact for max/min and integers; floating-point sums and
-    products are reassociated). Other linalg ops are left alone (a
-    reduction whose innermost loop is parallel, such as a bias gradient's
-    column sum, stays one thread per output with a serial loop, which reads
-    consecutive elements in consecutive threads).
+    products are reassociated).
+
+    Every other reduction on buffers with static shapes whose outputs are
+    indexed by parallel loops (a reduction whose innermost loop is parallel,
+    such as a bias gradient's column sum; an unrecognised combiner; all of
+    them with max-threads=0) becomes a gpu.launch with one thread per output
+    element (the parallel loops flattened row-major, block-size threads per
+    block: consecutive threads, consecutive elements) that runs the
+    reduction loops in the linalg op's order from the output's value: the
+    CPU backend's arithmetic exactly. (convert-linalg-to-parallel-loops
+    would leave a reduction loop that is outside a parallel one on the
+    host, launching a kernel per iteration.) Elementwise ops are left
+    alone.
   }];
   let options = [
     Option<"maxThreads", "max-threads", "int64_t", /*default=*/"256",
-           "Most threads per block (a power of two, 32 .. 1024)">
+           "Most threads of a block reduction (a power of two, 32 .. 1024; "
+           "0: every reduction thread-per-output)">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block of a thread-per-output reduction">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::affine::AffineDialect",

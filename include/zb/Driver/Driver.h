@@ -37,6 +37,8 @@
 
 #include <functional>
 #include <map>
+#include "zb/Conversion/GpuReport.h"
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -123,6 +125,11 @@ struct CompileOptions {
   /// two 32 .. 1024, or 0: every reduction one thread per output with a
   /// serial loop, the CPU backend's arithmetic).
   int64_t gpuReductionThreads = 256;
+  /// --gpu-report (--target cuda or cuda-emu): write gpu_report.json and
+  /// gpu_report.txt (every kernel and GEMM of every rank program with its
+  /// grid, block, bytes, FLOPs and H100 roofline time; T_F/T_B/T_W sums
+  /// per stage; zb/Conversion/GpuReport.h).
+  bool gpuReport = false;
   /// CUDA toolkit root for --target cuda (--cuda-path); empty: the toolkit
   /// CMake found when zb was built (ZB_CUDA_TOOLKIT_ROOT).
   std::string cudaPath;
@@ -313,6 +320,9 @@ std::string outputPath(const CompileOptions &options, llvm::StringRef name);
 
 /// The module as text (pipeline.mlir, rank<R>.llvm.mlir).
 llvm::Error writeModule(llvm::StringRef path, mlir::ModuleOp module);
+
+/// Writes `text` to `path` (atomically).
+llvm::Error writeText(llvm::StringRef path, llvm::StringRef text);
 /// The plan's schedule with the costs it was planned with, "zb-schedule"
 /// JSON (include/zb/Schedule/Formats.h); zb-run re-simulates it.
 llvm::Error writeScheduleJSON(llvm::StringRef path,
@@ -348,9 +358,12 @@ llvm::Error writePlan(llvm::StringRef path, const CompileOptions &options,
 /// zb-extract-rank{rank}, then zb-lower-to-llvm (runtime calls, linalg,
 /// optional elementwise fusion, bufferization, loops, LLVM, the
 /// zb_rank_main entry). Errors are reported as diagnostics.
+/// With `kernels` (--target cuda/cuda-emu), the rank's kernel launches
+/// after outlining (zb::collectGpuKernelLaunches) are stored there.
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 lowerRankToLLVM(mlir::ModuleOp pipeline, int64_t rank,
-                const CompileOptions &options);
+                const CompileOptions &options,
+                std::vector<GpuKernelLaunch> *kernels = nullptr);
 
 /// One rank's LLVM IR with the context that owns it (declared first, so
 /// that it outlives the module).

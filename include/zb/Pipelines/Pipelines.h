@@ -4,6 +4,9 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <functional>
 
 #include <string>
 
@@ -103,7 +106,19 @@ struct GpuCodegenOptions {
   /// every reduction is one thread per output with a serial loop.
   int64_t reductionThreads = 256;
   bool emulate = false;         ///< kernels as host loops (no toolkit used)
+  /// Called on the module right after gpu-kernel-outlining (e.g. for
+  /// zb::collectGpuKernelLaunches); not called when empty.
+  std::function<void(mlir::ModuleOp)> inspectKernels;
 };
+
+/// The CUDA target up to outlined kernels (before emulation or NVVM):
+/// runtime calls, linalg, optional fusion, bufferization, block
+/// reductions, flattened tiled parallel loops, gpu-kernel-outlining. zb-opt
+/// registers it as "zb-lower-to-gpu-kernels{block-size=256
+/// reduction-threads=256 fuse-elementwise=true}".
+void buildLowerToGpuKernelsPipeline(mlir::OpPassManager &pm,
+                                    bool fuseElementwise,
+                                    const GpuCodegenOptions &gpu);
 
 /// From a whole program on zb tensors in one process (no ranks, e.g. a
 /// forward-and-loss function after zb-autodiff) to the LLVM dialect: calls

@@ -312,24 +312,173 @@ struct ZBGpuMapReductionsPass
     generic.erase();
   }
 
+  /// Why `generic` cannot be a thread-per-output kernel; empty when it can.
+  static std::string unsupportedSerial(linalg::GenericOp generic) {
+    if (!generic.hasPureBufferSemantics())
+      return "not on buffers";
+    auto iterators = generic.getIteratorTypesArray();
+    if (!llvm::is_contained(iterators, utils::IteratorType::reduction))
+      return "no reduction";
+    SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+    if (llvm::any_of(ranges, ShapedType::isDynamic))
+      return "dynamic shape";
+    if (llvm::is_contained(ranges, 0))
+      return "empty";
+    for (OpOperand &init : generic.getDpsInitsMutable())
+      for (AffineExpr e : generic.getMatchingIndexingMap(&init).getResults()) {
+        auto dim = dyn_cast<AffineDimExpr>(e);
+        if (!dim ||
+            iterators[dim.getPosition()] != utils::IteratorType::parallel)
+          return "an output is indexed by a reduction loop";
+      }
+    if (llvm::any_of(generic.getBody()->getOperations(),
+                     [](Operation &op) { return op.getNumRegions() > 0; }))
+      return "regions in the body";
+    return "";
+  }
+
+  /// One thread per output element (the parallel loops flattened,
+  /// row-major: consecutive threads, consecutive innermost elements), which
+  /// runs the reduction loops in the linalg op's order from the output's
+  /// value: exactly the CPU backend's arithmetic.
+  void rewriteSerial(linalg::GenericOp generic) {
+    Location loc = generic.getLoc();
+    OpBuilder b(generic);
+    auto iterators = generic.getIteratorTypesArray();
+    SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+    SmallVector<int64_t> parallelSizes;
+    int64_t outputs = 1;
+    for (auto [it, size] : llvm::zip(iterators, ranges))
+      if (it == utils::IteratorType::parallel) {
+        parallelSizes.push_back(size);
+        outputs *= size;
+      }
+    int64_t threads = std::min<int64_t>(blockSize, outputs);
+    threads = std::max<int64_t>(32, (threads + 31) / 32 * 32);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto launch = gpu::LaunchOp::create(
+        b, loc,
+        arith::ConstantIndexOp::create(b, loc,
+                                       (outputs + threads - 1) / threads),
+        one, one, arith::ConstantIndexOp::create(b, loc, threads), one, one);
+    Block &kernel = launch.getBody().front();
+    b.setInsertionPointToStart(&kernel);
+    Value linear = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                              arith::ConstantIndexOp::create(b, loc, threads)),
+        launch.getThreadIds().x);
+    Value inRange = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ult, linear,
+        arith::ConstantIndexOp::create(b, loc, outputs));
+    auto ifIn = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
+    b.setInsertionPointToStart(&ifIn.getThenRegion().front());
+    SmallVector<Value> parallelIvs =
+        delinearize(b, loc, linear, parallelSizes);
+    auto outputIndices = [&](OpOperand &init) {
+      SmallVector<Value> indices;
+      for (AffineExpr e : generic.getMatchingIndexingMap(&init).getResults()) {
+        unsigned d = cast<AffineDimExpr>(e).getPosition(), p = 0;
+        for (unsigned i = 0; i < d; ++i)
+          p += iterators[i] == utils::IteratorType::parallel;
+        indices.push_back(parallelIvs[p]);
+      }
+      return indices;
+    };
+    SmallVector<Value> accs;
+    for (OpOperand &init : generic.getDpsInitsMutable())
+      accs.push_back(
+          memref::LoadOp::create(b, loc, init.get(), outputIndices(init)));
+    // The reduction loops, outermost first, around the body.
+    SmallVector<Value> ivs(iterators.size());
+    {
+      unsigned p = 0;
+      for (auto [i, it] : llvm::enumerate(iterators))
+        if (it == utils::IteratorType::parallel)
+          ivs[i] = parallelIvs[p++];
+    }
+    SmallVector<scf::ForOp> loops;
+    OpBuilder::InsertionGuard guard(b);
+    for (auto [i, it] : llvm::enumerate(iterators)) {
+      if (it != utils::IteratorType::reduction)
+        continue;
+      auto loop = scf::ForOp::create(
+          b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+          arith::ConstantIndexOp::create(b, loc, ranges[i]),
+          arith::ConstantIndexOp::create(b, loc, 1),
+          loops.empty() ? ValueRange(accs)
+                        : ValueRange(loops.back().getRegionIterArgs()));
+      if (!loops.empty()) {
+        b.setInsertionPointToEnd(loops.back().getBody());
+        scf::YieldOp::create(b, loc, loop.getResults());
+      }
+      loops.push_back(loop);
+      ivs[i] = loop.getInductionVar();
+      b.setInsertionPointToStart(loop.getBody());
+    }
+    IRMapping mapping;
+    Block *body = generic.getBody();
+    for (OpOperand *input : generic.getDpsInputOperands()) {
+      Value v = input->get();
+      if (isa<MemRefType>(v.getType()))
+        v = memref::LoadOp::create(
+            b, loc, v,
+            applyMap(b, loc, generic.getMatchingIndexingMap(input), ivs));
+      mapping.map(generic.getMatchingBlockArgument(input), v);
+    }
+    for (auto [i, init] : llvm::enumerate(generic.getDpsInitsMutable()))
+      mapping.map(generic.getMatchingBlockArgument(&init),
+                  loops.back().getRegionIterArgs()[i]);
+    for (Operation &op : body->without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+        mapping.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
+      b.clone(op, mapping);
+    }
+    SmallVector<Value> yielded;
+    for (Value v : body->getTerminator()->getOperands())
+      yielded.push_back(mapping.lookupOrDefault(v));
+    scf::YieldOp::create(b, loc, yielded);
+    b.setInsertionPointAfter(loops.front());
+    for (auto [i, init] : llvm::enumerate(generic.getDpsInitsMutable()))
+      memref::StoreOp::create(b, loc, loops.front().getResult(i), init.get(),
+                              outputIndices(init));
+    b.setInsertionPointToEnd(&kernel);
+    gpu::TerminatorOp::create(b, loc);
+    generic.erase();
+  }
+
   void runOnOperation() override {
-    if (maxThreads < 32 || maxThreads > 1024 ||
-        !llvm::isPowerOf2_64(static_cast<uint64_t>(maxThreads))) {
+    if (maxThreads != 0 &&
+        (maxThreads < 32 || maxThreads > 1024 ||
+         !llvm::isPowerOf2_64(static_cast<uint64_t>(maxThreads)))) {
       getOperation()->emitError("zb-gpu-map-reductions: max-threads must be "
-                                "a power of two in 32 .. 1024, got ")
+                                "0 or a power of two in 32 .. 1024, got ")
           << static_cast<int64_t>(maxThreads);
       return signalPassFailure();
     }
+    if (blockSize < 32 || blockSize > 1024) {
+      getOperation()->emitError("zb-gpu-map-reductions: block-size must be "
+                                "in 32 .. 1024, got ")
+          << static_cast<int64_t>(blockSize);
+      return signalPassFailure();
+    }
     SmallVector<std::pair<linalg::GenericOp, SmallVector<Combiner>>> work;
+    SmallVector<linalg::GenericOp> serial;
     getOperation()->walk([&](linalg::GenericOp generic) {
       if (generic->getParentOfType<gpu::LaunchOp>())
         return;
       SmallVector<Combiner> combiners;
-      if (unsupported(generic, combiners).empty())
+      if (maxThreads > 0 && unsupported(generic, combiners).empty())
         work.emplace_back(generic, std::move(combiners));
+      else if (unsupportedSerial(generic).empty())
+        serial.push_back(generic);
     });
     for (auto &[generic, combiners] : work)
       rewrite(generic, combiners);
+    for (linalg::GenericOp generic : serial)
+      rewriteSerial(generic);
   }
 };
 

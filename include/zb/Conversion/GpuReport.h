@@ -1,0 +1,80 @@
+//===- GpuReport.h - the kernels of a CUDA rank program ---------*- C++ -*-===//
+//
+// zb-compile --gpu-report: every kernel launch and runtime GEMM of a rank
+// program of --target cuda (as gpu-kernel-outlining leaves it, before NVVM)
+// with its launch size, bytes moved, floating-point operations and roofline
+// time on a named GPU, attributed to the stage function (F, B or W pass of a
+// stage) that launches it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZB_CONVERSION_GPUREPORT_H
+#define ZB_CONVERSION_GPUREPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+
+#include <string>
+#include <vector>
+
+namespace zb {
+
+/// Peak rates of a GPU for the roofline (time = max(bytes / bandwidth,
+/// flops / peak)).
+struct GpuSpec {
+  std::string name = "H100 SXM";
+  double bytesPerSecond = 3.35e12; ///< HBM3 bandwidth
+  double fp32FlopsPerSecond = 67e12;
+  double tf32FlopsPerSecond = 495e12; ///< tensor cores (dense)
+};
+
+/// One kernel launch (or runtime GEMM) of a rank program.
+struct GpuKernelLaunch {
+  std::string function; ///< the enclosing function (e.g. stage0_forward)
+  int64_t stage = -1;   ///< its zb.stage; -1 for the step function itself
+  char pass = '-';      ///< 'F', 'B', 'W' (zb.kind), '-' for the step
+  std::string kernel;   ///< kernel symbol, or "sgemm" for a runtime GEMM
+  /// "elementwise" (a fused loop nest), "block-reduction"
+  /// (zb-gpu-map-reductions), "serial-reduction" (a loop per thread),
+  /// "gemm".
+  std::string kind;
+  int64_t grid[3] = {0, 0, 0};  ///< 0: not a constant
+  int64_t block[3] = {0, 0, 0};
+  double bytesRead = 0;    ///< bytes of the buffers the kernel loads from
+  double bytesWritten = 0; ///< bytes of the buffers it stores to
+  double flops = 0;        ///< float arithmetic and math operations
+  int64_t launches = 1;    ///< static trip count of enclosing host loops
+  /// Calls of the enclosing function per training step (microbatches the
+  /// rank runs that pass for); 1 in the step function itself.
+  int64_t callsPerStep = 1;
+  /// Roofline time of one launch in seconds: GEMMs at the fp32 peak (TF32
+  /// with `tf32`), kernels at the fp32 peak.
+  double rooflineSeconds(const GpuSpec &gpu, bool tf32 = false) const;
+};
+
+/// Every gpu.launch_func and zbrt_sgemm_memref call of `module` (after
+/// gpu-kernel-outlining), in program order per function. Bytes are whole
+/// buffers as passed to the kernel (a loaded buffer counts as read, a
+/// stored one as written, both when both); FLOPs count every float arith
+/// and math operation once per execution, with scf.for trip counts from
+/// constant bounds (a loop starting at the thread id counts upper bound /
+/// step) times the launch's threads; a GEMM is 2 M N K FLOPs and reads A and
+/// B and writes C.
+std::vector<GpuKernelLaunch> collectGpuKernelLaunches(mlir::ModuleOp module);
+
+/// The report as JSON: {"gpu": {...}, "ranks": [{"rank": r, "kernels":
+/// [...], "passes": [{"stage", "pass", "kernels", "gemms", "seconds"}],
+/// "step": {...}}]}, per pass the sum over its launches (one microbatch),
+/// per step the step function's calls of every stage function counted.
+llvm::json::Value
+gpuReportJSON(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
+              const GpuSpec &gpu);
+
+/// The report as a table: one line per kernel, then per rank the F/B/W sums
+/// per stage (roofline ms per microbatch) and the step's totals.
+std::string
+gpuReportText(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
+              const GpuSpec &gpu);
+
+} // namespace zb
+
+#endif // ZB_CONVERSION_GPUREPORT_H
