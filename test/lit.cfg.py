@@ -47,3 +47,4 @@ if shutil.which("mpirun"):
 if config.zb_cuda_toolkit and os.path.exists(
         os.path.join(config.zb_cuda_toolkit, "bin", "ptxas")):
     config.available_features.add("cuda-toolkit")
+    config.substitutions.append(("%cuda_toolkit", config.zb_cuda_toolkit))

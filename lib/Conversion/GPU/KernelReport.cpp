@@ -325,7 +325,7 @@ gpuReportText(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
     for (auto &[key, s] : passSums(launches, gpu)) {
       if (key.first < 0)
         continue;
-      os << llvm::formatv("  stage {0} T_{1} = {2:f4} ms per microbatch ({3} "
+      os << llvm::formatv("  stage {0} T_{1} = {2:f6} ms per microbatch ({3} "
                           "kernels, {4} GEMMs, {5:f0} bytes, {6:e2} FLOPs)\n",
                           key.first, std::string(1, key.second),
                           s.seconds * 1e3, s.kernels, s.gemms, s.bytes,
@@ -333,7 +333,7 @@ gpuReportText(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
     }
     PassSum step = stepSum(launches, gpu);
     os << llvm::formatv("  step: {0} kernel launches, {1} GEMMs, roofline "
-                        "{2:f4} ms of compute\n",
+                        "{2:f6} ms of compute\n",
                         step.kernels, step.gemms, step.seconds * 1e3);
   }
   return out;
