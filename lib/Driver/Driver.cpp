@@ -110,8 +110,21 @@ llvm::Error validateOptions(const CompileOptions &options) {
     return error("--gpu-report needs --target cuda or cuda-emu (the report "
                  "lists the GPU kernels)");
   if (options.target == "cuda") {
-    if (!llvm::StringRef(options.gpuArch).starts_with("sm_"))
+    llvm::SmallVector<llvm::StringRef> archs;
+    llvm::StringRef(options.gpuArch).split(archs, ',', -1, false);
+    if (archs.empty())
       return error("--gpu-arch must name an architecture like sm_90, got '" +
+                   options.gpuArch + "'");
+    for (llvm::StringRef arch : archs)
+      if (!arch.starts_with("sm_") || arch.size() < 5 ||
+          !llvm::all_of(arch.drop_front(3), llvm::isDigit))
+        return error("--gpu-arch must name an architecture like sm_90, got '" +
+                     arch.str() + "'");
+    if (!llvm::is_sorted(archs, [](llvm::StringRef a, llvm::StringRef b) {
+          return a.size() < b.size() || (a.size() == b.size() && a < b);
+        }))
+      return error("--gpu-arch: name the architectures in increasing order "
+                   "(the PTX embedded is the first one's), got '" +
                    options.gpuArch + "'");
     std::string toolkit = cudaToolkitRoot(options);
     if (toolkit.empty())

@@ -94,16 +94,28 @@ static void addGpuKernelPasses(OpPassManager &pm,
       "lower-affine,func.func(canonicalize),gpu-kernel-outlining",
       reductions, gpu.blockSize);
   std::string rest;
-  if (gpu.emulate)
+  if (gpu.emulate) {
     rest = "zb-gpu-emulate";
-  else
-    rest = llvm::formatv(
-        "func.func(gpu-async-region),"
-        "nvvm-attach-target{{chip={0} features={1} O=3},"
-        "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,"
-        "reconcile-unrealized-casts),"
-        "gpu-module-to-binary{{format=fatbin toolkit={2}}",
-        gpu.chip, gpu.features, gpu.toolkit);
+  } else {
+    // One nvvm-attach-target per architecture ("sm_80,sm_90"); several go
+    // through zb-gpu-fatbin (one fatbin with every cubin plus PTX).
+    llvm::SmallVector<llvm::StringRef> chips;
+    llvm::StringRef(gpu.chip).split(chips, ',', -1, /*KeepEmpty=*/false);
+    rest = "func.func(gpu-async-region)";
+    for (llvm::StringRef chip : chips)
+      rest += llvm::formatv(",nvvm-attach-target{{chip={0} features={1} O=3}",
+                            chip.trim(), gpu.features)
+                  .str();
+    rest += ",gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,"
+            "reconcile-unrealized-casts),";
+    rest += chips.size() > 1
+                ? llvm::formatv("zb-gpu-fatbin{{toolkit={0}}", gpu.toolkit)
+                      .str()
+                : llvm::formatv("gpu-module-to-binary{{format=fatbin "
+                                "toolkit={0}}",
+                                gpu.toolkit)
+                      .str();
+  }
   // The upstream passes are named in a pipeline string: register them once
   // (zb-opt has them already; zb-compile and the Python binding do not).
   static std::once_flag registered;

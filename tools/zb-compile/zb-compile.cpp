@@ -119,8 +119,10 @@ static cl::opt<std::string, true>
            cl::location(options.target), cl::init(defaults.target),
            cl::cat(category));
 static cl::opt<std::string, true>
-    gpuArch("gpu-arch", cl::desc("GPU architecture of --target cuda "
-                                 "(default sm_90)"),
+    gpuArch("gpu-arch", cl::desc("GPU architectures of --target cuda, "
+                                 "comma-separated in increasing order: one "
+                                 "fatbin with a cubin for each plus the "
+                                 "first one's PTX (default sm_90)"),
             cl::location(options.gpuArch), cl::init(defaults.gpuArch),
             cl::cat(category));
 static cl::opt<int64_t, true> gpuBlockSize(

@@ -194,4 +194,23 @@ def ZBGpuFlattenParallelLoops : Pass<"zb-gpu-flatten-parallel-loops"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def ZBGpuFatbin : Pass<"zb-gpu-fatbin", "mlir::ModuleOp"> {
+  let summary = "One fatbin per gpu.module with a cubin per attached NVVM target plus PTX";
+  let description = [{
+    Instead of gpu-module-to-binary when kernels are compiled for several
+    architectures (zb-compile --gpu-arch sm_80,sm_90: one nvvm-attach-target
+    per architecture): every target attached to a gpu.module is compiled to
+    a cubin (the NVVM target's serializer, which links libdevice from
+    `toolkit`; its PTX kept), and the toolkit's `fatbinary` packs the cubins
+    and the PTX of the first target (the driver JIT-compiles it on a newer
+    GPU) into one fatbin: the gpu.module becomes a gpu.binary with that one
+    object (format fatbin), which the host code embeds. Errors: no target,
+    a non-NVVM target, a failed compilation, fatbinary missing or failing.
+  }];
+  let options = [
+    Option<"toolkit", "toolkit", "std::string", /*default=*/"\"\"",
+           "CUDA toolkit root (bin/fatbinary, bin/ptxas, nvvm/libdevice)">
+  ];
+}
+
 #endif // ZB_CONVERSION_PASSES_TD
