@@ -293,9 +293,7 @@ llvm::Expected<host::Plan> buildPlan(const CompileOptions &options,
   // The code target ("cuda": rank programs with GPU kernels, for zb-run
   // --backend cuda; "cuda-emu": those kernels emulated on the CPU), else
   // the cost model's ("cpu", "h100").
-  plan.target = options.target == "cuda" || options.target == "cuda-emu"
-                    ? options.target
-                    : pipeline.info.target;
+  plan.target = options.gpuKernels() ? options.target : pipeline.info.target;
   plan.data = dataPath(options);
   if (options.optimizerSync == "post-validation")
     plan.optimizerSync = "post-validation";

@@ -47,9 +47,8 @@ lowerRankToLLVM(ModuleOp pipeline, int64_t rank,
     gpu.inspectKernels = [kernels](ModuleOp module) {
       *kernels = collectGpuKernelLaunches(module);
     };
-  bool gpuKernels = options.target == "cuda" || options.target == "cuda-emu";
   buildLowerToLLVMPipeline(pm, options.fuseElementwise,
-                           gpuKernels ? &gpu : nullptr);
+                           options.gpuKernels() ? &gpu : nullptr);
   if (failed(pm.run(*rankModule)))
     return failure();
   return rankModule;

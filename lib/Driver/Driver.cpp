@@ -105,8 +105,7 @@ llvm::Error validateOptions(const CompileOptions &options) {
     return error("--gpu-reduction-threads must be 0 or a power of two in "
                  "32 .. 1024, got " +
                  llvm::Twine(options.gpuReductionThreads));
-  if (options.gpuReport && options.target != "cuda" &&
-      options.target != "cuda-emu")
+  if (options.gpuReport && !options.gpuKernels())
     return error("--gpu-report needs --target cuda or cuda-emu (the report "
                  "lists the GPU kernels)");
   if (options.target == "cuda") {
@@ -583,10 +582,12 @@ LogicalResult Compilation::backHalf() {
                       llvm::formatv("{0:2}\n", gpuReportJSON(kernels, gpu))
                           .str()))
       return report(std::move(error));
-    if (llvm::Error error = writeText(path("gpu_report.txt"),
-                                      gpuReportText(kernels, gpu)))
+    std::string table = gpuReportText(kernels, gpu);
+    if (llvm::Error error = writeText(path("gpu_report.txt"), table))
       return report(std::move(error));
     progress("GPU report: " + path("gpu_report.txt"));
+    if (callbacks.gpuReport)
+      callbacks.gpuReport(table);
   }
   auto start = Clock::now();
   if (llvm::Error error = emitRankLibraries(llvmModules, options, callbacks))

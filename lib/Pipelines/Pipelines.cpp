@@ -74,50 +74,10 @@ struct CheckHostLoopsPass
 };
 } // namespace
 
-/// The GPU part of buildTensorsToLLVMPipeline (GpuCodegenOptions): block
-/// reductions, flattened and tiled parallel loops, kernels outlined, then
-/// either a fatbin (leaving host code for the common tail) or, with
-/// `emulate`, the kernels as host loops (zb-gpu-emulate).
-static void addGpuKernelPasses(OpPassManager &pm,
-                               const GpuCodegenOptions &gpu,
-                               bool stopAfterOutlining = false) {
-  std::string reductions =
-      llvm::formatv("zb-gpu-map-reductions{{max-threads={0} block-size={1}},",
-                    gpu.reductionThreads, gpu.blockSize)
-          .str();
-  std::string text = llvm::formatv(
-      "func.func({0}"
-      "convert-linalg-to-parallel-loops,zb-gpu-flatten-parallel-loops,"
-      "scf-parallel-loop-tiling{{parallel-loop-tile-sizes={1} "
-      "no-min-max-bounds=true},"
-      "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
-      "lower-affine,func.func(canonicalize),gpu-kernel-outlining",
-      reductions, gpu.blockSize);
-  std::string rest;
-  if (gpu.emulate) {
-    rest = "zb-gpu-emulate";
-  } else {
-    // One nvvm-attach-target per architecture ("sm_80,sm_90"); several go
-    // through zb-gpu-fatbin (one fatbin with every cubin plus PTX).
-    llvm::SmallVector<llvm::StringRef> chips;
-    llvm::StringRef(gpu.chip).split(chips, ',', -1, /*KeepEmpty=*/false);
-    rest = "func.func(gpu-async-region)";
-    for (llvm::StringRef chip : chips)
-      rest += llvm::formatv(",nvvm-attach-target{{chip={0} features={1} O=3}",
-                            chip.trim(), gpu.features)
-                  .str();
-    rest += ",gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,"
-            "reconcile-unrealized-casts),";
-    rest += chips.size() > 1
-                ? llvm::formatv("zb-gpu-fatbin{{toolkit={0}}", gpu.toolkit)
-                      .str()
-                : llvm::formatv("gpu-module-to-binary{{format=fatbin "
-                                "toolkit={0}}",
-                                gpu.toolkit)
-                      .str();
-  }
-  // The upstream passes are named in a pipeline string: register them once
-  // (zb-opt has them already; zb-compile and the Python binding do not).
+/// Parses a textual pipeline into `pm`. The upstream passes are named in a
+/// pipeline string: they are registered once (zb-opt has them already;
+/// zb-compile and the Python binding do not).
+static void addPipelineText(OpPassManager &pm, const std::string &text) {
   static std::once_flag registered;
   std::call_once(registered, [] {
     registerAllPasses();
@@ -125,13 +85,52 @@ static void addGpuKernelPasses(OpPassManager &pm,
   });
   if (failed(parsePassPipeline(text, pm)))
     llvm::report_fatal_error("zb: the GPU pass pipeline does not parse");
+}
+
+/// The GPU part of buildTensorsToLLVMPipeline up to outlined kernels
+/// (GpuCodegenOptions): reductions as kernels, flattened and tiled parallel
+/// loops, gpu-kernel-outlining, the host-loop check, inspectKernels.
+static void addGpuKernelPasses(OpPassManager &pm,
+                               const GpuCodegenOptions &gpu) {
+  addPipelineText(
+      pm, llvm::formatv(
+              "func.func(zb-gpu-map-reductions{{max-threads={0} "
+              "block-size={1}},"
+              "convert-linalg-to-parallel-loops,zb-gpu-flatten-parallel-loops,"
+              "scf-parallel-loop-tiling{{parallel-loop-tile-sizes={1} "
+              "no-min-max-bounds=true},"
+              "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
+              "lower-affine,func.func(canonicalize),gpu-kernel-outlining",
+              gpu.reductionThreads, gpu.blockSize)
+              .str());
   pm.addPass(std::make_unique<CheckHostLoopsPass>());
   if (gpu.inspectKernels)
     pm.addPass(std::make_unique<InspectPass>(gpu.inspectKernels));
-  if (stopAfterOutlining)
-    return;
-  if (failed(parsePassPipeline(rest, pm)))
-    llvm::report_fatal_error("zb: the GPU pass pipeline does not parse");
+}
+
+/// After addGpuKernelPasses: asynchronous launches, one nvvm-attach-target
+/// per architecture ("sm_80,sm_90"), NVVM, and a fatbin per kernel module
+/// (gpu-module-to-binary for one architecture, zb-gpu-fatbin for several:
+/// every cubin plus the first one's PTX); leaves host code for the common
+/// tail.
+static void addGpuBinaryPasses(OpPassManager &pm,
+                               const GpuCodegenOptions &gpu) {
+  llvm::SmallVector<llvm::StringRef> chips;
+  llvm::StringRef(gpu.chip).split(chips, ',', -1, /*KeepEmpty=*/false);
+  std::string text = "func.func(gpu-async-region)";
+  for (llvm::StringRef chip : chips)
+    text += llvm::formatv(",nvvm-attach-target{{chip={0} features={1} O=3}",
+                          chip.trim(), gpu.features)
+                .str();
+  text += ",gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,"
+          "reconcile-unrealized-casts),";
+  text += chips.size() > 1
+              ? llvm::formatv("zb-gpu-fatbin{{toolkit={0}}", gpu.toolkit).str()
+              : llvm::formatv("gpu-module-to-binary{{format=fatbin "
+                              "toolkit={0}}",
+                              gpu.toolkit)
+                    .str();
+  addPipelineText(pm, text);
 }
 
 /// Canonicalization, one-shot bufferization with ownership-based
@@ -153,10 +152,15 @@ static void addBufferizationPasses(OpPassManager &pm) {
 void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator,
                                 const GpuCodegenOptions *gpu) {
   addBufferizationPasses(pm);
-  if (gpu)
+  if (gpu) {
     addGpuKernelPasses(pm, *gpu);
-  else
+    if (gpu->emulate)
+      pm.addPass(createZBGpuEmulate());
+    else
+      addGpuBinaryPasses(pm, *gpu);
+  } else {
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  }
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
@@ -212,7 +216,7 @@ void buildLowerToGpuKernelsPipeline(OpPassManager &pm, bool fuseElementwise,
                                     const GpuCodegenOptions &gpu) {
   addZBToLinalgPasses(pm, fuseElementwise);
   addBufferizationPasses(pm);
-  addGpuKernelPasses(pm, gpu, /*stopAfterOutlining=*/true);
+  addGpuKernelPasses(pm, gpu);
 }
 
 namespace {

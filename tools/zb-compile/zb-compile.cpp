@@ -14,8 +14,6 @@
 #include "zb/Driver/Driver.h"
 
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -234,13 +232,6 @@ int main(int argc, char **argv) {
     llvm::errs() << llvm::formatv("[zb-compile] time {0,8:f3} s  ", seconds)
                  << phase << "\n";
   };
-  if (failed(zb::driver::compile(options, callbacks)))
-    return 1;
-  if (options.gpuReport) {
-    llvm::SmallString<256> report(options.outputDir);
-    llvm::sys::path::append(report, "gpu_report.txt");
-    if (auto text = llvm::MemoryBuffer::getFile(report))
-      llvm::outs() << (*text)->getBuffer();
-  }
-  return 0;
+  callbacks.gpuReport = [](llvm::StringRef table) { llvm::outs() << table; };
+  return failed(zb::driver::compile(options, callbacks)) ? 1 : 0;
 }

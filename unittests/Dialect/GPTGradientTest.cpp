@@ -22,11 +22,17 @@ using namespace zb::test;
 
 namespace {
 
+/// test/Dialect/ZB/Inputs/gpt2.mlir; "" when it cannot be read.
+std::string readGPT2() {
+  auto buffer = llvm::MemoryBuffer::getFile(std::string(ZB_TEST_INPUTS_DIR) +
+                                            "/gpt2.mlir");
+  return buffer ? (*buffer)->getBuffer().str() : std::string();
+}
+
 TEST(GPTGradientTest, TwoLayerGPTMatchesFiniteDifferences) {
-  std::string path = std::string(ZB_TEST_INPUTS_DIR) + "/gpt2.mlir";
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  ASSERT_TRUE(bool(buffer)) << "cannot read " << path;
-  CompiledLoss loss((*buffer)->getBuffer().str());
+  std::string source = readGPT2();
+  ASSERT_FALSE(source.empty()) << "cannot read gpt2.mlir";
+  CompiledLoss loss(source);
   ASSERT_TRUE(loss.ok()) << loss.error();
   // Arguments: tokens, targets (vocabulary 11), then the parameters.
   const int64_t vocab = loss.argTemplates()[2].shape[0];
@@ -53,10 +59,8 @@ TEST(GPTGradientTest, TwoLayerGPTMatchesFiniteDifferences) {
 /// (gpu.all_reduce, the GPU's summation order) within 1e-12 of each
 /// gradient's largest element.
 TEST(GPTGradientTest, EmulatedGpuKernelsEqualCpuBackend) {
-  std::string path = std::string(ZB_TEST_INPUTS_DIR) + "/gpt2.mlir";
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  ASSERT_TRUE(bool(buffer)) << "cannot read " << path;
-  std::string source = (*buffer)->getBuffer().str();
+  std::string source = readGPT2();
+  ASSERT_FALSE(source.empty()) << "cannot read gpt2.mlir";
   CompiledLoss cpu(source);
   ASSERT_TRUE(cpu.ok()) << cpu.error();
   zb::GpuCodegenOptions serial, block;

@@ -23,6 +23,7 @@
 #ifndef ZB_DRIVER_DRIVER_H
 #define ZB_DRIVER_DRIVER_H
 
+#include "zb/Conversion/GpuReport.h"
 #include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 #include "zb/Transforms/PipelineInfo.h"
@@ -37,8 +38,6 @@
 
 #include <functional>
 #include <map>
-#include "zb/Conversion/GpuReport.h"
-
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,9 +57,10 @@ namespace zb::driver {
 /// a caller that wants no progress messages passes no progress callback.
 struct CompileOptions {
   /// The cost model of `target`: "h100" for cuda, else target itself.
-  std::string costTarget() const {
-    return target == "cuda" || target == "cuda-emu" ? "h100" : target;
-  }
+  std::string costTarget() const { return gpuKernels() ? "h100" : target; }
+  /// Whether the rank programs' compute is GPU kernels ("cuda", or
+  /// "cuda-emu" where they are emulated on the CPU).
+  bool gpuKernels() const { return target == "cuda" || target == "cuda-emu"; }
 
   /// The model: ONNX (.onnx), JAX StableHLO text, or a zb-dialect .mlir
   /// module (positional argument).
@@ -177,6 +177,9 @@ struct CompileOptions {
 struct CompileCallbacks {
   /// One progress line ("importing MODEL", "rank 0/2: lowering to LLVM").
   std::function<void(llvm::StringRef message)> progress;
+  /// With CompileOptions::gpuReport: the report's table (as written to
+  /// gpu_report.txt).
+  std::function<void(llvm::StringRef table)> gpuReport;
   /// With CompileOptions::timing: the wall time of a phase, in seconds.
   std::function<void(llvm::StringRef phase, double seconds)> phaseTime;
   /// Every diagnostic (errors, warnings, notes). Empty: printDiagnostic on

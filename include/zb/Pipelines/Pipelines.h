@@ -2,12 +2,11 @@
 #ifndef ZB_PIPELINES_PIPELINES_H
 #define ZB_PIPELINES_PIPELINES_H
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
-#include "mlir/IR/BuiltinOps.h"
 
 #include <functional>
-
 #include <string>
 
 namespace zb {

@@ -37,6 +37,14 @@ namespace {
 
 constexpr int64_t kSubgroupSize = 32;
 
+/// The operations that read a thread's or block's coordinates (replaced by
+/// the emulation's loop indices).
+bool isCoordinateOp(Operation *op) {
+  return isa<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp, gpu::GridDimOp,
+             gpu::GlobalIdOp, gpu::LaneIdOp, gpu::SubgroupIdOp,
+             gpu::SubgroupSizeOp, gpu::NumSubgroupsOp>(op);
+}
+
 struct ZBGpuEmulatePass
     : public zb::impl::ZBGpuEmulateBase<ZBGpuEmulatePass> {
   using Base::Base;
@@ -168,11 +176,7 @@ struct ZBGpuEmulatePass
       }
       for (Operation &op : llvm::make_early_inc_range(body)) {
         if (op.getNumResults() != 1 || op.getNumOperands() != 0 ||
-            !(op.hasTrait<OpTrait::ConstantLike>() ||
-              isa<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp,
-                  gpu::GridDimOp, gpu::GlobalIdOp, gpu::LaneIdOp,
-                  gpu::SubgroupIdOp, gpu::SubgroupSizeOp,
-                  gpu::NumSubgroupsOp>(op)))
+            !(op.hasTrait<OpTrait::ConstantLike>() || isCoordinateOp(&op)))
           continue;
         for (OpOperand &use :
              llvm::make_early_inc_range(op.getResult(0).getUses())) {
@@ -240,17 +244,26 @@ struct ZBGpuEmulatePass
         return std::nullopt; // an all_reduce result: block-wide
       return phaseOf.lookup(top);
     };
+    // Per phase: the values it loads (defined earlier) and stores (used
+    // later or reduced by the cut that ends it).
     llvm::SetVector<Value> spilled;
+    SmallVector<llvm::SetVector<Value>> imports(phases.size()),
+        exports(phases.size());
     for (auto [i, phase] : llvm::enumerate(phases))
       for (Operation *op : phase)
         op->walk([&](Operation *inner) {
           for (Value operand : inner->getOperands())
-            if (auto p = phaseOfValue(operand); p && *p < i)
+            if (auto p = phaseOfValue(operand); p && *p < i) {
               spilled.insert(operand);
+              imports[i].insert(operand);
+              exports[*p].insert(operand);
+            }
         });
-    for (Operation *cut : cuts)
-      if (auto reduce = dyn_cast<gpu::AllReduceOp>(cut))
+    for (auto [i, cut] : llvm::enumerate(cuts))
+      if (auto reduce = dyn_cast<gpu::AllReduceOp>(cut)) {
         spilled.insert(reduce.getValue());
+        exports[i].insert(reduce.getValue());
+      }
     for (Value v : spilled)
       if (!v.getType().isIntOrIndexOrFloat())
         return kernel.emitError("zb-gpu-emulate: a value of type ")
@@ -322,26 +335,15 @@ struct ZBGpuEmulatePass
                 block[0]),
             threadId[0]);
         IRMapping mapping = blockScope;
-        for (Value v : spilled)
-          if (auto p = phaseOfValue(v); p && *p < i) {
-            bool used = llvm::any_of(phase, [&](Operation *op) {
-              bool found = false;
-              op->walk([&](Operation *inner) {
-                found |= llvm::is_contained(inner->getOperands(), v);
-              });
-              return found;
-            });
-            if (used)
-              mapping.map(v, memref::LoadOp::create(b, loc, spillArray[v],
-                                                    ValueRange{linear}));
-          }
+        for (Value v : imports[i])
+          mapping.map(v, memref::LoadOp::create(b, loc, spillArray[v],
+                                                ValueRange{linear}));
         SmallVector<Operation *> cloned;
         for (Operation *op : phase)
           cloned.push_back(b.clone(*op, mapping));
-        for (Value v : spilled)
-          if (phaseOfValue(v) == i)
-            memref::StoreOp::create(b, loc, mapping.lookup(v), spillArray[v],
-                                    ValueRange{linear});
+        for (Value v : exports[i])
+          memref::StoreOp::create(b, loc, mapping.lookup(v), spillArray[v],
+                                  ValueRange{linear});
         // The thread's and block's coordinates.
         auto dimValue = [&](gpu::Dimension d, Value *values) {
           return values[static_cast<int>(d)];
@@ -350,10 +352,7 @@ struct ZBGpuEmulatePass
         for (Operation *op : cloned) {
           SmallVector<Operation *> idOps;
           op->walk([&](Operation *inner) {
-            if (isa<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp,
-                    gpu::GridDimOp, gpu::GlobalIdOp, gpu::LaneIdOp,
-                    gpu::SubgroupIdOp, gpu::SubgroupSizeOp,
-                    gpu::NumSubgroupsOp>(inner))
+            if (isCoordinateOp(inner))
               idOps.push_back(inner);
           });
           for (Operation *idOp : idOps) {

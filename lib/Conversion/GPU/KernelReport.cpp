@@ -208,30 +208,27 @@ namespace {
 struct PassSum {
   int64_t kernels = 0, gemms = 0;
   double seconds = 0, bytes = 0, flops = 0;
+  /// Adds `n` launches of `k`.
+  void add(const GpuKernelLaunch &k, int64_t n, const GpuSpec &gpu) {
+    (k.kind == "gemm" ? gemms : kernels) += n;
+    seconds += n * k.rooflineSeconds(gpu);
+    bytes += n * (k.bytesRead + k.bytesWritten);
+    flops += n * k.flops;
+  }
 };
 /// (stage, pass) -> sums over one call of the pass's function.
 std::map<std::pair<int64_t, char>, PassSum>
 passSums(const std::vector<GpuKernelLaunch> &launches, const GpuSpec &gpu) {
   std::map<std::pair<int64_t, char>, PassSum> sums;
-  for (const GpuKernelLaunch &k : launches) {
-    PassSum &s = sums[{k.stage, k.pass}];
-    (k.kind == "gemm" ? s.gemms : s.kernels) += k.launches;
-    s.seconds += k.launches * k.rooflineSeconds(gpu);
-    s.bytes += k.launches * (k.bytesRead + k.bytesWritten);
-    s.flops += k.launches * k.flops;
-  }
+  for (const GpuKernelLaunch &k : launches)
+    sums[{k.stage, k.pass}].add(k, k.launches, gpu);
   return sums;
 }
 PassSum stepSum(const std::vector<GpuKernelLaunch> &launches,
                 const GpuSpec &gpu) {
   PassSum s;
-  for (const GpuKernelLaunch &k : launches) {
-    int64_t n = k.launches * k.callsPerStep;
-    (k.kind == "gemm" ? s.gemms : s.kernels) += n;
-    s.seconds += n * k.rooflineSeconds(gpu);
-    s.bytes += n * (k.bytesRead + k.bytesWritten);
-    s.flops += n * k.flops;
-  }
+  for (const GpuKernelLaunch &k : launches)
+    s.add(k, k.launches * k.callsPerStep, gpu);
   return s;
 }
 } // namespace

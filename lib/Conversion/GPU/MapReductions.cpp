@@ -162,71 +162,132 @@ SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
   return indices;
 }
 
+/// Why `generic` cannot become a reduction kernel at all; empty when it can
+/// (a thread-per-output kernel always works then).
+std::string unsupported(linalg::GenericOp generic) {
+  if (!generic.hasPureBufferSemantics())
+    return "not on buffers";
+  auto iterators = generic.getIteratorTypesArray();
+  if (!llvm::is_contained(iterators, utils::IteratorType::reduction))
+    return "no reduction";
+  SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return "dynamic shape";
+  if (llvm::is_contained(ranges, 0))
+    return "empty";
+  for (OpOperand &init : generic.getDpsInitsMutable())
+    for (AffineExpr e : generic.getMatchingIndexingMap(&init).getResults()) {
+      auto dim = dyn_cast<AffineDimExpr>(e);
+      if (!dim || iterators[dim.getPosition()] != utils::IteratorType::parallel)
+        return "an output is indexed by a reduction loop";
+    }
+  if (llvm::any_of(generic.getBody()->getOperations(),
+                   [](Operation &op) { return op.getNumRegions() > 0; }))
+    return "regions in the body";
+  return "";
+}
+
+/// The combiners of a reduction that can be a block reduction (innermost
+/// loop a reduction, every output combined by a recognised operation);
+/// std::nullopt otherwise. Assumes unsupported(generic) is empty.
+std::optional<SmallVector<Combiner>>
+blockReductionCombiners(linalg::GenericOp generic) {
+  if (generic.getIteratorTypesArray().back() !=
+      utils::IteratorType::reduction)
+    return std::nullopt;
+  SmallVector<Combiner> combiners;
+  for (unsigned i = 0, e = generic.getNumDpsInits(); i < e; ++i) {
+    std::optional<Combiner> c = matchCombiner(generic, i);
+    if (!c)
+      return std::nullopt;
+    combiners.push_back(*c);
+  }
+  return combiners;
+}
+
+/// The sizes of the parallel and of the reduction loops, in loop order.
+void splitLoopSizes(linalg::GenericOp generic,
+                    SmallVectorImpl<int64_t> &parallelSizes,
+                    SmallVectorImpl<int64_t> &reductionSizes) {
+  for (auto [it, size] : llvm::zip(generic.getIteratorTypesArray(),
+                                   generic.getStaticLoopRanges()))
+    (it == utils::IteratorType::parallel ? parallelSizes : reductionSizes)
+        .push_back(size);
+}
+
+/// Loop indices in loop order from the parallel and reduction ones (a
+/// missing group, e.g. no reduction indices outside the reduction loops,
+/// leaves null values: the outputs' maps do not use them).
+SmallVector<Value> loopIvs(linalg::GenericOp generic,
+                           ArrayRef<Value> parallelIvs,
+                           ArrayRef<Value> reductionIvs = {}) {
+  SmallVector<Value> ivs;
+  unsigned p = 0, r = 0;
+  for (auto it : generic.getIteratorTypesArray())
+    ivs.push_back(it == utils::IteratorType::parallel
+                      ? parallelIvs[p++]
+                      : (r < reductionIvs.size() ? reductionIvs[r++] : Value()));
+  return ivs;
+}
+
+/// The body of `generic` at loop indices `ivs` with the outputs' block
+/// arguments bound to `accs`: loads the inputs, clones the operations
+/// (linalg.index becomes the loop index) and returns the yielded values.
+SmallVector<Value> cloneBody(OpBuilder &b, Location loc,
+                             linalg::GenericOp generic, ArrayRef<Value> ivs,
+                             ValueRange accs) {
+  IRMapping mapping;
+  for (OpOperand *input : generic.getDpsInputOperands()) {
+    Value v = input->get();
+    if (isa<MemRefType>(v.getType()))
+      v = memref::LoadOp::create(
+          b, loc, v,
+          applyMap(b, loc, generic.getMatchingIndexingMap(input), ivs));
+    mapping.map(generic.getMatchingBlockArgument(input), v);
+  }
+  for (auto [i, init] : llvm::enumerate(generic.getDpsInitsMutable()))
+    mapping.map(generic.getMatchingBlockArgument(&init), accs[i]);
+  Block *body = generic.getBody();
+  for (Operation &op : body->without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+      mapping.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    b.clone(op, mapping);
+  }
+  SmallVector<Value> yielded;
+  for (Value v : body->getTerminator()->getOperands())
+    yielded.push_back(mapping.lookupOrDefault(v));
+  return yielded;
+}
+
+/// A one-dimensional gpu.launch of `blocks` x `threads` at the builder's
+/// insertion point; leaves the builder at the start of its body.
+gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, int64_t blocks,
+                           int64_t threads) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(
+      b, loc, arith::ConstantIndexOp::create(b, loc, blocks), one, one,
+      arith::ConstantIndexOp::create(b, loc, threads), one, one);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  return launch;
+}
+
 struct ZBGpuMapReductionsPass
     : public zb::impl::ZBGpuMapReductionsBase<ZBGpuMapReductionsPass> {
   using Base::Base;
 
-  /// Why `generic` stays a one-thread-per-output loop nest; empty when it
-  /// becomes a block reduction.
-  static std::string unsupported(linalg::GenericOp generic,
-                                 SmallVectorImpl<Combiner> &combiners) {
-    if (!generic.hasPureBufferSemantics())
-      return "not on buffers";
-    auto iterators = generic.getIteratorTypesArray();
-    if (iterators.empty() ||
-        iterators.back() != utils::IteratorType::reduction)
-      return "the innermost loop is parallel";
-    SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
-    if (llvm::any_of(ranges, ShapedType::isDynamic))
-      return "dynamic shape";
-    if (llvm::is_contained(ranges, 0))
-      return "empty";
-    for (OpOperand &init : generic.getDpsInitsMutable()) {
-      AffineMap map = generic.getMatchingIndexingMap(&init);
-      for (AffineExpr e : map.getResults()) {
-        auto dim = dyn_cast<AffineDimExpr>(e);
-        if (!dim || iterators[dim.getPosition()] !=
-                        utils::IteratorType::parallel)
-          return "an output is indexed by a reduction loop";
-      }
-    }
-    for (unsigned i = 0, e = generic.getNumDpsInits(); i < e; ++i) {
-      std::optional<Combiner> c = matchCombiner(generic, i);
-      if (!c)
-        return "an output's combining operation is not add, mul, min or max";
-      combiners.push_back(*c);
-    }
-    if (llvm::any_of(generic.getBody()->getOperations(), [](Operation &op) {
-          return op.getNumRegions() > 0;
-        }))
-      return "regions in the body";
-    return "";
-  }
-
-  void rewrite(linalg::GenericOp generic, ArrayRef<Combiner> combiners) {
+  /// One block per output element, a gpu.all_reduce over its threads.
+  void rewriteBlock(linalg::GenericOp generic, ArrayRef<Combiner> combiners) {
     Location loc = generic.getLoc();
     OpBuilder b(generic);
-    auto iterators = generic.getIteratorTypesArray();
-    SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
     SmallVector<int64_t> parallelSizes, reductionSizes;
-    int64_t rows = 1, reduced = 1;
-    for (auto [it, size] : llvm::zip(iterators, ranges)) {
-      if (it == utils::IteratorType::parallel) {
-        parallelSizes.push_back(size);
-        rows *= size;
-      } else {
-        reductionSizes.push_back(size);
-        reduced *= size;
-      }
-    }
+    splitLoopSizes(generic, parallelSizes, reductionSizes);
+    int64_t rows = llvm::product_of(parallelSizes);
+    int64_t reduced = llvm::product_of(reductionSizes);
     int64_t threads = std::clamp<int64_t>(
         static_cast<int64_t>(llvm::PowerOf2Ceil(reduced)), 32, maxThreads);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    auto launch = gpu::LaunchOp::create(
-        b, loc, arith::ConstantIndexOp::create(b, loc, rows), one, one,
-        arith::ConstantIndexOp::create(b, loc, threads), one, one);
-    Block &kernel = launch.getBody().front();
-    b.setInsertionPointToStart(&kernel);
+    gpu::LaunchOp launch = createLaunch(b, loc, rows, threads);
     Value row = launch.getBlockIds().x, tid = launch.getThreadIds().x;
     SmallVector<Value> parallelIvs = delinearize(b, loc, row, parallelSizes);
 
@@ -241,39 +302,11 @@ struct ZBGpuMapReductionsPass
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
-      SmallVector<Value> reductionIvs =
-          delinearize(b, loc, loop.getInductionVar(), reductionSizes);
-      SmallVector<Value> ivs;
-      unsigned p = 0, r = 0;
-      for (auto it : iterators)
-        ivs.push_back(it == utils::IteratorType::parallel
-                          ? parallelIvs[p++]
-                          : reductionIvs[r++]);
-      IRMapping mapping;
-      Block *body = generic.getBody();
-      for (OpOperand *input : generic.getDpsInputOperands()) {
-        BlockArgument arg = generic.getMatchingBlockArgument(input);
-        Value v = input->get();
-        if (isa<MemRefType>(v.getType()))
-          v = memref::LoadOp::create(
-              b, loc, v,
-              applyMap(b, loc, generic.getMatchingIndexingMap(input), ivs));
-        mapping.map(arg, v);
-      }
-      for (auto [i, init] : llvm::enumerate(generic.getDpsInitsMutable()))
-        mapping.map(generic.getMatchingBlockArgument(&init),
-                    loop.getRegionIterArgs()[i]);
-      for (Operation &op : body->without_terminator()) {
-        if (auto index = dyn_cast<linalg::IndexOp>(op)) {
-          mapping.map(index.getResult(), ivs[index.getDim()]);
-          continue;
-        }
-        b.clone(op, mapping);
-      }
-      SmallVector<Value> yielded;
-      for (Value v : body->getTerminator()->getOperands())
-        yielded.push_back(mapping.lookupOrDefault(v));
-      scf::YieldOp::create(b, loc, yielded);
+      SmallVector<Value> ivs = loopIvs(
+          generic, parallelIvs,
+          delinearize(b, loc, loop.getInductionVar(), reductionSizes));
+      scf::YieldOp::create(
+          b, loc, cloneBody(b, loc, generic, ivs, loop.getRegionIterArgs()));
     }
 
     // Across the block, then one thread combines with the output's value.
@@ -290,16 +323,11 @@ struct ZBGpuMapReductionsPass
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+      SmallVector<Value> ivs = loopIvs(generic, parallelIvs);
       for (auto [i, c] : llvm::enumerate(combiners)) {
         OpOperand &init = generic.getDpsInitsMutable()[i];
-        SmallVector<Value> ivs;
-        unsigned p = 0;
-        for (auto it : iterators)
-          ivs.push_back(it == utils::IteratorType::parallel ? parallelIvs[p++]
-                                                            : Value());
-        SmallVector<Value> indices;
-        for (AffineExpr e : generic.getMatchingIndexingMap(&init).getResults())
-          indices.push_back(ivs[cast<AffineDimExpr>(e).getPosition()]);
+        SmallVector<Value> indices =
+            applyMap(b, loc, generic.getMatchingIndexingMap(&init), ivs);
         Value old = memref::LoadOp::create(b, loc, init.get(), indices);
         IRMapping mapping;
         mapping.map(c.op->getOperand(c.accOperand), old);
@@ -312,31 +340,6 @@ struct ZBGpuMapReductionsPass
     generic.erase();
   }
 
-  /// Why `generic` cannot be a thread-per-output kernel; empty when it can.
-  static std::string unsupportedSerial(linalg::GenericOp generic) {
-    if (!generic.hasPureBufferSemantics())
-      return "not on buffers";
-    auto iterators = generic.getIteratorTypesArray();
-    if (!llvm::is_contained(iterators, utils::IteratorType::reduction))
-      return "no reduction";
-    SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
-    if (llvm::any_of(ranges, ShapedType::isDynamic))
-      return "dynamic shape";
-    if (llvm::is_contained(ranges, 0))
-      return "empty";
-    for (OpOperand &init : generic.getDpsInitsMutable())
-      for (AffineExpr e : generic.getMatchingIndexingMap(&init).getResults()) {
-        auto dim = dyn_cast<AffineDimExpr>(e);
-        if (!dim ||
-            iterators[dim.getPosition()] != utils::IteratorType::parallel)
-          return "an output is indexed by a reduction loop";
-      }
-    if (llvm::any_of(generic.getBody()->getOperations(),
-                     [](Operation &op) { return op.getNumRegions() > 0; }))
-      return "regions in the body";
-    return "";
-  }
-
   /// One thread per output element (the parallel loops flattened,
   /// row-major: consecutive threads, consecutive innermost elements), which
   /// runs the reduction loops in the linalg op's order from the output's
@@ -346,23 +349,14 @@ struct ZBGpuMapReductionsPass
     OpBuilder b(generic);
     auto iterators = generic.getIteratorTypesArray();
     SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
-    SmallVector<int64_t> parallelSizes;
-    int64_t outputs = 1;
-    for (auto [it, size] : llvm::zip(iterators, ranges))
-      if (it == utils::IteratorType::parallel) {
-        parallelSizes.push_back(size);
-        outputs *= size;
-      }
+    SmallVector<int64_t> parallelSizes, reductionSizes;
+    splitLoopSizes(generic, parallelSizes, reductionSizes);
+    int64_t outputs = llvm::product_of(parallelSizes);
     int64_t threads = std::min<int64_t>(blockSize, outputs);
     threads = std::max<int64_t>(32, (threads + 31) / 32 * 32);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    auto launch = gpu::LaunchOp::create(
-        b, loc,
-        arith::ConstantIndexOp::create(b, loc,
-                                       (outputs + threads - 1) / threads),
-        one, one, arith::ConstantIndexOp::create(b, loc, threads), one, one);
+    gpu::LaunchOp launch =
+        createLaunch(b, loc, (outputs + threads - 1) / threads, threads);
     Block &kernel = launch.getBody().front();
-    b.setInsertionPointToStart(&kernel);
     Value linear = arith::AddIOp::create(
         b, loc,
         arith::MulIOp::create(b, loc, launch.getBlockIds().x,
@@ -373,30 +367,16 @@ struct ZBGpuMapReductionsPass
         arith::ConstantIndexOp::create(b, loc, outputs));
     auto ifIn = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
     b.setInsertionPointToStart(&ifIn.getThenRegion().front());
-    SmallVector<Value> parallelIvs =
-        delinearize(b, loc, linear, parallelSizes);
+    SmallVector<Value> ivs =
+        loopIvs(generic, delinearize(b, loc, linear, parallelSizes));
     auto outputIndices = [&](OpOperand &init) {
-      SmallVector<Value> indices;
-      for (AffineExpr e : generic.getMatchingIndexingMap(&init).getResults()) {
-        unsigned d = cast<AffineDimExpr>(e).getPosition(), p = 0;
-        for (unsigned i = 0; i < d; ++i)
-          p += iterators[i] == utils::IteratorType::parallel;
-        indices.push_back(parallelIvs[p]);
-      }
-      return indices;
+      return applyMap(b, loc, generic.getMatchingIndexingMap(&init), ivs);
     };
     SmallVector<Value> accs;
     for (OpOperand &init : generic.getDpsInitsMutable())
       accs.push_back(
           memref::LoadOp::create(b, loc, init.get(), outputIndices(init)));
     // The reduction loops, outermost first, around the body.
-    SmallVector<Value> ivs(iterators.size());
-    {
-      unsigned p = 0;
-      for (auto [i, it] : llvm::enumerate(iterators))
-        if (it == utils::IteratorType::parallel)
-          ivs[i] = parallelIvs[p++];
-    }
     SmallVector<scf::ForOp> loops;
     OpBuilder::InsertionGuard guard(b);
     for (auto [i, it] : llvm::enumerate(iterators)) {
@@ -416,30 +396,9 @@ struct ZBGpuMapReductionsPass
       ivs[i] = loop.getInductionVar();
       b.setInsertionPointToStart(loop.getBody());
     }
-    IRMapping mapping;
-    Block *body = generic.getBody();
-    for (OpOperand *input : generic.getDpsInputOperands()) {
-      Value v = input->get();
-      if (isa<MemRefType>(v.getType()))
-        v = memref::LoadOp::create(
-            b, loc, v,
-            applyMap(b, loc, generic.getMatchingIndexingMap(input), ivs));
-      mapping.map(generic.getMatchingBlockArgument(input), v);
-    }
-    for (auto [i, init] : llvm::enumerate(generic.getDpsInitsMutable()))
-      mapping.map(generic.getMatchingBlockArgument(&init),
-                  loops.back().getRegionIterArgs()[i]);
-    for (Operation &op : body->without_terminator()) {
-      if (auto index = dyn_cast<linalg::IndexOp>(op)) {
-        mapping.map(index.getResult(), ivs[index.getDim()]);
-        continue;
-      }
-      b.clone(op, mapping);
-    }
-    SmallVector<Value> yielded;
-    for (Value v : body->getTerminator()->getOperands())
-      yielded.push_back(mapping.lookupOrDefault(v));
-    scf::YieldOp::create(b, loc, yielded);
+    scf::YieldOp::create(b, loc,
+                         cloneBody(b, loc, generic, ivs,
+                                   loops.back().getRegionIterArgs()));
     b.setInsertionPointAfter(loops.front());
     for (auto [i, init] : llvm::enumerate(generic.getDpsInitsMutable()))
       memref::StoreOp::create(b, loc, loops.front().getResult(i), init.get(),
@@ -464,19 +423,22 @@ struct ZBGpuMapReductionsPass
           << static_cast<int64_t>(blockSize);
       return signalPassFailure();
     }
-    SmallVector<std::pair<linalg::GenericOp, SmallVector<Combiner>>> work;
+    SmallVector<std::pair<linalg::GenericOp, SmallVector<Combiner>>> blocks;
     SmallVector<linalg::GenericOp> serial;
     getOperation()->walk([&](linalg::GenericOp generic) {
-      if (generic->getParentOfType<gpu::LaunchOp>())
+      if (generic->getParentOfType<gpu::LaunchOp>() ||
+          !unsupported(generic).empty())
         return;
-      SmallVector<Combiner> combiners;
-      if (maxThreads > 0 && unsupported(generic, combiners).empty())
-        work.emplace_back(generic, std::move(combiners));
-      else if (unsupportedSerial(generic).empty())
+      std::optional<SmallVector<Combiner>> combiners;
+      if (maxThreads > 0)
+        combiners = blockReductionCombiners(generic);
+      if (combiners)
+        blocks.emplace_back(generic, std::move(*combiners));
+      else
         serial.push_back(generic);
     });
-    for (auto &[generic, combiners] : work)
-      rewrite(generic, combiners);
+    for (auto &[generic, combiners] : blocks)
+      rewriteBlock(generic, combiners);
     for (linalg::GenericOp generic : serial)
       rewriteSerial(generic);
   }
