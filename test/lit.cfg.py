@@ -41,6 +41,15 @@ llvm_config.add_tool_substitutions(tools, [config.zb_tools_dir])
 llvm_config.add_tool_substitutions(["FileCheck", "not", "count", "split-file"],
                                    [config.llvm_tools_dir])
 
+# The host-memory stand-in for libcuda/cuBLAS/NCCL (unittests/Runtime/
+# FakeCuda.cpp): zb-run --backend cuda without a GPU.
+fake_cuda = os.path.join(config.zb_obj_root, "lib", "libzb_fake_cuda.so")
+if os.path.exists(fake_cuda):
+    config.available_features.add("fake-cuda")
+    config.substitutions.append(
+        ("%fake_cuda_env", "ZBRT_CUDA_DRIVER={0} ZBRT_CUBLAS={0} ZBRT_NCCL={0}"
+         .format(fake_cuda)))
+
 if shutil.which("mpirun"):
     config.available_features.add("mpi")
 # --target cuda compiles kernels with the toolkit zb was configured with.

@@ -294,6 +294,13 @@ llvm::Expected<host::Plan> buildPlan(const CompileOptions &options,
   // --backend cuda; "cuda-emu": those kernels emulated on the CPU), else
   // the cost model's ("cpu", "h100").
   plan.target = options.gpuKernels() ? options.target : pipeline.info.target;
+  if (options.target == "cuda") {
+    llvm::SmallVector<llvm::StringRef> archs;
+    llvm::StringRef(options.gpuArch).split(archs, ',', -1, false);
+    for (llvm::StringRef a : archs)
+      plan.gpuArchs.push_back(a.trim().str());
+  }
+  plan.allowTf32 = options.gpuKernels() && options.allowTf32;
   plan.data = dataPath(options);
   if (options.optimizerSync == "post-validation")
     plan.optimizerSync = "post-validation";

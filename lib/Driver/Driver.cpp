@@ -105,6 +105,9 @@ llvm::Error validateOptions(const CompileOptions &options) {
     return error("--gpu-reduction-threads must be 0 or a power of two in "
                  "32 .. 1024, got " +
                  llvm::Twine(options.gpuReductionThreads));
+  if (options.allowTf32 && !options.gpuKernels())
+    return error("--allow-tf32 needs --target cuda or cuda-emu (TF32 is a "
+                 "cuBLAS math mode of the CUDA runtime)");
   if (options.gpuReport && !options.gpuKernels())
     return error("--gpu-report needs --target cuda or cuda-emu (the report "
                  "lists the GPU kernels)");
@@ -577,6 +580,7 @@ LogicalResult Compilation::backHalf() {
   }
   if (options.gpuReport) {
     GpuSpec gpu;
+    gpu.tf32Gemms = options.allowTf32;
     if (llvm::Error error =
             writeText(path("gpu_report.json"),
                       llvm::formatv("{0:2}\n", gpuReportJSON(kernels, gpu))

@@ -14,6 +14,12 @@ namespace detail {
 [[noreturn]] void fatalf(const char *format, ...)
     __attribute__((format(printf, 1, 2)));
 
+/// The communication watchdog's limit in seconds (0: wait forever).
+double commTimeoutSeconds();
+/// Names the innermost scheduled action in progress on this rank ("F of
+/// stage 2, microbatch 3") or "outside a pass", for error messages.
+void currentAction(char *out, unsigned long cap);
+
 } // namespace detail
 } // namespace zbrt
 

@@ -112,6 +112,18 @@ extern "C" void zbrt_validate_optimizer(void) {
     h.hook(h.context);
 }
 
+void zbrt::detail::currentAction(char *out, unsigned long cap) {
+  TraceState &s = state();
+  if (s.open.empty()) {
+    std::snprintf(out, cap, "outside a pass");
+    return;
+  }
+  const TraceEvent &e = s.events[s.open.back()];
+  static const char *kNames[] = {"F", "B", "W"};
+  std::snprintf(out, cap, "in %s of stage %d, microbatch %d",
+                kNames[(int)e.kind], e.stage, e.microbatch);
+}
+
 extern "C" void zbrt_action_begin(int32_t kind, int32_t stage,
                                   int32_t microbatch) {
   if (kind < 0 || kind > 2)

@@ -123,6 +123,13 @@ static cl::opt<std::string, true>
                                  "first one's PTX (default sm_90)"),
             cl::location(options.gpuArch), cl::init(defaults.gpuArch),
             cl::cat(category));
+static cl::opt<bool, true> allowTf32(
+    "allow-tf32",
+    cl::desc("With --target cuda/cuda-emu: fp32 GEMMs may run on TF32 tensor "
+             "cores (cuBLAS TF32 math; 10-bit mantissa products, fp32 "
+             "accumulation; plan.json allow_tf32; the GPU report times GEMMs "
+             "at the TF32 peak)"),
+    cl::location(options.allowTf32), cl::init(false), cl::cat(category));
 static cl::opt<int64_t, true> gpuBlockSize(
     "gpu-block-size",
     cl::desc("Threads per block of the elementwise kernels of --target "

@@ -106,8 +106,11 @@ cl::opt<Backend, true> backend(
                           "else cpu (default)"),
                clEnumValN(Backend::Cpu, "cpu", "CPU: MPI + OpenBLAS"),
                clEnumValN(Backend::Cuda, "cuda",
-                          "CUDA: GPU kernels on one device per rank; needs "
-                          "a GPU, its driver and a --target cuda plan")),
+                          "CUDA: one device per rank (local rank), kernels "
+                          "and cuBLAS GEMMs on a compute stream, NCCL "
+                          "messages on their own streams; needs a GPU, its "
+                          "driver and a --target cuda plan (a cuda-emu plan "
+                          "runs its kernels on the host)")),
     cl::location(opts.backend), cl::init(Backend::Auto), cl::cat(runCategory));
 cl::opt<int, true>
     printEvery("print-every",

@@ -25,6 +25,8 @@ struct GpuSpec {
   double bytesPerSecond = 3.35e12; ///< HBM3 bandwidth
   double fp32FlopsPerSecond = 67e12;
   double tf32FlopsPerSecond = 495e12; ///< tensor cores (dense)
+  /// GEMMs run on TF32 tensor cores (zb-compile --allow-tf32).
+  bool tf32Gemms = false;
 };
 
 /// One kernel launch (or runtime GEMM) of a rank program.

@@ -118,6 +118,10 @@ struct CompileOptions {
   std::string target = "cpu";
   /// GPU architecture of --target cuda (--gpu-arch), e.g. sm_80, sm_90.
   std::string gpuArch = "sm_90";
+  /// --allow-tf32 (--target cuda/cuda-emu): the runtime's cuBLAS GEMMs may
+  /// use TF32 tensor cores (plan.json `allow_tf32`); the GPU report then
+  /// times GEMMs at the TF32 peak.
+  bool allowTf32 = false;
   /// Threads per block of the elementwise kernels of --target cuda and
   /// cuda-emu (--gpu-block-size; 32 .. 1024, a multiple of 32).
   int64_t gpuBlockSize = 256;

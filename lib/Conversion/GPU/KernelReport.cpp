@@ -19,7 +19,8 @@ using namespace mlir;
 namespace zb {
 
 double GpuKernelLaunch::rooflineSeconds(const GpuSpec &gpu, bool tf32) const {
-  double peak = kind == "gemm" && tf32 ? gpu.tf32FlopsPerSecond
+  double peak = kind == "gemm" && (tf32 || gpu.tf32Gemms)
+                    ? gpu.tf32FlopsPerSecond
                                        : gpu.fp32FlopsPerSecond;
   return std::max((bytesRead + bytesWritten) / gpu.bytesPerSecond,
                   flops / peak);

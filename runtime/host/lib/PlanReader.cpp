@@ -131,6 +131,32 @@ public:
       return s->str();
     return error(key, "expected a string");
   }
+  Expected<bool> boolean(StringRef key, bool dflt) const {
+    if (!has(key))
+      return dflt;
+    auto v = get(key);
+    if (!v)
+      return v.takeError();
+    if (std::optional<bool> b = (*v)->getAsBoolean())
+      return *b;
+    return error(key, "expected true or false");
+  }
+  /// A list of strings (absent: empty).
+  Expected<std::vector<std::string>> strings(StringRef key) const {
+    std::vector<std::string> out;
+    if (!has(key))
+      return out;
+    const json::Array *arr = nullptr;
+    ZB_ASSIGN(arr, array(key));
+    for (auto [i, v] : enumerate(*arr)) {
+      std::optional<StringRef> s = v.getAsString();
+      if (!s)
+        return error(key, "expected an array of strings (element " +
+                              Twine(i) + ")");
+      out.push_back(s->str());
+    }
+    return out;
+  }
   static constexpr int64_t kMaxElements = int64_t(1) << 40;
   /// A list of dimensions, each in [0, INT32_MAX], at most 2^40 elements.
   Expected<std::vector<int64_t>> shape(StringRef key) const {
@@ -254,6 +280,8 @@ Error PlanParser::header() {
   ZB_ASSIGN(plan.microbatchSize, root.integer("microbatch_size", 1, 1 << 24));
   ZB_ASSIGN(plan.schedule, root.string("schedule", StringRef()));
   ZB_ASSIGN(plan.target, root.string("target", StringRef()));
+  ZB_ASSIGN(plan.gpuArchs, root.strings("gpu_archs"));
+  ZB_ASSIGN(plan.allowTf32, root.boolean("allow_tf32", false));
   ZB_ASSIGN(plan.data, root.string("data", StringRef()));
   ZB_ASSIGN(plan.optimizerSync, root.string("optimizer_sync", StringRef()));
   if (!plan.optimizerSync.empty() && plan.optimizerSync != "post-validation")

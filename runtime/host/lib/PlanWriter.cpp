@@ -143,6 +143,14 @@ json::Value zb::host::toJSON(const Plan &plan) {
                       {"ranks", arrayOf(plan.ranks, rankJSON)}};
   if (!plan.optimizerSync.empty())
     root["optimizer_sync"] = plan.optimizerSync;
+  if (!plan.gpuArchs.empty()) {
+    json::Array archs;
+    for (const std::string &a : plan.gpuArchs)
+      archs.push_back(a);
+    root["gpu_archs"] = std::move(archs);
+  }
+  if (plan.allowTf32)
+    root["allow_tf32"] = true;
   return root;
 }
 

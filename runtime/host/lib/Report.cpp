@@ -113,6 +113,14 @@ void zb::host::printTextReport(raw_ostream &os, const Plan &plan,
     os << "\n";
   }
   printGradSyncText(os, report.gradSync);
+  for (auto [r, c] : llvm::enumerate(report.cuda))
+    os << format("cuda rank %d: device %d, %lld cuBLAS GEMMs, %lld/%lld NCCL "
+                 "sends/receives (%lld staged early), %lld communicators, "
+                 "%lld host synchronizations\n",
+                 (int)r, c.device, (long long)c.gemms, (long long)c.ncclSends,
+                 (long long)c.ncclRecvs, (long long)c.earlyMessages,
+                 (long long)c.ncclCommunicators,
+                 (long long)c.hostSynchronizations);
   os << "peak heap per rank (memory pool, bytes):";
   for (int64_t bytes : report.peakHeapBytes)
     os << " " << bytes;
@@ -160,6 +168,21 @@ void zb::host::printJsonReport(raw_ostream &os, const Plan &plan,
                     json::Array(report.atMeasured->jitterRankBubbleRate));
       });
     j.attribute("peak_heap_bytes", json::Array(report.peakHeapBytes));
+    if (!report.cuda.empty())
+      j.attributeArray("cuda", [&] {
+        for (const ZbrtCudaStats &c : report.cuda)
+          j.object([&] {
+            j.attribute("device", c.device);
+            j.attribute("local_rank", c.localRank);
+            j.attribute("gemms", c.gemms);
+            j.attribute("nccl_sends", c.ncclSends);
+            j.attribute("nccl_recvs", c.ncclRecvs);
+            j.attribute("early_messages", c.earlyMessages);
+            j.attribute("communicators", c.ncclCommunicators);
+            j.attribute("staging_allocations", c.stagingAllocations);
+            j.attribute("host_synchronizations", c.hostSynchronizations);
+          });
+      });
     if (report.gradSync.mode != "none")
       j.attribute("gradient_sync", gradSyncJSON(report.gradSync));
     j.attributeArray("realized_bubble_rate", [&] {

@@ -136,9 +136,12 @@ std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
   Expected<Backend> backend = resolveBackend(o.backend, *plan);
   if (!agree(backend ? Error::success() : backend.takeError()))
     return nullptr;
-  // Every buffer of this rank in managed memory, before the first one.
+  // The rank's device, streams, cuBLAS and NCCL, and every buffer in
+  // managed memory, before the first one.
   if (*backend == Backend::Cuda)
-    zbrt_use_cuda_memory();
+    zbrt_cuda_start((plan->target == "cuda-emu" ? ZBRT_CUDA_HOST_KERNELS : 0) |
+                    (plan->allowTf32 ? ZBRT_CUDA_ALLOW_TF32 : 0) |
+                    (o.deterministic ? ZBRT_CUDA_DETERMINISTIC : 0));
   std::string paramsFile;
   DataOptions data = o.data;
   if (!o.resumeDir.empty()) {
@@ -619,6 +622,13 @@ int StepLoop::finishTraining() {
   report.peakHeapBytes.assign(worldSize, 0);
   MPI_Gather(&myPeakHeap, 1, MPI_INT64_T, report.peakHeapBytes.data(), 1,
              MPI_INT64_T, 0, MPI_COMM_WORLD);
+  if (zbrt_cuda_started()) {
+    ZbrtCudaStats mine{};
+    zbrt_cuda_stats(&mine);
+    report.cuda.assign(worldSize, ZbrtCudaStats{});
+    MPI_Gather(&mine, sizeof mine, MPI_BYTE, report.cuda.data(), sizeof mine,
+               MPI_BYTE, 0, MPI_COMM_WORLD);
+  }
   reduceOnRankZero(profile);
   if (rank != 0)
     return 0;
@@ -685,7 +695,10 @@ Expected<Backend> zb::host::resolveBackend(Backend requested,
                              "rank programs launch GPU kernels): run it with "
                              "--backend cuda on a machine with a GPU",
                              flag, plan.path));
-  if (backend == Backend::Cuda && !cudaPlan)
+  // A cuda-emu plan's kernels run on the host: on the CPU backend, or on
+  // the CUDA backend with its GEMMs, messages and memory on the GPU (the
+  // runtime's CUDA path without the compiled kernels).
+  if (backend == Backend::Cuda && !cudaPlan && plan.target != "cuda-emu")
     return makeError(formatv("{0}: {1} was compiled for target '{2}', not "
                              "cuda: recompile with zb-compile --target cuda",
                              flag, plan.path,

@@ -16,6 +16,7 @@
 #include "zbrt/zbrt.h"
 
 #include "../Internal.h"
+#include "../cuda/CudaBackend.h"
 
 #include <cblas.h>
 #include <mpi.h>
@@ -175,6 +176,8 @@ void mpiErrorHandler(MPI_Comm *, int *code, ...) {
 
 } // namespace
 
+double zbrt::detail::commTimeoutSeconds() { return gCommTimeoutSeconds; }
+
 [[noreturn]] void zbrt::detail::fatalf(const char *format, ...) {
   char message[2048];
   va_list args;
@@ -235,6 +238,8 @@ extern "C" int32_t zbrt_init(int *argc, char ***argv, int32_t *worldSize) {
 }
 
 extern "C" void zbrt_step_end(void) {
+  if (cuda::active())
+    cuda::stepEnd();
   if (mpiIsUp())
     pendingSends().reap(/*wait=*/true);
 }
@@ -257,6 +262,7 @@ extern "C" void zbrt_wait(void *mpiRequest, const char *what) {
 }
 
 extern "C" void zbrt_finalize(void) {
+  cuda::finalize();
   if (!mpiIsUp())
     return;
   pendingSends().reap(/*wait=*/true);
@@ -273,6 +279,15 @@ extern "C" void zbrt_send(int64_t buf, int64_t bytes, int32_t peer,
            tag, (long long)bytes);
   TraceEvent event{EventKind::Send, gRank,        -1,  -1, peer, tag,
                    bytes,           traceNowUs(), -1.0};
+  if (cuda::active()) {
+    if (cuda::send(reinterpret_cast<const void *>(buf), bytes, peer, tag)) {
+      event.endUs = traceNowUs();
+      traceRecord(event);
+      return;
+    }
+    // No NCCL channel: the host copies the (managed) buffer below.
+    cuda::synchronize("a send over MPI");
+  }
   PendingSends &sends = pendingSends();
   sends.reap(/*wait=*/false);
   SendBuffer b = sends.take(bytes);
@@ -295,6 +310,15 @@ extern "C" void zbrt_recv(int64_t buf, int64_t bytes, int32_t peer,
            tag, (long long)bytes);
   TraceEvent event{EventKind::Recv, gRank,        -1,  -1, peer, tag,
                    bytes,           traceNowUs(), -1.0};
+  if (cuda::active()) {
+    if (cuda::recv(reinterpret_cast<void *>(buf), bytes, peer, tag)) {
+      event.endUs = traceNowUs();
+      traceRecord(event);
+      return;
+    }
+    // No NCCL channel: earlier kernels may still read the buffer.
+    cuda::synchronize("a receive over MPI");
+  }
   // Let our own sends progress while we wait (a peer may need them first).
   pendingSends().reap(/*wait=*/false);
   MPI_Status status;

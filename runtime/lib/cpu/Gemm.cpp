@@ -3,8 +3,10 @@
 #include "zbrt/zbrt.h"
 
 #include "../Internal.h"
+#include "../cuda/CudaBackend.h"
 
 #include <cblas.h>
+#include <algorithm>
 #include <climits>
 
 using namespace zbrt::detail;
@@ -30,6 +32,15 @@ extern "C" void zbrt_sgemm(int64_t a, int64_t b, int64_t c, int64_t M,
            (long long)M, (long long)N, (long long)K, transA, transB,
            (long long)lda, (long long)ldb, (long long)ldc);
   float *cp = reinterpret_cast<float *>(c);
+  if (zbrt::cuda::active()) {
+    // cuBLAS on the compute stream (K == 0 scales C by beta there too).
+    zbrt::cuda::sgemm(reinterpret_cast<const float *>(a),
+                      reinterpret_cast<const float *>(b), cp, M, N, K,
+                      transA != 0, transB != 0, alpha, beta,
+                      std::max<int64_t>(lda, 1), std::max<int64_t>(ldb, 1),
+                      ldc);
+    return;
+  }
   if (K == 0) {
     // C = beta * C (BLAS would reject lda < 1 here).
     for (int64_t i = 0; i < M; ++i)

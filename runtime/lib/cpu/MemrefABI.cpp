@@ -9,13 +9,50 @@
 #include "zbrt/zbrt.h"
 
 #include "../Internal.h"
+#include "../cuda/CudaBackend.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 using namespace zbrt::detail;
 
 namespace {
+
+/// A temporary of `count` elements of T that BLAS, NCCL or the GPU can read:
+/// host memory, or managed memory under the CUDA backend; there the host
+/// waits for the GPU before touching it and device data (sync()).
+template <typename T> struct Temp {
+  T *data = nullptr;
+  std::vector<T> host;
+  explicit Temp(size_t count) {
+    if (zbrt::cuda::active()) {
+      zbrt::cuda::synchronize("a strided operand's copy");
+      data = static_cast<T *>(zbrt_host_buffer_alloc(count * sizeof(T)));
+    } else {
+      host.resize(count);
+      data = host.data();
+    }
+  }
+  Temp(Temp &&other) noexcept
+      : data(other.data), host(std::move(other.host)) {
+    other.data = nullptr;
+    if (!host.empty())
+      data = host.data();
+  }
+  Temp(const Temp &) = delete;
+  ~Temp() {
+    if (data && host.empty()) {
+      zbrt::cuda::synchronize("a strided operand's copy");
+      zbrt_host_buffer_free(data);
+    }
+  }
+  /// Before the host reads what the GPU wrote.
+  static void sync() {
+    if (zbrt::cuda::active())
+      zbrt::cuda::synchronize("a strided result's copy");
+  }
+};
 
 /// A 2-D strided view: element (i, j) at data[i * rowStride + j * colStride].
 struct View {
@@ -29,11 +66,11 @@ struct BlasOperand {
   const float *data;
   bool transposed; // storage holds v^T
   int64_t ld;
-  std::vector<float> copy; // owns the data when the view had to be copied
+  std::optional<Temp<float>> copy; // owns the data when the view was copied
 };
 
 BlasOperand asBlas(const View &v) {
-  BlasOperand op{v.data, false, 0, {}};
+  BlasOperand op{v.data, false, 0, std::nullopt};
   // With one row (column) the row (column) stride is irrelevant.
   int64_t rowStride = v.rows <= 1 ? v.cols : v.rowStride;
   int64_t colStride = v.cols <= 1 ? 1 : v.colStride;
@@ -48,11 +85,12 @@ BlasOperand asBlas(const View &v) {
     op.ld = tRowStride;
     return op;
   }
-  op.copy.resize((size_t)(v.rows * v.cols));
+  op.copy.emplace((size_t)(v.rows * v.cols));
+  float *copy = op.copy->data;
   for (int64_t i = 0; i < v.rows; ++i)
     for (int64_t j = 0; j < v.cols; ++j)
-      op.copy[i * v.cols + j] = v.data[i * v.rowStride + j * v.colStride];
-  op.data = op.copy.data();
+      copy[i * v.cols + j] = v.data[i * v.rowStride + j * v.colStride];
+  op.data = copy;
   op.ld = std::max<int64_t>(v.cols, 1);
   return op;
 }
@@ -80,12 +118,13 @@ void sgemmViews(const View &a, const View &b, const View &c, bool transA,
                tb, 1.0f, 0.0f, ao.ld, bo.ld, cRowStride);
     return;
   }
-  std::vector<float> tmp((size_t)(M * N));
-  zbrt_sgemm((int64_t)ao.data, (int64_t)bo.data, (int64_t)tmp.data(), M, N, K,
+  Temp<float> tmp((size_t)(M * N));
+  zbrt_sgemm((int64_t)ao.data, (int64_t)bo.data, (int64_t)tmp.data, M, N, K,
              ta, tb, 1.0f, 0.0f, ao.ld, bo.ld, N);
+  Temp<float>::sync();
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j)
-      c.data[i * c.rowStride + j * c.colStride] = tmp[i * N + j];
+      c.data[i * c.rowStride + j * c.colStride] = tmp.data[i * N + j];
 }
 
 void checkSize(const char *what, int64_t size) {
@@ -118,10 +157,10 @@ extern "C" void zbrt_send_memref(float *, float *aligned, int64_t offset,
     zbrt_send((int64_t)data, size * 4, peer, tag);
     return;
   }
-  std::vector<float> tmp((size_t)size);
+  Temp<float> tmp((size_t)size);
   for (int64_t i = 0; i < size; ++i)
-    tmp[i] = data[i * stride];
-  zbrt_send((int64_t)tmp.data(), size * 4, peer, tag);
+    tmp.data[i] = data[i * stride];
+  zbrt_send((int64_t)tmp.data, size * 4, peer, tag);
 }
 
 extern "C" void zbrt_recv_memref(float *, float *aligned, int64_t offset,
@@ -133,10 +172,11 @@ extern "C" void zbrt_recv_memref(float *, float *aligned, int64_t offset,
     zbrt_recv((int64_t)data, size * 4, peer, tag);
     return;
   }
-  std::vector<float> tmp((size_t)size);
-  zbrt_recv((int64_t)tmp.data(), size * 4, peer, tag);
+  Temp<float> tmp((size_t)size);
+  zbrt_recv((int64_t)tmp.data, size * 4, peer, tag);
+  Temp<float>::sync();
   for (int64_t i = 0; i < size; ++i)
-    data[i * stride] = tmp[i];
+    data[i * stride] = tmp.data[i];
 }
 
 namespace {
@@ -150,10 +190,10 @@ void sendStrided(const char *fn, const T *data, int64_t size, int64_t stride,
     zbrt_send((int64_t)data, size * (int64_t)sizeof(T), peer, tag);
     return;
   }
-  std::vector<T> tmp((size_t)size);
+  Temp<T> tmp((size_t)size);
   for (int64_t i = 0; i < size; ++i)
-    tmp[i] = data[i * stride];
-  zbrt_send((int64_t)tmp.data(), size * (int64_t)sizeof(T), peer, tag);
+    tmp.data[i] = data[i * stride];
+  zbrt_send((int64_t)tmp.data, size * (int64_t)sizeof(T), peer, tag);
 }
 template <typename T>
 void recvStrided(const char *fn, T *data, int64_t size, int64_t stride,
@@ -163,10 +203,11 @@ void recvStrided(const char *fn, T *data, int64_t size, int64_t stride,
     zbrt_recv((int64_t)data, size * (int64_t)sizeof(T), peer, tag);
     return;
   }
-  std::vector<T> tmp((size_t)size);
-  zbrt_recv((int64_t)tmp.data(), size * (int64_t)sizeof(T), peer, tag);
+  Temp<T> tmp((size_t)size);
+  zbrt_recv((int64_t)tmp.data, size * (int64_t)sizeof(T), peer, tag);
+  Temp<T>::sync();
   for (int64_t i = 0; i < size; ++i)
-    data[i * stride] = tmp[i];
+    data[i * stride] = tmp.data[i];
 }
 } // namespace
 

@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Driver.h"
+
 #include "zbrt/zbrt.h"
 
 #include <dlfcn.h>
@@ -42,6 +44,11 @@ int32_t report(char *msg, int64_t cap, int32_t code, const char *format, ...) {
 } // namespace
 
 extern "C" int32_t zbrt_cuda_available(char *msg, int64_t cap) {
+  int32_t devices = 0;
+  return zbrt::cuda::probe(msg, cap, &devices);
+}
+
+int32_t zbrt::cuda::probe(char *msg, int64_t cap, int32_t *devices) {
   const char *library = std::getenv("ZBRT_CUDA_DRIVER");
   if (!library || !*library)
     library = "libcuda.so.1";
@@ -89,5 +96,6 @@ extern "C" int32_t zbrt_cuda_available(char *msg, int64_t cap) {
                   ", error %d)",
                   count, count == 1 ? "" : "s", err);
   }
+  *devices = count;
   return report(msg, cap, 0, "%d CUDA device%s", count, count == 1 ? "" : "s");
 }

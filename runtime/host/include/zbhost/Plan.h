@@ -139,6 +139,11 @@ struct Plan {
   int64_t numMicrobatches = 0, microbatchSize = 0;
   std::string schedule;
   std::string target; ///< "cpu", ...; "" when absent
+  /// GPU architectures of a "cuda" plan's fatbins ("sm_80", "sm_90"), in
+  /// the order given to zb-compile --gpu-arch; empty otherwise.
+  std::vector<std::string> gpuArchs;
+  /// cuBLAS may use TF32 for fp32 GEMMs (zb-compile --allow-tf32).
+  bool allowTf32 = false;
   std::string data;   ///< default data directory ("" when absent)
   /// "post-validation" when the rank programs call zbrt_validate_optimizer
   /// at the point where the schedule expects the previous step's fully

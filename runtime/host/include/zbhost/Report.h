@@ -13,6 +13,7 @@
 #include "zbhost/GradSync.h"
 #include "zbhost/Plan.h"
 #include "zbhost/Replay.h"
+#include "zbrt/zbrt.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -42,6 +43,8 @@ struct RunReport {
   int64_t replaySteps = 0;
   std::optional<MeasuredPrediction> atMeasured;
   std::vector<int64_t> peakHeapBytes; ///< per rank (zbrt_pool_stats)
+  /// Per rank under --backend cuda (zbrt_cuda_stats); empty otherwise.
+  std::vector<ZbrtCudaStats> cuda;
   std::string traceFile;              ///< "" when no trace was written
   std::string profileFile;            ///< "" when no profile was written
   /// Clipped / skipped steps and rollbacks (mode "none" without checks).

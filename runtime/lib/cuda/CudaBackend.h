@@ -1,0 +1,42 @@
+//===- CudaBackend.h - zb runtime: the CUDA backend's state -----*- C++ -*-===//
+//
+// Not installed. The rank's device, streams, cuBLAS handle and NCCL
+// communicators after zbrt_cuda_start (zbrt.h, "CUDA backend"); the CPU
+// entry points (zbrt_sgemm, zbrt_send, zbrt_recv, zbrt_step_end,
+// zbrt_finalize) hand over to these while it is active.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBRT_LIB_CUDA_CUDABACKEND_H
+#define ZBRT_LIB_CUDA_CUDABACKEND_H
+
+#include <cstdint>
+
+namespace zbrt {
+namespace cuda {
+
+/// True after zbrt_cuda_start.
+bool active();
+/// The rank's compute stream, or nullptr before zbrt_cuda_start.
+void *computeStream();
+/// Waits, under the communication watchdog, until the compute stream and
+/// every communication stream are idle; NCCL's asynchronous errors end the
+/// job (communicators aborted). `what` names the wait in messages.
+void synchronize(const char *what);
+/// zbrt_sgemm's contract (row-major, strides in elements) on the compute
+/// stream through cuBLAS.
+void sgemm(const float *a, const float *b, float *c, int64_t M, int64_t N,
+           int64_t K, bool transA, bool transB, float alpha, float beta,
+           int64_t lda, int64_t ldb, int64_t ldc);
+/// zbrt_send / zbrt_recv through NCCL; false when there is no NCCL channel
+/// to `peer` (the caller then uses MPI on the host after synchronize()).
+bool send(const void *buf, int64_t bytes, int32_t peer, int32_t tag);
+bool recv(void *buf, int64_t bytes, int32_t peer, int32_t tag);
+/// The end of a step: synchronize, release completed staging buffers.
+void stepEnd();
+/// Synchronize, destroy communicators, handles and streams.
+void finalize();
+
+} // namespace cuda
+} // namespace zbrt
+
+#endif // ZBRT_LIB_CUDA_CUDABACKEND_H

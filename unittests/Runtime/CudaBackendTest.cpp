@@ -1,0 +1,207 @@
+//===- CudaBackendTest.cpp - zbrt's CUDA backend through the stand-in -----===//
+//
+// zbrt_cuda_start with the driver, cuBLAS and NCCL replaced by
+// libzb_fake_cuda.so (FakeCuda.cpp: host memory, cuBLAS's column-major
+// sgemm computed naively in double, device pointers checked). One process,
+// no MPI job: no communicators. Checks that every row-major view
+// zbrt_sgemm_memref accepts (transposes, padded rows, transposed views,
+// strided views that are copied) reaches cuBLAS as the right column-major
+// call on device memory, against a float64 reference computed here; that
+// device errors end the process with the call, the pass and cuBLAS's
+// status; and that the pool hands out managed (device-visible) memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbrt/zbrt.h"
+
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+namespace {
+
+/// Starts the backend once, on the stand-in.
+void startBackend() {
+  static bool started = [] {
+    for (const char *var : {"ZBRT_CUDA_DRIVER", "ZBRT_CUBLAS", "ZBRT_NCCL"})
+      setenv(var, ZB_FAKE_CUDA_LIB, 1);
+    zbrt_cuda_start(ZBRT_CUDA_DETERMINISTIC);
+    return true;
+  }();
+  (void)started;
+}
+
+/// A device (managed) buffer of floats filled from `rng`.
+struct DeviceMatrix {
+  float *data;
+  int64_t elements;
+  DeviceMatrix(int64_t n, std::mt19937 &rng) : elements(n) {
+    data = static_cast<float *>(zbrt_host_buffer_alloc(n * sizeof(float)));
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (int64_t i = 0; i < n; ++i)
+      data[i] = u(rng);
+  }
+  ~DeviceMatrix() { zbrt_host_buffer_free(data); }
+};
+
+struct View {
+  int64_t offset, rows, cols, rowStride, colStride;
+  double at(const float *base, int64_t i, int64_t j) const {
+    return base[offset + i * rowStride + j * colStride];
+  }
+};
+
+enum class Layout { RowMajor, Padded, TransposedView, Strided };
+
+/// A view of `rows` x `cols` in `layout` and the elements it spans.
+View makeView(int64_t rows, int64_t cols, Layout layout, int64_t &extent) {
+  switch (layout) {
+  case Layout::RowMajor:
+    extent = rows * cols;
+    return {0, rows, cols, cols, 1};
+  case Layout::Padded: // rows of cols + 3, at offset 5
+    extent = 5 + rows * (cols + 3);
+    return {5, rows, cols, cols + 3, 1};
+  case Layout::TransposedView: // column-major storage
+    extent = rows * cols;
+    return {0, rows, cols, 1, rows};
+  case Layout::Strided: // every other element: copied by the runtime
+    extent = 2 * rows * cols;
+    return {0, rows, cols, 2 * cols, 2};
+  }
+  return {};
+}
+
+const char *name(Layout l) {
+  switch (l) {
+  case Layout::RowMajor:
+    return "row-major";
+  case Layout::Padded:
+    return "padded";
+  case Layout::TransposedView:
+    return "transposed view";
+  case Layout::Strided:
+    return "strided";
+  }
+  return "?";
+}
+
+} // namespace
+
+TEST(CudaBackend, GemmViewsMatchFloat64Reference) {
+  startBackend();
+  ASSERT_TRUE(zbrt_cuda_started());
+  std::mt19937 rng(7);
+  ZbrtCudaStats before{};
+  zbrt_cuda_stats(&before);
+  int cases = 0;
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{3, 5, 4},
+                         {1, 7, 3},
+                         {6, 1, 2},
+                         {4, 4, 1},
+                         {9, 6, 11}})
+    for (int transA = 0; transA < 2; ++transA)
+      for (int transB = 0; transB < 2; ++transB)
+        for (Layout la : {Layout::RowMajor, Layout::Padded,
+                          Layout::TransposedView, Layout::Strided})
+          for (Layout lc : {Layout::RowMajor, Layout::Strided}) {
+            Layout lb = la == Layout::Padded ? Layout::TransposedView
+                                             : Layout::Padded;
+            int64_t ea = 0, eb = 0, ec = 0;
+            // Stored shapes: A is M x K (K x M when transA), B is K x N.
+            View va = makeView(transA ? K : M, transA ? M : K, la, ea);
+            View vb = makeView(transB ? N : K, transB ? K : N, lb, eb);
+            View vc = makeView(M, N, lc, ec);
+            DeviceMatrix a(ea, rng), b(eb, rng), c(ec, rng);
+            zbrt_sgemm_memref(a.data, a.data, va.offset, va.rows, va.cols,
+                              va.rowStride, va.colStride, b.data, b.data,
+                              vb.offset, vb.rows, vb.cols, vb.rowStride,
+                              vb.colStride, c.data, c.data, vc.offset, vc.rows,
+                              vc.cols, vc.rowStride, vc.colStride, transA,
+                              transB);
+            double worst = 0;
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t j = 0; j < N; ++j) {
+                double want = 0;
+                for (int64_t k = 0; k < K; ++k)
+                  want += (transA ? va.at(a.data, k, i) : va.at(a.data, i, k)) *
+                          (transB ? vb.at(b.data, j, k) : vb.at(b.data, k, j));
+                worst = std::max(worst, std::fabs(vc.at(c.data, i, j) - want));
+              }
+            EXPECT_LT(worst, 1e-5)
+                << M << "x" << N << "x" << K << " transA=" << transA
+                << " transB=" << transB << " A " << name(la) << ", B "
+                << name(lb) << ", C " << name(lc);
+            ++cases;
+          }
+  ZbrtCudaStats after{};
+  zbrt_cuda_stats(&after);
+  // One cuBLAS call per product (strided operands are packed first).
+  EXPECT_EQ(after.gemms - before.gemms, cases);
+  EXPECT_EQ(cases, 5 * 2 * 2 * 4 * 2);
+  // Every pointer the stand-in saw was device memory.
+  void *fake = dlopen(ZB_FAKE_CUDA_LIB, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(fake, nullptr);
+  auto badPointers =
+      reinterpret_cast<long (*)()>(dlsym(fake, "zb_fake_cuda_bad_pointers"));
+  ASSERT_NE(badPointers, nullptr);
+  EXPECT_EQ(badPointers(), 0);
+}
+
+TEST(CudaBackend, PoolHandsOutDeviceVisibleMemory) {
+  startBackend();
+  EXPECT_TRUE(zbrt_cuda_memory_enabled());
+  std::mt19937 rng(3);
+  DeviceMatrix a(12, rng), b(12, rng);
+  // A pool block used as C: cuBLAS accepts it (the stand-in checks that
+  // every operand lies in its allocations).
+  auto *c = static_cast<float *>(_mlir_memref_to_llvm_alloc(9 * 4));
+  zbrt_sgemm((int64_t)a.data, (int64_t)b.data, (int64_t)c, 3, 3, 4, 0, 0,
+             1.0f, 0.0f, 4, 3, 3);
+  double want = 0;
+  for (int k = 0; k < 4; ++k)
+    want += (double)a.data[k] * b.data[k * 3];
+  EXPECT_NEAR(c[0], want, 1e-5);
+  _mlir_memref_to_llvm_free(c);
+}
+
+TEST(CudaBackendDeathTest, HostPointerEndsTheJobNamingCuBLAS) {
+  startBackend();
+  std::vector<float> hostA(4, 1.0f), hostB(4, 1.0f), hostC(4, 0.0f);
+  // Host memory handed to the GPU is an error a GPU reports too (here:
+  // the stand-in's pointer check); the message names the call and status.
+  EXPECT_EXIT(zbrt_sgemm((int64_t)hostA.data(), (int64_t)hostB.data(),
+                         (int64_t)hostC.data(), 2, 2, 2, 0, 0, 1.0f, 0.0f, 2,
+                         2, 2),
+              testing::ExitedWithCode(1),
+              "cuBLAS error in cublasSgemm \\(outside a pass\\): "
+              "CUBLAS_STATUS_INVALID_VALUE");
+}
+
+TEST(CudaBackendDeathTest, InjectedGemmFailureNamesThePass) {
+  startBackend();
+  std::mt19937 rng(5);
+  DeviceMatrix a(4, rng), b(4, rng), c(4, rng);
+  EXPECT_EXIT(
+      {
+        ZbrtCudaStats s{};
+        zbrt_cuda_stats(&s);
+        // The stand-in counts its own calls: fail the next one.
+        void *fake = dlopen(ZB_FAKE_CUDA_LIB, RTLD_NOW | RTLD_NOLOAD);
+        auto calls = reinterpret_cast<long (*)()>(
+            dlsym(fake, "zb_fake_cuda_gemm_calls"));
+        setenv("ZB_FAKE_CUDA_FAIL_GEMM", std::to_string(calls() + 1).c_str(),
+               1);
+        zbrt_action_begin(1, 2, 3);
+        zbrt_sgemm((int64_t)a.data, (int64_t)b.data, (int64_t)c.data, 2, 2, 2,
+                   0, 0, 1.0f, 0.0f, 2, 2, 2);
+      },
+      testing::ExitedWithCode(1),
+      "cuBLAS error in cublasSgemm \\(in B of stage 2, microbatch 3\\): "
+      "CUBLAS_STATUS_EXECUTION_FAILED");
+}

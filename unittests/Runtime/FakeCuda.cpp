@@ -1,0 +1,473 @@
+//===- FakeCuda.cpp - a host-memory stand-in for libcuda, cuBLAS, NCCL ----===//
+//
+// libzb_fake_cuda.so implements the subset of the CUDA driver API, cuBLAS
+// and NCCL that zbrt's CUDA backend loads with dlopen, on host memory, so
+// that `zb-run --backend cuda` runs on machines without a GPU
+// (ZBRT_CUDA_DRIVER=, ZBRT_CUBLAS=, ZBRT_NCCL= point at this library). It is
+// a test double, not an emulator of GPU timing:
+//   - streams execute every operation at once (ordering bugs between streams
+//     are not found here; they need a GPU);
+//   - "device" memory is host memory, but every pointer handed to a copy, a
+//     GEMM or a message must lie inside a live allocation of this library
+//     (host pointers given to the GPU are reported, as a GPU would fault);
+//   - cublasSgemm_v2 computes the column-major product of cuBLAS's
+//     documentation naively in double (an independent check of the
+//     runtime's row-major mapping);
+//   - ncclSend/ncclRecv move bytes over MPI between the two ranks of a
+//     communicator (the creator of the unique id is its rank 0);
+//   - kernels cannot be launched (CUDA_ERROR_NOT_SUPPORTED): use plans of
+//     zb-compile --target cuda-emu, whose kernels run on the host.
+// Faults for tests: ZB_FAKE_CUDA_FAIL_GEMM=N makes the N-th GEMM of a rank
+// fail (CUBLAS_STATUS_EXECUTION_FAILED); ZB_FAKE_NCCL_ERROR_AFTER=N makes
+// ncclCommGetAsyncError report ncclSystemError after N sends of a rank;
+// ZB_FAKE_CUDA_FAIL_RANK=R limits both to world rank R. ZB_FAKE_CUDA_DEVICES
+// sets the device count (default 2). ZB_FAKE_CUDA_REPORT=PREFIX writes the
+// calls this process made to PREFIX.rank<R> at exit.
+//
+//===----------------------------------------------------------------------===//
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using CUresult = int;
+constexpr CUresult kOk = 0, kInvalidValue = 1, kNotSupported = 801;
+
+struct Stats {
+  long gemms = 0, sends = 0, recvs = 0, sendBytes = 0, recvBytes = 0;
+  long allocations = 0, managedAllocations = 0, memcpys = 0, comms = 0;
+  long badPointers = 0, streams = 0, events = 0, waits = 0;
+  int lastDevice = -1;
+};
+Stats gStats;
+
+std::mutex gMutex;
+std::map<uintptr_t, size_t> gAllocations; // base -> bytes
+
+int gCachedRank = -1;
+
+int worldRank() {
+  if (gCachedRank >= 0)
+    return gCachedRank;
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized)
+    return 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &gCachedRank);
+  return gCachedRank;
+}
+
+long envLong(const char *name, long dflt) {
+  const char *v = std::getenv(name);
+  return v && *v ? std::atol(v) : dflt;
+}
+
+bool faultsHere() {
+  long r = envLong("ZB_FAKE_CUDA_FAIL_RANK", -1);
+  return r < 0 || r == worldRank();
+}
+
+/// True when [p, p + bytes) lies inside a live allocation.
+bool isDevice(const void *p, size_t bytes, const char *what) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  auto u = reinterpret_cast<uintptr_t>(p);
+  auto it = gAllocations.upper_bound(u);
+  if (it != gAllocations.begin()) {
+    --it;
+    if (u >= it->first && u + bytes <= it->first + it->second)
+      return true;
+  }
+  ++gStats.badPointers;
+  std::fprintf(stderr,
+               "fake-cuda: %s: %p (+%zu bytes) is not device memory of this "
+               "process\n",
+               what, p, bytes);
+  return false;
+}
+
+void writeReport() {
+  const char *prefix = std::getenv("ZB_FAKE_CUDA_REPORT");
+  // Only processes that used a device (not zb-run's launcher, which only
+  // probes the driver).
+  if (!prefix || !*prefix || gStats.streams == 0)
+    return;
+  std::string path = std::string(prefix) + ".rank" + std::to_string(worldRank());
+  FILE *f = std::fopen(path.c_str(), "w");
+  if (!f)
+    return;
+  std::fprintf(f,
+               "device %d\ngemms %ld\nnccl_sends %ld\nnccl_recvs %ld\n"
+               "send_bytes %ld\nrecv_bytes %ld\nallocations %ld\n"
+               "managed_allocations %ld\nmemcpys %ld\ncommunicators %ld\n"
+               "bad_pointers %ld\nstreams %ld\nevents %ld\n",
+               gStats.lastDevice, gStats.gemms, gStats.sends, gStats.recvs,
+               gStats.sendBytes, gStats.recvBytes, gStats.allocations,
+               gStats.managedAllocations, gStats.memcpys, gStats.comms,
+               gStats.badPointers, gStats.streams, gStats.events);
+  std::fclose(f);
+}
+
+void *allocate(size_t bytes) {
+  size_t rounded = (bytes + 255) / 256 * 256;
+  void *p = std::aligned_alloc(256, rounded ? rounded : 256);
+  if (p) {
+    std::memset(p, 0, rounded ? rounded : 256);
+    std::lock_guard<std::mutex> lock(gMutex);
+    gAllocations[reinterpret_cast<uintptr_t>(p)] = bytes;
+  }
+  return p;
+}
+
+struct Stream {
+  int id;
+};
+struct Event {
+  int id;
+};
+
+// NCCL side.
+struct FakeId {
+  char magic[8];
+  int32_t creatorWorldRank;
+  int32_t sequence;
+  char pad[128 - 16];
+};
+static_assert(sizeof(FakeId) == 128, "ncclUniqueId is 128 bytes");
+
+struct Comm {
+  int rank = 0;                  // 0 or 1
+  int peerWorld = -1;            // world rank of the other member
+  int tag = 0;                   // MPI tag of this communicator's bytes
+  std::vector<MPI_Request> sends;
+  std::vector<std::vector<char>> buffers;
+};
+
+constexpr int kTagBase = 1 << 29;
+int gIdSequence = 0;
+
+void completeSends(Comm *c) {
+  if (!c->sends.empty())
+    MPI_Waitall((int)c->sends.size(), c->sends.data(), MPI_STATUSES_IGNORE);
+  c->sends.clear();
+  c->buffers.clear();
+}
+
+} // namespace
+
+extern "C" {
+
+__attribute__((destructor)) static void fakeCudaAtExit() { writeReport(); }
+
+//===-- Driver --------------------------------------------------------------===//
+
+CUresult cuInit(unsigned) { return kOk; }
+CUresult cuDeviceGetCount(int *count) {
+  *count = (int)envLong("ZB_FAKE_CUDA_DEVICES", 2);
+  return kOk;
+}
+CUresult cuDeviceGet(int *device, int ordinal) {
+  int count = 0;
+  cuDeviceGetCount(&count);
+  if (ordinal < 0 || ordinal >= count)
+    return 101; // CUDA_ERROR_INVALID_DEVICE
+  *device = ordinal;
+  gStats.lastDevice = ordinal;
+  return kOk;
+}
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int device) {
+  static int contexts[64];
+  *ctx = &contexts[device & 63];
+  return kOk;
+}
+CUresult cuCtxSetCurrent(void *) { return kOk; }
+CUresult cuModuleLoadData(void **, const void *) { return kNotSupported; }
+CUresult cuModuleUnload(void *) { return kOk; }
+CUresult cuModuleGetFunction(void **, void *, const char *) {
+  return kNotSupported;
+}
+CUresult cuLaunchKernel(void *, unsigned, unsigned, unsigned, unsigned,
+                        unsigned, unsigned, unsigned, void *, void **,
+                        void **) {
+  return kNotSupported;
+}
+CUresult cuStreamCreate(void **stream, unsigned) {
+  *stream = new Stream{(int)++gStats.streams};
+  return kOk;
+}
+CUresult cuStreamDestroy_v2(void *stream) {
+  delete static_cast<Stream *>(stream);
+  return kOk;
+}
+CUresult cuStreamSynchronize(void *) { return kOk; }
+CUresult cuStreamQuery(void *) { return kOk; }
+CUresult cuStreamWaitEvent(void *, void *event, unsigned) {
+  ++gStats.waits;
+  return event ? kOk : kInvalidValue;
+}
+CUresult cuEventCreate(void **event, unsigned) {
+  *event = new Event{(int)++gStats.events};
+  return kOk;
+}
+CUresult cuEventDestroy_v2(void *event) {
+  delete static_cast<Event *>(event);
+  return kOk;
+}
+CUresult cuEventSynchronize(void *) { return kOk; }
+CUresult cuEventQuery(void *) { return kOk; }
+CUresult cuEventRecord(void *event, void *) {
+  return event ? kOk : kInvalidValue;
+}
+CUresult cuMemAlloc_v2(unsigned long long *ptr, size_t bytes) {
+  void *p = allocate(bytes);
+  if (!p)
+    return 2; // CUDA_ERROR_OUT_OF_MEMORY
+  ++gStats.allocations;
+  *ptr = reinterpret_cast<uintptr_t>(p);
+  return kOk;
+}
+CUresult cuMemAllocManaged(unsigned long long *ptr, size_t bytes, unsigned) {
+  ++gStats.managedAllocations;
+  void *p = allocate(bytes);
+  if (!p)
+    return 2;
+  *ptr = reinterpret_cast<uintptr_t>(p);
+  return kOk;
+}
+CUresult cuMemFree_v2(unsigned long long ptr) {
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    if (!gAllocations.erase(ptr))
+      return kInvalidValue;
+  }
+  std::free(reinterpret_cast<void *>(ptr));
+  return kOk;
+}
+CUresult cuMemcpyAsync(unsigned long long dst, unsigned long long src,
+                       size_t bytes, void *) {
+  if (!isDevice(reinterpret_cast<void *>(dst), bytes, "cuMemcpyAsync dst") ||
+      !isDevice(reinterpret_cast<void *>(src), bytes, "cuMemcpyAsync src"))
+    return kInvalidValue;
+  ++gStats.memcpys;
+  std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<void *>(src),
+               bytes);
+  return kOk;
+}
+CUresult cuMemsetD32Async(unsigned long long dst, unsigned value, size_t n,
+                          void *) {
+  if (!isDevice(reinterpret_cast<void *>(dst), n * 4, "cuMemsetD32Async"))
+    return kInvalidValue;
+  auto *p = reinterpret_cast<unsigned *>(dst);
+  for (size_t i = 0; i < n; ++i)
+    p[i] = value;
+  return kOk;
+}
+CUresult cuMemsetD16Async(unsigned long long dst, unsigned short value,
+                          size_t n, void *) {
+  if (!isDevice(reinterpret_cast<void *>(dst), n * 2, "cuMemsetD16Async"))
+    return kInvalidValue;
+  auto *p = reinterpret_cast<unsigned short *>(dst);
+  for (size_t i = 0; i < n; ++i)
+    p[i] = value;
+  return kOk;
+}
+CUresult cuGetErrorName(CUresult e, const char **name) {
+  *name = e == kNotSupported  ? "CUDA_ERROR_NOT_SUPPORTED"
+          : e == kInvalidValue ? "CUDA_ERROR_INVALID_VALUE"
+          : e == 2             ? "CUDA_ERROR_OUT_OF_MEMORY"
+          : e == 101           ? "CUDA_ERROR_INVALID_DEVICE"
+                               : "CUDA_ERROR_UNKNOWN";
+  return kOk;
+}
+CUresult cuGetErrorString(CUresult e, const char **text) {
+  *text = e == kNotSupported
+              ? "operation not supported (fake CUDA driver: no kernels)"
+          : e == kInvalidValue ? "invalid argument"
+                               : "fake CUDA driver error";
+  return kOk;
+}
+
+//===-- cuBLAS ----------------------------------------------------------------===//
+
+int cublasCreate_v2(void **handle) {
+  static int h;
+  *handle = &h;
+  return 0;
+}
+int cublasDestroy_v2(void *) { return 0; }
+int cublasSetStream_v2(void *, void *stream) { return stream ? 0 : 7; }
+int cublasSetMathMode(void *, int mode) {
+  return mode == 0 || mode == 2 || mode == 3 ? 0 : 7;
+}
+const char *cublasGetStatusString(int status) {
+  return status == 13  ? "CUBLAS_STATUS_EXECUTION_FAILED"
+         : status == 7 ? "CUBLAS_STATUS_INVALID_VALUE"
+                       : "CUBLAS_STATUS_UNKNOWN";
+}
+/// Column-major C[m x n] = alpha op(A)[m x k] op(B)[k x n] + beta C, as
+/// cuBLAS documents cublasSgemm (beta == 0: C is not read).
+int cublasSgemm_v2(void *, int transa, int transb, int m, int n, int k,
+                   const float *alpha, const float *a, int lda,
+                   const float *b, int ldb, const float *beta, float *c,
+                   int ldc) {
+  ++gStats.gemms;
+  long failAt = envLong("ZB_FAKE_CUDA_FAIL_GEMM", 0);
+  if (failAt > 0 && gStats.gemms == failAt && faultsHere())
+    return 13; // CUBLAS_STATUS_EXECUTION_FAILED
+  if (m < 0 || n < 0 || k < 0 || ldc < (m > 1 ? m : 1) ||
+      lda < ((transa ? k : m) > 1 ? (transa ? k : m) : 1) ||
+      ldb < ((transb ? n : k) > 1 ? (transb ? n : k) : 1))
+    return 7;
+  if (m == 0 || n == 0)
+    return 0;
+  // The extent of each operand in elements (last column's end).
+  auto extent = [](int rows, int cols, int ld) {
+    return (size_t)(cols - 1) * (size_t)ld + (size_t)rows;
+  };
+  if ((k > 0 &&
+       (!isDevice(a, 4 * extent(transa ? k : m, transa ? m : k, lda),
+                  "cublasSgemm A") ||
+        !isDevice(b, 4 * extent(transb ? n : k, transb ? k : n, ldb),
+                  "cublasSgemm B"))) ||
+      !isDevice(c, 4 * extent(m, n, ldc), "cublasSgemm C"))
+    return 7;
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      double sum = 0;
+      for (int l = 0; l < k; ++l) {
+        double av = transa ? a[l + (size_t)i * lda] : a[i + (size_t)l * lda];
+        double bv = transb ? b[j + (size_t)l * ldb] : b[l + (size_t)j * ldb];
+        sum += av * bv;
+      }
+      float &out = c[i + (size_t)j * ldc];
+      out = (float)(*alpha * sum + (*beta == 0.0f ? 0.0 : *beta * (double)out));
+    }
+  return 0;
+}
+
+//===-- NCCL ------------------------------------------------------------------===//
+
+int ncclGetUniqueId(void *id) {
+  FakeId f{};
+  std::memcpy(f.magic, "zbfake01", 8);
+  f.creatorWorldRank = worldRank();
+  f.sequence = ++gIdSequence;
+  std::memcpy(id, &f, sizeof f);
+  return 0;
+}
+
+int ncclCommInitRank(void **comm, int nranks, FakeId id, int rank) {
+  if (nranks != 2 || (rank != 0 && rank != 1) ||
+      std::memcmp(id.magic, "zbfake01", 8) != 0)
+    return 4; // ncclInvalidArgument
+  auto *c = new Comm;
+  c->rank = rank;
+  int handshake = kTagBase + (id.sequence % 4096) * 4096 +
+                  (id.creatorWorldRank % 4096);
+  c->tag = handshake + (1 << 28) / 2;
+  // The members meet: rank 1 tells rank 0 its world rank.
+  if (rank == 1) {
+    c->peerWorld = id.creatorWorldRank;
+    int me = worldRank();
+    MPI_Send(&me, 1, MPI_INT, c->peerWorld, handshake, MPI_COMM_WORLD);
+  } else {
+    MPI_Recv(&c->peerWorld, 1, MPI_INT, MPI_ANY_SOURCE, handshake,
+             MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+  ++gStats.comms;
+  *comm = c;
+  return 0;
+}
+
+int ncclSend(const void *buf, size_t count, int type, int peer, void *comm,
+             void *stream) {
+  auto *c = static_cast<Comm *>(comm);
+  if (type != 0 || !c || !stream || peer == c->rank || peer < 0 || peer > 1)
+    return 4;
+  if (count && !isDevice(buf, count, "ncclSend"))
+    return 4;
+  ++gStats.sends;
+  gStats.sendBytes += (long)count;
+  // Forget completed sends (their buffers go with them).
+  size_t kept = 0;
+  for (size_t i = 0; i < c->sends.size(); ++i) {
+    int done = 0;
+    MPI_Test(&c->sends[i], &done, MPI_STATUS_IGNORE);
+    if (done)
+      continue;
+    if (kept != i) { // (a self-move would empty the buffer MPI reads)
+      c->sends[kept] = c->sends[i];
+      c->buffers[kept] = std::move(c->buffers[i]);
+    }
+    ++kept;
+  }
+  c->sends.resize(kept);
+  c->buffers.resize(kept);
+  c->buffers.emplace_back(static_cast<const char *>(buf),
+                          static_cast<const char *>(buf) + count);
+  c->sends.emplace_back();
+  MPI_Isend(c->buffers.back().data(), (int)count, MPI_BYTE, c->peerWorld,
+            c->tag, MPI_COMM_WORLD, &c->sends.back());
+  return 0;
+}
+
+int ncclRecv(void *buf, size_t count, int type, int peer, void *comm,
+             void *stream) {
+  auto *c = static_cast<Comm *>(comm);
+  if (type != 0 || !c || !stream || peer == c->rank || peer < 0 || peer > 1)
+    return 4;
+  if (count && !isDevice(buf, count, "ncclRecv"))
+    return 4;
+  ++gStats.recvs;
+  gStats.recvBytes += (long)count;
+  MPI_Status status;
+  MPI_Recv(buf, (int)count, MPI_BYTE, c->peerWorld, c->tag, MPI_COMM_WORLD,
+           &status);
+  int got = 0;
+  MPI_Get_count(&status, MPI_BYTE, &got);
+  return (size_t)got == count ? 0 : 5; // ncclInvalidUsage
+}
+
+int ncclCommGetAsyncError(void *comm, int *state) {
+  long after = envLong("ZB_FAKE_NCCL_ERROR_AFTER", 0);
+  *state = after > 0 && gStats.sends >= after && faultsHere() ? 2 : 0;
+  return comm ? 0 : 4;
+}
+int ncclCommAbort(void *comm) {
+  delete static_cast<Comm *>(comm);
+  return 0;
+}
+int ncclCommDestroy(void *comm) {
+  auto *c = static_cast<Comm *>(comm);
+  completeSends(c);
+  delete c;
+  return 0;
+}
+const char *ncclGetErrorString(int result) {
+  switch (result) {
+  case 2:
+    return "unhandled system error (fake NCCL: injected)";
+  case 4:
+    return "invalid argument";
+  case 5:
+    return "invalid usage";
+  default:
+    return "fake NCCL error";
+  }
+}
+
+} // extern "C"
+
+/// For tests in the same process (dlopen RTLD_NOLOAD + dlsym).
+extern "C" long zb_fake_cuda_bad_pointers() { return gStats.badPointers; }
+extern "C" long zb_fake_cuda_gemm_calls() { return gStats.gemms; }
