@@ -50,6 +50,18 @@ if os.path.exists(fake_cuda):
         ("%fake_cuda_env", "ZBRT_CUDA_DRIVER={0} ZBRT_CUBLAS={0} ZBRT_NCCL={0}"
          .format(fake_cuda)))
 
+# A usable GPU (driver and device): the GPU integration tests run.
+def _cuda_device():
+    try:
+        import ctypes
+        zbrt = ctypes.CDLL(os.path.join(config.zb_obj_root, "lib", "libzbrt.so"))
+        why = ctypes.create_string_buffer(256)
+        return zbrt.zbrt_cuda_available(why, ctypes.c_int64(256)) == 0
+    except OSError:
+        return False
+if _cuda_device():
+    config.available_features.add("cuda-device")
+
 if shutil.which("mpirun"):
     config.available_features.add("mpi")
 # --target cuda compiles kernels with the toolkit zb was configured with.

@@ -6,8 +6,8 @@
 |* driver API loaded with dlopen (runtime/lib/cuda/MgpuRuntime.cpp), so a  *|
 |* rank program needs no MLIR library at run time. Handles are the driver's *|
 |* (CUmodule wrapped for lazy loading, CUfunction, CUstream, CUevent).      *|
-|* Any driver error ends the process with "CUDA error in <call>: <name>    *|
-|* (<text>)"; without a usable driver and device the first call ends it    *|
+|* Any driver error ends the process with "CUDA error in <call> (<pass>):  *|
+|* <name> (<text>)"; without a usable driver and device the first call ends it    *|
 |* with zbrt_cuda_available's reason.                                       *|
 |*                                                                          *|
 \*===----------------------------------------------------------------------===*/

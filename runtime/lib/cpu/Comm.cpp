@@ -286,7 +286,7 @@ extern "C" void zbrt_send(int64_t buf, int64_t bytes, int32_t peer,
       return;
     }
     // No NCCL channel: the host copies the (managed) buffer below.
-    cuda::synchronize("a send over MPI");
+    cuda::synchronize("a send over MPI", /*computeOnly=*/true);
   }
   PendingSends &sends = pendingSends();
   sends.reap(/*wait=*/false);
@@ -317,7 +317,7 @@ extern "C" void zbrt_recv(int64_t buf, int64_t bytes, int32_t peer,
       return;
     }
     // No NCCL channel: earlier kernels may still read the buffer.
-    cuda::synchronize("a receive over MPI");
+    cuda::synchronize("a receive over MPI", /*computeOnly=*/true);
   }
   // Let our own sends progress while we wait (a peer may need them first).
   pendingSends().reap(/*wait=*/false);

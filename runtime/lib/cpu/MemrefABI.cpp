@@ -27,7 +27,7 @@ template <typename T> struct Temp {
   std::vector<T> host;
   explicit Temp(size_t count) {
     if (zbrt::cuda::active()) {
-      zbrt::cuda::synchronize("a strided operand's copy");
+      zbrt::cuda::synchronize("a strided operand's copy", true);
       data = static_cast<T *>(zbrt_host_buffer_alloc(count * sizeof(T)));
     } else {
       host.resize(count);
@@ -43,14 +43,14 @@ template <typename T> struct Temp {
   Temp(const Temp &) = delete;
   ~Temp() {
     if (data && host.empty()) {
-      zbrt::cuda::synchronize("a strided operand's copy");
+      zbrt::cuda::synchronize("a strided operand's copy", true);
       zbrt_host_buffer_free(data);
     }
   }
   /// Before the host reads what the GPU wrote.
   static void sync() {
     if (zbrt::cuda::active())
-      zbrt::cuda::synchronize("a strided result's copy");
+      zbrt::cuda::synchronize("a strided result's copy", true);
   }
 };
 

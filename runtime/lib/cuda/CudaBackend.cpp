@@ -469,7 +469,9 @@ void pollNcclErrors() {
     }
 }
 
-bool idle() {
+/// The compute stream (and, unless computeOnly, every communication
+/// stream) has finished its work.
+bool idle(bool computeOnly) {
   Backend &b = backend();
   auto done = [](Handle stream) {
     CUresult r = driver().cuStreamQuery(stream);
@@ -480,6 +482,8 @@ bool idle() {
   };
   if (!done(b.compute))
     return false;
+  if (computeOnly)
+    return true;
   for (auto *channels : {&b.sendTo, &b.recvFrom})
     for (auto &[peer, c] : *channels)
       if (!done(c.stream))
@@ -495,14 +499,14 @@ void *zbrt::cuda::computeStream() {
   return backend().active ? backend().compute : nullptr;
 }
 
-void zbrt::cuda::synchronize(const char *what) {
+void zbrt::cuda::synchronize(const char *what, bool computeOnly) {
   Backend &b = backend();
   ++b.stats.hostSynchronizations;
   const double timeout = zbrt::detail::commTimeoutSeconds();
   const auto start = std::chrono::steady_clock::now();
   while (true) {
     pollNcclErrors();
-    if (idle())
+    if (idle(computeOnly))
       break;
     double waited = std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - start)
@@ -517,6 +521,7 @@ void zbrt::cuda::synchronize(const char *what) {
     std::this_thread::sleep_for(std::chrono::microseconds(
         waited < 1e-3 ? 1 : 50));
   }
+  // Receives the compute stream waited for have arrived.
   for (const PendingRecv &r : b.pendingRecvs)
     b.freeEvents.push_back(r.done);
   b.pendingRecvs.clear();
@@ -538,7 +543,7 @@ void zbrt::cuda::sgemm(const float *a, const float *bm, float *c, int64_t M,
               "cublasSgemm");
   // Kernels emulated on the host (a cuda-emu plan) read C on the host next.
   if (b.flags & ZBRT_CUDA_HOST_KERNELS)
-    synchronize("a GEMM");
+    synchronize("a GEMM", /*computeOnly=*/true);
 }
 
 bool zbrt::cuda::send(const void *buf, int64_t bytes, int32_t peer,
@@ -603,7 +608,7 @@ bool zbrt::cuda::recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) {
     b.inFlight.push_back(e.staging);
     ++b.stats.earlyMessages;
     if (b.flags & ZBRT_CUDA_HOST_KERNELS)
-      synchronize("a receive");
+      synchronize("a receive", /*computeOnly=*/true);
     return true;
   }
   // Messages the peer sends before this one go to staging blocks first.
@@ -641,7 +646,7 @@ bool zbrt::cuda::recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) {
   b.pendingRecvs.push_back({peer, tag, arrived});
   ++b.stats.ncclRecvs;
   if (b.flags & ZBRT_CUDA_HOST_KERNELS)
-    synchronize("a receive");
+    synchronize("a receive", /*computeOnly=*/true);
   return true;
 }
 

@@ -18,10 +18,11 @@ namespace cuda {
 bool active();
 /// The rank's compute stream, or nullptr before zbrt_cuda_start.
 void *computeStream();
-/// Waits, under the communication watchdog, until the compute stream and
-/// every communication stream are idle; NCCL's asynchronous errors end the
-/// job (communicators aborted). `what` names the wait in messages.
-void synchronize(const char *what);
+/// Waits, under the communication watchdog, until the compute stream (and,
+/// unless `computeOnly`, every communication stream: sends in flight) is
+/// idle; NCCL's asynchronous errors end the job (communicators aborted).
+/// `what` names the wait in messages.
+void synchronize(const char *what, bool computeOnly = false);
 /// zbrt_sgemm's contract (row-major, strides in elements) on the compute
 /// stream through cuBLAS.
 void sgemm(const float *a, const float *b, float *c, int64_t M, int64_t N,

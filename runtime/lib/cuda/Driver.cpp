@@ -99,7 +99,10 @@ void zbrt::cuda::check(CUresult result, const char *call) {
     d->cuGetErrorName(result, &name);
   if (d && d->cuGetErrorString)
     d->cuGetErrorString(result, &text);
-  zbrt::detail::fatalf("CUDA error in %s: %s (%s)", call, name, text);
+  char action[128];
+  zbrt::detail::currentAction(action, sizeof action);
+  zbrt::detail::fatalf("CUDA error in %s (%s): %s (%s)", call, action, name,
+                       text);
 }
 
 const Driver &zbrt::cuda::driver() {

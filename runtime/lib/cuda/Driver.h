@@ -73,7 +73,8 @@ void setDevice(int device);
 /// first call loads it; without a usable driver and device it ends the
 /// process with zbrt_cuda_available's reason.
 const Driver &driver();
-/// Nonzero result -> ends the job: "CUDA error in <call>: <NAME> (<text>)".
+/// Nonzero result -> ends the job: "CUDA error in <call> (in F of stage 1,
+/// microbatch 0): <NAME> (<text>)".
 void check(CUresult result, const char *call);
 
 } // namespace cuda

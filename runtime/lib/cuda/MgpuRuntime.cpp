@@ -18,7 +18,8 @@
 //     code creates is the rank's compute stream, and synchronising it waits
 //     under the communication watchdog (CudaBackend.cpp);
 //   - every driver error ends the process through zbrt_fatal with the call,
-//     the error's name and text ("CUDA error in cuLaunchKernel:
+//     the pass in progress, the error's name and text ("CUDA error in
+//     cuLaunchKernel (in F of stage 0, microbatch 1):
 //     CUDA_ERROR_INVALID_VALUE (invalid argument)").
 //
 //===----------------------------------------------------------------------===//
@@ -92,6 +93,15 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t blockZ, int32_t smem, void *stream,
                       void **params, void **extra, size_t /*paramsCount*/) {
   const Driver &d = driver();
+  // Fault injection for tests on a GPU (ZBRT_INJECT_LAUNCH_ERROR=N): the
+  // N-th launch of this rank gets an empty grid, which the driver refuses.
+  static const long injectAt = [] {
+    const char *v = std::getenv("ZBRT_INJECT_LAUNCH_ERROR");
+    return v && *v ? std::atol(v) : 0L;
+  }();
+  static long launches = 0;
+  if (injectAt > 0 && ++launches == injectAt)
+    gridX = 0;
   check(d.cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY,
                          blockZ, smem, stream, params, extra),
         "cuLaunchKernel");
@@ -115,7 +125,8 @@ void mgpuStreamDestroy(void *stream) {
 
 void mgpuStreamSynchronize(void *stream) {
   if (isComputeStream(stream))
-    return zbrt::cuda::synchronize("the compute stream");
+    return zbrt::cuda::synchronize("the compute stream",
+                                   /*computeOnly=*/true);
   const Driver &d = driver();
   check(d.cuStreamSynchronize(stream), "cuStreamSynchronize");
 }
