@@ -16,6 +16,9 @@ namespace detail {
 
 /// The communication watchdog's limit in seconds (0: wait forever).
 double commTimeoutSeconds();
+/// Replaces the host times of trace event `index` of the current step by
+/// device times (microseconds since the step's origin; CUDA backend).
+void traceSetDeviceTimes(unsigned long index, double beginUs, double endUs);
 /// Names the innermost scheduled action in progress on this rank ("F of
 /// stage 2, microbatch 3") or "outside a pass", for error messages.
 void currentAction(char *out, unsigned long cap);

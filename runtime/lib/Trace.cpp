@@ -4,6 +4,7 @@
 #include "zbrt/zbrt.h"
 
 #include "Internal.h"
+#include "cuda/CudaBackend.h"
 
 #include <mpi.h>
 
@@ -74,6 +75,17 @@ void zbrt::traceBeginStep() {
   s.events.clear();
   s.open.clear();
   s.origin = std::chrono::steady_clock::now();
+  if (zbrt::cuda::active())
+    zbrt::cuda::traceBeginStep();
+}
+
+void zbrt::detail::traceSetDeviceTimes(size_t index, double beginUs,
+                                       double endUs) {
+  TraceState &s = state();
+  if (index < s.events.size()) {
+    s.events[index].beginUs = beginUs;
+    s.events[index].endUs = endUs;
+  }
 }
 
 double zbrt::traceNowUs() {
@@ -133,6 +145,8 @@ extern "C" void zbrt_action_begin(int32_t kind, int32_t stage,
   if (s.events.size() >= kMaxEventsPerStep)
     return;
   s.open.push_back(s.events.size());
+  if (zbrt::cuda::active())
+    zbrt::cuda::traceMark(s.events.size(), /*end=*/false);
   s.events.push_back(TraceEvent{static_cast<EventKind>(kind), zbrt_rank(),
                                 stage, microbatch, -1, -1, 0, traceNowUs(),
                                 -1.0});
@@ -149,6 +163,8 @@ extern "C" void zbrt_action_end(int32_t kind, int32_t stage,
     if ((int32_t)e.kind == kind && e.stage == stage &&
         e.microbatch == microbatch) {
       e.endUs = now;
+      if (zbrt::cuda::active())
+        zbrt::cuda::traceMark(s.open[i], /*end=*/true);
       s.open.erase(s.open.begin() + i);
       return;
     }

@@ -28,6 +28,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -134,7 +135,14 @@ struct Stream {
 };
 struct Event {
   int id;
+  double recordedMs = -1; // host time of the last cuEventRecord
 };
+
+double nowMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // NCCL side.
 struct FakeId {
@@ -226,7 +234,18 @@ CUresult cuEventDestroy_v2(void *event) {
 CUresult cuEventSynchronize(void *) { return kOk; }
 CUresult cuEventQuery(void *) { return kOk; }
 CUresult cuEventRecord(void *event, void *) {
-  return event ? kOk : kInvalidValue;
+  if (!event)
+    return kInvalidValue;
+  // Streams run at once: the event completes when it is recorded.
+  static_cast<Event *>(event)->recordedMs = nowMs();
+  return kOk;
+}
+CUresult cuEventElapsedTime(float *ms, void *start, void *end) {
+  auto *a = static_cast<Event *>(start), *b = static_cast<Event *>(end);
+  if (!a || !b || a->recordedMs < 0 || b->recordedMs < 0)
+    return 600; // CUDA_ERROR_NOT_READY, as for an unrecorded event
+  *ms = (float)(b->recordedMs - a->recordedMs);
+  return kOk;
 }
 CUresult cuMemAlloc_v2(unsigned long long *ptr, size_t bytes) {
   void *p = allocate(bytes);

@@ -164,6 +164,15 @@ struct Backend {
   std::map<int32_t, size_t> sendPosition, channelPosition;
   std::map<int32_t, std::vector<EarlyMessage>> early;
   MPI_Comm bootstrap = MPI_COMM_NULL;
+  /// Device timeline: the step's origin and (trace index, end?, event).
+  Handle traceOrigin = nullptr;
+  struct Mark {
+    unsigned long index;
+    bool end;
+    Handle event;
+  };
+  std::vector<Mark> marks;
+  std::vector<Handle> freeTimingEvents;
   ZbrtCudaStats stats{};
 };
 
@@ -650,10 +659,65 @@ bool zbrt::cuda::recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) {
   return true;
 }
 
+namespace {
+Handle timingEvent() {
+  Backend &b = backend();
+  if (!b.freeTimingEvents.empty()) {
+    Handle e = b.freeTimingEvents.back();
+    b.freeTimingEvents.pop_back();
+    return e;
+  }
+  Handle e = nullptr;
+  check(driver().cuEventCreate(&e, 0), "cuEventCreate");
+  return e;
+}
+
+/// After the step's synchronisation: device times into the trace.
+void resolveTrace(Backend &b) {
+  if (!b.traceOrigin)
+    return;
+  std::map<unsigned long, std::pair<double, double>> times;
+  for (const Backend::Mark &m : b.marks) {
+    float ms = 0;
+    check(driver().cuEventElapsedTime(&ms, b.traceOrigin, m.event),
+          "cuEventElapsedTime");
+    auto &t = times.try_emplace(m.index, -1.0, -1.0).first->second;
+    (m.end ? t.second : t.first) = ms * 1e3;
+    b.freeTimingEvents.push_back(m.event);
+  }
+  for (auto &[index, t] : times)
+    if (t.first >= 0 && t.second >= 0)
+      zbrt::detail::traceSetDeviceTimes(index, t.first, t.second);
+  b.marks.clear();
+  b.freeTimingEvents.push_back(b.traceOrigin);
+  b.traceOrigin = nullptr;
+}
+} // namespace
+
+void zbrt::cuda::traceBeginStep() {
+  Backend &b = backend();
+  for (const Backend::Mark &m : b.marks)
+    b.freeTimingEvents.push_back(m.event);
+  b.marks.clear();
+  if (!b.traceOrigin)
+    b.traceOrigin = timingEvent();
+  check(driver().cuEventRecord(b.traceOrigin, b.compute), "cuEventRecord");
+}
+
+void zbrt::cuda::traceMark(unsigned long index, bool end) {
+  Backend &b = backend();
+  if (!b.traceOrigin)
+    return;
+  Handle e = timingEvent();
+  check(driver().cuEventRecord(e, b.compute), "cuEventRecord");
+  b.marks.push_back({index, end, e});
+}
+
 void zbrt::cuda::stepEnd() {
   Backend &b = backend();
   synchronize("the end of the step");
   reapStaging();
+  resolveTrace(b);
   if (b.phase == Phase::Recording) {
     if (b.haveNccl && !b.sendTo.empty())
       exchangeOrders(b);

@@ -32,6 +32,13 @@ void sgemm(const float *a, const float *b, float *c, int64_t M, int64_t N,
 /// to `peer` (the caller then uses MPI on the host after synchronize()).
 bool send(const void *buf, int64_t bytes, int32_t peer, int32_t tag);
 bool recv(void *buf, int64_t bytes, int32_t peer, int32_t tag);
+/// Device timeline of the trace: traceBeginStep records the step's origin
+/// event on the compute stream, traceMark an event where action `index`
+/// begins or ends; stepEnd turns them into the trace's times (so pass
+/// times, the realized bubble and --profile measure the GPU, not the
+/// host's enqueueing).
+void traceBeginStep();
+void traceMark(unsigned long index, bool end);
 /// The end of a step: synchronize, release completed staging buffers.
 void stepEnd();
 /// Synchronize, destroy communicators, handles and streams.

@@ -59,6 +59,7 @@ Driver loadDriver() {
   resolve(lib, "cuEventSynchronize", d.cuEventSynchronize);
   resolve(lib, "cuEventQuery", d.cuEventQuery);
   resolve(lib, "cuEventRecord", d.cuEventRecord);
+  resolve(lib, "cuEventElapsedTime", d.cuEventElapsedTime);
   resolve(lib, "cuMemAlloc_v2", d.cuMemAlloc);
   resolve(lib, "cuMemAllocManaged", d.cuMemAllocManaged);
   resolve(lib, "cuMemFree_v2", d.cuMemFree);

@@ -47,6 +47,7 @@ struct Driver {
   CUresult (*cuEventSynchronize)(Handle);
   CUresult (*cuEventQuery)(Handle);
   CUresult (*cuEventRecord)(Handle, Handle);
+  CUresult (*cuEventElapsedTime)(float *, Handle, Handle);
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
   CUresult (*cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned);
   CUresult (*cuMemFree)(CUdeviceptr);
