@@ -11,16 +11,21 @@
 #include "zbrt/zbrt.h"
 
 #include "Internal.h"
+#include "OptimizerMath.h"
+#include "cuda/CudaBackend.h"
 
 #include <cmath>
 
 using namespace zbrt::detail;
+namespace math = zbrt::math;
 
 extern "C" void zbrt_sgd_step(float *param, const float *grad, int64_t n,
                               float lr, float gradScale) {
   const float scale = lr * gradScale;
+  if (zbrt::cuda::deviceOptimizer())
+    return zbrt::cuda::sgd(param, grad, n, scale, /*rollback=*/false);
   for (int64_t i = 0; i < n; ++i)
-    param[i] -= scale * grad[i];
+    math::sgdStep(param[i], grad[i], scale);
 }
 
 extern "C" void zbrt_adamw_step(float *param, const float *grad, float *m,
@@ -35,21 +40,22 @@ extern "C" void zbrt_adamw_step(float *param, const float *grad, float *m,
   const float stepSize = (float)(lr / bc1);
   const float bc2Sqrt = (float)std::sqrt(bc2);
   const float decay = 1.0f - lr * weightDecay;
-  for (int64_t i = 0; i < n; ++i) {
-    float g = grad[i] * gradScale;
-    param[i] *= decay;
-    m[i] = beta1 * m[i] + (1.0f - beta1) * g;
-    v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
-    float denom = std::sqrt(v[i]) / bc2Sqrt + eps;
-    param[i] -= stepSize * (m[i] / denom);
-  }
+  const math::AdamWScalars scalars{stepSize, bc2Sqrt, decay, beta1,
+                                   beta2,    eps,     gradScale};
+  if (zbrt::cuda::deviceOptimizer())
+    return zbrt::cuda::adamw(param, grad, m, v, n, scalars,
+                             /*rollback=*/false);
+  for (int64_t i = 0; i < n; ++i)
+    math::adamwStep(param[i], grad[i], m[i], v[i], scalars);
 }
 
 extern "C" void zbrt_sgd_rollback(float *param, const float *grad, int64_t n,
                                   float lr, float gradScale) {
   const float scale = lr * gradScale;
+  if (zbrt::cuda::deviceOptimizer())
+    return zbrt::cuda::sgd(param, grad, n, scale, /*rollback=*/true);
   for (int64_t i = 0; i < n; ++i)
-    param[i] += scale * grad[i];
+    math::sgdRollback(param[i], grad[i], scale);
 }
 
 /// The step's operations undone in reverse order with the values the step
@@ -75,18 +81,19 @@ extern "C" void zbrt_adamw_rollback(float *param, const float *grad, float *m,
   const double bc2 = 1.0 - std::pow((double)beta2, (double)step);
   const float stepSize = (float)(lr / bc1);
   const float bc2Sqrt = (float)std::sqrt(bc2);
-  for (int64_t i = 0; i < n; ++i) {
-    float g = grad[i] * gradScale;
-    float denom = std::sqrt(v[i]) / bc2Sqrt + eps;
-    param[i] += stepSize * (m[i] / denom);
-    param[i] /= decay;
-    m[i] = (m[i] - (1.0f - beta1) * g) / beta1;
-    v[i] = (v[i] - (1.0f - beta2) * g * g) / beta2;
-  }
+  const math::AdamWScalars scalars{stepSize, bc2Sqrt, decay, beta1,
+                                   beta2,    eps,     gradScale};
+  if (zbrt::cuda::deviceOptimizer())
+    return zbrt::cuda::adamw(param, grad, m, v, n, scalars,
+                             /*rollback=*/true);
+  for (int64_t i = 0; i < n; ++i)
+    math::adamwRollback(param[i], grad[i], m[i], v[i], scalars);
 }
 
 extern "C" double zbrt_sum_squares(const float *x, int64_t n,
                                    int32_t *nonFinite) {
+  if (zbrt::cuda::deviceOptimizer())
+    return zbrt::cuda::sumSquares(x, n, nonFinite);
   double sum = 0;
   int32_t bad = 0;
   for (int64_t i = 0; i < n; ++i) {

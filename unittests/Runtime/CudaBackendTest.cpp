@@ -205,3 +205,69 @@ TEST(CudaBackendDeathTest, InjectedGemmFailureNamesThePass) {
       "cuBLAS error in cublasSgemm \\(in B of stage 2, microbatch 3\\): "
       "CUBLAS_STATUS_EXECUTION_FAILED");
 }
+
+/// The optimizer on the device: SGD, AdamW, their rollbacks and the sum of
+/// squares go to libzbrt's kernels (run by the stand-in with the
+/// per-element code after unpacking the launch arguments as the driver
+/// does), and agree with a float64 evaluation of the update rules.
+TEST(CudaBackend, OptimizerKernelsFollowTheUpdateRules) {
+  startBackend();
+  std::mt19937 rng(11);
+  const int64_t n = 1000;
+  DeviceMatrix p(n, rng), g(n, rng), m(n, rng), v(n, rng);
+  for (int64_t i = 0; i < n; ++i)
+    v.data[i] = std::fabs(v.data[i]);
+  std::vector<double> p0(p.data, p.data + n), m0(m.data, m.data + n),
+      v0(v.data, v.data + n);
+  const float lr = 0.01f, b1 = 0.9f, b2 = 0.99f, eps = 1e-8f, wd = 0.1f,
+              scale = 0.25f;
+  const int64_t step = 3;
+  void *fake = dlopen(ZB_FAKE_CUDA_LIB, RTLD_NOW | RTLD_NOLOAD);
+  auto launches = reinterpret_cast<long (*)()>(
+      dlsym(fake, "zb_fake_cuda_kernel_launches"));
+  ASSERT_NE(launches, nullptr);
+  const long launchesBefore = launches();
+  zbrt_adamw_step(p.data, g.data, m.data, v.data, n, step, lr, b1, b2, eps,
+                  wd, scale);
+  zbrt_cuda_synchronize();
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double gi = (double)g.data[i] * scale;
+    double mi = b1 * m0[i] + (1 - b1) * gi;
+    double vi = b2 * v0[i] + (1 - b2) * gi * gi;
+    double mhat = mi / (1 - std::pow((double)b1, step));
+    double vhat = vi / (1 - std::pow((double)b2, step));
+    double want = p0[i] * (1 - lr * wd) - lr * mhat / (std::sqrt(vhat) + eps);
+    worst = std::max(worst, std::fabs(p.data[i] - want) /
+                                std::max(1e-3, std::fabs(want)));
+    EXPECT_NEAR(m.data[i], mi, 1e-6);
+  }
+  EXPECT_LT(worst, 1e-4);
+  // The rollback restores the parameters within a few ulps.
+  zbrt_adamw_rollback(p.data, g.data, m.data, v.data, n, step, lr, b1, b2,
+                      eps, wd, scale);
+  zbrt_cuda_synchronize();
+  for (int64_t i = 0; i < n; ++i)
+    EXPECT_NEAR(p.data[i], p0[i], 1e-5 * std::max(1.0, std::fabs(p0[i])));
+  // SGD and its rollback.
+  std::vector<double> before(p.data, p.data + n);
+  zbrt_sgd_step(p.data, g.data, n, lr, scale);
+  zbrt_cuda_synchronize();
+  for (int64_t i = 0; i < n; ++i)
+    EXPECT_NEAR(p.data[i], before[i] - (double)lr * scale * g.data[i], 1e-6);
+  zbrt_sgd_rollback(p.data, g.data, n, lr, scale);
+  zbrt_cuda_synchronize();
+  // Sum of squares over several blocks, and a NaN found.
+  DeviceMatrix x(100000, rng);
+  double want = 0;
+  for (int64_t i = 0; i < x.elements; ++i)
+    want += (double)x.data[i] * x.data[i];
+  int32_t bad = -1;
+  EXPECT_NEAR(zbrt_sum_squares(x.data, x.elements, &bad), want, 1e-9 * want);
+  EXPECT_EQ(bad, 0);
+  x.data[777] = NAN;
+  zbrt_sum_squares(x.data, x.elements, &bad);
+  EXPECT_EQ(bad, 1);
+  // Every call above was a kernel launch, none a host loop.
+  EXPECT_EQ(launches() - launchesBefore, 6);
+}

@@ -16,7 +16,11 @@
 //   - ncclSend/ncclRecv move bytes over MPI between the two ranks of a
 //     communicator (the creator of the unique id is its rank 0);
 //   - kernels cannot be launched (CUDA_ERROR_NOT_SUPPORTED): use plans of
-//     zb-compile --target cuda-emu, whose kernels run on the host.
+//     zb-compile --target cuda-emu, whose kernels run on the host; except
+//     libzbrt's own optimizer kernels (cuda/OptimizerKernels.cu), which
+//     run here on the host with the same per-element code (OptimizerMath.h)
+//     after their arguments are unpacked as the driver would (a check of
+//     the runtime's launch arguments, not of the device code).
 // Faults for tests: ZB_FAKE_CUDA_FAIL_GEMM=N makes the N-th GEMM of a rank
 // fail (CUBLAS_STATUS_EXECUTION_FAILED); ZB_FAKE_NCCL_ERROR_AFTER=N makes
 // ncclCommGetAsyncError report ncclSystemError after N sends of a rank;
@@ -26,9 +30,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../../runtime/lib/OptimizerMath.h"
+
 #include <mpi.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -47,7 +54,7 @@ constexpr CUresult kOk = 0, kInvalidValue = 1, kNotSupported = 801;
 struct Stats {
   long gemms = 0, sends = 0, recvs = 0, sendBytes = 0, recvBytes = 0;
   long allocations = 0, managedAllocations = 0, memcpys = 0, comms = 0;
-  long badPointers = 0, streams = 0, events = 0, waits = 0;
+  long badPointers = 0, streams = 0, events = 0, waits = 0, launches = 0;
   int lastDevice = -1;
 };
 Stats gStats;
@@ -199,14 +206,94 @@ CUresult cuDevicePrimaryCtxRetain(void **ctx, int device) {
   return kOk;
 }
 CUresult cuCtxSetCurrent(void *) { return kOk; }
-CUresult cuModuleLoadData(void **, const void *) { return kNotSupported; }
-CUresult cuModuleUnload(void *) { return kOk; }
-CUresult cuModuleGetFunction(void **, void *, const char *) {
-  return kNotSupported;
+// libzbrt's optimizer module: recognised by its kernel names in the blob.
+static int gOptimizerModule;
+static int gKernels[3]; // sgd, adamw, sum of squares
+static const char *kKernelNames[3] = {"zbrt_sgd_kernel", "zbrt_adamw_kernel",
+                                      "zbrt_sum_squares_kernel"};
+CUresult cuModuleLoadData(void **module, const void *blob) {
+  // A fatbin: 16-byte header whose second 8 bytes are the payload size.
+  const auto *bytes = static_cast<const unsigned char *>(blob);
+  uint64_t size = 0;
+  std::memcpy(&size, bytes + 8, 8);
+  std::string image(reinterpret_cast<const char *>(bytes), 16 + size);
+  if (image.find(kKernelNames[1]) == std::string::npos)
+    return kNotSupported;
+  *module = &gOptimizerModule;
+  return kOk;
 }
-CUresult cuLaunchKernel(void *, unsigned, unsigned, unsigned, unsigned,
-                        unsigned, unsigned, unsigned, void *, void **,
+CUresult cuModuleUnload(void *) { return kOk; }
+CUresult cuModuleGetFunction(void **function, void *module,
+                             const char *name) {
+  if (module != &gOptimizerModule)
+    return kNotSupported;
+  for (int k = 0; k < 3; ++k)
+    if (std::strcmp(name, kKernelNames[k]) == 0) {
+      *function = &gKernels[k];
+      return kOk;
+    }
+  return 500; // CUDA_ERROR_NOT_FOUND
+}
+CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
+                        unsigned gridZ, unsigned blockX, unsigned blockY,
+                        unsigned blockZ, unsigned, void *, void **params,
                         void **) {
+  if (gridX == 0 || gridY != 1 || gridZ != 1 || blockX == 0 || blockY != 1 ||
+      blockZ != 1 || blockX > 1024)
+    return kInvalidValue;
+  auto arg = [&](int i) { return params[i]; };
+  ++gStats.launches;
+  if (function == &gKernels[0]) {
+    float *p = *static_cast<float **>(arg(0));
+    const float *g = *static_cast<const float **>(arg(1));
+    long long n = *static_cast<long long *>(arg(2));
+    float scale = *static_cast<float *>(arg(3));
+    int rollback = *static_cast<int *>(arg(4));
+    if (!isDevice(p, n * 4, "SGD param") || !isDevice(g, n * 4, "SGD grad"))
+      return 700; // CUDA_ERROR_ILLEGAL_ADDRESS
+    for (long long i = 0; i < n; ++i)
+      rollback ? zbrt::math::sgdRollback(p[i], g[i], scale)
+               : zbrt::math::sgdStep(p[i], g[i], scale);
+    return kOk;
+  }
+  if (function == &gKernels[1]) {
+    float *p = *static_cast<float **>(arg(0));
+    const float *g = *static_cast<const float **>(arg(1));
+    float *m = *static_cast<float **>(arg(2));
+    float *v = *static_cast<float **>(arg(3));
+    long long n = *static_cast<long long *>(arg(4));
+    zbrt::math::AdamWScalars s =
+        *static_cast<zbrt::math::AdamWScalars *>(arg(5));
+    int rollback = *static_cast<int *>(arg(6));
+    if (!isDevice(p, n * 4, "AdamW param") ||
+        !isDevice(g, n * 4, "AdamW grad") || !isDevice(m, n * 4, "AdamW m") ||
+        !isDevice(v, n * 4, "AdamW v"))
+      return 700;
+    for (long long i = 0; i < n; ++i)
+      rollback ? zbrt::math::adamwRollback(p[i], g[i], m[i], v[i], s)
+               : zbrt::math::adamwStep(p[i], g[i], m[i], v[i], s);
+    return kOk;
+  }
+  if (function == &gKernels[2]) {
+    const float *x = *static_cast<const float **>(arg(0));
+    long long n = *static_cast<long long *>(arg(1));
+    double *partial = *static_cast<double **>(arg(2));
+    int *nonFinite = *static_cast<int **>(arg(3));
+    if (!isDevice(x, n * 4, "sum of squares x") ||
+        !isDevice(partial, gridX * 8, "sum of squares partials") ||
+        !isDevice(nonFinite, 4, "sum of squares flag"))
+      return 700;
+    // Element i belongs to block (i mod (grid * block)) / block.
+    long long threads = (long long)gridX * blockX;
+    for (unsigned b = 0; b < gridX; ++b)
+      partial[b] = 0;
+    for (long long i = 0; i < n; ++i) {
+      if (!std::isfinite(x[i]))
+        *nonFinite = 1;
+      partial[(i % threads) / blockX] += (double)x[i] * (double)x[i];
+    }
+    return kOk;
+  }
   return kNotSupported;
 }
 CUresult cuStreamCreate(void **stream, unsigned) {
@@ -490,3 +577,4 @@ const char *ncclGetErrorString(int result) {
 /// For tests in the same process (dlopen RTLD_NOLOAD + dlsym).
 extern "C" long zb_fake_cuda_bad_pointers() { return gStats.badPointers; }
 extern "C" long zb_fake_cuda_gemm_calls() { return gStats.gemms; }
+extern "C" long zb_fake_cuda_kernel_launches() { return gStats.launches; }

@@ -422,6 +422,7 @@ StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
 
 void StepLoop::checkpoint(int64_t stepsDone) {
   gradSync.settleBetweenSteps();
+  zbrt_cuda_synchronize();
   CheckpointInfo info;
   info.step = stepsDone;
   info.optimizerStep = gradSync.optimizerStep();
@@ -506,6 +507,8 @@ void StepLoop::runStep(int64_t step) {
   }
   if (!o.reportGradients)
     gradSync.afterStep(step);
+  // The optimizer's kernels (CUDA backend) before the host reads anything.
+  zbrt_cuda_synchronize();
   double t1 = nowMs();
 
   zbrt::BubbleStats bubble = zbrt::computeBubble(zbrt::traceEvents(), rank);
@@ -614,6 +617,7 @@ int StepLoop::finishGradients() {
 
 int StepLoop::finishTraining() {
   gradSync.settle();
+  zbrt_cuda_synchronize();
   if (o.overlapSteps)
     gatherOverlappedSteps();
   report.gradSync = gradSync.finish();

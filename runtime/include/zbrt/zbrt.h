@@ -189,10 +189,12 @@ void zbrt_use_cuda_memory(void);
 // step (zbrt_step_end) and where the program's host code synchronises the
 // compute stream, under the watchdog (zbrt_set_comm_timeout), which also
 // polls NCCL's asynchronous errors and aborts the communicators. Memory
-// (the pool and zbrt_host_buffer_alloc) is CUDA managed memory, so the
-// host-side optimizer and params.bin loading see it after the step's
-// synchronisation. Every CUDA, cuBLAS or NCCL error ends the job naming the
-// rank, the call, the pass in progress and the error string. The driver,
+// (the pool and zbrt_host_buffer_alloc) is CUDA managed memory: the
+// parameters, gradients and moments stay on the device, where the
+// optimizer runs as kernels (on the host for a cuda-emu plan), and the
+// host reads them only to load params.bin, save or checkpoint them. Every
+// CUDA, cuBLAS or NCCL error ends the job naming the rank, the call, the
+// pass in progress and the error string. The driver,
 // cuBLAS and NCCL are loaded with dlopen (ZBRT_CUDA_DRIVER, ZBRT_CUBLAS,
 // ZBRT_NCCL override the libraries); without NCCL, messages go through MPI
 // on the host. Without a usable driver and device it ends the process with
@@ -206,6 +208,12 @@ void zbrt_use_cuda_memory(void);
 /// Reproducible cuBLAS math (zb-run --deterministic).
 #define ZBRT_CUDA_DETERMINISTIC 4
 void zbrt_cuda_start(int32_t flags);
+/// Waits for the rank's compute stream (no-op without the CUDA backend):
+/// zb-run calls it after the optimizer, before the host reads parameters
+/// or optimizer state. (Under the CUDA backend zbrt_sgd_step,
+/// zbrt_adamw_step, their rollbacks and zbrt_sum_squares run as kernels on
+/// the compute stream; zbrt_sum_squares waits for its result.)
+void zbrt_cuda_synchronize(void);
 /// Nonzero after zbrt_cuda_start (until zbrt_finalize).
 int32_t zbrt_cuda_started(void);
 /// Counters of the CUDA backend on this rank.

@@ -173,8 +173,16 @@ struct Backend {
   };
   std::vector<Mark> marks;
   std::vector<Handle> freeTimingEvents;
+  /// The optimizer kernels' module (loaded at the first use).
+  Handle optimizerModule = nullptr;
+  Handle sgdKernel = nullptr, adamwKernel = nullptr, sumSquaresKernel = nullptr;
+  double *partialSums = nullptr; // managed, kMaxSumBlocks
+  int *nonFiniteFlag = nullptr;  // managed
   ZbrtCudaStats stats{};
 };
+
+constexpr int kOptimizerThreads = 256;
+constexpr int kMaxSumBlocks = 1024;
 
 Backend &backend() {
   static Backend b;
@@ -759,6 +767,102 @@ void zbrt::cuda::finalize() {
     b.cublas.destroy(b.cublasHandle);
   b.cublasHandle = nullptr;
   b.active = false;
+}
+
+extern "C" const unsigned char zbrt_optimizer_fatbin[];
+extern "C" const size_t zbrt_optimizer_fatbin_size;
+
+namespace {
+
+void loadOptimizer(Backend &b) {
+  if (b.optimizerModule)
+    return;
+  if (zbrt_optimizer_fatbin_size == 0)
+    fatalf("libzbrt was built without the CUDA toolkit (nvcc): it has no "
+           "optimizer kernels for the GPU; rebuild zb with the toolkit");
+  const Driver &d = driver();
+  check(d.cuModuleLoadData(&b.optimizerModule, zbrt_optimizer_fatbin),
+        "cuModuleLoadData (optimizer kernels)");
+  check(d.cuModuleGetFunction(&b.sgdKernel, b.optimizerModule,
+                              "zbrt_sgd_kernel"),
+        "cuModuleGetFunction");
+  check(d.cuModuleGetFunction(&b.adamwKernel, b.optimizerModule,
+                              "zbrt_adamw_kernel"),
+        "cuModuleGetFunction");
+  check(d.cuModuleGetFunction(&b.sumSquaresKernel, b.optimizerModule,
+                              "zbrt_sum_squares_kernel"),
+        "cuModuleGetFunction");
+  CUdeviceptr p = 0;
+  check(d.cuMemAllocManaged(&p, kMaxSumBlocks * sizeof(double) + 64,
+                            kMemAttachGlobal),
+        "cuMemAllocManaged");
+  b.partialSums = reinterpret_cast<double *>(p);
+  b.nonFiniteFlag = reinterpret_cast<int *>(b.partialSums + kMaxSumBlocks);
+}
+
+/// Blocks for n elements with grid-stride loops.
+unsigned blocksFor(int64_t n, unsigned most) {
+  int64_t blocks = (n + kOptimizerThreads - 1) / kOptimizerThreads;
+  return (unsigned)std::max<int64_t>(1, std::min<int64_t>(blocks, most));
+}
+
+void launch(Handle kernel, unsigned blocks, void **params, const char *what) {
+  Backend &b = backend();
+  check(driver().cuLaunchKernel(kernel, blocks, 1, 1, kOptimizerThreads, 1, 1,
+                                0, b.compute, params, nullptr),
+        what);
+}
+
+} // namespace
+
+bool zbrt::cuda::deviceOptimizer() {
+  Backend &b = backend();
+  return b.active && !(b.flags & ZBRT_CUDA_HOST_KERNELS);
+}
+
+void zbrt::cuda::sgd(float *param, const float *grad, int64_t n, float scale,
+                     bool rollback) {
+  Backend &b = backend();
+  loadOptimizer(b);
+  long long count = n;
+  int back = rollback;
+  void *params[] = {&param, &grad, &count, &scale, &back};
+  launch(b.sgdKernel, blocksFor(n, 65535), params, "cuLaunchKernel (SGD)");
+}
+
+void zbrt::cuda::adamw(float *param, const float *grad, float *m, float *v,
+                       int64_t n, const math::AdamWScalars &scalars,
+                       bool rollback) {
+  Backend &b = backend();
+  loadOptimizer(b);
+  long long count = n;
+  int back = rollback;
+  math::AdamWScalars s = scalars;
+  void *params[] = {&param, &grad, &m, &v, &count, &s, &back};
+  launch(b.adamwKernel, blocksFor(n, 65535), params, "cuLaunchKernel (AdamW)");
+}
+
+double zbrt::cuda::sumSquares(const float *x, int64_t n, int32_t *nonFinite) {
+  Backend &b = backend();
+  loadOptimizer(b);
+  unsigned blocks = blocksFor(n, kMaxSumBlocks);
+  // The previous use of the buffers has finished (it was waited for).
+  *b.nonFiniteFlag = 0;
+  long long count = n;
+  void *params[] = {&x, &count, &b.partialSums, &b.nonFiniteFlag};
+  launch(b.sumSquaresKernel, blocks, params, "cuLaunchKernel (sum of squares)");
+  synchronize("a gradient norm", /*computeOnly=*/true);
+  double sum = 0;
+  for (unsigned i = 0; i < blocks; ++i)
+    sum += b.partialSums[i];
+  if (nonFinite)
+    *nonFinite = *b.nonFiniteFlag != 0;
+  return sum;
+}
+
+extern "C" void zbrt_cuda_synchronize(void) {
+  if (zbrt::cuda::active())
+    zbrt::cuda::synchronize("the optimizer", /*computeOnly=*/true);
 }
 
 extern "C" void zbrt_cuda_start(int32_t flags) {

@@ -9,6 +9,8 @@
 #ifndef ZBRT_LIB_CUDA_CUDABACKEND_H
 #define ZBRT_LIB_CUDA_CUDABACKEND_H
 
+#include "../OptimizerMath.h"
+
 #include <cstdint>
 
 namespace zbrt {
@@ -39,6 +41,18 @@ bool recv(void *buf, int64_t bytes, int32_t peer, int32_t tag);
 /// host's enqueueing).
 void traceBeginStep();
 void traceMark(unsigned long index, bool end);
+/// The optimizer runs on the GPU: the backend is active and the kernels
+/// are on the device (not with a cuda-emu plan, whose kernels run on the
+/// host).
+bool deviceOptimizer();
+/// zbrt_sgd_step/rollback, zbrt_adamw_step/rollback and zbrt_sum_squares
+/// as kernels on the compute stream (cuda/OptimizerKernels.cu); sumSquares
+/// waits for its result.
+void sgd(float *param, const float *grad, int64_t n, float scale,
+         bool rollback);
+void adamw(float *param, const float *grad, float *m, float *v, int64_t n,
+           const math::AdamWScalars &scalars, bool rollback);
+double sumSquares(const float *x, int64_t n, int32_t *nonFinite);
 /// The end of a step: synchronize, release completed staging buffers.
 void stepEnd();
 /// Synchronize, destroy communicators, handles and streams.
