@@ -96,7 +96,8 @@ static void addGpuKernelPasses(OpPassManager &pm,
       pm, llvm::formatv(
               "func.func(zb-gpu-map-reductions{{max-threads={0} "
               "block-size={1}},"
-              "convert-linalg-to-parallel-loops,zb-gpu-flatten-parallel-loops,"
+              "zb-gpu-wrap-scalar-ops,convert-linalg-to-parallel-loops,"
+              "zb-gpu-flatten-parallel-loops,"
               "scf-parallel-loop-tiling{{parallel-loop-tile-sizes={1} "
               "no-min-max-bounds=true},"
               "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"

@@ -194,6 +194,21 @@ def ZBGpuFlattenParallelLoops : Pass<"zb-gpu-flatten-parallel-loops"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def ZBGpuWrapScalarOps : Pass<"zb-gpu-wrap-scalar-ops"> {
+  let summary = "Puts every loop-free linalg op on buffers inside a one-iteration scf.parallel";
+  let description = [{
+    For the CUDA target, before convert-linalg-to-parallel-loops: a linalg
+    op without loops (all operands rank 0: the loss summed over the
+    microbatches, its mean, a fill or copy of a scalar) would lower to plain
+    loads and stores left in host code, which then reads and writes device
+    memory and makes the host wait for the GPU. Inside a one-iteration
+    `scf.parallel` it becomes a one-thread kernel like every other loop, and
+    the host code of a rank program touches no element data.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def ZBGpuFatbin : Pass<"zb-gpu-fatbin", "mlir::ModuleOp"> {
   let summary = "One fatbin per gpu.module with a cubin per attached NVVM target plus PTX";
   let description = [{
