@@ -56,10 +56,10 @@ func.func @mm64(%a: tensor<2x2xf64>, %b: tensor<2x2xf64>) -> tensor<2x2xf64> {
 
 // -----
 
-// batch_matmul: batch dims collapsed, one sgemm per matrix in an scf.for over
-// rank-reduced subviews, the result expanded back. The function is declared
-// once for both ops.
-// CHECK: func.func private @zbrt_sgemm_memref(memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i32, i32)
+// batch_matmul: batch dims collapsed, one zbrt_sgemm_batched_memref call
+// for all the matrices (cublasSgemmStridedBatched on a GPU), the result
+// expanded back. The function is declared once for both ops.
+// CHECK: func.func private @zbrt_sgemm_batched_memref(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, i32, i32)
 // CHECK-NOT: func.func private
 // CHECK-LABEL: func.func @bmm(
 // CHECK-NEXT: %[[AC:.*]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1], [2], [3]] : tensor<2x3x4x5xf32> into tensor<6x4x5xf32>
@@ -69,18 +69,10 @@ func.func @mm64(%a: tensor<2x2xf64>, %b: tensor<2x2xf64>) -> tensor<2x2xf64> {
 // CHECK-NEXT: %[[C:.*]] = memref.alloc() : memref<6x4x6xf32>
 // CHECK-NEXT: %[[TA:.*]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[TB:.*]] = arith.constant 0 : i32
-// CHECK-NEXT: %[[LB:.*]] = arith.constant 0 : index
-// CHECK-NEXT: %[[UB:.*]] = arith.constant 6 : index
-// CHECK-NEXT: %[[ST:.*]] = arith.constant 1 : index
-// CHECK-NEXT: scf.for %[[I:.*]] = %[[LB]] to %[[UB]] step %[[ST]] {
-// CHECK-NEXT: %[[AV:.*]] = memref.subview %[[A]][%[[I]], 0, 0] [1, 4, 5] [1, 1, 1] : memref<6x4x5xf32, strided<[?, ?, ?], offset: ?>> to memref<4x5xf32, strided<[?, ?], offset: ?>>
-// CHECK-NEXT: %[[AM:.*]] = memref.cast %[[AV]]
-// CHECK-NEXT: %[[BV:.*]] = memref.subview %[[B]][%[[I]], 0, 0] [1, 5, 6] [1, 1, 1]
-// CHECK-NEXT: %[[BM:.*]] = memref.cast %[[BV]]
-// CHECK-NEXT: %[[CV:.*]] = memref.subview %[[C]][%[[I]], 0, 0] [1, 4, 6] [1, 1, 1] : memref<6x4x6xf32> to memref<4x6xf32, strided<[6, 1], offset: ?>>
-// CHECK-NEXT: %[[CM:.*]] = memref.cast %[[CV]] : memref<4x6xf32, strided<[6, 1], offset: ?>> to memref<?x?xf32, strided<[?, ?], offset: ?>>
-// CHECK-NEXT: func.call @zbrt_sgemm_memref(%[[AM]], %[[BM]], %[[CM]], %[[TA]], %[[TB]])
-// CHECK-NEXT: }
+// CHECK-NEXT: %[[AM:.*]] = memref.cast %[[A]] : memref<6x4x5xf32, strided<[?, ?, ?], offset: ?>> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+// CHECK-NEXT: %[[BM:.*]] = memref.cast %[[B]]
+// CHECK-NEXT: %[[CM:.*]] = memref.cast %[[C]] : memref<6x4x6xf32> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+// CHECK-NEXT: call @zbrt_sgemm_batched_memref(%[[AM]], %[[BM]], %[[CM]], %[[TA]], %[[TB]])
 // CHECK-NEXT: %[[T:.*]] = bufferization.to_tensor %[[C]] restrict writable : memref<6x4x6xf32> to tensor<6x4x6xf32>
 // CHECK-NEXT: %[[R:.*]] = tensor.expand_shape %[[T]] {{\[\[}}0, 1], [2], [3]] output_shape [2, 3, 4, 6] : tensor<6x4x6xf32> into tensor<2x3x4x6xf32>
 // Rank 3: no reshapes; transpose_rhs as a flag.
@@ -89,7 +81,7 @@ func.func @mm64(%a: tensor<2x2xf64>, %b: tensor<2x2xf64>) -> tensor<2x2xf64> {
 // CHECK-NEXT: %[[C3:.*]] = memref.alloc() : memref<2x4x6xf32>
 // CHECK-NEXT: %[[F:.*]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[T1:.*]] = arith.constant 1 : i32
-// CHECK: func.call @zbrt_sgemm_memref(%{{.*}}, %{{.*}}, %{{.*}}, %[[F]], %[[T1]])
+// CHECK: call @zbrt_sgemm_batched_memref(%{{.*}}, %{{.*}}, %{{.*}}, %[[F]], %[[T1]])
 // CHECK: %[[R3:.*]] = bufferization.to_tensor %[[C3]] restrict writable : memref<2x4x6xf32> to tensor<2x4x6xf32>
 // CHECK-NEXT: return %[[R]], %[[R3]]
 func.func @bmm(%a: tensor<2x3x4x5xf32>, %b: tensor<2x3x5x6xf32>, %c: tensor<2x4x5xf32>, %d: tensor<2x6x5xf32>) -> (tensor<2x3x4x6xf32>, tensor<2x4x6xf32>) {

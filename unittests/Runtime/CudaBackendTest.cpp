@@ -271,3 +271,36 @@ TEST(CudaBackend, OptimizerKernelsFollowTheUpdateRules) {
   // Every call above was a kernel launch, none a host loop.
   EXPECT_EQ(launches() - launchesBefore, 6);
 }
+
+/// zbrt_sgemm_batched_memref on the device: one cublasSgemmStridedBatched
+/// call for matrices at a constant batch stride (here transposed views of
+/// A), compared with a float64 reference.
+TEST(CudaBackend, BatchedGemmIsOneStridedBatchedCall) {
+  startBackend();
+  std::mt19937 rng(13);
+  const int64_t batch = 4, M = 3, N = 5, K = 6;
+  // A stored column-major per matrix (a transposed view), B row-major.
+  DeviceMatrix a(batch * M * K, rng), b(batch * K * N, rng),
+      c(batch * M * N, rng);
+  ZbrtCudaStats before{};
+  zbrt_cuda_stats(&before);
+  zbrt_sgemm_batched_memref(a.data, a.data, 0, batch, M, K, M * K, 1, M,
+                            b.data, b.data, 0, batch, K, N, K * N, N, 1,
+                            c.data, c.data, 0, batch, M, N, M * N, N, 1, 0, 0);
+  zbrt_cuda_synchronize();
+  ZbrtCudaStats after{};
+  zbrt_cuda_stats(&after);
+  EXPECT_EQ(after.gemms - before.gemms, 1);
+  double worst = 0;
+  for (int64_t i = 0; i < batch; ++i)
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t col = 0; col < N; ++col) {
+        double want = 0;
+        for (int64_t k = 0; k < K; ++k)
+          want += (double)a.data[i * M * K + r + k * M] *
+                  b.data[i * K * N + k * N + col];
+        worst = std::max(worst,
+                         std::fabs(c.data[i * M * N + r * N + col] - want));
+      }
+  EXPECT_LT(worst, 1e-5);
+}

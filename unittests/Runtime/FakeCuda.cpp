@@ -55,6 +55,7 @@ struct Stats {
   long gemms = 0, sends = 0, recvs = 0, sendBytes = 0, recvBytes = 0;
   long allocations = 0, managedAllocations = 0, memcpys = 0, comms = 0;
   long badPointers = 0, streams = 0, events = 0, waits = 0, launches = 0;
+  long batchedGemms = 0;
   int lastDevice = -1;
 };
 Stats gStats;
@@ -118,11 +119,13 @@ void writeReport() {
                "device %d\ngemms %ld\nnccl_sends %ld\nnccl_recvs %ld\n"
                "send_bytes %ld\nrecv_bytes %ld\nallocations %ld\n"
                "managed_allocations %ld\nmemcpys %ld\ncommunicators %ld\n"
-               "bad_pointers %ld\nstreams %ld\nevents %ld\n",
+               "bad_pointers %ld\nstreams %ld\nevents %ld\n"
+               "batched_gemms %ld\n",
                gStats.lastDevice, gStats.gemms, gStats.sends, gStats.recvs,
                gStats.sendBytes, gStats.recvBytes, gStats.allocations,
                gStats.managedAllocations, gStats.memcpys, gStats.comms,
-               gStats.badPointers, gStats.streams, gStats.events);
+               gStats.badPointers, gStats.streams, gStats.events,
+               gStats.batchedGemms);
   std::fclose(f);
 }
 
@@ -458,6 +461,27 @@ int cublasSgemm_v2(void *, int transa, int transb, int m, int n, int k,
       float &out = c[i + (size_t)j * ldc];
       out = (float)(*alpha * sum + (*beta == 0.0f ? 0.0 : *beta * (double)out));
     }
+  return 0;
+}
+
+/// cuBLAS's strided batched form: `batch` column-major products at constant
+/// element strides between the matrices.
+int cublasSgemmStridedBatched(void *handle, int transa, int transb, int m,
+                              int n, int k, const float *alpha, const float *a,
+                              int lda, long long strideA, const float *b,
+                              int ldb, long long strideB, const float *beta,
+                              float *c, int ldc, long long strideC,
+                              int batch) {
+  if (batch < 0)
+    return 7;
+  ++gStats.batchedGemms;
+  for (int i = 0; i < batch; ++i) {
+    int status = cublasSgemm_v2(handle, transa, transb, m, n, k, alpha,
+                                a + i * strideA, lda, b + i * strideB, ldb,
+                                beta, c + i * strideC, ldc);
+    if (status != 0)
+      return status;
+  }
   return 0;
 }
 

@@ -132,20 +132,24 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module) {
     }
     fn.walk([&](Operation *op) {
       if (auto call = dyn_cast<func::CallOp>(op)) {
-        if (call.getCallee() != "zbrt_sgemm_memref" ||
+        bool batched = call.getCallee() == "zbrt_sgemm_batched_memref";
+        if ((call.getCallee() != "zbrt_sgemm_memref" && !batched) ||
             call.getNumOperands() != 5)
           return;
         GpuKernelLaunch g = base;
-        g.kernel = "sgemm";
+        g.kernel = batched ? "sgemm_strided_batched" : "sgemm";
         g.kind = "gemm";
         g.launches = hostLoops(call);
         auto a = dyn_cast<MemRefType>(throughCasts(call.getOperand(0)).getType());
         auto c = dyn_cast<MemRefType>(throughCasts(call.getOperand(2)).getType());
         std::optional<int64_t> ta = constantIndex(call.getOperand(3));
+        const int64_t rank = batched ? 3 : 2;
         if (a && c && a.hasStaticShape() && c.hasStaticShape() && ta &&
-            a.getRank() == 2 && c.getRank() == 2) {
-          int64_t k = *ta ? a.getDimSize(0) : a.getDimSize(1);
-          g.flops = 2.0 * c.getDimSize(0) * c.getDimSize(1) * k;
+            a.getRank() == rank && c.getRank() == rank) {
+          int64_t k = *ta ? a.getDimSize(rank - 2) : a.getDimSize(rank - 1);
+          double matrices = batched ? c.getDimSize(0) : 1;
+          g.flops = 2.0 * matrices * c.getDimSize(rank - 2) *
+                    c.getDimSize(rank - 1) * k;
         }
         g.bytesRead = bytesOf(throughCasts(call.getOperand(0)).getType()) +
                       bytesOf(throughCasts(call.getOperand(1)).getType());

@@ -1,7 +1,8 @@
 //===- ZBToRuntime.cpp - convert-zb-to-runtime ----------------------------===//
 //
 // The patterns of include/zb/Conversion/ZBToRuntime/ZBToRuntime.h: f32
-// zb.matmul / zb.batch_matmul -> zbrt_sgemm_memref (OpenBLAS), zb.send /
+// zb.matmul -> zbrt_sgemm_memref, zb.batch_matmul -> zbrt_sgemm_batched_memref
+// (OpenBLAS on the CPU, cuBLAS on a GPU), zb.send /
 // zb.recv -> zbrt_{send,recv}_memref[_i64|_i32] (MPI), on tensors before
 // bufferization; and the pass. Function names come from zbrt/Symbols.h.
 //
@@ -124,30 +125,24 @@ FailureOr<Value> lowerMatmul(OpBuilder &b, MatmulOp op, MatmulOp::Adaptor a) {
   return tensorOf(b, loc, c);
 }
 
-/// Matrix `i` of a rank-3 buffer, as a fully dynamic strided 2-D memref.
-Value matrixOf(OpBuilder &b, Location loc, Value buffer, Value i) {
+/// A rank-3 buffer as a fully dynamic strided memref (the runtime's ABI).
+Value asDynamic3D(OpBuilder &b, Location loc, Value buffer) {
   auto bt = llvm::cast<MemRefType>(buffer.getType());
-  SmallVector<OpFoldResult> offsets{i, b.getIndexAttr(0), b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> sizes{b.getIndexAttr(1),
-                                  b.getIndexAttr(bt.getDimSize(1)),
-                                  b.getIndexAttr(bt.getDimSize(2))};
-  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
-  MemRefType viewTy = memref::SubViewOp::inferRankReducedResultType(
-      {bt.getDimSize(1), bt.getDimSize(2)}, bt, offsets, sizes, strides);
-  Value view = memref::SubViewOp::create(b, loc, viewTy, buffer, offsets, sizes,
-                                         strides);
   return memref::CastOp::create(
-      b, loc, dynamicStrided(b.getContext(), 2, bt.getElementType()), view);
+      b, loc, dynamicStrided(b.getContext(), 3, bt.getElementType()), buffer);
 }
 
-/// The batch dims collapsed into one, then an scf.for over the batch with
-/// one zbrt_sgemm_memref call per matrix.
+/// The batch dims collapsed into one, then one zbrt_sgemm_batched_memref
+/// call for all the matrices (one cublasSgemmStridedBatched on a GPU).
 FailureOr<Value> lowerBatchMatmul(OpBuilder &b, BatchMatmulOp op,
                                   BatchMatmulOp::Adaptor a) {
   if (!isF32(op.getType()))
     return failure();
   Location loc = op.getLoc();
-  declareSgemm(b, op);
+  MemRefType batched = dynamicStrided(b.getContext(), 3, b.getF32Type());
+  declareRuntimeFunction(b, op, sym::SgemmBatchedMemref,
+                         {batched, batched, batched, b.getI32Type(),
+                          b.getI32Type()});
   Value lhs = stridedBufferOf(
       b, loc, conversion::collapseBatchDims(b, loc, a.getLhs()));
   Value rhs = stridedBufferOf(
@@ -161,18 +156,10 @@ FailureOr<Value> lowerBatchMatmul(OpBuilder &b, BatchMatmulOp op,
                       rt.getElementType()));
   Value ta = i32Const(b, loc, op.getTransposeLhs());
   Value tb = i32Const(b, loc, op.getTransposeRhs());
-  Value lb = arith::ConstantIndexOp::create(b, loc, 0);
-  Value ub = arith::ConstantIndexOp::create(b, loc, batch);
-  Value step = arith::ConstantIndexOp::create(b, loc, 1);
-  scf::ForOp::create(b, loc, lb, ub, step, ValueRange{},
-                     [&](OpBuilder &lb2, Location l, Value iv, ValueRange) {
-                       func::CallOp::create(
-                           lb2, l, sym::SgemmMemref, TypeRange{},
-                           ValueRange{matrixOf(lb2, l, lhs, iv),
-                                      matrixOf(lb2, l, rhs, iv),
-                                      matrixOf(lb2, l, c, iv), ta, tb});
-                       scf::YieldOp::create(lb2, l);
-                     });
+  func::CallOp::create(b, loc, sym::SgemmBatchedMemref, TypeRange{},
+                       ValueRange{asDynamic3D(b, loc, lhs),
+                                  asDynamic3D(b, loc, rhs),
+                                  asDynamic3D(b, loc, c), ta, tb});
   return conversion::expandBatchDims(b, loc, tensorOf(b, loc, c), rt);
 }
 

@@ -24,8 +24,9 @@
 #include <type_traits>
 
 /// X(Name, function): the zbrt.h functions that generated code calls.
-///  - zbrt_sgemm_memref: f32 matmul (convert-zb-to-runtime, zb.matmul /
-///    zb.batch_matmul);
+///  - zbrt_sgemm_memref: f32 matmul (convert-zb-to-runtime, zb.matmul);
+///  - zbrt_sgemm_batched_memref: f32 batched matmul (zb.batch_matmul, batch
+///    dimensions collapsed into one);
 ///  - zbrt_{send,recv}_memref[_i64|_i32]: zb.send / zb.recv of f32, i64, i32
 ///    tensors (convert-zb-to-runtime);
 ///  - zbrt_action_{begin,end}: trace markers around every scheduled action
@@ -34,6 +35,7 @@
 ///    (zb-lower-pipeline, from zb-schedule's validate_before).
 #define ZBRT_GENERATED_CODE_FUNCTIONS(X)                                       \
   X(SgemmMemref, zbrt_sgemm_memref)                                            \
+  X(SgemmBatchedMemref, zbrt_sgemm_batched_memref)                             \
   X(SendMemref, zbrt_send_memref)                                              \
   X(RecvMemref, zbrt_recv_memref)                                              \
   X(SendMemrefI64, zbrt_send_memref_i64)                                       \

@@ -258,6 +258,22 @@ void zbrt_sgemm_memref(float *aAllocated, float *aAligned, int64_t aOffset,
                        float *cAligned, int64_t cOffset, int64_t cSize0,
                        int64_t cSize1, int64_t cStride0, int64_t cStride1,
                        int32_t transA, int32_t transB);
+/// C[i] = op(A[i]) * op(B[i]) for every matrix i of three rank-3 memrefs
+/// (batch, rows, cols), each matrix as zbrt_sgemm_memref takes it (shapes
+/// as stored, any strides). The CPU backend computes the matrices in order
+/// with one BLAS call each (the arithmetic of zbrt_sgemm_memref per
+/// matrix); the CUDA backend makes one cublasSgemmStridedBatched call when
+/// every operand's matrices lie at a constant batch stride in a BLAS
+/// layout. Mismatched batch or matrix shapes are a fatal error naming them.
+void zbrt_sgemm_batched_memref(
+    float *aAllocated, float *aAligned, int64_t aOffset, int64_t aSize0,
+    int64_t aSize1, int64_t aSize2, int64_t aStride0, int64_t aStride1,
+    int64_t aStride2, float *bAllocated, float *bAligned, int64_t bOffset,
+    int64_t bSize0, int64_t bSize1, int64_t bSize2, int64_t bStride0,
+    int64_t bStride1, int64_t bStride2, float *cAllocated, float *cAligned,
+    int64_t cOffset, int64_t cSize0, int64_t cSize1, int64_t cSize2,
+    int64_t cStride0, int64_t cStride1, int64_t cStride2, int32_t transA,
+    int32_t transB);
 /// zbrt_send of the `size` floats of a 1-D memref.
 void zbrt_send_memref(float *allocated, float *aligned, int64_t offset,
                       int64_t size, int64_t stride, int32_t peer, int32_t tag);

@@ -127,6 +127,47 @@ void sgemmViews(const View &a, const View &b, const View &c, bool transA,
       c.data[i * c.rowStride + j * c.colStride] = tmp.data[i * N + j];
 }
 
+/// One cublasSgemmStridedBatched call for `batch` matrices at constant
+/// batch strides, when every operand's matrix is in a BLAS layout (rows or
+/// columns contiguous) and C's rows are; false otherwise (the caller then
+/// loops over the matrices).
+bool sgemmBatchedOnDevice(const View &a, const View &b, const View &c,
+                          int64_t batch, int64_t aBatchStride,
+                          int64_t bBatchStride, int64_t cBatchStride,
+                          bool transA, bool transB) {
+  int64_t M = transA ? a.cols : a.rows, K = transA ? a.rows : a.cols;
+  int64_t kB = transB ? b.cols : b.rows, N = transB ? b.rows : b.cols;
+  if (K != kB || c.rows != M || c.cols != N || M == 0 || N == 0 || K == 0)
+    return false;
+  // The layout asBlas would pick, without copying.
+  auto layout = [](const View &v, bool &transposed, int64_t &ld) {
+    int64_t rowStride = v.rows <= 1 ? v.cols : v.rowStride;
+    int64_t colStride = v.cols <= 1 ? 1 : v.colStride;
+    if (colStride == 1 && rowStride >= std::max<int64_t>(v.cols, 1)) {
+      transposed = false;
+      ld = rowStride;
+      return true;
+    }
+    int64_t tRowStride = v.cols <= 1 ? v.rows : v.colStride;
+    int64_t tColStride = v.rows <= 1 ? 1 : v.rowStride;
+    if (tColStride == 1 && tRowStride >= std::max<int64_t>(v.rows, 1)) {
+      transposed = true;
+      ld = tRowStride;
+      return true;
+    }
+    return false;
+  };
+  bool aT = false, bT = false, cT = false;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  if (!layout(a, aT, lda) || !layout(b, bT, ldb) || !layout(c, cT, ldc) || cT)
+    return false;
+  zbrt::cuda::sgemmStridedBatched(a.data, b.data, c.data, M, N, K,
+                                  transA != aT, transB != bT, lda, ldb, ldc,
+                                  aBatchStride, bBatchStride, cBatchStride,
+                                  batch);
+  return true;
+}
+
 void checkSize(const char *what, int64_t size) {
   if (size < 0 || size > (int64_t)1 << 29)
     fatalf("%s: unsupported size %lld elements", what, (long long)size);
@@ -146,6 +187,34 @@ zbrt_sgemm_memref(float *, float *aAligned, int64_t aOffset, int64_t aSize0,
              View{bAligned + bOffset, bSize0, bSize1, bStride0, bStride1},
              View{cAligned + cOffset, cSize0, cSize1, cStride0, cStride1},
              transA != 0, transB != 0);
+}
+
+extern "C" void zbrt_sgemm_batched_memref(
+    float *, float *aAligned, int64_t aOffset, int64_t aSize0, int64_t aSize1,
+    int64_t aSize2, int64_t aStride0, int64_t aStride1, int64_t aStride2,
+    float *, float *bAligned, int64_t bOffset, int64_t bSize0, int64_t bSize1,
+    int64_t bSize2, int64_t bStride0, int64_t bStride1, int64_t bStride2,
+    float *, float *cAligned, int64_t cOffset, int64_t cSize0, int64_t cSize1,
+    int64_t cSize2, int64_t cStride0, int64_t cStride1, int64_t cStride2,
+    int32_t transA, int32_t transB) {
+  if (aSize0 != bSize0 || aSize0 != cSize0 || aSize0 < 0)
+    fatalf("zbrt_sgemm_batched_memref: batch sizes differ: A %lld, B %lld, "
+           "C %lld",
+           (long long)aSize0, (long long)bSize0, (long long)cSize0);
+  View a0{aAligned + aOffset, aSize1, aSize2, aStride1, aStride2};
+  View b0{bAligned + bOffset, bSize1, bSize2, bStride1, bStride2};
+  View c0{cAligned + cOffset, cSize1, cSize2, cStride1, cStride2};
+  if (zbrt::cuda::active() && aSize0 > 0 &&
+      sgemmBatchedOnDevice(a0, b0, c0, aSize0, aStride0, bStride0, cStride0,
+                           transA != 0, transB != 0))
+    return;
+  for (int64_t i = 0; i < aSize0; ++i) {
+    View a = a0, b = b0, c = c0;
+    a.data += i * aStride0;
+    b.data += i * bStride0;
+    c.data += i * cStride0;
+    sgemmViews(a, b, c, transA != 0, transB != 0);
+  }
 }
 
 extern "C" void zbrt_send_memref(float *, float *aligned, int64_t offset,

@@ -40,6 +40,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -64,6 +66,10 @@ struct Cublas {
   int (*sgemm)(CublasHandle, int, int, int, int, int, const float *,
                const float *, int, const float *, int, const float *, float *,
                int);
+  int (*sgemmStridedBatched)(CublasHandle, int, int, int, int, int,
+                             const float *, const float *, int, long long,
+                             const float *, int, long long, const float *,
+                             float *, int, long long, int);
   const char *(*statusString)(int);
 };
 constexpr int kCublasOpN = 0, kCublasOpT = 1;
@@ -308,9 +314,12 @@ void loadCublas(Backend &b) {
       !lookup(lib, "cublasDestroy_v2", b.cublas.destroy) ||
       !lookup(lib, "cublasSetStream_v2", b.cublas.setStream) ||
       !lookup(lib, "cublasSetMathMode", b.cublas.setMathMode) ||
-      !lookup(lib, "cublasSgemm_v2", b.cublas.sgemm))
+      !lookup(lib, "cublasSgemm_v2", b.cublas.sgemm) ||
+      !lookup(lib, "cublasSgemmStridedBatched",
+              b.cublas.sgemmStridedBatched))
     fatalf("%s lacks a cuBLAS entry point (cublasCreate_v2, "
-           "cublasSetStream_v2, cublasSetMathMode, cublasSgemm_v2)",
+           "cublasSetStream_v2, cublasSetMathMode, cublasSgemm_v2, "
+           "cublasSgemmStridedBatched)",
            name);
   lookup(lib, "cublasGetStatusString", b.cublas.statusString);
   checkCublas(b.cublas.create(&b.cublasHandle), "cublasCreate");
@@ -559,6 +568,30 @@ void zbrt::cuda::sgemm(const float *a, const float *bm, float *c, int64_t M,
                              c, (int)ldc),
               "cublasSgemm");
   // Kernels emulated on the host (a cuda-emu plan) read C on the host next.
+  if (b.flags & ZBRT_CUDA_HOST_KERNELS)
+    synchronize("a GEMM", /*computeOnly=*/true);
+}
+
+void zbrt::cuda::sgemmStridedBatched(const float *a, const float *bm,
+                                     float *c, int64_t M, int64_t N, int64_t K,
+                                     bool transA, bool transB, int64_t lda,
+                                     int64_t ldb, int64_t ldc, int64_t strideA,
+                                     int64_t strideB, int64_t strideC,
+                                     int64_t batch) {
+  Backend &b = backend();
+  if (M > INT_MAX || N > INT_MAX || K > INT_MAX || lda > INT_MAX ||
+      ldb > INT_MAX || ldc > INT_MAX || batch > INT_MAX)
+    fatalf("cublasSgemmStridedBatched: size or stride exceeds cuBLAS's int "
+           "range");
+  const float alpha = 1.0f, beta = 0.0f;
+  ++b.stats.gemms;
+  // As in sgemm: the column-major product of the transposes.
+  checkCublas(b.cublas.sgemmStridedBatched(
+                  b.cublasHandle, transB ? kCublasOpT : kCublasOpN,
+                  transA ? kCublasOpT : kCublasOpN, (int)N, (int)M, (int)K,
+                  &alpha, bm, (int)ldb, strideB, a, (int)lda, strideA, &beta,
+                  c, (int)ldc, strideC, (int)batch),
+              "cublasSgemmStridedBatched");
   if (b.flags & ZBRT_CUDA_HOST_KERNELS)
     synchronize("a GEMM", /*computeOnly=*/true);
 }

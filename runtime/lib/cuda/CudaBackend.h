@@ -30,6 +30,13 @@ void synchronize(const char *what, bool computeOnly = false);
 void sgemm(const float *a, const float *b, float *c, int64_t M, int64_t N,
            int64_t K, bool transA, bool transB, float alpha, float beta,
            int64_t lda, int64_t ldb, int64_t ldc);
+/// `batch` products C[i] = op(A[i]) op(B[i]) at constant batch strides
+/// (elements), one cublasSgemmStridedBatched call.
+void sgemmStridedBatched(const float *a, const float *b, float *c, int64_t M,
+                         int64_t N, int64_t K, bool transA, bool transB,
+                         int64_t lda, int64_t ldb, int64_t ldc,
+                         int64_t strideA, int64_t strideB, int64_t strideC,
+                         int64_t batch);
 /// zbrt_send / zbrt_recv through NCCL; false when there is no NCCL channel
 /// to `peer` (the caller then uses MPI on the host after synchronize()).
 bool send(const void *buf, int64_t bytes, int32_t peer, int32_t tag);
