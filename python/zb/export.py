@@ -1,10 +1,12 @@
 """Export helpers: write exactly what zb's importers read.
 
-    python3 -m zb.export to-generic IN.mlir OUT.mlir
+    python3 -m zb.export to-generic IN OUT.mlir
 
-converts StableHLO text in the custom op form (what
-``jax.jit(f).lower(...).as_text()`` prints) to the generic form zb reads,
-with the user's own jaxlib.
+converts what JAX writes to the generic StableHLO text form zb reads, with
+the user's own jaxlib: text in the custom op form (what
+``jax.jit(f).lower(...).as_text()`` prints), a serialized ``jax.export``
+artifact (``jax.export.export(jax.jit(f))(...).serialize()`` bytes) or a
+StableHLO portable artifact (MLIR bytecode).
 
 torch_to_onnx: torch.onnx.export with the legacy TorchScript exporter
 (dynamo=False), opset 17, constant folding off, weights inside the file
@@ -106,17 +108,70 @@ def jax_to_stablehlo(fn, params, *batch, path: str) -> str:
     return os.fspath(path)
 
 
+_BYTECODE_MAGIC = b"ML\xefR"
+
+
+def _arg_names(exported):
+    """The pytree path names of a jax.export artifact's arguments, in the
+    convention of jax_to_stablehlo: the first positional argument is
+    "params", the others "batch<i>", keyword arguments their key."""
+    import jax  # noqa: PLC0415
+    n = len(exported.in_avals)
+    args, kwargs = jax.tree_util.tree_unflatten(exported.in_tree, range(n))
+    names = [None] * n
+    for i, a in enumerate(args):
+        top = "params" if i == 0 else f"batch{i - 1}"
+        for kp, leaf in jax.tree_util.tree_flatten_with_path(a)[0]:
+            names[leaf] = top + jax.tree_util.keystr(kp)
+    for kp, leaf in jax.tree_util.tree_flatten_with_path(kwargs)[0]:
+        names[leaf] = jax.tree_util.keystr(kp)
+    return names
+
+
 def to_generic(source: str, path: str) -> str:
-    """Rewrites StableHLO text in the custom (pretty) op form, as
-    ``jax.jit(f).lower(...).as_text()`` prints it, in the generic op form
-    that zb-translate / zb-compile read, parsed with jaxlib's own StableHLO
-    dialect. Returns the path."""
+    """Rewrites what JAX writes as the generic-op-form StableHLO text that
+    zb-translate / zb-compile read, parsed with jaxlib's own StableHLO
+    dialect: text in the custom (pretty) op form, as
+    ``jax.jit(f).lower(...).as_text()`` prints it; the bytes of
+    ``jax.export.export(jax.jit(f))(...).serialize()`` (deserialized with
+    ``jax.export.deserialize``, arguments named by their pytree path as
+    ``jax.arg_info``; the artifact has no parameter values, zb-compile then
+    initialises them); or a StableHLO portable artifact (MLIR bytecode).
+    Returns the path."""
     from jax._src.interpreters import mlir as jmlir  # noqa: PLC0415
     from jax._src.lib.mlir import ir  # noqa: PLC0415
-    with open(source) as f:
-        text = f.read()
-    with jmlir.make_ir_context():
-        module = ir.Module.parse(text)
+    with open(source, "rb") as f:
+        data = f.read()
+    names = None
+    if data.startswith(_BYTECODE_MAGIC):
+        from jax._src.lib.mlir.dialects import stablehlo  # noqa: PLC0415
+        text = None
+    elif _BYTECODE_MAGIC in data[:4096] and b"\0" in data[:64]:
+        from jax import export  # noqa: PLC0415
+        exported = export.deserialize(bytearray(data))
+        text = exported.mlir_module()
+        names = _arg_names(exported)
+    else:
+        text = data.decode("utf-8")
+    with jmlir.make_ir_context() as ctx:
+        if text is None:
+            module = stablehlo.deserialize_portable_artifact(ctx, data)
+        else:
+            module = ir.Module.parse(text)
+        if names is not None:
+            main = [op for op in module.body.operations
+                    if ir.StringAttr(op.attributes["sym_name"]).value
+                    == "main"][0]
+            old = (list(main.attributes["arg_attrs"])
+                   if "arg_attrs" in main.attributes else [])
+            attrs = []
+            for i, name in enumerate(names):
+                entries = ({n.name: n.attr for n in ir.DictAttr(old[i])}
+                           if i < len(old) else {})
+                if name is not None:
+                    entries.setdefault("jax.arg_info", ir.StringAttr.get(name))
+                attrs.append(ir.DictAttr.get(entries))
+            main.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
         generic = module.operation.get_asm(print_generic_op_form=True,
                                            enable_debug_info=False)
     with open(path, "w") as f:
@@ -128,7 +183,9 @@ def _main(argv) -> int:
     if len(argv) == 3 and argv[0] == "to-generic":
         to_generic(argv[1], argv[2])
         return 0
-    print("usage: python3 -m zb.export to-generic IN.mlir OUT.mlir",
+    print("usage: python3 -m zb.export to-generic IN OUT.mlir\n"
+          "  IN: StableHLO text (custom op form), jax.export serialized "
+          "bytes or a StableHLO portable artifact",
           file=__import__("sys").stderr)
     return 2
 

@@ -60,9 +60,21 @@ LogicalResult Importer::importElementwise(Operation *op, ArrayRef<Val> in,
                         zbb.splat(abs, std::numeric_limits<double>::infinity()));
     return success();
   }
+  if (llvm::is_contained({StringRef("stablehlo.and"), StringRef("stablehlo.or"),
+                          StringRef("stablehlo.xor"), StringRef("stablehlo.not")},
+                         name) &&
+      out.type.getElementType().isInteger(1))
+    return importLogical(op, in, out);
+  if (name == "stablehlo.clamp" && isa<FloatType>(out.type.getElementType()))
+    return importClamp(op, in, out);
   if (!isa<FloatType>(out.type.getElementType())) {
     // Integer arithmetic on data: only allowed where a pattern removes it.
     out.unsupported = op;
+    // `i + n` (n a constant): the shift of the index normalisation.
+    if (name == "stablehlo.add" && in.size() == 2)
+      for (int i = 0; i < 2; ++i)
+        if (in[i].v && !in[i].unsupported && in[1 - i].c)
+          out.shiftedOf = in[i].v;
     return success();
   }
   return importArithmetic(op, in, out);
@@ -89,6 +101,11 @@ LogicalResult Importer::importCompare(Operation *op, ArrayRef<Val> in,
   if (l->getType() != r->getType())
     r = zbb.cast(*r, cast<RankedTensorType>(l->getType()).getElementType());
   out.v = zbb.compare(pred, *l, *r);
+  // `i < 0` on integer data: the test of the index normalisation.
+  if (pred == "lt" && in[0].v && !in[0].unsupported &&
+      isa<IntegerType>(in[0].type.getElementType()) && in[1].c &&
+      llvm::all_of(in[1].c->data, [](double d) { return d == 0.0; }))
+    out.negTestOf = in[0].v;
   return success();
 }
 
@@ -98,18 +115,15 @@ LogicalResult Importer::importSelect(Operation *op, ArrayRef<Val> in,
   zb::ZBBuilder zbb(b, loc);
   Type resultElem = out.type.getElementType();
   if (!isa<FloatType>(resultElem)) {
-    // select(x < 0, x + n, x): the index normalisation of table[x]; the
-    // indices are in range, so this is x.
-    Operation *cmp = op->getOperand(0).getDefiningOp();
-    Value x = op->getOperand(2);
-    if (cmp && cmp->getName().getStringRef() == "stablehlo.compare" &&
-        cmp->getOperand(0) == x && compareDirection(cmp) == "LT") {
-      FailureOr<Val> zero = get(cmp->getOperand(1));
-      if (succeeded(zero) && zero->c &&
-          llvm::all_of(zero->c->data, [](double d) { return d == 0.0; })) {
-        out = in[2];
-        return success();
-      }
+    // select(x < 0, x + n, x): the index normalisation of table[x] (also
+    // through jnp.where's `_where` call); the indices are in range, so this
+    // is x.
+    Value x = in[2].v;
+    if (x && !in[2].unsupported && in[0].negTestOf == x &&
+        in[1].shiftedOf == x) {
+      out = in[2];
+      out.type = in[2].type;
+      return success();
     }
     return error(op) << "select of integer data is not supported (only "
                         "the index normalisation select(x < 0, x + n, x))";
@@ -152,6 +166,8 @@ LogicalResult Importer::importConvert(Operation *op, ArrayRef<Val> in,
     // i32 and i64).
     out.v = in[0].v;
     out.unsupported = in[0].unsupported;
+    out.shiftedOf = in[0].shiftedOf;
+    out.negTestOf = in[0].negTestOf;
     return success();
   }
   return error(op) << "conversion of data from " << src << " to " << resultElem
@@ -202,6 +218,62 @@ LogicalResult Importer::importArithmetic(Operation *op, ArrayRef<Val> in,
     return error(op) << "unsupported on data (operands that are not "
                         "compile-time constants)";
   out.v = r;
+  return success();
+}
+
+/// Booleans on data (masks: the bounds checks of JAX's gathers, jnp.where
+/// conditions): through floats 0/1, `and` = a * b != 0, `or` = max(a, b) !=
+/// 0, `xor` = a != b, `not` = a == 0. No gradient flows through booleans.
+LogicalResult Importer::importLogical(Operation *op, ArrayRef<Val> in,
+                                      Val &out) {
+  StringRef name = op->getName().getStringRef();
+  zb::ZBBuilder zbb(b, loc);
+  SmallVector<Value, 2> x;
+  for (const Val &v : in) {
+    if (!v.type.getElementType().isInteger(1))
+      return error(op) << "operands must be booleans (i1)";
+    FailureOr<Value> f = asFloat(v);
+    if (failed(f))
+      return failure();
+    x.push_back(*f);
+  }
+  if (name == "stablehlo.not") {
+    out.v = zbb.compare("eq", x[0], zbb.splat(x[0], 0.0));
+    return success();
+  }
+  if (x.size() != 2 || x[0].getType() != x[1].getType())
+    return error(op) << "operands must have the same shape";
+  if (name == "stablehlo.xor")
+    out.v = zbb.compare("ne", x[0], x[1]);
+  else if (name == "stablehlo.and")
+    out.v = zbb.compare("ne", zbb.mul(x[0], x[1]), zbb.splat(x[0], 0.0));
+  else
+    out.v = zbb.compare("ne", zbb.max(x[0], x[1]), zbb.splat(x[0], 0.0));
+  return success();
+}
+
+/// clamp(min, x, max) = min(max(x, min), max) elementwise; a scalar min or
+/// max is broadcast. The gradient flows to x where it is inside the bounds
+/// (and to data bounds where they are active).
+LogicalResult Importer::importClamp(Operation *op, ArrayRef<Val> in,
+                                    Val &out) {
+  zb::ZBBuilder zbb(b, loc);
+  SmallVector<Value, 3> x;
+  for (const Val &v : in) {
+    FailureOr<Value> f = asFloat(v);
+    if (failed(f))
+      return failure();
+    auto t = cast<RankedTensorType>(f->getType());
+    if (t.getShape() != out.type.getShape()) {
+      if (t.getRank() != 0)
+        return error(op) << "min and max must be scalars or of the operand's "
+                            "shape";
+      f = zbb.broadcast(*f, out.type.clone(t.getElementType()), {});
+    }
+    x.push_back(*f);
+  }
+  Value lo = zbb.max(x[1], x[0]);
+  out.v = zbb.neg(zbb.max(zbb.neg(lo), zbb.neg(x[2])));
   return success();
 }
 
@@ -441,22 +513,28 @@ LogicalResult Importer::importDotGeneral(Operation *op, ArrayRef<Val> in,
 // reduce and gather
 //===----------------------------------------------------------------------===//
 
-LogicalResult Importer::importReduce(Operation *op, ArrayRef<Val> in,
-                                     Val &out) {
+std::string Importer::reduceKind(Operation *op) {
+  static constexpr const char *kForms =
+      "only reductions with a single add, maximum, minimum, and or or in the "
+      "body are supported";
   if (op->getNumOperands() != 2 || op->getNumResults() != 1 ||
-      op->getNumRegions() != 1)
-    return error(op) << "only single-operand reductions are supported";
+      op->getNumRegions() != 1) {
+    error(op) << "only single-operand reductions are supported";
+    return "";
+  }
   Region &body = op->getRegion(0);
-  if (!body.hasOneBlock() || body.front().getNumArguments() != 2)
-    return error(op) << "malformed reduction body";
+  if (!body.hasOneBlock() || body.front().getNumArguments() != 2) {
+    error(op) << "malformed reduction body";
+    return "";
+  }
   Block &blk = body.front();
-  auto it = blk.begin();
-  if (blk.getOperations().size() != 2)
-    return error(op) << "only reductions with a single add, maximum or "
-                        "minimum in the body are supported";
-  Operation &combiner = *it;
-  Operation &ret = *std::next(it);
-  StringRef kind = combiner.getName().getStringRef();
+  if (blk.getOperations().size() != 2) {
+    error(op) << kForms;
+    return "";
+  }
+  Operation &combiner = blk.front();
+  Operation &ret = blk.back();
+  std::string kind = combiner.getName().getStringRef().str();
   bool argsOk = combiner.getNumOperands() == 2 &&
                 ((combiner.getOperand(0) == blk.getArgument(0) &&
                   combiner.getOperand(1) == blk.getArgument(1)) ||
@@ -464,23 +542,59 @@ LogicalResult Importer::importReduce(Operation *op, ArrayRef<Val> in,
                   combiner.getOperand(1) == blk.getArgument(0)));
   if (!argsOk || ret.getNumOperands() != 1 ||
       ret.getOperand(0) != combiner.getResult(0) ||
-      (kind != "stablehlo.add" && kind != "stablehlo.maximum" &&
-       kind != "stablehlo.minimum"))
-    return error(op) << "only reductions with a single add, maximum or "
-                        "minimum in the body are supported (found '"
-                     << kind << "')";
+      !llvm::is_contained({StringRef("stablehlo.add"),
+                           StringRef("stablehlo.maximum"),
+                           StringRef("stablehlo.minimum"),
+                           StringRef("stablehlo.and"), StringRef("stablehlo.or"),
+                           StringRef("stablehlo.multiply")},
+                          StringRef(kind))) {
+    error(op) << kForms << " (found '" << kind << "')";
+    return "";
+  }
+  return kind;
+}
+
+/// reduce of floats (add -> zb.reduce_sum, maximum -> zb.reduce_max,
+/// minimum -> -reduce_max(-x)) and of booleans (jnp.all / jnp.any, the
+/// bounds masks of JAX's gathers: and -> min, or -> max over 0/1 floats).
+LogicalResult Importer::importReduce(Operation *op, ArrayRef<Val> in,
+                                     Val &out) {
+  std::string kind = reduceKind(op);
+  if (kind.empty())
+    return failure();
   FailureOr<SmallVector<int64_t>> dims = i64Array(op, "dimensions");
   if (failed(dims))
     return failure();
   if (!in[1].c || in[1].c->numElements() != 1)
     return error(op) << "the initial value must be a scalar constant";
   double init = in[1].c->data[0];
-  if (!isa<FloatType>(out.type.getElementType()))
+  zb::ZBBuilder zbb(b, loc);
+  Type elem = out.type.getElementType();
+  if (elem.isInteger(1) && (kind == "stablehlo.and" || kind == "stablehlo.or")) {
+    FailureOr<Value> x = asFloat(in[0]);
+    if (failed(x))
+      return failure();
+    Value r = kind == "stablehlo.or"
+                  ? zbb.reduceMax(*x, *dims)
+                  : zbb.neg(zbb.reduceMax(zbb.neg(*x), *dims));
+    // A non-neutral initial value (false for and, true for or) decides.
+    bool neutral = (init != 0.0) == (kind == "stablehlo.and");
+    if (!neutral)
+      r = zbb.splat(r, init != 0.0 ? 1.0 : 0.0);
+    if (cast<RankedTensorType>(r.getType()).getShape() != out.type.getShape())
+      r = zbb.reshape(r, out.type.getShape());
+    out.v = zbb.compare("ne", r, zbb.splat(r, 0.0));
+    return success();
+  }
+  if (!isa<FloatType>(elem))
     return error(op) << "reductions of integer data are not supported";
+  if (kind != "stablehlo.add" && kind != "stablehlo.maximum" &&
+      kind != "stablehlo.minimum")
+    return error(op) << "a '" << kind
+                     << "' reduction of floats is supported on constants only";
   FailureOr<Value> x = materialize(in[0]);
   if (failed(x))
     return failure();
-  zb::ZBBuilder zbb(b, loc);
   Value r;
   if (kind == "stablehlo.add") {
     r = zbb.reduceSum(*x, *dims);
@@ -501,46 +615,247 @@ LogicalResult Importer::importReduce(Operation *op, ArrayRef<Val> in,
   return success();
 }
 
-LogicalResult Importer::importGather(Operation *op, ArrayRef<Val> in,
-                                     Val &out) {
+FailureOr<GatherDims> zb::frontend::stablehlo_import::parseGatherDims(
+    Operation *op, ArrayRef<int64_t> operand, ArrayRef<int64_t> indices,
+    ArrayRef<int64_t> result) {
   Attribute a = op->getAttr("dimension_numbers");
   std::string text = a ? attrText(a) : "";
+  GatherDims g;
   auto offset = parseIntList(text, "offset_dims");
   auto collapsed = parseIntList(text, "collapsed_slice_dims");
   auto startMap = parseIntList(text, "start_index_map");
   auto ivd = parseIntList(text, "index_vector_dim");
   auto obd = parseIntList(text, "operand_batching_dims");
-  FailureOr<SmallVector<int64_t>> sizes = i64Array(op, "slice_sizes");
+  auto sbd = parseIntList(text, "start_indices_batching_dims");
+  auto sizes = dyn_cast_or_null<DenseI64ArrayAttr>(op->getAttr("slice_sizes"));
   if (!a || !balanced(text) || failed(offset) || failed(collapsed) ||
       failed(startMap) || failed(ivd) || ivd->size() != 1 || failed(obd) ||
-      failed(sizes))
-    return error(op) << "cannot parse gather dimension_numbers '" << text
-                     << "'";
+      failed(sbd) || !sizes)
+    return failure();
+  g.offsetDims = *offset;
+  g.collapsedSliceDims = *collapsed;
+  g.startIndexMap = *startMap;
+  g.operandBatchingDims = *obd;
+  g.startIndicesBatchingDims = *sbd;
+  g.sliceSizes.assign(sizes.asArrayRef().begin(), sizes.asArrayRef().end());
+  g.indexVectorDim = (*ivd)[0];
+  int64_t ro = operand.size(), ri = indices.size();
+  if (g.indexVectorDim < 0 || g.indexVectorDim > ri ||
+      (int64_t)g.sliceSizes.size() != ro ||
+      g.operandBatchingDims.size() != g.startIndicesBatchingDims.size())
+    return failure();
+  int64_t vecSize = g.indexVectorDim < ri ? indices[g.indexVectorDim] : 1;
+  if ((int64_t)g.startIndexMap.size() != vecSize)
+    return failure();
+  // Operand dimensions: each collapsed, batching or an offset (in order).
+  SmallVector<int> role(ro, 0);
+  for (int64_t d : g.collapsedSliceDims) {
+    if (d < 0 || d >= ro || role[d] || g.sliceSizes[d] > 1)
+      return failure();
+    role[d] = 1;
+  }
+  for (int64_t d : g.operandBatchingDims) {
+    if (d < 0 || d >= ro || role[d] || g.sliceSizes[d] > 1)
+      return failure();
+    role[d] = 2;
+  }
+  for (int64_t d : g.startIndexMap)
+    if (d < 0 || d >= ro || role[d] == 2)
+      return failure();
+  for (int64_t d = 0; d < ro; ++d)
+    if (g.sliceSizes[d] < 0 || g.sliceSizes[d] > operand[d])
+      return failure();
+  SmallVector<bool> idxUsed(ri, false);
+  for (auto [od, sd] :
+       llvm::zip_equal(g.operandBatchingDims, g.startIndicesBatchingDims)) {
+    if (sd < 0 || sd >= ri || sd == g.indexVectorDim || idxUsed[sd] ||
+        indices[sd] != operand[od])
+      return failure();
+    idxUsed[sd] = true;
+  }
+  // The result: batch dimensions (the indices' without the index vector)
+  // where offset_dims are not, the offset slice sizes at offset_dims.
+  SmallVector<int64_t> batch, offs;
+  for (int64_t d = 0; d < ri; ++d)
+    if (d != g.indexVectorDim)
+      batch.push_back(indices[d]);
+  for (int64_t d = 0; d < ro; ++d)
+    if (!role[d])
+      offs.push_back(g.sliceSizes[d]);
+  if (offs.size() != g.offsetDims.size() ||
+      (int64_t)result.size() != (int64_t)(batch.size() + offs.size()))
+    return failure();
+  size_t bi = 0, oi = 0;
+  for (int64_t d = 0; d < (int64_t)result.size(); ++d) {
+    bool isOffset = oi < g.offsetDims.size() && g.offsetDims[oi] == d;
+    int64_t want = isOffset ? offs[oi++] : batch[bi++];
+    if (result[d] != want)
+      return failure();
+  }
+  if (oi != g.offsetDims.size())
+    return failure();
+  return g;
+}
+
+/// gather on data, in three forms:
+/// - table[indices] on one axis `a` (no batching dims, one index per
+///   element, full slices elsewhere): zb.gather, with zb.transpose when `a`
+///   is not the leading axis or the offsets come out in another order;
+/// - jnp.take_along_axis (operand_batching_dims pair the indices' leading
+///   dimensions with the operand's, one index per element on axis `a`):
+///   sum over `a` of operand * one_hot(indices) (zb.one_hot, zb.mul,
+///   zb.reduce_sum): differentiable in the operand, O(elements x classes);
+/// everything else is an error naming the dimension numbers. Indices are
+/// assumed in range (StableHLO clamps them; zb.gather is undefined out of
+/// range and the one-hot form gives 0), as JAX's default `fill` and
+/// `promise_in_bounds` modes need for in-range indices.
+LogicalResult Importer::importGather(Operation *op, ArrayRef<Val> in,
+                                     Val &out) {
   RankedTensorType tableT = in[0].type, idxT = in[1].type;
-  int64_t ri = idxT.getRank(), ro = tableT.getRank();
-  int64_t vecDim = (*ivd)[0];
-  bool trailing = vecDim == ri - 1 && ri > 0 && idxT.getDimSize(ri - 1) == 1;
-  int64_t batchRank = trailing ? ri - 1 : ri;
-  bool ok = (trailing || vecDim == ri) && obd->empty() &&
-            *collapsed == SmallVector<int64_t>{0} &&
-            *startMap == SmallVector<int64_t>{0} &&
-            (int64_t)offset->size() == ro - 1 && (int64_t)sizes->size() == ro &&
-            (*sizes)[0] == 1;
-  for (int64_t i = 0; ok && i < ro - 1; ++i)
-    ok = (*offset)[i] == batchRank + i &&
-         (*sizes)[i + 1] == tableT.getDimSize(i + 1);
-  if (!ok)
-    return error(op) << "only the embedding-lookup form of gather "
-                        "(table[indices]) is supported, not '"
+  std::string text = op->getAttr("dimension_numbers")
+                         ? attrText(op->getAttr("dimension_numbers"))
+                         : "";
+  FailureOr<GatherDims> dims = parseGatherDims(
+      op, tableT.getShape(), idxT.getShape(), out.type.getShape());
+  if (failed(dims))
+    return error(op) << "cannot parse gather dimension_numbers '" << text
+                     << "' (or they do not match the operand shapes)";
+  const GatherDims &g = *dims;
+  int64_t ro = tableT.getRank(), ri = idxT.getRank();
+  auto unsupportedForm = [&] {
+    return error(op) << "only the embedding-lookup (table[indices], "
+                        "jnp.take) and jnp.take_along_axis forms of gather "
+                        "are supported, not '"
                      << text << "'";
+  };
+  // One index per element, on operand axis `a`, a slice of 1 there.
+  if (g.startIndexMap.size() != 1)
+    return unsupportedForm();
+  int64_t a = g.startIndexMap[0];
+  if (g.sliceSizes[a] != 1)
+    return unsupportedForm();
+  // Every other operand dim: batching, or a full slice (an offset).
+  SmallVector<int64_t> offsetOperandDims; // in operand order
+  for (int64_t d = 0; d < ro; ++d) {
+    if (d == a || llvm::is_contained(g.operandBatchingDims, d))
+      continue;
+    if (llvm::is_contained(g.collapsedSliceDims, d)) {
+      if (tableT.getDimSize(d) != 1)
+        return unsupportedForm();
+      continue;
+    }
+    if (g.sliceSizes[d] != tableT.getDimSize(d))
+      return unsupportedForm();
+    offsetOperandDims.push_back(d);
+  }
+
   FailureOr<Value> table = materialize(in[0]);
   FailureOr<Value> idx = asIndex(in[1]);
   if (failed(table) || failed(idx))
     return failure();
+  if (!isa<FloatType>(tableT.getElementType()))
+    return error(op) << "gather of integer data is not supported (only of "
+                        "floating-point tables)";
   zb::ZBBuilder zbb(b, loc);
+  // The indices without the index vector dimension: [IB...].
+  SmallVector<int64_t> ib;
+  for (int64_t d = 0; d < ri; ++d)
+    if (d != g.indexVectorDim)
+      ib.push_back(idxT.getDimSize(d));
   Value indices = *idx;
-  if (trailing)
-    indices = zbb.reshape(indices, idxT.getShape().drop_back());
-  out.v = zbb.gather(*table, indices);
+  if (g.indexVectorDim < ri)
+    indices = zbb.reshape(indices, ib);
+  int64_t nb = ib.size();
+  // Position in [IB...] of indices dimension `sd` (index vector removed).
+  auto ibPos = [&](int64_t sd) {
+    return sd > g.indexVectorDim ? sd - 1 : sd;
+  };
+
+  // The gathered values as [IB..., offsets...] (offsets in operand order,
+  // `a` among them with size 1 when not collapsed).
+  Value r;
+  SmallVector<int64_t> offs; // operand dims of the offsets, in order
+  for (int64_t d = 0; d < ro; ++d)
+    if (!llvm::is_contained(g.collapsedSliceDims, d) &&
+        !llvm::is_contained(g.operandBatchingDims, d))
+      offs.push_back(d);
+  if (g.operandBatchingDims.empty()) {
+    // zb.gather on axis `a` brought to the front: [IB..., rest...].
+    SmallVector<int64_t> perm = {a};
+    for (int64_t d = 0; d < ro; ++d)
+      if (d != a)
+        perm.push_back(d);
+    Value t = *table;
+    if (a != 0)
+      t = zbb.transpose(t, perm);
+    r = zbb.gather(t, indices);
+    // `rest` (operand dims but `a`, in order) holds the offsets and the
+    // collapsed size-1 dims; `a` itself, when not collapsed, is size 1.
+    SmallVector<int64_t> shape(ib);
+    for (int64_t d : offs)
+      shape.push_back(d == a ? 1 : tableT.getDimSize(d));
+    r = zbb.reshape(r, shape);
+  } else {
+    // take_along_axis: X = operand as [batch (in IB order)..., offsets...,
+    // a], broadcast over the unpaired index dims; times one_hot(indices) on
+    // the last axis, summed over it.
+    SmallVector<std::pair<int64_t, int64_t>> pairs; // (IB position, operand)
+    for (auto [od, sd] :
+         llvm::zip_equal(g.operandBatchingDims, g.startIndicesBatchingDims))
+      pairs.push_back({ibPos(sd), od});
+    llvm::sort(pairs);
+    SmallVector<int64_t> perm, xDims;
+    for (auto [pos, od] : pairs) {
+      perm.push_back(od);
+      xDims.push_back(pos);
+    }
+    SmallVector<int64_t> full(ib);
+    for (int64_t d : offs)
+      if (d != a) {
+        perm.push_back(d);
+        xDims.push_back(full.size());
+        full.push_back(tableT.getDimSize(d));
+      }
+    int64_t classes = tableT.getDimSize(a);
+    perm.push_back(a);
+    xDims.push_back(full.size());
+    full.push_back(classes);
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i)
+      identity &= perm[i] == (int64_t)i;
+    Value x = identity ? *table : zbb.transpose(*table, perm);
+    Type fe = tableT.getElementType();
+    auto fullT = RankedTensorType::get(full, fe);
+    x = zbb.broadcast(x, fullT, xDims);
+    Value oh = zbb.oneHot(indices, classes, fe);
+    SmallVector<int64_t> ohDims;
+    for (int64_t i = 0; i < nb; ++i)
+      ohDims.push_back(i);
+    ohDims.push_back(full.size() - 1);
+    oh = zbb.broadcast(oh, fullT, ohDims);
+    r = zbb.reduceSum(zbb.mul(x, oh), {(int64_t)full.size() - 1});
+    SmallVector<int64_t> shape(ib);
+    for (int64_t d : offs)
+      shape.push_back(d == a ? 1 : tableT.getDimSize(d));
+    r = zbb.reshape(r, shape);
+  }
+  // [IB..., offsets...] -> the result order (offsets at offset_dims).
+  int64_t rank = out.type.getRank();
+  SmallVector<int64_t> resPerm(rank);
+  int64_t bi = 0, oi = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (oi < (int64_t)g.offsetDims.size() && g.offsetDims[oi] == d)
+      resPerm[d] = nb + oi++;
+    else
+      resPerm[d] = bi++;
+  }
+  bool identity = true;
+  for (int64_t d = 0; d < rank; ++d)
+    identity &= resPerm[d] == d;
+  if (!identity)
+    r = zbb.transpose(r, resPerm);
+  if (cast<RankedTensorType>(r.getType()).getShape() != out.type.getShape())
+    r = zbb.reshape(r, out.type.getShape());
+  out.v = r;
   return success();
 }

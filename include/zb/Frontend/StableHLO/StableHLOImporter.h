@@ -99,8 +99,16 @@ importStableHLOFile(llvm::StringRef path, mlir::MLIRContext *ctx,
                     const StableHLOImportOptions &options = {});
 
 /// True when `text` looks like a StableHLO module (mentions "stablehlo."
-/// ops); used by zb-compile to pick the importer for a .mlir file.
+/// ops) or a binary JAX export (serializedKind); used by zb-compile to pick
+/// the importer for a file that is not .onnx.
 bool looksLikeStableHLO(llvm::StringRef text);
+
+/// What a binary StableHLO input is, for the error that says how to convert
+/// it: "jax.export" for `jax.export.export(...).serialize()` bytes (a
+/// flatbuffer whose payload is a StableHLO portable artifact), "bytecode"
+/// for MLIR bytecode (a portable artifact on its own, magic "ML\xEFR" at
+/// offset 0); nullopt for text.
+std::optional<llvm::StringRef> serializedKind(llvm::StringRef bytes);
 
 /// The 1-based line of the first op in the custom (pretty) StableHLO form
 /// (`%0 = stablehlo.add %a, %b : ...`), which zb does not parse; nullopt
