@@ -128,6 +128,22 @@ def _arg_names(exported):
     return names
 
 
+def _portable_artifact_text(data: bytes) -> str:
+    """A StableHLO portable artifact (versioned MLIR bytecode) as StableHLO
+    text, with the deserializer of the user's jaxlib (where jax.export's
+    own Exported.mlir_module() finds it; newer jaxlibs also have it in the
+    stablehlo dialect bindings)."""
+    try:
+        from jax._src.lib import xla_client  # noqa: PLC0415
+        return xla_client._xla.mlir.deserialize_portable_artifact(data)
+    except (ImportError, AttributeError):
+        from jax._src.interpreters import mlir as jmlir  # noqa: PLC0415
+        from jaxlib.mlir.dialects import stablehlo  # noqa: PLC0415
+        with jmlir.make_ir_context() as ctx:
+            module = stablehlo.deserialize_portable_artifact(ctx, data)
+            return module.operation.get_asm()
+
+
 def to_generic(source: str, path: str) -> str:
     """Rewrites what JAX writes as the generic-op-form StableHLO text that
     zb-translate / zb-compile read, parsed with jaxlib's own StableHLO
@@ -144,8 +160,7 @@ def to_generic(source: str, path: str) -> str:
         data = f.read()
     names = None
     if data.startswith(_BYTECODE_MAGIC):
-        from jax._src.lib.mlir.dialects import stablehlo  # noqa: PLC0415
-        text = None
+        text = _portable_artifact_text(data)
     elif _BYTECODE_MAGIC in data[:4096] and b"\0" in data[:64]:
         from jax import export  # noqa: PLC0415
         exported = export.deserialize(bytearray(data))
@@ -153,11 +168,8 @@ def to_generic(source: str, path: str) -> str:
         names = _arg_names(exported)
     else:
         text = data.decode("utf-8")
-    with jmlir.make_ir_context() as ctx:
-        if text is None:
-            module = stablehlo.deserialize_portable_artifact(ctx, data)
-        else:
-            module = ir.Module.parse(text)
+    with jmlir.make_ir_context():
+        module = ir.Module.parse(text)
         if names is not None:
             main = [op for op in module.body.operations
                     if ir.StringAttr(op.attributes["sym_name"]).value

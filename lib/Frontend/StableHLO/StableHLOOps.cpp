@@ -243,12 +243,13 @@ LogicalResult Importer::importLogical(Operation *op, ArrayRef<Val> in,
   }
   if (x.size() != 2 || x[0].getType() != x[1].getType())
     return error(op) << "operands must have the same shape";
-  if (name == "stablehlo.xor")
+  if (name == "stablehlo.xor") {
     out.v = zbb.compare("ne", x[0], x[1]);
-  else if (name == "stablehlo.and")
-    out.v = zbb.compare("ne", zbb.mul(x[0], x[1]), zbb.splat(x[0], 0.0));
-  else
-    out.v = zbb.compare("ne", zbb.max(x[0], x[1]), zbb.splat(x[0], 0.0));
+    return success();
+  }
+  Value r = name == "stablehlo.and" ? zbb.mul(x[0], x[1]) : zbb.max(x[0], x[1]);
+  Value zero = zbb.splat(r, 0.0);
+  out.v = zbb.compare("ne", r, zero);
   return success();
 }
 
@@ -591,7 +592,9 @@ LogicalResult Importer::importReduce(Operation *op, ArrayRef<Val> in,
   if (kind != "stablehlo.add" && kind != "stablehlo.maximum" &&
       kind != "stablehlo.minimum")
     return error(op) << "a '" << kind
-                     << "' reduction of floats is supported on constants only";
+                     << "' reduction of data is not supported (add, maximum "
+                        "and minimum are; and / or of booleans; any body on "
+                        "constants)";
   FailureOr<Value> x = materialize(in[0]);
   if (failed(x))
     return failure();
