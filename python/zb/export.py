@@ -62,6 +62,29 @@ def _key_name(path) -> str:
     return ".".join(parts)
 
 
+def _param_values(params) -> dict:
+    """{"params.<path>": float32 array} for the leaves of the pytree
+    ``params`` (a flat dict already keyed by such names is kept)."""
+    import jax  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415
+    if isinstance(params, dict) and params and all(
+            isinstance(k, str) and k.startswith("params.") for k in params):
+        return {k: np.asarray(v) for k, v in params.items()}
+    leaves = jax.tree_util.tree_flatten_with_path(params)[0]
+    return {".".join(p for p in ("params", _key_name(kp)) if p):
+            np.asarray(v) for kp, v in leaves}
+
+
+def _set_param_values(module, params) -> None:
+    """Adds the module attribute zb.param_values (name -> dense value), the
+    initial weights the zb importer keeps. Call inside module.context."""
+    import numpy as np  # noqa: PLC0415
+    from jax._src.lib.mlir import ir  # noqa: PLC0415
+    values = {name: ir.DenseElementsAttr.get(np.ascontiguousarray(v))
+              for name, v in _param_values(params).items()}
+    module.operation.attributes["zb.param_values"] = ir.DictAttr.get(values)
+
+
 def jax_to_stablehlo(fn, params, *batch, path: str) -> str:
     """Writes ``jax.jit(fn).lower(params, *batch)`` as StableHLO text in the
     generic op form to ``path``, for ``zb.compile`` / ``zb-compile``.
@@ -82,7 +105,6 @@ def jax_to_stablehlo(fn, params, *batch, path: str) -> str:
     lowered = jax.jit(fn, keep_unused=True).lower(params, *batch)
     module = lowered.compiler_ir("stablehlo")
     args_flat, _ = jax.tree_util.tree_flatten_with_path((params,) + batch)
-    param_leaves, _ = jax.tree_util.tree_flatten_with_path(params)
     with module.context:
         main = [op for op in module.body.operations
                 if ir.StringAttr(op.attributes["sym_name"]).value == "main"][0]
@@ -94,13 +116,7 @@ def jax_to_stablehlo(fn, params, *batch, path: str) -> str:
                 top + jax.tree_util.keystr(kp[1:])))
             arg_attrs.append(ir.DictAttr.get(entries))
         main.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
-        values = {}
-        for kp, value in param_leaves:
-            name = ".".join(p for p in ("params", _key_name(kp)) if p)
-            values[name] = ir.DenseElementsAttr.get(
-                np.ascontiguousarray(np.asarray(value)))
-        module.operation.attributes["zb.param_values"] = ir.DictAttr.get(
-            values)
+        _set_param_values(module, params)
     text = module.operation.get_asm(print_generic_op_form=True,
                                     enable_debug_info=False)
     with open(path, "w") as f:
@@ -144,16 +160,17 @@ def _portable_artifact_text(data: bytes) -> str:
             return module.operation.get_asm()
 
 
-def to_generic(source: str, path: str) -> str:
+def to_generic(source: str, path: str, params=None) -> str:
     """Rewrites what JAX writes as the generic-op-form StableHLO text that
     zb-translate / zb-compile read, parsed with jaxlib's own StableHLO
     dialect: text in the custom (pretty) op form, as
     ``jax.jit(f).lower(...).as_text()`` prints it; the bytes of
     ``jax.export.export(jax.jit(f))(...).serialize()`` (deserialized with
     ``jax.export.deserialize``, arguments named by their pytree path as
-    ``jax.arg_info``; the artifact has no parameter values, zb-compile then
-    initialises them); or a StableHLO portable artifact (MLIR bytecode).
-    Returns the path."""
+    ``jax.arg_info``); or a StableHLO portable artifact (MLIR bytecode).
+    Exports carry no parameter values: ``params`` (the pytree, or a dict
+    {"params.emb": array, ...} as in an .npz) adds them as zb.param_values,
+    else zb-compile initialises the parameters itself. Returns the path."""
     from jax._src.interpreters import mlir as jmlir  # noqa: PLC0415
     from jax._src.lib.mlir import ir  # noqa: PLC0415
     with open(source, "rb") as f:
@@ -184,6 +201,8 @@ def to_generic(source: str, path: str) -> str:
                     entries.setdefault("jax.arg_info", ir.StringAttr.get(name))
                 attrs.append(ir.DictAttr.get(entries))
             main.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+        if params is not None:
+            _set_param_values(module, params)
         generic = module.operation.get_asm(print_generic_op_form=True,
                                            enable_debug_info=False)
     with open(path, "w") as f:
@@ -192,14 +211,28 @@ def to_generic(source: str, path: str) -> str:
 
 
 def _main(argv) -> int:
-    if len(argv) == 3 and argv[0] == "to-generic":
-        to_generic(argv[1], argv[2])
-        return 0
-    print("usage: python3 -m zb.export to-generic IN OUT.mlir\n"
-          "  IN: StableHLO text (custom op form), jax.export serialized "
-          "bytes or a StableHLO portable artifact",
-          file=__import__("sys").stderr)
-    return 2
+    import argparse  # noqa: PLC0415
+    ap = argparse.ArgumentParser(
+        prog="python3 -m zb.export",
+        description="Converts a JAX export to the StableHLO text zb reads.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    tg = sub.add_parser(
+        "to-generic", help="StableHLO text (custom op form), jax.export "
+        "serialized bytes or a StableHLO portable artifact -> generic text")
+    tg.add_argument("input")
+    tg.add_argument("output")
+    tg.add_argument("--params", metavar="NPZ",
+                    help="initial parameter values (.npz keyed by the "
+                    "argument names, e.g. params.emb), stored as "
+                    "zb.param_values")
+    args = ap.parse_args(argv)
+    params = None
+    if args.params:
+        import numpy as np  # noqa: PLC0415
+        with np.load(args.params) as z:
+            params = {k: z[k] for k in z.files}
+    to_generic(args.input, args.output, params=params)
+    return 0
 
 
 if __name__ == "__main__":
