@@ -14,6 +14,7 @@ float32 weights, and in float32).
 
 Models (vocab 32, d 8, seq 8, batch 2, 3 layers), each as JAX users write it:
   take_along_axis  cross-entropy with jnp.take_along_axis(logp, t[..., None])
+  arange_index     cross-entropy with logp[jnp.arange(n), t]
   embed_take       jnp.take(emb, tokens, axis=0) and a padding mask
                    (jnp.where on tokens != 0, a broadcast boolean predicate)
   scan             jax.lax.scan over stacked layer weights, stacked outputs
@@ -56,6 +57,11 @@ def models():
         h = jnp.tanh(params["emb"][tokens])
         return cross_entropy(h @ params["out"], targets)
 
+    def arange_index(params, tokens, targets):
+        h = jnp.tanh(params["emb"][tokens])
+        logp = jax.nn.log_softmax(h @ params["out"], axis=-1).reshape(-1, V)
+        return -jnp.mean(logp[jnp.arange(B * T), targets.reshape(-1)])
+
     def embed_take(params, tokens, targets):
         h = jnp.take(params["emb"], tokens, axis=0)
         h = jnp.where((tokens != 0)[..., None], h, 0.0)
@@ -92,6 +98,7 @@ def models():
     layers = {"w": (L, D, D), "b": (L, D)}
     return {
         "take_along_axis": (take_along_axis, {"emb": (V, D), "out": (D, V)}),
+        "arange_index": (arange_index, {"emb": (V, D), "out": (D, V)}),
         "embed_take": (embed_take, {"emb": (V, D), "out": (D, V)}),
         "scan": (scan, {"emb": (V, D), "layers": layers, "out": (D, V)}),
         "fori": (fori, {"emb": (V, D), "layers": layers, "out": (D, V)}),

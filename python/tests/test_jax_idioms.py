@@ -3,7 +3,8 @@ small model as JAX users write it: exact GELU (chlo.erf / chlo.erfc),
 jnp.var (a select with a scalar predicate), jax.nn.logsumexp
 (stablehlo.is_finite), jnp.abs; cross-entropy with jnp.take_along_axis
 (a gather with operand_batching_dims and the bounds mask JAX builds around
-it: compares, `and`, a reduce with an `and` body, a select), jax.nn.one_hot
+it: compares, `and`, a reduce with an `and` body, a select) and with
+logp[jnp.arange(n), targets] (iota index components), jax.nn.one_hot
 (iota compared with data), jnp.take embedding lookups; jax.lax.scan and
 fori_loop over stacked layer weights (stablehlo.while unrolled at import,
 dynamic_slice / dynamic_update_slice with the loop index); jnp.clip
@@ -73,6 +74,21 @@ def ce_one_hot(params, tokens, targets):
     return -jnp.mean(jnp.sum(jax.nn.one_hot(targets, V) * logp, axis=-1))
 
 
+def ce_arange_index(params, tokens, targets):
+    # The NumPy-style pick of the target's log-probability per row.
+    h = jnp.tanh(params["emb"][tokens])
+    logp = jax.nn.log_softmax(h @ params["out"], axis=-1).reshape(-1, V)
+    return -jnp.mean(logp[jnp.arange(tokens.size), targets.reshape(-1)])
+
+
+def ce_arange_index_3d(params, tokens, targets):
+    h = jnp.tanh(params["emb"][tokens])
+    logp = jax.nn.log_softmax(h @ params["out"], axis=-1)
+    b = tokens.shape[0]
+    return -jnp.mean(logp[jnp.arange(b)[:, None], jnp.arange(T)[None, :],
+                          targets])
+
+
 def embed_take(params, tokens, targets):
     # jnp.take (mode "fill": a bounds mask around the gather) and a
     # padding mask on the token ids (a select with a broadcast predicate).
@@ -102,6 +118,9 @@ MODELS = {
     "ce_take_along_axis": (ce_take_along_axis, {"emb": (V, D),
                                                 "out": (D, V)}),
     "ce_one_hot": (ce_one_hot, {"emb": (V, D), "out": (D, V)}),
+    "ce_arange_index": (ce_arange_index, {"emb": (V, D), "out": (D, V)}),
+    "ce_arange_index_3d": (ce_arange_index_3d, {"emb": (V, D),
+                                                "out": (D, V)}),
     "embed_take": (embed_take, {"emb": (V, D), "out": (D, V)}),
     "scan_layers": (scan_layers, {"emb": (V, D), "layers": LAYERS,
                                   "out": (D, V)}),

@@ -187,6 +187,12 @@ private:
                                    Val &out);
   mlir::LogicalResult importGather(mlir::Operation *op, llvm::ArrayRef<Val> in,
                                    Val &out);
+  /// Rewrites a gather with iota index components (x[jnp.arange(n), t]) to
+  /// one with batching dims and the data component as `indices`.
+  mlir::LogicalResult iotaComponentsAsBatching(mlir::Operation *op,
+                                               GatherDims &g,
+                                               mlir::RankedTensorType idxT,
+                                               Val &indices);
   /// and / or / xor / not of booleans (through floats).
   mlir::LogicalResult importLogical(mlir::Operation *op, llvm::ArrayRef<Val> in,
                                     Val &out);

@@ -700,6 +700,83 @@ FailureOr<GatherDims> zb::frontend::stablehlo_import::parseGatherDims(
   return g;
 }
 
+/// For a gather whose index vector is a concatenation (along the index
+/// vector dimension) of constant components and one data component, as
+/// JAX emits for `x[jnp.arange(n), t]`: each constant component k that is
+/// an iota along a batch dimension j of the indices (its value at every
+/// position is the position's coordinate j) and indexes an operand
+/// dimension of the same size becomes the batching pair (operand dim, j);
+/// `g` is rewritten to index with the data component alone, returned in
+/// `indices`. Failure (nothing reported) for any other form.
+LogicalResult Importer::iotaComponentsAsBatching(Operation *op, GatherDims &g,
+                                                 RankedTensorType idxT,
+                                                 Val &indices) {
+  int64_t ri = idxT.getRank(), ivd = g.indexVectorDim;
+  Operation *cat = op->getOperand(1).getDefiningOp();
+  if (ivd >= ri || !cat ||
+      cat->getName().getStringRef() != "stablehlo.concatenate")
+    return failure();
+  FailureOr<SmallVector<int64_t>> dim = i64Array(cat, "dimension");
+  if (failed(dim) || dim->size() != 1 || (*dim)[0] != ivd ||
+      !g.operandBatchingDims.empty())
+    return failure();
+  auto table = cast<RankedTensorType>(op->getOperand(0).getType());
+  SmallVector<int64_t> batchShape;
+  for (int64_t d = 0; d < ri; ++d)
+    if (d != ivd)
+      batchShape.push_back(idxT.getDimSize(d));
+  std::optional<Val> data;
+  int64_t dataComponent = -1, k = 0;
+  GatherDims ng = g;
+  ng.startIndexMap.clear();
+  for (Value piece : cat->getOperands()) {
+    FailureOr<Val> pv = get(piece);
+    if (failed(pv) || pv->type.getRank() != ri)
+      return failure();
+    int64_t width = pv->type.getDimSize(ivd);
+    if (!pv->c) {
+      if (data || width != 1 || pv->unsupported)
+        return failure();
+      data = *pv;
+      dataComponent = k++;
+      ng.startIndexMap.push_back(g.startIndexMap[dataComponent]);
+      continue;
+    }
+    for (int64_t w = 0; w < width; ++w, ++k) {
+      // Which batch dimension is this component an iota along?
+      const HostTensor &c = *pv->c;
+      int64_t operandDim = g.startIndexMap[k];
+      std::optional<int64_t> along;
+      for (int64_t j = 0; j < (int64_t)batchShape.size() && !along; ++j) {
+        if (batchShape[j] != table.getDimSize(operandDim))
+          continue;
+        bool iota = true;
+        for (int64_t i = 0, n = zb::frontend::numElements(batchShape);
+             iota && i < n; ++i) {
+          SmallVector<int64_t> at = zb::frontend::delinearize(i, batchShape);
+          SmallVector<int64_t> full(at);
+          full.insert(full.begin() + ivd, w);
+          iota = c.data[zb::frontend::linearize(full, c.shape)] == at[j];
+        }
+        if (iota)
+          along = j;
+      }
+      if (!along || g.sliceSizes[operandDim] != 1 ||
+          !llvm::is_contained(g.collapsedSliceDims, operandDim))
+        return failure();
+      llvm::erase(ng.collapsedSliceDims, operandDim);
+      ng.operandBatchingDims.push_back(operandDim);
+      ng.startIndicesBatchingDims.push_back(*along >= ivd ? *along + 1
+                                                          : *along);
+    }
+  }
+  if (!data || k != (int64_t)g.startIndexMap.size())
+    return failure();
+  g = ng;
+  indices = *data;
+  return success();
+}
+
 /// gather on data, in three forms:
 /// - table[indices] on one axis `a` (no batching dims, one index per
 ///   element, full slices elsewhere): zb.gather, with zb.transpose when `a`
@@ -723,14 +800,24 @@ LogicalResult Importer::importGather(Operation *op, ArrayRef<Val> in,
   if (failed(dims))
     return error(op) << "cannot parse gather dimension_numbers '" << text
                      << "' (or they do not match the operand shapes)";
-  const GatherDims &g = *dims;
+  GatherDims g = *dims;
   int64_t ro = tableT.getRank(), ri = idxT.getRank();
   auto unsupportedForm = [&] {
     return error(op) << "only the embedding-lookup (table[indices], "
-                        "jnp.take) and jnp.take_along_axis forms of gather "
-                        "are supported, not '"
+                        "jnp.take), jnp.take_along_axis and "
+                        "x[jnp.arange(n), t] forms of gather are supported, "
+                        "not '"
                      << text << "'";
   };
+  Val indexVal = in[1];
+  // x[jnp.arange(n), t]: index components that are iotas along a batch
+  // dimension of the indices become batching dims; one data component
+  // stays.
+  if (g.startIndexMap.size() > 1) {
+    if (failed(iotaComponentsAsBatching(op, g, idxT, indexVal)))
+      return unsupportedForm();
+    idxT = indexVal.type;
+  }
   // One index per element, on operand axis `a`, a slice of 1 there.
   if (g.startIndexMap.size() != 1)
     return unsupportedForm();
@@ -753,7 +840,7 @@ LogicalResult Importer::importGather(Operation *op, ArrayRef<Val> in,
   }
 
   FailureOr<Value> table = materialize(in[0]);
-  FailureOr<Value> idx = asIndex(in[1]);
+  FailureOr<Value> idx = asIndex(indexVal);
   if (failed(table) || failed(idx))
     return failure();
   if (!isa<FloatType>(tableT.getElementType()))
