@@ -733,7 +733,14 @@ LogicalResult Importer::iotaComponentsAsBatching(Operation *op, GatherDims &g,
     FailureOr<Val> pv = get(piece);
     if (failed(pv) || pv->type.getRank() != ri)
       return failure();
+    for (int64_t d = 0; d < ri; ++d)
+      if (d != ivd && pv->type.getDimSize(d) != idxT.getDimSize(d))
+        return failure();
+    if (pv->c && ArrayRef<int64_t>(pv->c->shape) != pv->type.getShape())
+      return failure();
     int64_t width = pv->type.getDimSize(ivd);
+    if (k + width > (int64_t)g.startIndexMap.size())
+      return failure();
     if (!pv->c) {
       if (data || width != 1 || pv->unsupported)
         return failure();
