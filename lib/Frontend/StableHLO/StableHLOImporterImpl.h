@@ -193,6 +193,11 @@ private:
                                                GatherDims &g,
                                                mlir::RankedTensorType idxT,
                                                Val &indices);
+  /// jax.nn.one_hot's compare of broadcast indices with an iota as
+  /// zb.one_hot (operand `side` is the broadcast); nullopt otherwise.
+  std::optional<mlir::Value> oneHotCompare(mlir::Operation *op, int side,
+                                           llvm::ArrayRef<Val> in,
+                                           mlir::RankedTensorType type);
   /// and / or / xor / not of booleans (through floats).
   mlir::LogicalResult importLogical(mlir::Operation *op, llvm::ArrayRef<Val> in,
                                     Val &out);

@@ -80,6 +80,72 @@ LogicalResult Importer::importElementwise(Operation *op, ArrayRef<Val> in,
   return importArithmetic(op, in, out);
 }
 
+/// jax.nn.one_hot(x, C): `compare EQ` of the integer data x broadcast along
+/// the class axis with an iota along it (a constant of the result's shape).
+/// Returns `zb.one_hot(x) != 0` (moved to the class axis), which keeps the
+/// [N..., C] iota out of the zb IR; nullopt for any other compare.
+std::optional<Value> Importer::oneHotCompare(Operation *op, int side,
+                                             ArrayRef<Val> in,
+                                             RankedTensorType type) {
+  const Val &iota = in[1 - side];
+  Operation *bc = op->getOperand(side).getDefiningOp();
+  if (!iota.c || !bc ||
+      bc->getName().getStringRef() != "stablehlo.broadcast_in_dim" ||
+      ArrayRef<int64_t>(iota.c->shape) != type.getShape())
+    return std::nullopt;
+  FailureOr<Val> src = get(bc->getOperand(0));
+  FailureOr<SmallVector<int64_t>> dims = i64Array(bc, "broadcast_dimensions");
+  if (failed(src) || failed(dims) || !src->v || src->unsupported ||
+      !isa<IntegerType>(src->type.getElementType()) ||
+      src->type.getElementType().isInteger(1) ||
+      (int64_t)dims->size() != src->type.getRank())
+    return std::nullopt;
+  auto et = src->type.getElementType();
+  if (!et.isInteger(32) && !et.isInteger(64))
+    return std::nullopt;
+  int64_t rank = type.getRank();
+  // The class axis: the one result dimension the indices do not span.
+  std::optional<int64_t> axis;
+  for (int64_t d = 0; d < rank; ++d) {
+    auto it = llvm::find(*dims, d);
+    bool spanned = it != dims->end() &&
+                   src->type.getDimSize(it - dims->begin()) == type.getDimSize(d);
+    if (spanned)
+      continue;
+    if (axis || (it != dims->end() &&
+                 src->type.getDimSize(it - dims->begin()) != 1))
+      return std::nullopt;
+    axis = d;
+  }
+  if (!axis)
+    return std::nullopt;
+  // Every other operand dimension is size 1 or maps to a spanned one.
+  for (auto [k, d] : llvm::enumerate(*dims))
+    if (d < 0 || d >= rank ||
+        (d == *axis && src->type.getDimSize(k) != 1))
+      return std::nullopt;
+  // The constant is the coordinate along the class axis.
+  ArrayRef<int64_t> shape = type.getShape();
+  for (int64_t i = 0, n = iota.c->numElements(); i < n; ++i)
+    if (iota.c->data[i] != zb::frontend::delinearize(i, shape)[*axis])
+      return std::nullopt;
+  zb::ZBBuilder zbb(b, loc);
+  SmallVector<int64_t> idxShape;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *axis)
+      idxShape.push_back(shape[d]);
+  Value idx = zbb.reshape(src->v, idxShape);
+  Value oh = zbb.oneHot(idx, shape[*axis], b.getF32Type());
+  if (*axis != rank - 1) {
+    SmallVector<int64_t> perm;
+    for (int64_t d = 0; d < rank; ++d)
+      perm.push_back(d == *axis ? rank - 1 : d < *axis ? d : d - 1);
+    oh = zbb.transpose(oh, perm);
+  }
+  Value zero = zbb.splat(oh, 0.0);
+  return zbb.compare("ne", oh, zero);
+}
+
 /// compare on floats (integers compared as floats, exact below 2^24).
 LogicalResult Importer::importCompare(Operation *op, ArrayRef<Val> in,
                                       Val &out) {
@@ -95,6 +161,12 @@ LogicalResult Importer::importCompare(Operation *op, ArrayRef<Val> in,
                        .Default("");
   if (pred.empty())
     return badComparison(op);
+  if (pred == "eq")
+    for (int side = 0; side < 2; ++side)
+      if (std::optional<Value> oh = oneHotCompare(op, side, in, out.type)) {
+        out.v = *oh;
+        return success();
+      }
   FailureOr<Value> l = asFloat(in[0]), r = asFloat(in[1]);
   if (failed(l) || failed(r))
     return failure();
