@@ -200,7 +200,8 @@ LogicalResult Importer::importDynamicUpdateSlice(Operation *op,
     SmallVector<int64_t> idx = zb::frontend::delinearize(i, bt.getShape());
     bool inside = true;
     for (int64_t d = 0; d < rank; ++d)
-      inside &= idx[d] >= (*start)[d] && idx[d] < (*start)[d] + ut.getDimSize(d);
+      inside &= idx[d] >= (*start)[d] &&
+                idx[d] < (*start)[d] + ut.getDimSize(d);
     mask[i] = inside;
   }
   Value m = zb::ConstantOp::create(b, loc, maskT,

@@ -60,10 +60,9 @@ LogicalResult Importer::importElementwise(Operation *op, ArrayRef<Val> in,
                         zbb.splat(abs, std::numeric_limits<double>::infinity()));
     return success();
   }
-  if (llvm::is_contained({StringRef("stablehlo.and"), StringRef("stablehlo.or"),
-                          StringRef("stablehlo.xor"), StringRef("stablehlo.not")},
-                         name) &&
-      out.type.getElementType().isInteger(1))
+  bool logical = name == "stablehlo.and" || name == "stablehlo.or" ||
+                 name == "stablehlo.xor" || name == "stablehlo.not";
+  if (logical && out.type.getElementType().isInteger(1))
     return importLogical(op, in, out);
   if (name == "stablehlo.clamp" && isa<FloatType>(out.type.getElementType()))
     return importClamp(op, in, out);
@@ -108,12 +107,12 @@ std::optional<Value> Importer::oneHotCompare(Operation *op, int side,
   std::optional<int64_t> axis;
   for (int64_t d = 0; d < rank; ++d) {
     auto it = llvm::find(*dims, d);
-    bool spanned = it != dims->end() &&
-                   src->type.getDimSize(it - dims->begin()) == type.getDimSize(d);
-    if (spanned)
-      continue;
-    if (axis || (it != dims->end() &&
-                 src->type.getDimSize(it - dims->begin()) != 1))
+    int64_t size = it == dims->end()
+                       ? 1
+                       : src->type.getDimSize(it - dims->begin());
+    if (it != dims->end() && size == type.getDimSize(d))
+      continue; // spanned by the indices
+    if (axis || size != 1)
       return std::nullopt;
     axis = d;
   }
@@ -615,12 +614,11 @@ std::string Importer::reduceKind(Operation *op) {
                   combiner.getOperand(1) == blk.getArgument(0)));
   if (!argsOk || ret.getNumOperands() != 1 ||
       ret.getOperand(0) != combiner.getResult(0) ||
-      !llvm::is_contained({StringRef("stablehlo.add"),
-                           StringRef("stablehlo.maximum"),
-                           StringRef("stablehlo.minimum"),
-                           StringRef("stablehlo.and"), StringRef("stablehlo.or"),
-                           StringRef("stablehlo.multiply")},
-                          StringRef(kind))) {
+      !llvm::is_contained(
+          {StringRef("stablehlo.add"), StringRef("stablehlo.maximum"),
+           StringRef("stablehlo.minimum"), StringRef("stablehlo.and"),
+           StringRef("stablehlo.or"), StringRef("stablehlo.multiply")},
+          StringRef(kind))) {
     error(op) << kForms << " (found '" << kind << "')";
     return "";
   }
@@ -643,7 +641,8 @@ LogicalResult Importer::importReduce(Operation *op, ArrayRef<Val> in,
   double init = in[1].c->data[0];
   zb::ZBBuilder zbb(b, loc);
   Type elem = out.type.getElementType();
-  if (elem.isInteger(1) && (kind == "stablehlo.and" || kind == "stablehlo.or")) {
+  bool logical = kind == "stablehlo.and" || kind == "stablehlo.or";
+  if (elem.isInteger(1) && logical) {
     FailureOr<Value> x = asFloat(in[0]);
     if (failed(x))
       return failure();
