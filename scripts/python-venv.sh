@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # Creates (once) the virtual environment of the zb Python package's build and
 # tests: Debian's /usr/bin/python3 (whose headers python3-dev provides) with
-# nanobind, numpy, matplotlib, pytest and scikit-build-core from PyPI, pinned.
+# nanobind, numpy, matplotlib, pytest, scikit-build-core and jax (with
+# absl-py and flatbuffers, which jax.export needs) from PyPI, pinned.
 # Never Debian's python3-numpy/torch in it (TOOLCHAIN.md). Prints the venv's
 # python on stdout; exits non-zero (and prints nothing) when PyPI cannot be
 # reached, so that the build goes on without the Python package.
 # Usage: scripts/python-venv.sh VENV_DIR
 set -euo pipefail
 venv="$1"
-stamp="$venv/.zb-requirements-3"
+stamp="$venv/.zb-requirements-4"
 if [[ ! -f "$stamp" ]]; then
   rm -rf "$venv"
   /usr/bin/python3 -m venv "$venv" >&2
   "$venv/bin/pip" install -q --disable-pip-version-check \
     nanobind==2.4.0 numpy==2.1.3 matplotlib==3.9.2 pyparsing==3.1.4 pytest==8.3.3 \
-    scikit-build-core==0.10.7 "jax[cpu]==0.4.35" >&2
+    scikit-build-core==0.10.7 "jax[cpu]==0.4.35" \
+    absl-py==2.1.0 flatbuffers==24.3.25 >&2
   touch "$stamp"
 fi
 echo "$venv/bin/python"

@@ -1,10 +1,12 @@
 """Export helpers: write exactly what zb's importers read.
 
-    python3 -m zb.export to-generic IN.mlir OUT.mlir
+    python3 -m zb.export to-generic IN OUT.mlir
 
-converts StableHLO text in the custom op form (what
-``jax.jit(f).lower(...).as_text()`` prints) to the generic form zb reads,
-with the user's own jaxlib.
+converts what JAX writes to the generic StableHLO text form zb reads, with
+the user's own jaxlib: text in the custom op form (what
+``jax.jit(f).lower(...).as_text()`` prints), a serialized ``jax.export``
+artifact (``jax.export.export(jax.jit(f))(...).serialize()`` bytes) or a
+StableHLO portable artifact (MLIR bytecode).
 
 torch_to_onnx: torch.onnx.export with the legacy TorchScript exporter
 (dynamo=False), opset 17, constant folding off, weights inside the file
@@ -60,6 +62,29 @@ def _key_name(path) -> str:
     return ".".join(parts)
 
 
+def _param_values(params) -> dict:
+    """{"params.<path>": float32 array} for the leaves of the pytree
+    ``params`` (a flat dict already keyed by such names is kept)."""
+    import jax  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415
+    if isinstance(params, dict) and params and all(
+            isinstance(k, str) and k.startswith("params.") for k in params):
+        return {k: np.asarray(v) for k, v in params.items()}
+    leaves = jax.tree_util.tree_flatten_with_path(params)[0]
+    return {".".join(p for p in ("params", _key_name(kp)) if p):
+            np.asarray(v) for kp, v in leaves}
+
+
+def _set_param_values(module, params) -> None:
+    """Adds the module attribute zb.param_values (name -> dense value), the
+    initial weights the zb importer keeps. Call inside module.context."""
+    import numpy as np  # noqa: PLC0415
+    from jax._src.lib.mlir import ir  # noqa: PLC0415
+    values = {name: ir.DenseElementsAttr.get(np.ascontiguousarray(v))
+              for name, v in _param_values(params).items()}
+    module.operation.attributes["zb.param_values"] = ir.DictAttr.get(values)
+
+
 def jax_to_stablehlo(fn, params, *batch, path: str) -> str:
     """Writes ``jax.jit(fn).lower(params, *batch)`` as StableHLO text in the
     generic op form to ``path``, for ``zb.compile`` / ``zb-compile``.
@@ -80,7 +105,6 @@ def jax_to_stablehlo(fn, params, *batch, path: str) -> str:
     lowered = jax.jit(fn, keep_unused=True).lower(params, *batch)
     module = lowered.compiler_ir("stablehlo")
     args_flat, _ = jax.tree_util.tree_flatten_with_path((params,) + batch)
-    param_leaves, _ = jax.tree_util.tree_flatten_with_path(params)
     with module.context:
         main = [op for op in module.body.operations
                 if ir.StringAttr(op.attributes["sym_name"]).value == "main"][0]
@@ -92,13 +116,7 @@ def jax_to_stablehlo(fn, params, *batch, path: str) -> str:
                 top + jax.tree_util.keystr(kp[1:])))
             arg_attrs.append(ir.DictAttr.get(entries))
         main.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
-        values = {}
-        for kp, value in param_leaves:
-            name = ".".join(p for p in ("params", _key_name(kp)) if p)
-            values[name] = ir.DenseElementsAttr.get(
-                np.ascontiguousarray(np.asarray(value)))
-        module.operation.attributes["zb.param_values"] = ir.DictAttr.get(
-            values)
+        _set_param_values(module, params)
     text = module.operation.get_asm(print_generic_op_form=True,
                                     enable_debug_info=False)
     with open(path, "w") as f:
@@ -106,17 +124,85 @@ def jax_to_stablehlo(fn, params, *batch, path: str) -> str:
     return os.fspath(path)
 
 
-def to_generic(source: str, path: str) -> str:
-    """Rewrites StableHLO text in the custom (pretty) op form, as
-    ``jax.jit(f).lower(...).as_text()`` prints it, in the generic op form
-    that zb-translate / zb-compile read, parsed with jaxlib's own StableHLO
-    dialect. Returns the path."""
+_BYTECODE_MAGIC = b"ML\xefR"
+
+
+def _arg_names(exported):
+    """The pytree path names of a jax.export artifact's arguments, in the
+    convention of jax_to_stablehlo: the first positional argument is
+    "params", the others "batch<i>", keyword arguments their key."""
+    import jax  # noqa: PLC0415
+    n = len(exported.in_avals)
+    args, kwargs = jax.tree_util.tree_unflatten(exported.in_tree, range(n))
+    names = [None] * n
+    for i, a in enumerate(args):
+        top = "params" if i == 0 else f"batch{i - 1}"
+        for kp, leaf in jax.tree_util.tree_flatten_with_path(a)[0]:
+            names[leaf] = top + jax.tree_util.keystr(kp)
+    for kp, leaf in jax.tree_util.tree_flatten_with_path(kwargs)[0]:
+        names[leaf] = jax.tree_util.keystr(kp)
+    return names
+
+
+def _portable_artifact_text(data: bytes) -> str:
+    """A StableHLO portable artifact (versioned MLIR bytecode) as StableHLO
+    text, with the deserializer of the user's jaxlib (where jax.export's
+    own Exported.mlir_module() finds it; newer jaxlibs also have it in the
+    stablehlo dialect bindings)."""
+    try:
+        from jax._src.lib import xla_client  # noqa: PLC0415
+        return xla_client._xla.mlir.deserialize_portable_artifact(data)
+    except (ImportError, AttributeError):
+        from jax._src.interpreters import mlir as jmlir  # noqa: PLC0415
+        from jaxlib.mlir.dialects import stablehlo  # noqa: PLC0415
+        with jmlir.make_ir_context() as ctx:
+            module = stablehlo.deserialize_portable_artifact(ctx, data)
+            return module.operation.get_asm()
+
+
+def to_generic(source: str, path: str, params=None) -> str:
+    """Rewrites what JAX writes as the generic-op-form StableHLO text that
+    zb-translate / zb-compile read, parsed with jaxlib's own StableHLO
+    dialect: text in the custom (pretty) op form, as
+    ``jax.jit(f).lower(...).as_text()`` prints it; the bytes of
+    ``jax.export.export(jax.jit(f))(...).serialize()`` (deserialized with
+    ``jax.export.deserialize``, arguments named by their pytree path as
+    ``jax.arg_info``); or a StableHLO portable artifact (MLIR bytecode).
+    Exports carry no parameter values: ``params`` (the pytree, or a dict
+    {"params.emb": array, ...} as in an .npz) adds them as zb.param_values,
+    else zb-compile initialises the parameters itself. Returns the path."""
     from jax._src.interpreters import mlir as jmlir  # noqa: PLC0415
     from jax._src.lib.mlir import ir  # noqa: PLC0415
-    with open(source) as f:
-        text = f.read()
+    with open(source, "rb") as f:
+        data = f.read()
+    names = None
+    if data.startswith(_BYTECODE_MAGIC):
+        text = _portable_artifact_text(data)
+    elif _BYTECODE_MAGIC in data[:4096] and b"\0" in data[:64]:
+        from jax import export  # noqa: PLC0415
+        exported = export.deserialize(bytearray(data))
+        text = exported.mlir_module()
+        names = _arg_names(exported)
+    else:
+        text = data.decode("utf-8")
     with jmlir.make_ir_context():
         module = ir.Module.parse(text)
+        if names is not None:
+            main = [op for op in module.body.operations
+                    if ir.StringAttr(op.attributes["sym_name"]).value
+                    == "main"][0]
+            old = (list(main.attributes["arg_attrs"])
+                   if "arg_attrs" in main.attributes else [])
+            attrs = []
+            for i, name in enumerate(names):
+                entries = ({n.name: n.attr for n in ir.DictAttr(old[i])}
+                           if i < len(old) else {})
+                if name is not None:
+                    entries.setdefault("jax.arg_info", ir.StringAttr.get(name))
+                attrs.append(ir.DictAttr.get(entries))
+            main.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+        if params is not None:
+            _set_param_values(module, params)
         generic = module.operation.get_asm(print_generic_op_form=True,
                                            enable_debug_info=False)
     with open(path, "w") as f:
@@ -125,12 +211,28 @@ def to_generic(source: str, path: str) -> str:
 
 
 def _main(argv) -> int:
-    if len(argv) == 3 and argv[0] == "to-generic":
-        to_generic(argv[1], argv[2])
-        return 0
-    print("usage: python3 -m zb.export to-generic IN.mlir OUT.mlir",
-          file=__import__("sys").stderr)
-    return 2
+    import argparse  # noqa: PLC0415
+    ap = argparse.ArgumentParser(
+        prog="python3 -m zb.export",
+        description="Converts a JAX export to the StableHLO text zb reads.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    tg = sub.add_parser(
+        "to-generic", help="StableHLO text (custom op form), jax.export "
+        "serialized bytes or a StableHLO portable artifact -> generic text")
+    tg.add_argument("input")
+    tg.add_argument("output")
+    tg.add_argument("--params", metavar="NPZ",
+                    help="initial parameter values (.npz keyed by the "
+                    "argument names, e.g. params.emb), stored as "
+                    "zb.param_values")
+    args = ap.parse_args(argv)
+    params = None
+    if args.params:
+        import numpy as np  # noqa: PLC0415
+        with np.load(args.params) as z:
+            params = {k: z[k] for k in z.files}
+    to_generic(args.input, args.output, params=params)
+    return 0
 
 
 if __name__ == "__main__":

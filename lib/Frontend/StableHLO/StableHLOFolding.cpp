@@ -21,7 +21,7 @@ using zb::frontend::HostTensor;
 
 /// Elementwise function of doubles for the ops that fold.
 static std::optional<std::function<double(ArrayRef<double>)>>
-elementwiseFn(StringRef name, bool isInt, StringRef direction) {
+elementwiseFn(StringRef name, bool isInt, bool isBool, StringRef direction) {
   using F = std::function<double(ArrayRef<double>)>;
   auto u = [](double (*f)(double)) -> F {
     return [f](ArrayRef<double> a) { return f(a[0]); };
@@ -55,8 +55,19 @@ elementwiseFn(StringRef name, bool isInt, StringRef direction) {
     return F([](ArrayRef<double> a) {
       return (double)((int64_t)a[0] | (int64_t)a[1]);
     });
-  if (name == "stablehlo.not")
-    return F([](ArrayRef<double> a) { return a[0] == 0 ? 1.0 : 0.0; });
+  if (name == "stablehlo.xor")
+    return F([](ArrayRef<double> a) {
+      return (double)((int64_t)a[0] ^ (int64_t)a[1]);
+    });
+  if (name == "stablehlo.not") {
+    if (isBool)
+      return F([](ArrayRef<double> a) { return a[0] == 0 ? 1.0 : 0.0; });
+    return F([](ArrayRef<double> a) { return (double)~(int64_t)a[0]; });
+  }
+  if (name == "stablehlo.clamp") // clamp(min, x, max)
+    return F([](ArrayRef<double> a) {
+      return std::min(std::max(a[1], a[0]), a[2]);
+    });
   if (name == "stablehlo.negate")
     return F([](ArrayRef<double> a) { return -a[0]; });
   if (name == "stablehlo.exponential")
@@ -114,10 +125,14 @@ elementwiseFn(StringRef name, bool isInt, StringRef direction) {
 }
 
 LogicalResult Importer::fold(Operation *op, ArrayRef<Val> in, Val &out) {
+  StringRef name = op->getName().getStringRef();
   std::optional<FailureOr<HostTensor>> structural =
       foldStructural(op, in, out.type);
   FailureOr<HostTensor> r =
-      structural ? std::move(*structural) : foldElementwise(op, in, out.type);
+      structural                        ? std::move(*structural)
+      : name == "stablehlo.gather"      ? foldGather(op, in, out.type)
+      : name == "stablehlo.reduce"      ? foldReduce(op, in, out.type)
+                                        : foldElementwise(op, in, out.type);
   if (failed(r))
     return failure();
   // The folded result must have the declared result shape.
@@ -171,6 +186,34 @@ Importer::foldStructural(Operation *op, ArrayRef<Val> in,
       return failure();
     return zb::frontend::reverseHost(*in[0].c, *dims, err);
   }
+  if (name == "stablehlo.dynamic_slice") {
+    FailureOr<SmallVector<int64_t>> sizes = i64Array(op, "slice_sizes");
+    if (failed(sizes))
+      return failure();
+    FailureOr<SmallVector<int64_t>> start =
+        staticStarts(op, in, 1, in[0].c->shape, *sizes);
+    if (failed(start))
+      return failure();
+    SmallVector<int64_t> step(start->size(), 1);
+    return zb::frontend::sliceHost(*in[0].c, *start, step, shape, err);
+  }
+  if (name == "stablehlo.dynamic_update_slice") {
+    const HostTensor &base = *in[0].c, &upd = *in[1].c;
+    if (upd.shape.size() != base.shape.size())
+      return error(op) << "update rank differs from the operand's";
+    FailureOr<SmallVector<int64_t>> start =
+        staticStarts(op, in, 2, base.shape, upd.shape);
+    if (failed(start))
+      return failure();
+    HostTensor r = base;
+    for (int64_t i = 0, n = upd.numElements(); i < n; ++i) {
+      SmallVector<int64_t> idx = zb::frontend::delinearize(i, upd.shape);
+      for (size_t d = 0; d < idx.size(); ++d)
+        idx[d] += (*start)[d];
+      r.data[zb::frontend::linearize(idx, base.shape)] = upd.data[i];
+    }
+    return r;
+  }
   if (name == "stablehlo.concatenate") {
     FailureOr<SmallVector<int64_t>> dim = i64Array(op, "dimension");
     if (failed(dim))
@@ -193,8 +236,10 @@ FailureOr<HostTensor> Importer::foldElementwise(Operation *op, ArrayRef<Val> in,
   ArrayRef<int64_t> shape = type.getShape();
   Type elem = type.getElementType();
   auto err = [&] { return error(op); };
-  bool isInt = isa<IntegerType>(in.empty() ? elem : in[0].c->type);
-  auto fn = elementwiseFn(name, isInt, compareDirection(op));
+  Type firstType = in.empty() ? elem : in[0].c->type;
+  bool isInt = isa<IntegerType>(firstType);
+  auto fn = elementwiseFn(name, isInt, firstType.isInteger(1),
+                          compareDirection(op));
   if (!fn) {
     if (name == "stablehlo.compare")
       return badComparison(op);
@@ -221,4 +266,106 @@ FailureOr<HostTensor> Importer::foldElementwise(Operation *op, ArrayRef<Val> in,
   for (const HostTensor &t : operands)
     ptrs.push_back(&t);
   return zb::frontend::elementwiseHost(ptrs, shape, elem, *fn, err);
+}
+
+FailureOr<HostTensor> Importer::foldGather(Operation *op, ArrayRef<Val> in,
+                                           RankedTensorType type) {
+  const HostTensor &operand = *in[0].c, &indices = *in[1].c;
+  FailureOr<GatherDims> dims =
+      parseGatherDims(op, operand.shape, indices.shape, type.getShape());
+  if (failed(dims))
+    return error(op) << "cannot parse gather dimension_numbers '"
+                     << attrText(op->getAttr("dimension_numbers"))
+                     << "' (or they do not match the operand shapes)";
+  const GatherDims &g = *dims;
+  int64_t ro = operand.shape.size(), ri = indices.shape.size();
+  ArrayRef<int64_t> shape = type.getShape();
+  HostTensor r{SmallVector<int64_t>(shape), type.getElementType(), {}};
+  int64_t n = r.numElements();
+  if (n > (int64_t(1) << 26))
+    return error(op) << "folds to more than 2^26 elements";
+  r.data.resize(n);
+  // Operand dims that appear in the result as offsets, in order.
+  SmallVector<int64_t> offsetOperandDims;
+  for (int64_t d = 0; d < ro; ++d)
+    if (!llvm::is_contained(g.collapsedSliceDims, d) &&
+        !llvm::is_contained(g.operandBatchingDims, d))
+      offsetOperandDims.push_back(d);
+  for (int64_t i = 0; i < n; ++i) {
+    SmallVector<int64_t> res = zb::frontend::delinearize(i, shape);
+    SmallVector<int64_t> batch, off;
+    for (int64_t d = 0; d < (int64_t)shape.size(); ++d)
+      (llvm::is_contained(g.offsetDims, d) ? off : batch).push_back(res[d]);
+    // The indices' element at `batch` with the index vector dim = k.
+    auto startAt = [&](int64_t k) {
+      SmallVector<int64_t> at;
+      for (int64_t d = 0, bi = 0; d < ri; ++d)
+        at.push_back(d == g.indexVectorDim ? k : batch[bi++]);
+      return zb::frontend::toInt64Saturated(
+          indices.data[zb::frontend::linearize(at, indices.shape)]);
+    };
+    SmallVector<int64_t> idx(ro, 0);
+    for (auto [k, d] : llvm::enumerate(g.startIndexMap))
+      idx[d] = std::clamp<int64_t>(startAt(k), 0,
+                                   operand.shape[d] - g.sliceSizes[d]);
+    for (auto [od, sd] :
+         llvm::zip_equal(g.operandBatchingDims, g.startIndicesBatchingDims))
+      idx[od] = batch[sd > g.indexVectorDim ? sd - 1 : sd];
+    for (auto [j, d] : llvm::enumerate(offsetOperandDims))
+      idx[d] += off[j];
+    r.data[i] = operand.data[zb::frontend::linearize(idx, operand.shape)];
+  }
+  return r;
+}
+
+FailureOr<HostTensor> Importer::foldReduce(Operation *op, ArrayRef<Val> in,
+                                           RankedTensorType type) {
+  std::string kind = reduceKind(op);
+  if (kind.empty())
+    return failure();
+  FailureOr<SmallVector<int64_t>> dims = i64Array(op, "dimensions");
+  if (failed(dims))
+    return failure();
+  const HostTensor &x = *in[0].c;
+  if (in[1].c->numElements() != 1)
+    return error(op) << "the initial value must be a scalar";
+  int64_t rank = x.shape.size();
+  SmallVector<int64_t> kept;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (llvm::is_contained(*dims, d))
+      continue;
+    kept.push_back(x.shape[d]);
+  }
+  for (int64_t d : *dims)
+    if (d < 0 || d >= rank)
+      return error(op) << "reduction dimension " << d << " out of range";
+  if (ArrayRef<int64_t>(kept) != type.getShape())
+    return error(op) << "folds to shape " << formatShape(kept)
+                     << " but the result type is " << type;
+  std::function<double(double, double)> f =
+      llvm::StringSwitch<std::function<double(double, double)>>(kind)
+          .Case("stablehlo.add", [](double a, double b) { return a + b; })
+          .Case("stablehlo.multiply", [](double a, double b) { return a * b; })
+          .Case("stablehlo.maximum",
+                [](double a, double b) { return std::max(a, b); })
+          .Case("stablehlo.minimum",
+                [](double a, double b) { return std::min(a, b); })
+          .Case("stablehlo.and",
+                [](double a, double b) {
+                  return (double)((int64_t)a & (int64_t)b);
+                })
+          .Default([](double a, double b) {
+            return (double)((int64_t)a | (int64_t)b);
+          });
+  HostTensor r{kept, type.getElementType(), {}};
+  r.data.assign(r.numElements(), in[1].c->data[0]);
+  for (int64_t i = 0, n = x.numElements(); i < n; ++i) {
+    SmallVector<int64_t> idx = zb::frontend::delinearize(i, x.shape), k;
+    for (int64_t d = 0; d < rank; ++d)
+      if (!llvm::is_contained(*dims, d))
+        k.push_back(idx[d]);
+    double &acc = r.data[zb::frontend::linearize(k, kept)];
+    acc = r.round(f(acc, x.data[i]));
+  }
+  return r;
 }

@@ -201,11 +201,18 @@ static std::optional<StringRef> unsupportedFloat(Type t) {
   return std::nullopt;
 }
 
-/// The advice of every float-type error.
-static constexpr const char *kFloat32Advice =
-    ": zb trains in float32 only; export the model in float32 (with JAX: "
-    "leave jax_enable_x64 off and keep parameters float32; with PyTorch: "
-    "model.float())";
+/// The advice of every float-type error: float64 comes from
+/// jax_enable_x64, float16/bfloat16 from half-precision parameters or casts.
+static std::string float32Advice(StringRef type) {
+  if (type == "float64")
+    return ": zb trains in float32 only; export the model in float32 (with "
+           "JAX: leave jax_enable_x64 off and keep parameters float32; with "
+           "PyTorch: model.float())";
+  return ": zb trains in float32 only; export with float32 parameters "
+         "(params = jax.tree.map(lambda x: x.astype(jnp.float32), params)) "
+         "and no casts to " +
+         type.str() + " in the loss";
+}
 
 FailureOr<RankedTensorType> Importer::convertType(Type t) {
   auto r = dyn_cast<RankedTensorType>(t);
@@ -218,13 +225,15 @@ FailureOr<RankedTensorType> Importer::convertType(Type t) {
 }
 
 FailureOr<Val> Importer::get(Value v) {
-  auto &scope = scopes.back();
-  auto it = scope.find(v);
-  if (it == scope.end()) {
-    emitError(convertLoc(v.getLoc())) << "value used before definition";
-    return failure();
+  // Innermost scope first: a while's regions use values defined around it
+  // (a callee's body cannot, so the outer scopes never hold its values).
+  for (auto &scope : llvm::reverse(scopes)) {
+    auto it = scope.find(v);
+    if (it != scope.end())
+      return it->second;
   }
-  return it->second;
+  emitError(convertLoc(v.getLoc())) << "value used before definition";
+  return failure();
 }
 
 FailureOr<Value> Importer::materialize(const Val &v) {
@@ -321,10 +330,12 @@ static bool isSupported(StringRef name) {
       "stablehlo.convert", "stablehlo.broadcast_in_dim", "stablehlo.reshape",
       "stablehlo.transpose", "stablehlo.slice", "stablehlo.concatenate",
       "stablehlo.dot_general", "stablehlo.reduce", "stablehlo.gather",
+      "stablehlo.and", "stablehlo.or", "stablehlo.xor", "stablehlo.not",
+      "stablehlo.clamp", "stablehlo.dynamic_slice",
+      "stablehlo.dynamic_update_slice",
       // Constant operands only:
       "stablehlo.cosine", "stablehlo.sine", "stablehlo.floor",
-      "stablehlo.ceil", "stablehlo.and", "stablehlo.or", "stablehlo.not",
-      "stablehlo.remainder", "stablehlo.reverse"};
+      "stablehlo.ceil", "stablehlo.remainder", "stablehlo.reverse"};
   return llvm::is_contained(kSupported, name);
 }
 
@@ -334,9 +345,7 @@ static bool isFoldOnly(StringRef name) {
       .Cases({"stablehlo.iota", "stablehlo.cosine", "stablehlo.sine",
               "stablehlo.floor", "stablehlo.ceil"},
              true)
-      .Cases({"stablehlo.and", "stablehlo.or", "stablehlo.not",
-              "stablehlo.remainder", "stablehlo.reverse"},
-             true)
+      .Cases({"stablehlo.remainder", "stablehlo.reverse"}, true)
       .Default(false);
 }
 
@@ -390,6 +399,10 @@ LogicalResult Importer::importOnData(Operation *op, ArrayRef<Val> in,
     return importReduce(op, in, out);
   if (name == "stablehlo.gather")
     return importGather(op, in, out);
+  if (name == "stablehlo.dynamic_slice")
+    return importDynamicSlice(op, in, out);
+  if (name == "stablehlo.dynamic_update_slice")
+    return importDynamicUpdateSlice(op, in, out);
   if (name == "stablehlo.broadcast_in_dim")
     return importBroadcastInDim(op, in, out);
   if (llvm::StringSwitch<bool>(name)
@@ -417,14 +430,19 @@ LogicalResult Importer::importOp(Operation *op, int depth) {
   }
   if (name == "func.call")
     return importCall(op, in, depth);
+  if (name == "stablehlo.while")
+    return importWhile(op, in, depth);
 
+  if (name == "stablehlo.reduce" && op->getNumResults() != 1)
+    return error(op) << "reductions of several operands together (such as "
+                        "jnp.argmax / argmin) are not supported";
   if (op->getNumResults() != 1)
     return error(op) << "unsupported StableHLO op (expected one result)";
   if (std::optional<StringRef> f =
           unsupportedFloat(op->getResult(0).getType()))
     return emitError(loc) << "'" << name << "' computes in " << *f << " ("
                           << op->getResult(0).getType() << ")"
-                          << kFloat32Advice;
+                          << float32Advice(*f);
   FailureOr<RankedTensorType> type = convertType(op->getResult(0).getType());
   if (failed(type))
     return emitError(loc) << "unsupported StableHLO op '" << name
@@ -439,8 +457,7 @@ LogicalResult Importer::importOp(Operation *op, int depth) {
   out.type = *type;
   bool allConst =
       llvm::all_of(in, [](const Val &v) { return v.c && !v.unsupported; });
-  if (allConst && name != "stablehlo.dot_general" &&
-      name != "stablehlo.reduce" && name != "stablehlo.gather") {
+  if (allConst && name != "stablehlo.dot_general") {
     // fold() reports its errors.
     if (failed(fold(op, in, out)))
       return failure();
@@ -476,7 +493,7 @@ FailureOr<RankedTensorType> Importer::mainLossType(func::FuncOp main) {
   if (std::optional<StringRef> f = unsupportedFloat(ft.getResult(0))) {
     emitError(convertLoc(main.getLoc()))
         << "@main returns a " << *f << " loss (" << ft.getResult(0) << ")"
-        << kFloat32Advice;
+        << float32Advice(*f);
     return failure();
   }
   FailureOr<RankedTensorType> lossType = convertType(ft.getResult(0));
@@ -512,7 +529,7 @@ Importer::mainArguments(func::FuncOp main) {
     if (std::optional<StringRef> f = unsupportedFloat(*t)) {
       emitError(convertLoc(main.getLoc()))
           << "argument '" << name << "' is " << *f << " (" << ft.getInput(i)
-          << ")" << kFloat32Advice;
+          << ")" << float32Advice(*f);
       return failure();
     }
     if (!seen.insert(name).second) {
@@ -690,6 +707,20 @@ zb::frontend::importStableHLO(llvm::MemoryBufferRef buffer, MLIRContext *ctx,
   ctx->loadDialect<func::FuncDialect, zb::ZBDialect>();
   StringRef fileName = buffer.getBufferIdentifier();
 
+  // A binary export: say what it is and how to get text.
+  if (std::optional<StringRef> kind = serializedKind(buffer.getBuffer())) {
+    emitError(FileLineColLoc::get(ctx, fileName, 0, 0))
+        << (*kind == "jax.export"
+                ? "a serialized jax.export artifact (the flatbuffer of "
+                  "Exported.serialize()), not StableHLO text"
+                : "MLIR bytecode (a StableHLO portable artifact), not "
+                  "StableHLO text")
+        << "; zb reads the generic text form: convert it with `python3 -m "
+           "zb.export to-generic "
+        << fileName << " OUT.mlir` (uses your jaxlib)";
+    return nullptr;
+  }
+
   // The custom (pretty) op form that jax's as_text() prints needs the
   // StableHLO dialect's own parser, which zb does not link: say how to
   // convert it instead of failing on the first op.
@@ -766,7 +797,21 @@ std::optional<unsigned> zb::frontend::customFormLine(StringRef text) {
 }
 
 bool zb::frontend::looksLikeStableHLO(StringRef text) {
-  return text.contains("\"stablehlo.") || text.contains(" stablehlo.");
+  return serializedKind(text) || text.contains("\"stablehlo.") ||
+         text.contains(" stablehlo.");
+}
+
+std::optional<StringRef> zb::frontend::serializedKind(StringRef bytes) {
+  static constexpr StringLiteral kBytecodeMagic("ML\xEFR");
+  if (bytes.starts_with(kBytecodeMagic))
+    return StringRef("bytecode");
+  // A flatbuffer starts with the 4-byte offset of its root table: binary
+  // (NUL bytes) from the first bytes on, which MLIR text never is. The
+  // Exported table holds the module as a portable artifact (bytecode).
+  if (bytes.size() >= 8 && bytes.take_front(64).contains('\0') &&
+      bytes.contains(kBytecodeMagic))
+    return StringRef("jax.export");
+  return std::nullopt;
 }
 
 void zb::frontend::registerStableHLOImportTranslation() {

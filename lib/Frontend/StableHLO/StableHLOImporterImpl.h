@@ -17,6 +17,8 @@
 //                          broadcast_in_dim and the shape ops, dot_general,
 //                          reduce, gather
 //   StableHLOFolding.cpp   ops whose operands are all constants
+//   StableHLOLoops.cpp     stablehlo.while unrolled at import (static trip
+//                          count), dynamic_slice / dynamic_update_slice
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZB_LIB_FRONTEND_STABLEHLO_STABLEHLOIMPORTERIMPL_H
@@ -56,6 +58,11 @@ struct Val {
   /// An integer computation on data that zb cannot express; an error when
   /// the value is used other than as recognised by a pattern.
   mlir::Operation *unsupported = nullptr;
+  /// The index normalisation JAX emits for `x[i]` / `take_along_axis`,
+  /// `select(i < 0, i + n, i)`, tracked through calls (`_where`): `negTestOf`
+  /// is set on the boolean `i < 0`, `shiftedOf` on `i + n` (n a constant),
+  /// both to `i`'s zb value.
+  mlir::Value negTestOf, shiftedOf;
 };
 
 //===----------------------------------------------------------------------===//
@@ -77,6 +84,21 @@ bool balanced(llvm::StringRef text);
 std::string pytreeName(llvm::StringRef info);
 /// The comparison direction of a stablehlo.compare ("LT", ...), or "".
 std::string compareDirection(mlir::Operation *op);
+
+/// The dimension numbers of a stablehlo.gather
+/// (https://openxla.org/stablehlo/spec#gather).
+struct GatherDims {
+  llvm::SmallVector<int64_t> offsetDims, collapsedSliceDims, startIndexMap,
+      operandBatchingDims, startIndicesBatchingDims, sliceSizes;
+  int64_t indexVectorDim = 0;
+};
+/// Parses a gather's `dimension_numbers` and `slice_sizes` and checks them
+/// against the operand and indices shapes (ranks, ranges, sizes); failure
+/// (nothing reported) on malformed or inconsistent numbers.
+mlir::FailureOr<GatherDims> parseGatherDims(mlir::Operation *op,
+                                            llvm::ArrayRef<int64_t> operand,
+                                            llvm::ArrayRef<int64_t> indices,
+                                            llvm::ArrayRef<int64_t> result);
 
 /// The importer of one module.
 class Importer {
@@ -165,6 +187,40 @@ private:
                                    Val &out);
   mlir::LogicalResult importGather(mlir::Operation *op, llvm::ArrayRef<Val> in,
                                    Val &out);
+  /// Rewrites a gather with iota index components (x[jnp.arange(n), t]) to
+  /// one with batching dims and the data component as `indices`.
+  mlir::LogicalResult iotaComponentsAsBatching(mlir::Operation *op,
+                                               GatherDims &g,
+                                               mlir::RankedTensorType idxT,
+                                               Val &indices);
+  /// jax.nn.one_hot's compare of broadcast indices with an iota as
+  /// zb.one_hot (operand `side` is the broadcast); nullopt otherwise.
+  std::optional<mlir::Value> oneHotCompare(mlir::Operation *op, int side,
+                                           llvm::ArrayRef<Val> in,
+                                           mlir::RankedTensorType type);
+  /// and / or / xor / not of booleans (through floats).
+  mlir::LogicalResult importLogical(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                                    Val &out);
+  /// clamp(min, x, max) of floats (min and max may be scalars).
+  mlir::LogicalResult importClamp(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                                  Val &out);
+
+  //===--- Loops and dynamic slices (StableHLOLoops.cpp) ------------------===//
+  /// stablehlo.while: the body imported once per iteration while the
+  /// condition folds to true; a condition on data is an error.
+  mlir::LogicalResult importWhile(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                                  int depth);
+  /// The start indices of a dynamic_slice / dynamic_update_slice (operands
+  /// from `first` on), which must be constants, clamped as in StableHLO to
+  /// [0, dim - size].
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  staticStarts(mlir::Operation *op, llvm::ArrayRef<Val> in, unsigned first,
+               llvm::ArrayRef<int64_t> dims, llvm::ArrayRef<int64_t> sizes);
+  mlir::LogicalResult importDynamicSlice(mlir::Operation *op,
+                                         llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importDynamicUpdateSlice(mlir::Operation *op,
+                                               llvm::ArrayRef<Val> in,
+                                               Val &out);
 
   //===--- Folds (StableHLOFolding.cpp) -----------------------------------===//
   mlir::LogicalResult fold(mlir::Operation *op, llvm::ArrayRef<Val> in,
@@ -177,6 +233,18 @@ private:
   mlir::FailureOr<HostTensor> foldElementwise(mlir::Operation *op,
                                               llvm::ArrayRef<Val> in,
                                               mlir::RankedTensorType type);
+  /// gather (any dimension numbers) and reduce (add, maximum, minimum,
+  /// multiply, and, or bodies) of constants.
+  mlir::FailureOr<HostTensor> foldGather(mlir::Operation *op,
+                                         llvm::ArrayRef<Val> in,
+                                         mlir::RankedTensorType type);
+  mlir::FailureOr<HostTensor> foldReduce(mlir::Operation *op,
+                                         llvm::ArrayRef<Val> in,
+                                         mlir::RankedTensorType type);
+  /// The combiner of a reduce body with one binary op on its two arguments
+  /// ("stablehlo.add", ...), or "" (error reported) when the body has
+  /// another form.
+  std::string reduceKind(mlir::Operation *op);
 };
 
 } // namespace zb::frontend::stablehlo_import

@@ -60,12 +60,89 @@ LogicalResult Importer::importElementwise(Operation *op, ArrayRef<Val> in,
                         zbb.splat(abs, std::numeric_limits<double>::infinity()));
     return success();
   }
+  bool logical = name == "stablehlo.and" || name == "stablehlo.or" ||
+                 name == "stablehlo.xor" || name == "stablehlo.not";
+  if (logical && out.type.getElementType().isInteger(1))
+    return importLogical(op, in, out);
+  if (name == "stablehlo.clamp" && isa<FloatType>(out.type.getElementType()))
+    return importClamp(op, in, out);
   if (!isa<FloatType>(out.type.getElementType())) {
     // Integer arithmetic on data: only allowed where a pattern removes it.
     out.unsupported = op;
+    // `i + n` (n a constant): the shift of the index normalisation.
+    if (name == "stablehlo.add" && in.size() == 2)
+      for (int i = 0; i < 2; ++i)
+        if (in[i].v && !in[i].unsupported && in[1 - i].c)
+          out.shiftedOf = in[i].v;
     return success();
   }
   return importArithmetic(op, in, out);
+}
+
+/// jax.nn.one_hot(x, C): `compare EQ` of the integer data x broadcast along
+/// the class axis with an iota along it (a constant of the result's shape).
+/// Returns `zb.one_hot(x) != 0` (moved to the class axis), which keeps the
+/// [N..., C] iota out of the zb IR; nullopt for any other compare.
+std::optional<Value> Importer::oneHotCompare(Operation *op, int side,
+                                             ArrayRef<Val> in,
+                                             RankedTensorType type) {
+  const Val &iota = in[1 - side];
+  Operation *bc = op->getOperand(side).getDefiningOp();
+  if (!iota.c || !bc ||
+      bc->getName().getStringRef() != "stablehlo.broadcast_in_dim" ||
+      ArrayRef<int64_t>(iota.c->shape) != type.getShape())
+    return std::nullopt;
+  FailureOr<Val> src = get(bc->getOperand(0));
+  FailureOr<SmallVector<int64_t>> dims = i64Array(bc, "broadcast_dimensions");
+  if (failed(src) || failed(dims) || !src->v || src->unsupported ||
+      !isa<IntegerType>(src->type.getElementType()) ||
+      src->type.getElementType().isInteger(1) ||
+      (int64_t)dims->size() != src->type.getRank())
+    return std::nullopt;
+  auto et = src->type.getElementType();
+  if (!et.isInteger(32) && !et.isInteger(64))
+    return std::nullopt;
+  int64_t rank = type.getRank();
+  // The class axis: the one result dimension the indices do not span.
+  std::optional<int64_t> axis;
+  for (int64_t d = 0; d < rank; ++d) {
+    auto it = llvm::find(*dims, d);
+    int64_t size = it == dims->end()
+                       ? 1
+                       : src->type.getDimSize(it - dims->begin());
+    if (it != dims->end() && size == type.getDimSize(d))
+      continue; // spanned by the indices
+    if (axis || size != 1)
+      return std::nullopt;
+    axis = d;
+  }
+  if (!axis)
+    return std::nullopt;
+  // Every other operand dimension is size 1 or maps to a spanned one.
+  for (auto [k, d] : llvm::enumerate(*dims))
+    if (d < 0 || d >= rank ||
+        (d == *axis && src->type.getDimSize(k) != 1))
+      return std::nullopt;
+  // The constant is the coordinate along the class axis.
+  ArrayRef<int64_t> shape = type.getShape();
+  for (int64_t i = 0, n = iota.c->numElements(); i < n; ++i)
+    if (iota.c->data[i] != zb::frontend::delinearize(i, shape)[*axis])
+      return std::nullopt;
+  zb::ZBBuilder zbb(b, loc);
+  SmallVector<int64_t> idxShape;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *axis)
+      idxShape.push_back(shape[d]);
+  Value idx = zbb.reshape(src->v, idxShape);
+  Value oh = zbb.oneHot(idx, shape[*axis], b.getF32Type());
+  if (*axis != rank - 1) {
+    SmallVector<int64_t> perm;
+    for (int64_t d = 0; d < rank; ++d)
+      perm.push_back(d == *axis ? rank - 1 : d < *axis ? d : d - 1);
+    oh = zbb.transpose(oh, perm);
+  }
+  Value zero = zbb.splat(oh, 0.0);
+  return zbb.compare("ne", oh, zero);
 }
 
 /// compare on floats (integers compared as floats, exact below 2^24).
@@ -83,12 +160,23 @@ LogicalResult Importer::importCompare(Operation *op, ArrayRef<Val> in,
                        .Default("");
   if (pred.empty())
     return badComparison(op);
+  if (pred == "eq")
+    for (int side = 0; side < 2; ++side)
+      if (std::optional<Value> oh = oneHotCompare(op, side, in, out.type)) {
+        out.v = *oh;
+        return success();
+      }
   FailureOr<Value> l = asFloat(in[0]), r = asFloat(in[1]);
   if (failed(l) || failed(r))
     return failure();
   if (l->getType() != r->getType())
     r = zbb.cast(*r, cast<RankedTensorType>(l->getType()).getElementType());
   out.v = zbb.compare(pred, *l, *r);
+  // `i < 0` on integer data: the test of the index normalisation.
+  if (pred == "lt" && in[0].v && !in[0].unsupported &&
+      isa<IntegerType>(in[0].type.getElementType()) && in[1].c &&
+      llvm::all_of(in[1].c->data, [](double d) { return d == 0.0; }))
+    out.negTestOf = in[0].v;
   return success();
 }
 
@@ -98,18 +186,15 @@ LogicalResult Importer::importSelect(Operation *op, ArrayRef<Val> in,
   zb::ZBBuilder zbb(b, loc);
   Type resultElem = out.type.getElementType();
   if (!isa<FloatType>(resultElem)) {
-    // select(x < 0, x + n, x): the index normalisation of table[x]; the
-    // indices are in range, so this is x.
-    Operation *cmp = op->getOperand(0).getDefiningOp();
-    Value x = op->getOperand(2);
-    if (cmp && cmp->getName().getStringRef() == "stablehlo.compare" &&
-        cmp->getOperand(0) == x && compareDirection(cmp) == "LT") {
-      FailureOr<Val> zero = get(cmp->getOperand(1));
-      if (succeeded(zero) && zero->c &&
-          llvm::all_of(zero->c->data, [](double d) { return d == 0.0; })) {
-        out = in[2];
-        return success();
-      }
+    // select(x < 0, x + n, x): the index normalisation of table[x] (also
+    // through jnp.where's `_where` call); the indices are in range, so this
+    // is x.
+    Value x = in[2].v;
+    if (x && !in[2].unsupported && in[0].negTestOf == x &&
+        in[1].shiftedOf == x) {
+      out = in[2];
+      out.type = in[2].type;
+      return success();
     }
     return error(op) << "select of integer data is not supported (only "
                         "the index normalisation select(x < 0, x + n, x))";
@@ -152,6 +237,8 @@ LogicalResult Importer::importConvert(Operation *op, ArrayRef<Val> in,
     // i32 and i64).
     out.v = in[0].v;
     out.unsupported = in[0].unsupported;
+    out.shiftedOf = in[0].shiftedOf;
+    out.negTestOf = in[0].negTestOf;
     return success();
   }
   return error(op) << "conversion of data from " << src << " to " << resultElem
@@ -202,6 +289,63 @@ LogicalResult Importer::importArithmetic(Operation *op, ArrayRef<Val> in,
     return error(op) << "unsupported on data (operands that are not "
                         "compile-time constants)";
   out.v = r;
+  return success();
+}
+
+/// Booleans on data (masks: the bounds checks of JAX's gathers, jnp.where
+/// conditions): through floats 0/1, `and` = a * b != 0, `or` = max(a, b) !=
+/// 0, `xor` = a != b, `not` = a == 0. No gradient flows through booleans.
+LogicalResult Importer::importLogical(Operation *op, ArrayRef<Val> in,
+                                      Val &out) {
+  StringRef name = op->getName().getStringRef();
+  zb::ZBBuilder zbb(b, loc);
+  SmallVector<Value, 2> x;
+  for (const Val &v : in) {
+    if (!v.type.getElementType().isInteger(1))
+      return error(op) << "operands must be booleans (i1)";
+    FailureOr<Value> f = asFloat(v);
+    if (failed(f))
+      return failure();
+    x.push_back(*f);
+  }
+  if (name == "stablehlo.not") {
+    out.v = zbb.compare("eq", x[0], zbb.splat(x[0], 0.0));
+    return success();
+  }
+  if (x.size() != 2 || x[0].getType() != x[1].getType())
+    return error(op) << "operands must have the same shape";
+  if (name == "stablehlo.xor") {
+    out.v = zbb.compare("ne", x[0], x[1]);
+    return success();
+  }
+  Value r = name == "stablehlo.and" ? zbb.mul(x[0], x[1]) : zbb.max(x[0], x[1]);
+  Value zero = zbb.splat(r, 0.0);
+  out.v = zbb.compare("ne", r, zero);
+  return success();
+}
+
+/// clamp(min, x, max) = min(max(x, min), max) elementwise; a scalar min or
+/// max is broadcast. The gradient flows to x where it is inside the bounds
+/// (and to data bounds where they are active).
+LogicalResult Importer::importClamp(Operation *op, ArrayRef<Val> in,
+                                    Val &out) {
+  zb::ZBBuilder zbb(b, loc);
+  SmallVector<Value, 3> x;
+  for (const Val &v : in) {
+    FailureOr<Value> f = asFloat(v);
+    if (failed(f))
+      return failure();
+    auto t = cast<RankedTensorType>(f->getType());
+    if (t.getShape() != out.type.getShape()) {
+      if (t.getRank() != 0)
+        return error(op) << "min and max must be scalars or of the operand's "
+                            "shape";
+      f = zbb.broadcast(*f, out.type.clone(t.getElementType()), {});
+    }
+    x.push_back(*f);
+  }
+  Value lo = zbb.max(x[1], x[0]);
+  out.v = zbb.neg(zbb.max(zbb.neg(lo), zbb.neg(x[2])));
   return success();
 }
 
@@ -441,22 +585,28 @@ LogicalResult Importer::importDotGeneral(Operation *op, ArrayRef<Val> in,
 // reduce and gather
 //===----------------------------------------------------------------------===//
 
-LogicalResult Importer::importReduce(Operation *op, ArrayRef<Val> in,
-                                     Val &out) {
+std::string Importer::reduceKind(Operation *op) {
+  static constexpr const char *kForms =
+      "only reductions with a single add, maximum, minimum, and or or in the "
+      "body are supported";
   if (op->getNumOperands() != 2 || op->getNumResults() != 1 ||
-      op->getNumRegions() != 1)
-    return error(op) << "only single-operand reductions are supported";
+      op->getNumRegions() != 1) {
+    error(op) << "only single-operand reductions are supported";
+    return "";
+  }
   Region &body = op->getRegion(0);
-  if (!body.hasOneBlock() || body.front().getNumArguments() != 2)
-    return error(op) << "malformed reduction body";
+  if (!body.hasOneBlock() || body.front().getNumArguments() != 2) {
+    error(op) << "malformed reduction body";
+    return "";
+  }
   Block &blk = body.front();
-  auto it = blk.begin();
-  if (blk.getOperations().size() != 2)
-    return error(op) << "only reductions with a single add, maximum or "
-                        "minimum in the body are supported";
-  Operation &combiner = *it;
-  Operation &ret = *std::next(it);
-  StringRef kind = combiner.getName().getStringRef();
+  if (blk.getOperations().size() != 2) {
+    error(op) << kForms;
+    return "";
+  }
+  Operation &combiner = blk.front();
+  Operation &ret = blk.back();
+  std::string kind = combiner.getName().getStringRef().str();
   bool argsOk = combiner.getNumOperands() == 2 &&
                 ((combiner.getOperand(0) == blk.getArgument(0) &&
                   combiner.getOperand(1) == blk.getArgument(1)) ||
@@ -464,23 +614,61 @@ LogicalResult Importer::importReduce(Operation *op, ArrayRef<Val> in,
                   combiner.getOperand(1) == blk.getArgument(0)));
   if (!argsOk || ret.getNumOperands() != 1 ||
       ret.getOperand(0) != combiner.getResult(0) ||
-      (kind != "stablehlo.add" && kind != "stablehlo.maximum" &&
-       kind != "stablehlo.minimum"))
-    return error(op) << "only reductions with a single add, maximum or "
-                        "minimum in the body are supported (found '"
-                     << kind << "')";
+      !llvm::is_contained(
+          {StringRef("stablehlo.add"), StringRef("stablehlo.maximum"),
+           StringRef("stablehlo.minimum"), StringRef("stablehlo.and"),
+           StringRef("stablehlo.or"), StringRef("stablehlo.multiply")},
+          StringRef(kind))) {
+    error(op) << kForms << " (found '" << kind << "')";
+    return "";
+  }
+  return kind;
+}
+
+/// reduce of floats (add -> zb.reduce_sum, maximum -> zb.reduce_max,
+/// minimum -> -reduce_max(-x)) and of booleans (jnp.all / jnp.any, the
+/// bounds masks of JAX's gathers: and -> min, or -> max over 0/1 floats).
+LogicalResult Importer::importReduce(Operation *op, ArrayRef<Val> in,
+                                     Val &out) {
+  std::string kind = reduceKind(op);
+  if (kind.empty())
+    return failure();
   FailureOr<SmallVector<int64_t>> dims = i64Array(op, "dimensions");
   if (failed(dims))
     return failure();
   if (!in[1].c || in[1].c->numElements() != 1)
     return error(op) << "the initial value must be a scalar constant";
   double init = in[1].c->data[0];
-  if (!isa<FloatType>(out.type.getElementType()))
+  zb::ZBBuilder zbb(b, loc);
+  Type elem = out.type.getElementType();
+  bool logical = kind == "stablehlo.and" || kind == "stablehlo.or";
+  if (elem.isInteger(1) && logical) {
+    FailureOr<Value> x = asFloat(in[0]);
+    if (failed(x))
+      return failure();
+    Value r = kind == "stablehlo.or"
+                  ? zbb.reduceMax(*x, *dims)
+                  : zbb.neg(zbb.reduceMax(zbb.neg(*x), *dims));
+    // A non-neutral initial value (false for and, true for or) decides.
+    bool neutral = (init != 0.0) == (kind == "stablehlo.and");
+    if (!neutral)
+      r = zbb.splat(r, init != 0.0 ? 1.0 : 0.0);
+    if (cast<RankedTensorType>(r.getType()).getShape() != out.type.getShape())
+      r = zbb.reshape(r, out.type.getShape());
+    out.v = zbb.compare("ne", r, zbb.splat(r, 0.0));
+    return success();
+  }
+  if (!isa<FloatType>(elem))
     return error(op) << "reductions of integer data are not supported";
+  if (kind != "stablehlo.add" && kind != "stablehlo.maximum" &&
+      kind != "stablehlo.minimum")
+    return error(op) << "a '" << kind
+                     << "' reduction of data is not supported (add, maximum "
+                        "and minimum are; and / or of booleans; any body on "
+                        "constants)";
   FailureOr<Value> x = materialize(in[0]);
   if (failed(x))
     return failure();
-  zb::ZBBuilder zbb(b, loc);
   Value r;
   if (kind == "stablehlo.add") {
     r = zbb.reduceSum(*x, *dims);
@@ -501,46 +689,341 @@ LogicalResult Importer::importReduce(Operation *op, ArrayRef<Val> in,
   return success();
 }
 
-LogicalResult Importer::importGather(Operation *op, ArrayRef<Val> in,
-                                     Val &out) {
+FailureOr<GatherDims> zb::frontend::stablehlo_import::parseGatherDims(
+    Operation *op, ArrayRef<int64_t> operand, ArrayRef<int64_t> indices,
+    ArrayRef<int64_t> result) {
   Attribute a = op->getAttr("dimension_numbers");
   std::string text = a ? attrText(a) : "";
+  GatherDims g;
   auto offset = parseIntList(text, "offset_dims");
   auto collapsed = parseIntList(text, "collapsed_slice_dims");
   auto startMap = parseIntList(text, "start_index_map");
   auto ivd = parseIntList(text, "index_vector_dim");
   auto obd = parseIntList(text, "operand_batching_dims");
-  FailureOr<SmallVector<int64_t>> sizes = i64Array(op, "slice_sizes");
+  auto sbd = parseIntList(text, "start_indices_batching_dims");
+  auto sizes = dyn_cast_or_null<DenseI64ArrayAttr>(op->getAttr("slice_sizes"));
   if (!a || !balanced(text) || failed(offset) || failed(collapsed) ||
       failed(startMap) || failed(ivd) || ivd->size() != 1 || failed(obd) ||
-      failed(sizes))
-    return error(op) << "cannot parse gather dimension_numbers '" << text
-                     << "'";
+      failed(sbd) || !sizes)
+    return failure();
+  g.offsetDims = *offset;
+  g.collapsedSliceDims = *collapsed;
+  g.startIndexMap = *startMap;
+  g.operandBatchingDims = *obd;
+  g.startIndicesBatchingDims = *sbd;
+  g.sliceSizes.assign(sizes.asArrayRef().begin(), sizes.asArrayRef().end());
+  g.indexVectorDim = (*ivd)[0];
+  int64_t ro = operand.size(), ri = indices.size();
+  if (g.indexVectorDim < 0 || g.indexVectorDim > ri ||
+      (int64_t)g.sliceSizes.size() != ro ||
+      g.operandBatchingDims.size() != g.startIndicesBatchingDims.size())
+    return failure();
+  int64_t vecSize = g.indexVectorDim < ri ? indices[g.indexVectorDim] : 1;
+  if ((int64_t)g.startIndexMap.size() != vecSize)
+    return failure();
+  // Operand dimensions: each collapsed, batching or an offset (in order).
+  SmallVector<int> role(ro, 0);
+  for (int64_t d : g.collapsedSliceDims) {
+    if (d < 0 || d >= ro || role[d] || g.sliceSizes[d] > 1)
+      return failure();
+    role[d] = 1;
+  }
+  for (int64_t d : g.operandBatchingDims) {
+    if (d < 0 || d >= ro || role[d] || g.sliceSizes[d] > 1)
+      return failure();
+    role[d] = 2;
+  }
+  for (int64_t d : g.startIndexMap)
+    if (d < 0 || d >= ro || role[d] == 2)
+      return failure();
+  for (int64_t d = 0; d < ro; ++d)
+    if (g.sliceSizes[d] < 0 || g.sliceSizes[d] > operand[d])
+      return failure();
+  SmallVector<bool> idxUsed(ri, false);
+  for (auto [od, sd] :
+       llvm::zip_equal(g.operandBatchingDims, g.startIndicesBatchingDims)) {
+    if (sd < 0 || sd >= ri || sd == g.indexVectorDim || idxUsed[sd] ||
+        indices[sd] != operand[od])
+      return failure();
+    idxUsed[sd] = true;
+  }
+  // The result: batch dimensions (the indices' without the index vector)
+  // where offset_dims are not, the offset slice sizes at offset_dims.
+  SmallVector<int64_t> batch, offs;
+  for (int64_t d = 0; d < ri; ++d)
+    if (d != g.indexVectorDim)
+      batch.push_back(indices[d]);
+  for (int64_t d = 0; d < ro; ++d)
+    if (!role[d])
+      offs.push_back(g.sliceSizes[d]);
+  if (offs.size() != g.offsetDims.size() ||
+      (int64_t)result.size() != (int64_t)(batch.size() + offs.size()))
+    return failure();
+  size_t bi = 0, oi = 0;
+  for (int64_t d = 0; d < (int64_t)result.size(); ++d) {
+    bool isOffset = oi < g.offsetDims.size() && g.offsetDims[oi] == d;
+    int64_t want = isOffset ? offs[oi++] : batch[bi++];
+    if (result[d] != want)
+      return failure();
+  }
+  if (oi != g.offsetDims.size())
+    return failure();
+  return g;
+}
+
+/// For a gather whose index vector is a concatenation (along the index
+/// vector dimension) of constant components and one data component, as
+/// JAX emits for `x[jnp.arange(n), t]`: each constant component k that is
+/// an iota along a batch dimension j of the indices (its value at every
+/// position is the position's coordinate j) and indexes an operand
+/// dimension of the same size becomes the batching pair (operand dim, j);
+/// `g` is rewritten to index with the data component alone, returned in
+/// `indices`. Failure (nothing reported) for any other form.
+LogicalResult Importer::iotaComponentsAsBatching(Operation *op, GatherDims &g,
+                                                 RankedTensorType idxT,
+                                                 Val &indices) {
+  int64_t ri = idxT.getRank(), ivd = g.indexVectorDim;
+  Operation *cat = op->getOperand(1).getDefiningOp();
+  if (ivd >= ri || !cat ||
+      cat->getName().getStringRef() != "stablehlo.concatenate")
+    return failure();
+  FailureOr<SmallVector<int64_t>> dim = i64Array(cat, "dimension");
+  if (failed(dim) || dim->size() != 1 || (*dim)[0] != ivd ||
+      !g.operandBatchingDims.empty())
+    return failure();
+  auto table = cast<RankedTensorType>(op->getOperand(0).getType());
+  SmallVector<int64_t> batchShape;
+  for (int64_t d = 0; d < ri; ++d)
+    if (d != ivd)
+      batchShape.push_back(idxT.getDimSize(d));
+  std::optional<Val> data;
+  int64_t dataComponent = -1, k = 0;
+  GatherDims ng = g;
+  ng.startIndexMap.clear();
+  for (Value piece : cat->getOperands()) {
+    FailureOr<Val> pv = get(piece);
+    if (failed(pv) || pv->type.getRank() != ri)
+      return failure();
+    for (int64_t d = 0; d < ri; ++d)
+      if (d != ivd && pv->type.getDimSize(d) != idxT.getDimSize(d))
+        return failure();
+    if (pv->c && ArrayRef<int64_t>(pv->c->shape) != pv->type.getShape())
+      return failure();
+    int64_t width = pv->type.getDimSize(ivd);
+    if (k + width > (int64_t)g.startIndexMap.size())
+      return failure();
+    if (!pv->c) {
+      if (data || width != 1 || pv->unsupported)
+        return failure();
+      data = *pv;
+      dataComponent = k++;
+      ng.startIndexMap.push_back(g.startIndexMap[dataComponent]);
+      continue;
+    }
+    for (int64_t w = 0; w < width; ++w, ++k) {
+      // Which batch dimension is this component an iota along?
+      const HostTensor &c = *pv->c;
+      int64_t operandDim = g.startIndexMap[k];
+      std::optional<int64_t> along;
+      for (int64_t j = 0; j < (int64_t)batchShape.size() && !along; ++j) {
+        if (batchShape[j] != table.getDimSize(operandDim))
+          continue;
+        bool iota = true;
+        for (int64_t i = 0, n = zb::frontend::numElements(batchShape);
+             iota && i < n; ++i) {
+          SmallVector<int64_t> at = zb::frontend::delinearize(i, batchShape);
+          SmallVector<int64_t> full(at);
+          full.insert(full.begin() + ivd, w);
+          iota = c.data[zb::frontend::linearize(full, c.shape)] == at[j];
+        }
+        if (iota)
+          along = j;
+      }
+      if (!along || g.sliceSizes[operandDim] != 1 ||
+          !llvm::is_contained(g.collapsedSliceDims, operandDim))
+        return failure();
+      llvm::erase(ng.collapsedSliceDims, operandDim);
+      ng.operandBatchingDims.push_back(operandDim);
+      ng.startIndicesBatchingDims.push_back(*along >= ivd ? *along + 1
+                                                          : *along);
+    }
+  }
+  if (!data || k != (int64_t)g.startIndexMap.size())
+    return failure();
+  g = ng;
+  indices = *data;
+  return success();
+}
+
+/// gather on data, in three forms:
+/// - table[indices] on one axis `a` (no batching dims, one index per
+///   element, full slices elsewhere): zb.gather, with zb.transpose when `a`
+///   is not the leading axis or the offsets come out in another order;
+/// - jnp.take_along_axis (operand_batching_dims pair the indices' leading
+///   dimensions with the operand's, one index per element on axis `a`):
+///   sum over `a` of operand * one_hot(indices) (zb.one_hot, zb.mul,
+///   zb.reduce_sum): differentiable in the operand, O(elements x classes);
+/// everything else is an error naming the dimension numbers. Indices are
+/// assumed in range (StableHLO clamps them; zb.gather is undefined out of
+/// range and the one-hot form gives 0), as JAX's default `fill` and
+/// `promise_in_bounds` modes need for in-range indices.
+LogicalResult Importer::importGather(Operation *op, ArrayRef<Val> in,
+                                     Val &out) {
   RankedTensorType tableT = in[0].type, idxT = in[1].type;
-  int64_t ri = idxT.getRank(), ro = tableT.getRank();
-  int64_t vecDim = (*ivd)[0];
-  bool trailing = vecDim == ri - 1 && ri > 0 && idxT.getDimSize(ri - 1) == 1;
-  int64_t batchRank = trailing ? ri - 1 : ri;
-  bool ok = (trailing || vecDim == ri) && obd->empty() &&
-            *collapsed == SmallVector<int64_t>{0} &&
-            *startMap == SmallVector<int64_t>{0} &&
-            (int64_t)offset->size() == ro - 1 && (int64_t)sizes->size() == ro &&
-            (*sizes)[0] == 1;
-  for (int64_t i = 0; ok && i < ro - 1; ++i)
-    ok = (*offset)[i] == batchRank + i &&
-         (*sizes)[i + 1] == tableT.getDimSize(i + 1);
-  if (!ok)
-    return error(op) << "only the embedding-lookup form of gather "
-                        "(table[indices]) is supported, not '"
+  std::string text = op->getAttr("dimension_numbers")
+                         ? attrText(op->getAttr("dimension_numbers"))
+                         : "";
+  FailureOr<GatherDims> dims = parseGatherDims(
+      op, tableT.getShape(), idxT.getShape(), out.type.getShape());
+  if (failed(dims))
+    return error(op) << "cannot parse gather dimension_numbers '" << text
+                     << "' (or they do not match the operand shapes)";
+  GatherDims g = *dims;
+  int64_t ro = tableT.getRank(), ri = idxT.getRank();
+  auto unsupportedForm = [&] {
+    return error(op) << "only the embedding-lookup (table[indices], "
+                        "jnp.take), jnp.take_along_axis and "
+                        "x[jnp.arange(n), t] forms of gather are supported, "
+                        "not '"
                      << text << "'";
+  };
+  Val indexVal = in[1];
+  // x[jnp.arange(n), t]: index components that are iotas along a batch
+  // dimension of the indices become batching dims; one data component
+  // stays.
+  if (g.startIndexMap.size() > 1) {
+    if (failed(iotaComponentsAsBatching(op, g, idxT, indexVal)))
+      return unsupportedForm();
+    idxT = indexVal.type;
+  }
+  // One index per element, on operand axis `a`, a slice of 1 there.
+  if (g.startIndexMap.size() != 1)
+    return unsupportedForm();
+  int64_t a = g.startIndexMap[0];
+  if (g.sliceSizes[a] != 1)
+    return unsupportedForm();
+  // Every other operand dim: batching, or a full slice (an offset).
+  SmallVector<int64_t> offsetOperandDims; // in operand order
+  for (int64_t d = 0; d < ro; ++d) {
+    if (d == a || llvm::is_contained(g.operandBatchingDims, d))
+      continue;
+    if (llvm::is_contained(g.collapsedSliceDims, d)) {
+      if (tableT.getDimSize(d) != 1)
+        return unsupportedForm();
+      continue;
+    }
+    if (g.sliceSizes[d] != tableT.getDimSize(d))
+      return unsupportedForm();
+    offsetOperandDims.push_back(d);
+  }
+
   FailureOr<Value> table = materialize(in[0]);
-  FailureOr<Value> idx = asIndex(in[1]);
+  FailureOr<Value> idx = asIndex(indexVal);
   if (failed(table) || failed(idx))
     return failure();
+  if (!isa<FloatType>(tableT.getElementType()))
+    return error(op) << "gather of integer data is not supported (only of "
+                        "floating-point tables)";
   zb::ZBBuilder zbb(b, loc);
+  // The indices without the index vector dimension: [IB...].
+  SmallVector<int64_t> ib;
+  for (int64_t d = 0; d < ri; ++d)
+    if (d != g.indexVectorDim)
+      ib.push_back(idxT.getDimSize(d));
   Value indices = *idx;
-  if (trailing)
-    indices = zbb.reshape(indices, idxT.getShape().drop_back());
-  out.v = zbb.gather(*table, indices);
+  if (g.indexVectorDim < ri)
+    indices = zbb.reshape(indices, ib);
+  int64_t nb = ib.size();
+  // Position in [IB...] of indices dimension `sd` (index vector removed).
+  auto ibPos = [&](int64_t sd) {
+    return sd > g.indexVectorDim ? sd - 1 : sd;
+  };
+
+  // The gathered values as [IB..., offsets...] (offsets in operand order,
+  // `a` among them with size 1 when not collapsed).
+  Value r;
+  SmallVector<int64_t> offs; // operand dims of the offsets, in order
+  for (int64_t d = 0; d < ro; ++d)
+    if (!llvm::is_contained(g.collapsedSliceDims, d) &&
+        !llvm::is_contained(g.operandBatchingDims, d))
+      offs.push_back(d);
+  if (g.operandBatchingDims.empty()) {
+    // zb.gather on axis `a` brought to the front: [IB..., rest...].
+    SmallVector<int64_t> perm = {a};
+    for (int64_t d = 0; d < ro; ++d)
+      if (d != a)
+        perm.push_back(d);
+    Value t = *table;
+    if (a != 0)
+      t = zbb.transpose(t, perm);
+    r = zbb.gather(t, indices);
+    // `rest` (operand dims but `a`, in order) holds the offsets and the
+    // collapsed size-1 dims; `a` itself, when not collapsed, is size 1.
+    SmallVector<int64_t> shape(ib);
+    for (int64_t d : offs)
+      shape.push_back(d == a ? 1 : tableT.getDimSize(d));
+    r = zbb.reshape(r, shape);
+  } else {
+    // take_along_axis: X = operand as [batch (in IB order)..., offsets...,
+    // a], broadcast over the unpaired index dims; times one_hot(indices) on
+    // the last axis, summed over it.
+    SmallVector<std::pair<int64_t, int64_t>> pairs; // (IB position, operand)
+    for (auto [od, sd] :
+         llvm::zip_equal(g.operandBatchingDims, g.startIndicesBatchingDims))
+      pairs.push_back({ibPos(sd), od});
+    llvm::sort(pairs);
+    SmallVector<int64_t> perm, xDims;
+    for (auto [pos, od] : pairs) {
+      perm.push_back(od);
+      xDims.push_back(pos);
+    }
+    SmallVector<int64_t> full(ib);
+    for (int64_t d : offs)
+      if (d != a) {
+        perm.push_back(d);
+        xDims.push_back(full.size());
+        full.push_back(tableT.getDimSize(d));
+      }
+    int64_t classes = tableT.getDimSize(a);
+    perm.push_back(a);
+    xDims.push_back(full.size());
+    full.push_back(classes);
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i)
+      identity &= perm[i] == (int64_t)i;
+    Value x = identity ? *table : zbb.transpose(*table, perm);
+    Type fe = tableT.getElementType();
+    auto fullT = RankedTensorType::get(full, fe);
+    x = zbb.broadcast(x, fullT, xDims);
+    Value oh = zbb.oneHot(indices, classes, fe);
+    SmallVector<int64_t> ohDims;
+    for (int64_t i = 0; i < nb; ++i)
+      ohDims.push_back(i);
+    ohDims.push_back(full.size() - 1);
+    oh = zbb.broadcast(oh, fullT, ohDims);
+    r = zbb.reduceSum(zbb.mul(x, oh), {(int64_t)full.size() - 1});
+    SmallVector<int64_t> shape(ib);
+    for (int64_t d : offs)
+      shape.push_back(d == a ? 1 : tableT.getDimSize(d));
+    r = zbb.reshape(r, shape);
+  }
+  // [IB..., offsets...] -> the result order (offsets at offset_dims).
+  int64_t rank = out.type.getRank();
+  SmallVector<int64_t> resPerm(rank);
+  int64_t bi = 0, oi = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (oi < (int64_t)g.offsetDims.size() && g.offsetDims[oi] == d)
+      resPerm[d] = nb + oi++;
+    else
+      resPerm[d] = bi++;
+  }
+  bool identity = true;
+  for (int64_t d = 0; d < rank; ++d)
+    identity &= resPerm[d] == d;
+  if (!identity)
+    r = zbb.transpose(r, resPerm);
+  if (cast<RankedTensorType>(r.getType()).getShape() != out.type.getShape())
+    r = zbb.reshape(r, out.type.getShape());
+  out.v = r;
   return success();
 }

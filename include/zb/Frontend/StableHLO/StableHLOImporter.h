@@ -37,22 +37,30 @@
 //
 // The function must return one scalar floating-point value (the loss).
 //
-// Supported ops (stablehlo unless noted; JAX GPT/Llama losses): constant,
-// iota (folded), add subtract multiply divide maximum minimum power negate
-// exponential log tanh sqrt rsqrt logistic exponential_minus_one
-// log_plus_one, chlo.square chlo.erf,
-// compare/select (with constant or data operands), convert, broadcast_in_dim,
-// reshape, transpose, slice, concatenate, dot_general (any batch/contracting
-// dimensions -> zb.matmul / zb.batch_matmul with transposes and reshapes),
-// reduce with a single add, maximum or minimum body (zb.reduce_sum /
-// reduce_max), gather in the embedding-lookup form (table[indices]),
-// func.call of private functions (inlined); cosine sine abs floor ceil and or
-// not remainder reverse on constants only. Everything computable from
-// constants alone (masks, iota arithmetic, cosine/sine tables) is folded at
-// import in double precision. Integer arithmetic on data is limited to the
-// index normalisation JAX emits for `table[idx]` (select(idx < 0, idx + n,
-// idx) -> idx, valid for in-range indices) and to comparisons (the integers
-// are compared as floats, exact below 2^24).
+// Supported ops (stablehlo unless noted; docs/frontends.md has the table):
+// constant, iota (folded), add subtract multiply divide maximum minimum power
+// negate exponential log tanh sqrt rsqrt logistic exponential_minus_one
+// log_plus_one clamp abs sign is_finite, chlo.square chlo.erf chlo.erfc,
+// compare/select (with constant or data operands), and/or/xor/not of
+// booleans, convert, broadcast_in_dim, reshape, transpose, slice,
+// concatenate, dot_general (any batch/contracting dimensions -> zb.matmul /
+// zb.batch_matmul with transposes and reshapes), reduce with a single add,
+// maximum or minimum body (zb.reduce_sum / reduce_max) or and/or of
+// booleans, gather in the embedding-lookup form (table[indices] on any one
+// axis -> zb.gather) and the take_along_axis form (operand_batching_dims ->
+// zb.one_hot * operand, summed), while with a condition that folds at import
+// (unrolled: jax.lax.scan, fori_loop), dynamic_slice / dynamic_update_slice
+// with constant start indices, func.call of private functions (inlined);
+// cosine sine floor ceil remainder reverse, and gather / reduce of any body
+// on constants only. Everything computable from constants alone (masks,
+// iota arithmetic, cosine/sine tables) is folded at import in double
+// precision. Integer arithmetic on data is limited to the index
+// normalisation JAX emits for `table[idx]` (select(idx < 0, idx + n, idx) ->
+// idx, valid for in-range indices, also through calls such as `_where`) and
+// to comparisons (the integers are compared as floats, exact below 2^24).
+//
+// Binary inputs (a serialized jax.export artifact, MLIR bytecode) and the
+// custom op form are errors that name `python3 -m zb.export to-generic`.
 //
 // Errors never crash: they are MLIR diagnostics on `ctx` at the op's
 // file:line:column, and the null module is returned, e.g.
@@ -99,8 +107,16 @@ importStableHLOFile(llvm::StringRef path, mlir::MLIRContext *ctx,
                     const StableHLOImportOptions &options = {});
 
 /// True when `text` looks like a StableHLO module (mentions "stablehlo."
-/// ops); used by zb-compile to pick the importer for a .mlir file.
+/// ops) or a binary JAX export (serializedKind); used by zb-compile to pick
+/// the importer for a file that is not .onnx.
 bool looksLikeStableHLO(llvm::StringRef text);
+
+/// What a binary StableHLO input is, for the error that says how to convert
+/// it: "jax.export" for `jax.export.export(...).serialize()` bytes (a
+/// flatbuffer whose payload is a StableHLO portable artifact), "bytecode"
+/// for MLIR bytecode (a portable artifact on its own, magic "ML\xEFR" at
+/// offset 0); nullopt for text.
+std::optional<llvm::StringRef> serializedKind(llvm::StringRef bytes);
 
 /// The 1-based line of the first op in the custom (pretty) StableHLO form
 /// (`%0 = stablehlo.add %a, %b : ...`), which zb does not parse; nullopt
