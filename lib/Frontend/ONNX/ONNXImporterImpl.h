@@ -39,8 +39,11 @@
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -156,6 +159,14 @@ public:
   mlir::FailureOr<mlir::DenseElementsAttr>
   convertTensor(const onnx::TensorProto &tensor, mlir::Location where,
                 llvm::StringRef what);
+  /// The bytes of a tensor stored outside the model (data_location EXTERNAL):
+  /// external_data `location` (a relative path inside externalDataDir, no
+  /// `..`), `offset` and `length` (bytes; default: to the end of the file).
+  /// Errors (through `error`, which names the tensor): no or an escaping
+  /// location, a file that cannot be read, a range past its end.
+  mlir::FailureOr<llvm::StringRef>
+  externalData(const onnx::TensorProto &tensor,
+               llvm::function_ref<mlir::InFlightDiagnostic()> error);
   mlir::DenseElementsAttr splat(mlir::RankedTensorType type, double value);
   mlir::Value splatConstant(mlir::RankedTensorType type, double value);
 
@@ -249,6 +260,12 @@ public:
   mlir::FailureOr<NodeResults> reshape();
   mlir::FailureOr<NodeResults> transpose();
   mlir::FailureOr<NodeResults> expand();
+  mlir::FailureOr<NodeResults> tile();
+  mlir::LogicalResult tileShapes(llvm::ArrayRef<int64_t> in,
+                                 llvm::ArrayRef<int64_t> repeats,
+                                 llvm::SmallVector<int64_t> &wide,
+                                 llvm::SmallVector<int64_t> &dims,
+                                 llvm::SmallVector<int64_t> &shape);
   mlir::FailureOr<NodeResults> concat();
   mlir::FailureOr<NodeResults> slice();
   mlir::FailureOr<NodeResults> split();
@@ -278,6 +295,7 @@ public:
   mlir::FailureOr<HostTensor> foldConcat(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldRange(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldExpand(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldTile(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor>
   foldConstantOfShape(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldSlice(llvm::ArrayRef<HostTensor> in);
@@ -292,11 +310,16 @@ public:
   mlir::Location loc;
   /// Version of the default ONNX domain the model imports.
   int64_t opsetVersion = 17;
+  /// The directory external data locations are relative to (the model's).
+  std::string externalDataDir;
 
 private:
   //===--- The driver (ONNXImporter.cpp) ----------------------------------===//
   struct Signature;
   mlir::LogicalResult collectParameters(const onnx::GraphProto &graph);
+  mlir::LogicalResult resolveFolded(
+      llvm::ArrayRef<std::pair<const onnx::TensorProto *, std::string>> folded,
+      const llvm::StringSet<> &linearWeights);
   mlir::FailureOr<Signature> buildSignature(const onnx::GraphProto &graph);
   mlir::func::FuncOp createMain(mlir::ModuleOp module, const Signature &sig);
   mlir::LogicalResult importNodes(const onnx::GraphProto &graph);
@@ -322,10 +345,31 @@ private:
                                     llvm::StringRef name, llvm::StringRef what);
 
   llvm::StringMap<ImportedValue> values;
+  /// External data files read so far, by path.
+  llvm::StringMap<std::unique_ptr<llvm::MemoryBuffer>> externalFiles;
   /// Initializer values by name (parameters and constants alike).
   llvm::StringMap<mlir::DenseElementsAttr> initializers;
-  /// Float initializers used as tensor operands: the parameters, in order.
-  llvm::SmallVector<const onnx::TensorProto *> params;
+  /// A parameter: a float initializer used as a tensor operand, or the
+  /// parameter an initializer folded by the exporter was computed from.
+  struct Param {
+    std::string name;
+    /// The initial value (null while an initializer folded from it is not
+    /// resolved yet).
+    mlir::DenseElementsAttr value;
+    const onnx::TensorProto *tensor;
+  };
+  /// The parameters, in initializer order.
+  llvm::SmallVector<Param> params;
+  /// An initializer folded by the exporter from parameter `param`: the
+  /// parameter transposed by `perm`, then reshaped to the initializer's shape.
+  struct FoldedInit {
+    std::string name, param;
+    llvm::SmallVector<int64_t> perm;
+  };
+  llvm::SmallVector<FoldedInit> foldedInits;
+  /// Float initializers the exporter marks as buffers (imported as
+  /// constants), in initializer order.
+  llvm::SmallVector<std::string> buffers;
 
   // The node being imported.
   const onnx::NodeProto *node = nullptr;

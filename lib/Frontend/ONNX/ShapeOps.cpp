@@ -89,6 +89,56 @@ FailureOr<NodeResults> ONNXImporter::expand() {
   return result(*y);
 }
 
+/// Tile(x, repeats) as the broadcast of x [d0, d1, ...] into
+/// [r0, d0, r1, d1, ...] (x on the odd dimensions) reshaped to
+/// [r0 * d0, r1 * d1, ...]; `wide` and `dims` are that broadcast's shape and
+/// dimensions, `shape` the result's.
+LogicalResult ONNXImporter::tileShapes(ArrayRef<int64_t> in,
+                                       ArrayRef<int64_t> repeats,
+                                       SmallVector<int64_t> &wide,
+                                       SmallVector<int64_t> &dims,
+                                       SmallVector<int64_t> &shape) {
+  if (repeats.size() != in.size()) {
+    nodeError() << "repeats has " << repeats.size()
+                << " entries, the input has rank " << in.size();
+    return failure();
+  }
+  for (auto [i, r] : llvm::enumerate(repeats)) {
+    if (r < 1 || r > kMaxElements / in[i]) {
+      nodeError() << "repeat " << r << " of dimension " << i
+                  << " is not supported (at least 1)";
+      return failure();
+    }
+    wide.append({r, in[i]});
+    dims.push_back(2 * i + 1);
+    shape.push_back(r * in[i]);
+  }
+  double total = 1;
+  for (int64_t d : shape)
+    total *= double(d);
+  if (total > double(kMaxElements)) {
+    nodeError() << "the result " << formatShape(shape) << " is too large";
+    return failure();
+  }
+  return success();
+}
+
+FailureOr<NodeResults> ONNXImporter::tile() {
+  FailureOr<Value> x = floatInput(0);
+  FailureOr<SmallVector<int64_t>> repeats = failure();
+  if (failed(x) || failed(repeats = intsInput(1)))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  SmallVector<int64_t> wide, dims, shape;
+  if (failed(tileShapes(type.getShape(), *repeats, wide, dims, shape)))
+    return failure();
+  Value y = zb::BroadcastInDimOp::create(
+      builder, loc, RankedTensorType::get(wide, type.getElementType()), *x,
+      dims);
+  return result(zb::ReshapeOp::create(
+      builder, loc, RankedTensorType::get(shape, type.getElementType()), y));
+}
+
 FailureOr<NodeResults> ONNXImporter::concat() {
   FailureOr<int64_t> axisAttr = intAttr("axis", 0);
   if (failed(axisAttr))
@@ -520,7 +570,7 @@ void zb::frontend::onnx_import::populateShapeHandlers(OpHandlerTable &table) {
       {"Flatten", 1, &I::reshape},   {"Transpose", 1, &I::transpose},
       {"Expand", 1, &I::expand},     {"Concat", 1, &I::concat},
       {"Slice", 1, &I::slice},       {"Split", 1, &I::split},
-      {"Gather", 1, &I::gather},
+      {"Gather", 1, &I::gather},     {"Tile", 1, &I::tile},
   };
   table.add(entries);
 }

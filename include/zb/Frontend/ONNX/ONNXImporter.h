@@ -83,6 +83,10 @@ struct ImportOptions {
   /// forward checks such as the ONNX node tests; such a module is not a
   /// training model). `loss` is ignored.
   bool keepOutputs = false;
+  /// The directory that external tensor data (`model.onnx.data`, written by
+  /// torch.onnx.export by default) is read from; "" = the directory of the
+  /// model file (the buffer identifier's), "." when it has none.
+  std::string externalDataDir;
 };
 
 /// Imports the ONNX model in the file at `path` (binary protobuf). Loads the
