@@ -33,8 +33,12 @@ transposed weight becomes a new initializer `val_N`), external_data=True
                   test/Frontend/Inputs/check_expected.py). Parameter names
                   are the state_dict names; the float64 numbers come from a
                   float64 copy of the model (same float32 values, widened).
-  buffers.json    {buffer name: [float32 values, flattened]} for the float
-                  buffers, to check that training leaves them unchanged.
+  train_expected.json  (models with float buffers: llama, split*) PyTorch's
+                  losses of 4 steps of plain SGD, lr 0.5, on the fixture's
+                  batch every step (the buffers are not trained):
+                  {"lr", "microbatches": 1, "steps", "losses" (float64),
+                  "losses_f32"}, the layout of onnx_train_trajectory.py, read
+                  by test/Integration/Inputs/trajectory_vs_framework.py.
   README.txt      the command and versions.
 
 gpt2:  token + position embedding, 2 pre-LN blocks (causal self-attention
@@ -48,8 +52,11 @@ llama: token embedding, 2 blocks of RMSNorm, attention with rotary position
 mlp:   float input [8, 12] -> Linear 12x24 -> exact GELU -> Linear 24x24 ->
   tanh GELU -> Linear 24x4, MSE loss against float targets [8, 4].
 split: a Linear whose output is cut with torch.split (unequal sizes) and
-  torch.chunk, the pieces recombined (products, sigmoid, a cat), a float
-  buffer `scale` multiplied in, mean cross-entropy over 5 classes.
+  torch.chunk, the pieces recombined (products, sigmoid, repeat, a cat), a
+  float buffer `scale` multiplied in, mean cross-entropy over 5 classes.
+split-noopt: the same model exported with optimize=False (the one option
+  that is not the default: the exporter's graph before its optimizer, with
+  SplitToSequence/SequenceAt, CastLike and Constant nodes).
 Sizes: batch 4, sequence 8, vocab 64, d 16, 2 heads, 2 layers.
 Seeds: torch.manual_seed(0) for parameters, numpy default_rng(1) for data.
 """
@@ -256,13 +263,13 @@ class SplitModel(nn.Module):
 
 # --------------------------------------------------------------------------
 
-MODELS = ("gpt2", "llama", "mlp", "split")
+MODELS = ("gpt2", "llama", "mlp", "split", "split-noopt")
 
 
 def build(name):
     torch.manual_seed(0)
     model = {"gpt2": GPT2, "llama": Llama, "mlp": MLP,
-             "split": SplitModel}[name]()
+             "split": SplitModel, "split-noopt": SplitModel}[name]()
     # Perturb the LayerNorm weights (ones) and biases (zeros): equal
     # initializers are merged by some exporters, and it tests them better.
     with torch.no_grad():
@@ -280,7 +287,7 @@ def make_inputs(name):
         y = rng.standard_normal((8, 4)).astype(np.float32)
         return ["x", "y"], [x, y]
     tokens = rng.integers(0, VOCAB, size=(BATCH, SEQ), dtype=np.int64)
-    if name == "split":
+    if name.startswith("split"):
         labels = rng.integers(0, SplitModel.classes, size=(BATCH,),
                               dtype=np.int64)
         return ["tokens", "labels"], [tokens, labels]
@@ -299,6 +306,29 @@ def loss_and_grads(model, inputs, dtype):
                          for n, p in model.named_parameters()}
 
 
+TRAIN_LR, TRAIN_STEPS = 0.5, 4
+
+
+def trajectory(model, inputs, dtype):
+    """Losses of TRAIN_STEPS steps of plain SGD (p -= lr * grad) on the
+    fixture's batch, every step the same batch (what zb-run --inputs DIR
+    --steps N does with one microbatch of the exported batch size); the
+    buffers are the model's and stay as they are."""
+    model = model.to(dtype)
+    tensors = [torch.from_numpy(a) for a in inputs]
+    tensors = [t.to(dtype) if t.is_floating_point() else t for t in tensors]
+    losses = []
+    for _ in range(TRAIN_STEPS):
+        model.zero_grad()
+        loss = model(*tensors)
+        loss.backward()
+        losses.append(float(loss))
+        with torch.no_grad():
+            for p in model.parameters():
+                p -= TRAIN_LR * p.grad
+    return losses
+
+
 def export(name, out):
     os.makedirs(out, exist_ok=True)
     for f in os.listdir(out):
@@ -310,9 +340,12 @@ def export(name, out):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # The defaults, as a user calls it (dynamo exporter, optimize,
-        # external data); only the input names are ours.
+        # external data); only the input names are ours. split-noopt: the
+        # graph before onnxscript's optimizer (SplitToSequence/SequenceAt,
+        # CastLike, Constant nodes), what optimize=False gives.
+        extra = {"optimize": False} if name.endswith("-noopt") else {}
         torch.onnx.export(model, tuple(torch.from_numpy(a) for a in inputs),
-                          path, input_names=input_names)
+                          path, input_names=input_names, **extra)
     import onnx
     proto = onnx.load(path)  # loads model.onnx.data too
     onnx.checker.check_model(proto)
@@ -334,11 +367,14 @@ def export(name, out):
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
         f.write("\n")
-    float_buffers = {n: b.flatten().tolist() for n, b in model.named_buffers()
-                     if b.is_floating_point()}
-    if float_buffers:
-        with open(os.path.join(out, "buffers.json"), "w") as f:
-            json.dump(float_buffers, f, sort_keys=True)
+    if any(b.is_floating_point() for b in model.buffers()):
+        train = {"lr": TRAIN_LR, "microbatches": 1, "steps": TRAIN_STEPS,
+                 "losses": trajectory(copy.deepcopy(model), inputs,
+                                      torch.float64),
+                 "losses_f32": trajectory(copy.deepcopy(model), inputs,
+                                          torch.float32)}
+        with open(os.path.join(out, "train_expected.json"), "w") as f:
+            json.dump(train, f, indent=1, sort_keys=True)
             f.write("\n")
     with open(os.path.join(out, "README.txt"), "w") as f:
         f.write("Generated by: python/export/onnx_dynamo_fixtures.py %s <this dir>\n"

@@ -61,6 +61,7 @@ const FoldRule kFoldRules[] = {
     {"Or", 2, true, &I::foldBinary},
     {"Where", 3, false, &I::foldWhere},
     {"Cast", 1, false, &I::foldCast},
+    {"CastLike", 2, false, &I::foldCastLike},
     // Shapes and index arithmetic.
     {"Gather", 2, false, &I::foldGather},
     {"Reshape", 2, false, &I::foldReshape},
@@ -219,6 +220,14 @@ FailureOr<HostTensor> ONNXImporter::foldCast(ArrayRef<HostTensor> in) {
   }
   HostTensor r = in[0];
   r.type = t;
+  for (double &v : r.data)
+    v = r.round(v);
+  return r;
+}
+
+FailureOr<HostTensor> ONNXImporter::foldCastLike(ArrayRef<HostTensor> in) {
+  HostTensor r = in[0];
+  r.type = in[1].type;
   for (double &v : r.data)
     v = r.round(v);
   return r;

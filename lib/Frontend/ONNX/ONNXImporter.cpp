@@ -91,6 +91,7 @@ static bool isStaticInput(llvm::StringRef opType, int index) {
   return llvm::StringSwitch<bool>(opType)
       .Cases({"Pow", "ReduceMean", "ReduceSum", "ReduceMax", "Reshape"}, true)
       .Cases({"Unsqueeze", "Squeeze", "Expand", "Split", "Trilu", "Tile"}, true)
+      .Cases({"SplitToSequence", "SequenceAt"}, true)
       .Default(false);
 }
 
@@ -619,6 +620,11 @@ LogicalResult ONNXImporter::returnOutputs(const onnx::GraphProto &graph,
       return failure();
     }
     loc = NameLoc::get(builder.getStringAttr(out.name()), fileLoc);
+    if (found->second.isSequence) {
+      fileError() << "the graph output '" << out.name()
+                  << "' is a sequence; only tensors are supported";
+      return failure();
+    }
     results.push_back(materialize(found->second));
   }
   func::ReturnOp::create(builder, fileLoc, results);
@@ -637,6 +643,11 @@ LogicalResult ONNXImporter::returnLoss(const onnx::ValueInfoProto &output,
   if (it == values.end()) {
     fileError() << "the graph output '" << output.name()
                 << "' is not computed by any node";
+    return failure();
+  }
+  if (it->second.isSequence) {
+    fileError() << "the graph output '" << output.name()
+                << "' is a sequence, not a loss";
     return failure();
   }
   Value loss = materialize(it->second);

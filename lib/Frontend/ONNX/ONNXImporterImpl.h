@@ -45,6 +45,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 #include <string>
 
 namespace onnx {
@@ -67,6 +68,9 @@ namespace zb::frontend::onnx_import {
 struct ImportedValue {
   mlir::Value value;
   mlir::DenseElementsAttr constant;
+  /// An ONNX sequence (SplitToSequence): its tensors, read by SequenceAt.
+  bool isSequence = false;
+  std::vector<ImportedValue> sequence;
 };
 
 /// The values a handler defines, one per node output (in order).
@@ -177,7 +181,10 @@ public:
   /// True if output `i` exists and has a name (is read by someone).
   bool hasOutput(int i) const;
   bool hasInput(int i) const;
+  /// Input `i` (not a sequence).
   mlir::FailureOr<ImportedValue> lookup(int i);
+  /// Input `i`, which must be a sequence.
+  mlir::FailureOr<ImportedValue> sequenceInput(int i);
   /// Input `i` as a tensor SSA value (materializes constants).
   mlir::FailureOr<mlir::Value> tensorInput(int i);
   /// Input `i` as a floating-point tensor SSA value.
@@ -269,7 +276,17 @@ public:
   mlir::FailureOr<NodeResults> concat();
   mlir::FailureOr<NodeResults> slice();
   mlir::FailureOr<NodeResults> split();
+  /// zb.split of `x` along `axis` into parts of `sizes` (checked: positive,
+  /// summing to the dimension).
+  mlir::FailureOr<NodeResults> splitInto(mlir::Value x, int64_t axis,
+                                         llvm::ArrayRef<int64_t> sizes);
+  mlir::FailureOr<NodeResults> splitToSequence();
+  mlir::FailureOr<NodeResults> sequenceAt();
   mlir::FailureOr<NodeResults> castNode();
+  mlir::FailureOr<NodeResults> castLike();
+  /// `x` converted to element type `target` (nothing if it has it; only to
+  /// floating point).
+  mlir::FailureOr<NodeResults> castTo(mlir::Value x, mlir::Type target);
   mlir::FailureOr<NodeResults> gather();
   mlir::FailureOr<NodeResults> where();
   mlir::FailureOr<NodeResults> reciprocal();
@@ -290,6 +307,7 @@ public:
   mlir::FailureOr<HostTensor> foldBinary(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldWhere(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldCast(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldCastLike(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldGather(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldReshape(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldConcat(llvm::ArrayRef<HostTensor> in);

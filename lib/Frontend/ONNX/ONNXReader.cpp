@@ -379,6 +379,21 @@ FailureOr<ImportedValue> ONNXImporter::lookup(int i) {
     nodeError() << "uses undefined value '" << node->input(i) << "'";
     return failure();
   }
+  if (it->second.isSequence) {
+    nodeError() << "input #" << i << " ('" << node->input(i)
+                << "') is a sequence; only SequenceAt reads sequences";
+    return failure();
+  }
+  return it->second;
+}
+
+FailureOr<ImportedValue> ONNXImporter::sequenceInput(int i) {
+  auto it = hasInput(i) ? values.find(node->input(i)) : values.end();
+  if (it == values.end() || !it->second.isSequence) {
+    nodeError() << "input #" << i << " must be a sequence (from "
+                << "SplitToSequence)";
+    return failure();
+  }
   return it->second;
 }
 
