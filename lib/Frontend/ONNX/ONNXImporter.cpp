@@ -569,12 +569,17 @@ OwningOpRef<ModuleOp> ONNXImporter::importModel(const onnx::ModelProto &model) {
       opsetVersion = o.version();
   // Handlers are registered by the opset an op's semantics start at; an
   // opset newer than the newest zb knows may have changed any of them.
-  constexpr int64_t kMaxOpset = 21;
-  if (opsetVersion > kMaxOpset) {
-    fileError() << "ONNX opset " << opsetVersion
-                << " is newer than zb supports (default-domain opsets up to "
-                << kMaxOpset << "): export with opset_version=" << kMaxOpset
-                << " or lower";
+  // (torch.onnx.export writes 17 by default before PyTorch 2.5 and 18 to 20
+  // with the dynamo exporter; 21 changed only the types of the ops zb reads.)
+  constexpr int64_t kMinOpset = 1, kMaxOpset = 21;
+  if (opsetVersion > kMaxOpset || opsetVersion < kMinOpset) {
+    InFlightDiagnostic diag = fileError();
+    diag << "ONNX opset " << opsetVersion
+         << (opsetVersion > kMaxOpset ? " is newer than" : " is outside what")
+         << " zb supports (default-domain opsets " << kMinOpset << " to "
+         << kMaxOpset << ")";
+    if (opsetVersion > kMaxOpset)
+      diag << ": export with opset_version=" << kMaxOpset << " or lower";
     return nullptr;
   }
   if (graph.sparse_initializer_size() > 0) {
