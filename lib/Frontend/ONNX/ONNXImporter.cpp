@@ -582,6 +582,8 @@ OwningOpRef<ModuleOp> ONNXImporter::importModel(const onnx::ModelProto &model) {
       diag << ": export with opset_version=" << kMaxOpset << " or lower";
     return nullptr;
   }
+  for (const onnx::FunctionProto &f : model.functions())
+    functions[f.domain() + ":" + f.name()] = &f;
   if (graph.sparse_initializer_size() > 0) {
     fileError() << "sparse initializers are not supported";
     return nullptr;
@@ -789,7 +791,84 @@ LogicalResult ONNXImporter::checkFoldOnlyInputs() {
   return success();
 }
 
+/// A call of a model-local function (ModelProto.functions, e.g. a module
+/// exported as a function): its body is imported in place of the node, each
+/// body node a copy with the formal inputs and outputs renamed to the call's
+/// actual ones, its other values to "<call node>/<n>/<name>" (fresh per
+/// call), and attribute references (ref_attr_name) replaced by the call's
+/// attributes (absent ones dropped: the op's default applies).
+LogicalResult ONNXImporter::inlineFunction(const onnx::FunctionProto &f) {
+  if (inlineDepth >= kMaxInlineDepth) {
+    nodeError() << "local functions nest deeper than " << kMaxInlineDepth
+                << " calls (recursive function '" << f.name() << "'?)";
+    return failure();
+  }
+  if (node->input_size() > f.input_size() ||
+      node->output_size() > f.output_size()) {
+    nodeError() << "calls local function '" << f.name() << "' with "
+                << node->input_size() << " inputs and " << node->output_size()
+                << " outputs; it has " << f.input_size() << " and "
+                << f.output_size();
+    return failure();
+  }
+  std::string prefix =
+      nodeName + "/" + std::to_string(inlinedCalls++) + "/";
+  llvm::StringMap<std::string> rename;
+  for (int i = 0; i < f.input_size(); ++i)
+    rename[f.input(i)] = i < node->input_size() ? node->input(i) : "";
+  for (int i = 0; i < f.output_size(); ++i)
+    rename[f.output(i)] = i < node->output_size() && !node->output(i).empty()
+                              ? node->output(i)
+                              : prefix + f.output(i);
+  auto renamed = [&](const std::string &name) -> std::string {
+    if (name.empty())
+      return name;
+    auto it = rename.find(name);
+    return it != rename.end() ? it->second : prefix + name;
+  };
+  const onnx::NodeProto *call = node;
+  std::string callName = nodeName;
+  Location callLoc = loc;
+  ++inlineDepth;
+  LogicalResult result = success();
+  for (int n = 0; n < f.node_size() && succeeded(result); ++n) {
+    onnx::NodeProto body = f.node(n);
+    for (std::string &in : *body.mutable_input())
+      in = renamed(in);
+    for (std::string &out : *body.mutable_output())
+      out = renamed(out);
+    google::protobuf::RepeatedPtrField<onnx::AttributeProto> attrs;
+    for (const onnx::AttributeProto &a : body.attribute()) {
+      if (a.ref_attr_name().empty()) {
+        *attrs.Add() = a;
+        continue;
+      }
+      for (const onnx::AttributeProto &given : call->attribute())
+        if (given.name() == a.ref_attr_name()) {
+          onnx::AttributeProto *copy = attrs.Add();
+          *copy = given;
+          copy->set_name(a.name());
+        }
+    }
+    body.mutable_attribute()->Swap(&attrs);
+    node = &body;
+    nodeName = prefix + (body.name().empty()
+                             ? body.op_type() + "_" + std::to_string(n)
+                             : body.name());
+    loc = NameLoc::get(builder.getStringAttr(nodeName), fileLoc);
+    result = importNode();
+  }
+  --inlineDepth;
+  node = call;
+  nodeName = callName;
+  loc = callLoc;
+  return result;
+}
+
 LogicalResult ONNXImporter::importNode() {
+  auto function = functions.find(node->domain() + ":" + node->op_type());
+  if (function != functions.end())
+    return inlineFunction(*function->second);
   bool defaultDomain = node->domain().empty() || node->domain() == "ai.onnx";
   OpHandler handler =
       defaultDomain

@@ -50,6 +50,7 @@
 
 namespace onnx {
 class AttributeProto;
+class FunctionProto;
 class GraphProto;
 class ModelProto;
 class NodeProto;
@@ -353,6 +354,7 @@ private:
                                           mlir::func::FuncOp func,
                                           unsigned numGraphInputs);
   mlir::LogicalResult importNode();
+  mlir::LogicalResult inlineFunction(const onnx::FunctionProto &f);
   mlir::LogicalResult checkFoldOnlyInputs();
   mlir::LogicalResult define(llvm::StringRef name, ImportedValue v,
                              mlir::Location where);
@@ -388,6 +390,12 @@ private:
   /// Float initializers the exporter marks as buffers (imported as
   /// constants), in initializer order.
   llvm::SmallVector<std::string> buffers;
+
+  /// The model's local functions by "<domain>:<name>".
+  llvm::StringMap<const onnx::FunctionProto *> functions;
+  /// Calls inlined so far (names their values apart) and the nesting now.
+  int inlinedCalls = 0, inlineDepth = 0;
+  static constexpr int kMaxInlineDepth = 32;
 
   // The node being imported.
   const onnx::NodeProto *node = nullptr;
