@@ -7,18 +7,21 @@
 // records the handler's results under the node's output names.
 //
 // The files:
-//   ONNXImporter.cpp     the driver: entry points, graph walk, signature,
-//                        value map, the loss, dispatch to the handlers
+//   ONNXImporter.cpp     the driver: entry points, graph walk, signature
+//                        (parameters, buffers and folded initializers from
+//                        the exporter's metadata), value map, the loss,
+//                        dispatch to the handlers, local functions inlined
 //   ONNXReader.cpp       protobuf -> MLIR: element types, value infos,
-//                        TensorProto data, node operands and attributes,
-//                        Constant nodes
+//                        TensorProto data (external data files too), node
+//                        operands and attributes, Constant nodes
 //   ElementwiseOps.cpp   Add/Sub/Mul/Div, unary math and activations, Pow,
-//                        Reciprocal, Where, Cast, Identity, Dropout
+//                        Reciprocal, Where, Cast/CastLike, Identity, Dropout
 //   MatMulOps.cpp        Gemm, MatMul
 //   ReductionOps.cpp     ReduceMean/ReduceSum, Softmax, LayerNormalization,
 //                        SoftmaxCrossEntropyLoss
 //   ShapeOps.cpp         Shape, Reshape/Unsqueeze/Squeeze/Flatten, Transpose,
-//                        Expand, Concat, Slice, Split, Gather
+//                        Expand, Tile, Concat, Slice, Split,
+//                        SplitToSequence/SequenceAt, Gather
 //   ConstantFolding.cpp  folds of nodes whose inputs are all constants
 //                        (HostTensor), the fold table
 //
