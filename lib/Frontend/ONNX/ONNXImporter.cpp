@@ -247,7 +247,8 @@ static ExportInfo readExportInfo(const onnx::GraphProto &graph) {
       auto [placeholder, rest] = line.trim().split(": ");
       llvm::StringRef kind = rest.split(' ').first;
       size_t target = rest.find("target='");
-      if (placeholder.empty() || kind.empty() || target == llvm::StringRef::npos)
+      if (placeholder.empty() || kind.empty() ||
+          target == llvm::StringRef::npos)
         continue;
       llvm::StringRef name = rest.drop_front(target + 8).split('\'').first;
       info.kind[name] = kind.str();
@@ -318,8 +319,6 @@ LogicalResult ONNXImporter::collectParameters(const onnx::GraphProto &graph) {
     usedAsTensor.insert(out.name());
   ExportInfo info = readExportInfo(graph);
 
-  // Initializers folded from one parameter, with that parameter's name.
-  SmallVector<std::pair<const onnx::TensorProto *, std::string>> folded;
   for (const onnx::TensorProto &t : graph.initializer()) {
     if (t.name().empty()) {
       fileError() << "an initializer has no name";
@@ -363,13 +362,12 @@ LogicalResult ONNXImporter::collectParameters(const onnx::GraphProto &graph) {
                             "torch.onnx.export(..., optimize=False))";
         return failure();
       }
-      folded.push_back({&t, fromParams.front()});
-      params.push_back({fromParams.front(), {}, &t});
+      params.push_back({fromParams.front(), {}, &t}); // resolved below
       continue;
     }
     params.push_back({t.name(), *value, &t});
   }
-  if (failed(resolveFolded(folded, info.linearWeights)))
+  if (failed(resolveFolded(info.linearWeights)))
     return failure();
   // The module's parameter order (named_parameters) where it is known.
   llvm::stable_sort(params, [&](const Param &a, const Param &b) {
@@ -380,15 +378,14 @@ LogicalResult ONNXImporter::collectParameters(const onnx::GraphProto &graph) {
   return success();
 }
 
-/// Each initializer folded from a parameter P (`folded`, placeholders
-/// {P, null value} in `params`) becomes a rearrangement (zb.transpose /
+/// Each initializer folded from a parameter P (a placeholder {P, null value,
+/// the initializer} in `params`) becomes a rearrangement (zb.transpose /
 /// zb.reshape) of P: of P's initializer when the model still has it (a tied
 /// weight: the rearrangement is found by value), else P is created from the
 /// first such initializer: transposed back to nn.Linear's [out, in] layout
 /// when it is the weight of an aten.linear MatMul, as it is otherwise.
-LogicalResult ONNXImporter::resolveFolded(
-    ArrayRef<std::pair<const onnx::TensorProto *, std::string>> folded,
-    const llvm::StringSet<> &linearWeights) {
+LogicalResult
+ONNXImporter::resolveFolded(const llvm::StringSet<> &linearWeights) {
   llvm::StringMap<DenseElementsAttr> direct;
   for (const Param &p : params)
     if (p.value)
@@ -402,16 +399,18 @@ LogicalResult ONNXImporter::resolveFolded(
     llvm::StringRef name = p.tensor->name();
     DenseElementsAttr value = initializers[name];
     Location where = NameLoc::get(builder.getStringAttr(name), fileLoc);
-    bool linear = linearWeights.contains(name) && value.getType().getRank() == 2;
+    bool linear =
+        linearWeights.contains(name) && value.getType().getRank() == 2;
     SmallVector<int64_t> identity = llvm::to_vector(
         llvm::seq<int64_t>(0, value.getType().getRank()));
+    SmallVector<int64_t> preferred =
+        linear ? SmallVector<int64_t>{1, 0} : identity;
     auto it = direct.find(p.name);
     if (it == direct.end()) {
       // The first initializer folded from P: P itself.
-      SmallVector<int64_t> perm = identity;
+      SmallVector<int64_t> perm = preferred;
       DenseElementsAttr paramValue = value;
       if (linear) {
-        perm = {1, 0};
         auto quiet = [&]() -> InFlightDiagnostic {
           llvm_unreachable("[1, 0] transposes a matrix");
         };
@@ -424,10 +423,8 @@ LogicalResult ONNXImporter::resolveFolded(
       continue;
     }
     bool ambiguous = false;
-    std::optional<SmallVector<int64_t>> perm = findRearrangement(
-        it->second, value,
-        linear ? ArrayRef<int64_t>{1, 0} : ArrayRef<int64_t>(identity),
-        ambiguous);
+    std::optional<SmallVector<int64_t>> perm =
+        findRearrangement(it->second, value, preferred, ambiguous);
     if (!perm) {
       emitError(where) << "initializer '" << name
                        << "' was computed by the exporter's optimizer from "
@@ -442,14 +439,8 @@ LogicalResult ONNXImporter::resolveFolded(
       emitWarning(where) << "initializer '" << name
                          << "' (folded from parameter '" << p.name
                          << "') matches several rearrangements of it by value; "
-                            "using permutation ["
-                         << llvm::join(llvm::map_range(*perm,
-                                                       [](int64_t d) {
-                                                         return std::to_string(
-                                                             d);
-                                                       }),
-                                       ", ")
-                         << "]";
+                            "using permutation "
+                         << formatShape(*perm);
     foldedInits.push_back({name.str(), p.name, *perm});
   }
   params = std::move(kept);

@@ -339,9 +339,7 @@ private:
   //===--- The driver (ONNXImporter.cpp) ----------------------------------===//
   struct Signature;
   mlir::LogicalResult collectParameters(const onnx::GraphProto &graph);
-  mlir::LogicalResult resolveFolded(
-      llvm::ArrayRef<std::pair<const onnx::TensorProto *, std::string>> folded,
-      const llvm::StringSet<> &linearWeights);
+  mlir::LogicalResult resolveFolded(const llvm::StringSet<> &linearWeights);
   mlir::FailureOr<Signature> buildSignature(const onnx::GraphProto &graph);
   mlir::func::FuncOp createMain(mlir::ModuleOp module, const Signature &sig);
   mlir::LogicalResult importNodes(const onnx::GraphProto &graph);

@@ -29,6 +29,9 @@ as the unknown fields protobuf keeps):
                   `a.weight` and `b.weight` (graph signature): an error
   meta_folded_bad `val_3` (2 * P) folded from parameter `p.weight` that
                   the model also uses directly: no transpose/reshape of it
+  meta_folded_zero `val_3` [2, 8] folded from an all-zero `p.weight`
+                  [8, 2] that the model also uses: transpose and reshape
+                  fit, a warning, one parameter
   opset22         the model at opset 22 (newer than zb knows)
 """
 
@@ -200,6 +203,28 @@ def meta_case(case, out):
         m = make_model(g)
         set_graph_metadata(m, [signature([
             "p_p_weight: PARAMETER target='p.weight'"])])
+    elif case == "meta_folded_zero":
+        # a tied copy val_3 [2, 8] of an all-zero p.weight [8, 2]: transpose
+        # and reshape both fit by value
+        p = numpy_helper.from_array(np.zeros((8, 2), np.float32), "p.weight")
+        v = numpy_helper.from_array(np.zeros((2, 8), np.float32), "val_3")
+        g = graph(w_name="p.weight", extra_inits=[p, v])
+        g.node.append(helper.make_node("MatMul", ["val_3", "x2"], ["z"],
+                                       name="mm2"))
+        g.node.append(helper.make_node("ReduceSum", ["z"], ["zs"],
+                                       keepdims=0, name="zsum"))
+        g.node.append(helper.make_node("Add", ["loss_raw", "zs"], ["loss"],
+                                       name="add"))
+        g.node[-4].output[0] = "loss_raw"  # the mean
+        g.input.append(helper.make_tensor_value_info("x2", F32, [8, 3]))
+        g.value_info.append(value_info("p.weight", [8, 2], [
+            ("pkg.torch.export.graph_signature.InputSpec.kind",
+             "PARAMETER")]))
+        g.value_info.append(value_info("val_3", [2, 8], [
+            ("pkg.onnxscript.optimizer.folded_from", "['p.weight']")]))
+        m = make_model(g)
+        set_graph_metadata(m, [signature([
+            "p_p_weight: PARAMETER target='p.weight'"])])
     elif case == "opset22":
         m = make_model(graph(extra_inits=[numpy_helper.from_array(
             W, "fc.weight")]), opset=22)
@@ -209,7 +234,7 @@ def meta_case(case, out):
 CASES = ["ext_ok", "ext_subdir", "ext_missing", "ext_short", "ext_length",
          "ext_offset", "ext_parent", "ext_absolute", "ext_symlink",
          "ext_nolocation", "meta_buffer", "meta_folded_two",
-         "meta_folded_bad", "opset22"]
+         "meta_folded_bad", "meta_folded_zero", "opset22"]
 
 
 def main():
