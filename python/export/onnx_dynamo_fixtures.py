@@ -9,7 +9,8 @@ the same environment), e.g. in a venv outside the repository:
   python3 -m venv /work/venv-torch
   /work/venv-torch/bin/pip install torch onnx onnxscript numpy
   /work/venv-torch/bin/python python/export/onnx_dynamo_fixtures.py MODEL OUTDIR
-  MODEL: gpt2 | llama | mlp | split | all (OUTDIR/<model> for each)
+  MODEL: gpt2 | llama | mlp | split | split-noopt | all (OUTDIR/<model>
+         for each; `all` is how test/Frontend/Inputs/onnx-dynamo was made)
 
 (The CPU-only use of PyPI's CUDA wheel works without the nvidia-* packages
 except nvidia-cusparselt, nvidia-nvshmem, nvidia-cufile and nvidia-nccl,
