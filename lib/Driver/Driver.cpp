@@ -481,6 +481,14 @@ LogicalResult Compilation::frontHalf() {
   if (!frozen->empty())
     progress(llvm::formatv("frozen (constants, not trained): {0}",
                            llvm::join(*frozen, ", ")));
+  if (auto buffers =
+          (*module)->getAttrOfType<ArrayAttr>(frontend::kBuffersAttr)) {
+    std::vector<std::string> names;
+    for (auto name : buffers.getAsRange<StringAttr>())
+      names.push_back(name.str());
+    progress(llvm::formatv("buffers (constants, not trained): {0}",
+                           llvm::join(names, ", ")));
+  }
   paramValues =
       (*module)->getAttrOfType<DictionaryAttr>(frontend::kParamValuesAttr);
   progress(llvm::formatv("autodiff, B/W split, {0} stages on {1} ranks, "

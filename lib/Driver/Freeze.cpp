@@ -103,6 +103,21 @@ freezeParameters(ModuleOp module, const CompileOptions &options) {
     erase.set(i);
     frozenNames.push_back(name);
   }
+  // Buffers that the ONNX importer already made constants (zb.buffers): a
+  // --frozen pattern naming them asks for what is done; a --trainable one
+  // cannot be honoured.
+  if (auto buffers = module->getAttrOfType<ArrayAttr>(frontend::kBuffersAttr))
+    for (auto buffer : buffers.getAsRange<StringAttr>()) {
+      frozen->matches(buffer.getValue());
+      for (size_t i = 0; i < trainable->text.size(); ++i)
+        if (!trainable->used[i] && trainable->globs[i].match(buffer.getValue()))
+          return llvm::createStringError(
+              llvm::formatv("--trainable '{0}': '{1}' is a buffer of the "
+                            "model (the exporter marks it so; imported as a "
+                            "constant), not a parameter",
+                            trainable->text[i], buffer.getValue())
+                  .str());
+    }
   for (Patterns *p : {&*trainable, &*frozen})
     for (size_t i = 0; i < p->text.size(); ++i)
       if (!p->used[i])

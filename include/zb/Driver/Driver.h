@@ -92,7 +92,9 @@ struct CompileOptions {
   /// --trainable pattern (or none is given) and no --frozen pattern; the
   /// others become constants with their values from the model file (ONNX
   /// initializers: buffers such as RoPE tables or masks must not train).
-  /// A pattern that matches no parameter is an error listing them.
+  /// A pattern that matches no parameter is an error listing them. Buffers
+  /// the ONNX importer made constants (zb.buffers) may be named by --frozen
+  /// (nothing to do); naming only buffers in --trainable is an error.
   std::vector<std::string> trainable, frozen;
   /// --schedule-file: a schedule from a file instead of `schedule`: the
   /// PyTorch pipelining CSV (compute actions, with or without communication,

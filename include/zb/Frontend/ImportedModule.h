@@ -32,6 +32,10 @@ inline constexpr llvm::StringLiteral kNameAttr = "zb.name";
 /// Module attribute: DictionaryAttr, parameter name -> initial value
 /// (DenseElementsAttr with the parameter's tensor type).
 inline constexpr llvm::StringLiteral kParamValuesAttr = "zb.param_values";
+/// Module attribute (ONNX): ArrayAttr of the names of the model's float
+/// buffers (torch `register_buffer`: rotary tables, masks) that the exporter
+/// marked as such and the import made constants (not trained).
+inline constexpr llvm::StringLiteral kBuffersAttr = "zb.buffers";
 /// Name of the imported function.
 inline constexpr llvm::StringLiteral kMainFuncName = "main";
 

@@ -61,6 +61,7 @@ const FoldRule kFoldRules[] = {
     {"Or", 2, true, &I::foldBinary},
     {"Where", 3, false, &I::foldWhere},
     {"Cast", 1, false, &I::foldCast},
+    {"CastLike", 2, false, &I::foldCastLike},
     // Shapes and index arithmetic.
     {"Gather", 2, false, &I::foldGather},
     {"Reshape", 2, false, &I::foldReshape},
@@ -69,6 +70,7 @@ const FoldRule kFoldRules[] = {
     {"Flatten", 1, false, &I::foldReshape},
     {"Concat", 1, false, &I::foldConcat},
     {"Expand", 2, false, &I::foldExpand},
+    {"Tile", 2, false, &I::foldTile},
     {"Slice", 3, false, &I::foldSlice},
     {"Transpose", 1, false, &I::foldTranspose},
     {"Range", 3, true, &I::foldRange},
@@ -223,6 +225,14 @@ FailureOr<HostTensor> ONNXImporter::foldCast(ArrayRef<HostTensor> in) {
   return r;
 }
 
+FailureOr<HostTensor> ONNXImporter::foldCastLike(ArrayRef<HostTensor> in) {
+  HostTensor r = in[0];
+  r.type = in[1].type;
+  for (double &v : r.data)
+    v = r.round(v);
+  return r;
+}
+
 //===----------------------------------------------------------------------===//
 // Shape folds
 //===----------------------------------------------------------------------===//
@@ -288,6 +298,22 @@ FailureOr<HostTensor> ONNXImporter::foldRange(ArrayRef<HostTensor> in) {
   for (int64_t i = 0; i < n; ++i)
     r.data.push_back(r.round(start + double(i) * delta));
   return r;
+}
+
+FailureOr<HostTensor> ONNXImporter::foldTile(ArrayRef<HostTensor> in) {
+  auto err = [&] { return nodeError(); };
+  SmallVector<int64_t> wide, dims, shape;
+  if (failed(tileShapes(in[0].shape, toInts(in[1]), wide, dims, shape)))
+    return failure();
+  if (zb::frontend::numElements(shape) > kMaxFoldElements) {
+    nodeError() << "folding a tensor of " << zb::frontend::numElements(shape)
+                << " elements is not supported";
+    return failure();
+  }
+  FailureOr<HostTensor> t = broadcastInDimHost(in[0], wide, dims, err);
+  if (failed(t))
+    return failure();
+  return reshapeHost(*t, shape, err);
 }
 
 FailureOr<HostTensor> ONNXImporter::foldExpand(ArrayRef<HostTensor> in) {

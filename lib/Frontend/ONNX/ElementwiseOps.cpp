@@ -234,21 +234,33 @@ FailureOr<NodeResults> ONNXImporter::castNode() {
   if (failed(x) || failed(to))
     return failure();
   Type target = convertElementType(int32_t(*to));
-  auto type = cast<RankedTensorType>(x->getType());
   if (!target) {
     nodeError() << "unsupported target type " << elementTypeName(int32_t(*to));
     return failure();
   }
+  return castTo(*x, target);
+}
+
+/// CastLike(x, like) (opset 15): Cast to the element type of `like`.
+FailureOr<NodeResults> ONNXImporter::castLike() {
+  FailureOr<Value> x = tensorInput(0);
+  FailureOr<ImportedValue> like = lookup(1);
+  if (failed(x) || failed(like))
+    return failure();
+  return castTo(*x, typeOf(*like).getElementType());
+}
+
+FailureOr<NodeResults> ONNXImporter::castTo(Value x, Type target) {
+  auto type = cast<RankedTensorType>(x.getType());
   if (target == type.getElementType())
-    return result(*x);
+    return result(x);
   if (!isa<FloatType>(target)) {
-    nodeError() << "a cast of a computed " << type << " to "
-                << elementTypeName(int32_t(*to))
+    nodeError() << "a cast of a computed " << type << " to " << target
                 << " is not supported (only to floating point)";
     return failure();
   }
   return result(zb::CastOp::create(
-      builder, loc, RankedTensorType::get(type.getShape(), target), *x));
+      builder, loc, RankedTensorType::get(type.getShape(), target), x));
 }
 
 FailureOr<NodeResults> ONNXImporter::identity() {
@@ -300,6 +312,7 @@ void zb::frontend::onnx_import::populateElementwiseHandlers(
       {"Reciprocal", 1, &I::reciprocal},
       {"Where", 1, &I::where},
       {"Cast", 1, &I::castNode},
+      {"CastLike", 15, &I::castLike},
       {"Identity", 1, &I::identity},
       {"Dropout", 1, &I::dropout},
   };

@@ -21,10 +21,12 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -35,7 +37,9 @@
 using namespace mlir;
 using namespace zb::frontend::onnx_import;
 using zb::frontend::formatShape;
+using zb::frontend::HostTensor;
 using zb::frontend::ImportOptions;
+using zb::frontend::transposeHost;
 
 //===----------------------------------------------------------------------===//
 // The op handler table
@@ -86,7 +90,8 @@ static bool isStaticInput(llvm::StringRef opType, int index) {
     return false;
   return llvm::StringSwitch<bool>(opType)
       .Cases({"Pow", "ReduceMean", "ReduceSum", "ReduceMax", "Reshape"}, true)
-      .Cases({"Unsqueeze", "Squeeze", "Expand", "Split", "Trilu"}, true)
+      .Cases({"Unsqueeze", "Squeeze", "Expand", "Split", "Trilu", "Tile"}, true)
+      .Cases({"SplitToSequence", "SequenceAt"}, true)
       .Default(false);
 }
 
@@ -112,7 +117,13 @@ ONNXImporter::ONNXImporter(MLIRContext *ctx, llvm::StringRef fileName,
                            const ImportOptions &options)
     : ctx(ctx), fileName(fileName.str()),
       fileLoc(FileLineColLoc::get(ctx, fileName, 0, 0)), builder(ctx),
-      loc(fileLoc), options(options) {}
+      loc(fileLoc), options(options) {
+  externalDataDir = options.externalDataDir;
+  if (externalDataDir.empty())
+    externalDataDir = llvm::sys::path::parent_path(fileName).str();
+  if (externalDataDir.empty())
+    externalDataDir = ".";
+}
 
 InFlightDiagnostic ONNXImporter::nodeError() {
   InFlightDiagnostic diag = emitError(loc);
@@ -132,10 +143,173 @@ LogicalResult ONNXImporter::define(llvm::StringRef name, ImportedValue v,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// What the exporter records about initializers
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Field numbers of `metadata_props` (ONNX 1.16, IR version 10).
+enum MetadataField : int {
+  kValueInfoMetadata = 4,
+  kNodeMetadata = 9,
+  kGraphMetadata = 16,
+};
+} // namespace
+
+/// The metadata_props (repeated StringStringEntryProto, field `field`) of
+/// `message`. ONNX 1.16 added them to ValueInfoProto, NodeProto and
+/// GraphProto; Debian's libonnx 1.12 predates them and protobuf keeps them as
+/// unknown fields, so they are read from whichever holds them.
+static SmallVector<std::pair<std::string, std::string>>
+metadataProps(const google::protobuf::Message &message, int field) {
+  SmallVector<std::pair<std::string, std::string>> props;
+  const google::protobuf::Reflection *reflection = message.GetReflection();
+  onnx::StringStringEntryProto entry;
+  if (const google::protobuf::FieldDescriptor *fd =
+          message.GetDescriptor()->FindFieldByNumber(field)) {
+    if (!fd->is_repeated() ||
+        fd->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE)
+      return props;
+    for (int i = 0, e = reflection->FieldSize(message, fd); i < e; ++i)
+      if (entry.ParseFromString(
+              reflection->GetRepeatedMessage(message, fd, i)
+                  .SerializeAsString()))
+        props.emplace_back(entry.key(), entry.value());
+    return props;
+  }
+  const google::protobuf::UnknownFieldSet &unknown =
+      reflection->GetUnknownFields(message);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField &f = unknown.field(i);
+    if (f.number() == field &&
+        f.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED &&
+        entry.ParseFromString(f.length_delimited()))
+      props.emplace_back(entry.key(), entry.value());
+  }
+  return props;
+}
+
+/// The names in a Python list literal such as "['a', 'b.c']".
+static SmallVector<std::string> parseNameList(llvm::StringRef text) {
+  SmallVector<std::string> names;
+  SmallVector<llvm::StringRef> items;
+  text.trim().trim("[]").split(items, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef item : items) {
+    llvm::StringRef name = item.trim().trim("'\"");
+    if (!name.empty())
+      names.push_back(name.str());
+  }
+  return names;
+}
+
+namespace {
+/// What torch.onnx.export (PyTorch 2.x, the dynamo exporter) writes about
+/// the model's values, all of it optional metadata_props:
+/// - the graph's `pkg.torch.export.ExportedProgram.graph_signature`, one line
+///   per graph input of torch.export: "p_fc_weight: PARAMETER
+///   target='fc.weight'", "b_rope_cos: BUFFER target='rope_cos'
+///   persistent=True", "x: USER_INPUT";
+/// - on each initializer's value_info,
+///   `pkg.torch.export.graph_signature.InputSpec.kind` (PARAMETER, BUFFER,
+///   CONSTANT_TENSOR, ...);
+/// - on each initializer that onnxscript's optimizer computed (optimize=True
+///   folds e.g. the transpose of an nn.Linear weight into a new initializer
+///   `val_12`), `pkg.onnxscript.optimizer.folded_from`: the values it was
+///   computed from, as a Python list ("['h.0.fc.weight']");
+/// - on each node, `pkg.torch.onnx.fx_node`: the torch.export node it comes
+///   from ("... target=torch.ops.aten.linear.default ...").
+struct ExportInfo {
+  /// Kind by state_dict name (graph signature, then value_info).
+  llvm::StringMap<std::string> kind;
+  /// Position of each name in the graph signature (the module's order).
+  llvm::StringMap<unsigned> order;
+  /// Sources of the initializers folded by the optimizer.
+  llvm::StringMap<SmallVector<std::string>> foldedFrom;
+  /// Initializers used as the weight (input #1) of a MatMul from
+  /// torch.ops.aten.linear: a folded one is the weight transposed.
+  llvm::StringSet<> linearWeights;
+
+  bool isParameter(llvm::StringRef name) const {
+    auto it = kind.find(name);
+    return it != kind.end() && it->second == "PARAMETER";
+  }
+};
+} // namespace
+
+static ExportInfo readExportInfo(const onnx::GraphProto &graph) {
+  ExportInfo info;
+  for (const auto &[key, value] : metadataProps(graph, kGraphMetadata)) {
+    if (key != "pkg.torch.export.ExportedProgram.graph_signature")
+      continue;
+    SmallVector<llvm::StringRef> lines;
+    llvm::StringRef(value).split(lines, '\n');
+    for (llvm::StringRef line : lines) {
+      auto [placeholder, rest] = line.trim().split(": ");
+      llvm::StringRef kind = rest.split(' ').first;
+      size_t target = rest.find("target='");
+      if (placeholder.empty() || kind.empty() ||
+          target == llvm::StringRef::npos)
+        continue;
+      llvm::StringRef name = rest.drop_front(target + 8).split('\'').first;
+      info.kind[name] = kind.str();
+      info.order.try_emplace(name, info.order.size());
+    }
+  }
+  for (const onnx::ValueInfoProto &vi : graph.value_info())
+    for (const auto &[key, value] : metadataProps(vi, kValueInfoMetadata)) {
+      if (key == "pkg.torch.export.graph_signature.InputSpec.kind")
+        info.kind[vi.name()] = value;
+      else if (key == "pkg.onnxscript.optimizer.folded_from")
+        info.foldedFrom[vi.name()] = parseNameList(value);
+    }
+  for (const onnx::NodeProto &n : graph.node()) {
+    if (n.op_type() != "MatMul" || n.input_size() < 2)
+      continue;
+    for (const auto &[key, value] : metadataProps(n, kNodeMetadata))
+      if (key == "pkg.torch.onnx.fx_node" &&
+          llvm::StringRef(value).contains("torch.ops.aten.linear."))
+        info.linearWeights.insert(n.input(1));
+  }
+  return info;
+}
+
+/// The permutation `perm` such that transpose(from, perm) reshaped to the
+/// shape of `to` equals `to` value for value (the identity first: a
+/// reshape), preferring `preferred` when several fit (e.g. an all-zero
+/// matrix); nullopt if none does. `ambiguous` is set when several fit.
+static std::optional<SmallVector<int64_t>>
+findRearrangement(DenseElementsAttr from, DenseElementsAttr to,
+                  ArrayRef<int64_t> preferred, bool &ambiguous) {
+  ambiguous = false;
+  HostTensor src = HostTensor::fromAttr(from), dst = HostTensor::fromAttr(to);
+  int64_t rank = int64_t(src.shape.size());
+  if (src.numElements() != dst.numElements() || rank > 6)
+    return std::nullopt;
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  SmallVector<SmallVector<int64_t>> fits;
+  auto quiet = [&]() -> InFlightDiagnostic {
+    llvm_unreachable("a permutation of the dimensions always transposes");
+  };
+  do {
+    FailureOr<HostTensor> t = transposeHost(src, perm, quiet);
+    if (succeeded(t) && t->data == dst.data)
+      fits.push_back(perm);
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  if (fits.empty())
+    return std::nullopt;
+  ambiguous = fits.size() > 1;
+  for (const SmallVector<int64_t> &p : fits)
+    if (ArrayRef<int64_t>(p) == preferred)
+      return p;
+  return fits.front();
+}
+
 LogicalResult ONNXImporter::collectParameters(const onnx::GraphProto &graph) {
   // An initializer is a parameter if it is a floating-point tensor used as a
-  // tensor operand (or is itself a graph output); any other initializer is a
-  // constant folded at import.
+  // tensor operand (or is itself a graph output) and the exporter does not
+  // mark it as a buffer; any other initializer is a constant folded at
+  // import. One that the exporter's optimizer computed from a parameter
+  // stands for that parameter (see ExportInfo).
   llvm::StringSet<> usedAsTensor;
   for (const onnx::NodeProto &n : graph.node())
     for (int i = 0; i < n.input_size(); ++i)
@@ -143,6 +317,7 @@ LogicalResult ONNXImporter::collectParameters(const onnx::GraphProto &graph) {
         usedAsTensor.insert(n.input(i));
   for (const onnx::ValueInfoProto &out : graph.output())
     usedAsTensor.insert(out.name());
+  ExportInfo info = readExportInfo(graph);
 
   for (const onnx::TensorProto &t : graph.initializer()) {
     if (t.name().empty()) {
@@ -153,16 +328,122 @@ LogicalResult ONNXImporter::collectParameters(const onnx::GraphProto &graph) {
       fileError() << "initializer '" << t.name() << "' is defined twice";
       return failure();
     }
+    Location where = NameLoc::get(builder.getStringAttr(t.name()), fileLoc);
     FailureOr<DenseElementsAttr> value =
-        convertTensor(t, NameLoc::get(builder.getStringAttr(t.name()), fileLoc),
-                      "initializer");
+        convertTensor(t, where, "initializer");
     if (failed(value))
       return failure();
     initializers[t.name()] = *value;
-    if (usedAsTensor.contains(t.name()) &&
-        isa<FloatType>(value->getElementType()))
-      params.push_back(&t);
+    if (!usedAsTensor.contains(t.name()) ||
+        !isa<FloatType>(value->getElementType()))
+      continue;
+    auto kind = info.kind.find(t.name());
+    if (kind != info.kind.end() && kind->second != "PARAMETER") {
+      buffers.push_back(t.name()); // BUFFER, CONSTANT_TENSOR: a constant
+      continue;
+    }
+    auto sources = info.foldedFrom.find(t.name());
+    if (kind == info.kind.end() && !info.kind.empty() &&
+        sources == info.foldedFrom.end())
+      continue; // a constant of the exporter's (a scale, an epsilon)
+    if (kind == info.kind.end() && sources != info.foldedFrom.end()) {
+      SmallVector<std::string> fromParams;
+      for (const std::string &s : sources->second)
+        if (info.isParameter(s))
+          fromParams.push_back(s);
+      if (fromParams.empty())
+        continue; // folded from buffers and constants: a constant
+      if (fromParams.size() > 1) {
+        emitError(where) << "initializer '" << t.name()
+                         << "' was computed by the exporter's optimizer from "
+                            "the parameters "
+                         << llvm::join(fromParams, ", ")
+                         << "; zb cannot train them through it (export with "
+                            "torch.onnx.export(..., optimize=False))";
+        return failure();
+      }
+      params.push_back({fromParams.front(), {}, &t}); // resolved below
+      continue;
+    }
+    params.push_back({t.name(), *value, &t});
   }
+  if (failed(resolveFolded(info.linearWeights)))
+    return failure();
+  // The module's parameter order (named_parameters) where it is known.
+  llvm::stable_sort(params, [&](const Param &a, const Param &b) {
+    auto ia = info.order.find(a.name), ib = info.order.find(b.name);
+    return ia != info.order.end() && ib != info.order.end() &&
+           ia->second < ib->second;
+  });
+  return success();
+}
+
+/// Each initializer folded from a parameter P (a placeholder {P, null value,
+/// the initializer} in `params`) becomes a rearrangement (zb.transpose /
+/// zb.reshape) of P: of P's initializer when the model still has it (a tied
+/// weight: the rearrangement is found by value), else P is created from the
+/// first such initializer: transposed back to nn.Linear's [out, in] layout
+/// when it is the weight of an aten.linear MatMul, as it is otherwise.
+LogicalResult
+ONNXImporter::resolveFolded(const llvm::StringSet<> &linearWeights) {
+  llvm::StringMap<DenseElementsAttr> direct;
+  for (const Param &p : params)
+    if (p.value)
+      direct[p.name] = p.value;
+  SmallVector<Param> kept;
+  for (Param &p : params) {
+    if (p.value) {
+      kept.push_back(p);
+      continue;
+    }
+    llvm::StringRef name = p.tensor->name();
+    DenseElementsAttr value = initializers[name];
+    Location where = NameLoc::get(builder.getStringAttr(name), fileLoc);
+    bool linear =
+        linearWeights.contains(name) && value.getType().getRank() == 2;
+    SmallVector<int64_t> identity = llvm::to_vector(
+        llvm::seq<int64_t>(0, value.getType().getRank()));
+    SmallVector<int64_t> preferred =
+        linear ? SmallVector<int64_t>{1, 0} : identity;
+    auto it = direct.find(p.name);
+    if (it == direct.end()) {
+      // The first initializer folded from P: P itself.
+      SmallVector<int64_t> perm = preferred;
+      DenseElementsAttr paramValue = value;
+      if (linear) {
+        auto quiet = [&]() -> InFlightDiagnostic {
+          llvm_unreachable("[1, 0] transposes a matrix");
+        };
+        paramValue = transposeHost(HostTensor::fromAttr(value), perm, quiet)
+                         ->toAttr(value.getElementType());
+      }
+      direct[p.name] = paramValue;
+      kept.push_back({p.name, paramValue, p.tensor});
+      foldedInits.push_back({name.str(), p.name, perm});
+      continue;
+    }
+    bool ambiguous = false;
+    std::optional<SmallVector<int64_t>> perm =
+        findRearrangement(it->second, value, preferred, ambiguous);
+    if (!perm) {
+      emitError(where) << "initializer '" << name
+                       << "' was computed by the exporter's optimizer from "
+                          "parameter '"
+                       << p.name
+                       << "', but is no transpose or reshape of it; zb cannot "
+                          "train it (export with torch.onnx.export(..., "
+                          "optimize=False))";
+      return failure();
+    }
+    if (ambiguous)
+      emitWarning(where) << "initializer '" << name
+                         << "' (folded from parameter '" << p.name
+                         << "') matches several rearrangements of it by value; "
+                            "using permutation "
+                         << formatShape(*perm);
+    foldedInits.push_back({name.str(), p.name, *perm});
+  }
+  params = std::move(kept);
   return success();
 }
 
@@ -189,15 +470,14 @@ ONNXImporter::buildSignature(const onnx::GraphProto &graph) {
         zb::frontend::kNameAttr, builder.getStringAttr(in.name()))));
     sig.argNames.push_back(in.name());
   }
-  for (const onnx::TensorProto *p : params) {
-    DenseElementsAttr value = initializers[p->name()];
-    sig.argTypes.push_back(value.getType());
+  for (const Param &p : params) {
+    sig.argTypes.push_back(p.value.getType());
     sig.argAttrs.push_back(builder.getDictionaryAttr(
         {builder.getNamedAttr(zb::frontend::kNameAttr,
-                              builder.getStringAttr(p->name())),
+                              builder.getStringAttr(p.name)),
          builder.getNamedAttr(zb::kParamAttr, builder.getUnitAttr())}));
-    sig.argNames.push_back(p->name());
-    sig.paramValues.push_back(builder.getNamedAttr(p->name(), value));
+    sig.argNames.push_back(p.name);
+    sig.paramValues.push_back(builder.getNamedAttr(p.name, p.value));
   }
   return sig;
 }
@@ -221,10 +501,35 @@ func::FuncOp ONNXImporter::createMain(ModuleOp module, const Signature &sig) {
     if (failed(define(name, ImportedValue{arg, {}}, argLoc)))
       return nullptr;
   }
+  builder.setInsertionPointToEnd(entry);
+  // Initializers folded from a parameter: that parameter, rearranged.
+  for (const FoldedInit &f : foldedInits) {
+    DenseElementsAttr init = initializers[f.name];
+    loc = NameLoc::get(builder.getStringAttr(f.name), fileLoc);
+    Value v = values[f.param].value;
+    auto type = cast<RankedTensorType>(v.getType());
+    if (!llvm::equal(f.perm, llvm::seq<int64_t>(0, type.getRank()))) {
+      SmallVector<int64_t> shape;
+      for (int64_t d : f.perm)
+        shape.push_back(type.getDimSize(d));
+      v = zb::TransposeOp::create(
+          builder, loc, RankedTensorType::get(shape, type.getElementType()), v,
+          f.perm);
+    }
+    if (v.getType() != init.getType())
+      v = zb::ReshapeOp::create(builder, loc, init.getType(), v);
+    values[f.name] = ImportedValue{v, {}};
+  }
+  loc = fileLoc;
   for (auto &[name, value] : initializers)
     if (!values.count(name))
       values[name] = ImportedValue{{}, value};
-  builder.setInsertionPointToEnd(entry);
+  if (!buffers.empty()) {
+    SmallVector<Attribute> names;
+    for (const std::string &b : buffers)
+      names.push_back(builder.getStringAttr(b));
+    module->setAttr(zb::frontend::kBuffersAttr, builder.getArrayAttr(names));
+  }
   return func;
 }
 
@@ -255,14 +560,21 @@ OwningOpRef<ModuleOp> ONNXImporter::importModel(const onnx::ModelProto &model) {
       opsetVersion = o.version();
   // Handlers are registered by the opset an op's semantics start at; an
   // opset newer than the newest zb knows may have changed any of them.
-  constexpr int64_t kMaxOpset = 20;
-  if (opsetVersion > kMaxOpset) {
-    fileError() << "ONNX opset " << opsetVersion
-                << " is newer than zb supports (default-domain opsets up to "
-                << kMaxOpset << "): export with opset_version=" << kMaxOpset
-                << " or lower";
+  // (torch.onnx.export writes 17 by default before PyTorch 2.5 and 18 to 20
+  // with the dynamo exporter; 21 changed only the types of the ops zb reads.)
+  constexpr int64_t kMinOpset = 1, kMaxOpset = 21;
+  if (opsetVersion > kMaxOpset || opsetVersion < kMinOpset) {
+    InFlightDiagnostic diag = fileError();
+    diag << "ONNX opset " << opsetVersion
+         << (opsetVersion > kMaxOpset ? " is newer than" : " is outside what")
+         << " zb supports (default-domain opsets " << kMinOpset << " to "
+         << kMaxOpset << ")";
+    if (opsetVersion > kMaxOpset)
+      diag << ": export with opset_version=" << kMaxOpset << " or lower";
     return nullptr;
   }
+  for (const onnx::FunctionProto &f : model.functions())
+    functions[f.domain() + ":" + f.name()] = &f;
   if (graph.sparse_initializer_size() > 0) {
     fileError() << "sparse initializers are not supported";
     return nullptr;
@@ -306,6 +618,11 @@ LogicalResult ONNXImporter::returnOutputs(const onnx::GraphProto &graph,
       return failure();
     }
     loc = NameLoc::get(builder.getStringAttr(out.name()), fileLoc);
+    if (found->second.isSequence) {
+      fileError() << "the graph output '" << out.name()
+                  << "' is a sequence; only tensors are supported";
+      return failure();
+    }
     results.push_back(materialize(found->second));
   }
   func::ReturnOp::create(builder, fileLoc, results);
@@ -324,6 +641,11 @@ LogicalResult ONNXImporter::returnLoss(const onnx::ValueInfoProto &output,
   if (it == values.end()) {
     fileError() << "the graph output '" << output.name()
                 << "' is not computed by any node";
+    return failure();
+  }
+  if (it->second.isSequence) {
+    fileError() << "the graph output '" << output.name()
+                << "' is a sequence, not a loss";
     return failure();
   }
   Value loss = materialize(it->second);
@@ -460,7 +782,84 @@ LogicalResult ONNXImporter::checkFoldOnlyInputs() {
   return success();
 }
 
+/// A call of a model-local function (ModelProto.functions, e.g. a module
+/// exported as a function): its body is imported in place of the node, each
+/// body node a copy with the formal inputs and outputs renamed to the call's
+/// actual ones, its other values to "<call node>/<n>/<name>" (fresh per
+/// call), and attribute references (ref_attr_name) replaced by the call's
+/// attributes (absent ones dropped: the op's default applies).
+LogicalResult ONNXImporter::inlineFunction(const onnx::FunctionProto &f) {
+  if (inlineDepth >= kMaxInlineDepth) {
+    nodeError() << "local functions nest deeper than " << kMaxInlineDepth
+                << " calls (recursive function '" << f.name() << "'?)";
+    return failure();
+  }
+  if (node->input_size() > f.input_size() ||
+      node->output_size() > f.output_size()) {
+    nodeError() << "calls local function '" << f.name() << "' with "
+                << node->input_size() << " inputs and " << node->output_size()
+                << " outputs; it has " << f.input_size() << " and "
+                << f.output_size();
+    return failure();
+  }
+  std::string prefix =
+      nodeName + "/" + std::to_string(inlinedCalls++) + "/";
+  llvm::StringMap<std::string> rename;
+  for (int i = 0; i < f.input_size(); ++i)
+    rename[f.input(i)] = i < node->input_size() ? node->input(i) : "";
+  for (int i = 0; i < f.output_size(); ++i)
+    rename[f.output(i)] = i < node->output_size() && !node->output(i).empty()
+                              ? node->output(i)
+                              : prefix + f.output(i);
+  auto renamed = [&](const std::string &name) -> std::string {
+    if (name.empty())
+      return name;
+    auto it = rename.find(name);
+    return it != rename.end() ? it->second : prefix + name;
+  };
+  const onnx::NodeProto *call = node;
+  std::string callName = nodeName;
+  Location callLoc = loc;
+  ++inlineDepth;
+  LogicalResult result = success();
+  for (int n = 0; n < f.node_size() && succeeded(result); ++n) {
+    onnx::NodeProto body = f.node(n);
+    for (std::string &in : *body.mutable_input())
+      in = renamed(in);
+    for (std::string &out : *body.mutable_output())
+      out = renamed(out);
+    google::protobuf::RepeatedPtrField<onnx::AttributeProto> attrs;
+    for (const onnx::AttributeProto &a : body.attribute()) {
+      if (a.ref_attr_name().empty()) {
+        *attrs.Add() = a;
+        continue;
+      }
+      for (const onnx::AttributeProto &given : call->attribute())
+        if (given.name() == a.ref_attr_name()) {
+          onnx::AttributeProto *copy = attrs.Add();
+          *copy = given;
+          copy->set_name(a.name());
+        }
+    }
+    body.mutable_attribute()->Swap(&attrs);
+    node = &body;
+    nodeName = prefix + (body.name().empty()
+                             ? body.op_type() + "_" + std::to_string(n)
+                             : body.name());
+    loc = NameLoc::get(builder.getStringAttr(nodeName), fileLoc);
+    result = importNode();
+  }
+  --inlineDepth;
+  node = call;
+  nodeName = callName;
+  loc = callLoc;
+  return result;
+}
+
 LogicalResult ONNXImporter::importNode() {
+  auto function = functions.find(node->domain() + ":" + node->op_type());
+  if (function != functions.end())
+    return inlineFunction(*function->second);
   bool defaultDomain = node->domain().empty() || node->domain() == "ai.onnx";
   OpHandler handler =
       defaultDomain

@@ -7,18 +7,21 @@
 // records the handler's results under the node's output names.
 //
 // The files:
-//   ONNXImporter.cpp     the driver: entry points, graph walk, signature,
-//                        value map, the loss, dispatch to the handlers
+//   ONNXImporter.cpp     the driver: entry points, graph walk, signature
+//                        (parameters, buffers and folded initializers from
+//                        the exporter's metadata), value map, the loss,
+//                        dispatch to the handlers, local functions inlined
 //   ONNXReader.cpp       protobuf -> MLIR: element types, value infos,
-//                        TensorProto data, node operands and attributes,
-//                        Constant nodes
+//                        TensorProto data (external data files too), node
+//                        operands and attributes, Constant nodes
 //   ElementwiseOps.cpp   Add/Sub/Mul/Div, unary math and activations, Pow,
-//                        Reciprocal, Where, Cast, Identity, Dropout
+//                        Reciprocal, Where, Cast/CastLike, Identity, Dropout
 //   MatMulOps.cpp        Gemm, MatMul
 //   ReductionOps.cpp     ReduceMean/ReduceSum, Softmax, LayerNormalization,
 //                        SoftmaxCrossEntropyLoss
 //   ShapeOps.cpp         Shape, Reshape/Unsqueeze/Squeeze/Flatten, Transpose,
-//                        Expand, Concat, Slice, Split, Gather
+//                        Expand, Tile, Concat, Slice, Split,
+//                        SplitToSequence/SequenceAt, Gather
 //   ConstantFolding.cpp  folds of nodes whose inputs are all constants
 //                        (HostTensor), the fold table
 //
@@ -39,13 +42,18 @@
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
 
+#include <memory>
 #include <optional>
+#include <vector>
 #include <string>
 
 namespace onnx {
 class AttributeProto;
+class FunctionProto;
 class GraphProto;
 class ModelProto;
 class NodeProto;
@@ -64,6 +72,9 @@ namespace zb::frontend::onnx_import {
 struct ImportedValue {
   mlir::Value value;
   mlir::DenseElementsAttr constant;
+  /// An ONNX sequence (SplitToSequence): its tensors, read by SequenceAt.
+  bool isSequence = false;
+  std::vector<ImportedValue> sequence;
 };
 
 /// The values a handler defines, one per node output (in order).
@@ -156,6 +167,14 @@ public:
   mlir::FailureOr<mlir::DenseElementsAttr>
   convertTensor(const onnx::TensorProto &tensor, mlir::Location where,
                 llvm::StringRef what);
+  /// The bytes of a tensor stored outside the model (data_location EXTERNAL):
+  /// external_data `location` (a relative path inside externalDataDir, no
+  /// `..`), `offset` and `length` (bytes; default: to the end of the file).
+  /// Errors (through `error`, which names the tensor): no or an escaping
+  /// location, a file that cannot be read, a range past its end.
+  mlir::FailureOr<llvm::StringRef>
+  externalData(const onnx::TensorProto &tensor,
+               llvm::function_ref<mlir::InFlightDiagnostic()> error);
   mlir::DenseElementsAttr splat(mlir::RankedTensorType type, double value);
   mlir::Value splatConstant(mlir::RankedTensorType type, double value);
 
@@ -166,7 +185,10 @@ public:
   /// True if output `i` exists and has a name (is read by someone).
   bool hasOutput(int i) const;
   bool hasInput(int i) const;
+  /// Input `i` (not a sequence).
   mlir::FailureOr<ImportedValue> lookup(int i);
+  /// Input `i`, which must be a sequence.
+  mlir::FailureOr<ImportedValue> sequenceInput(int i);
   /// Input `i` as a tensor SSA value (materializes constants).
   mlir::FailureOr<mlir::Value> tensorInput(int i);
   /// Input `i` as a floating-point tensor SSA value.
@@ -249,10 +271,26 @@ public:
   mlir::FailureOr<NodeResults> reshape();
   mlir::FailureOr<NodeResults> transpose();
   mlir::FailureOr<NodeResults> expand();
+  mlir::FailureOr<NodeResults> tile();
+  mlir::LogicalResult tileShapes(llvm::ArrayRef<int64_t> in,
+                                 llvm::ArrayRef<int64_t> repeats,
+                                 llvm::SmallVector<int64_t> &wide,
+                                 llvm::SmallVector<int64_t> &dims,
+                                 llvm::SmallVector<int64_t> &shape);
   mlir::FailureOr<NodeResults> concat();
   mlir::FailureOr<NodeResults> slice();
   mlir::FailureOr<NodeResults> split();
+  /// zb.split of `x` along `axis` into parts of `sizes` (checked: positive,
+  /// summing to the dimension).
+  mlir::FailureOr<NodeResults> splitInto(mlir::Value x, int64_t axis,
+                                         llvm::ArrayRef<int64_t> sizes);
+  mlir::FailureOr<NodeResults> splitToSequence();
+  mlir::FailureOr<NodeResults> sequenceAt();
   mlir::FailureOr<NodeResults> castNode();
+  mlir::FailureOr<NodeResults> castLike();
+  /// `x` converted to element type `target` (nothing if it has it; only to
+  /// floating point).
+  mlir::FailureOr<NodeResults> castTo(mlir::Value x, mlir::Type target);
   mlir::FailureOr<NodeResults> gather();
   mlir::FailureOr<NodeResults> where();
   mlir::FailureOr<NodeResults> reciprocal();
@@ -273,11 +311,13 @@ public:
   mlir::FailureOr<HostTensor> foldBinary(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldWhere(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldCast(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldCastLike(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldGather(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldReshape(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldConcat(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldRange(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldExpand(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldTile(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor>
   foldConstantOfShape(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldSlice(llvm::ArrayRef<HostTensor> in);
@@ -292,11 +332,14 @@ public:
   mlir::Location loc;
   /// Version of the default ONNX domain the model imports.
   int64_t opsetVersion = 17;
+  /// The directory external data locations are relative to (the model's).
+  std::string externalDataDir;
 
 private:
   //===--- The driver (ONNXImporter.cpp) ----------------------------------===//
   struct Signature;
   mlir::LogicalResult collectParameters(const onnx::GraphProto &graph);
+  mlir::LogicalResult resolveFolded(const llvm::StringSet<> &linearWeights);
   mlir::FailureOr<Signature> buildSignature(const onnx::GraphProto &graph);
   mlir::func::FuncOp createMain(mlir::ModuleOp module, const Signature &sig);
   mlir::LogicalResult importNodes(const onnx::GraphProto &graph);
@@ -312,6 +355,7 @@ private:
                                           mlir::func::FuncOp func,
                                           unsigned numGraphInputs);
   mlir::LogicalResult importNode();
+  mlir::LogicalResult inlineFunction(const onnx::FunctionProto &f);
   mlir::LogicalResult checkFoldOnlyInputs();
   mlir::LogicalResult define(llvm::StringRef name, ImportedValue v,
                              mlir::Location where);
@@ -322,10 +366,37 @@ private:
                                     llvm::StringRef name, llvm::StringRef what);
 
   llvm::StringMap<ImportedValue> values;
+  /// External data files read so far, by path.
+  llvm::StringMap<std::unique_ptr<llvm::MemoryBuffer>> externalFiles;
   /// Initializer values by name (parameters and constants alike).
   llvm::StringMap<mlir::DenseElementsAttr> initializers;
-  /// Float initializers used as tensor operands: the parameters, in order.
-  llvm::SmallVector<const onnx::TensorProto *> params;
+  /// A parameter: a float initializer used as a tensor operand, or the
+  /// parameter an initializer folded by the exporter was computed from.
+  struct Param {
+    std::string name;
+    /// The initial value (null while an initializer folded from it is not
+    /// resolved yet).
+    mlir::DenseElementsAttr value;
+    const onnx::TensorProto *tensor;
+  };
+  /// The parameters, in initializer order.
+  llvm::SmallVector<Param> params;
+  /// An initializer folded by the exporter from parameter `param`: the
+  /// parameter transposed by `perm`, then reshaped to the initializer's shape.
+  struct FoldedInit {
+    std::string name, param;
+    llvm::SmallVector<int64_t> perm;
+  };
+  llvm::SmallVector<FoldedInit> foldedInits;
+  /// Float initializers the exporter marks as buffers (imported as
+  /// constants), in initializer order.
+  llvm::SmallVector<std::string> buffers;
+
+  /// The model's local functions by "<domain>:<name>".
+  llvm::StringMap<const onnx::FunctionProto *> functions;
+  /// Calls inlined so far (names their values apart) and the nesting now.
+  int inlinedCalls = 0, inlineDepth = 0;
+  static constexpr int kMaxInlineDepth = 32;
 
   // The node being imported.
   const onnx::NodeProto *node = nullptr;

@@ -14,6 +14,10 @@
 
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
 #include "onnx/onnx_pb.h"
 
 #include <cstring>
@@ -150,8 +154,8 @@ static std::string typedFieldBytes(const onnx::TensorProto &tensor,
 /// byte), from raw_data or the typed fields; an error if their count does not
 /// match `shape`.
 static FailureOr<std::string>
-tensorBytes(const onnx::TensorProto &tensor, ArrayRef<int64_t> shape,
-            int64_t numElements, unsigned width,
+tensorBytes(const onnx::TensorProto &tensor, std::optional<StringRef> external,
+            ArrayRef<int64_t> shape, int64_t numElements, unsigned width,
             llvm::function_ref<InFlightDiagnostic()> error) {
   using TP = onnx::TensorProto;
   auto typedCount = [&]() -> int64_t {
@@ -169,15 +173,17 @@ tensorBytes(const onnx::TensorProto &tensor, ArrayRef<int64_t> shape,
       return tensor.int32_data_size();
     }
   };
-  if (tensor.has_raw_data()) {
-    if (int64_t(tensor.raw_data().size()) != numElements * width) {
-      error() << "has " << tensor.raw_data().size() << " bytes of data, "
+  if (external || tensor.has_raw_data()) {
+    StringRef raw = external ? *external : StringRef(tensor.raw_data());
+    if (int64_t(raw.size()) != numElements * width) {
+      error() << "has " << raw.size() << " bytes of data"
+              << (external ? " in its external data" : "") << ", "
               << formatShape(shape) << " x "
               << ONNXImporter::elementTypeName(tensor.data_type()) << " needs "
               << numElements * width;
       return failure();
     }
-    return tensor.raw_data();
+    return raw.str();
   }
   if (typedCount() != numElements) {
     error() << "has " << typedCount() << " values, its shape "
@@ -185,6 +191,93 @@ tensorBytes(const onnx::TensorProto &tensor, ArrayRef<int64_t> shape,
     return failure();
   }
   return typedFieldBytes(tensor, numElements, width);
+}
+
+//===----------------------------------------------------------------------===//
+// External data
+//===----------------------------------------------------------------------===//
+
+/// True if `location` (an external_data location) names a file inside the
+/// model's directory: relative, and no `..` component (either separator).
+static bool staysInDirectory(llvm::StringRef location) {
+  if (location.starts_with("/") || location.starts_with("\\") ||
+      (location.size() >= 2 && location[1] == ':'))
+    return false;
+  SmallVector<llvm::StringRef> parts;
+  location.split(parts, '/');
+  for (llvm::StringRef part : parts) {
+    SmallVector<llvm::StringRef> pieces;
+    part.split(pieces, '\\');
+    if (llvm::is_contained(pieces, ".."))
+      return false;
+  }
+  return true;
+}
+
+FailureOr<llvm::StringRef>
+ONNXImporter::externalData(const onnx::TensorProto &tensor,
+                           llvm::function_ref<InFlightDiagnostic()> error) {
+  std::string location;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;
+  for (const onnx::StringStringEntryProto &e : tensor.external_data()) {
+    if (e.key() == "location") {
+      location = e.value();
+    } else if (e.key() == "offset" || e.key() == "length") {
+      uint64_t v;
+      if (llvm::StringRef(e.value()).getAsInteger(10, v)) {
+        error() << "external data " << e.key() << " '" << e.value()
+                << "' is not a non-negative integer";
+        return failure();
+      }
+      if (e.key() == "offset")
+        offset = v;
+      else
+        length = v;
+    } // "checksum" and unknown keys are ignored
+  }
+  if (location.empty()) {
+    error() << "external data without a location";
+    return failure();
+  }
+  if (!staysInDirectory(location)) {
+    error() << "external data location '" << location
+            << "' must be a relative path inside the model's directory";
+    return failure();
+  }
+  SmallString<256> path(externalDataDir);
+  llvm::sys::path::append(path, location);
+  auto it = externalFiles.find(path);
+  if (it == externalFiles.end()) {
+    // A symbolic link may still lead outside the directory.
+    SmallString<256> realDir, realFile;
+    if (!llvm::sys::fs::real_path(externalDataDir, realDir) &&
+        !llvm::sys::fs::real_path(path, realFile) &&
+        !llvm::StringRef(realFile).starts_with(realDir.str().str() + "/")) {
+      error() << "external data file '" << path
+              << "' resolves outside the model's directory";
+      return failure();
+    }
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+        llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                    /*RequiresNullTerminator=*/false);
+    if (!file) {
+      error() << "cannot read external data file '" << path
+              << "': " << file.getError().message();
+      return failure();
+    }
+    it = externalFiles.try_emplace(path, std::move(*file)).first;
+  }
+  llvm::StringRef data = it->second->getBuffer();
+  uint64_t size = data.size();
+  if (offset > size || (length && *length > size - offset)) {
+    error() << "external data file '" << path << "' has " << size
+            << " bytes, the tensor's data is at offset " << offset
+            << (length ? " length " + std::to_string(*length) : "")
+            << " (truncated file?)";
+    return failure();
+  }
+  return data.substr(offset, length ? *length : size - offset);
 }
 
 FailureOr<DenseElementsAttr>
@@ -196,9 +289,12 @@ ONNXImporter::convertTensor(const onnx::TensorProto &tensor, Location where,
     diag << what << " '" << tensor.name() << "': ";
     return diag;
   };
+  std::optional<StringRef> external;
   if (tensor.data_location() == TP::EXTERNAL) {
-    error() << "external tensor data is not supported";
-    return failure();
+    FailureOr<StringRef> data = externalData(tensor, error);
+    if (failed(data))
+      return failure();
+    external = *data;
   }
   if (tensor.has_segment()) {
     error() << "segmented tensors are not supported";
@@ -226,7 +322,7 @@ ONNXImporter::convertTensor(const onnx::TensorProto &tensor, Location where,
       elementType.isInteger(1) ? 1 : elementType.getIntOrFloatBitWidth() / 8;
 
   FailureOr<std::string> bytes =
-      tensorBytes(tensor, shape, numElements, width, error);
+      tensorBytes(tensor, external, shape, numElements, width, error);
   if (failed(bytes))
     return failure();
   if (elementType.isInteger(1)) {
@@ -281,6 +377,21 @@ FailureOr<ImportedValue> ONNXImporter::lookup(int i) {
   auto it = values.find(node->input(i));
   if (it == values.end()) {
     nodeError() << "uses undefined value '" << node->input(i) << "'";
+    return failure();
+  }
+  if (it->second.isSequence) {
+    nodeError() << "input #" << i << " ('" << node->input(i)
+                << "') is a sequence; only SequenceAt reads sequences";
+    return failure();
+  }
+  return it->second;
+}
+
+FailureOr<ImportedValue> ONNXImporter::sequenceInput(int i) {
+  auto it = hasInput(i) ? values.find(node->input(i)) : values.end();
+  if (it == values.end() || !it->second.isSequence) {
+    nodeError() << "input #" << i << " must be a sequence (from "
+                << "SplitToSequence)";
     return failure();
   }
   return it->second;

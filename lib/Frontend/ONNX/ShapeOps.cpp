@@ -89,6 +89,56 @@ FailureOr<NodeResults> ONNXImporter::expand() {
   return result(*y);
 }
 
+/// Tile(x, repeats) as the broadcast of x [d0, d1, ...] into
+/// [r0, d0, r1, d1, ...] (x on the odd dimensions) reshaped to
+/// [r0 * d0, r1 * d1, ...]; `wide` and `dims` are that broadcast's shape and
+/// dimensions, `shape` the result's.
+LogicalResult ONNXImporter::tileShapes(ArrayRef<int64_t> in,
+                                       ArrayRef<int64_t> repeats,
+                                       SmallVector<int64_t> &wide,
+                                       SmallVector<int64_t> &dims,
+                                       SmallVector<int64_t> &shape) {
+  if (repeats.size() != in.size()) {
+    nodeError() << "repeats has " << repeats.size()
+                << " entries, the input has rank " << in.size();
+    return failure();
+  }
+  for (auto [i, r] : llvm::enumerate(repeats)) {
+    if (r < 1 || r > kMaxElements / in[i]) {
+      nodeError() << "repeat " << r << " of dimension " << i
+                  << " is not supported (at least 1)";
+      return failure();
+    }
+    wide.append({r, in[i]});
+    dims.push_back(2 * i + 1);
+    shape.push_back(r * in[i]);
+  }
+  double total = 1;
+  for (int64_t d : shape)
+    total *= double(d);
+  if (total > double(kMaxElements)) {
+    nodeError() << "the result " << formatShape(shape) << " is too large";
+    return failure();
+  }
+  return success();
+}
+
+FailureOr<NodeResults> ONNXImporter::tile() {
+  FailureOr<Value> x = floatInput(0);
+  FailureOr<SmallVector<int64_t>> repeats = failure();
+  if (failed(x) || failed(repeats = intsInput(1)))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  SmallVector<int64_t> wide, dims, shape;
+  if (failed(tileShapes(type.getShape(), *repeats, wide, dims, shape)))
+    return failure();
+  Value y = zb::BroadcastInDimOp::create(
+      builder, loc, RankedTensorType::get(wide, type.getElementType()), *x,
+      dims);
+  return result(zb::ReshapeOp::create(
+      builder, loc, RankedTensorType::get(shape, type.getElementType()), y));
+}
+
 FailureOr<NodeResults> ONNXImporter::concat() {
   FailureOr<int64_t> axisAttr = intAttr("axis", 0);
   if (failed(axisAttr))
@@ -186,26 +236,110 @@ FailureOr<NodeResults> ONNXImporter::split() {
       sizes.back() = dim - (n - 1) * ((dim + n - 1) / n);
     }
   }
+  if (int64_t(sizes.size()) != numOutputs()) {
+    nodeError() << "split sizes " << formatShape(sizes) << " do not split "
+                << dim << " into " << numOutputs() << " parts";
+    return failure();
+  }
+  return splitInto(*x, *axis, sizes);
+}
+
+FailureOr<NodeResults> ONNXImporter::splitInto(Value x, int64_t axis,
+                                               ArrayRef<int64_t> sizes) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t dim = type.getDimSize(axis);
   int64_t total = 0;
   for (int64_t s : sizes)
     total += s;
-  if (int64_t(sizes.size()) != numOutputs() || total != dim ||
+  if (total != dim || sizes.empty() ||
       llvm::any_of(sizes, [](int64_t s) { return s <= 0; })) {
     nodeError() << "split sizes " << formatShape(sizes) << " do not split "
-                << dim << " into " << numOutputs() << " parts";
+                << dim << " into " << sizes.size() << " parts";
     return failure();
   }
   SmallVector<Type> types;
   for (int64_t s : sizes) {
     SmallVector<int64_t> shape(type.getShape());
-    shape[*axis] = s;
+    shape[axis] = s;
     types.push_back(RankedTensorType::get(shape, type.getElementType()));
   }
-  auto op = zb::SplitOp::create(builder, loc, types, *x, uint64_t(*axis));
+  auto op = zb::SplitOp::create(builder, loc, types, x, uint64_t(axis));
   NodeResults results;
   for (Value r : op.getResults())
     results.push_back({r, {}});
   return results;
+}
+
+/// SplitToSequence (what torch.split / chunk export to without the
+/// optimizer): the parts of a zb.split as a sequence. `split` is a scalar
+/// (parts of that size, the last one smaller), a 1-D list of sizes, or
+/// absent (parts of size 1, the axis removed unless keepdims).
+FailureOr<NodeResults> ONNXImporter::splitToSequence() {
+  FailureOr<Value> x = tensorInput(0);
+  FailureOr<int64_t> axis = axisOf(x, /*defaultAxis=*/0);
+  FailureOr<int64_t> keepDims = intAttr("keepdims", 1);
+  if (failed(axis) || failed(keepDims))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  int64_t dim = type.getDimSize(*axis);
+  SmallVector<int64_t> sizes;
+  bool squeeze = false;
+  if (hasInput(1)) {
+    FailureOr<DenseElementsAttr> split = constantInput(1);
+    if (failed(split))
+      return failure();
+    FailureOr<SmallVector<int64_t>> s = intsInput(1);
+    if (failed(s))
+      return failure();
+    if (split->getType().getRank() == 0) {
+      int64_t size = s->front();
+      if (size <= 0) {
+        nodeError() << "split size " << size << " must be positive";
+        return failure();
+      }
+      for (int64_t done = 0; done < dim; done += size)
+        sizes.push_back(std::min(size, dim - done));
+    } else {
+      sizes = *s;
+    }
+  } else {
+    sizes.assign(dim, 1);
+    squeeze = *keepDims == 0;
+  }
+  FailureOr<NodeResults> parts = splitInto(*x, *axis, sizes);
+  if (failed(parts))
+    return failure();
+  ImportedValue sequence;
+  sequence.isSequence = true;
+  for (ImportedValue &part : *parts) {
+    if (squeeze) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape.erase(shape.begin() + *axis);
+      part.value = zb::ReshapeOp::create(
+          builder, loc, RankedTensorType::get(shape, type.getElementType()),
+          part.value);
+    }
+    sequence.sequence.push_back(part);
+  }
+  return NodeResults{sequence};
+}
+
+/// SequenceAt(sequence, position) with a constant position (negative counts
+/// from the end).
+FailureOr<NodeResults> ONNXImporter::sequenceAt() {
+  FailureOr<ImportedValue> seq = sequenceInput(0);
+  FailureOr<SmallVector<int64_t>> position = failure();
+  if (failed(seq) || failed(position = intsInput(1)))
+    return failure();
+  int64_t n = seq->sequence.size();
+  if (position->size() != 1 || position->front() < -n ||
+      position->front() >= n) {
+    nodeError() << "position " << formatShape(*position)
+                << " is out of range for a sequence of " << n << " tensors";
+    return failure();
+  }
+  int64_t i = position->front() < 0 ? position->front() + n : position->front();
+  return NodeResults{seq->sequence[i]};
 }
 
 /// Gather of a tensor: rows of a table (axis 0) -> zb.gather; one constant
@@ -520,7 +654,9 @@ void zb::frontend::onnx_import::populateShapeHandlers(OpHandlerTable &table) {
       {"Flatten", 1, &I::reshape},   {"Transpose", 1, &I::transpose},
       {"Expand", 1, &I::expand},     {"Concat", 1, &I::concat},
       {"Slice", 1, &I::slice},       {"Split", 1, &I::split},
-      {"Gather", 1, &I::gather},
+      {"Gather", 1, &I::gather},     {"Tile", 1, &I::tile},
+      {"SplitToSequence", 11, &I::splitToSequence},
+      {"SequenceAt", 11, &I::sequenceAt},
   };
   table.add(entries);
 }

@@ -223,11 +223,71 @@ def gelu_tanh():
     return _gelu("tanh")
 
 
+def _ref_attr(name, ref, type_):
+    a = onnx.AttributeProto()
+    a.name, a.ref_attr_name, a.type = name, ref, type_
+    return a
+
+
+def local_function():
+    # Model-local functions (as exporters write modules): LinearTanh(x, w)
+    # = tanh(x @ w) * alpha (alpha an attribute reference; absent -> the
+    # Constant... default is not allowed, so every call passes it), Block(x,
+    # w1, w2) = LinearTanh(LinearTanh(x, w1), w2) nested, called twice.
+    scale = helper.make_node("Constant", [], ["alpha_c"], name="alpha")
+    scale.attribute.append(_ref_attr("value_float", "alpha",
+                                     onnx.AttributeProto.FLOAT))
+    linear = helper.make_function(
+        "zb.test", "LinearTanh", ["x", "w"], ["y"], [
+            helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+            helper.make_node("Tanh", ["h"], ["t"], name="tanh"),
+            scale,
+            helper.make_node("Mul", ["t", "alpha_c"], ["y"], name="scale"),
+        ], [helper.make_opsetid("", 17)], ["alpha"])
+    block = helper.make_function(
+        "zb.test", "Block", ["x", "w1", "w2"], ["y"], [
+            helper.make_node("LinearTanh", ["x", "w1"], ["h"], alpha=2.0,
+                             domain="zb.test", name="first"),
+            helper.make_node("LinearTanh", ["h", "w2"], ["y"], alpha=0.5,
+                             domain="zb.test", name="second"),
+        ], [helper.make_opsetid("", 17), helper.make_opsetid("zb.test", 1)])
+    m = model([
+        helper.make_node("Block", ["x", "w1", "w2"], ["a"], domain="zb.test",
+                         name="block_0"),
+        helper.make_node("Block", ["a", "w3", "w3"], ["b"], domain="zb.test",
+                         name="block_1"),
+        helper.make_node("ReduceMean", ["b"], ["loss"], keepdims=0,
+                         name="mean"),
+    ], [("x", [4, 8])], "loss",
+        [init("w1", [8, 8], 1), init("w2", [8, 8], 2), init("w3", [8, 8], 3)])
+    m.opset_import.append(helper.make_opsetid("zb.test", 1))
+    m.functions.extend([linear, block])
+    return m
+
+
+def recursive_function():
+    # A local function that calls itself: refused, not inlined forever.
+    loop = helper.make_function(
+        "zb.test", "Loop", ["x"], ["y"], [
+            helper.make_node("Loop", ["x"], ["y"], domain="zb.test",
+                             name="again")],
+        [helper.make_opsetid("zb.test", 1)])
+    m = model([
+        helper.make_node("Loop", ["x"], ["a"], domain="zb.test", name="start"),
+        helper.make_node("ReduceMean", ["a"], ["loss"], keepdims=0,
+                         name="mean"),
+    ], [("x", [4, 8])], "loss")
+    m.opset_import.append(helper.make_opsetid("zb.test", 1))
+    m.functions.extend([loop])
+    return m
+
+
 CASES = {f.__name__: f for f in [
     unsupported_op, unsupported_pow, valid_small, broadcast_add, gemm_transb,
     undefined_value, dynamic_shape, not_scalar, shape_mismatch, int_loss,
     opset18_reduce, wrong_output_type, computed_cos, bad_reshape, truncated,
-    empty, not_onnx, float64_param, gelu_none, gelu_tanh, opset99]}
+    empty, not_onnx, float64_param, gelu_none, gelu_tanh, opset99,
+    local_function, recursive_function]}
 
 
 def random_input(seed, index, shape):
@@ -268,6 +328,13 @@ def expected_loss(case, seed):
             g = 0.5 * h * (1 + np.tanh(math.sqrt(2 / math.pi) *
                                        (h + 0.044715 * h ** 3)))
         return np.mean(g)
+    if case == "local_function":
+        p = _inits(local_function())
+
+        def block(x, w1, w2):
+            return np.tanh(np.tanh(x @ w1) * 2.0 @ w2) * 0.5
+        x = random_input(seed, 0, (4, 8))
+        return np.mean(block(block(x, p["w1"], p["w2"]), p["w3"], p["w3"]))
     raise SystemExit("no expected loss for " + case)
 
 
@@ -277,7 +344,7 @@ NEWER_OPSET = {"gelu_none", "gelu_tanh", "opset99"}
 
 # Cases the ONNX checker itself rejects (the importer must too, cleanly).
 INVALID = {"undefined_value", "int_loss", "opset18_reduce",
-           "wrong_output_type"}
+           "wrong_output_type", "recursive_function"}
 
 
 def main():

@@ -14,7 +14,15 @@
 // - arguments: the graph inputs that are not initializers, in graph order
 //   (attribute `zb.name` = the ONNX name), then the parameters: the
 //   floating-point initializers used as tensor operands, in initializer order
-//   (attributes `zb.param` and `zb.name`);
+//   (attributes `zb.param` and `zb.name`). A model from PyTorch 2.x's dynamo
+//   exporter records what each initializer was (metadata_props, read even
+//   though libonnx 1.12 predates them): then the parameters are those of
+//   kind PARAMETER in the module's order under their state_dict names, an
+//   initializer the exporter's optimizer folded from one parameter (an
+//   nn.Linear weight transposed into `val_N`, a tied head's copy) stands for
+//   that parameter (a zb.transpose/zb.reshape of it), and buffers (RoPE
+//   tables, masks) are constants listed in the module attribute `zb.buffers`
+//   (docs/frontends.md, "Names, parameters and buffers");
 // - result: the graph's single output, the scalar loss (`tensor<f32>` for a
 //   float32 model; an output with one element and rank > 0 is reduced to
 //   rank 0);
@@ -30,7 +38,14 @@
 // static operands such as a Pow exponent or ReduceMean axes) are folded at
 // import and become zb.constant only where a tensor operand needs them.
 //
-// Supported ONNX ops (default domain, opsets 13-18): the table in
+// Tensors stored outside the model (data_location EXTERNAL, torch's
+// `model.onnx.data`) are read from the file their `location` names, relative
+// to the model's directory (ImportOptions::externalDataDir), at `offset` for
+// `length` bytes; a location outside that directory, a missing or short file
+// is an error naming the tensor and the file. Model-local functions are
+// inlined.
+//
+// Supported ONNX ops (default domain, opsets 1-21): the table in
 // docs/frontends.md (elementwise math with numpy broadcasting, MatMul/Gemm,
 // reductions, Softmax, LayerNormalization, SoftmaxCrossEntropyLoss, Gather,
 // Where, Cast, the shape ops Reshape/Unsqueeze/Squeeze/Flatten/Transpose/
@@ -83,6 +98,10 @@ struct ImportOptions {
   /// forward checks such as the ONNX node tests; such a module is not a
   /// training model). `loss` is ignored.
   bool keepOutputs = false;
+  /// The directory that external tensor data (`model.onnx.data`, written by
+  /// torch.onnx.export by default) is read from; "" = the directory of the
+  /// model file (the buffer identifier's), "." when it has none.
+  std::string externalDataDir;
 };
 
 /// Imports the ONNX model in the file at `path` (binary protobuf). Loads the
