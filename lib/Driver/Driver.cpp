@@ -224,7 +224,9 @@ parseModelBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
 }
 
 OwningOpRef<ModuleOp> loadModel(llvm::StringRef path, MLIRContext *context,
-                                llvm::ArrayRef<std::string> dataArgs) {
+                                llvm::ArrayRef<std::string> dataArgs,
+                                llvm::StringRef loss,
+                                llvm::StringRef targets) {
   if (path.ends_with(".onnx")) {
     if (!dataArgs.empty()) {
       emitError(FileLineColLoc::get(context, path, 0, 0))
@@ -232,7 +234,16 @@ OwningOpRef<ModuleOp> loadModel(llvm::StringRef path, MLIRContext *context,
              "inputs are always data, initializers parameters)";
       return nullptr;
     }
-    return frontend::importONNXFile(path, context);
+    frontend::ImportOptions options;
+    options.loss = loss.str();
+    options.targets = targets.str();
+    return frontend::importONNXFile(path, context, options);
+  }
+  if (!loss.empty() || !targets.empty()) {
+    emitError(FileLineColLoc::get(context, path, 0, 0))
+        << "--loss and --targets apply to ONNX models ending in logits (a "
+           "StableHLO or zb module returns its loss)";
+    return nullptr;
   }
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
@@ -454,7 +465,8 @@ static LogicalResult checkFloat32(ModuleOp module) {
 /// Import, the front half, pipeline.mlir, and what the rest reads from it.
 LogicalResult Compilation::frontHalf() {
   progress("importing " + options.inputFile);
-  module = loadModel(options.inputFile, context.get(), options.dataArgs);
+  module = loadModel(options.inputFile, context.get(), options.dataArgs,
+                     options.loss, options.targets);
   if (!module || failed(checkFloat32(*module)))
     return failure();
   // The model's size, checked before the work that grows with it.

@@ -95,6 +95,17 @@ static cl::opt<std::string, true> optimizerSync(
              "between steps"),
     cl::location(options.optimizerSync), cl::init(defaults.optimizerSync),
     cl::cat(category));
+static cl::opt<std::string, true>
+    loss("loss",
+         cl::desc("ONNX models whose output is logits [N..., C]: append this "
+                  "loss (cross-entropy: the mean over N...; needs --targets)"),
+         cl::value_desc("cross-entropy"), cl::location(options.loss),
+         cl::cat(category));
+static cl::opt<std::string, true> targets(
+    "targets",
+    cl::desc("With --loss: the integer targets [N...] (a graph input, or a "
+             "new data argument of this name after the graph inputs)"),
+    cl::value_desc("NAME"), cl::location(options.targets), cl::cat(category));
 static cl::list<std::string, std::vector<std::string>> dataArgs(
     "data-args",
     cl::desc("StableHLO models: arguments that are batch inputs, not "

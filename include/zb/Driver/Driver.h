@@ -110,6 +110,12 @@ struct CompileOptions {
   /// StableHLO arguments that are batch inputs (--data-args): exact names
   /// or prefixes ending in '.' (integer arguments are always data).
   std::vector<std::string> dataArgs;
+  /// ONNX models whose output is logits [N..., C] (--loss, --targets): the
+  /// loss appended at import ("cross-entropy": the mean over N...) and the
+  /// name of the integer targets [N...] (a graph input, or else a new data
+  /// argument of that name after the graph inputs); see
+  /// frontend::ImportOptions.
+  std::string loss, targets;
   /// Target (--target): "cpu" (CPU code, CPU roofline costs), "cuda"
   /// (GPU kernels for gpuArch, H100 roofline costs; runs under
   /// `zb-run --backend cuda`), "cuda-emu" (the kernels of "cuda" run on
@@ -240,10 +246,12 @@ void initializeNativeTarget();
 /// prefixes ending in '.') that are batch inputs, not parameters (an error
 /// for other formats, and when one names no argument). Returns null after
 /// reporting the error (unreadable file, parse or import error) as a
-/// diagnostic.
+/// diagnostic. `loss`/`targets` (ONNX models ending in logits; an error for
+/// other formats) are CompileOptions::loss and ::targets.
 mlir::OwningOpRef<mlir::ModuleOp>
 loadModel(llvm::StringRef path, mlir::MLIRContext *context,
-          llvm::ArrayRef<std::string> dataArgs = {});
+          llvm::ArrayRef<std::string> dataArgs = {}, llvm::StringRef loss = "",
+          llvm::StringRef targets = "");
 /// The same for model text in memory (StableHLO or zb .mlir); `bufferName`
 /// names it in diagnostics.
 mlir::OwningOpRef<mlir::ModuleOp>
