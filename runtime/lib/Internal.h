@@ -6,6 +6,8 @@
 #ifndef ZBRT_LIB_INTERNAL_H
 #define ZBRT_LIB_INTERNAL_H
 
+#include <cstdint>
+
 namespace zbrt {
 namespace detail {
 
@@ -14,6 +16,9 @@ namespace detail {
 [[noreturn]] void fatalf(const char *format, ...)
     __attribute__((format(printf, 1, 2)));
 
+/// Describes a message tag built by zbrt_tag(): "tag 5 (gradient from
+/// stage 2, microbatch 0)".
+void describeTag(int32_t tag, char *out, unsigned long cap);
 /// The communication watchdog's limit in seconds (0: wait forever).
 double commTimeoutSeconds();
 /// Replaces the host times of trace event `index` of the current step by

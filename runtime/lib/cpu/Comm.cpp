@@ -145,17 +145,6 @@ PendingSends &pendingSends() {
   return sends;
 }
 
-/// Describes a message tag built by zbrt_tag().
-void describeTag(int32_t tag, char *out, size_t cap) {
-  if (tag < 0) {
-    std::snprintf(out, cap, "tag %d", tag);
-    return;
-  }
-  int32_t kind = tag % 2, stage = (tag / 2) % 1024, mb = tag / 2048;
-  std::snprintf(out, cap, "tag %d (%s from stage %d, microbatch %d)", tag,
-                kind == 0 ? "activation" : "gradient", stage, mb);
-}
-
 void checkPeerAndTag(const char *what, int32_t peer, int32_t tag) {
   if (gWorldSize <= 0)
     fatalf("%s: the runtime is not initialised (zbrt_init not called)", what);
@@ -177,6 +166,16 @@ void mpiErrorHandler(MPI_Comm *, int *code, ...) {
 } // namespace
 
 double zbrt::detail::commTimeoutSeconds() { return gCommTimeoutSeconds; }
+
+void zbrt::detail::describeTag(int32_t tag, char *out, size_t cap) {
+  if (tag < 0) {
+    std::snprintf(out, cap, "tag %d", tag);
+    return;
+  }
+  int32_t kind = tag % 2, stage = (tag / 2) % 1024, mb = tag / 2048;
+  std::snprintf(out, cap, "tag %d (%s from stage %d, microbatch %d)", tag,
+                kind == 0 ? "activation" : "gradient", stage, mb);
+}
 
 [[noreturn]] void zbrt::detail::fatalf(const char *format, ...) {
   char message[2048];

@@ -69,22 +69,31 @@ struct BlasOperand {
   std::optional<Temp<float>> copy; // owns the data when the view was copied
 };
 
-BlasOperand asBlas(const View &v) {
-  BlasOperand op{v.data, false, 0, std::nullopt};
+/// Whether `v` is in a BLAS layout as it stands: row-major with leading
+/// dimension `ld` (transposed = false), or its transpose is (true).
+bool blasLayout(const View &v, bool &transposed, int64_t &ld) {
   // With one row (column) the row (column) stride is irrelevant.
   int64_t rowStride = v.rows <= 1 ? v.cols : v.rowStride;
   int64_t colStride = v.cols <= 1 ? 1 : v.colStride;
   if (colStride == 1 && rowStride >= std::max<int64_t>(v.cols, 1)) {
-    op.ld = rowStride;
-    return op;
+    transposed = false;
+    ld = rowStride;
+    return true;
   }
   int64_t tRowStride = v.cols <= 1 ? v.rows : v.colStride;
   int64_t tColStride = v.rows <= 1 ? 1 : v.rowStride;
   if (tColStride == 1 && tRowStride >= std::max<int64_t>(v.rows, 1)) {
-    op.transposed = true;
-    op.ld = tRowStride;
-    return op;
+    transposed = true;
+    ld = tRowStride;
+    return true;
   }
+  return false;
+}
+
+BlasOperand asBlas(const View &v) {
+  BlasOperand op{v.data, false, 0, std::nullopt};
+  if (blasLayout(v, op.transposed, op.ld))
+    return op;
   op.copy.emplace((size_t)(v.rows * v.cols));
   float *copy = op.copy->data;
   for (int64_t i = 0; i < v.rows; ++i)
@@ -139,27 +148,10 @@ bool sgemmBatchedOnDevice(const View &a, const View &b, const View &c,
   int64_t kB = transB ? b.cols : b.rows, N = transB ? b.rows : b.cols;
   if (K != kB || c.rows != M || c.cols != N || M == 0 || N == 0 || K == 0)
     return false;
-  // The layout asBlas would pick, without copying.
-  auto layout = [](const View &v, bool &transposed, int64_t &ld) {
-    int64_t rowStride = v.rows <= 1 ? v.cols : v.rowStride;
-    int64_t colStride = v.cols <= 1 ? 1 : v.colStride;
-    if (colStride == 1 && rowStride >= std::max<int64_t>(v.cols, 1)) {
-      transposed = false;
-      ld = rowStride;
-      return true;
-    }
-    int64_t tRowStride = v.cols <= 1 ? v.rows : v.colStride;
-    int64_t tColStride = v.rows <= 1 ? 1 : v.rowStride;
-    if (tColStride == 1 && tRowStride >= std::max<int64_t>(v.rows, 1)) {
-      transposed = true;
-      ld = tRowStride;
-      return true;
-    }
-    return false;
-  };
   bool aT = false, bT = false, cT = false;
   int64_t lda = 0, ldb = 0, ldc = 0;
-  if (!layout(a, aT, lda) || !layout(b, bT, ldb) || !layout(c, cT, ldc) || cT)
+  if (!blasLayout(a, aT, lda) || !blasLayout(b, bT, ldb) ||
+      !blasLayout(c, cT, ldc) || cT)
     return false;
   zbrt::cuda::sgemmStridedBatched(a.data, b.data, c.data, M, N, K,
                                   transA != aT, transB != bT, lda, ldb, ldc,

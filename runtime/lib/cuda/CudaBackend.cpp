@@ -400,10 +400,10 @@ void createChannels(Backend &b) {
 }
 
 std::string describe(const Message &m) {
-  int32_t kind = m.tag % 2, stage = (m.tag / 2) % 1024, mb = m.tag / 2048;
-  return std::string(kind == 0 ? "activation" : "gradient") + " from stage " +
-         std::to_string(stage) + ", microbatch " + std::to_string(mb) + " (" +
-         std::to_string(m.bytes) + " bytes)";
+  char tag[128];
+  zbrt::detail::describeTag(m.tag, tag, sizeof tag);
+  return std::string("message with ") + tag + " of " +
+         std::to_string(m.bytes) + " bytes";
 }
 
 /// After the recording step: every channel's sender tells its receiver
@@ -462,11 +462,10 @@ std::string describeWait(const char *what) {
   Backend &b = backend();
   for (const PendingRecv &r : b.pendingRecvs)
     if (!eventDone(r.done)) {
-      int32_t kind = r.tag % 2, stage = (r.tag / 2) % 1024, mb = r.tag / 2048;
-      return std::string(what) + ": the NCCL receive of the " +
-             (kind == 0 ? "activation" : "gradient") + " from stage " +
-             std::to_string(stage) + ", microbatch " + std::to_string(mb) +
-             " (rank " + std::to_string(r.peer) + ")";
+      char tag[128];
+      zbrt::detail::describeTag(r.tag, tag, sizeof tag);
+      return std::string(what) + ": the NCCL receive of the message with " +
+             tag + " from rank " + std::to_string(r.peer);
     }
   return std::string(what) + ": the GPU's work";
 }
@@ -611,7 +610,7 @@ bool zbrt::cuda::send(const void *buf, int64_t bytes, int32_t peer,
   size_t &position = b.sendPosition[peer];
   if (position >= order.size() || !(order[position] == m))
     fatalf("the messages to rank %d changed since the first step: the "
-           "%s is not the %zu-th message of the step",
+           "%s is not message %zu of the step",
            peer, describe(m).c_str(), position + 1);
   ++position;
   Staging s = takeStaging((size_t)bytes);
@@ -666,10 +665,9 @@ bool zbrt::cuda::recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) {
   size_t &position = b.channelPosition[peer];
   while (position < order.size() && !(order[position] == m)) {
     if (order[position].tag == tag)
-      fatalf("the message with %s from rank %d has %lld bytes, this rank "
-             "expects %lld",
-             describe(order[position]).c_str(), peer,
-             (long long)order[position].bytes, (long long)bytes);
+      fatalf("the %s from rank %d does not have the %lld bytes this rank "
+             "expects",
+             describe(order[position]).c_str(), peer, (long long)bytes);
     EarlyMessage e{order[position], takeStaging((size_t)order[position].bytes),
                    nullptr};
     checkNccl(b.nccl.recv(reinterpret_cast<void *>(e.staging.ptr),
