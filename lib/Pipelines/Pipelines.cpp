@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/InitAllPasses.h"
@@ -69,6 +70,27 @@ struct CheckHostLoopsPass
       return WalkResult::interrupt();
     });
     if (r.wasInterrupted())
+      return signalPassFailure();
+    // Host code reads and writes no element data (zb-gpu-wrap-scalar-ops,
+    // zb-gpu-sink-serial-loops): it only allocates, launches and calls the
+    // runtime, so the host never has to wait for the GPU to see data.
+    // Index and i1 buffers are the deallocation helper's host lists.
+    r = getOperation().walk([](Operation *op) {
+      if (!isa<memref::LoadOp, memref::StoreOp>(op) ||
+          op->getParentOfType<gpu::GPUModuleOp>())
+        return WalkResult::advance();
+      Value memref = isa<memref::LoadOp>(op)
+                         ? cast<memref::LoadOp>(op).getMemRef()
+                         : cast<memref::StoreOp>(op).getMemRef();
+      Type element = cast<MemRefType>(memref.getType()).getElementType();
+      if (element.isIndex() || element.isInteger(1))
+        return WalkResult::advance();
+      op->emitError("zb: host code ")
+          << (isa<memref::LoadOp>(op) ? "reads" : "writes")
+          << " device memory outside a GPU kernel (" << op->getName() << ")";
+      return WalkResult::interrupt();
+    });
+    if (r.wasInterrupted())
       signalPassFailure();
   }
 };
@@ -97,7 +119,7 @@ static void addGpuKernelPasses(OpPassManager &pm,
               "func.func(zb-gpu-map-reductions{{max-threads={0} "
               "block-size={1}},"
               "zb-gpu-wrap-scalar-ops,convert-linalg-to-parallel-loops,"
-              "zb-gpu-flatten-parallel-loops,"
+              "zb-gpu-sink-serial-loops,zb-gpu-flatten-parallel-loops,"
               "scf-parallel-loop-tiling{{parallel-loop-tile-sizes={1} "
               "no-min-max-bounds=true},"
               "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
@@ -123,8 +145,10 @@ static void addGpuBinaryPasses(OpPassManager &pm,
     text += llvm::formatv(",nvvm-attach-target{{chip={0} features={1} O=3}",
                           chip.trim(), gpu.features)
                 .str();
-  text += ",gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,"
-          "reconcile-unrealized-casts),";
+  // Views made inside a kernel (zb-gpu-sink-serial-loops moves a scatter's
+  // row subviews into it) lower to plain address arithmetic first.
+  text += ",gpu.module(expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+          "convert-gpu-to-nvvm,canonicalize,reconcile-unrealized-casts),";
   text += chips.size() > 1
               ? llvm::formatv("zb-gpu-fatbin{{toolkit={0}}", gpu.toolkit).str()
               : llvm::formatv("gpu-module-to-binary{{format=fatbin "

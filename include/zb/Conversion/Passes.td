@@ -194,6 +194,30 @@ def ZBGpuFlattenParallelLoops : Pass<"zb-gpu-flatten-parallel-loops"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def ZBGpuSinkSerialLoops : Pass<"zb-gpu-sink-serial-loops"> {
+  let summary = "Interchanges a serial scf.for with the one scf.parallel it contains when that is legal";
+  let description = [{
+    For the CUDA target, after convert-linalg-to-parallel-loops and before
+    zb-gpu-flatten-parallel-loops. A top-level `scf.for` whose body is index
+    arithmetic, views, reads and exactly one `scf.parallel` (the scatter-add
+    of an embedding gradient: for each token n, `acc[ids[n], :] +=
+    upd[n, :]`) would stay in host code, reading the token ids from device
+    memory and launching one kernel per token. It becomes the parallel loop
+    (one kernel) with the serial loop inside every thread, in the same order,
+    when: the parallel loop's bounds do not depend on the serial loop; it
+    writes only allocations of the function; every access to a written
+    allocation indexes a unit-stride subview of it with exactly the parallel
+    induction variables, and the subview's offsets vary with the serial loop
+    only in dimensions where the parallel loop has one iteration; and the
+    serial loop's own reads are not of a written allocation. Then distinct
+    threads touch distinct elements in every serial iteration and each
+    element receives its updates in the original order: the results are
+    bit-identical.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def ZBGpuWrapScalarOps : Pass<"zb-gpu-wrap-scalar-ops"> {
   let summary = "Puts every loop-free linalg op on buffers inside a one-iteration scf.parallel";
   let description = [{
