@@ -301,6 +301,9 @@ llvm::Expected<host::Plan> buildPlan(const CompileOptions &options,
       plan.gpuArchs.push_back(a.trim().str());
   }
   plan.allowTf32 = options.gpuKernels() && options.allowTf32;
+  // The GPU pipeline's host check refuses host loads and stores of element
+  // data (Pipelines.cpp, CheckHostLoopsPass).
+  plan.hostReadsDeviceMemory = options.target != "cuda";
   plan.data = dataPath(options);
   if (options.optimizerSync == "post-validation")
     plan.optimizerSync = "post-validation";

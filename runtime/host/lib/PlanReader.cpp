@@ -282,6 +282,8 @@ Error PlanParser::header() {
   ZB_ASSIGN(plan.target, root.string("target", StringRef()));
   ZB_ASSIGN(plan.gpuArchs, root.strings("gpu_archs"));
   ZB_ASSIGN(plan.allowTf32, root.boolean("allow_tf32", false));
+  ZB_ASSIGN(plan.hostReadsDeviceMemory,
+            root.boolean("host_reads_device_memory", true));
   ZB_ASSIGN(plan.data, root.string("data", StringRef()));
   ZB_ASSIGN(plan.optimizerSync, root.string("optimizer_sync", StringRef()));
   if (!plan.optimizerSync.empty() && plan.optimizerSync != "post-validation")

@@ -151,6 +151,8 @@ json::Value zb::host::toJSON(const Plan &plan) {
   }
   if (plan.allowTf32)
     root["allow_tf32"] = true;
+  if (plan.target == "cuda")
+    root["host_reads_device_memory"] = plan.hostReadsDeviceMemory;
   return root;
 }
 

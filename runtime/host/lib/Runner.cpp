@@ -141,7 +141,10 @@ std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
   if (*backend == Backend::Cuda)
     zbrt_cuda_start((plan->target == "cuda-emu" ? ZBRT_CUDA_HOST_KERNELS : 0) |
                     (plan->allowTf32 ? ZBRT_CUDA_ALLOW_TF32 : 0) |
-                    (o.deterministic ? ZBRT_CUDA_DETERMINISTIC : 0));
+                    (o.deterministic ? ZBRT_CUDA_DETERMINISTIC : 0) |
+                    (plan->hostReadsDeviceMemory
+                         ? 0
+                         : ZBRT_CUDA_HOST_CODE_LAUNCHES_ONLY));
   std::string paramsFile;
   DataOptions data = o.data;
   if (!o.resumeDir.empty()) {

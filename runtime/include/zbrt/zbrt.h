@@ -207,6 +207,11 @@ void zbrt_use_cuda_memory(void);
 #define ZBRT_CUDA_ALLOW_TF32 2
 /// Reproducible cuBLAS math (zb-run --deterministic).
 #define ZBRT_CUDA_DETERMINISTIC 4
+/// The rank programs' host code touches no element data (plan.json
+/// host_reads_device_memory: false): synchronising the compute stream from
+/// MLIR's host code does not make the host wait (every runtime call is
+/// ordered on the device; the host waits at the end of the step).
+#define ZBRT_CUDA_HOST_CODE_LAUNCHES_ONLY 8
 void zbrt_cuda_start(int32_t flags);
 /// Waits for the rank's compute stream (no-op without the CUDA backend):
 /// zb-run calls it after the optimizer, before the host reads parameters

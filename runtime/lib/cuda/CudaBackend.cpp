@@ -520,6 +520,10 @@ bool idle(bool computeOnly) {
 
 bool zbrt::cuda::active() { return backend().active; }
 
+bool zbrt::cuda::hostWaitsForComputeStream() {
+  return !(backend().flags & ZBRT_CUDA_HOST_CODE_LAUNCHES_ONLY);
+}
+
 void *zbrt::cuda::computeStream() {
   return backend().active ? backend().compute : nullptr;
 }

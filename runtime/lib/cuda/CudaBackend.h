@@ -18,6 +18,9 @@ namespace cuda {
 
 /// True after zbrt_cuda_start.
 bool active();
+/// Whether the host must wait where MLIR's host code synchronises the
+/// compute stream (false with ZBRT_CUDA_HOST_CODE_LAUNCHES_ONLY).
+bool hostWaitsForComputeStream();
 /// The rank's compute stream, or nullptr before zbrt_cuda_start.
 void *computeStream();
 /// Waits, under the communication watchdog, until the compute stream (and,

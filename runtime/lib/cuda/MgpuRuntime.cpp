@@ -124,9 +124,13 @@ void mgpuStreamDestroy(void *stream) {
 }
 
 void mgpuStreamSynchronize(void *stream) {
-  if (isComputeStream(stream))
-    return zbrt::cuda::synchronize("the compute stream",
-                                   /*computeOnly=*/true);
+  if (isComputeStream(stream)) {
+    // Host code that only launches and calls the runtime has nothing to
+    // wait for: the runtime's calls are ordered on the device.
+    if (zbrt::cuda::hostWaitsForComputeStream())
+      zbrt::cuda::synchronize("the compute stream", /*computeOnly=*/true);
+    return;
+  }
   const Driver &d = driver();
   check(d.cuStreamSynchronize(stream), "cuStreamSynchronize");
 }

@@ -144,6 +144,12 @@ struct Plan {
   std::vector<std::string> gpuArchs;
   /// cuBLAS may use TF32 for fp32 GEMMs (zb-compile --allow-tf32).
   bool allowTf32 = false;
+  /// Whether the host code of the rank programs reads or writes element
+  /// data in device memory. zb-compile writes false for "cuda" plans (its
+  /// pipeline refuses host loads and stores), so the CUDA backend need not
+  /// make the host wait where MLIR's host code synchronises the compute
+  /// stream; absent (older plans): true.
+  bool hostReadsDeviceMemory = true;
   std::string data;   ///< default data directory ("" when absent)
   /// "post-validation" when the rank programs call zbrt_validate_optimizer
   /// at the point where the schedule expects the previous step's fully
