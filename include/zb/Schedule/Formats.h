@@ -36,7 +36,7 @@
 // RECV_B, WAIT_SEND_F, WAIT_SEND_B, REDUCE_GRAD, WAIT_REDUCE_GRAD: zb derives
 // communication from the schedule), empty cells (PyTorch's None) as nothing,
 // and "(0F1;3B0)OVERLAP_F_B" as its sub-actions in order. Every schedule
-// class of torch 2.15 reads (test/Schedule/Inputs/pytorch, docs/schedules.md).
+// class of torch 2.15 reads (test/Schedule/Inputs/pytorch, docs/schedule-json.md).
 //
 //===----------------------------------------------------------------------===//
 
