@@ -308,12 +308,12 @@ static llvm::Error resolveScheduleFile(CompileOptions &o) {
         // torch 2.15's Schedule1F1B order runs F<m> on the last rank).
         if (o.microbatches > 0 && a.microbatch >= o.microbatches &&
             ranks == o.numRanks)
-          return error(llvm::formatv(
-                           "rank {0} runs {1}(stage {2}, microbatch {3}), "
-                           "beyond --microbatches {4} (microbatches 0..{5})",
-                           r, sched::kindName(a.kind), a.stage, a.microbatch,
-                           o.microbatches, o.microbatches - 1)
-                           .str());
+          return error(
+              llvm::formatv("rank {0} runs {1}(stage {2}, microbatch {3}), "
+                            "beyond --microbatches {4} (microbatches 0..{5})",
+                            r, sched::kindName(a.kind), a.stage, a.microbatch,
+                            o.microbatches, o.microbatches - 1)
+                  .str());
         microbatches = std::max<int64_t>(microbatches, a.microbatch + 1);
       }
   }

@@ -35,8 +35,10 @@
 // other action types as no-ops (UNSHARD, RESHARD, SEND_F, RECV_F, SEND_B,
 // RECV_B, WAIT_SEND_F, WAIT_SEND_B, REDUCE_GRAD, WAIT_REDUCE_GRAD: zb derives
 // communication from the schedule), empty cells (PyTorch's None) as nothing,
-// and "(0F1;3B0)OVERLAP_F_B" as its sub-actions in order. Every schedule
-// class of torch 2.15 reads (test/Schedule/Inputs/pytorch, docs/schedule-json.md).
+// and "(0F1;3B0)OVERLAP_F_B" as its sub-actions in order. The CSVs of every
+// torch 2.15 schedule class read and verify, except Schedule1F1B's, whose
+// order is wrong on the last rank (test/Schedule/Inputs/pytorch,
+// docs/schedule-json.md).
 //
 //===----------------------------------------------------------------------===//
 
