@@ -313,9 +313,20 @@ static llvm::Error resolveScheduleFile(CompileOptions &o) {
     if (!schedule.name.empty())
       name = schedule.name;
   } else {
-    for (const auto &actions : schedule.perRank)
-      for (const sched::Action &a : actions)
+    for (size_t r = 0; r < schedule.perRank.size(); ++r)
+      for (const sched::Action &a : schedule.perRank[r]) {
+        // A microbatch beyond --microbatches is named with its rank (e.g.
+        // torch 2.15's Schedule1F1B order runs F<m> on the last rank).
+        if (o.microbatches > 0 && a.microbatch >= o.microbatches &&
+            ranks == o.numRanks)
+          return error(
+              llvm::formatv("rank {0} runs {1}(stage {2}, microbatch {3}), "
+                            "beyond --microbatches {4} (microbatches 0..{5})",
+                            r, sched::kindName(a.kind), a.stage, a.microbatch,
+                            o.microbatches, o.microbatches - 1)
+                  .str());
         microbatches = std::max<int64_t>(microbatches, a.microbatch + 1);
+      }
   }
   if (ranks != o.numRanks)
     return error(llvm::formatv("has {0} ranks, --stages is {1}", ranks,

@@ -403,13 +403,14 @@ std::string quoteCell(llvm::StringRef cell) {
 }
 
 /// PyTorch's actions beside the compute passes (torch.distributed.pipelining
-/// _ComputationType): communication and FSDP steps, which zb derives from
-/// the schedule itself; read as no-ops.
+/// _ComputationType, torch 2.15): communication, the waits on sends, and FSDP
+/// and gradient-reduction steps, which zb derives from the schedule itself;
+/// read as no-ops.
 bool isNonComputeAction(llvm::StringRef type) {
-  return llvm::is_contained(
-      {"UNSHARD", "RESHARD", "SEND_F", "RECV_F", "SEND_B", "RECV_B",
-       "REDUCE_GRAD"},
-      type);
+  return llvm::is_contained({"UNSHARD", "RESHARD", "SEND_F", "RECV_F", "SEND_B",
+                             "RECV_B", "WAIT_SEND_F", "WAIT_SEND_B",
+                             "REDUCE_GRAD", "WAIT_REDUCE_GRAD"},
+                            type);
 }
 } // namespace
 
@@ -436,7 +437,13 @@ llvm::Expected<Schedule> zb::sched::readCSV(llvm::StringRef text,
       if (cell.empty())
         continue;
       if (cell.starts_with("(") && cell.contains(")")) {
-        llvm::StringRef inner = cell.drop_front().split(')').first;
+        auto [inner, type] = cell.drop_front().split(')');
+        if (type.trim() != "OVERLAP_F_B")
+          return llvm::createStringError(
+              llvm::formatv("CSV row {0}: action '{1}' groups actions under "
+                            "'{2}'; only (..;..)OVERLAP_F_B is supported",
+                            row, quoteCell(cell), quoteCell(type))
+                  .str());
         llvm::SmallVector<llvm::StringRef> subs;
         inner.split(subs, ';');
         for (llvm::StringRef sub : subs)
@@ -467,7 +474,9 @@ llvm::Expected<Schedule> zb::sched::readCSV(llvm::StringRef text,
             llvm::formatv("CSV row {0}: action '{1}' has type '{2}'; the "
                           "compute actions F, I, W, B and PyTorch's UNSHARD, "
                           "RESHARD, SEND_F, RECV_F, SEND_B, RECV_B, "
-                          "REDUCE_GRAD and (..;..)OVERLAP_F_B are supported",
+                          "WAIT_SEND_F, WAIT_SEND_B, REDUCE_GRAD, "
+                          "WAIT_REDUCE_GRAD and (..;..)OVERLAP_F_B are "
+                          "supported",
                           row, quoteCell(cell), quoteCell(type))
                 .str());
       if (stage >= (unsigned)(kMaxRanks * kMaxChunks) ||

@@ -142,6 +142,25 @@ TEST(Formats, CSVWithPyTorchCommunicationActions) {
             std::string::npos);
 }
 
+/// torch 2.15's lowered CSVs: the waits on sends and on the gradient
+/// reduction are no-ops, empty cells (PyTorch's None) are skipped, and a
+/// parenthesised group other than OVERLAP_F_B is refused naming the cell.
+TEST(Formats, CSVWithPyTorch215Actions) {
+  auto a = readCSV("0F0,,0I0,0W0\n,1F0,1I0,1W0\n");
+  auto b = readCSV("0UNSHARD,0F0,0SEND_F0,0RECV_B0,0I0,0WAIT_SEND_F0,0W0,"
+                   "0REDUCE_GRAD,0WAIT_REDUCE_GRAD,0RESHARD\n"
+                   "1UNSHARD,1RECV_F0,1F0,1I0,1SEND_B0,1W0,1REDUCE_GRAD,"
+                   "1WAIT_REDUCE_GRAD,1RESHARD,1WAIT_SEND_B0\n");
+  ASSERT_TRUE(static_cast<bool>(a)) << llvm::toString(a.takeError());
+  ASSERT_TRUE(static_cast<bool>(b)) << llvm::toString(b.takeError());
+  EXPECT_EQ(a->perRank, b->perRank);
+  EXPECT_EQ(a->perRank[0].size(), 3u);
+  EXPECT_NE(llvm::toString(readCSV("(0F1;0I0)OVERLAP_X\n").takeError())
+                .find("CSV row 0: action '(0F1;0I0)OVERLAP_X' groups actions "
+                      "under 'OVERLAP_X'"),
+            std::string::npos);
+}
+
 /// Deeply nested JSON is refused before llvm::json::parse recurses into it;
 /// brackets inside strings do not count; 64 levels are fine.
 TEST(Formats, JSONNestingCap) {

@@ -33,8 +33,12 @@
 // torch.distributed.pipelining writes
 // them with _dump_csv(format="compute_only"). readCSV also takes PyTorch's
 // other action types as no-ops (UNSHARD, RESHARD, SEND_F, RECV_F, SEND_B,
-// RECV_B, REDUCE_GRAD: zb derives communication from the schedule) and
-// "(0F1;3B0)OVERLAP_F_B" as its sub-actions in order.
+// RECV_B, WAIT_SEND_F, WAIT_SEND_B, REDUCE_GRAD, WAIT_REDUCE_GRAD: zb derives
+// communication from the schedule), empty cells (PyTorch's None) as nothing,
+// and "(0F1;3B0)OVERLAP_F_B" as its sub-actions in order. The CSVs of every
+// torch 2.15 schedule class read and verify, except Schedule1F1B's, whose
+// order is wrong on the last rank (test/Schedule/Inputs/pytorch,
+// docs/schedule-json.md).
 //
 //===----------------------------------------------------------------------===//
 
