@@ -6,6 +6,7 @@
 #include "zb/Frontend/ONNX/ONNXImporter.h"
 #include "zb/Frontend/StableHLO/StableHLOImporter.h"
 #include "zb/Pipelines/Pipelines.h"
+#include "zbhost/Profile.h"
 #include "zbrt/Symbols.h"
 
 #include "llvm/IR/Constants.h"
@@ -362,6 +363,10 @@ public:
   }
 
   LogicalResult run();
+  /// The GPU kernels' roofline costs per stage as a profile (--gpu-costs):
+  /// the front half and the rank programs' lowering to kernels, nothing
+  /// written but pipeline.mlir.
+  llvm::Expected<host::Profile> gpuCostProfile();
 
 private:
   LogicalResult frontHalf();
@@ -415,6 +420,22 @@ LogicalResult Compilation::run() {
   if (llvm::Error error = validateOptions(options))
     return report(std::move(error));
   initializeNativeTarget();
+  if (options.gpuKernels() && options.gpuCosts && options.profile.empty() &&
+      options.scheduleFile.empty()) {
+    progress("GPU costs: lowering the stages to kernels to measure T_F, T_B, "
+             "T_W (H100 roofline)");
+    CompileOptions costing = options;
+    costing.gpuCosts = false;
+    llvm::Expected<host::Profile> profile =
+        Compilation(costing, callbacks).gpuCostProfile();
+    if (!profile)
+      return report(profile.takeError());
+    std::string file = path("gpu_costs.json");
+    if (llvm::Error error = host::writeProfile(*profile, file))
+      return report(std::move(error));
+    progress("GPU costs written to " + file + "; scheduling with them");
+    options.profile = file;
+  }
   if (failed(frontHalf()) || failed(writeArtifacts()))
     return failure();
   // plan.json's document, once: the rank programs' fingerprints come from
@@ -471,6 +492,42 @@ static LogicalResult checkFloat32(ModuleOp module) {
     return WalkResult::advance();
   });
   return failure(walk.wasInterrupted());
+}
+
+llvm::Expected<host::Profile> Compilation::gpuCostProfile() {
+  auto failed = [] {
+    return llvm::createStringError("--gpu-costs: lowering the stages to "
+                                   "kernels failed (errors above)");
+  };
+  if (mlir::failed(frontHalf()))
+    return failed();
+  int64_t numRanks = pipeline->numRanks();
+  std::vector<std::vector<GpuKernelLaunch>> kernels(numRanks);
+  for (int64_t r = 0; r < numRanks; ++r)
+    if (mlir::failed(lowerRankToLLVM(*module, r, options, &kernels[r])))
+      return failed();
+  GpuSpec gpu;
+  gpu.tf32Gemms = options.allowTf32;
+  std::map<int64_t, std::array<double, 3>> seconds =
+      gpuStagePassSeconds(kernels, gpu);
+  host::Profile profile;
+  profile.plan = "zb-compile --gpu-costs (" + gpu.name + " roofline)";
+  for (const StageInfo &s : pipeline->info.stages) {
+    host::ProfiledStage p;
+    p.stage = s.stage;
+    p.rank = pipeline->schedule.stageToRank[s.stage];
+    auto it = seconds.find(s.stage);
+    if (it == seconds.end())
+      return llvm::createStringError(
+          llvm::formatv("--gpu-costs: stage {0} has no kernels", s.stage)
+              .str());
+    p.tF = it->second[0] * 1e3;
+    p.tB = it->second[1] * 1e3;
+    p.tW = it->second[2] * 1e3;
+    p.tComm = s.tComm; // the cost model's transfer time
+    profile.stages.push_back(p);
+  }
+  return profile;
 }
 
 /// Import, the front half, pipeline.mlir, and what the rest reads from it.

@@ -134,6 +134,14 @@ static cl::opt<std::string, true>
                                  "first one's PTX (default sm_90)"),
             cl::location(options.gpuArch), cl::init(defaults.gpuArch),
             cl::cat(category));
+static cl::opt<bool, true> gpuCosts(
+    "gpu-costs",
+    cl::desc("With --target cuda/cuda-emu (default true; without --profile "
+             "or --schedule-file): schedule with the GPU kernels' roofline "
+             "T_F/T_B/T_W (the stages are lowered to kernels once to measure "
+             "them; OUTDIR/gpu_costs.json) instead of the zb-level cost "
+             "model; --gpu-costs=false keeps the cost model"),
+    cl::location(options.gpuCosts), cl::init(true), cl::cat(category));
 static cl::opt<bool, true> allowTf32(
     "allow-tf32",
     cl::desc("With --target cuda/cuda-emu: fp32 GEMMs may run on TF32 tensor "

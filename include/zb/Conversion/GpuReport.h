@@ -13,6 +13,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
 
+#include <array>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -70,6 +72,12 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(mlir::ModuleOp module);
 llvm::json::Value
 gpuReportJSON(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
               const GpuSpec &gpu);
+
+/// Per stage, the roofline seconds of one microbatch's F, B and W passes
+/// (the sums of the report's "passes"), for the scheduler.
+std::map<int64_t, std::array<double, 3>>
+gpuStagePassSeconds(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
+                    const GpuSpec &gpu);
 
 /// The report as a table: one line per kernel, then per rank the F/B/W sums
 /// per stage (roofline ms per microbatch) and the step's totals.

@@ -165,6 +165,14 @@ struct CompileOptions {
   /// `zb-run --profile` JSON: schedule with its measured per-stage
   /// T_F/T_B/T_W/T_comm (ms) instead of the cost model (--profile).
   std::string profile;
+  /// --target cuda/cuda-emu without --profile or --schedule-file
+  /// (--gpu-costs, default on): schedule with the GPU kernels' roofline
+  /// T_F/T_B/T_W (zb/Conversion/GpuReport.h: the sums of each pass's
+  /// kernels and GEMMs on the H100) instead of the zb-level cost model. The
+  /// stage programs are lowered to kernels once to measure them (written
+  /// to OUTDIR/gpu_costs.json in zb-run --profile's format), then the
+  /// model is scheduled and compiled with those costs.
+  bool gpuCosts = true;
   /// LLVM optimisation of the rank programs (--opt-level): 0 none, 1 scalar
   /// cleanups + loop vectoriser (kLightPipeline in Codegen.cpp), 2 or 3
   /// LLVM's -O2/-O3.

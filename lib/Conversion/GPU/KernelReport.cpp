@@ -229,6 +229,23 @@ passSums(const std::vector<GpuKernelLaunch> &launches, const GpuSpec &gpu) {
     sums[{k.stage, k.pass}].add(k, k.launches, gpu);
   return sums;
 }
+} // namespace
+
+std::map<int64_t, std::array<double, 3>>
+gpuStagePassSeconds(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
+                        const GpuSpec &gpu) {
+  std::map<int64_t, std::array<double, 3>> result;
+  for (const std::vector<GpuKernelLaunch> &launches : ranks)
+    for (auto &[key, sum] : passSums(launches, gpu)) {
+      auto [stage, pass] = key;
+      int index = pass == 'F' ? 0 : pass == 'B' ? 1 : pass == 'W' ? 2 : -1;
+      if (stage >= 0 && index >= 0)
+        result[stage][index] += sum.seconds;
+    }
+  return result;
+}
+
+namespace {
 PassSum stepSum(const std::vector<GpuKernelLaunch> &launches,
                 const GpuSpec &gpu) {
   PassSum s;
