@@ -54,6 +54,24 @@ lowerRankToLLVM(ModuleOp pipeline, int64_t rank,
   return rankModule;
 }
 
+LogicalResult collectRankKernels(ModuleOp pipeline, int64_t rank,
+                                 const CompileOptions &options,
+                                 std::vector<GpuKernelLaunch> &kernels) {
+  OwningOpRef<ModuleOp> rankModule(cast<ModuleOp>(pipeline->clone()));
+  PassManager pm = PassManager::on<ModuleOp>(pipeline.getContext());
+  ZBExtractRankOptions extract;
+  extract.rank = rank;
+  pm.addPass(createZBExtractRank(extract));
+  GpuCodegenOptions gpu;
+  gpu.blockSize = options.gpuBlockSize;
+  gpu.reductionThreads = options.gpuReductionThreads;
+  gpu.inspectKernels = [&kernels](ModuleOp module) {
+    kernels = collectGpuKernelLaunches(module);
+  };
+  buildLowerToGpuKernelsPipeline(pm, options.fuseElementwise, gpu);
+  return pm.run(*rankModule);
+}
+
 llvm::Expected<RankLLVMModule> translateToLLVMIR(ModuleOp module) {
   RankLLVMModule result;
   result.context = std::make_unique<llvm::LLVMContext>();

@@ -504,7 +504,7 @@ llvm::Expected<host::Profile> Compilation::gpuCostProfile() {
   int64_t numRanks = pipeline->numRanks();
   std::vector<std::vector<GpuKernelLaunch>> kernels(numRanks);
   for (int64_t r = 0; r < numRanks; ++r)
-    if (mlir::failed(lowerRankToLLVM(*module, r, options, &kernels[r])))
+    if (mlir::failed(collectRankKernels(*module, r, options, kernels[r])))
       return failed();
   GpuSpec gpu;
   gpu.tf32Gemms = options.allowTf32;

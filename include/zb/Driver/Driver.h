@@ -385,6 +385,12 @@ llvm::Error writePlan(llvm::StringRef path, const CompileOptions &options,
 /// zb_rank_main entry). Errors are reported as diagnostics.
 /// With `kernels` (--target cuda/cuda-emu), the rank's kernel launches
 /// after outlining (zb::collectGpuKernelLaunches) are stored there.
+/// The kernel launches of `rank` (--target cuda/cuda-emu) after outlining,
+/// without the rest of the lowering (no NVVM, no fatbin): what
+/// lowerRankToLLVM stores in `kernels`, for --gpu-costs.
+mlir::LogicalResult collectRankKernels(mlir::ModuleOp pipeline, int64_t rank,
+                                       const CompileOptions &options,
+                                       std::vector<GpuKernelLaunch> &kernels);
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 lowerRankToLLVM(mlir::ModuleOp pipeline, int64_t rank,
                 const CompileOptions &options,
