@@ -495,17 +495,17 @@ static LogicalResult checkFloat32(ModuleOp module) {
 }
 
 llvm::Expected<host::Profile> Compilation::gpuCostProfile() {
-  auto failed = [] {
+  auto loweringFailed = [] {
     return llvm::createStringError("--gpu-costs: lowering the stages to "
                                    "kernels failed (errors above)");
   };
-  if (mlir::failed(frontHalf()))
-    return failed();
+  if (failed(frontHalf()))
+    return loweringFailed();
   int64_t numRanks = pipeline->numRanks();
   std::vector<std::vector<GpuKernelLaunch>> kernels(numRanks);
   for (int64_t r = 0; r < numRanks; ++r)
-    if (mlir::failed(collectRankKernels(*module, r, options, kernels[r])))
-      return failed();
+    if (failed(collectRankKernels(*module, r, options, kernels[r])))
+      return loweringFailed();
   GpuSpec gpu;
   gpu.tf32Gemms = options.allowTf32;
   std::map<int64_t, std::array<double, 3>> seconds =

@@ -11,6 +11,31 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 EXAMPLES = os.path.join(ROOT, "examples")
 
 
+def text_batch(sequences, seq, path=None):
+    """The tokens and targets [sequences, seq] of zb-run's first step (seed
+    0) on the text at `path` (default examples/gpt/shakespeare.txt):
+    sequence j starts at splitmix64(j) mod (n - seq) (docs/plan-json.md:
+    splitmix64(seed * G + k * 1000003 + j) with seed 0 and step k = 0), the
+    targets are the next bytes; written out independently of zb-run's
+    C++."""
+    import numpy as np
+    text = open(path or os.path.join(EXAMPLES, "gpt", "shakespeare.txt"),
+                "rb").read()
+    mask, golden = (1 << 64) - 1, 0x9E3779B97F4A7C15
+
+    def splitmix64(x):
+        z = (x + golden) & mask
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        return z ^ (z >> 31)
+
+    offs = [splitmix64(j & mask) % (len(text) - seq)
+            for j in range(sequences)]
+    tok = np.asarray([list(text[o:o + seq]) for o in offs], np.int64)
+    tgt = np.asarray([list(text[o + 1:o + seq + 1]) for o in offs], np.int64)
+    return tok, tgt
+
+
 def tool(name):
     return zb._tool(name)
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import zb
-from conftest import EXAMPLES
+from conftest import EXAMPLES, text_batch
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", False)
@@ -48,24 +48,10 @@ def test_jax_export_compile_run_matches_jax(tmp_path, mpi_env):
     # targets are the next bytes of the text (docs/plan-json.md).
     tok = np.asarray(inputs["batch0"], np.int64).reshape(-1, T)
     assert tok.shape == (2 * B, T)
-    text = open(os.path.join(EXAMPLES, "gpt", "shakespeare.txt"),
-                "rb").read()
-    # Sequence j of the first step (k = 0) starts at splitmix64(seed*G +
-    # k*1000003 + j) mod (n - seq) (docs/plan-json.md; seed 0), written out
-    # independently of zb-run's C++.
-    mask, golden = (1 << 64) - 1, 0x9E3779B97F4A7C15
-
-    def splitmix64(x):
-        z = (x + golden) & mask
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
-        return z ^ (z >> 31)
-
-    offs = [splitmix64((0 * 1000003 + j) & mask) % (len(text) - T)
-            for j in range(2 * B)]
-    expect = np.asarray([list(text[o:o + T]) for o in offs], np.int64)
+    # The first step's sequences, written out independently of zb-run's
+    # C++ (docs/plan-json.md; seed 0).
+    expect, tgt = text_batch(2 * B, T)
     np.testing.assert_array_equal(tok, expect)
-    tgt = np.asarray([list(text[o + 1:o + T + 1]) for o in offs], np.int64)
     jax.config.update("jax_enable_x64", True)
     try:
         p64 = {k: jnp.asarray(v, jnp.float64) for k, v in params.items()}

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import zb
-from conftest import EXAMPLES
+from conftest import EXAMPLES, text_batch
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -130,25 +130,6 @@ MODELS = {
 MODELS.update({f"idiom_{k}": idiom_model(k) for k in IDIOMS})
 
 
-def text_batch(sequences):
-    """The tokens and targets of zb-run's first step on TEXT: sequence j
-    starts at splitmix64(j) mod (n - T) (docs/plan-json.md, seed 0), the
-    targets are the next bytes; written out independently of zb-run."""
-    text = open(TEXT, "rb").read()
-    mask, golden = (1 << 64) - 1, 0x9E3779B97F4A7C15
-
-    def splitmix64(x):
-        z = (x + golden) & mask
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
-        return z ^ (z >> 31)
-
-    offs = [splitmix64(j & mask) % (len(text) - T) for j in range(sequences)]
-    tok = np.asarray([list(text[o:o + T]) for o in offs], np.int64)
-    tgt = np.asarray([list(text[o + 1:o + T + 1]) for o in offs], np.int64)
-    return tok, tgt
-
-
 @pytest.mark.parametrize("stages", [1, 2])
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_idiom_matches_jax(tmp_path, mpi_env, name, stages):
@@ -167,7 +148,7 @@ def test_idiom_matches_jax(tmp_path, mpi_env, name, stages):
     report = zb.run(plan, steps=1, data=TEXT,
                     extra_args=["--report-gradients", "--dump-batch",
                                 str(dump)])
-    tok, tgt = text_batch(stages * B)
+    tok, tgt = text_batch(stages * B, T)
     fed = json.load(open(dump))["inputs"]["batch0"]
     np.testing.assert_array_equal(np.asarray(fed).reshape(-1, T), tok)
     jax.config.update("jax_enable_x64", True)

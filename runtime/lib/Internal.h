@@ -16,6 +16,9 @@ namespace detail {
 [[noreturn]] void fatalf(const char *format, ...)
     __attribute__((format(printf, 1, 2)));
 
+/// zbrt_use_cuda_memory without probing the driver again (the CUDA backend
+/// has loaded it).
+void useCudaMemory();
 /// Describes a message tag built by zbrt_tag(): "tag 5 (gradient from
 /// stage 2, microbatch 0)".
 void describeTag(int32_t tag, char *out, unsigned long cap);

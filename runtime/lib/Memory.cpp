@@ -166,11 +166,13 @@ extern "C" void zbrt_pool_reset_counters(void) {
 
 extern "C" void zbrt_pool_trim(void) { pool().trim(); }
 
+void zbrt::detail::useCudaMemory() { gCudaMemory = true; }
+
 extern "C" void zbrt_use_cuda_memory(void) {
   char why[256];
   if (zbrt_cuda_available(why, sizeof why) != 0)
     zbrt::detail::fatalf("the CUDA backend cannot start: %s", why);
-  gCudaMemory = true;
+  zbrt::detail::useCudaMemory();
 }
 
 extern "C" int32_t zbrt_cuda_memory_enabled(void) { return gCudaMemory; }

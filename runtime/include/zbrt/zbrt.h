@@ -162,13 +162,11 @@ void zbrt_pool_reset_counters(void);
 /// Returns every cached (free) block to the system.
 void zbrt_pool_trim(void);
 
-/// The CUDA backend (zb-run --backend cuda): from now on the pool and
-/// zbrt_host_buffer_alloc obtain memory as CUDA managed (unified) memory
-/// (cuMemAllocManaged through mgpuMemAlloc), which both the host code of a
-/// rank program (MPI, OpenBLAS, the optimizer) and its GPU kernels access.
-/// Call before the first allocation; ends the process with the reason when
-/// no GPU is usable. Device-resident buffers with explicit copies and NCCL
-/// are the next step of the CUDA runtime.
+/// From now on the pool and zbrt_host_buffer_alloc obtain memory as CUDA
+/// managed (unified) memory (cuMemAllocManaged through mgpuMemAlloc), which
+/// the GPU and, after a synchronisation, the host (MPI fallbacks, params.bin,
+/// checkpoints) access. zbrt_cuda_start calls it; call before the first
+/// allocation; ends the process with the reason when no GPU is usable.
 void zbrt_use_cuda_memory(void);
 //===-- CUDA backend (zb-run --backend cuda) ------------------------------===//
 //

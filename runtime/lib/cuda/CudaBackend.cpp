@@ -925,7 +925,7 @@ extern "C" void zbrt_cuda_start(int32_t flags) {
                  "zb-run: rank %d: no NCCL (%s): messages go through MPI on "
                  "the host\n",
                  zbrt_rank(), ncclWhy.c_str());
-  zbrt_use_cuda_memory();
+  zbrt::detail::useCudaMemory(); // the driver is loaded: no second probe
   b.active = true;
 }
 
