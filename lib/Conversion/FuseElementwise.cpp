@@ -32,13 +32,20 @@ struct ZBFuseElementwisePass
     if (maxFusedOps < 2) {
       getOperation().emitError("zb-fuse-elementwise: max-fused-ops must be "
                                ">= 2, got ")
-          << maxFusedOps;
+          << static_cast<int64_t>(maxFusedOps);
       return signalPassFailure();
     }
     const size_t limit = static_cast<size_t>(maxFusedOps);
     linalg::ControlFusionFn control = [limit](OpOperand *fused) {
       Operation *producer = fused->get().getDefiningOp();
       if (!producer || !producer->hasOneUse())
+        return false;
+      // A step function's elementwise operations accumulate the
+      // microbatches' weight gradients, one add per W: fused, the chain
+      // would read every W's gradients at the last one and keep them all
+      // alive until then (peak memory growing with the microbatch count).
+      auto func = fused->getOwner()->getParentOfType<func::FuncOp>();
+      if (func && func->hasAttr("zb.rank"))
         return false;
       auto p = dyn_cast<linalg::GenericOp>(producer);
       auto c = dyn_cast<linalg::GenericOp>(fused->getOwner());

@@ -167,11 +167,18 @@ static void addBufferizationPasses(OpPassManager &pm) {
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  // Upstream's buffer-deallocation-pipeline, except that a step function
+  // frees each buffer after its last use (zb-buffer-deallocation).
+  pm.addPass(createZBBufferDeallocation());
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(createConvertBufferizationToMemRefPass());
   // Copies as loops: rank programs need no libmlir_c_runner_utils.
   pm.addPass(createZBMemRefCopyToLinalg());
+  // A step's loop nests into functions: its lowering stays linear in the
+  // number of actions.
+  pm.addPass(createZBOutlineStepLoops());
 }
 
 void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator,

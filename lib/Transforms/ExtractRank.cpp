@@ -61,7 +61,7 @@ struct ZBExtractRankPass
       InFlightDiagnostic diag = module.emitError()
                                 << "zb-extract-rank: no step function for "
                                    "rank "
-                                << rank;
+                                << static_cast<int64_t>(rank);
       if (ranks.empty())
         diag << " (the module has none: run zb-lower-pipeline first)";
       else

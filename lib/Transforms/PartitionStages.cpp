@@ -793,7 +793,8 @@ struct ZBPartitionStagesPass
     if (numStages < 1 || virtualStages < 1) {
       module.emitError("zb-partition-stages: num-stages and virtual-stages "
                        "must be >= 1, got ")
-          << numStages << " and " << virtualStages;
+          << static_cast<int64_t>(numStages) << " and "
+          << static_cast<int64_t>(virtualStages);
       return signalPassFailure();
     }
     auto t = lookupCostTarget(target);

@@ -1,4 +1,7 @@
 // RUN: zb-opt %s -zb-autodiff -zb-split-backward=recompute=false -zb-partition-stages=num-stages=2 -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: not zb-opt %s -zb-autodiff -zb-split-backward=recompute=false -zb-partition-stages=num-stages=-2 -split-input-file 2>&1 | FileCheck %s --check-prefix=NEG
+// A negative option is printed as a number (it was printed as raw bytes).
+// NEG: num-stages and virtual-stages must be >= 1, got -2 and 1
 
 // Two layers cut into two stages. Each stage becomes forward /
 // backward_input / backward_weight functions whose argument and result roles

@@ -67,6 +67,60 @@ def ZBEmitRankEntry : Pass<"zb-emit-rank-entry", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def ZBBufferDeallocation : Pass<"zb-buffer-deallocation", "mlir::ModuleOp"> {
+  let summary = "Frees the step function's buffers after their last use; "
+                "ownership-based deallocation for the other functions";
+  let description = [{
+    Runs after one-shot bufferization, in place of upstream's
+    `ownership-based-buffer-deallocation` (which it runs, with its
+    canonicalisations and `buffer-deallocation-simplification`, on every
+    function except a rank's step function). Upstream places the
+    deallocation of a buffer at the end of the block that defines it: in a
+    step function, one straight-line block of F/B/W calls, every
+    microbatch's saved activations would then live until the end of the
+    step (peak memory grows with the microbatch count, against the
+    schedule's M_B/M_W accounting and `--memory-limit`), and the one
+    `bufferization.dealloc` of all of them lowers to an alias check that is
+    quadratic in their number, at compile time and at run time.
+
+    A step function (attribute `zb.rank`) of a single block instead gets one
+    `memref.dealloc` per buffer it owns, right after the last operation that
+    uses the buffer or a view of it. It owns the results of `func.call`
+    (the function boundary ABI of ownership-based deallocation: a returned
+    buffer belongs to the caller and does not alias an argument) and of
+    `memref.alloc`; a memref result of any other operation is treated as a
+    view of all its memref operands (conservative: it extends their
+    lifetime). Buffers that reach the terminator are not freed. A step
+    function with more than one block, or with an operation whose regions
+    yield memrefs, falls back to ownership-based deallocation.
+    Follow with `bufferization-lower-deallocations`.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def ZBOutlineStepLoops : Pass<"zb-outline-step-loops", "mlir::ModuleOp"> {
+  let summary = "Moves the loop nests of a step function into private "
+                "functions, one per distinct nest";
+  let description = [{
+    Runs on memrefs, after bufferization and deallocation. A step function
+    (attribute `zb.rank`) is one straight-line block whose length grows with
+    the microbatch count: its own loop nests (the in-order sums of the
+    microbatches' weight gradients, copies of input slices) made the later
+    lowering quadratic in that length (scf-to-cf splits the block once per
+    loop) and gave LLVM one huge function of loops. Every top-level
+    operation of a step function that has regions and no results (a linalg
+    operation on memrefs) becomes a call of a private function
+    `<step>_loops_<N>` that takes its operands and the values its regions
+    use from outside, and contains the operation itself; identical
+    operations (same printed body and operand types) share one function.
+    The arithmetic is unchanged (the same operation runs on the same
+    buffers), so results are bit-identical.
+  }];
+}
+
 def ZBMemRefCopyToLinalg : Pass<"zb-memref-copy-to-linalg", "mlir::ModuleOp"> {
   let summary = "Rewrites memref.copy as linalg.copy (loops, not a runtime call)";
   let description = [{
