@@ -6,6 +6,8 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -16,6 +18,7 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/TargetParser/Host.h"
 
 #include <atomic>
@@ -138,6 +141,114 @@ static llvm::Error runLightPipeline(llvm::Module &module,
   return llvm::Error::success();
 }
 
+/// True for a rank's step function, `zb_rank<R>_step` (zb-lower-pipeline).
+static bool isStepFunction(const llvm::GlobalValue &gv) {
+  llvm::StringRef name = gv.getName();
+  return isa<llvm::Function>(gv) && !gv.isDeclaration() &&
+         name.consume_front("zb_rank") && name.consume_back("_step") &&
+         !name.empty() && llvm::all_of(name, llvm::isDigit);
+}
+
+/// Moves the step functions of `module` into a module of their own (same
+/// context), leaving declarations behind; what they reference with local
+/// linkage becomes hidden external so that the two objects link. Null when
+/// the module has no step function.
+static std::unique_ptr<llvm::Module> splitOffSteps(llvm::Module &module) {
+  llvm::SmallVector<llvm::Function *> steps;
+  for (llvm::Function &f : module)
+    if (isStepFunction(f))
+      steps.push_back(&f);
+  if (steps.empty())
+    return nullptr;
+  for (llvm::Function *step : steps)
+    for (llvm::Instruction &inst : llvm::instructions(*step))
+      for (llvm::Value *operand : inst.operands()) {
+        auto *gv = dyn_cast<llvm::GlobalValue>(operand->stripPointerCasts());
+        if (!gv || !gv->hasLocalLinkage())
+          continue;
+        if (!gv->hasName())
+          gv->setName("zb_step_ref");
+        gv->setLinkage(llvm::GlobalValue::ExternalLinkage);
+        gv->setVisibility(llvm::GlobalValue::HiddenVisibility);
+      }
+  llvm::ValueToValueMapTy map;
+  std::unique_ptr<llvm::Module> stepModule =
+      llvm::CloneModule(module, map, [](const llvm::GlobalValue *gv) {
+        return isStepFunction(*gv);
+      });
+  for (llvm::Function *step : steps)
+    step->deleteBody();
+  // The clone holds declarations of everything else: keep those it uses.
+  for (llvm::GlobalVariable &gv :
+       llvm::make_early_inc_range(stepModule->globals()))
+    if (gv.getName().starts_with("llvm.") || gv.use_empty())
+      gv.eraseFromParent();
+  for (llvm::Function &f : llvm::make_early_inc_range(*stepModule))
+    if (f.isDeclaration() && f.use_empty())
+      f.eraseFromParent();
+  return stepModule;
+}
+
+/// One basic block per action of a step function: a new block starts at
+/// every zbrt_action_begin call. Instruction selection works one block at a
+/// time, so its cost stays linear in the number of actions. Split from the
+/// last call backwards so that every instruction moves once.
+static void splitStepAtActions(llvm::Module &stepModule) {
+  for (llvm::Function &f : stepModule) {
+    if (f.isDeclaration())
+      continue;
+    llvm::SmallVector<llvm::Instruction *> begins;
+    for (llvm::Instruction &inst : llvm::instructions(f))
+      if (auto *call = dyn_cast<llvm::CallInst>(&inst))
+        if (llvm::Function *callee = call->getCalledFunction())
+          if (callee->getName() == "zbrt_action_begin" &&
+              call != &call->getParent()->front())
+            begins.push_back(call);
+    for (llvm::Instruction *begin : llvm::reverse(begins))
+      begin->getParent()->splitBasicBlock(begin, "action");
+  }
+}
+
+static llvm::Error writeObject(llvm::Module &module, llvm::TargetMachine &tm,
+                               llvm::StringRef path) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return llvm::createStringError(ec, "cannot write " + path + ": " +
+                                           ec.message());
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr,
+                             llvm::CodeGenFileType::ObjectFile))
+    return llvm::createStringError("the target cannot emit object files");
+  pm.run(module);
+  return llvm::Error::success();
+}
+
+llvm::Error emitRankObjects(llvm::Module &module, int optLevel,
+                            llvm::StringRef path, llvm::StringRef stepPath,
+                            bool &wroteStep) {
+  wroteStep = false;
+  std::unique_ptr<llvm::Module> steps = splitOffSteps(module);
+  if (llvm::Error error = emitObject(module, optLevel, path))
+    return error;
+  if (!steps)
+    return llvm::Error::success();
+  // The step is straight-line calls (its loops are outlined,
+  // zb-outline-step-loops): code generation without optimisation, whose
+  // cost is linear in the number of actions (-O1's register allocation and
+  // instruction selection were superlinear: 128 microbatches took 15 s).
+  splitStepAtActions(*steps);
+  auto tm = createHostTargetMachine(0);
+  if (!tm)
+    return tm.takeError();
+  steps->setTargetTriple((*tm)->getTargetTriple());
+  steps->setDataLayout((*tm)->createDataLayout());
+  if (llvm::Error error = writeObject(*steps, **tm, stepPath))
+    return error;
+  wroteStep = true;
+  return llvm::Error::success();
+}
+
 llvm::Error emitObject(llvm::Module &module, int optLevel,
                        llvm::StringRef path) {
   auto tm = createHostTargetMachine(optLevel);
@@ -153,20 +264,11 @@ llvm::Error emitObject(llvm::Module &module, int optLevel,
     if (llvm::Error error = runLightPipeline(module, tm->get()))
       return error;
   }
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    return llvm::createStringError(ec, "cannot write " + path + ": " +
-                                           ec.message());
-  llvm::legacy::PassManager pm;
-  if ((*tm)->addPassesToEmitFile(pm, os, nullptr,
-                                 llvm::CodeGenFileType::ObjectFile))
-    return llvm::createStringError("the target cannot emit object files");
-  pm.run(module);
-  return llvm::Error::success();
+  return writeObject(module, **tm, path);
 }
 
-llvm::Error linkShared(llvm::StringRef object, llvm::StringRef library) {
+llvm::Error linkShared(llvm::ArrayRef<std::string> objects,
+                       llvm::StringRef library) {
   llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
   if (!cc)
     cc = llvm::sys::findProgramByName("gcc");
@@ -178,9 +280,14 @@ llvm::Error linkShared(llvm::StringRef object, llvm::StringRef library) {
   // loops (zb-memref-copy-to-linalg), not calls of MLIR's runner utilities.
   // Absolute paths: an output directory named like an option ("-v") must
   // reach the compiler as a file name.
-  SmallString<256> absObject(object), absLibrary(library);
-  if (std::error_code ec = llvm::sys::fs::make_absolute(absObject))
-    return llvm::createStringError(ec, "cannot resolve " + object);
+  std::vector<std::string> absObjects;
+  for (const std::string &object : objects) {
+    SmallString<256> absObject(object);
+    if (std::error_code ec = llvm::sys::fs::make_absolute(absObject))
+      return llvm::createStringError(ec, "cannot resolve " + object);
+    absObjects.push_back(absObject.str().str());
+  }
+  SmallString<256> absLibrary(library);
   if (std::error_code ec = llvm::sys::fs::make_absolute(absLibrary))
     return llvm::createStringError(ec, "cannot resolve " + library);
   // Linked next to the target and renamed over it: a failed link leaves
@@ -188,7 +295,10 @@ llvm::Error linkShared(llvm::StringRef object, llvm::StringRef library) {
   std::string tmp =
       (absLibrary + ".tmp." + llvm::Twine(llvm::sys::Process::getProcessId()))
           .str();
-  SmallVector<StringRef> args{*cc, "-shared", "-o", tmp, absObject, "-lm"};
+  SmallVector<StringRef> args{*cc, "-shared", "-o", tmp};
+  for (const std::string &object : absObjects)
+    args.push_back(object);
+  args.push_back("-lm");
   std::string message;
   if (llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &message)) {
     llvm::sys::fs::remove(tmp);
@@ -224,17 +334,25 @@ llvm::Error emitRankLibraries(std::vector<RankLLVMModule> &modules,
       auto start = std::chrono::steady_clock::now();
       std::string obj =
           outputPath(options, llvm::formatv("rank{0}.o", r).str());
+      std::string stepObj =
+          outputPath(options, llvm::formatv("rank{0}.step.o", r).str());
       std::string lib =
           outputPath(options, llvm::formatv("rank{0}.so", r).str());
-      llvm::Error error = emitObject(*modules[r].module, options.optLevel, obj);
+      bool wroteStep = false;
+      llvm::Error error = emitRankObjects(*modules[r].module, options.optLevel,
+                                          obj, stepObj, wroteStep);
+      std::vector<std::string> objects{obj};
+      if (wroteStep)
+        objects.push_back(stepObj);
       if (!error)
-        error = linkShared(obj, lib);
+        error = linkShared(objects, lib);
       if (error) {
         errors[r] = llvm::toString(std::move(error));
         continue;
       }
       if (!options.keepIntermediates)
-        llvm::sys::fs::remove(obj);
+        for (const std::string &object : objects)
+          llvm::sys::fs::remove(object);
       modules[r].module.reset();
       seconds[r] = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)

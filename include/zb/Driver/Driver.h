@@ -411,11 +411,22 @@ llvm::Expected<RankLLVMModule> translateToLLVMIR(mlir::ModuleOp module);
 /// Uses only the module's own LLVMContext: ranks may run it in parallel.
 llvm::Error emitObject(llvm::Module &module, int optLevel,
                        llvm::StringRef path);
-/// Links `object` into the shared library `library` with the system C
-/// compiler (cc or gcc on PATH), against MLIR's C runner utilities.
-llvm::Error linkShared(llvm::StringRef object, llvm::StringRef library);
-/// emitObject + linkShared into DIR/rank<R>.so for every rank, `jobs` at a
-/// time; removes rank<R>.o unless keepIntermediates; reports each rank's
+/// Writes a rank module as two objects: `path` with everything but the step
+/// functions (`zb_rank<R>_step`), optimised at `optLevel` (emitObject), and
+/// `stepPath` with the step functions, one basic block per action, compiled
+/// without optimisation (their cost is then linear in the number of
+/// actions). `wroteStep` tells whether `stepPath` was written (a module
+/// without a step function writes only `path`).
+llvm::Error emitRankObjects(llvm::Module &module, int optLevel,
+                            llvm::StringRef path, llvm::StringRef stepPath,
+                            bool &wroteStep);
+/// Links `objects` into the shared library `library` with the system C
+/// compiler (cc or gcc on PATH) and libm; written to a temporary file and
+/// renamed.
+llvm::Error linkShared(llvm::ArrayRef<std::string> objects,
+                       llvm::StringRef library);
+/// emitRankObjects + linkShared into DIR/rank<R>.so for every rank, `jobs` at a
+/// time; removes rank<R>.o and rank<R>.step.o unless keepIntermediates; reports each rank's
 /// time through `callbacks.phaseTime`. Error: "rank R: <why>" of the lowest
 /// failing rank.
 llvm::Error emitRankLibraries(std::vector<RankLLVMModule> &modules,
