@@ -80,8 +80,8 @@ struct CompileOptions {
                              : sched::defaultChunks(schedule);
   }
   /// The most microbatches zb-compile accepts: every microbatch's passes are
-  /// unrolled into each rank program (256 take about 17 s and 1.4 GB on
-  /// an MLP, 1024 more than 20 GB).
+  /// unrolled into each rank program (512 take about 50 s and 2 GB for
+  /// the GPT-2 example on 2 cores: benchmarks/README.md).
   static constexpr int64_t kMaxMicrobatches = 512;
   /// Microbatches per training step M (--microbatches), 1 .. 512.
   int64_t microbatches = 8;
