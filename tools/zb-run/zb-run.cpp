@@ -121,7 +121,9 @@ cl::opt<std::string, true> checkpointDir(
     "checkpoint",
     cl::desc("Write checkpoints (parameters, AdamW moments and step, data "
              "position, seed) to DIR/step-<S>, atomically, after the last "
-             "step and every --checkpoint-every steps; the two newest stay"),
+             "step and every --checkpoint-every steps; the two newest stay. "
+             "Rank 0 writes them (the other ranks send it their tensors); "
+             "--resume reads them on every rank, like the plan directory"),
     cl::value_desc("DIR"), cl::location(opts.checkpointDir), cl::init(""),
     cl::cat(runCategory));
 cl::opt<int64_t, true> checkpointEvery(
@@ -162,7 +164,8 @@ cl::opt<bool, true> reportGradients(
 cl::opt<std::string, true> saveParams(
     "save-params",
     cl::desc("After training, write every parameter's final value to FILE "
-             "in the params.bin layout (float32 at plan.json offset_bytes)"),
+             "in the params.bin layout (float32 at plan.json offset_bytes), "
+             "written by rank 0 (no shared file system needed)"),
     cl::value_desc("FILE"), cl::location(opts.saveParams),
     cl::cat(runCategory));
 cl::opt<ReportFormat, true> reportFormat(

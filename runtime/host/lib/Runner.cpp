@@ -186,72 +186,91 @@ void reduceOnRankZero(StageProfile &profile) {
   red(profile.minRecvMs, MPI_MIN);
 }
 
-/// --save-params: rank 0 creates FILE (the size of params.bin), then every
-/// rank in turn writes its parameters at their offsets (collective). False
-/// on every rank when FILE cannot be created.
-/// --save-params: every rank writes its parameters into a temporary file
-/// next to `path`, then rank 0 renames it over `path` (atomic: a crash
-/// leaves the previous file; a symlink at `path` is replaced, not followed).
-/// Write errors (a full disk) are one line naming the file.
+/// --save-params and --checkpoint: every rank sends its tensors to rank 0,
+/// which alone writes `path` (no file system shared between the ranks is
+/// needed; collective). Rank 0 writes a temporary file next to `path` and
+/// renames it over `path` (atomic: a crash leaves the previous file; a
+/// symlink at `path` is replaced, not followed); a device or pipe
+/// (/dev/null, /dev/full) is written in place. Errors (a file that cannot be
+/// created, a full disk) are one line naming the file, on every rank.
 bool saveTensors(const std::map<int64_t, Buffer> &tensors, const Plan &plan,
                  StringRef path, StringRef what) {
   int64_t size = 0;
   for (const ParamInfo &p : plan.params)
     size = std::max(size, p.offsetBytes + 4 * p.numElements());
-  // Atomic for a regular file, a symlink or a new name; a device or pipe
-  // (/dev/null, /dev/full) is written in place (never replaced).
-  long long pid = (long long)getpid();
-  int atomic = 1;
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  // Messages of at most 2^28 floats (MPI counts are int).
+  constexpr int64_t kChunk = int64_t(1) << 28;
+  enum Status : int { Written = 0, CannotCreate = 1, WriteFailed = 2 };
+  int status = Written;
   if (zbrt_rank() == 0) {
     llvm::sys::fs::file_status st;
+    bool atomic = true;
     if (!llvm::sys::fs::status(path, st, /*follow=*/false) &&
         st.type() != llvm::sys::fs::file_type::regular_file &&
         st.type() != llvm::sys::fs::file_type::symlink_file)
-      atomic = 0;
-  }
-  MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-  MPI_Bcast(&atomic, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  const std::string tmp =
-      atomic ? (path + ".tmp." + Twine(pid)).str() : path.str();
-  int ok = 1;
-  if (zbrt_rank() == 0) {
+      atomic = false;
+    const std::string tmp =
+        atomic ? (path + ".tmp." + Twine((long long)getpid())).str()
+               : path.str();
     FILE *f = std::fopen(tmp.c_str(), "wb");
-    ok = f && (!atomic || size == 0 ||
-               (std::fseek(f, size - 1, SEEK_SET) == 0 &&
-                std::fputc(0, f) != EOF));
-    if (f)
-      ok = (std::fclose(f) == 0) && ok;
-  }
-  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (!ok) {
-    if (zbrt_rank() == 0 && atomic)
-      std::remove(tmp.c_str());
-    return agree(makeError(what + ": cannot write '" + path + "'"));
-  }
-  int mine = 1;
-  for (int32_t r = 0; r < zbrt_world_size(); ++r) {
-    if (r == zbrt_rank()) {
-      FILE *f = std::fopen(tmp.c_str(), atomic ? "r+b" : "wb");
-      mine = f != nullptr;
-      for (const auto &[index, buf] : tensors)
-        mine = mine &&
-               std::fseek(f, plan.params[index].offsetBytes, SEEK_SET) == 0 &&
-               std::fwrite(buf.data(), 4, (size_t)buf.size(), f) ==
-                   (size_t)buf.size();
-      if (f)
-        mine = (std::fclose(f) == 0) && mine;
+    if (!f || (atomic && size > 0 &&
+               (std::fseek(f, size - 1, SEEK_SET) != 0 ||
+                std::fputc(0, f) == EOF)))
+      status = CannotCreate;
+    auto put = [&](int64_t index, const float *data, int64_t n) {
+      if (status != Written)
+        return;
+      if (index < 0 || index >= (int64_t)plan.params.size() ||
+          n != plan.params[index].numElements() ||
+          std::fseek(f, plan.params[index].offsetBytes, SEEK_SET) != 0 ||
+          std::fwrite(data, 4, (size_t)n, f) != (size_t)n)
+        status = WriteFailed;
+    };
+    for (const auto &[index, buf] : tensors)
+      put(index, buf.data(), buf.size());
+    // The other ranks' tensors, in rank order (a tied parameter's copies
+    // are equal; the last rank's is written last), received whatever
+    // happened to the file so that no sender waits forever.
+    std::vector<float> staging;
+    for (int32_t r = 1; r < zbrt_world_size(); ++r) {
+      int64_t count = 0;
+      MPI_Recv(&count, 1, MPI_INT64_T, r, 0, comm, MPI_STATUS_IGNORE);
+      for (int64_t i = 0; i < count; ++i) {
+        int64_t header[2];
+        MPI_Recv(header, 2, MPI_INT64_T, r, 0, comm, MPI_STATUS_IGNORE);
+        staging.resize((size_t)header[1]);
+        for (int64_t at = 0; at < header[1]; at += kChunk)
+          MPI_Recv(staging.data() + at, (int)std::min(kChunk, header[1] - at),
+                   MPI_FLOAT, r, 0, comm, MPI_STATUS_IGNORE);
+        put(header[0], staging.data(), header[1]);
+      }
     }
-    MPI_Barrier(MPI_COMM_WORLD);
+    if (f && std::fclose(f) != 0 && status == Written)
+      status = WriteFailed;
+    if (atomic) {
+      if (status == Written && std::rename(tmp.c_str(), path.str().c_str()))
+        status = WriteFailed;
+      if (status != Written)
+        std::remove(tmp.c_str());
+    }
+  } else {
+    int64_t count = (int64_t)tensors.size();
+    MPI_Send(&count, 1, MPI_INT64_T, 0, 0, comm);
+    for (const auto &[index, buf] : tensors) {
+      int64_t header[2] = {index, buf.size()};
+      MPI_Send(header, 2, MPI_INT64_T, 0, 0, comm);
+      for (int64_t at = 0; at < buf.size(); at += kChunk)
+        MPI_Send(buf.data() + at, (int)std::min(kChunk, buf.size() - at),
+                 MPI_FLOAT, 0, 0, comm);
+    }
   }
-  MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (zbrt_rank() == 0 && atomic) {
-    if (mine && std::rename(tmp.c_str(), path.str().c_str()) != 0)
-      mine = 0;
-    if (!mine)
-      std::remove(tmp.c_str());
-  }
-  MPI_Bcast(&mine, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (!mine)
+  MPI_Bcast(&status, 1, MPI_INT, 0, comm);
+  MPI_Comm_free(&comm);
+  if (status == CannotCreate)
+    return agree(makeError(what + ": cannot write '" + path + "'"));
+  if (status == WriteFailed)
     return agree(makeError(what + ": writing '" + path +
                            "' failed (disk full?); the previous file is "
                            "unchanged"));
