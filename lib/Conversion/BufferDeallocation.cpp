@@ -105,7 +105,8 @@ bool deallocateStraightLine(func::FuncOp func) {
   // owned roots are the ones this function must free.
   llvm::DenseMap<Value, Value> rootOf;
   llvm::SmallVector<Value> ownedRoots;
-  llvm::DenseMap<Value, bool> owned;
+  // Which results of a callee may share a buffer, once per callee.
+  llvm::DenseMap<Operation *, std::optional<SmallVector<unsigned>>> groupsOf;
   // Views of several buffers (a conservative merge) put them in one class
   // (union-find over roots).
   llvm::DenseMap<Value, Value> parent;
@@ -142,9 +143,12 @@ bool deallocateStraightLine(func::FuncOp func) {
       if (!isMemRef(result))
         continue;
       if (auto call = dyn_cast<func::CallOp>(op)) {
-        auto groups = resultGroups(
-            SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-                call, call.getCalleeAttr()));
+        auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+            call, call.getCalleeAttr());
+        auto [it, inserted] = groupsOf.try_emplace(callee.getOperation());
+        if (inserted)
+          it->second = resultGroups(callee);
+        const auto &groups = it->second;
         if (!groups)
           return false;
         unsigned first = (*groups)[result.getResultNumber()];
@@ -155,7 +159,6 @@ bool deallocateStraightLine(func::FuncOp func) {
       }
       if (isa<func::CallOp, memref::AllocOp>(op)) {
         rootOf[result] = result;
-        owned[result] = true;
         ownedRoots.push_back(result);
         continue;
       }

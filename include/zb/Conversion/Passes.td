@@ -90,7 +90,9 @@ def ZBBufferDeallocation : Pass<"zb-buffer-deallocation", "mlir::ModuleOp"> {
     buffer belongs to the caller and does not alias an argument) and of
     `memref.alloc`; a memref result of any other operation is treated as a
     view of all its memref operands (conservative: it extends their
-    lifetime). Buffers that reach the terminator are not freed. A step
+    lifetime). A call is assumed not to keep a buffer after it returns
+    (`zbrt_send_memref` copies the message). Buffers that reach the
+    terminator are not freed. A step
     function with more than one block, or with an operation whose regions
     yield memrefs, falls back to ownership-based deallocation.
     Follow with `bufferization-lower-deallocations`.

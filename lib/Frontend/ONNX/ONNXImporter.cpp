@@ -28,6 +28,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include "onnx/defs/schema.h"
 #include "onnx/onnx_pb.h"
 
 #include <climits>
@@ -58,11 +59,18 @@ OpHandler OpHandlerTable::lookup(llvm::StringRef opType, int64_t opset) const {
   auto it = ops.find(opType);
   if (it == ops.end())
     return nullptr;
-  OpHandler handler = it->second.front().second;
+  // An opset older than the oldest handler has other semantics (Softmax
+  // before 13 flattens to 2-D): no handler, not the oldest one.
+  OpHandler handler = nullptr;
   for (const auto &[since, h] : it->second)
     if (since <= opset)
       handler = h;
   return handler;
+}
+
+int64_t OpHandlerTable::firstOpset(llvm::StringRef opType) const {
+  auto it = ops.find(opType);
+  return it == ops.end() ? -1 : it->second.front().first;
 }
 
 /// The handlers of every op family, built once.
@@ -867,6 +875,32 @@ LogicalResult ONNXImporter::importNode() {
           : nullptr;
   const FoldRule *foldRule =
       defaultDomain ? findFoldRule(node->op_type()) : nullptr;
+  if (defaultDomain) {
+    // The op must exist at the model's opset (ONNX's own operator schemas):
+    // a graph declaring opset 11 cannot use LayerNormalization (opset 17).
+    const std::string &op = node->op_type();
+    if (!onnx::OpSchemaRegistry::Schema(op, (int)opsetVersion, "") &&
+        onnx::OpSchemaRegistry::Schema(op, INT_MAX, "")) {
+      int first = 1;
+      while (!onnx::OpSchemaRegistry::Schema(op, first, ""))
+        ++first;
+      emitError(loc) << "ONNX op '" << op << "' (node '" << nodeName << "', #"
+                     << nodeIndex << ") does not exist in opset "
+                     << opsetVersion << " (the model's default-domain opset); "
+                     << "it was added in opset " << first;
+      return failure();
+    }
+    int64_t since = defaultDomainHandlers().firstOpset(op);
+    if (!handler && since > opsetVersion) {
+      emitError(loc) << "ONNX op '" << op << "' (node '" << nodeName << "', #"
+                     << nodeIndex << ") at opset " << opsetVersion
+                     << ": zb supports it from opset " << since
+                     << "; export with "
+                        "opset_version >= "
+                     << since;
+      return failure();
+    }
+  }
   bool folds = foldRule && allInputsConstant();
   if (foldRule && !folds && foldRule->foldOnly && failed(checkFoldOnlyInputs()))
     return failure();

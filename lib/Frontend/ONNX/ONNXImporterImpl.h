@@ -109,8 +109,11 @@ struct OpHandlerEntry {
 class OpHandlerTable {
 public:
   void add(llvm::ArrayRef<OpHandlerEntry> entries);
-  /// The handler for `opType` at `opset`, or null if the op has none.
+  /// The handler for `opType` at `opset`: the one of the newest since
+  /// version <= opset; null if the op has none (or only newer ones).
   OpHandler lookup(llvm::StringRef opType, int64_t opset) const;
+  /// The oldest opset `opType` has a handler for; -1 if none.
+  int64_t firstOpset(llvm::StringRef opType) const;
 
 private:
   /// Per op type, (since version, handler) in increasing version order.

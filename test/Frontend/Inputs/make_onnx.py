@@ -215,6 +215,23 @@ def opset99():
     return m
 
 
+def layernorm_opset11():
+    # LayerNormalization is an ONNX op since opset 17
+    return model([
+        helper.make_node("LayerNormalization", ["x", "g", "b"], ["h"],
+                         name="ln"),
+        helper.make_node("ReduceMean", ["h"], ["loss"], keepdims=0,
+                         name="mean"),
+    ], [("x", [4, 8])], "loss", [init("g", [8]), init("b", [8], 1)], opset=11)
+
+
+def gelu_opset19():
+    # Gelu is an ONNX op since opset 20; zb's handler starts there too
+    m = _gelu("none")
+    m.opset_import[0].version = 19
+    return m
+
+
 def gelu_none():
     return _gelu("none")
 
@@ -287,7 +304,7 @@ CASES = {f.__name__: f for f in [
     undefined_value, dynamic_shape, not_scalar, shape_mismatch, int_loss,
     opset18_reduce, wrong_output_type, computed_cos, bad_reshape, truncated,
     empty, not_onnx, float64_param, gelu_none, gelu_tanh, opset99,
-    local_function, recursive_function]}
+    local_function, recursive_function, layernorm_opset11, gelu_opset19]}
 
 
 def random_input(seed, index, shape):
@@ -340,11 +357,11 @@ def expected_loss(case, seed):
 
 # Cases newer than Debian's onnx package knows (its checker stops at opset
 # 19; Gelu is opset 20): written unchecked.
-NEWER_OPSET = {"gelu_none", "gelu_tanh", "opset99"}
+NEWER_OPSET = {"gelu_none", "gelu_tanh", "opset99", "gelu_opset19"}
 
 # Cases the ONNX checker itself rejects (the importer must too, cleanly).
 INVALID = {"undefined_value", "int_loss", "opset18_reduce",
-           "wrong_output_type", "recursive_function"}
+           "wrong_output_type", "recursive_function", "layernorm_opset11"}
 
 
 def main():
