@@ -414,6 +414,15 @@ LogicalResult Importer::importShapeOp(Operation *op, ArrayRef<Val> in,
       return failure();
     if ((int64_t)perm->size() != in[0].type.getRank())
       return error(op) << "permutation does not match the operand rank";
+    SmallVector<bool> seen(perm->size(), false);
+    for (int64_t p : *perm) {
+      if (p < 0 || p >= (int64_t)perm->size() || seen[p]) {
+        InFlightDiagnostic diag = error(op) << "permutation [";
+        llvm::interleaveComma(*perm, diag);
+        return diag << "] is not a permutation of 0.." << perm->size() - 1;
+      }
+      seen[p] = true;
+    }
     out.v = zbb.transpose(*x, *perm);
     return success();
   }
@@ -424,6 +433,18 @@ LogicalResult Importer::importShapeOp(Operation *op, ArrayRef<Val> in,
     FailureOr<Value> x = materialize(in[0]);
     if (failed(s) || failed(l) || failed(st) || failed(x))
       return failure();
+    ArrayRef<int64_t> shape = in[0].type.getShape();
+    if (s->size() != shape.size() || l->size() != shape.size() ||
+        st->size() != shape.size())
+      return error(op) << "start_indices, limit_indices and strides need "
+                       << shape.size() << " entries each (the operand rank)";
+    for (size_t d = 0; d < shape.size(); ++d)
+      if ((*s)[d] < 0 || (*s)[d] > (*l)[d] || (*l)[d] > shape[d] ||
+          (*st)[d] < 1)
+        return error(op) << "dimension " << d << ": start " << (*s)[d]
+                         << ", limit " << (*l)[d] << ", stride " << (*st)[d]
+                         << " do not fit 0 <= start <= limit <= " << shape[d]
+                         << ", stride >= 1";
     out.v = zbb.slice(*x, *s, *l, *st);
     return success();
   }
@@ -431,6 +452,9 @@ LogicalResult Importer::importShapeOp(Operation *op, ArrayRef<Val> in,
   auto dim = i64Array(op, "dimension");
   if (failed(dim) || dim->size() != 1)
     return error(op) << "missing 'dimension'";
+  if ((*dim)[0] < 0 || (*dim)[0] >= out.type.getRank())
+    return error(op) << "dimension " << (*dim)[0] << " is out of range for rank "
+                     << out.type.getRank();
   SmallVector<Value> xs;
   for (const Val &v : in) {
     FailureOr<Value> x =
@@ -636,6 +660,18 @@ LogicalResult Importer::importReduce(Operation *op, ArrayRef<Val> in,
   FailureOr<SmallVector<int64_t>> dims = i64Array(op, "dimensions");
   if (failed(dims))
     return failure();
+  {
+    int64_t rank = in[0].type.getRank();
+    SmallVector<bool> seen(rank, false);
+    for (int64_t d : *dims) {
+      if (d < 0 || d >= rank || seen[d])
+        return error(op) << "dimensions: " << d
+                         << (d < 0 || d >= rank ? " is out of range for rank "
+                                                : " repeats, rank ")
+                         << rank;
+      seen[d] = true;
+    }
+  }
   if (!in[1].c || in[1].c->numElements() != 1)
     return error(op) << "the initial value must be a scalar constant";
   double init = in[1].c->data[0];
