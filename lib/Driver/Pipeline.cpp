@@ -78,22 +78,34 @@ FailureOr<LoweredPipeline> readPipeline(ModuleOp module,
                                                     "zb.index");
       if (!role || role.getValue() != Role::batch || !index)
         continue;
-      for (Operation *user : arg.getUsers()) {
-        int64_t range = 0;
-        if (auto g = dyn_cast<GatherOp>(user); g && g.getIndices() == arg)
-          range = g.getTable().getType().getShape().front();
-        else if (auto ce = dyn_cast<CrossEntropyOp>(user);
-                 ce && ce.getTargets() == arg)
-          range = ce.getLogits().getType().getShape().back();
-        else if (auto oh = dyn_cast<OneHotOp>(user))
-          range = oh.getType().getShape().back();
-        if (range <= 0)
-          continue;
-        auto [it, fresh] =
-            pipeline.indexRanges.try_emplace(index.getInt(), range);
-        if (!fresh)
-          it->second = std::min(it->second, range);
-      }
+      // The argument's values, also through ops that only move them
+      // (targets [B, S] reshaped to [B*S] before the cross-entropy).
+      SmallVector<Value> values{arg};
+      for (size_t i = 0; i < values.size(); ++i)
+        for (Operation *user : values[i].getUsers()) {
+          if (isa<ReshapeOp, TransposeOp, BroadcastInDimOp, SliceOp, SplitOp,
+                  ConcatOp>(user)) {
+            for (Value r : user->getResults())
+              if (!llvm::is_contained(values, r))
+                values.push_back(r);
+            continue;
+          }
+          Value v = values[i];
+          int64_t range = 0;
+          if (auto g = dyn_cast<GatherOp>(user); g && g.getIndices() == v)
+            range = g.getTable().getType().getShape().front();
+          else if (auto ce = dyn_cast<CrossEntropyOp>(user);
+                   ce && ce.getTargets() == v)
+            range = ce.getLogits().getType().getShape().back();
+          else if (auto oh = dyn_cast<OneHotOp>(user))
+            range = oh.getType().getShape().back();
+          if (range <= 0)
+            continue;
+          auto [it, fresh] =
+              pipeline.indexRanges.try_emplace(index.getInt(), range);
+          if (!fresh)
+            it->second = std::min(it->second, range);
+        }
     }
   }
   return pipeline;
