@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zbhost/Data.h"
+#include "zbhost/AtomicFile.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Endian.h"
@@ -410,10 +411,9 @@ std::string zb::host::describeText(const TextData &text) {
 
 Error zb::host::writeBatchJson(StringRef path, int64_t step, int64_t batch,
                                ArrayRef<BatchInput> inputs) {
-  std::error_code ec;
-  raw_fd_ostream os(path, ec, sys::fs::OF_Text);
-  if (ec)
-    return fail(path, "cannot write: " + ec.message());
+  // Atomically (a symlink at `path` is replaced, not followed; a full disk
+  // is one line naming the file): zbhost/AtomicFile.h.
+  return writeFileAtomically(path, [&](raw_ostream &os) -> Error {
   json::OStream j(os);
   j.object([&] {
     j.attribute("step", step);
@@ -452,10 +452,8 @@ Error zb::host::writeBatchJson(StringRef path, int64_t step, int64_t batch,
     });
   });
   os << "\n";
-  os.close();
-  if (os.has_error())
-    return fail(path, "cannot write: " + os.error().message());
   return Error::success();
+  });
 }
 
 static uint64_t splitmix64(uint64_t x) {
