@@ -154,6 +154,32 @@ TEST(Profile, ErrorsNameFileStageAndField) {
   EXPECT_EQ(errorOf("{").rfind("profile 'p.json': invalid JSON: ", 0), 0u);
 }
 
+TEST(Profile, EntriesAreAppliedByStageNumberNotPosition) {
+  // A profile listing stage 1 first is stage 1's costs at index 1 (they were
+  // applied by position, to the wrong stages).
+  llvm::Expected<Profile> p = parseProfile(
+      R"({"format": "zb-profile", "stages": [
+            {"stage": 1, "t_f": 3, "t_b": 6, "t_w": 2, "t_comm": 0.5},
+            {"stage": 0, "t_f": 1, "t_b": 2, "t_w": 1, "t_comm": 0.5}]})",
+      "p.json");
+  ASSERT_TRUE(!!p) << llvm::toString(p.takeError());
+  ASSERT_EQ(p->stages.size(), 2u);
+  EXPECT_EQ(p->stages[0].stage, 0);
+  EXPECT_EQ(p->stages[0].tF, 1.0);
+  EXPECT_EQ(p->stages[1].stage, 1);
+  EXPECT_EQ(p->stages[1].tF, 3.0);
+  const std::string head = R"({"format": "zb-profile", "stages": [)";
+  const std::string s0 =
+      R"({"stage": 0, "t_f": 1, "t_b": 1, "t_w": 1, "t_comm": 0})";
+  EXPECT_EQ(errorOf(head + s0 +
+                    R"(, {"stage": 7, "t_f": 1, "t_b": 1, "t_w": 1,
+                          "t_comm": 0}]})"),
+            "profile 'p.json': entry 1 is stage 7, but the file has 2 stages "
+            "(numbered 0 to 1)");
+  EXPECT_EQ(errorOf(head + s0 + ", " + s0 + "]}"),
+            "profile 'p.json': entries 0 and 1 are both stage 0");
+}
+
 TEST(Profile, FileErrors) {
   std::string path = ::testing::TempDir() + "/zb-profiletest-" +
                      std::to_string(getpid()) + "-missing.json";

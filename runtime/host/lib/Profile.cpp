@@ -132,6 +132,26 @@ Expected<Profile> zb::host::parseProfile(StringRef text, StringRef path) {
       return st.takeError();
     profile.stages.push_back(*st);
   }
+  // Entries may come in any order but must number the stages 0..N-1 once
+  // each; consumers index them by position, so they are sorted by stage.
+  std::vector<int64_t> entryOf(profile.stages.size(), -1);
+  for (auto [i, st] : enumerate(profile.stages)) {
+    if (st.stage >= (int64_t)profile.stages.size())
+      return profileError(path, formatv("entry {0} is stage {1}, but the "
+                                        "file has {2} stages (numbered 0 to "
+                                        "{3})",
+                                        i, st.stage, profile.stages.size(),
+                                        profile.stages.size() - 1));
+    if (entryOf[st.stage] >= 0)
+      return profileError(path, formatv("entries {0} and {1} are both stage "
+                                        "{2}",
+                                        entryOf[st.stage], i, st.stage));
+    entryOf[st.stage] = (int64_t)i;
+  }
+  llvm::sort(profile.stages, [](const ProfiledStage &a,
+                                const ProfiledStage &b) {
+    return a.stage < b.stage;
+  });
   return profile;
 }
 

@@ -48,6 +48,8 @@ struct ProfiledStage {
 struct Profile {
   std::string plan;  ///< "plan": the plan.json measured ("" when absent)
   int64_t steps = 0; ///< "steps": steps run (0 when absent)
+  /// In stage order: entry i is stage i (the file may list them in any
+  /// order; each of 0..N-1 exactly once).
   std::vector<ProfiledStage> stages;
 };
 
