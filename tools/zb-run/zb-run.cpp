@@ -247,5 +247,16 @@ int main(int argc, char **argv) {
     else
       opts.gradSync.injectGradScale = *parsed;
   }
-  return runZbRun(opts, argc, argv);
+  int code = runZbRun(opts, argc, argv);
+  // A report that could not be written (a full disk) is an error, not an
+  // exit 0 (or LLVM's fatal "IO failure" when outs() is destroyed).
+  llvm::outs().flush();
+  if (llvm::outs().has_error()) {
+    llvm::errs() << "zb-run: error: cannot write the job's output to "
+                    "standard output: "
+                 << llvm::outs().error().message() << "\n";
+    llvm::outs().clear_error();
+    return code ? code : 1;
+  }
+  return code;
 }

@@ -478,6 +478,13 @@ public:
     if (path == "-") {
       llvm::outs() << text;
       llvm::outs().flush();
+      if (llvm::outs().has_error()) {
+        llvm::WithColor::error(llvm::errs(), "zb-sched")
+            << "cannot write to standard output: "
+            << llvm::outs().error().message() << "\n";
+        llvm::outs().clear_error();
+        return 1;
+      }
       return 0;
     }
     llvm::sys::fs::file_status st;
@@ -614,5 +621,4 @@ int main(int argc, char **argv) {
   emit(out.os(), problem, schedule, sim, &ilp, verifyComm ? &comm : nullptr,
        sync ? &*sync : nullptr);
   return out.keep();
-  return 0;
 }

@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <regex>
@@ -122,9 +123,18 @@ std::vector<std::string> MpirunStderrFilter::classifyBanner() {
 
 int zb::host::runMpirun(const std::vector<std::string> &argv,
                         std::string *error) {
-  int fds[2];
+  // mpirun's stderr (filtered below) and stdout (relayed by a thread, so
+  // that a write error on zb-run's stdout, such as a full disk, is not lost
+  // as mpirun would lose it) come through pipes.
+  int fds[2], outFds[2];
   if (pipe(fds) != 0) {
     *error = std::string("pipe: ") + std::strerror(errno);
+    return -1;
+  }
+  if (pipe(outFds) != 0) {
+    *error = std::string("pipe: ") + std::strerror(errno);
+    close(fds[0]);
+    close(fds[1]);
     return -1;
   }
   std::vector<char *> cargs;
@@ -145,14 +155,36 @@ int zb::host::runMpirun(const std::vector<std::string> &argv,
     if (getppid() == 1)
       _exit(1); // the launcher died before prctl took effect
     dup2(fds[1], 2);
+    dup2(outFds[1], 1);
     close(fds[0]);
     close(fds[1]);
+    close(outFds[0]);
+    close(outFds[1]);
     execv(cargs[0], cargs.data());
     std::fprintf(stderr, "zb-run: error: cannot execute %s: %s\n", cargs[0],
                  std::strerror(errno));
     _exit(127);
   }
   close(fds[1]);
+  close(outFds[1]);
+  int outErrno = 0;
+  std::thread relay([&] {
+    char buffer[1 << 16];
+    ssize_t n;
+    while ((n = read(outFds[0], buffer, sizeof buffer)) != 0) {
+      if (n < 0) {
+        if (errno == EINTR)
+          continue;
+        break;
+      }
+      // Keep reading after a failure so that mpirun never blocks on us.
+      if (!outErrno && (std::fwrite(buffer, 1, (size_t)n, stdout) !=
+                            (size_t)n ||
+                        std::fflush(stdout) != 0))
+        outErrno = errno ? errno : EIO;
+    }
+    close(outFds[0]);
+  });
   gChild = pid;
   for (int sig : {SIGINT, SIGTERM, SIGHUP})
     signal(sig, forwardSignal);
@@ -179,6 +211,16 @@ int zb::host::runMpirun(const std::vector<std::string> &argv,
 
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  relay.join();
+  if (outErrno) {
+    std::fprintf(stderr,
+                 "zb-run: error: cannot write the job's output to standard "
+                 "output: %s\n",
+                 std::strerror(outErrno));
+    std::fflush(stderr);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      return 1;
   }
   if (WIFEXITED(status))
     return WEXITSTATUS(status);
