@@ -24,9 +24,11 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 
+#include <cfloat>
 #include <cmath>
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/SourceMgr.h"
@@ -83,9 +85,11 @@ llvm::Error validateOptions(const CompileOptions &options) {
       options.optimizerSync != "post-validation")
     return error("--optimizer-sync must be post-validation or none, got '" +
                  options.optimizerSync + "'");
-  if (!(std::isfinite(options.learningRate) && options.learningRate > 0))
-    return error(llvm::formatv("--lr must be a finite number > 0, got {0}",
-                               options.learningRate)
+  // The rank programs compute in float32: the learning rate must be one.
+  if (!(options.learningRate > 0 && options.learningRate <= FLT_MAX))
+    return error(llvm::formatv("--lr must be a finite float32 number > 0 "
+                               "(at most 3.4e38), got {0}",
+                               llvm::format("%g", options.learningRate))
                      .str());
   if (options.optLevel < 0 || options.optLevel > 3)
     return error("--opt-level must be 0, 1, 2 or 3, got " +

@@ -8,6 +8,7 @@
 
 #include "zbhost/Plan.h"
 
+#include <cfloat>
 #include <cmath>
 #include "zb/Schedule/Formats.h"
 
@@ -307,15 +308,18 @@ Error PlanParser::optimizer() {
     ZB_ASSIGN(opt.weightDecay, f.number("weight_decay", opt.weightDecay));
     // Ranges where the optimizer (and its in-place rollback) is defined.
     auto g = [](double v) { return formatv("{0}", format("%g", v)).str(); };
-    if (!(opt.lr > 0))
-      return f.error("lr", g(opt.lr) + " must be > 0");
+    // The rank programs compute in float32: the learning rate must be one.
+    if (!(opt.lr > 0 && opt.lr <= FLT_MAX))
+      return f.error("lr", g(opt.lr) + " must be > 0 and a finite float32 "
+                                       "(at most 3.4e38)");
     if (!(opt.beta1 > 0 && opt.beta1 < 1))
       return f.error("beta1", g(opt.beta1) + " must lie in (0, 1)");
     if (!(opt.beta2 > 0 && opt.beta2 < 1))
       return f.error("beta2", g(opt.beta2) + " must lie in (0, 1)");
     if (!(opt.eps > 0))
       return f.error("eps", g(opt.eps) + " must be > 0");
-    if (!(opt.weightDecay >= 0 && opt.lr * opt.weightDecay < 1))
+    if (!(opt.weightDecay >= 0 &&
+          (opt.name != "adamw" || opt.lr * opt.weightDecay < 1)))
       return f.error("weight_decay", g(opt.weightDecay) +
                                          " must be >= 0 with lr * "
                                          "weight_decay < 1");

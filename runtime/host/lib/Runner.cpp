@@ -11,6 +11,7 @@
 #include "zbrt/zbrt.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -701,9 +703,11 @@ Error zb::host::checkOptions(const RunOptions &o) {
                      "--report-gradients (they need the steps aligned)");
   if (o.ranksGiven && o.numRanks < 1)
     return makeError("--ranks must be >= 1");
-  if (o.lr && !(std::isfinite(*o.lr) && *o.lr > 0))
-    return makeError(formatv("--lr must be a finite number > 0, got {0}",
-                             *o.lr));
+  // The rank programs compute in float32: the learning rate must be one.
+  if (o.lr && !(*o.lr > 0 && *o.lr <= FLT_MAX))
+    return makeError(formatv("--lr must be a finite float32 number > 0 (at "
+                             "most 3.4e38), got {0}",
+                             llvm::format("%g", *o.lr)));
   return Error::success();
 }
 
