@@ -91,6 +91,22 @@ Error loadLibrary(RankProgram &rp, const Plan &plan, bool forRun) {
 }
 
 /// Parameters (initial values from params.bin), gradient and AdamW buffers.
+/// A params.bin-layout file must be exactly as long as the plan's
+/// parameters (a longer one is another model's, or a plan edited to fewer
+/// parameters).
+static Error checkParamsFileSize(StringRef file, StringRef bytes,
+                                 const Plan &plan) {
+  int64_t end = 0;
+  for (const ParamInfo &p : plan.params)
+    end = std::max(end, p.offsetBytes + 4 * p.numElements());
+  if ((int64_t)bytes.size() > end)
+    return makeError(formatv("{0}: {1} bytes, but plan.json's parameters end "
+                             "at byte {2} (a file of another model?)",
+                             file, bytes.size(), end)
+                         .str());
+  return Error::success();
+}
+
 Error loadParams(RankProgram &rp, const Plan &plan, StringRef paramsFile) {
   std::unique_ptr<MemoryBuffer> paramsBin;
   std::string paramsPath = paramsFile.empty()
@@ -114,6 +130,9 @@ Error loadParams(RankProgram &rp, const Plan &plan, StringRef paramsFile) {
         return makeError(paramsPath +
                          ": cannot read: " + buf.getError().message());
       paramsBin = std::move(*buf);
+      if (Error e = checkParamsFileSize(paramsPath, paramsBin->getBuffer(),
+                                        plan))
+        return e;
     }
     Buffer buf(p.numElements());
     if (Error e = readParam(paramsPath, paramsBin->getBuffer(), p.name,
@@ -331,6 +350,8 @@ Error zb::host::readParamLayout(const RankProgram &rp, StringRef file,
                                    /*RequiresNullTerminator=*/false);
   if (!buf)
     return makeError(file + ": cannot read: " + buf.getError().message());
+  if (Error e = checkParamsFileSize(file, (*buf)->getBuffer(), *rp.plan))
+    return e;
   for (const auto &[index, p] : rp.params) {
     const ParamInfo &info = rp.plan->params[index];
     Buffer out(info.numElements());
