@@ -52,13 +52,23 @@ if os.path.exists(fake_cuda):
          .format(fake_cuda)))
 
 # A usable GPU (driver and device): the GPU integration tests run.
+# Probed in a child python: libzbrt.so of a sanitizer build (scripts/
+# test-sanitized.sh) aborts a process that did not start with the ASan
+# runtime, and must not take lit with it.
 def _cuda_device():
+    import subprocess
+    import sys
+    probe = ("import ctypes, sys; z = ctypes.CDLL(sys.argv[1]); "
+             "b = ctypes.create_string_buffer(256); "
+             "sys.exit(0 if z.zbrt_cuda_available(b, ctypes.c_int64(256)) == 0 "
+             "else 1)")
+    lib = os.path.join(config.zb_obj_root, "lib", "libzbrt.so")
     try:
-        import ctypes
-        zbrt = ctypes.CDLL(os.path.join(config.zb_obj_root, "lib", "libzbrt.so"))
-        why = ctypes.create_string_buffer(256)
-        return zbrt.zbrt_cuda_available(why, ctypes.c_int64(256)) == 0
-    except OSError:
+        return subprocess.run([sys.executable, "-c", probe, lib],
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL,
+                              timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
         return False
 if _cuda_device():
     config.available_features.add("cuda-device")
