@@ -32,8 +32,13 @@ TEST(ONNXHandlerTable, SoftmaxBySinceVersion) {
   EXPECT_EQ(table.lookup("Softmax", 12), &ONNXImporter::softmaxBefore13);
   EXPECT_EQ(table.lookup("Softmax", 13), &ONNXImporter::softmax);
   EXPECT_EQ(table.lookup("Softmax", 17), &ONNXImporter::softmax);
-  // An opset older than every handler (invalid ONNX) gets the oldest one.
-  EXPECT_EQ(table.lookup("Softmax", 0), &ONNXImporter::softmaxBefore13);
+  // An opset older than every handler gets none (the importer then names
+  // the opset it supports), not the oldest one with other semantics.
+  EXPECT_EQ(table.lookup("Softmax", 0), nullptr);
+  EXPECT_EQ(table.lookup("Gelu", 19), nullptr);
+  EXPECT_EQ(table.firstOpset("Gelu"), 20);
+  EXPECT_EQ(table.lookup("Gelu", 20), &ONNXImporter::gelu);
+  EXPECT_EQ(table.firstOpset("NoSuchOp"), -1);
 }
 
 TEST(ONNXHandlerTable, EntriesOrderedBySinceVersion) {

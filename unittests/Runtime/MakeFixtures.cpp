@@ -4,7 +4,8 @@
 //
 // Writes DIR/params.bin (float32 little-endian) and DIR/input_0.pb (an ONNX
 // TensorProto, float32, shape [kNumSamples, kSampleSize]) for the zb-run
-// tests, with the values of FakeData.h.
+// tests, with the values of FakeData.h. params.bin is as long as
+// DIR/plan.json's parameters (zb-run refuses a longer one).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,10 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -21,6 +26,27 @@ int main(int argc, char **argv) {
   for (int a = 1; a < argc; ++a) {
     std::string dir = argv[a];
     std::vector<float> params = fakeParams();
+    // The plan's parameters end at max(offset_bytes + 4 * elements).
+    if (auto text = llvm::MemoryBuffer::getFile(dir + "/plan.json")) {
+      if (auto plan = llvm::json::parse((*text)->getBuffer())) {
+        size_t end = 0;
+        if (const llvm::json::Array *ps =
+                plan->getAsObject()->getArray("params"))
+          for (const llvm::json::Value &p : *ps) {
+            const llvm::json::Object *o = p.getAsObject();
+            size_t n = 1;
+            if (const llvm::json::Array *shape = o->getArray("shape"))
+              for (const llvm::json::Value &d : *shape)
+                n *= (size_t)d.getAsInteger().value_or(1);
+            end = std::max(end, (size_t)o->getInteger("offset_bytes")
+                                        .value_or(0) / 4 + n);
+          }
+        if (end > 0 && end < params.size())
+          params.resize(end);
+      } else {
+        llvm::consumeError(plan.takeError());
+      }
+    }
     std::ofstream pb(dir + "/params.bin", std::ios::binary);
     pb.write(reinterpret_cast<const char *>(params.data()),
              params.size() * sizeof(float));
