@@ -570,6 +570,8 @@ OwningOpRef<ModuleOp> ONNXImporter::importModel(const onnx::ModelProto &model) {
   // opset newer than the newest zb knows may have changed any of them.
   // (torch.onnx.export writes 17 by default before PyTorch 2.5 and 18 to 20
   // with the dynamo exporter; 21 changed only the types of the ops zb reads.)
+  // (Opsets before 7 broadcast with a `broadcast` attribute instead of
+  // NumPy's rules: importNode refuses it.)
   constexpr int64_t kMinOpset = 1, kMaxOpset = 21;
   if (opsetVersion > kMaxOpset || opsetVersion < kMinOpset) {
     InFlightDiagnostic diag = fileError();
@@ -890,6 +892,19 @@ LogicalResult ONNXImporter::importNode() {
                      << "it was added in opset " << first;
       return failure();
     }
+    // Before opset 7, Add, Mul, Gemm, ... broadcast only with
+    // `broadcast=1` (and `axis`), not by NumPy's rules, which zb implements.
+    if (opsetVersion < 7)
+      for (const onnx::AttributeProto &a : node->attribute())
+        if (a.name() == "broadcast" && a.i() != 0) {
+          emitError(loc) << "ONNX op '" << op << "' (node '" << nodeName
+                         << "', #" << nodeIndex
+                         << ") broadcasts with the 'broadcast' attribute of "
+                            "opsets before 7; zb implements NumPy "
+                            "broadcasting (opset 7 and later): export with "
+                            "opset_version >= 7";
+          return failure();
+        }
     int64_t since = defaultDomainHandlers().firstOpset(op);
     if (!handler && since > opsetVersion) {
       emitError(loc) << "ONNX op '" << op << "' (node '" << nodeName << "', #"

@@ -225,6 +225,19 @@ def layernorm_opset11():
     ], [("x", [4, 8])], "loss", [init("g", [8]), init("b", [8], 1)], opset=11)
 
 
+def legacy_broadcast():
+    # opset 6: Add broadcasts b [8] along axis 1 of h [4, 8] only with
+    # broadcast=1
+    return model([
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+        helper.make_node("Add", ["h", "b"], ["y"], broadcast=1, axis=1,
+                         name="add"),
+        helper.make_node("ReduceMean", ["y"], ["loss"], keepdims=0,
+                         name="mean"),
+    ], [("x", [4, 8])], "loss", [init("w", [8, 8]), init("b", [8], 1)],
+        opset=6)
+
+
 def gelu_opset19():
     # Gelu is an ONNX op since opset 20; zb's handler starts there too
     m = _gelu("none")
@@ -304,7 +317,7 @@ CASES = {f.__name__: f for f in [
     undefined_value, dynamic_shape, not_scalar, shape_mismatch, int_loss,
     opset18_reduce, wrong_output_type, computed_cos, bad_reshape, truncated,
     empty, not_onnx, float64_param, gelu_none, gelu_tanh, opset99,
-    local_function, recursive_function, layernorm_opset11, gelu_opset19]}
+    local_function, recursive_function, layernorm_opset11, gelu_opset19, legacy_broadcast]}
 
 
 def random_input(seed, index, shape):
