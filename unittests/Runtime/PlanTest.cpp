@@ -265,7 +265,16 @@ TEST(Plan, ReaderErrorsNameFileAndField) {
        },
        "out/plan.json: params[0].shape: more than 2^40 elements"},
       {[](Object &o) { (*o.getObject("optimizer"))["lr"] = 0; },
-       "out/plan.json: optimizer.lr: 0 must be > 0 and a finite float32 (at most 3.4e38)"},
+       "out/plan.json: optimizer.lr: 0 must be > 0 and a finite float32 "
+       "(at most 3.4e38)"},
+      {[](Object &o) { (*o.getObject("optimizer"))["lr"] = 1e39; },
+       "out/plan.json: optimizer.lr: 1e+39 must be > 0 and a finite float32 "
+       "(at most 3.4e38)"},
+      {[](Object &o) {
+         at(o, "ranks", 0)["library"] = std::string("rank0.so\0x", 10);
+       },
+       "out/plan.json: ranks[0].library: contains a NUL character (a file "
+       "name cannot)"},
       {[](Object &o) { (*o.getObject("optimizer"))["beta1"] = 1; },
        "out/plan.json: optimizer.beta1: 1 must lie in (0, 1)"},
       {[](Object &o) { at(o, "ranks", 0)["library"] = "../rank0.so"; },

@@ -505,6 +505,9 @@ Error PlanParser::ranks() {
     ZB_ASSIGN(r.library, f.string("library"));
     // The rank program is code zb-run loads: only a file of the plan
     // directory itself (RankProgram.cpp also refuses a symlink out of it).
+    if (StringRef(r.library).contains('\0'))
+      return f.error("library", "contains a NUL character (a file name "
+                                "cannot)");
     if (r.library.empty() || r.library == "." || r.library == ".." ||
         StringRef(r.library).contains('/') ||
         StringRef(r.library).contains('\\'))
