@@ -295,9 +295,11 @@ struct ZBGpuEmulatePass
           b, loc, MemRefType::get({ShapedType::kDynamic}, v.getType()),
           threads);
 
+    // The function's arguments only: the entry block's further arguments
+    // are workgroup attributions (allocated per block below).
     IRMapping kernelArgs;
-    for (auto [i, arg] : llvm::enumerate(kernel.getArguments()))
-      kernelArgs.map(arg, entry->getArgument(6 + i));
+    for (unsigned i = 0, e = kernel.getNumArguments(); i < e; ++i)
+      kernelArgs.map(kernel.getArgument(i), entry->getArgument(6 + i));
 
     // for bz, by, bx: (a block)
     auto loopNest = [&](OpBuilder &b, Value *bounds, Value *ivs) {

@@ -65,11 +65,11 @@ struct ZBGpuFatbinPass : public zb::impl::ZBGpuFatbinBase<ZBGpuFatbinPass> {
     std::vector<std::string> args = {fatbinary.str().str(), "-64"};
     std::string firstPtx;
     std::string firstChip;
-    SymbolTable *table = nullptr;
+    std::unique_ptr<SymbolTable> table;
     auto symbolTable = [&]() -> SymbolTable * {
       if (!table)
-        table = new SymbolTable(module->getParentOp());
-      return table;
+        table = std::make_unique<SymbolTable>(module->getParentOp());
+      return table.get();
     };
     for (auto [i, attr] : llvm::enumerate(targets)) {
       auto target = dyn_cast<NVVM::NVVMTargetAttr>(attr);
@@ -77,9 +77,11 @@ struct ZBGpuFatbinPass : public zb::impl::ZBGpuFatbinBase<ZBGpuFatbinPass> {
         return module.emitError("zb-gpu-fatbin: target ")
                << attr << " is not an NVVM target";
       std::string ptx;
+      // TargetOptions keeps function_refs: the callables must outlive it.
+      auto keepPtx = [&](StringRef isa) { ptx = isa.str(); };
       gpu::TargetOptions options(
           toolkit, {}, "", "", gpu::CompilationTarget::Binary, symbolTable,
-          {}, {}, {}, [&](StringRef isa) { ptx = isa.str(); });
+          {}, {}, {}, keepPtx);
       auto serializable = cast<gpu::TargetAttrInterface>(attr);
       std::optional<SmallVector<char, 0>> cubin =
           serializable.serializeToObject(module, options);
@@ -100,7 +102,7 @@ struct ZBGpuFatbinPass : public zb::impl::ZBGpuFatbinBase<ZBGpuFatbinPass> {
         firstChip = chip.drop_front(3).str();
       }
     }
-    delete table;
+    table.reset();
     TempFile &ptxFile = files[targets.size()];
     TempFile &out = files[targets.size() + 1];
     if (!firstPtx.empty()) {
