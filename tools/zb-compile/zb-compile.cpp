@@ -198,7 +198,9 @@ static cl::opt<uint64_t, true>
              cl::cat(category));
 static cl::opt<bool, true> keepIntermediates(
     "keep-intermediates",
-    cl::desc("Also write rank<R>.llvm.mlir (the LLVM dialect) and rank<R>.o"),
+    cl::desc("Also write rank<R>.llvm.mlir (the LLVM dialect), rank<R>.o "
+             "(the stage functions, at --opt-level) and rank<R>.step.o (the "
+             "step function, one basic block per action, at -O0)"),
     cl::location(options.keepIntermediates),
     cl::init(defaults.keepIntermediates), cl::cat(category));
 static cl::opt<std::string, true> profileFile(
