@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "zb/Conversion/Passes.h"
+#include "zb/Dialect/ZB/IR/ZBAttributes.h"
 
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -182,7 +183,7 @@ bool deallocateStraightLine(func::FuncOp func) {
 
   // The last operation of the block that uses each class of buffers.
   llvm::DenseMap<Value, Operation *> lastUse;
-  llvm::DenseMap<Value, bool> escapes;
+  llvm::DenseSet<Value> escapes;
   for (Operation &op : block) {
     auto note = [&](Value v) {
       Value r = root(v);
@@ -191,7 +192,7 @@ bool deallocateStraightLine(func::FuncOp func) {
       r = leader(r);
       lastUse[r] = &op;
       if (op.hasTrait<OpTrait::IsTerminator>())
-        escapes[r] = true;
+        escapes.insert(r);
     };
     for (Value operand : op.getOperands())
       note(operand);
@@ -208,7 +209,7 @@ bool deallocateStraightLine(func::FuncOp func) {
   OpBuilder builder(func.getContext());
   for (Value buffer : ownedRoots) {
     Value r = leader(buffer);
-    if (escapes.lookup(r))
+    if (escapes.contains(r))
       continue;
     Operation *last = lastUse.lookup(r);
     if (!last)
@@ -237,7 +238,7 @@ struct ZBBufferDeallocationPass
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
-      if (func->hasAttr("zb.rank")) {
+      if (zb::isStepFunction(func)) {
         steps.push_back(func);
         continue;
       }

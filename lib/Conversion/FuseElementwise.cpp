@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "zb/Conversion/Passes.h"
+#include "zb/Dialect/ZB/IR/ZBAttributes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -44,8 +45,8 @@ struct ZBFuseElementwisePass
       // microbatches' weight gradients, one add per W: fused, the chain
       // would read every W's gradients at the last one and keep them all
       // alive until then (peak memory growing with the microbatch count).
-      auto func = fused->getOwner()->getParentOfType<func::FuncOp>();
-      if (func && func->hasAttr("zb.rank"))
+      if (zb::isStepFunction(
+              fused->getOwner()->getParentOfType<func::FuncOp>()))
         return false;
       auto p = dyn_cast<linalg::GenericOp>(producer);
       auto c = dyn_cast<linalg::GenericOp>(fused->getOwner());

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "zb/Conversion/Passes.h"
+#include "zb/Dialect/ZB/IR/ZBAttributes.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
@@ -32,7 +33,7 @@ struct ZBOutlineStepLoopsPass
     SymbolTable symbols(module);
     SmallVector<func::FuncOp> steps;
     for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isExternal() && func->hasAttr("zb.rank"))
+      if (!func.isExternal() && zb::isStepFunction(func))
         steps.push_back(func);
     for (func::FuncOp step : steps)
       outline(step, symbols);

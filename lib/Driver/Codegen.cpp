@@ -224,15 +224,14 @@ static llvm::Error writeObject(llvm::Module &module, llvm::TargetMachine &tm,
   return llvm::Error::success();
 }
 
-llvm::Error emitRankObjects(llvm::Module &module, int optLevel,
-                            llvm::StringRef path, llvm::StringRef stepPath,
-                            bool &wroteStep) {
-  wroteStep = false;
+llvm::Expected<std::vector<std::string>>
+emitRankObjects(llvm::Module &module, int optLevel, llvm::StringRef path,
+                llvm::StringRef stepPath) {
   std::unique_ptr<llvm::Module> steps = splitOffSteps(module);
   if (llvm::Error error = emitObject(module, optLevel, path))
-    return error;
+    return std::move(error);
   if (!steps)
-    return llvm::Error::success();
+    return std::vector<std::string>{path.str()};
   // The step is straight-line calls (its loops are outlined,
   // zb-outline-step-loops): code generation without optimisation, whose
   // cost is linear in the number of actions (-O1's register allocation and
@@ -244,9 +243,8 @@ llvm::Error emitRankObjects(llvm::Module &module, int optLevel,
   steps->setTargetTriple((*tm)->getTargetTriple());
   steps->setDataLayout((*tm)->createDataLayout());
   if (llvm::Error error = writeObject(*steps, **tm, stepPath))
-    return error;
-  wroteStep = true;
-  return llvm::Error::success();
+    return std::move(error);
+  return std::vector<std::string>{path.str(), stepPath.str()};
 }
 
 llvm::Error emitObject(llvm::Module &module, int optLevel,
@@ -338,20 +336,16 @@ llvm::Error emitRankLibraries(std::vector<RankLLVMModule> &modules,
           outputPath(options, llvm::formatv("rank{0}.step.o", r).str());
       std::string lib =
           outputPath(options, llvm::formatv("rank{0}.so", r).str());
-      bool wroteStep = false;
-      llvm::Error error = emitRankObjects(*modules[r].module, options.optLevel,
-                                          obj, stepObj, wroteStep);
-      std::vector<std::string> objects{obj};
-      if (wroteStep)
-        objects.push_back(stepObj);
-      if (!error)
-        error = linkShared(objects, lib);
+      auto objects = emitRankObjects(*modules[r].module, options.optLevel,
+                                     obj, stepObj);
+      llvm::Error error =
+          objects ? linkShared(*objects, lib) : objects.takeError();
       if (error) {
         errors[r] = llvm::toString(std::move(error));
         continue;
       }
       if (!options.keepIntermediates)
-        for (const std::string &object : objects)
+        for (const std::string &object : *objects)
           llvm::sys::fs::remove(object);
       modules[r].module.reset();
       seconds[r] = std::chrono::duration<double>(

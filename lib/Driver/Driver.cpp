@@ -24,7 +24,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 
-#include <cfloat>
 #include <cmath>
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -85,8 +84,7 @@ llvm::Error validateOptions(const CompileOptions &options) {
       options.optimizerSync != "post-validation")
     return error("--optimizer-sync must be post-validation or none, got '" +
                  options.optimizerSync + "'");
-  // The rank programs compute in float32: the learning rate must be one.
-  if (!(options.learningRate > 0 && options.learningRate <= FLT_MAX))
+  if (!zb::host::isValidLearningRate(options.learningRate))
     return error(llvm::formatv("--lr must be a finite float32 number > 0 "
                                "(at most 3.4e38), got {0}",
                                llvm::format("%g", options.learningRate))

@@ -56,7 +56,7 @@ FailureOr<LoweredPipeline> readPipeline(ModuleOp module,
   pipeline.simulation = sched::simulate(pipeline.problem, pipeline.schedule);
   pipeline.rankArgs.resize(pipeline.numRanks());
   for (auto fn : module.getOps<func::FuncOp>()) {
-    auto rank = fn->getAttrOfType<IntegerAttr>("zb.rank");
+    auto rank = fn->getAttrOfType<IntegerAttr>(kStepRankAttr);
     if (!rank)
       continue;
     if (rank.getInt() < 0 || rank.getInt() >= pipeline.numRanks())

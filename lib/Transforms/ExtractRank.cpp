@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "zb/Transforms/Passes.h"
+#include "zb/Dialect/ZB/IR/ZBAttributes.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
@@ -18,12 +19,9 @@ namespace zb {
 using namespace mlir;
 
 namespace {
-/// The step function attribute that zb-lower-pipeline sets (rank, i64).
-constexpr llvm::StringLiteral kRankAttr = "zb.rank";
-
 /// The rank of a step function, or nullopt for any other function.
 std::optional<int64_t> stepRank(func::FuncOp fn) {
-  if (auto rank = fn->getAttrOfType<IntegerAttr>(kRankAttr))
+  if (auto rank = fn->getAttrOfType<IntegerAttr>(zb::kStepRankAttr))
     return rank.getInt();
   return std::nullopt;
 }

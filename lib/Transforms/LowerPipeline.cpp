@@ -326,7 +326,7 @@ LogicalResult RankLowering::createStep() {
   std::string name = llvm::formatv("zb_rank{0}_step", rank);
   auto step =
       func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
-  step->setAttr("zb.rank", b.getI64IntegerAttr(rank));
+  step->setAttr(kStepRankAttr, b.getI64IntegerAttr(rank));
   step->setAttr(kRankArgsAttr, b.getArrayAttr(argRoles));
   step->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   entry = step.addEntryBlock();

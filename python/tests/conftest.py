@@ -36,6 +36,20 @@ def text_batch(sequences, seq, path=None):
     return tok, tgt
 
 
+def jax_value_and_grad_f64(loss, params, *args):
+    """loss(params, *args) and its gradients in float64 (JAX with x64 on for
+    the call, off again after): the independent reference of the JAX
+    tests."""
+    import jax
+    import jax.numpy as jnp
+    jax.config.update("jax_enable_x64", True)
+    try:
+        p64 = jax.tree.map(lambda v: jnp.asarray(v, jnp.float64), params)
+        return jax.value_and_grad(loss)(p64, *args)
+    finally:
+        jax.config.update("jax_enable_x64", False)
+
+
 def tool(name):
     return zb._tool(name)
 

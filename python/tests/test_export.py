@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import zb
-from conftest import EXAMPLES, text_batch
+from conftest import EXAMPLES, jax_value_and_grad_f64, text_batch
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", False)
@@ -52,12 +52,7 @@ def test_jax_export_compile_run_matches_jax(tmp_path, mpi_env):
     # C++ (docs/plan-json.md; seed 0).
     expect, tgt = text_batch(2 * B, T)
     np.testing.assert_array_equal(tok, expect)
-    jax.config.update("jax_enable_x64", True)
-    try:
-        p64 = {k: jnp.asarray(v, jnp.float64) for k, v in params.items()}
-        ref, grads = jax.value_and_grad(loss_fn)(p64, tok, tgt)
-    finally:
-        jax.config.update("jax_enable_x64", False)
+    ref, grads = jax_value_and_grad_f64(loss_fn, params, tok, tgt)
     assert report.losses == [pytest.approx(float(ref), rel=1e-5)]
     norms = report.raw["grad_norm"]
     assert sorted(norms) == ["params.b", "params.emb", "params.w"]
@@ -158,12 +153,7 @@ def test_serialized_jax_export_converts(tmp_path, mpi_env):
     inputs = json.load(open(dump))["inputs"]
     tok = np.asarray(inputs["batch0"], np.int64).reshape(-1, T)
     tgt = np.asarray(inputs["batch1"], np.int64).reshape(-1, T)
-    jax.config.update("jax_enable_x64", True)
-    try:
-        p64 = {k: jnp.asarray(v, jnp.float64) for k, v in params.items()}
-        ref, grads = jax.value_and_grad(loss)(p64, tok, tgt)
-    finally:
-        jax.config.update("jax_enable_x64", False)
+    ref, grads = jax_value_and_grad_f64(loss, params, tok, tgt)
     assert report.losses == [pytest.approx(float(ref), rel=1e-5)]
     for k, g in grads.items():
         assert report.raw["grad_norm"][f"params.{k}"] == pytest.approx(

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import zb
-from conftest import EXAMPLES, text_batch
+from conftest import EXAMPLES, jax_value_and_grad_f64, text_batch
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -151,12 +151,7 @@ def test_idiom_matches_jax(tmp_path, mpi_env, name, stages):
     tok, tgt = text_batch(stages * B, T)
     fed = json.load(open(dump))["inputs"]["batch0"]
     np.testing.assert_array_equal(np.asarray(fed).reshape(-1, T), tok)
-    jax.config.update("jax_enable_x64", True)
-    try:
-        p64 = jax.tree.map(lambda v: jnp.asarray(v, jnp.float64), params)
-        ref, grads = jax.value_and_grad(loss)(p64, tok, tgt)
-    finally:
-        jax.config.update("jax_enable_x64", False)
+    ref, grads = jax_value_and_grad_f64(loss, params, tok, tgt)
     assert report.losses[0] == pytest.approx(float(ref), rel=1e-5, abs=1e-7)
     norms = report.raw["grad_norm"]
     flat = jax.tree_util.tree_flatten_with_path(grads)[0]

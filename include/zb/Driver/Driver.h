@@ -415,11 +415,11 @@ llvm::Error emitObject(llvm::Module &module, int optLevel,
 /// functions (`zb_rank<R>_step`), optimised at `optLevel` (emitObject), and
 /// `stepPath` with the step functions, one basic block per action, compiled
 /// without optimisation (their cost is then linear in the number of
-/// actions). `wroteStep` tells whether `stepPath` was written (a module
-/// without a step function writes only `path`).
-llvm::Error emitRankObjects(llvm::Module &module, int optLevel,
-                            llvm::StringRef path, llvm::StringRef stepPath,
-                            bool &wroteStep);
+/// actions). Returns the objects written, for linkShared (a module without
+/// a step function writes only `path`).
+llvm::Expected<std::vector<std::string>>
+emitRankObjects(llvm::Module &module, int optLevel, llvm::StringRef path,
+                llvm::StringRef stepPath);
 /// Links `objects` into the shared library `library` with the system C
 /// compiler (cc or gcc on PATH) and libm; written to a temporary file and
 /// renamed.

@@ -1,5 +1,6 @@
 //===- KernelReport.cpp - the kernels of a CUDA rank program --------------===//
 #include "zb/Conversion/GpuReport.h"
+#include "zb/Dialect/ZB/IR/ZBAttributes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -102,7 +103,7 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module) {
   // Calls per step of every function from the step function (zb.rank).
   llvm::StringMap<int64_t> calls;
   module.walk([&](func::FuncOp fn) {
-    if (!fn->hasAttr("zb.rank"))
+    if (!zb::isStepFunction(fn))
       return;
     fn.walk([&](func::CallOp call) {
       calls[call.getCallee()] += hostLoops(call);
@@ -124,7 +125,7 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module) {
                   : StringRef(text).contains("forward")         ? 'F'
                                                                 : '-';
     }
-    if (!fn->hasAttr("zb.rank")) {
+    if (!zb::isStepFunction(fn)) {
       auto it = calls.find(fn.getName());
       if (it == calls.end())
         return; // not called from the step: not part of this rank's step

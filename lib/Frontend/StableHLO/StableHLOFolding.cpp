@@ -323,10 +323,11 @@ FailureOr<HostTensor> Importer::foldReduce(Operation *op, ArrayRef<Val> in,
   std::string kind = reduceKind(op);
   if (kind.empty())
     return failure();
-  FailureOr<SmallVector<int64_t>> dims = i64Array(op, "dimensions");
+  const HostTensor &x = *in[0].c;
+  FailureOr<SmallVector<int64_t>> dims =
+      dimensionsAttr(op, "dimensions", (int64_t)x.shape.size());
   if (failed(dims))
     return failure();
-  const HostTensor &x = *in[0].c;
   if (in[1].c->numElements() != 1)
     return error(op) << "the initial value must be a scalar";
   int64_t rank = x.shape.size();

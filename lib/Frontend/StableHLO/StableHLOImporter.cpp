@@ -303,6 +303,33 @@ FailureOr<SmallVector<int64_t>> Importer::i64Array(Operation *op,
   return failure();
 }
 
+FailureOr<SmallVector<int64_t>>
+Importer::dimensionsAttr(Operation *op, StringRef name, int64_t rank,
+                         bool permutation) {
+  FailureOr<SmallVector<int64_t>> dims = i64Array(op, name);
+  if (failed(dims))
+    return failure();
+  if (permutation && (int64_t)dims->size() != rank)
+    return error(op) << name << " does not match the operand rank";
+  SmallVector<bool> seen(rank, false);
+  for (int64_t d : *dims) {
+    if (d >= 0 && d < rank && !seen[d]) {
+      seen[d] = true;
+      continue;
+    }
+    if (permutation) {
+      InFlightDiagnostic diag = error(op) << name << " [";
+      llvm::interleaveComma(*dims, diag);
+      return diag << "] is not a permutation of 0.." << rank - 1;
+    }
+    return error(op) << name << ": " << d
+                     << (d < 0 || d >= rank ? " is out of range for rank "
+                                            : " repeats, rank ")
+                     << rank;
+  }
+  return dims;
+}
+
 //===----------------------------------------------------------------------===//
 // The walk over blocks and calls, and the dispatch of each op
 //===----------------------------------------------------------------------===//

@@ -147,6 +147,12 @@ private:
   mlir::FailureOr<mlir::Value> asIndex(const Val &v);
   mlir::FailureOr<llvm::SmallVector<int64_t>> i64Array(mlir::Operation *op,
                                                        llvm::StringRef name);
+  /// i64Array of dimension numbers of a rank-`rank` operand: each in
+  /// [0, rank) and at most once; with `permutation`, each exactly once.
+  /// Errors name the attribute and the offending entry.
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  dimensionsAttr(mlir::Operation *op, llvm::StringRef name, int64_t rank,
+                 bool permutation = false);
 
   //===--- @main and the walk (StableHLOImporter.cpp) ---------------------===//
   mlir::FailureOr<mlir::RankedTensorType> mainLossType(mlir::func::FuncOp main);

@@ -408,21 +408,11 @@ LogicalResult Importer::importShapeOp(Operation *op, ArrayRef<Val> in,
     return success();
   }
   if (name == "stablehlo.transpose") {
-    auto perm = i64Array(op, "permutation");
+    auto perm = dimensionsAttr(op, "permutation", in[0].type.getRank(),
+                               /*permutation=*/true);
     FailureOr<Value> x = materialize(in[0]);
     if (failed(perm) || failed(x))
       return failure();
-    if ((int64_t)perm->size() != in[0].type.getRank())
-      return error(op) << "permutation does not match the operand rank";
-    SmallVector<bool> seen(perm->size(), false);
-    for (int64_t p : *perm) {
-      if (p < 0 || p >= (int64_t)perm->size() || seen[p]) {
-        InFlightDiagnostic diag = error(op) << "permutation [";
-        llvm::interleaveComma(*perm, diag);
-        return diag << "] is not a permutation of 0.." << perm->size() - 1;
-      }
-      seen[p] = true;
-    }
     out.v = zbb.transpose(*x, *perm);
     return success();
   }
@@ -657,21 +647,10 @@ LogicalResult Importer::importReduce(Operation *op, ArrayRef<Val> in,
   std::string kind = reduceKind(op);
   if (kind.empty())
     return failure();
-  FailureOr<SmallVector<int64_t>> dims = i64Array(op, "dimensions");
+  FailureOr<SmallVector<int64_t>> dims =
+      dimensionsAttr(op, "dimensions", in[0].type.getRank());
   if (failed(dims))
     return failure();
-  {
-    int64_t rank = in[0].type.getRank();
-    SmallVector<bool> seen(rank, false);
-    for (int64_t d : *dims) {
-      if (d < 0 || d >= rank || seen[d])
-        return error(op) << "dimensions: " << d
-                         << (d < 0 || d >= rank ? " is out of range for rank "
-                                                : " repeats, rank ")
-                         << rank;
-      seen[d] = true;
-    }
-  }
   if (!in[1].c || in[1].c->numElements() != 1)
     return error(op) << "the initial value must be a scalar constant";
   double init = in[1].c->data[0];

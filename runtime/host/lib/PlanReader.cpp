@@ -8,7 +8,6 @@
 
 #include "zbhost/Plan.h"
 
-#include <cfloat>
 #include <cmath>
 #include "zb/Schedule/Formats.h"
 
@@ -308,8 +307,7 @@ Error PlanParser::optimizer() {
     ZB_ASSIGN(opt.weightDecay, f.number("weight_decay", opt.weightDecay));
     // Ranges where the optimizer (and its in-place rollback) is defined.
     auto g = [](double v) { return formatv("{0}", format("%g", v)).str(); };
-    // The rank programs compute in float32: the learning rate must be one.
-    if (!(opt.lr > 0 && opt.lr <= FLT_MAX))
+    if (!isValidLearningRate(opt.lr))
       return f.error("lr", g(opt.lr) + " must be > 0 and a finite float32 "
                                        "(at most 3.4e38)");
     if (!(opt.beta1 > 0 && opt.beta1 < 1))

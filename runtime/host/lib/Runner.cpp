@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -703,8 +702,7 @@ Error zb::host::checkOptions(const RunOptions &o) {
                      "--report-gradients (they need the steps aligned)");
   if (o.ranksGiven && o.numRanks < 1)
     return makeError("--ranks must be >= 1");
-  // The rank programs compute in float32: the learning rate must be one.
-  if (o.lr && !(*o.lr > 0 && *o.lr <= FLT_MAX))
+  if (o.lr && !isValidLearningRate(*o.lr))
     return makeError(formatv("--lr must be a finite float32 number > 0 (at "
                              "most 3.4e38), got {0}",
                              llvm::format("%g", *o.lr)));

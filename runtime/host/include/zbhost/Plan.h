@@ -96,6 +96,12 @@ struct RankInfo {
 
 /// plan.json "optimizer". beta1/beta2/eps/weight_decay are written for
 /// "adamw" only.
+/// A learning rate the rank programs can use: > 0 and a finite float32
+/// (they compute in float32; 1e39 would be inf).
+inline bool isValidLearningRate(double lr) {
+  return lr > 0 && lr <= 3.4028234663852886e38; // FLT_MAX
+}
+
 struct OptimizerInfo {
   std::string name = "sgd"; ///< "sgd" or "adamw"
   double lr = 0.01;

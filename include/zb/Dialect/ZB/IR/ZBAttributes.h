@@ -12,6 +12,7 @@
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/Operation.h"
 
 #include "zb/Dialect/ZB/IR/ZBEnums.h.inc"
 
@@ -25,6 +26,13 @@ inline constexpr llvm::StringLiteral kScheduleAttr = "zb.schedule";
 inline constexpr llvm::StringLiteral kRoleAttr = "zb.role";
 inline constexpr llvm::StringLiteral kFuncKindAttr = "zb.kind";
 inline constexpr llvm::StringLiteral kRankArgsAttr = "zb.rank_args";
+/// A rank's step function (zb-lower-pipeline): its rank, i64.
+inline constexpr llvm::StringLiteral kStepRankAttr = "zb.rank";
+
+/// True for a rank's step function (it carries kStepRankAttr).
+inline bool isStepFunction(mlir::Operation *fn) {
+  return fn && fn->hasAttr(kStepRankAttr);
+}
 } // namespace zb
 
 #endif // ZB_DIALECT_ZB_IR_ZBATTRIBUTES_H
