@@ -108,6 +108,11 @@ llvm::Error validateOptions(const CompileOptions &options) {
     return error("--gpu-reduction-threads must be 0 or a power of two in "
                  "32 .. 1024, got " +
                  llvm::Twine(options.gpuReductionThreads));
+  if (!std::isfinite(options.gpuLaunchUs) || options.gpuLaunchUs < 0 ||
+      options.gpuLaunchUs > 1e6)
+    return error("--gpu-launch-us must be a number of microseconds in 0 .. "
+                 "1e6, got " +
+                 llvm::formatv("{0}", options.gpuLaunchUs).str());
   if (options.allowTf32 && !options.gpuKernels())
     return error("--allow-tf32 needs --target cuda or cuda-emu (TF32 is a "
                  "cuBLAS math mode of the CUDA runtime)");
@@ -204,6 +209,15 @@ void initializeNativeTarget() {
 
 /// StableHLO text (a JAX export) goes through the StableHLO importer, any
 /// other text is parsed as a zb-dialect module.
+/// The GPU the report and --gpu-costs price kernels on: an H100 SXM with
+/// the options' TF32 and launch overhead.
+static GpuSpec gpuSpecOf(const CompileOptions &options) {
+  GpuSpec gpu;
+  gpu.tf32Gemms = options.allowTf32;
+  gpu.launchSeconds = options.gpuLaunchUs * 1e-6;
+  return gpu;
+}
+
 static OwningOpRef<ModuleOp>
 parseModelBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
                  MLIRContext *context,
@@ -508,8 +522,7 @@ llvm::Expected<host::Profile> Compilation::gpuCostProfile() {
   for (int64_t r = 0; r < numRanks; ++r)
     if (failed(collectRankKernels(*module, r, options, kernels[r])))
       return loweringFailed();
-  GpuSpec gpu;
-  gpu.tf32Gemms = options.allowTf32;
+  GpuSpec gpu = gpuSpecOf(options);
   std::map<int64_t, std::array<double, 3>> seconds =
       gpuStagePassSeconds(kernels, gpu);
   host::Profile profile;
@@ -669,8 +682,7 @@ LogicalResult Compilation::backHalf() {
     phaseTime(llvm::formatv("rank {0}: translation to LLVM IR", r), start);
   }
   if (options.gpuReport) {
-    GpuSpec gpu;
-    gpu.tf32Gemms = options.allowTf32;
+    GpuSpec gpu = gpuSpecOf(options);
     if (llvm::Error error =
             writeText(path("gpu_report.json"),
                       llvm::formatv("{0:2}\n", gpuReportJSON(kernels, gpu))

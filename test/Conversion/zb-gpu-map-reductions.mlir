@@ -89,21 +89,44 @@ func.func @full_sum(%x: memref<16x4xf32>, %y: memref<f32>) {
   return
 }
 
-// A column sum (a bias gradient): the innermost loop is parallel, so one
-// thread per column (consecutive threads, consecutive columns) runs the
-// reduction loop in the linalg op's order from the output's value.
+// A column sum (a bias gradient): the innermost loop is parallel, so a
+// block is 32 consecutive columns (consecutive threads, consecutive
+// columns) x 8 threads striding over the 16 rows; the 8 partials of a
+// column meet in workgroup memory by a tree of 3 levels with a barrier
+// after each, and row 0 adds the total to the output.
 // CHECK-LABEL: func.func @column_sum(
 // CHECK-SAME:      %[[X:.*]]: memref<16x64xf32>, %[[Y:.*]]: memref<64xf32>)
-// CHECK:         gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c1{{.*}}, {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c64,
-// CHECK:           %[[BASE:.*]] = arith.muli %[[B]], %c64
+// CHECK:         gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c2, %{{.*}} = %c1, %{{.*}} = %c1) threads(%[[T:.*]], %[[TY:.*]], %{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c8, %{{.*}} = %c1) workgroup(%[[SH:.*]] : memref<8x32xf32, #gpu.address_space<workgroup>>)
+// CHECK:           %[[BASE:.*]] = arith.muli %[[B]], %c32
 // CHECK:           %[[COL:.*]] = arith.addi %[[BASE]], %[[T]]
+// CHECK:           %[[ZERO:.*]] = arith.constant -0.000000e+00 : f32
 // CHECK:           %[[IN:.*]] = arith.cmpi ult, %[[COL]], %c64
-// CHECK:           scf.if %[[IN]] {
-// CHECK:             %[[INIT:.*]] = memref.load %[[Y]][%[[COL]]]
-// CHECK:             %[[SUM:.*]] = scf.for %[[R:.*]] = %c0 to %c16 step %c1{{.*}} iter_args(%[[ACC:.*]] = %[[INIT]])
+// CHECK:           %[[PART:.*]] = scf.if %[[IN]] -> (f32) {
+// CHECK:             %[[SUM:.*]] = scf.for %[[R:.*]] = %[[TY]] to %c16 step %c8{{.*}} iter_args(%[[ACC:.*]] = %[[ZERO]])
 // CHECK:               %[[V:.*]] = memref.load %[[X]][%[[R]], %[[COL]]]
 // CHECK:               arith.addf %[[V]], %[[ACC]]
-// CHECK:             memref.store %[[SUM]], %[[Y]][%[[COL]]]
+// CHECK:             scf.yield %[[SUM]]
+// CHECK:           } else {
+// CHECK:             scf.yield %[[ZERO]]
+// CHECK:           memref.store %[[PART]], %[[SH]][%[[TY]], %[[T]]]
+// CHECK-NEXT:      gpu.barrier
+// CHECK:           arith.cmpi ult, %[[TY]], %c4
+// CHECK:             memref.load %[[SH]]
+// CHECK:             memref.load %[[SH]]
+// CHECK:             arith.addf
+// CHECK:             memref.store
+// CHECK:           gpu.barrier
+// CHECK:           arith.cmpi ult, %[[TY]], %c2
+// CHECK:           gpu.barrier
+// CHECK:           arith.cmpi ult, %[[TY]], %c1
+// CHECK:           gpu.barrier
+// CHECK:           %[[ROW0:.*]] = arith.cmpi eq, %[[TY]], %c0
+// CHECK:           %[[LAST:.*]] = arith.andi %[[ROW0]],
+// CHECK:           scf.if %[[LAST]] {
+// CHECK:             %[[OLD:.*]] = memref.load %[[Y]][%[[COL]]]
+// CHECK:             %[[TOT:.*]] = memref.load %[[SH]][%c0{{.*}}, %[[T]]]
+// CHECK:             %[[NEW:.*]] = arith.addf %[[TOT]], %[[OLD]]
+// CHECK:             memref.store %[[NEW]], %[[Y]][%[[COL]]]
 // CHECK-NOT:     linalg.generic
 func.func @column_sum(%x: memref<16x64xf32>, %y: memref<64xf32>) {
   linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
@@ -141,6 +164,10 @@ func.func @not_a_combiner(%x: memref<8x100xf32>, %y: memref<8xf32>) {
 // SERIAL-NOT:     gpu.all_reduce
 // SERIAL:           scf.for %{{.*}} = %c0 to %c100 step %c1
 // SERIAL:             math.exp
+// SERIAL-LABEL: func.func @column_sum(
+// SERIAL-NOT:     workgroup
+// SERIAL:         scf.for %{{.*}} = %c0 to %c16 step %c1
+// SERIAL-NOT:     gpu.barrier
 // SERIAL-LABEL: func.func @on_tensors(
 // SERIAL-NOT:     gpu.launch
 
@@ -155,4 +182,115 @@ func.func @on_tensors(%x: tensor<8x100xf32>, %y: tensor<8xf32>) -> tensor<8xf32>
     linalg.yield %s : f32
   } -> tensor<8xf32>
   return %r : tensor<8xf32>
+}
+
+// Layer norm's gamma and beta gradients in one op: two outputs summed over
+// the (2, 3) leading dimensions of a 2x3x5 input; 5 columns -> a tile of 8
+// (3 idle threads per row), 6 reduced -> 8 rows (the reduction indices
+// flattened, innermost fastest); one workgroup buffer per output.
+// CHECK-LABEL: func.func @two_column_sums(
+// CHECK:         gpu.launch blocks({{.*}}) in (%{{.*}} = %c1{{.*}}) threads(%[[T:.*]], %[[TY:.*]], %{{.*}}) in (%{{.*}} = %c8{{.*}}, %{{.*}} = %c8{{.*}}, %{{.*}} = %c1{{.*}}) workgroup(%[[S0:.*]] : memref<8x8xf32, #gpu.address_space<workgroup>>, %[[S1:.*]] : memref<8x8xf32, #gpu.address_space<workgroup>>)
+// CHECK:           scf.for %[[R:.*]] = %[[TY]] to %c6 step %c8
+// CHECK:             %[[J:.*]] = arith.remui %[[R]], %c3
+// CHECK:             %[[I:.*]] = arith.divui %[[R]], %c3
+// CHECK:             memref.load %{{.*}}[%[[I]], %[[J]], %{{.*}}] : memref<2x3x5xf32>
+// CHECK:             arith.mulf
+// CHECK:             arith.addf
+// CHECK:             arith.addf
+// CHECK-COUNT-3:   gpu.barrier
+// CHECK:           gpu.barrier
+// CHECK-NOT:       gpu.barrier
+// CHECK:           gpu.terminator
+// SERIAL-LABEL: func.func @two_column_sums(
+// SERIAL-NOT:     workgroup
+func.func @two_column_sums(%x: memref<2x3x5xf32>, %g: memref<2x3x5xf32>, %dgamma: memref<5xf32>, %dbeta: memref<5xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%x, %g : memref<2x3x5xf32>, memref<2x3x5xf32>) outs(%dgamma, %dbeta : memref<5xf32>, memref<5xf32>) {
+  ^bb0(%a: f32, %b: f32, %o0: f32, %o1: f32):
+    %p = arith.mulf %a, %b : f32
+    %s0 = arith.addf %p, %o0 : f32
+    %s1 = arith.addf %b, %o1 : f32
+    linalg.yield %s0, %s1 : f32, f32
+  }
+  return
+}
+
+// A "reduction" over one element has nothing to share: one thread per
+// output.
+// CHECK-LABEL: func.func @one_row(
+// CHECK-NOT:     workgroup
+// CHECK:         scf.for %{{.*}} = %c0{{.*}} to %c1{{.*}} step %c1
+func.func @one_row(%x: memref<1x64xf32>, %y: memref<64xf32>) {
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<1x64xf32>) outs(%y : memref<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// A reduction into a freshly filled buffer: the fill is folded into the
+// kernel (thread 0 adds the total to the fill's value, no load, no fill
+// kernel); with max-threads=0 the serial loop starts from it.
+// CHECK-LABEL: func.func @filled_row_sum(
+// CHECK-NOT:     linalg.fill
+// CHECK:         %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:         %[[BUF:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-NOT:     linalg.fill
+// CHECK:         gpu.all_reduce add
+// CHECK:         scf.if
+// CHECK-NOT:       memref.load %[[BUF]]
+// CHECK:           %[[NEW:.*]] = arith.addf %{{.*}}, %[[ZERO]]
+// CHECK:           memref.store %[[NEW]], %[[BUF]]
+// SERIAL-LABEL: func.func @filled_row_sum(
+// SERIAL-NOT:     linalg.fill
+// SERIAL:         %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// SERIAL-NOT:     memref.load %{{.*}} : memref<8xf32>
+// SERIAL:         scf.for %{{.*}} = %c0 to %c100 step %c1{{.*}} iter_args(%{{.*}} = %[[ZERO]])
+func.func @filled_row_sum(%x: memref<8x100xf32>) -> memref<8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %y = memref.alloc() : memref<8xf32>
+  linalg.fill ins(%zero : f32) outs(%y : memref<8xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x100xf32>) outs(%y : memref<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  }
+  return %y : memref<8xf32>
+}
+
+// Not folded: a view of the filled buffer is taken before the reduction
+// (something else may read the filled values through it), and a function
+// argument's fill (the caller sees it) stays too.
+// CHECK-LABEL: func.func @fill_kept(
+// CHECK:         linalg.fill
+// CHECK:         memref.subview
+// CHECK:         linalg.fill
+// CHECK:         gpu.launch
+// CHECK:           memref.load
+// CHECK:         gpu.launch
+// CHECK:           memref.load
+func.func @fill_kept(%x: memref<16x64xf32>, %arg: memref<64xf32>) -> memref<2xf32> {
+  %zero = arith.constant 0.0 : f32
+  %y = memref.alloc() : memref<64xf32>
+  linalg.fill ins(%zero : f32) outs(%y : memref<64xf32>)
+  %view = memref.subview %y[0] [2] [1] : memref<64xf32> to memref<2xf32, strided<[1]>>
+  %copy = memref.alloc() : memref<2xf32>
+  linalg.fill ins(%zero : f32) outs(%arg : memref<64xf32>)
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<16x64xf32>) outs(%y : memref<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<16x64xf32>) outs(%arg : memref<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %view, %copy : memref<2xf32, strided<[1]>> to memref<2xf32>
+  return %copy : memref<2xf32>
 }

@@ -162,6 +162,14 @@ static cl::opt<int64_t, true> gpuReductionThreads(
              "serial loop, the CPU backend's arithmetic)"),
     cl::location(options.gpuReductionThreads),
     cl::init(defaults.gpuReductionThreads), cl::cat(category));
+static cl::opt<double, true> gpuLaunchUs(
+    "gpu-launch-us",
+    cl::desc("With --target cuda/cuda-emu: microseconds added to every "
+             "kernel launch and GEMM in the GPU report and the --gpu-costs "
+             "T_F/T_B/T_W (the host's cost of issuing a launch and the gap "
+             "between kernels; default 3, 0: the pure roofline)"),
+    cl::location(options.gpuLaunchUs), cl::init(defaults.gpuLaunchUs),
+    cl::cat(category));
 static cl::opt<bool, true> gpuReport(
     "gpu-report",
     cl::desc("With --target cuda/cuda-emu: print every kernel and GEMM of "

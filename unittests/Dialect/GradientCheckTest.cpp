@@ -178,6 +178,13 @@ std::vector<OpCase> opCases() {
                    "  %y = zb.broadcast_in_dim %a0 dims [1] : tensor<4xf64> "
                    "-> tensor<3x4xf64>",
                    m34});
+  // A bias's gradient: a column sum of 37 rows (zb-gpu-map-reductions'
+  // column kernel: 16 columns x 32 threads over the rows).
+  cases.push_back({"bias_column_sum",
+                   {{"tensor<16xf64>"}},
+                   "  %y = zb.broadcast_in_dim %a0 dims [1] : tensor<16xf64> "
+                   "-> tensor<37x16xf64>",
+                   "tensor<37x16xf64>"});
   cases.push_back({"broadcast_size1",
                    {{"tensor<3x1xf64>"}},
                    "  %y = zb.broadcast_in_dim %a0 dims [0, 1] : "
@@ -395,7 +402,8 @@ INSTANTIATE_TEST_SUITE_P(
 ///   is 1e-12 relative to the largest value of each output; and the
 ///   results must differ from the serial ones somewhere (the reductions
 ///   really ran as block reductions) for softmax, layer_norm, rms_norm and
-///   cross_entropy.
+///   cross_entropy, and the bias gradient (a column sum) must differ
+///   (the column kernel ran).
 class OpGpuEmulationTest : public ::testing::TestWithParam<OpCase> {};
 
 static std::vector<HostTensor> lossAndGrads(CompiledLoss &loss,
@@ -438,7 +446,7 @@ TEST_P(OpGpuEmulationTest, EqualsCpuBackend) {
   ASSERT_EQ(gc.size(), gs.size());
   ASSERT_EQ(gc.size(), gb.size());
   double worst = std::abs(lb - lc) / std::max(std::abs(lc), 1e-300);
-  bool differs = lb != lc;
+  bool differs = lb != lc, gradientsDiffer = false;
   for (size_t k = 0; k < gc.size(); ++k) {
     ASSERT_EQ(gc[k].f64.size(), gs[k].f64.size());
     EXPECT_EQ(gc[k].f64, gs[k].f64) << "gradient #" << k << " of\n"
@@ -449,8 +457,14 @@ TEST_P(OpGpuEmulationTest, EqualsCpuBackend) {
     for (size_t j = 0; j < gc[k].f64.size(); ++j) {
       worst = std::max(worst, std::abs(gb[k].f64[j] - gc[k].f64[j]) / scale);
       differs |= gb[k].f64[j] != gc[k].f64[j];
+      gradientsDiffer |= gb[k].f64[j] != gc[k].f64[j];
     }
   }
+  // The bias gradient is a column sum and nothing else (the loss's full
+  // sum does not enter it): it differs only if the column kernel
+  // reassociated it.
+  if (c.name == "bias_column_sum")
+    EXPECT_TRUE(gradientsDiffer) << "no column block reduction";
   // The row reductions of these ops sum 4 .. 6 values per row in the
   // butterfly's order, which rounds differently from the serial loop for
   // these inputs (fixed seeds): proof that block reductions ran.

@@ -29,6 +29,13 @@ struct GpuSpec {
   double tf32FlopsPerSecond = 495e12; ///< tensor cores (dense)
   /// GEMMs run on TF32 tensor cores (zb-compile --allow-tf32).
   bool tf32Gemms = false;
+  /// Seconds added to every kernel launch and GEMM call (zb-compile
+  /// --gpu-launch-us): the host's cost of issuing it through the driver
+  /// (cuLaunchKernel, cublasSgemm: a few microseconds) plus the device's gap
+  /// between dependent kernels. A pass of many small kernels is bound by it,
+  /// not by the roofline. Modelled as serial (issue, then run); a GPU's
+  /// measured times (zb-run --profile) replace the whole estimate.
+  double launchSeconds = 3e-6;
 };
 
 /// One kernel launch (or runtime GEMM) of a rank program.
@@ -37,9 +44,10 @@ struct GpuKernelLaunch {
   int64_t stage = -1;   ///< its zb.stage; -1 for the step function itself
   char pass = '-';      ///< 'F', 'B', 'W' (zb.kind), '-' for the step
   std::string kernel;   ///< kernel symbol, or "sgemm" for a runtime GEMM
-  /// "elementwise" (a fused loop nest), "block-reduction"
-  /// (zb-gpu-map-reductions), "serial-reduction" (a loop per thread),
-  /// "gemm".
+  /// "elementwise" (a fused loop nest), "block-reduction" (a row per
+  /// block, gpu.all_reduce: zb-gpu-map-reductions), "column-reduction"
+  /// (columns x threads over the rows, a tree in workgroup memory),
+  /// "serial-reduction" (a loop per thread), "gemm".
   std::string kind;
   int64_t grid[3] = {0, 0, 0};  ///< 0: not a constant
   int64_t block[3] = {0, 0, 0};
@@ -53,6 +61,11 @@ struct GpuKernelLaunch {
   /// Roofline time of one launch in seconds: GEMMs at the fp32 peak (TF32
   /// with `tf32`), kernels at the fp32 peak.
   double rooflineSeconds(const GpuSpec &gpu, bool tf32 = false) const;
+  /// Predicted time of one launch in seconds: the roofline plus the
+  /// launch overhead (GpuSpec::launchSeconds).
+  double seconds(const GpuSpec &gpu) const {
+    return rooflineSeconds(gpu) + gpu.launchSeconds;
+  }
 };
 
 /// Every gpu.launch_func and zbrt_sgemm_memref call of `module` (after
@@ -65,22 +78,26 @@ struct GpuKernelLaunch {
 /// B and writes C.
 std::vector<GpuKernelLaunch> collectGpuKernelLaunches(mlir::ModuleOp module);
 
-/// The report as JSON: {"gpu": {...}, "ranks": [{"rank": r, "kernels":
-/// [...], "passes": [{"stage", "pass", "kernels", "gemms", "seconds"}],
-/// "step": {...}}]}, per pass the sum over its launches (one microbatch),
-/// per step the step function's calls of every stage function counted.
+/// The report as JSON: {"gpu": {..., "launch_seconds"}, "ranks": [{"rank":
+/// r, "kernels": [...], "passes": [{"stage", "pass", "kernels", "gemms",
+/// "bytes", "flops", "roofline_ms", "time_ms"}], "step": {...}}]}, per pass
+/// the sum over its launches (one microbatch), per step the step function's
+/// calls of every stage function counted; "time_ms" = "roofline_ms" + one
+/// launch overhead per kernel and GEMM.
 llvm::json::Value
 gpuReportJSON(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
               const GpuSpec &gpu);
 
-/// Per stage, the roofline seconds of one microbatch's F, B and W passes
-/// (the sums of the report's "passes"), for the scheduler.
+/// Per stage, the predicted seconds of one microbatch's F, B and W passes
+/// (roofline plus launch overheads: the report's "passes" "time_ms"), for
+/// the scheduler.
 std::map<int64_t, std::array<double, 3>>
 gpuStagePassSeconds(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
                     const GpuSpec &gpu);
 
-/// The report as a table: one line per kernel, then per rank the F/B/W sums
-/// per stage (roofline ms per microbatch) and the step's totals.
+/// The report as a table: one line per kernel (time = roofline + launch
+/// overhead), then per rank the F/B/W sums per stage (ms per microbatch)
+/// and the step's totals.
 std::string
 gpuReportText(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
               const GpuSpec &gpu);

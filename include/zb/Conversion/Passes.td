@@ -180,10 +180,23 @@ def ZBGpuMapReductions : Pass<"zb-gpu-map-reductions"> {
     combinations (exact for max/min and integers; floating-point sums and
     products are reassociated).
 
+    A reduction whose innermost loop is parallel (a column sum: bias
+    gradients, layer_norm's gamma and beta gradients, a softmax over a
+    leading axis), with the same combiners, becomes a gpu.launch of
+    ceil(outputs / X) blocks of X x Y threads: X = the output count's next
+    power of two up to 32 consecutive output elements (the parallel loops
+    flattened row-major: consecutive threads read consecutive elements),
+    Y = the reduced count's next power of two up to max-threads / X threads
+    that stride over the flattened reduction indices, each keeping a
+    partial from the identity; the Y partials of a column are combined in
+    workgroup memory (memref<Y x X>, a tree of log2(Y) levels separated by
+    gpu.barrier) and thread (x, 0) combines the total with the output's
+    value. Reassociated like the block reductions.
+
     Every other reduction on buffers with static shapes whose outputs are
-    indexed by parallel loops (a reduction whose innermost loop is parallel,
-    such as a bias gradient's column sum; an unrecognised combiner; all of
-    them with max-threads=0) becomes a gpu.launch with one thread per output
+    indexed by parallel loops (an unrecognised combiner, a reduction over
+    one element, all of them with max-threads=0) becomes a gpu.launch with
+    one thread per output
     element (the parallel loops flattened row-major, block-size threads per
     block: consecutive threads, consecutive elements) that runs the
     reduction loops in the linalg op's order from the output's value: the
@@ -191,6 +204,13 @@ def ZBGpuMapReductions : Pass<"zb-gpu-map-reductions"> {
     would leave a reduction loop that is outside a parallel one on the
     host, launching a kernel per iteration.) Elementwise ops are left
     alone.
+
+    A `linalg.fill` that initialises an output (a `memref.alloc` of the
+    same block whose only users before the reduction are that fill and the
+    reduction, as this output, indexed by a permutation of the parallel
+    loops) is folded into every one of these kernels: they start from the
+    fill's value instead of loading the output, and the fill is erased (one
+    kernel launch fewer per reduction; the same arithmetic).
   }];
   let options = [
     Option<"maxThreads", "max-threads", "int64_t", /*default=*/"256",

@@ -130,6 +130,10 @@ struct CompileOptions {
   /// use TF32 tensor cores (plan.json `allow_tf32`); the GPU report then
   /// times GEMMs at the TF32 peak.
   bool allowTf32 = false;
+  /// Microseconds added to every kernel launch and GEMM of the GPU report
+  /// and of --gpu-costs (--gpu-launch-us; GpuSpec::launchSeconds; 0: the
+  /// pure roofline).
+  double gpuLaunchUs = 3.0;
   /// Threads per block of the elementwise kernels of --target cuda and
   /// cuda-emu (--gpu-block-size; 32 .. 1024, a multiple of 32).
   int64_t gpuBlockSize = 256;

@@ -178,14 +178,16 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module) {
           launch, launch.getKernel());
       g.kind = "elementwise";
       if (kernel) {
-        bool allReduce = false, innerLoop = false;
+        bool allReduce = false, innerLoop = false, barrier = false;
         kernel.walk([&](Operation *inner) {
           if (isFlop(inner))
             g.flops += tripCount(inner, kernel) * threads;
           allReduce |= isa<gpu::AllReduceOp>(inner);
+          barrier |= isa<gpu::BarrierOp>(inner);
           innerLoop |= isa<scf::ForOp>(inner);
         });
         g.kind = allReduce   ? "block-reduction"
+                 : barrier   ? "column-reduction"
                  : innerLoop ? "serial-reduction"
                              : "elementwise";
         for (auto [i, arg] : llvm::enumerate(kernel.getArguments())) {
@@ -213,11 +215,13 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module) {
 namespace {
 struct PassSum {
   int64_t kernels = 0, gemms = 0;
-  double seconds = 0, bytes = 0, flops = 0;
+  /// Roofline plus launch overheads, and the roofline alone.
+  double seconds = 0, roofline = 0, bytes = 0, flops = 0;
   /// Adds `n` launches of `k`.
   void add(const GpuKernelLaunch &k, int64_t n, const GpuSpec &gpu) {
     (k.kind == "gemm" ? gemms : kernels) += n;
-    seconds += n * k.rooflineSeconds(gpu);
+    seconds += n * k.seconds(gpu);
+    roofline += n * k.rooflineSeconds(gpu);
     bytes += n * (k.bytesRead + k.bytesWritten);
     flops += n * k.flops;
   }
@@ -276,7 +280,8 @@ gpuReportJSON(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
           {"flops", k.flops},
           {"launches", k.launches},
           {"calls_per_step", k.callsPerStep},
-          {"roofline_ms", k.rooflineSeconds(gpu) * 1e3}});
+          {"roofline_ms", k.rooflineSeconds(gpu) * 1e3},
+          {"time_ms", k.seconds(gpu) * 1e3}});
     llvm::json::Array passes;
     for (auto &[key, s] : passSums(launches, gpu))
       passes.push_back(llvm::json::Object{{"stage", key.first},
@@ -285,7 +290,8 @@ gpuReportJSON(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
                                           {"gemms", s.gemms},
                                           {"bytes", s.bytes},
                                           {"flops", s.flops},
-                                          {"roofline_ms", s.seconds * 1e3}});
+                                          {"roofline_ms", s.roofline * 1e3},
+                                          {"time_ms", s.seconds * 1e3}});
     PassSum step = stepSum(launches, gpu);
     rankArray.push_back(llvm::json::Object{
         {"rank", static_cast<int64_t>(r)},
@@ -295,7 +301,8 @@ gpuReportJSON(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
                                     {"gemms", step.gemms},
                                     {"bytes", step.bytes},
                                     {"flops", step.flops},
-                                    {"roofline_ms", step.seconds * 1e3}}}});
+                                    {"roofline_ms", step.roofline * 1e3},
+                                    {"time_ms", step.seconds * 1e3}}}});
   }
   return llvm::json::Object{
       {"gpu", llvm::json::Object{{"name", gpu.name},
@@ -303,7 +310,8 @@ gpuReportJSON(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
                                  {"fp32_flops_per_second",
                                   gpu.fp32FlopsPerSecond},
                                  {"tf32_flops_per_second",
-                                  gpu.tf32FlopsPerSecond}}},
+                                  gpu.tf32FlopsPerSecond},
+                                 {"launch_seconds", gpu.launchSeconds}}},
       {"ranks", std::move(rankArray)}};
 }
 
@@ -313,10 +321,11 @@ gpuReportText(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
   std::string out;
   llvm::raw_string_ostream os(out);
   os << llvm::formatv("GPU report: roofline on {0} ({1:f2} TB/s, {2:f0} "
-                      "TFLOP/s fp32, {3:f0} TFLOP/s TF32)\n",
+                      "TFLOP/s fp32, {3:f0} TFLOP/s TF32) + {4:f1} us per "
+                      "launch\n",
                       gpu.name, gpu.bytesPerSecond / 1e12,
                       gpu.fp32FlopsPerSecond / 1e12,
-                      gpu.tf32FlopsPerSecond / 1e12);
+                      gpu.tf32FlopsPerSecond / 1e12, gpu.launchSeconds * 1e6);
   for (auto [r, launches] : llvm::enumerate(ranks)) {
     os << llvm::formatv("rank {0}\n", r);
     os << llvm::formatv("  {0,-5} {1,-4} {2,-40} {3,-16} {4,9} {5,9} {6,11} "
@@ -328,16 +337,19 @@ gpuReportText(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
                              ? "-"
                              : std::to_string(k.grid[0] * k.grid[1] *
                                               k.grid[2]);
-      std::string block = k.kind == "gemm"
-                              ? "-"
-                              : std::to_string(k.block[0] * k.block[1] *
-                                               k.block[2]);
+      std::string block = "-";
+      if (k.kind != "gemm") {
+        block = std::to_string(k.block[0]);
+        for (int d = 1; d < 3; ++d)
+          if (k.block[d] != 1)
+            block += "x" + std::to_string(k.block[d]);
+      }
       std::string stage = k.stage < 0 ? "-" : std::to_string(k.stage);
       os << llvm::formatv("  {0,-5} {1,-4} {2,-40} {3,-16} {4,9} {5,9} "
                           "{6,11:f0} {7,11:f0} {8,10:e1} {9,9:f3}{10}\n",
                           stage, std::string(1, k.pass), k.kernel, k.kind,
                           grid, block, k.bytesRead, k.bytesWritten, k.flops,
-                          k.rooflineSeconds(gpu) * 1e6,
+                          k.seconds(gpu) * 1e6,
                           k.launches > 1
                               ? llvm::formatv("  x{0}", k.launches).str()
                               : std::string());
@@ -352,9 +364,12 @@ gpuReportText(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
                           s.flops);
     }
     PassSum step = stepSum(launches, gpu);
-    os << llvm::formatv("  step: {0} kernel launches, {1} GEMMs, roofline "
-                        "{2:f6} ms of compute\n",
-                        step.kernels, step.gemms, step.seconds * 1e3);
+    os << llvm::formatv("  step: {0} kernel launches, {1} GEMMs, {2:f6} ms "
+                        "of compute ({3:f6} ms roofline + {4:f6} ms "
+                        "launches)\n",
+                        step.kernels, step.gemms, step.seconds * 1e3,
+                        step.roofline * 1e3,
+                        (step.seconds - step.roofline) * 1e3);
   }
   return out;
 }

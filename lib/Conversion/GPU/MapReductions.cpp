@@ -8,7 +8,10 @@
 // (coalesced: consecutive threads read consecutive elements of the innermost
 // dimension), each keeping a partial result, combined across the block with
 // one uniform gpu.all_reduce (warp shuffles and shared memory once
-// convert-gpu-to-nvvm lowers it). See Passes.td for the exact semantics.
+// convert-gpu-to-nvvm lowers it). A reduction whose innermost loop is
+// parallel (column sums: bias gradients) becomes blocks of 32 consecutive
+// columns x Y threads over the reduction, combined by a tree in workgroup
+// memory. See Passes.td for the exact semantics.
 //
 //===----------------------------------------------------------------------===//
 #include "zb/Conversion/Passes.h"
@@ -17,6 +20,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -205,6 +209,24 @@ blockReductionCombiners(linalg::GenericOp generic) {
   return combiners;
 }
 
+/// The combiners of a reduction whose innermost loop is parallel (a column
+/// sum: bias gradients, layer_norm's gamma/beta gradients, a softmax over a
+/// leading axis) when every output is combined by a recognised operation;
+/// std::nullopt otherwise. Assumes unsupported(generic) is empty.
+std::optional<SmallVector<Combiner>>
+columnReductionCombiners(linalg::GenericOp generic) {
+  if (generic.getIteratorTypesArray().back() != utils::IteratorType::parallel)
+    return std::nullopt;
+  SmallVector<Combiner> combiners;
+  for (unsigned i = 0, e = generic.getNumDpsInits(); i < e; ++i) {
+    std::optional<Combiner> c = matchCombiner(generic, i);
+    if (!c)
+      return std::nullopt;
+    combiners.push_back(*c);
+  }
+  return combiners;
+}
+
 /// The sizes of the parallel and of the reduction loops, in loop order.
 void splitLoopSizes(linalg::GenericOp generic,
                     SmallVectorImpl<int64_t> &parallelSizes,
@@ -273,9 +295,73 @@ gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, int64_t blocks,
   return launch;
 }
 
+/// The value a linalg.fill stores into output `init` of `generic` when the
+/// fill can be folded into the reduction's kernel, or null: the output is a
+/// memref.alloc of the same block whose only users before `generic` are one
+/// linalg.fill (of the element type) and `generic` itself, as this output
+/// alone (so no view or call sees the filled buffer before the reduction),
+/// and the output's indexing map is a permutation of the parallel loops
+/// (the reduction then stores every element once). `fill` is set to it.
+Value foldableFill(linalg::GenericOp generic, OpOperand &init,
+                   linalg::FillOp &fill) {
+  fill = nullptr;
+  Value buffer = init.get();
+  auto alloc = buffer.getDefiningOp<memref::AllocOp>();
+  Block *block = generic->getBlock();
+  if (!alloc || alloc->getBlock() != block)
+    return nullptr;
+  AffineMap map = generic.getMatchingIndexingMap(&init);
+  auto iterators = generic.getIteratorTypesArray();
+  llvm::SmallBitVector seen(map.getNumDims());
+  for (AffineExpr e : map.getResults()) {
+    auto dim = cast<AffineDimExpr>(e); // unsupported() checked
+    if (seen.test(dim.getPosition()))
+      return nullptr;
+    seen.set(dim.getPosition());
+  }
+  for (auto [i, it] : llvm::enumerate(iterators))
+    if (it == utils::IteratorType::parallel && !seen.test(i))
+      return nullptr;
+  for (OpOperand &use : buffer.getUses()) {
+    Operation *user = use.getOwner();
+    if (user == generic.getOperation()) {
+      if (&use != &init)
+        return nullptr;
+      continue;
+    }
+    Operation *ancestor = block->findAncestorOpInBlock(*user);
+    if (!ancestor)
+      return nullptr;
+    if (generic->isBeforeInBlock(ancestor))
+      continue;
+    auto f = dyn_cast<linalg::FillOp>(user);
+    if (!f || fill || f->getBlock() != block || !f.hasPureBufferSemantics() ||
+        f.getDpsInits()[0] != buffer ||
+        f.getInputs()[0].getType() != getElementTypeOrSelf(buffer.getType()))
+      return nullptr;
+    fill = f;
+  }
+  if (!fill)
+    return nullptr;
+  return fill.getInputs()[0];
+}
+
 struct ZBGpuMapReductionsPass
     : public zb::impl::ZBGpuMapReductionsBase<ZBGpuMapReductionsPass> {
   using Base::Base;
+
+  /// Per reduction, the folded fill value of each output (null: none).
+  DenseMap<Operation *, SmallVector<Value>> filled;
+
+  /// Output `i`'s value before the reduction, at `indices`: the value of
+  /// its folded linalg.fill, or a load.
+  Value initialValue(OpBuilder &b, Location loc, linalg::GenericOp generic,
+                     unsigned i, ValueRange indices) {
+    auto it = filled.find(generic);
+    if (it != filled.end() && it->second[i])
+      return it->second[i];
+    return memref::LoadOp::create(b, loc, generic.getDpsInits()[i], indices);
+  }
 
   /// One block per output element, a gpu.all_reduce over its threads.
   void rewriteBlock(linalg::GenericOp generic, ArrayRef<Combiner> combiners) {
@@ -328,12 +414,146 @@ struct ZBGpuMapReductionsPass
         OpOperand &init = generic.getDpsInitsMutable()[i];
         SmallVector<Value> indices =
             applyMap(b, loc, generic.getMatchingIndexingMap(&init), ivs);
-        Value old = memref::LoadOp::create(b, loc, init.get(), indices);
+        Value old = initialValue(b, loc, generic, i, indices);
         IRMapping mapping;
         mapping.map(c.op->getOperand(c.accOperand), old);
         mapping.map(c.op->getOperand(1 - c.accOperand), totals[i]);
         Value combined = b.clone(*c.op, mapping)->getResult(0);
         memref::StoreOp::create(b, loc, combined, init.get(), indices);
+      }
+    }
+    gpu::TerminatorOp::create(b, loc);
+    generic.erase();
+  }
+
+  /// A tile of `tileX` consecutive output elements per block (the parallel
+  /// loops flattened, row-major: with the innermost loop parallel,
+  /// consecutive threads read consecutive elements) times `tileY` threads
+  /// that stride over the flattened reduction indices; thread (x, y) keeps a
+  /// partial from the combiner's identity over r = y, y + tileY, ..., the
+  /// block combines the tileY partials of each column in workgroup memory
+  /// by a tree (rows y and y + s for s = tileY/2, ..., 1, a barrier after
+  /// each level), and thread (x, 0) combines the column's total with the
+  /// output's value.
+  void rewriteColumns(linalg::GenericOp generic, ArrayRef<Combiner> combiners,
+                      int64_t tileX, int64_t tileY) {
+    Location loc = generic.getLoc();
+    OpBuilder b(generic);
+    MLIRContext *ctx = b.getContext();
+    SmallVector<int64_t> parallelSizes, reductionSizes;
+    splitLoopSizes(generic, parallelSizes, reductionSizes);
+    int64_t outputs = llvm::product_of(parallelSizes);
+    int64_t reduced = llvm::product_of(reductionSizes);
+    auto idx = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    auto workgroup = gpu::AddressSpaceAttr::get(
+        ctx, gpu::GPUDialect::getWorkgroupAddressSpace());
+    SmallVector<Type> sharedTypes;
+    for (const Combiner &c : combiners)
+      sharedTypes.push_back(MemRefType::get({tileY, tileX},
+                                            c.identity.getType(),
+                                            MemRefLayoutAttrInterface(),
+                                            workgroup));
+    Value one = idx(1);
+    auto launch = gpu::LaunchOp::create(
+        b, loc, idx((outputs + tileX - 1) / tileX), one, one, idx(tileX),
+        idx(tileY), one, /*dynamicSharedMemorySize=*/nullptr,
+        /*asyncTokenType=*/nullptr, /*asyncDependencies=*/{}, sharedTypes);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    ArrayRef<BlockArgument> shared = launch.getWorkgroupAttributions();
+    Value tx = launch.getThreadIds().x, ty = launch.getThreadIds().y;
+    Value column = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                                      idx(tileX)),
+        tx);
+    auto inRange = [&]() -> Value {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, column,
+                                   idx(outputs));
+    };
+    SmallVector<Type> types;
+    SmallVector<Value> identities;
+    for (const Combiner &c : combiners) {
+      types.push_back(c.identity.getType());
+      identities.push_back(arith::ConstantOp::create(b, loc, c.identity));
+    }
+
+    // Phase 1: this thread's partial of its column (the identity outside
+    // the output) into shared[y][x].
+    auto ifIn = scf::IfOp::create(b, loc, types, inRange(), /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifIn.getThenRegion().front());
+      SmallVector<Value> parallelIvs =
+          delinearize(b, loc, column, parallelSizes);
+      auto loop = scf::ForOp::create(b, loc, ty, idx(reduced), idx(tileY),
+                                     identities);
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(loop.getBody());
+        SmallVector<Value> ivs = loopIvs(
+            generic, parallelIvs,
+            delinearize(b, loc, loop.getInductionVar(), reductionSizes));
+        scf::YieldOp::create(
+            b, loc,
+            cloneBody(b, loc, generic, ivs, loop.getRegionIterArgs()));
+      }
+      scf::YieldOp::create(b, loc, loop.getResults());
+      b.setInsertionPointToStart(&ifIn.getElseRegion().front());
+      scf::YieldOp::create(b, loc, identities);
+    }
+    for (auto [i, buffer] : llvm::enumerate(shared))
+      memref::StoreOp::create(b, loc, ifIn.getResult(i), buffer,
+                              ValueRange{ty, tx});
+    gpu::BarrierOp::create(b, loc);
+
+    // The tree over the tileY rows of each column.
+    auto combine = [&](const Combiner &c, Value acc, Value other) {
+      IRMapping mapping;
+      mapping.map(c.op->getOperand(c.accOperand), acc);
+      mapping.map(c.op->getOperand(1 - c.accOperand), other);
+      return b.clone(*c.op, mapping)->getResult(0);
+    };
+    for (int64_t s = tileY / 2; s >= 1; s /= 2) {
+      Value lower = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          ty, idx(s));
+      auto ifLower = scf::IfOp::create(b, loc, lower, /*withElse=*/false);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&ifLower.getThenRegion().front());
+        Value partner = arith::AddIOp::create(b, loc, ty, idx(s));
+        for (auto [i, c] : llvm::enumerate(combiners)) {
+          Value mine = memref::LoadOp::create(b, loc, shared[i],
+                                              ValueRange{ty, tx});
+          Value theirs = memref::LoadOp::create(b, loc, shared[i],
+                                                ValueRange{partner, tx});
+          memref::StoreOp::create(b, loc, combine(c, mine, theirs), shared[i],
+                                  ValueRange{ty, tx});
+        }
+      }
+      gpu::BarrierOp::create(b, loc);
+    }
+
+    // Row 0 of the tile combines each column's total with the output.
+    Value first = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ty, idx(0)),
+        inRange());
+    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+      SmallVector<Value> ivs =
+          loopIvs(generic, delinearize(b, loc, column, parallelSizes));
+      for (auto [i, c] : llvm::enumerate(combiners)) {
+        OpOperand &init = generic.getDpsInitsMutable()[i];
+        SmallVector<Value> indices =
+            applyMap(b, loc, generic.getMatchingIndexingMap(&init), ivs);
+        Value old = initialValue(b, loc, generic, i, indices);
+        Value total = memref::LoadOp::create(b, loc, shared[i],
+                                             ValueRange{idx(0), tx});
+        memref::StoreOp::create(b, loc, combine(c, old, total), init.get(),
+                                indices);
       }
     }
     gpu::TerminatorOp::create(b, loc);
@@ -373,9 +593,8 @@ struct ZBGpuMapReductionsPass
       return applyMap(b, loc, generic.getMatchingIndexingMap(&init), ivs);
     };
     SmallVector<Value> accs;
-    for (OpOperand &init : generic.getDpsInitsMutable())
-      accs.push_back(
-          memref::LoadOp::create(b, loc, init.get(), outputIndices(init)));
+    for (auto [i, init] : llvm::enumerate(generic.getDpsInitsMutable()))
+      accs.push_back(initialValue(b, loc, generic, i, outputIndices(init)));
     // The reduction loops, outermost first, around the body.
     SmallVector<scf::ForOp> loops;
     OpBuilder::InsertionGuard guard(b);
@@ -408,6 +627,22 @@ struct ZBGpuMapReductionsPass
     generic.erase();
   }
 
+  /// The block of a column reduction: tileX = the output count's next
+  /// power of two up to a warp (32), tileY = the reduced count's next power
+  /// of two up to max-threads / tileX (1: no parallelism over the
+  /// reduction, the thread-per-output kernel is used).
+  std::pair<int64_t, int64_t> columnTile(linalg::GenericOp generic) const {
+    SmallVector<int64_t> parallelSizes, reductionSizes;
+    splitLoopSizes(generic, parallelSizes, reductionSizes);
+    int64_t outputs = llvm::product_of(parallelSizes);
+    int64_t reduced = llvm::product_of(reductionSizes);
+    int64_t tileX = std::min<int64_t>(
+        static_cast<int64_t>(llvm::PowerOf2Ceil(outputs)), 32);
+    int64_t tileY = std::min<int64_t>(
+        static_cast<int64_t>(llvm::PowerOf2Ceil(reduced)), maxThreads / tileX);
+    return {tileX, std::max<int64_t>(tileY, 1)};
+  }
+
   void runOnOperation() override {
     if (maxThreads != 0 &&
         (maxThreads < 32 || maxThreads > 1024 ||
@@ -423,7 +658,8 @@ struct ZBGpuMapReductionsPass
           << static_cast<int64_t>(blockSize);
       return signalPassFailure();
     }
-    SmallVector<std::pair<linalg::GenericOp, SmallVector<Combiner>>> blocks;
+    SmallVector<std::pair<linalg::GenericOp, SmallVector<Combiner>>> blocks,
+        columns;
     SmallVector<linalg::GenericOp> serial;
     getOperation()->walk([&](linalg::GenericOp generic) {
       if (generic->getParentOfType<gpu::LaunchOp>() ||
@@ -432,15 +668,52 @@ struct ZBGpuMapReductionsPass
       std::optional<SmallVector<Combiner>> combiners;
       if (maxThreads > 0)
         combiners = blockReductionCombiners(generic);
-      if (combiners)
+      if (combiners) {
         blocks.emplace_back(generic, std::move(*combiners));
+        return;
+      }
+      if (maxThreads > 0 && columnTile(generic).second > 1)
+        combiners = columnReductionCombiners(generic);
+      if (combiners)
+        columns.emplace_back(generic, std::move(*combiners));
       else
         serial.push_back(generic);
     });
+    // A reduction into a freshly filled buffer starts from the fill's
+    // value in its kernel: no fill kernel (one launch fewer), the same
+    // arithmetic.
+    SmallVector<Operation *> folded;
+    auto foldFills = [&](linalg::GenericOp generic) {
+      SmallVector<Value> values;
+      bool any = false;
+      for (OpOperand &init : generic.getDpsInitsMutable()) {
+        linalg::FillOp fill;
+        values.push_back(foldableFill(generic, init, fill));
+        if (fill) {
+          folded.push_back(fill);
+          any = true;
+        }
+      }
+      if (any)
+        filled[generic] = std::move(values);
+    };
+    for (auto &entry : blocks)
+      foldFills(entry.first);
+    for (auto &entry : columns)
+      foldFills(entry.first);
+    for (linalg::GenericOp generic : serial)
+      foldFills(generic);
     for (auto &[generic, combiners] : blocks)
       rewriteBlock(generic, combiners);
+    for (auto &[generic, combiners] : columns) {
+      auto [tileX, tileY] = columnTile(generic);
+      rewriteColumns(generic, combiners, tileX, tileY);
+    }
     for (linalg::GenericOp generic : serial)
       rewriteSerial(generic);
+    for (Operation *fill : folded)
+      fill->erase();
+    filled.clear();
   }
 };
 
