@@ -131,8 +131,9 @@ static void addGpuKernelPasses(OpPassManager &pm,
     pm.addPass(std::make_unique<InspectPass>(gpu.inspectKernels));
 }
 
-/// After addGpuKernelPasses: asynchronous launches, one nvvm-attach-target
-/// per architecture ("sm_80,sm_90"), NVVM, and a fatbin per kernel module
+/// After addGpuKernelPasses: asynchronous launches, all kernels in one
+/// gpu.module (zb-gpu-merge-kernel-modules), one nvvm-attach-target per
+/// architecture ("sm_80,sm_90"), NVVM, and one fatbin for that module
 /// (gpu-module-to-binary for one architecture, zb-gpu-fatbin for several:
 /// every cubin plus the first one's PTX); leaves host code for the common
 /// tail.
@@ -140,7 +141,9 @@ static void addGpuBinaryPasses(OpPassManager &pm,
                                const GpuCodegenOptions &gpu) {
   llvm::SmallVector<llvm::StringRef> chips;
   llvm::StringRef(gpu.chip).split(chips, ',', -1, /*KeepEmpty=*/false);
-  std::string text = "func.func(gpu-async-region)";
+  // One kernel module per rank program: one ptxas (and fatbinary) run per
+  // architecture instead of one per kernel.
+  std::string text = "func.func(gpu-async-region),zb-gpu-merge-kernel-modules";
   for (llvm::StringRef chip : chips)
     text += llvm::formatv(",nvvm-attach-target{{chip={0} features={1} O=3}",
                           chip.trim(), gpu.features)

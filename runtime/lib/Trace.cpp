@@ -15,6 +15,8 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <iomanip>
+#include <csignal>
+#include <cstdlib>
 
 using namespace zbrt;
 using namespace zbrt::detail;
@@ -136,11 +138,38 @@ void zbrt::detail::currentAction(char *out, unsigned long cap) {
                 kNames[(int)e.kind], e.stage, e.microbatch);
 }
 
+namespace {
+/// Fault injection for the tests of a dead rank on every backend
+/// (ZBRT_INJECT_KILL=R:N): world rank R kills itself with SIGKILL, no chance
+/// to clean up, as it begins its N-th pass (counted over the job from 1).
+/// Returns the pass number to die at on this rank, 0 for never.
+long injectedKillAt() {
+  static const long at = [] {
+    const char *v = std::getenv("ZBRT_INJECT_KILL");
+    if (!v || !*v)
+      return 0L;
+    char *end = nullptr;
+    long rank = std::strtol(v, &end, 10);
+    if (end == v || *end != ':')
+      fatalf("ZBRT_INJECT_KILL='%s': expected RANK:PASS (e.g. 1:5)", v);
+    const char *n = end + 1;
+    long pass = std::strtol(n, &end, 10);
+    if (end == n || *end != '\0' || pass < 1 || rank < 0)
+      fatalf("ZBRT_INJECT_KILL='%s': expected RANK:PASS, PASS >= 1", v);
+    return rank == zbrt_rank() ? pass : 0L;
+  }();
+  return at;
+}
+} // namespace
+
 extern "C" void zbrt_action_begin(int32_t kind, int32_t stage,
                                   int32_t microbatch) {
   if (kind < 0 || kind > 2)
     fatalf("zbrt_action_begin: unknown action kind %d (0 = F, 1 = B, 2 = W)",
            kind);
+  static long passes = 0;
+  if (long killAt = injectedKillAt(); killAt > 0 && ++passes == killAt)
+    std::raise(SIGKILL);
   TraceState &s = state();
   if (s.events.size() >= kMaxEventsPerStep)
     return;

@@ -5,8 +5,16 @@
 // that `zb-run --backend cuda` runs on machines without a GPU
 // (ZBRT_CUDA_DRIVER=, ZBRT_CUBLAS=, ZBRT_NCCL= point at this library). It is
 // a test double, not an emulator of GPU timing:
-//   - streams execute every operation at once (ordering bugs between streams
-//     are not found here; they need a GPU);
+//   - streams execute at once, except behind a receive: ncclRecv fills its
+//     buffer with NaN (all bits set) and waits on its stream, with what is
+//     enqueued after it, until the host or another stream waits for it
+//     (cuStreamWaitEvent, cuStreamSynchronize, cuEventSynchronize; the
+//     queries make progress when the message is there). A runtime that reads
+//     a received buffer without waiting for its stream reads NaN, as a GPU
+//     would read stale data (ZB_FAKE_CUDA_DROP_WAITS=1 ignores every
+//     cuStreamWaitEvent, to show that tests notice). Compute work (GEMMs,
+//     the host-emulated kernels) runs at once, so the host blocks where a
+//     GPU stream would wait on the device;
 //   - "device" memory is host memory, but every pointer handed to a copy, a
 //     GEMM or a message must lie inside a live allocation of this library
 //     (host pointers given to the GPU are reported, as a GPU would fault);
@@ -35,12 +43,16 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <map>
+#include <set>
 #include <mutex>
 #include <string>
 #include <unistd.h>
@@ -56,6 +68,12 @@ struct Stats {
   long allocations = 0, managedAllocations = 0, memcpys = 0, comms = 0;
   long badPointers = 0, streams = 0, events = 0, waits = 0, launches = 0;
   long batchedGemms = 0;
+  /// Receives that ran later than their ncclRecv call; stream waits that
+  /// made a stream's deferred work run; deferred work dropped (an abort).
+  long deferredRecvs = 0, flushingWaits = 0, droppedOps = 0;
+  /// world rank -> NCCL sends (never freed: the report is written at exit,
+  /// after static destructors)
+  std::map<int, long> &sendsTo = *new std::map<int, long>;
   int lastDevice = -1;
 };
 Stats gStats;
@@ -120,12 +138,16 @@ void writeReport() {
                "send_bytes %ld\nrecv_bytes %ld\nallocations %ld\n"
                "managed_allocations %ld\nmemcpys %ld\ncommunicators %ld\n"
                "bad_pointers %ld\nstreams %ld\nevents %ld\n"
-               "batched_gemms %ld\n",
+               "batched_gemms %ld\ndeferred_recvs %ld\nflushing_waits %ld\n"
+               "dropped_ops %ld\n",
                gStats.lastDevice, gStats.gemms, gStats.sends, gStats.recvs,
                gStats.sendBytes, gStats.recvBytes, gStats.allocations,
                gStats.managedAllocations, gStats.memcpys, gStats.comms,
                gStats.badPointers, gStats.streams, gStats.events,
-               gStats.batchedGemms);
+               gStats.batchedGemms, gStats.deferredRecvs,
+               gStats.flushingWaits, gStats.droppedOps);
+  for (const auto &[peer, n] : gStats.sendsTo)
+    std::fprintf(f, "nccl_sends_to %d %ld\n", peer, n);
   std::fclose(f);
 }
 
@@ -140,13 +162,74 @@ void *allocate(size_t bytes) {
   return p;
 }
 
+struct Comm;
+
+/// Work enqueued on a stream behind a receive. `run(block)` does it and
+/// returns true, or (block false) returns false when it would have to wait.
+struct DeferredOp {
+  long ticket;
+  Comm *comm; // the communicator a receive or send uses, else null
+  std::function<bool(bool block)> run;
+};
+
 struct Stream {
   int id;
+  std::deque<DeferredOp> pending;
+  long tickets = 0;
 };
 struct Event {
   int id;
   double recordedMs = -1; // host time of the last cuEventRecord
+  /// While its record waits on a stream: the stream and the record's ticket.
+  Stream *stream = nullptr;
+  long ticket = 0;
+  long generation = 0; // records so far (a pending old record is void)
 };
+
+/// Live streams (never freed: streams may be destroyed at exit).
+std::set<Stream *> &gStreams = *new std::set<Stream *>;
+
+/// Runs `s`'s deferred work in order up to `ticket`; false when (block
+/// false) a receive's message has not arrived.
+bool progress(Stream *s, long ticket, bool block) {
+  while (!s->pending.empty() && s->pending.front().ticket <= ticket) {
+    // Popped before it runs: an op may progress other streams.
+    DeferredOp op = s->pending.front();
+    if (!op.run(block))
+      return false;
+    s->pending.pop_front();
+  }
+  return true;
+}
+
+/// Runs `work` now when `stream` has nothing deferred, else behind it.
+void enqueueOrRun(void *stream, Comm *comm, std::function<void()> work) {
+  auto *s = static_cast<Stream *>(stream);
+  if (!s || s->pending.empty()) {
+    work();
+    return;
+  }
+  s->pending.push_back({++s->tickets, comm, [work](bool) {
+                          work();
+                          return true;
+                        }});
+}
+
+/// The event's record has run (progressing its stream as far as needed).
+bool eventReady(Event *e, bool block) {
+  // A record that ran with an old generation leaves the newer one pending
+  // (possibly on another stream): loop.
+  while (e->stream)
+    if (!progress(e->stream, e->ticket, block))
+      return false;
+  return true;
+}
+
+/// Every stream's deferred work, e.g. before memory is freed.
+void progressAll() {
+  for (Stream *s : gStreams)
+    progress(s, LONG_MAX, /*block=*/true);
+}
 
 double nowMs() {
   return std::chrono::duration<double, std::milli>(
@@ -167,6 +250,7 @@ struct Comm {
   int rank = 0;                  // 0 or 1
   int peerWorld = -1;            // world rank of the other member
   int tag = 0;                   // MPI tag of this communicator's bytes
+  int asyncError = 0;            // a deferred receive's failure
   std::vector<MPI_Request> sends;
   std::vector<std::vector<char>> buffers;
 };
@@ -179,6 +263,30 @@ void completeSends(Comm *c) {
     MPI_Waitall((int)c->sends.size(), c->sends.data(), MPI_STATUSES_IGNORE);
   c->sends.clear();
   c->buffers.clear();
+}
+
+/// MPI_Isend of a copy of `buf` (NCCL's send, eager in this stand-in).
+void isend(Comm *c, const void *buf, size_t count) {
+  // Forget completed sends (their buffers go with them).
+  size_t kept = 0;
+  for (size_t i = 0; i < c->sends.size(); ++i) {
+    int done = 0;
+    MPI_Test(&c->sends[i], &done, MPI_STATUS_IGNORE);
+    if (done)
+      continue;
+    if (kept != i) { // (a self-move would empty the buffer MPI reads)
+      c->sends[kept] = c->sends[i];
+      c->buffers[kept] = std::move(c->buffers[i]);
+    }
+    ++kept;
+  }
+  c->sends.resize(kept);
+  c->buffers.resize(kept);
+  c->buffers.emplace_back(static_cast<const char *>(buf),
+                          static_cast<const char *>(buf) + count);
+  c->sends.emplace_back();
+  MPI_Isend(c->buffers.back().data(), (int)count, MPI_BYTE, c->peerWorld,
+            c->tag, MPI_COMM_WORLD, &c->sends.back());
 }
 
 } // namespace
@@ -299,41 +407,105 @@ CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
   }
   return kNotSupported;
 }
+constexpr CUresult kNotReady = 600;
 CUresult cuStreamCreate(void **stream, unsigned) {
-  *stream = new Stream{(int)++gStats.streams};
+  auto *s = new Stream{(int)++gStats.streams, {}, 0};
+  gStreams.insert(s);
+  *stream = s;
   return kOk;
 }
 CUresult cuStreamDestroy_v2(void *stream) {
-  delete static_cast<Stream *>(stream);
+  auto *s = static_cast<Stream *>(stream);
+  progress(s, LONG_MAX, /*block=*/true); // as the driver finishes its work
+  gStreams.erase(s);
+  delete s;
   return kOk;
 }
-CUresult cuStreamSynchronize(void *) { return kOk; }
-CUresult cuStreamQuery(void *) { return kOk; }
-CUresult cuStreamWaitEvent(void *, void *event, unsigned) {
+CUresult cuStreamSynchronize(void *stream) {
+  if (stream)
+    progress(static_cast<Stream *>(stream), LONG_MAX, /*block=*/true);
+  return kOk;
+}
+CUresult cuStreamQuery(void *stream) {
+  return !stream || progress(static_cast<Stream *>(stream), LONG_MAX,
+                             /*block=*/false)
+             ? kOk
+             : kNotReady;
+}
+CUresult cuStreamWaitEvent(void *stream, void *event, unsigned) {
   ++gStats.waits;
-  return event ? kOk : kInvalidValue;
+  if (!event)
+    return kInvalidValue;
+  static const bool dropWaits = envLong("ZB_FAKE_CUDA_DROP_WAITS", 0) != 0;
+  auto *e = static_cast<Event *>(event);
+  if (dropWaits || !e->stream)
+    return kOk;
+  auto *waiter = static_cast<Stream *>(stream);
+  if (waiter && !waiter->pending.empty() && waiter != e->stream) {
+    // The waiter's later work waits behind its own deferred work too.
+    long generation = e->generation;
+    waiter->pending.push_back({++waiter->tickets, nullptr, [e, generation](
+                                                               bool block) {
+                                 return e->generation != generation ||
+                                        eventReady(e, block);
+                               }});
+    return kOk;
+  }
+  // Work enqueued on the waiter from now on runs at once in this stand-in:
+  // what it waits for runs now.
+  ++gStats.flushingWaits;
+  eventReady(e, /*block=*/true);
+  return kOk;
 }
 CUresult cuEventCreate(void **event, unsigned) {
   *event = new Event{(int)++gStats.events};
   return kOk;
 }
 CUresult cuEventDestroy_v2(void *event) {
-  delete static_cast<Event *>(event);
+  auto *e = static_cast<Event *>(event);
+  eventReady(e, /*block=*/true); // its record op refers to it
+  delete e;
   return kOk;
 }
-CUresult cuEventSynchronize(void *) { return kOk; }
-CUresult cuEventQuery(void *) { return kOk; }
-CUresult cuEventRecord(void *event, void *) {
+CUresult cuEventSynchronize(void *event) {
+  if (event)
+    eventReady(static_cast<Event *>(event), /*block=*/true);
+  return kOk;
+}
+CUresult cuEventQuery(void *event) {
+  return !event || eventReady(static_cast<Event *>(event), /*block=*/false)
+             ? kOk
+             : kNotReady;
+}
+CUresult cuEventRecord(void *event, void *stream) {
   if (!event)
     return kInvalidValue;
-  // Streams run at once: the event completes when it is recorded.
-  static_cast<Event *>(event)->recordedMs = nowMs();
+  auto *e = static_cast<Event *>(event);
+  auto *s = static_cast<Stream *>(stream);
+  long generation = ++e->generation;
+  if (!s || s->pending.empty()) {
+    // Nothing deferred: the event completes when it is recorded.
+    e->stream = nullptr;
+    e->recordedMs = nowMs();
+    return kOk;
+  }
+  e->stream = s;
+  e->ticket = ++s->tickets;
+  e->recordedMs = -1;
+  s->pending.push_back({e->ticket, nullptr, [e, generation](bool) {
+                          if (e->generation == generation) {
+                            e->stream = nullptr;
+                            e->recordedMs = nowMs();
+                          }
+                          return true;
+                        }});
   return kOk;
 }
 CUresult cuEventElapsedTime(float *ms, void *start, void *end) {
   auto *a = static_cast<Event *>(start), *b = static_cast<Event *>(end);
-  if (!a || !b || a->recordedMs < 0 || b->recordedMs < 0)
-    return 600; // CUDA_ERROR_NOT_READY, as for an unrecorded event
+  if (!a || !b || a->stream || b->stream || a->recordedMs < 0 ||
+      b->recordedMs < 0)
+    return kNotReady; // as for an unrecorded or unfinished event
   *ms = (float)(b->recordedMs - a->recordedMs);
   return kOk;
 }
@@ -354,6 +526,7 @@ CUresult cuMemAllocManaged(unsigned long long *ptr, size_t bytes, unsigned) {
   return kOk;
 }
 CUresult cuMemFree_v2(unsigned long long ptr) {
+  progressAll(); // no deferred receive may write into freed memory
   {
     std::lock_guard<std::mutex> lock(gMutex);
     if (!gAllocations.erase(ptr))
@@ -363,13 +536,15 @@ CUresult cuMemFree_v2(unsigned long long ptr) {
   return kOk;
 }
 CUresult cuMemcpyAsync(unsigned long long dst, unsigned long long src,
-                       size_t bytes, void *) {
+                       size_t bytes, void *stream) {
   if (!isDevice(reinterpret_cast<void *>(dst), bytes, "cuMemcpyAsync dst") ||
       !isDevice(reinterpret_cast<void *>(src), bytes, "cuMemcpyAsync src"))
     return kInvalidValue;
   ++gStats.memcpys;
-  std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<void *>(src),
-               bytes);
+  enqueueOrRun(stream, nullptr, [dst, src, bytes] {
+    std::memmove(reinterpret_cast<void *>(dst),
+                 reinterpret_cast<void *>(src), bytes);
+  });
   return kOk;
 }
 CUresult cuMemsetD32Async(unsigned long long dst, unsigned value, size_t n,
@@ -527,27 +702,9 @@ int ncclSend(const void *buf, size_t count, int type, int peer, void *comm,
   if (count && !isDevice(buf, count, "ncclSend"))
     return 4;
   ++gStats.sends;
+  ++gStats.sendsTo[c->peerWorld];
   gStats.sendBytes += (long)count;
-  // Forget completed sends (their buffers go with them).
-  size_t kept = 0;
-  for (size_t i = 0; i < c->sends.size(); ++i) {
-    int done = 0;
-    MPI_Test(&c->sends[i], &done, MPI_STATUS_IGNORE);
-    if (done)
-      continue;
-    if (kept != i) { // (a self-move would empty the buffer MPI reads)
-      c->sends[kept] = c->sends[i];
-      c->buffers[kept] = std::move(c->buffers[i]);
-    }
-    ++kept;
-  }
-  c->sends.resize(kept);
-  c->buffers.resize(kept);
-  c->buffers.emplace_back(static_cast<const char *>(buf),
-                          static_cast<const char *>(buf) + count);
-  c->sends.emplace_back();
-  MPI_Isend(c->buffers.back().data(), (int)count, MPI_BYTE, c->peerWorld,
-            c->tag, MPI_COMM_WORLD, &c->sends.back());
+  enqueueOrRun(stream, c, [c, buf, count] { isend(c, buf, count); });
   return 0;
 }
 
@@ -560,25 +717,65 @@ int ncclRecv(void *buf, size_t count, int type, int peer, void *comm,
     return 4;
   ++gStats.recvs;
   gStats.recvBytes += (long)count;
-  MPI_Status status;
-  MPI_Recv(buf, (int)count, MPI_BYTE, c->peerWorld, c->tag, MPI_COMM_WORLD,
-           &status);
-  int got = 0;
-  MPI_Get_count(&status, MPI_BYTE, &got);
-  return (size_t)got == count ? 0 : 5; // ncclInvalidUsage
+  // Stale until the stream has run the receive: NaN in every float.
+  std::memset(buf, 0xFF, count);
+  auto *s = static_cast<Stream *>(stream);
+  s->pending.push_back({++s->tickets, c, [c, buf, count](bool block) {
+                          MPI_Status status;
+                          if (!block) {
+                            int there = 0;
+                            MPI_Iprobe(c->peerWorld, c->tag, MPI_COMM_WORLD,
+                                       &there, &status);
+                            if (!there)
+                              return false;
+                          } else {
+                            MPI_Probe(c->peerWorld, c->tag, MPI_COMM_WORLD,
+                                      &status);
+                          }
+                          int got = 0;
+                          MPI_Get_count(&status, MPI_BYTE, &got);
+                          std::vector<char> bytes((size_t)got);
+                          MPI_Recv(bytes.data(), got, MPI_BYTE, c->peerWorld,
+                                   c->tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                          if ((size_t)got != count)
+                            c->asyncError = 5; // ncclInvalidUsage
+                          else if (count)
+                            std::memcpy(buf, bytes.data(), count);
+                          ++gStats.deferredRecvs;
+                          return true;
+                        }});
+  return 0;
 }
 
 int ncclCommGetAsyncError(void *comm, int *state) {
+  if (!comm)
+    return 4;
   long after = envLong("ZB_FAKE_NCCL_ERROR_AFTER", 0);
   *state = after > 0 && gStats.sends >= after && faultsHere() ? 2 : 0;
-  return comm ? 0 : 4;
+  if (int e = static_cast<Comm *>(comm)->asyncError)
+    *state = e;
+  return 0;
+}
+/// Drops the deferred work that uses `c` (an aborted communicator's
+/// operations never complete).
+static void dropDeferred(Comm *c) {
+  for (Stream *s : gStreams)
+    for (auto it = s->pending.begin(); it != s->pending.end();)
+      if (it->comm == c) {
+        it = s->pending.erase(it);
+        ++gStats.droppedOps;
+      } else {
+        ++it;
+      }
 }
 int ncclCommAbort(void *comm) {
+  dropDeferred(static_cast<Comm *>(comm));
   delete static_cast<Comm *>(comm);
   return 0;
 }
 int ncclCommDestroy(void *comm) {
   auto *c = static_cast<Comm *>(comm);
+  dropDeferred(c);
   completeSends(c);
   delete c;
   return 0;

@@ -49,7 +49,9 @@ void zbrt_sgemm(int64_t a, int64_t b, int64_t c, int64_t M, int64_t N,
 
 /// Marks the start / end of a scheduled action for tracing.
 /// kind: 0 = F, 1 = B, 2 = W; stage = global (virtual) stage index;
-/// microbatch = microbatch index.
+/// microbatch = microbatch index. Tests of a dead rank set
+/// ZBRT_INJECT_KILL=R:N: world rank R dies of SIGKILL as it begins its N-th
+/// pass of the job (a malformed value ends the job naming it).
 void zbrt_action_begin(int32_t kind, int32_t stage, int32_t microbatch);
 void zbrt_action_end(int32_t kind, int32_t stage, int32_t microbatch);
 
