@@ -191,14 +191,9 @@ std::string unsupported(linalg::GenericOp generic) {
   return "";
 }
 
-/// The combiners of a reduction that can be a block reduction (innermost
-/// loop a reduction, every output combined by a recognised operation);
-/// std::nullopt otherwise. Assumes unsupported(generic) is empty.
-std::optional<SmallVector<Combiner>>
-blockReductionCombiners(linalg::GenericOp generic) {
-  if (generic.getIteratorTypesArray().back() !=
-      utils::IteratorType::reduction)
-    return std::nullopt;
+/// The combiner of every output of `generic`, or std::nullopt when one is
+/// not a recognised operation.
+std::optional<SmallVector<Combiner>> allCombiners(linalg::GenericOp generic) {
   SmallVector<Combiner> combiners;
   for (unsigned i = 0, e = generic.getNumDpsInits(); i < e; ++i) {
     std::optional<Combiner> c = matchCombiner(generic, i);
@@ -209,6 +204,17 @@ blockReductionCombiners(linalg::GenericOp generic) {
   return combiners;
 }
 
+/// The combiners of a reduction that can be a block reduction (innermost
+/// loop a reduction, every output combined by a recognised operation);
+/// std::nullopt otherwise. Assumes unsupported(generic) is empty.
+std::optional<SmallVector<Combiner>>
+blockReductionCombiners(linalg::GenericOp generic) {
+  if (generic.getIteratorTypesArray().back() !=
+      utils::IteratorType::reduction)
+    return std::nullopt;
+  return allCombiners(generic);
+}
+
 /// The combiners of a reduction whose innermost loop is parallel (a column
 /// sum: bias gradients, layer_norm's gamma/beta gradients, a softmax over a
 /// leading axis) when every output is combined by a recognised operation;
@@ -217,14 +223,7 @@ std::optional<SmallVector<Combiner>>
 columnReductionCombiners(linalg::GenericOp generic) {
   if (generic.getIteratorTypesArray().back() != utils::IteratorType::parallel)
     return std::nullopt;
-  SmallVector<Combiner> combiners;
-  for (unsigned i = 0, e = generic.getNumDpsInits(); i < e; ++i) {
-    std::optional<Combiner> c = matchCombiner(generic, i);
-    if (!c)
-      return std::nullopt;
-    combiners.push_back(*c);
-  }
-  return combiners;
+  return allCombiners(generic);
 }
 
 /// The sizes of the parallel and of the reduction loops, in loop order.
