@@ -202,6 +202,12 @@ bool progress(Stream *s, long ticket, bool block) {
   return true;
 }
 
+/// Enqueues `run` behind `s`'s deferred work; returns its ticket.
+long defer(Stream *s, Comm *comm, std::function<bool(bool block)> run) {
+  s->pending.push_back({++s->tickets, comm, std::move(run)});
+  return s->tickets;
+}
+
 /// Runs `work` now when `stream` has nothing deferred, else behind it.
 void enqueueOrRun(void *stream, Comm *comm, std::function<void()> work) {
   auto *s = static_cast<Stream *>(stream);
@@ -209,10 +215,10 @@ void enqueueOrRun(void *stream, Comm *comm, std::function<void()> work) {
     work();
     return;
   }
-  s->pending.push_back({++s->tickets, comm, [work](bool) {
-                          work();
-                          return true;
-                        }});
+  defer(s, comm, [work](bool) {
+    work();
+    return true;
+  });
 }
 
 /// The event's record has run (progressing its stream as far as needed).
@@ -444,11 +450,9 @@ CUresult cuStreamWaitEvent(void *stream, void *event, unsigned) {
   if (waiter && !waiter->pending.empty() && waiter != e->stream) {
     // The waiter's later work waits behind its own deferred work too.
     long generation = e->generation;
-    waiter->pending.push_back({++waiter->tickets, nullptr, [e, generation](
-                                                               bool block) {
-                                 return e->generation != generation ||
-                                        eventReady(e, block);
-                               }});
+    defer(waiter, nullptr, [e, generation](bool block) {
+      return e->generation != generation || eventReady(e, block);
+    });
     return kOk;
   }
   // Work enqueued on the waiter from now on runs at once in this stand-in:
@@ -490,15 +494,14 @@ CUresult cuEventRecord(void *event, void *stream) {
     return kOk;
   }
   e->stream = s;
-  e->ticket = ++s->tickets;
   e->recordedMs = -1;
-  s->pending.push_back({e->ticket, nullptr, [e, generation](bool) {
-                          if (e->generation == generation) {
-                            e->stream = nullptr;
-                            e->recordedMs = nowMs();
-                          }
-                          return true;
-                        }});
+  e->ticket = defer(s, nullptr, [e, generation](bool) {
+    if (e->generation == generation) {
+      e->stream = nullptr;
+      e->recordedMs = nowMs();
+    }
+    return true;
+  });
   return kOk;
 }
 CUresult cuEventElapsedTime(float *ms, void *start, void *end) {
@@ -719,31 +722,31 @@ int ncclRecv(void *buf, size_t count, int type, int peer, void *comm,
   gStats.recvBytes += (long)count;
   // Stale until the stream has run the receive: NaN in every float.
   std::memset(buf, 0xFF, count);
-  auto *s = static_cast<Stream *>(stream);
-  s->pending.push_back({++s->tickets, c, [c, buf, count](bool block) {
-                          MPI_Status status;
-                          if (!block) {
-                            int there = 0;
-                            MPI_Iprobe(c->peerWorld, c->tag, MPI_COMM_WORLD,
-                                       &there, &status);
-                            if (!there)
-                              return false;
-                          } else {
-                            MPI_Probe(c->peerWorld, c->tag, MPI_COMM_WORLD,
-                                      &status);
-                          }
-                          int got = 0;
-                          MPI_Get_count(&status, MPI_BYTE, &got);
-                          std::vector<char> bytes((size_t)got);
-                          MPI_Recv(bytes.data(), got, MPI_BYTE, c->peerWorld,
-                                   c->tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                          if ((size_t)got != count)
-                            c->asyncError = 5; // ncclInvalidUsage
-                          else if (count)
-                            std::memcpy(buf, bytes.data(), count);
-                          ++gStats.deferredRecvs;
-                          return true;
-                        }});
+  defer(static_cast<Stream *>(stream), c, [c, buf, count](bool block) {
+    MPI_Status status;
+    if (!block) {
+      int there = 0;
+      MPI_Iprobe(c->peerWorld, c->tag, MPI_COMM_WORLD, &there, &status);
+      if (!there)
+        return false;
+    } else {
+      MPI_Probe(c->peerWorld, c->tag, MPI_COMM_WORLD, &status);
+    }
+    int got = 0;
+    MPI_Get_count(&status, MPI_BYTE, &got);
+    // A message of another size is consumed and reported, not written.
+    std::vector<char> discarded;
+    void *into = buf;
+    if ((size_t)got != count) {
+      c->asyncError = 5; // ncclInvalidUsage
+      discarded.resize((size_t)got);
+      into = discarded.data();
+    }
+    MPI_Recv(into, got, MPI_BYTE, c->peerWorld, c->tag, MPI_COMM_WORLD,
+             MPI_STATUS_IGNORE);
+    ++gStats.deferredRecvs;
+    return true;
+  });
   return 0;
 }
 

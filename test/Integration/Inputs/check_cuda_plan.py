@@ -11,34 +11,16 @@ usage: check_cuda_plan.py DIR RANKS SCHEDULE ARCHS LIBZBRT
 """
 import json
 import os
-import struct
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "Tools", "Inputs"))
+from list_fatbins import fatbins  # noqa: E402
 
 out, ranks, schedule, archs, libzbrt = sys.argv[1:6]
 ranks, archs = int(ranks), archs.split(",")
 problems = []
-
-
-def fatbins(path):
-    """Image lists of the fatbins in a file (see test/Tools/Inputs/
-    list_fatbins.py for the layout)."""
-    data = open(path, "rb").read()
-    result, pos = [], 0
-    while True:
-        pos = data.find(bytes.fromhex("50ed55ba"), pos)
-        if pos < 0:
-            return result
-        _, _, header, size = struct.unpack_from("<IHHQ", data, pos)
-        off, end, images = pos + header, pos + header + size, []
-        while off < end:
-            kind, _, image_header, payload = struct.unpack_from("<HHIQ", data,
-                                                                off)
-            arch = struct.unpack_from("<I", data, off + 28)[0]
-            images.append(f"{ {1: 'ptx', 2: 'elf'}.get(kind, '?') } sm_{arch}")
-            off += image_header + payload
-        result.append(", ".join(images))
-        pos = end
 
 
 def symbols(path, kind):
