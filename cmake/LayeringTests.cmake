@@ -23,10 +23,11 @@ function(zb_add_layering_test name target probe expect)
     PASS_REGULAR_EXPRESSION "${expect}.*(No such file|file not found)")
 endfunction()
 
-foreach(target ZBSchedule zbrt ZBHostFormats ZBHostRunner)
+foreach(target ZBSchedule zbrt ZBFormatsSupport ZBFormats ZBHostRunner)
   zb_add_layering_test(no-mlir ${target} mlir_probe.cpp "mlir/IR/Builders.h")
   zb_add_layering_test(no-zb-mlir ${target} zb_dialect_probe.cpp
                        "zb/Dialect/ZB/IR/ZBDialect.h")
 endforeach()
 zb_add_layering_test(own ZBSchedule schedule_probe.cpp compiles)
 zb_add_layering_test(own zbrt zbrt_probe.cpp compiles)
+zb_add_layering_test(own ZBFormats formats_probe.cpp compiles)

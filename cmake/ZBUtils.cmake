@@ -16,29 +16,34 @@ endmacro()
 # directories that are build-tree views holding only what that layer may see:
 #   ${ZB_VIEW_DIR}/llvm      llvm/ and llvm-c/ (symlinks into LLVM's include)
 #   ${ZB_VIEW_DIR}/schedule  zb/Schedule (symlink into include/zb/Schedule)
+#   ${ZB_VIEW_DIR}/formats   zb/Formats (symlink into include/zb/Formats)
 #   runtime/include          zbrt/ (already a directory of its own)
 # and drops the directory-wide include directories (LLVM/MLIR, include/) that
 # the target inherited.
 #
 #   zb_mlir_free_target(<target> [SCHEDULE] [RUNTIME] [LLVM])
 #     SCHEDULE  the target may include zb/Schedule/*.h
+#     FORMATS   the target may include zb/Formats/*.h
 #     RUNTIME   the target may include zbrt/*.h
 #     LLVM      the target may include llvm/ and llvm-c/ headers
 # Each propagates to the target's consumers (to MLIR-free ones only for the
 # views). Include directories from linked targets (MPI, GTest, CBC) stay.
 set(ZB_VIEW_DIR ${PROJECT_BINARY_DIR}/include-views)
 function(zb_make_include_views)
-  file(MAKE_DIRECTORY ${ZB_VIEW_DIR}/llvm ${ZB_VIEW_DIR}/schedule/zb)
+  file(MAKE_DIRECTORY ${ZB_VIEW_DIR}/llvm ${ZB_VIEW_DIR}/schedule/zb
+       ${ZB_VIEW_DIR}/formats/zb)
   foreach(sub llvm llvm-c)
     file(CREATE_LINK ${LLVM_INCLUDE_DIR}/${sub} ${ZB_VIEW_DIR}/llvm/${sub}
          SYMBOLIC)
   endforeach()
   file(CREATE_LINK ${PROJECT_SOURCE_DIR}/include/zb/Schedule
        ${ZB_VIEW_DIR}/schedule/zb/Schedule SYMBOLIC)
+  file(CREATE_LINK ${PROJECT_SOURCE_DIR}/include/zb/Formats
+       ${ZB_VIEW_DIR}/formats/zb/Formats SYMBOLIC)
 endfunction()
 
 function(zb_mlir_free_target target)
-  cmake_parse_arguments(ARG "SCHEDULE;RUNTIME;LLVM" "" "" ${ARGN})
+  cmake_parse_arguments(ARG "SCHEDULE;FORMATS;RUNTIME;LLVM" "" "" ${ARGN})
   # Replace (not append to) what the directory scope handed down.
   set_property(TARGET ${target} PROPERTY INCLUDE_DIRECTORIES "")
   set_property(TARGET ${target} PROPERTY INTERFACE_INCLUDE_DIRECTORIES "")
@@ -55,6 +60,11 @@ function(zb_mlir_free_target target)
     target_include_directories(${target} PRIVATE ${ZB_VIEW_DIR}/schedule)
     target_include_directories(${target} INTERFACE
       "$<${consumerIsFree}:${ZB_VIEW_DIR}/schedule>")
+  endif()
+  if(ARG_FORMATS)
+    target_include_directories(${target} PRIVATE ${ZB_VIEW_DIR}/formats)
+    target_include_directories(${target} INTERFACE
+      "$<${consumerIsFree}:${ZB_VIEW_DIR}/formats>")
   endif()
   if(ARG_LLVM)
     target_include_directories(${target} SYSTEM PRIVATE ${ZB_VIEW_DIR}/llvm)

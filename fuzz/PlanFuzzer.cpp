@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbhost/Plan.h"
+#include "zb/Formats/Plan.h"
 
 #include "llvm/Support/JSON.h"
 

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbhost/Profile.h"
+#include "zb/Formats/Profile.h"
 
 #include <cmath>
 #include <cstdint>

@@ -1,8 +1,8 @@
 //===- Artifacts.cpp - pipeline.mlir, params.bin, schedule, plan.json -----===//
 #include "zb/Driver/Driver.h"
-#include "zbhost/AtomicFile.h"
+#include "zb/Formats/AtomicFile.h"
 #include "zb/Schedule/Formats.h"
-#include "zbhost/Plan.h"
+#include "zb/Formats/Plan.h"
 #include "zbrt/Symbols.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -31,7 +31,7 @@ std::string outputPath(const CompileOptions &options, llvm::StringRef name) {
 static llvm::Error
 withOutputFile(llvm::StringRef path,
                llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write) {
-  // Atomic: a temporary file renamed over `path` (zbhost/AtomicFile.h).
+  // Atomic: a temporary file renamed over `path` (zb/Formats/AtomicFile.h).
   return host::writeFileAtomically(path, write);
 }
 

@@ -6,7 +6,7 @@
 #include "zb/Frontend/ONNX/ONNXImporter.h"
 #include "zb/Frontend/StableHLO/StableHLOImporter.h"
 #include "zb/Pipelines/Pipelines.h"
-#include "zbhost/Profile.h"
+#include "zb/Formats/Profile.h"
 #include "zbrt/Symbols.h"
 
 #include "llvm/IR/Constants.h"
@@ -209,15 +209,6 @@ void initializeNativeTarget() {
 
 /// StableHLO text (a JAX export) goes through the StableHLO importer, any
 /// other text is parsed as a zb-dialect module.
-/// The GPU the report and --gpu-costs price kernels on: an H100 SXM with
-/// the options' TF32 and launch overhead.
-static GpuSpec gpuSpecOf(const CompileOptions &options) {
-  GpuSpec gpu;
-  gpu.tf32Gemms = options.allowTf32;
-  gpu.launchSeconds = options.gpuLaunchUs * 1e-6;
-  return gpu;
-}
-
 static OwningOpRef<ModuleOp>
 parseModelBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
                  MLIRContext *context,
@@ -302,8 +293,6 @@ LogicalResult runFrontHalf(ModuleOp module, const CompileOptions &options) {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-/// One run of compile(): the context, the module and what the phases hand
-/// on; each step reports its errors as diagnostics.
 /// --schedule-file: reads the file once up front for what the front half
 /// needs before the schedule pass reads it again (the chunk count V, the
 /// plan's schedule name) and for errors that need no model: rows versus
@@ -370,6 +359,17 @@ static llvm::Error resolveScheduleFile(CompileOptions &o) {
   return llvm::Error::success();
 }
 
+/// The GPU the report and --gpu-costs price kernels on: an H100 SXM with
+/// the options' TF32 and launch overhead.
+static GpuSpec gpuSpecOf(const CompileOptions &options) {
+  GpuSpec gpu;
+  gpu.tf32Gemms = options.allowTf32;
+  gpu.launchSeconds = options.gpuLaunchUs * 1e-6;
+  return gpu;
+}
+
+/// One run of compile(): the context, the module and what the phases hand
+/// on; each step reports its errors as diagnostics.
 class Compilation {
 public:
   Compilation(const CompileOptions &options, const CompileCallbacks &callbacks)

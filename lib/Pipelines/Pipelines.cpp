@@ -1,6 +1,8 @@
 //===- Pipelines.cpp - named zb pass pipelines ----------------------------===//
 #include "zb/Pipelines/Pipelines.h"
+#include "zb/Codegen/Passes.h"
 #include "zb/Conversion/Passes.h"
+#include "zb/Target/CUDA/Passes.h"
 #include "zb/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -104,6 +106,8 @@ static void addPipelineText(OpPassManager &pm, const std::string &text) {
   std::call_once(registered, [] {
     registerAllPasses();
     registerZBConversionPasses();
+    registerZBCodegenPasses();
+    registerZBTargetCUDAPasses();
   });
   if (failed(parsePassPipeline(text, pm)))
     llvm::report_fatal_error("zb: the GPU pass pipeline does not parse");

@@ -2,13 +2,11 @@
 #include "zb/Transforms/PipelineInfo.h"
 
 #include "zb/Dialect/ZB/IR/ZBOps.h"
-#include "zbhost/Profile.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
 
@@ -146,7 +144,9 @@ ScheduleAttr scheduleToAttr(MLIRContext *ctx, const sched::Schedule &s,
       ctx, s.name, microbatches, llvm::APFloat(sim.bubbleRate),
       llvm::APFloat(sim.makespan), b.getDenseF64ArrayAttr(sim.peakMemory),
       b.getDenseI64ArrayAttr(stageToRank), s.fusedBackward, convention,
-      b.getArrayAttr(ranks), sync ? "post-validation" : "none",
+      b.getArrayAttr(ranks),
+      sched::optimizerSyncName(sync ? sched::OptimizerSync::PostValidation
+                                    : sched::OptimizerSync::None),
       sync ? b.getDenseI64ArrayAttr(validate) : DenseI64ArrayAttr());
 }
 
@@ -187,29 +187,24 @@ FailureOr<sched::Schedule> readSchedule(ModuleOp module,
   return s;
 }
 
-} // namespace zb
-
-namespace zb {
-
-LogicalResult applyProfile(ModuleOp module, StringRef path) {
-  llvm::Expected<host::Profile> profile = host::readProfile(path);
-  if (!profile)
-    return module.emitError(llvm::toString(profile.takeError()));
+LogicalResult applyStageCosts(ModuleOp module,
+                              ArrayRef<StageCostOverride> costs,
+                              StringRef source) {
   auto pipeline = module->getAttrOfType<PipelineAttr>(kPipelineAttr);
   if (!pipeline)
     return module.emitError("no zb.pipeline: run zb-partition-stages first");
   ArrayAttr stageAttrs = pipeline.getStages();
-  if (profile->stages.size() != stageAttrs.size())
-    return module.emitError("profile '")
-           << path << "': "
-           << llvm::formatv("has {0} stages, the model has {1}",
-                            profile->stages.size(), stageAttrs.size());
+  if (costs.size() != stageAttrs.size())
+    return module.emitError(source)
+           << ": "
+           << llvm::formatv("has {0} stages, the model has {1}", costs.size(),
+                            stageAttrs.size());
   MLIRContext *ctx = module.getContext();
   auto cvOr = [](std::optional<double> cv, const llvm::APFloat &old) {
     return cv ? llvm::APFloat(*cv) : old;
   };
   SmallVector<Attribute> updated;
-  for (auto [p, a] : llvm::zip_equal(profile->stages, stageAttrs)) {
+  for (auto [p, a] : llvm::zip_equal(costs, stageAttrs)) {
     auto s = llvm::cast<StageAttr>(a);
     updated.push_back(StageAttr::get(
         ctx, s.getStage(), s.getForward(), s.getBackwardInput(),

@@ -6,15 +6,19 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "zb/Codegen/Passes.h"
 #include "zb/Conversion/Passes.h"
 #include "zb/Dialect/ZB/IR/ZBDialect.h"
 #include "zb/Pipelines/Pipelines.h"
+#include "zb/Target/CUDA/Passes.h"
 #include "zb/Transforms/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   zb::registerZBTransformsPasses();
   zb::registerZBConversionPasses();
+  zb::registerZBCodegenPasses();
+  zb::registerZBTargetCUDAPasses();
   zb::registerPipelines();
 
   mlir::DialectRegistry registry;

@@ -1,6 +1,6 @@
 //===- PlanTest.cpp - plan.json: the one reader and the one writer --------===//
 //
-// zbhost/Plan.h: a plan written by writePlan reads back equal, field by
+// zb/Formats/Plan.h: a plan written by writePlan reads back equal, field by
 // field; the plan.json files zb-compile wrote (Inputs/compiled/, copied from
 // zb-compile's output with the paths shortened) are re-written byte for
 // byte; the hand-written fixtures of Inputs/ load; and every reader error
@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbhost/Plan.h"
+#include "zb/Formats/Plan.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"

@@ -1,13 +1,13 @@
 //===- ProfileTest.cpp - profile.json: the one reader and the one writer --===//
 //
-// zbhost/Profile.h: written then read equal (with and without the optional
+// zb/Formats/Profile.h: written then read equal (with and without the optional
 // fields), the field order zb-compile-output.test relies on, and the
 // messages of applyProfile (test/Transforms/zb-schedule.mlir,
 // test/Tools/zb-compile-output.test) produced by the reader.
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbhost/Profile.h"
+#include "zb/Formats/Profile.h"
 
 #include "gtest/gtest.h"
 

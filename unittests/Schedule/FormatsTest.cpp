@@ -1,6 +1,7 @@
 //===- FormatsTest.cpp - JSON / CSV round trips, trace, SVG ---------------===//
 
 #include "zb/Schedule/Formats.h"
+#include "zb/Formats/JSON.h"
 #include "zb/Schedule/Registry.h"
 
 #include "gtest/gtest.h"
@@ -166,15 +167,15 @@ TEST(Formats, CSVWithPyTorch215Actions) {
 TEST(Formats, JSONNestingCap) {
   std::string deep(100000, '[');
   deep += std::string(100000, ']');
-  llvm::Error e = checkJSONNesting(deep, "x.json");
+  llvm::Error e = zb::host::checkJSONNesting(deep, "x.json");
   EXPECT_NE(llvm::toString(std::move(e)).find("x.json: JSON nests deeper "
                                               "than 64 levels (at byte 64)"),
             std::string::npos);
   std::string ok = std::string(64, '[') + std::string(64, ']');
-  EXPECT_FALSE(static_cast<bool>(checkJSONNesting(ok, "ok")));
+  EXPECT_FALSE(static_cast<bool>(zb::host::checkJSONNesting(ok, "ok")));
   std::string strings = "{\"a\": \"" + std::string(1000, '[') +
                         "\\\"\", \"b\": [1]}";
-  EXPECT_FALSE(static_cast<bool>(checkJSONNesting(strings, "s")));
+  EXPECT_FALSE(static_cast<bool>(zb::host::checkJSONNesting(strings, "s")));
   Problem p;
   Schedule s;
   EXPECT_NE(llvm::toString(readJSON(deep, p, s)).find("nests deeper"),

@@ -23,11 +23,11 @@
 #ifndef ZB_DRIVER_DRIVER_H
 #define ZB_DRIVER_DRIVER_H
 
-#include "zb/Conversion/GpuReport.h"
+#include "zb/Target/CUDA/KernelReport.h"
 #include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 #include "zb/Transforms/PipelineInfo.h"
-#include "zbhost/Plan.h"
+#include "zb/Formats/Plan.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -144,7 +144,7 @@ struct CompileOptions {
   /// --gpu-report (--target cuda or cuda-emu): write gpu_report.json and
   /// gpu_report.txt (every kernel and GEMM of every rank program with its
   /// grid, block, bytes, FLOPs and H100 roofline time; T_F/T_B/T_W sums
-  /// per stage; zb/Conversion/GpuReport.h).
+  /// per stage; zb/Target/CUDA/KernelReport.h).
   bool gpuReport = false;
   /// CUDA toolkit root for --target cuda (--cuda-path); empty: the toolkit
   /// CMake found when zb was built (ZB_CUDA_TOOLKIT_ROOT).
@@ -171,7 +171,7 @@ struct CompileOptions {
   std::string profile;
   /// --target cuda/cuda-emu without --profile or --schedule-file
   /// (--gpu-costs, default on): schedule with the GPU kernels' roofline
-  /// T_F/T_B/T_W (zb/Conversion/GpuReport.h: the sums of each pass's
+  /// T_F/T_B/T_W (zb/Target/CUDA/KernelReport.h: the sums of each pass's
   /// kernels and GEMMs on the H100) instead of the zb-level cost model. The
   /// stage programs are lowered to kernels once to measure them (written
   /// to OUTDIR/gpu_costs.json in zb-run --profile's format), then the

@@ -55,14 +55,6 @@
 
 namespace zb::sched {
 
-/// Every reader of JSON zb gets from outside (schedule JSON, plan.json,
-/// profile.json) calls this before llvm::json::parse, whose recursion a
-/// deeply nested document ("[[[[...") would overflow: an error naming
-/// `what` when arrays/objects nest deeper than `maxDepth`. Strings (with
-/// escapes) are skipped.
-llvm::Error checkJSONNesting(llvm::StringRef text, llvm::StringRef what,
-                             unsigned maxDepth = 64);
-
 /// Human-readable text: statistics, then one line per rank with its actions
 /// ("F3" = forward of microbatch 3; "F3.5" = chunk stage 5 for V > 1).
 void writeText(llvm::raw_ostream &os, const Problem &problem,

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zbhost/Data.h"
-#include "zbhost/AtomicFile.h"
+#include "zb/Formats/AtomicFile.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Endian.h"
@@ -412,7 +412,7 @@ std::string zb::host::describeText(const TextData &text) {
 Error zb::host::writeBatchJson(StringRef path, int64_t step, int64_t batch,
                                ArrayRef<BatchInput> inputs) {
   // Atomically (a symlink at `path` is replaced, not followed; a full disk
-  // is one line naming the file): zbhost/AtomicFile.h.
+  // is one line naming the file): zb/Formats/AtomicFile.h.
   return writeFileAtomically(path, [&](raw_ostream &os) -> Error {
   json::OStream j(os);
   j.object([&] {

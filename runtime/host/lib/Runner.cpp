@@ -2,7 +2,7 @@
 
 #include "zbhost/Runner.h"
 
-#include "zbhost/Checkpoint.h"
+#include "zb/Formats/Checkpoint.h"
 #include "zbhost/Launcher.h"
 #include "zbhost/Replay.h"
 #include "zbhost/Report.h"
@@ -282,7 +282,7 @@ bool saveFinalParams(const RankProgram &rp, const Plan &plan, StringRef path) {
   return saveTensors(rp.params, plan, path, "--save-params");
 }
 
-/// --checkpoint: DIR/step-<S> (zbhost/Checkpoint.h), collective. Rank 0
+/// --checkpoint: DIR/step-<S> (zb/Formats/Checkpoint.h), collective. Rank 0
 /// makes DIR/step-<S>.tmp.<pid>, every rank writes its tensors into its
 /// files, rank 0 adds checkpoint.json and renames the directory; the two
 /// newest checkpoints stay. False on every rank after a failure (named).

@@ -10,7 +10,7 @@
 #ifndef ZBHOST_DATA_H
 #define ZBHOST_DATA_H
 
-#include "zbhost/Plan.h"
+#include "zb/Formats/Plan.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"

@@ -11,7 +11,7 @@
 #define ZBHOST_RANKPROGRAM_H
 
 #include "zbhost/Data.h"
-#include "zbhost/Plan.h"
+#include "zb/Formats/Plan.h"
 #include "zbrt/Symbols.h"
 
 #include "llvm/Support/Error.h"

@@ -5,7 +5,7 @@
 // zb-run reports about the bubble"):
 //  - StageProfile: the per-stage pass durations over the measured steps, the
 //    profile of the paper's profile-then-schedule loop (Qi et al., ICLR 2024,
-//    Section 3), written as profile.json (zbhost/Profile.h);
+//    Section 3), written as profile.json (zb/Formats/Profile.h);
 //  - replayStep: the plan's schedule (DIR/schedule.json) simulated with one
 //    step's traced duration of every F/B/W and T_comm = 0, so that realized
 //    minus replayed is what the runtime adds;
@@ -19,8 +19,8 @@
 #ifndef ZBHOST_REPLAY_H
 #define ZBHOST_REPLAY_H
 
-#include "zbhost/Plan.h"
-#include "zbhost/Profile.h"
+#include "zb/Formats/Plan.h"
+#include "zb/Formats/Profile.h"
 
 #include "zb/Schedule/Schedule.h"
 #include "zbrt/Trace.h"

@@ -11,7 +11,7 @@
 #define ZBHOST_REPORT_H
 
 #include "zbhost/GradSync.h"
-#include "zbhost/Plan.h"
+#include "zb/Formats/Plan.h"
 #include "zbhost/Replay.h"
 #include "zbrt/zbrt.h"
 

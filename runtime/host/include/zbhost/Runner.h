@@ -52,7 +52,7 @@ struct RunOptions {
   /// --overlap-steps: no barrier between steps; samples gathered at the end.
   bool overlapSteps = false;
   /// --checkpoint DIR, --checkpoint-every N (0: only after the last step),
-  /// --resume DIR (zbhost/Checkpoint.h).
+  /// --resume DIR (zb/Formats/Checkpoint.h).
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
   std::string resumeDir;

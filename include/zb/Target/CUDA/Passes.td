@@ -1,0 +1,200 @@
+//===- Passes.td - zb CUDA target passes -------------------*- tablegen -*-===//
+#ifndef ZB_TARGET_CUDA_PASSES_TD
+#define ZB_TARGET_CUDA_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ZBGpuMapReductions : Pass<"zb-gpu-map-reductions"> {
+  let summary = "Block-parallel reductions (gpu.launch + gpu.all_reduce) for linalg reductions on buffers";
+  let description = [{
+    For the CUDA target, after bufferization and before the remaining
+    linalg ops become parallel loops. A `linalg.generic` on buffers whose
+    innermost loop is a reduction (row reductions: softmax, layer_norm,
+    rms_norm, cross-entropy and their gradients; full reductions), whose
+    outputs are indexed by parallel loops only and each combined by one
+    `arith.addf`, `mulf`, `maximumf`, `maxnumf`, `minimumf`, `minnumf`,
+    `addi`, `muli`, `maxsi` or `minsi` with the output's value used nowhere
+    else in the body, becomes a `gpu.launch` with one block per output
+    element (the parallel loops flattened, row-major) and
+    clamp(next power of two of the reduced size, 32, max-threads) threads.
+    Thread t keeps a partial result starting from the combiner's identity
+    (-0.0 for addf, -inf for max, ...) over the flattened reduction indices
+    r = t, t + threads, ... (innermost fastest: consecutive threads read
+    consecutive elements), the block combines the partials with one uniform
+    `gpu.all_reduce`, and thread 0 combines the total with the output's
+    value. The result equals the linalg op's up to the order of the
+    combinations (exact for max/min and integers; floating-point sums and
+    products are reassociated).
+
+    A reduction whose innermost loop is parallel (a column sum: bias
+    gradients, layer_norm's gamma and beta gradients, a softmax over a
+    leading axis), with the same combiners, becomes a gpu.launch of
+    ceil(outputs / X) blocks of X x Y threads: X = the output count's next
+    power of two up to 32 consecutive output elements (the parallel loops
+    flattened row-major: consecutive threads read consecutive elements),
+    Y = the reduced count's next power of two up to max-threads / X threads
+    that stride over the flattened reduction indices, each keeping a
+    partial from the identity; the Y partials of a column are combined in
+    workgroup memory (memref<Y x X>, a tree of log2(Y) levels separated by
+    gpu.barrier) and thread (x, 0) combines the total with the output's
+    value. Reassociated like the block reductions.
+
+    Every other reduction on buffers with static shapes whose outputs are
+    indexed by parallel loops (an unrecognised combiner, a reduction over
+    one element, all of them with max-threads=0) becomes a gpu.launch with
+    one thread per output
+    element (the parallel loops flattened row-major, block-size threads per
+    block: consecutive threads, consecutive elements) that runs the
+    reduction loops in the linalg op's order from the output's value: the
+    CPU backend's arithmetic exactly. (convert-linalg-to-parallel-loops
+    would leave a reduction loop that is outside a parallel one on the
+    host, launching a kernel per iteration.) Elementwise ops are left
+    alone.
+
+    A `linalg.fill` that initialises an output (a `memref.alloc` of the
+    same block whose only users before the reduction are that fill and the
+    reduction, as this output, indexed by a permutation of the parallel
+    loops) is folded into every one of these kernels: they start from the
+    fill's value instead of loading the output, and the fill is erased (one
+    kernel launch fewer per reduction; the same arithmetic).
+  }];
+  let options = [
+    Option<"maxThreads", "max-threads", "int64_t", /*default=*/"256",
+           "Most threads of a block reduction (a power of two, 32 .. 1024; "
+           "0: every reduction thread-per-output)">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block of a thread-per-output reduction">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def ZBGpuEmulate : Pass<"zb-gpu-emulate", "mlir::ModuleOp"> {
+  let summary = "Runs the module's GPU kernels on the CPU with GPU semantics (a checking aid)";
+  let description = [{
+    Runs after gpu-kernel-outlining and before gpu-async-region and NVVM:
+    every `gpu.func` kernel becomes a private host function
+    `__zb_emu_<module>_<kernel>(gridX, gridY, gridZ, blockX, blockY, blockZ,
+    args...)` that loops over the blocks and, per block, over the threads
+    once per phase; phases are cut at every top-level `gpu.barrier` and
+    `gpu.all_reduce`, so every thread finishes a phase before any starts the
+    next, as on the GPU. Scalars live across a cut in per-thread arrays;
+    workgroup attributions are allocated per block. `gpu.all_reduce`
+    combines the threads' values in the order of upstream's lowering
+    (populateGpuAllReducePatterns, applied by convert-gpu-to-nvvm): an XOR
+    butterfly over each 32-lane subgroup (accumulate(own, partner), a
+    partner outside the active width skipped) and the same over the
+    subgroups' results; so a reduction's emulated result is the GPU's bit
+    for bit when the arithmetic is the same. Every `gpu.launch_func` becomes
+    a `func.call`; the gpu.modules are erased. Errors: a kernel with more
+    than one block, a barrier or all-reduce inside control flow, shuffles
+    and subgroup reductions, private attributions, a non-scalar value live
+    across a cut, an asynchronous launch.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def ZBGpuFlattenParallelLoops : Pass<"zb-gpu-flatten-parallel-loops"> {
+  let summary = "Collapses every outermost multi-dimensional scf.parallel into one dimension";
+  let description = [{
+    For the CUDA target, between convert-linalg-to-parallel-loops and
+    scf-parallel-loop-tiling: an outermost `scf.parallel` over (d0, ...,
+    dn) becomes one loop over the row-major linear index (dn fastest;
+    upstream's collapseParallelLoops). Tiled by the block size and mapped
+    (tiles to blocks, a tile's iterations to threads), consecutive threads
+    then touch consecutive elements of the innermost dimension (coalesced
+    loads and stores), and every kernel has the same block size whatever the
+    rank of its loop (without it a 3-D loop tiled 32 x 32 keeps its third
+    dimension whole inside a block).
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def ZBGpuSinkSerialLoops : Pass<"zb-gpu-sink-serial-loops"> {
+  let summary = "Interchanges a serial scf.for with the one scf.parallel it contains when that is legal";
+  let description = [{
+    For the CUDA target, after convert-linalg-to-parallel-loops and before
+    zb-gpu-flatten-parallel-loops. A top-level `scf.for` whose body is index
+    arithmetic, views, reads and exactly one `scf.parallel` (the scatter-add
+    of an embedding gradient: for each token n, `acc[ids[n], :] +=
+    upd[n, :]`) would stay in host code, reading the token ids from device
+    memory and launching one kernel per token. It becomes the parallel loop
+    (one kernel) with the serial loop inside every thread, in the same order,
+    when: the parallel loop's bounds do not depend on the serial loop; it
+    writes only allocations of the function; every access to a written
+    allocation indexes a unit-stride subview of it with exactly the parallel
+    induction variables, and the subview's offsets vary with the serial loop
+    only in dimensions where the parallel loop has one iteration; and the
+    serial loop's own reads are not of a written allocation. Then distinct
+    threads touch distinct elements in every serial iteration and each
+    element receives its updates in the original order: the results are
+    bit-identical.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def ZBGpuWrapScalarOps : Pass<"zb-gpu-wrap-scalar-ops"> {
+  let summary = "Puts every loop-free linalg op on buffers inside a one-iteration scf.parallel";
+  let description = [{
+    For the CUDA target, before convert-linalg-to-parallel-loops: a linalg
+    op without loops (all operands rank 0: the loss summed over the
+    microbatches, its mean, a fill or copy of a scalar) would lower to plain
+    loads and stores left in host code, which then reads and writes device
+    memory and makes the host wait for the GPU. Inside a one-iteration
+    `scf.parallel` it becomes a one-thread kernel like every other loop, and
+    the host code of a rank program touches no element data.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def ZBGpuMergeKernelModules : Pass<"zb-gpu-merge-kernel-modules", "mlir::ModuleOp"> {
+  let summary = "All outlined kernels of a module into one gpu.module";
+  let description = [{
+    gpu-kernel-outlining makes one gpu.module per kernel; compiled one by
+    one, every module costs a ptxas (and, for several architectures, a
+    fatbinary) process: a GPT rank with 160 kernels spent 94 % of its
+    compile time (10 s) there, and the runtime would load 160 modules. This
+    pass moves the gpu.func of every gpu.module that holds only kernels into
+    one gpu.module, `module-name` (made unique), at the place of the first;
+    each kernel is renamed to its old module's name (unique among the
+    module's symbols: the outliner names modules after their kernels,
+    numbered) and every gpu.launch_func is redirected to @module-name::@name.
+    Modules holding anything other than gpu.func kernels are left alone.
+    Runs after gpu-kernel-outlining (and any pass that reads kernel module
+    names, e.g. zb-compile's GPU report) and before nvvm-attach-target.
+  }];
+  let options = [
+    Option<"moduleName", "module-name", "std::string", /*default=*/"\"zb_kernels\"",
+           "Name of the merged gpu.module">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def ZBGpuFatbin : Pass<"zb-gpu-fatbin", "mlir::ModuleOp"> {
+  let summary = "One fatbin per gpu.module with a cubin per attached NVVM target plus PTX";
+  let description = [{
+    Instead of gpu-module-to-binary when kernels are compiled for several
+    architectures (zb-compile --gpu-arch sm_80,sm_90: one nvvm-attach-target
+    per architecture): every target attached to a gpu.module is compiled to
+    a cubin (the NVVM target's serializer, which links libdevice from
+    `toolkit`; its PTX kept), and the toolkit's `fatbinary` packs the cubins
+    and the PTX of the first target (the driver JIT-compiles it on a newer
+    GPU) into one fatbin: the gpu.module becomes a gpu.binary with that one
+    object (format fatbin), which the host code embeds. Errors: no target,
+    a non-NVVM target, a failed compilation, fatbinary missing or failing.
+  }];
+  let options = [
+    Option<"toolkit", "toolkit", "std::string", /*default=*/"\"\"",
+           "CUDA toolkit root (bin/fatbinary, bin/ptxas, nvvm/libdevice)">
+  ];
+}
+
+#endif // ZB_TARGET_CUDA_PASSES_TD

@@ -1,0 +1,164 @@
+//===- PlanWriter.cpp - plan.json: the one writer
+//--------------------------===//
+//
+// toJSON/writePlan of zb/Formats/Plan.h: every field of the schema of
+// docs/plan-json.md, as zb-compile has always written it (keys sorted,
+// indented by 2).
+//
+//===----------------------------------------------------------------------===//
+
+#include "zb/Formats/AtomicFile.h"
+#include "zb/Formats/Plan.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+using namespace zb::host;
+
+namespace {
+
+json::Object placement(int32_t stage, int32_t rank) {
+  return json::Object{{"stage", stage}, {"rank", rank}};
+}
+
+json::Value optimizerJSON(const OptimizerInfo &opt) {
+  json::Object o{{"name", opt.name}, {"lr", opt.lr}};
+  if (opt.name == "adamw") {
+    o["beta1"] = opt.beta1;
+    o["beta2"] = opt.beta2;
+    o["eps"] = opt.eps;
+    o["weight_decay"] = opt.weightDecay;
+  }
+  return o;
+}
+
+json::Value paramJSON(const ParamInfo &p) {
+  json::Object o = placement(p.stage, p.rank);
+  o["name"] = p.name;
+  o["shape"] = json::Array(p.shape);
+  o["offset_bytes"] = p.offsetBytes;
+  if (!p.tiedCopies.empty()) {
+    json::Array copies;
+    for (const Placement &c : p.tiedCopies)
+      copies.push_back(placement(c.stage, c.rank));
+    o["tied_copies"] = std::move(copies);
+  }
+  return o;
+}
+
+json::Value inputJSON(const InputInfo &in) {
+  json::Object o = placement(in.stage, in.rank);
+  o["name"] = in.name;
+  o["dtype"] = dtypeName(in.dtype);
+  o["sample_shape"] = json::Array(in.sampleShape);
+  if (in.indexRange > 0)
+    o["index_range"] = in.indexRange;
+  return o;
+}
+
+json::Value stageJSON(const StageCostInfo &s) {
+  json::Object o = placement(s.stage, s.rank);
+  o["t_f"] = s.tF;
+  o["t_b"] = s.tB;
+  o["t_w"] = s.tW;
+  o["t_comm"] = s.tComm;
+  o["m_b"] = s.mB;
+  o["m_w"] = s.mW;
+  return o;
+}
+
+/// The fields a prediction and its jitter entry share.
+json::Object bubbleJSON(double bubbleRate, std::optional<double> makespanMs,
+                        const std::vector<double> &rankBubbleRate) {
+  json::Object o{{"bubble_rate", bubbleRate}};
+  if (makespanMs)
+    o["makespan_ms"] = *makespanMs;
+  if (!rankBubbleRate.empty())
+    o["rank_bubble_rate"] = json::Array(rankBubbleRate);
+  return o;
+}
+
+json::Value predictedJSON(const std::vector<PredictedInfo> &predicted) {
+  json::Object all;
+  for (const PredictedInfo &p : predicted)
+    all[p.schedule] = toJSON(p);
+  return all;
+}
+
+json::Value rankJSON(const RankInfo &r) {
+  json::Array args;
+  for (const ArgInfo &a : r.args) {
+    json::Object arg{{"kind", argKindName(a.kind)}};
+    if (a.kind != ArgKind::Loss)
+      arg["index"] = a.index;
+    args.push_back(std::move(arg));
+  }
+  return json::Object{{"rank", r.rank},
+                      {"library", r.library},
+                      {"entry", r.entry},
+                      {"args", std::move(args)}};
+}
+
+template <typename T, typename Fn>
+json::Array arrayOf(const std::vector<T> &items, Fn convert) {
+  json::Array out;
+  for (const T &item : items)
+    out.push_back(convert(item));
+  return out;
+}
+
+} // namespace
+
+json::Value zb::host::toJSON(const PredictedInfo &p) {
+  json::Object o = bubbleJSON(p.bubbleRate, p.makespanMs, p.rankBubbleRate);
+  if (p.jitter) {
+    json::Object j = bubbleJSON(p.jitter->bubbleRate, p.jitter->makespanMs,
+                                p.jitter->rankBubbleRate);
+    if (p.jitter->samples)
+      j["samples"] = *p.jitter->samples;
+    o["jitter"] = std::move(j);
+  }
+  return o;
+}
+
+json::Value zb::host::toJSON(const Plan &plan) {
+  json::Object root{{"format", "zb-plan"},
+                      {"version", 1},
+                      {"model", plan.model},
+                      {"num_ranks", plan.numRanks},
+                      {"num_stages", plan.numStages},
+                      {"num_chunks", plan.numChunks},
+                      {"num_microbatches", plan.numMicrobatches},
+                      {"microbatch_size", plan.microbatchSize},
+                      {"schedule", plan.schedule},
+                      {"target", plan.target},
+                      {"data", plan.data},
+                      {"optimizer", optimizerJSON(plan.optimizer)},
+                      {"params", arrayOf(plan.params, paramJSON)},
+                      {"inputs", arrayOf(plan.inputs, inputJSON)},
+                      {"stages", arrayOf(plan.stages, stageJSON)},
+                      {"predicted", predictedJSON(plan.predicted)},
+                      {"ranks", arrayOf(plan.ranks, rankJSON)}};
+  if (!plan.optimizerSync.empty())
+    root["optimizer_sync"] = plan.optimizerSync;
+  if (!plan.gpuArchs.empty()) {
+    json::Array archs;
+    for (const std::string &a : plan.gpuArchs)
+      archs.push_back(a);
+    root["gpu_archs"] = std::move(archs);
+  }
+  if (plan.allowTf32)
+    root["allow_tf32"] = true;
+  if (plan.target == "cuda")
+    root["host_reads_device_memory"] = plan.hostReadsDeviceMemory;
+  return root;
+}
+
+Error zb::host::writePlan(const Plan &plan, StringRef path) {
+  return writeFileAtomically(path, [&](raw_ostream &os) {
+    os << formatv("{0:2}", toJSON(plan)) << "\n";
+    return Error::success();
+  });
+}

@@ -1,0 +1,460 @@
+//===- Emulate.cpp - zb-gpu-emulate ---------------------------------------===//
+//
+// Runs the GPU kernels of a module on the CPU with the GPU's semantics, for
+// checking them where no GPU is at hand. Every gpu.func kernel of every
+// gpu.module (as gpu-kernel-outlining leaves them, before NVVM) becomes a
+// host function that loops over the grid's blocks and, per block, over the
+// block's threads once per phase: the kernel body is cut at every
+// gpu.barrier and gpu.all_reduce, so a phase runs to the barrier in every
+// thread before any thread goes on, as on the GPU. Scalars that live across
+// a cut are kept per thread; workgroup memory is allocated per block;
+// gpu.all_reduce combines the per-thread values in exactly the order of
+// upstream's lowering (populateGpuAllReducePatterns, which
+// convert-gpu-to-nvvm applies): an XOR butterfly over the lanes of each
+// 32-lane subgroup (a partner lane outside the active width is skipped),
+// then the same over the subgroups' results. Each gpu.launch_func becomes a
+// call. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+#include "zb/Target/CUDA/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Utils/GPUUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace zb {
+#define GEN_PASS_DEF_ZBGPUEMULATE
+#include "zb/Target/CUDA/Passes.h.inc"
+} // namespace zb
+
+using namespace mlir;
+
+namespace {
+
+constexpr int64_t kSubgroupSize = 32;
+
+/// The operations that read a thread's or block's coordinates (replaced by
+/// the emulation's loop indices).
+bool isCoordinateOp(Operation *op) {
+  return isa<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp, gpu::GridDimOp,
+             gpu::GlobalIdOp, gpu::LaneIdOp, gpu::SubgroupIdOp,
+             gpu::SubgroupSizeOp, gpu::NumSubgroupsOp>(op);
+}
+
+struct ZBGpuEmulatePass
+    : public zb::impl::ZBGpuEmulateBase<ZBGpuEmulatePass> {
+  using Base::Base;
+
+  ModuleOp module;
+  llvm::StringMap<func::FuncOp> reduceFunctions;
+
+  Value cst(OpBuilder &b, Location loc, int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  }
+
+  /// `func @__zb_emu_subgroup_reduce_<kind>_<type>(%v: memref<?xT>, %base,
+  /// %width: index) -> T`: lane 0's value after upstream's butterfly over
+  /// lanes v[base .. base + min(32, width)).
+  func::FuncOp subgroupReduceFunction(gpu::AllReduceOperation kind,
+                                      Type type, Location loc) {
+    std::string name;
+    llvm::raw_string_ostream os(name);
+    os << "__zb_emu_subgroup_reduce_" << gpu::stringifyAllReduceOperation(kind)
+       << "_" << type;
+    if (auto it = reduceFunctions.find(name); it != reduceFunctions.end())
+      return it->second;
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    Type index = b.getIndexType();
+    auto arrayType = MemRefType::get({ShapedType::kDynamic}, type);
+    auto fn = func::FuncOp::create(
+        b, loc, name,
+        b.getFunctionType({arrayType, index, index}, {type}));
+    fn.setPrivate();
+    Block *entry = fn.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    Value values = entry->getArgument(0), base = entry->getArgument(1),
+          width = entry->getArgument(2);
+    Value c0 = cst(b, loc, 0), c1 = cst(b, loc, 1),
+          c32 = cst(b, loc, kSubgroupSize);
+    auto laneType = MemRefType::get({kSubgroupSize}, type);
+    Value lanes = memref::AllocOp::create(b, loc, laneType);
+    Value next = memref::AllocOp::create(b, loc, laneType);
+    Value active = arith::MinUIOp::create(b, loc, width, c32);
+    scf::ForOp::create(b, loc, c0, active, c1, ValueRange(),
+                       [&](OpBuilder &b, Location loc, Value lane, ValueRange) {
+                         Value i = arith::AddIOp::create(b, loc, base, lane);
+                         Value v = memref::LoadOp::create(b, loc, values, i);
+                         memref::StoreOp::create(b, loc, v, lanes, lane);
+                         scf::YieldOp::create(b, loc);
+                       });
+    for (int64_t offset = 1; offset < kSubgroupSize; offset <<= 1) {
+      Value off = cst(b, loc, offset);
+      scf::ForOp::create(
+          b, loc, c0, active, c1, ValueRange(),
+          [&](OpBuilder &b, Location loc, Value lane, ValueRange) {
+            Value partner = arith::XOrIOp::create(b, loc, lane, off);
+            Value own = memref::LoadOp::create(b, loc, lanes, lane);
+            Value valid = arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::ult, partner, active);
+            // The partner index is below 32: in bounds even when the lane
+            // is inactive (its value is then not used).
+            Value other = memref::LoadOp::create(b, loc, lanes, partner);
+            // accumulate(value, shuffled), as upstream.
+            Value acc = vector::makeArithReduction(
+                b, loc, gpu::convertReductionKind(kind), own, other);
+            Value chosen = arith::SelectOp::create(b, loc, valid, acc, own);
+            memref::StoreOp::create(b, loc, chosen, next, lane);
+            scf::YieldOp::create(b, loc);
+          });
+      memref::CopyOp::create(b, loc, next, lanes);
+    }
+    Value result = memref::LoadOp::create(b, loc, lanes, c0);
+    memref::DeallocOp::create(b, loc, lanes);
+    memref::DeallocOp::create(b, loc, next);
+    func::ReturnOp::create(b, loc, result);
+    reduceFunctions[name] = fn;
+    return fn;
+  }
+
+  /// The block-wide result of gpu.all_reduce over values[0 .. n).
+  Value emulateAllReduce(OpBuilder &b, Location loc,
+                         gpu::AllReduceOperation kind, Value values,
+                         Value n) {
+    Type type = cast<MemRefType>(values.getType()).getElementType();
+    func::FuncOp fn = subgroupReduceFunction(kind, type, loc);
+    Value c0 = cst(b, loc, 0), c1 = cst(b, loc, 1),
+          c32 = cst(b, loc, kSubgroupSize);
+    Value subgroups = arith::CeilDivUIOp::create(b, loc, n, c32);
+    Value partials = memref::AllocOp::create(
+        b, loc, MemRefType::get({ShapedType::kDynamic}, type), subgroups);
+    scf::ForOp::create(
+        b, loc, c0, subgroups, c1, ValueRange(),
+        [&](OpBuilder &b, Location loc, Value s, ValueRange) {
+          Value base = arith::MulIOp::create(b, loc, s, c32);
+          Value width = arith::SubIOp::create(b, loc, n, base);
+          Value r = func::CallOp::create(b, loc, fn,
+                                         ValueRange{values, base, width})
+                        .getResult(0);
+          memref::StoreOp::create(b, loc, r, partials, s);
+          scf::YieldOp::create(b, loc);
+        });
+    Value result =
+        func::CallOp::create(b, loc, fn, ValueRange{partials, c0, subgroups})
+            .getResult(0);
+    memref::DeallocOp::create(b, loc, partials);
+    return result;
+  }
+
+  /// The emulation of `kernel`: (gridX, gridY, gridZ, blockX, blockY,
+  /// blockZ, kernel arguments...).
+  FailureOr<func::FuncOp> emulateKernel(gpu::GPUModuleOp gpuModule,
+                                        gpu::GPUFuncOp kernel) {
+    Location loc = kernel.getLoc();
+    if (!kernel.getBody().hasOneBlock())
+      return kernel.emitError("zb-gpu-emulate: kernel '")
+             << kernel.getName()
+             << "' has unstructured control flow (more than one block); "
+                "emulate before convert-scf-to-cf";
+    if (!kernel.getPrivateAttributions().empty())
+      return kernel.emitError("zb-gpu-emulate: kernel '")
+             << kernel.getName() << "' has private attributions";
+    Block &body = kernel.getBody().front();
+
+    // Thread and block coordinates and constants used in a later phase are
+    // recomputed there (cloned before the user) rather than kept per thread.
+    {
+      DenseMap<Operation *, unsigned> scan;
+      unsigned phase = 0;
+      for (Operation &op : body) {
+        scan[&op] = phase;
+        if (isa<gpu::BarrierOp, gpu::AllReduceOp>(op))
+          ++phase;
+      }
+      for (Operation &op : llvm::make_early_inc_range(body)) {
+        if (op.getNumResults() != 1 || op.getNumOperands() != 0 ||
+            !(op.hasTrait<OpTrait::ConstantLike>() || isCoordinateOp(&op)))
+          continue;
+        for (OpOperand &use :
+             llvm::make_early_inc_range(op.getResult(0).getUses())) {
+          Operation *user = body.findAncestorOpInBlock(*use.getOwner());
+          if (!user || scan.lookup(user) == scan.lookup(&op))
+            continue;
+          OpBuilder ob(user);
+          Operation *copy = ob.clone(op);
+          scan[copy] = scan.lookup(user);
+          use.set(copy->getResult(0));
+        }
+      }
+    }
+
+    // Phases: the top-level operations between cuts.
+    DenseMap<Operation *, unsigned> phaseOf;
+    SmallVector<SmallVector<Operation *>> phases(1);
+    SmallVector<Operation *> cuts;
+    for (Operation &op : body) {
+      if (isa<gpu::BarrierOp, gpu::AllReduceOp>(op)) {
+        if (auto reduce = dyn_cast<gpu::AllReduceOp>(op);
+            reduce && (!reduce.getOp() || !reduce.getBody().empty()))
+          return op.emitError("zb-gpu-emulate: gpu.all_reduce with a body "
+                              "region is not supported");
+        cuts.push_back(&op);
+        phaseOf[&op] = phases.size() - 1;
+        phases.emplace_back();
+        continue;
+      }
+      if (op.hasTrait<OpTrait::IsTerminator>())
+        continue;
+      phaseOf[&op] = phases.size() - 1;
+      phases.back().push_back(&op);
+    }
+    WalkResult nested = body.walk([&](Operation *op) {
+      if (op->getBlock() != &body &&
+          isa<gpu::BarrierOp, gpu::AllReduceOp, gpu::ShuffleOp,
+              gpu::SubgroupReduceOp>(op)) {
+        op->emitError("zb-gpu-emulate: '")
+            << op->getName()
+            << "' inside control flow (only top-level barriers and "
+               "all-reductions are emulated)";
+        return WalkResult::interrupt();
+      }
+      if (op->getBlock() == &body && isa<gpu::ShuffleOp, gpu::SubgroupReduceOp>(op)) {
+        op->emitError("zb-gpu-emulate: '") << op->getName()
+                                           << "' is not emulated";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (nested.wasInterrupted())
+      return failure();
+
+    // Values defined in one phase and used in a later one (or reduced by
+    // a cut) live in per-thread arrays.
+    auto phaseOfValue = [&](Value v) -> std::optional<unsigned> {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        def = v.getParentBlock()->getParentOp();
+      if (def == kernel.getOperation())
+        return std::nullopt; // a kernel argument or attribution
+      Operation *top = body.findAncestorOpInBlock(*def);
+      if (!top || isa<gpu::AllReduceOp>(top))
+        return std::nullopt; // an all_reduce result: block-wide
+      return phaseOf.lookup(top);
+    };
+    // Per phase: the values it loads (defined earlier) and stores (used
+    // later or reduced by the cut that ends it).
+    llvm::SetVector<Value> spilled;
+    SmallVector<llvm::SetVector<Value>> imports(phases.size()),
+        exports(phases.size());
+    for (auto [i, phase] : llvm::enumerate(phases))
+      for (Operation *op : phase)
+        op->walk([&](Operation *inner) {
+          for (Value operand : inner->getOperands())
+            if (auto p = phaseOfValue(operand); p && *p < i) {
+              spilled.insert(operand);
+              imports[i].insert(operand);
+              exports[*p].insert(operand);
+            }
+        });
+    for (auto [i, cut] : llvm::enumerate(cuts))
+      if (auto reduce = dyn_cast<gpu::AllReduceOp>(cut)) {
+        spilled.insert(reduce.getValue());
+        exports[i].insert(reduce.getValue());
+      }
+    for (Value v : spilled)
+      if (!v.getType().isIntOrIndexOrFloat())
+        return kernel.emitError("zb-gpu-emulate: a value of type ")
+               << v.getType() << " lives across a barrier in kernel '"
+               << kernel.getName() << "'";
+
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    Type index = b.getIndexType();
+    SmallVector<Type> argTypes(6, index);
+    llvm::append_range(argTypes, kernel.getArgumentTypes());
+    std::string name = ("__zb_emu_" + gpuModule.getName() + "_" +
+                        kernel.getName())
+                           .str();
+    auto fn = func::FuncOp::create(b, loc, name,
+                                   b.getFunctionType(argTypes, {}));
+    fn.setPrivate();
+    Block *entry = fn.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    Value grid[3] = {entry->getArgument(0), entry->getArgument(1),
+                     entry->getArgument(2)};
+    Value block[3] = {entry->getArgument(3), entry->getArgument(4),
+                      entry->getArgument(5)};
+    Value c0 = cst(b, loc, 0), c1 = cst(b, loc, 1);
+    Value threads = arith::MulIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, block[0], block[1]), block[2]);
+    DenseMap<Value, Value> spillArray;
+    for (Value v : spilled)
+      spillArray[v] = memref::AllocOp::create(
+          b, loc, MemRefType::get({ShapedType::kDynamic}, v.getType()),
+          threads);
+
+    // The function's arguments only: the entry block's further arguments
+    // are workgroup attributions (allocated per block below).
+    IRMapping kernelArgs;
+    for (unsigned i = 0, e = kernel.getNumArguments(); i < e; ++i)
+      kernelArgs.map(kernel.getArgument(i), entry->getArgument(6 + i));
+
+    // for bz, by, bx: (a block)
+    auto loopNest = [&](OpBuilder &b, Value *bounds, Value *ivs) {
+      for (int d = 2; d >= 0; --d) {
+        auto loop = scf::ForOp::create(b, loc, c0, bounds[d], c1);
+        b.setInsertionPointToStart(loop.getBody());
+        ivs[d] = loop.getInductionVar();
+      }
+    };
+    Value blockId[3];
+    loopNest(b, grid, blockId);
+    SmallVector<Value> workgroupBuffers;
+    for (BlockArgument attribution : kernel.getWorkgroupAttributions()) {
+      auto type = cast<MemRefType>(attribution.getType());
+      if (!type.hasStaticShape())
+        return kernel.emitError("zb-gpu-emulate: dynamic workgroup memory");
+      Value buffer = memref::AllocOp::create(
+          b, loc, MemRefType::get(type.getShape(), type.getElementType()));
+      kernelArgs.map(attribution, buffer);
+      workgroupBuffers.push_back(buffer);
+    }
+    IRMapping blockScope = kernelArgs;
+    for (auto [i, phase] : llvm::enumerate(phases)) {
+      {
+        OpBuilder::InsertionGuard guard(b);
+        Value threadId[3];
+        loopNest(b, block, threadId);
+        Value linear = arith::AddIOp::create(
+            b, loc,
+            arith::MulIOp::create(
+                b, loc,
+                arith::AddIOp::create(
+                    b, loc, arith::MulIOp::create(b, loc, threadId[2], block[1]),
+                    threadId[1]),
+                block[0]),
+            threadId[0]);
+        IRMapping mapping = blockScope;
+        for (Value v : imports[i])
+          mapping.map(v, memref::LoadOp::create(b, loc, spillArray[v],
+                                                ValueRange{linear}));
+        SmallVector<Operation *> cloned;
+        for (Operation *op : phase)
+          cloned.push_back(b.clone(*op, mapping));
+        for (Value v : exports[i])
+          memref::StoreOp::create(b, loc, mapping.lookup(v), spillArray[v],
+                                  ValueRange{linear});
+        // The thread's and block's coordinates.
+        auto dimValue = [&](gpu::Dimension d, Value *values) {
+          return values[static_cast<int>(d)];
+        };
+        Value c32 = cst(b, loc, kSubgroupSize);
+        for (Operation *op : cloned) {
+          SmallVector<Operation *> idOps;
+          op->walk([&](Operation *inner) {
+            if (isCoordinateOp(inner))
+              idOps.push_back(inner);
+          });
+          for (Operation *idOp : idOps) {
+            OpBuilder ib(idOp);
+            Value v =
+                llvm::TypeSwitch<Operation *, Value>(idOp)
+                    .Case([&](gpu::ThreadIdOp o) {
+                      return dimValue(o.getDimension(), threadId);
+                    })
+                    .Case([&](gpu::BlockIdOp o) {
+                      return dimValue(o.getDimension(), blockId);
+                    })
+                    .Case([&](gpu::BlockDimOp o) {
+                      return dimValue(o.getDimension(), block);
+                    })
+                    .Case([&](gpu::GridDimOp o) {
+                      return dimValue(o.getDimension(), grid);
+                    })
+                    .Case([&](gpu::GlobalIdOp o) -> Value {
+                      return arith::AddIOp::create(
+                          ib, loc,
+                          arith::MulIOp::create(
+                              ib, loc, dimValue(o.getDimension(), blockId),
+                              dimValue(o.getDimension(), block)),
+                          dimValue(o.getDimension(), threadId));
+                    })
+                    .Case([&](gpu::LaneIdOp) -> Value {
+                      return arith::RemUIOp::create(ib, loc, linear, c32);
+                    })
+                    .Case([&](gpu::SubgroupIdOp) -> Value {
+                      return arith::DivUIOp::create(ib, loc, linear, c32);
+                    })
+                    .Case([&](gpu::SubgroupSizeOp) { return c32; })
+                    .Case([&](gpu::NumSubgroupsOp) -> Value {
+                      return arith::CeilDivUIOp::create(ib, loc, threads,
+                                                        c32);
+                    });
+            idOp->getResult(0).replaceAllUsesWith(v);
+            idOp->erase();
+          }
+        }
+      }
+      if (i < cuts.size())
+        if (auto reduce = dyn_cast<gpu::AllReduceOp>(cuts[i]))
+          blockScope.map(reduce.getResult(),
+                         emulateAllReduce(b, loc, *reduce.getOp(),
+                                          spillArray[reduce.getValue()],
+                                          threads));
+    }
+    for (Value buffer : workgroupBuffers)
+      memref::DeallocOp::create(b, loc, buffer);
+    b.setInsertionPointToEnd(entry);
+    for (Value v : spilled)
+      memref::DeallocOp::create(b, loc, spillArray[v]);
+    func::ReturnOp::create(b, loc);
+    return fn;
+  }
+
+  void runOnOperation() override {
+    module = getOperation();
+    llvm::DenseMap<Operation *, func::FuncOp> emulations;
+    for (auto gpuModule :
+         llvm::make_early_inc_range(module.getOps<gpu::GPUModuleOp>())) {
+      for (auto kernel : gpuModule.getOps<gpu::GPUFuncOp>()) {
+        if (!kernel.isKernel())
+          continue;
+        FailureOr<func::FuncOp> fn = emulateKernel(gpuModule, kernel);
+        if (failed(fn))
+          return signalPassFailure();
+        emulations[kernel] = *fn;
+      }
+    }
+    WalkResult result = module.walk([&](gpu::LaunchFuncOp launch) {
+      if (launch.getAsyncToken() || !launch.getAsyncDependencies().empty()) {
+        launch.emitError("zb-gpu-emulate: asynchronous gpu.launch_func; "
+                         "emulate before gpu-async-region");
+        return WalkResult::interrupt();
+      }
+      auto kernel = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(
+          launch, launch.getKernel());
+      if (!kernel || !emulations.count(kernel)) {
+        launch.emitError("zb-gpu-emulate: no kernel ") << launch.getKernel();
+        return WalkResult::interrupt();
+      }
+      OpBuilder b(launch);
+      gpu::KernelDim3 g = launch.getGridSizeOperandValues(),
+                      k = launch.getBlockSizeOperandValues();
+      SmallVector<Value> operands = {g.x, g.y, g.z, k.x, k.y, k.z};
+      llvm::append_range(operands, launch.getKernelOperands());
+      func::CallOp::create(b, launch.getLoc(), emulations[kernel], operands);
+      launch.erase();
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      return signalPassFailure();
+    for (auto gpuModule :
+         llvm::make_early_inc_range(module.getOps<gpu::GPUModuleOp>()))
+      gpuModule.erase();
+    module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
+  }
+};
+
+} // namespace
