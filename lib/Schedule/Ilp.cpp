@@ -28,394 +28,31 @@
 //  - when all times are multiples of a grid g, CBC's "increment" is 0.99 g
 //    (a better solution is at least g better) and bounds round up to g.
 //
-// Solved with COIN-OR CBC through its C API, warm-started from the heuristic
-// (Cbc_setMIPStartI), with a time limit. The status, best bound and gap are
-// CBC's own. The first pass of every stage starts as early as possible, as in
-// the simulator, so the decoded order simulates to CBC's objective. CBC runs
-// in a forked child process that is killed at the deadline (CBC does not
-// check its limit during the root LP or the MIP start). The child first
-// solves the LP relaxation (Clp): if it already meets the warm start, that is
-// optimal and CBC is skipped; otherwise the LP bound, and then every "best
-// possible" of CBC's progress messages, is streamed to the parent, so a CBC
-// bound is known even when the child is killed. Then the warm start is
-// returned, labelled "time limit"; the analytic bound is reported next to
-// CBC's.
+// Solved with COIN-OR CBC (IlpSolver.cpp: a child process killed at the
+// deadline, the LP relaxation first), warm-started from the heuristic, with a
+// time limit. The status, best bound and gap are CBC's own. The first pass of
+// every stage starts as early as possible, as in the simulator, so the
+// decoded order simulates to CBC's objective.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Builders.h"
+#include "IlpSolver.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
-#include <coin/Cbc_C_Interface.h>
-#include <coin/Clp_C_Interface.h>
-
-#include <fcntl.h>
-#include <poll.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <limits>
 #include <map>
 #include <numeric>
 
 using namespace zb::sched;
+using namespace zb::sched::detail;
 
 namespace {
-
-struct IlpModel {
-  Cbc_Model *model = Cbc_newModel();
-  int numCols = 0, numRows = 0;
-  std::vector<double> colLb, colUb, obj, start; // per column
-  std::vector<int> integers;
-  std::vector<double> rowLb, rowUb;
-  /// Triplets (row, col, value).
-  std::vector<int> tRow, tCol;
-  std::vector<double> tVal;
-  /// Rows the warm start violates (0 for a consistent model).
-  int startViolations = 0;
-  ~IlpModel() { Cbc_deleteModel(model); }
-
-  int addCol(double lb, double ub, double objective, bool integer,
-             double init) {
-    colLb.push_back(lb);
-    colUb.push_back(ub);
-    obj.push_back(objective);
-    start.push_back(init);
-    if (integer)
-      integers.push_back(numCols);
-    return numCols++;
-  }
-  void addRow(const std::vector<int> &cols, const std::vector<double> &coefs,
-              char sense, double rhs) {
-    double inf = std::numeric_limits<double>::infinity();
-    rowLb.push_back(sense == 'G' ? rhs : -inf);
-    rowUb.push_back(sense == 'L' ? rhs : inf);
-    double lhs = 0;
-    for (size_t k = 0; k < cols.size(); ++k) {
-      tRow.push_back(numRows);
-      tCol.push_back(cols[k]);
-      tVal.push_back(coefs[k]);
-      lhs += coefs[k] * start[cols[k]];
-    }
-    double tol = 1e-6 * std::max(1.0, std::fabs(rhs));
-    if ((sense == 'G' && lhs < rhs - tol) || (sense == 'L' && lhs > rhs + tol))
-      ++startViolations;
-    ++numRows;
-  }
-  /// The model in compressed sparse columns (filled by load()).
-  std::vector<CoinBigIndex> colStart;
-  std::vector<int> index;
-  std::vector<double> value;
-  /// Hands the model to CBC (compressed sparse columns).
-  void load() {
-    colStart.assign(numCols + 1, 0);
-    for (int c : tCol)
-      ++colStart[c + 1];
-    for (int c = 0; c < numCols; ++c)
-      colStart[c + 1] += colStart[c];
-    index.resize(tCol.size());
-    value.resize(tCol.size());
-    std::vector<CoinBigIndex> fill(colStart.begin(), colStart.end() - 1);
-    for (size_t k = 0; k < tCol.size(); ++k) {
-      CoinBigIndex at = fill[tCol[k]]++;
-      index[at] = tRow[k];
-      value[at] = tVal[k];
-    }
-    Cbc_loadProblem(model, numCols, numRows, colStart.data(), index.data(),
-                    value.data(), colLb.data(), colUb.data(), obj.data(),
-                    rowLb.data(), rowUb.data());
-    for (int c : integers)
-      Cbc_setInteger(model, c);
-  }
-};
-
-/// What the CBC run reported (scaled units).
-struct CbcOutcome {
-  bool finished = false; // false: killed at the deadline, or failed
-  std::string error;
-  bool provenOptimal = false, provenInfeasible = false,
-       secondsLimitReached = false, hasSolution = false;
-  int status = 0, secondary = 0;
-  double objective = 0, bestBound = 0;
-  std::vector<double> solution;
-  /// Streamed by the child while it runs, so known even when it is killed:
-  /// the optimum of the LP relaxation (Clp, before CBC starts) and CBC's
-  /// latest "best possible" from its progress messages (NaN: none yet).
-  double lpBound = std::nan(""), progressBound = std::nan("");
-  /// The LP relaxation's optimum already meets the warm start (less the
-  /// increment): the warm start is optimal and CBC was not run.
-  bool lpProvesOptimal = false;
-};
-
-bool writeAll(int fd, const void *data, size_t size) {
-  const char *p = static_cast<const char *>(data);
-  while (size > 0) {
-    ssize_t n = ::write(fd, p, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    p += n;
-    size -= n;
-  }
-  return true;
-}
-
-// The child's pipe to the parent. Records: a tag byte, then its payload:
-//   'L' double      the LP relaxation's optimum (Clp)
-//   'P' double      CBC's best possible objective from a progress message
-//   'S' int[6] double[2] [double[numCols]]   CBC's final result
-int progressFd = -1;
-bool progressVerbose = false;
-
-void sendBound(char tag, double bound) {
-  if (progressFd < 0 || !std::isfinite(bound))
-    return;
-  char rec[1 + sizeof(double)];
-  rec[0] = tag;
-  std::memcpy(rec + 1, &bound, sizeof(double));
-  writeAll(progressFd, rec, sizeof(rec));
-}
-
-/// CBC message callback (runs in the child). With a callback registered CBC
-/// hands its messages here instead of printing them (with --ilp-log they are
-/// printed to stderr: number, numbers, strings). The one that carries the
-/// best possible objective while the search runs is CBC0010, "After %d nodes,
-/// %d on tree, %g best solution, best possible %g (%.2f seconds)" (number 10,
-/// doubles: best solution, best possible, seconds; CbcMessage.cpp, CBC 2.10);
-/// it is streamed to the parent.
-void COINLINKAGE_CB cbcProgress(Cbc_Model *, int msgno, int ndouble,
-                                const double *dvec, int nint, const int *ivec,
-                                int nchar, char **cvec) {
-  if (progressVerbose) {
-    fprintf(stderr, "cbc msg %d:", msgno);
-    for (int k = 0; k < ndouble; ++k)
-      fprintf(stderr, " %g", dvec[k]);
-    fprintf(stderr, " |");
-    for (int k = 0; k < nint; ++k)
-      fprintf(stderr, " %d", ivec[k]);
-    for (int k = 0; k < nchar; ++k)
-      fprintf(stderr, " '%s'", cvec[k]);
-    fprintf(stderr, "\n");
-  }
-  (void)ivec;
-  (void)nint;
-  (void)cvec;
-  (void)nchar;
-  if (msgno == 10 && ndouble >= 2)
-    sendBound('P', dvec[1]);
-}
-
-/// Runs, in a child process, first the LP relaxation (Clp) and then
-/// Cbc_solve; returns what the child reported, or finished = false if it did
-/// not finish before t0 + limit seconds (then the child is killed; the bounds
-/// it streamed until then are kept).
-/// The CBC child: solves the LP relaxation (Clp) and streams its bound
-/// ('L'), ends with 'O' when that already proves the warm start optimal,
-/// else runs CBC (streaming its progress bounds, 'P') and writes the result
-/// record ('S': status ints, objective and bound, the solution) to `fd`.
-[[noreturn]] void runCbcChild(IlpModel &ilp, bool verbose,
-                              double proveThreshold, int fd) {
-  Cbc_Model *model = ilp.model;
-  int numCols = ilp.numCols;
-#ifdef __linux__
-  // Do not outlive the caller (e.g. if it is killed while CBC runs).
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-#endif
-  progressFd = fd;
-  progressVerbose = verbose;
-  // CBC prints part of its log to stdout whatever the message handler: to
-  // stderr with --ilp-log, else nowhere (stdout may carry our JSON).
-  {
-    int sink = verbose ? ::dup(2) : ::open("/dev/null", O_WRONLY);
-    if (sink >= 0) {
-      ::dup2(sink, 1);
-      ::close(sink);
-    }
-  }
-  // The LP relaxation first, so that a bound exists early even when CBC's
-  // own root processing (MIP start, cuts) does not finish in time.
-  {
-    Clp_Simplex *lp = Clp_newModel();
-    Clp_setLogLevel(lp, 0);
-    Clp_loadProblem(lp, numCols, ilp.numRows, ilp.colStart.data(),
-                    ilp.index.data(), ilp.value.data(), ilp.colLb.data(),
-                    ilp.colUb.data(), ilp.obj.data(), ilp.rowLb.data(),
-                    ilp.rowUb.data());
-    Clp_dual(lp, 0);
-    bool proves = false;
-    if (Clp_isProvenOptimal(lp)) {
-      sendBound('L', Clp_objectiveValue(lp));
-      proves = Clp_objectiveValue(lp) >= proveThreshold;
-    }
-    Clp_deleteModel(lp);
-    if (proves) {
-      // No solution better than the warm start by the increment exists:
-      // it is optimal, and CBC need not run.
-      char tag = 'O';
-      bool ok = writeAll(fd, &tag, 1);
-      ::close(fd);
-      ::_exit(ok ? 0 : 1);
-    }
-  }
-  Cbc_registerCallBack(model, cbcProgress);
-  Cbc_solve(model);
-  fflush(stdout);
-  int ints[6] = {
-      Cbc_isProvenOptimal(model),       Cbc_isProvenInfeasible(model),
-      Cbc_isSecondsLimitReached(model), Cbc_status(model),
-      Cbc_secondaryStatus(model),       0};
-  const double *sol = Cbc_bestSolution(model);
-  ints[5] = sol != nullptr;
-  double dbl[2] = {sol ? Cbc_getObjValue(model) : 0.0,
-                   Cbc_getBestPossibleObjValue(model)};
-  char tag = 'S';
-  bool ok = writeAll(fd, &tag, 1) && writeAll(fd, ints, sizeof(ints)) &&
-            writeAll(fd, dbl, sizeof(dbl));
-  if (ok && sol)
-    ok = writeAll(fd, sol, sizeof(double) * numCols);
-  ::close(fd);
-  ::_exit(ok ? 0 : 1);
-}
-
-/// Reads the child's records from `fd` until it closes the pipe (true) or
-/// the deadline t0 + limit passes (false).
-bool readUntilDeadline(int fd, std::chrono::steady_clock::time_point t0,
-                       double limit, std::vector<char> &buf) {
-  bool eof = false;
-  while (!eof) {
-    double left = limit - std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - t0)
-                              .count();
-    if (left <= 0)
-      break;
-    struct pollfd pfd = {fd, POLLIN, 0};
-    int r = ::poll(&pfd, 1, std::max(1, static_cast<int>(left * 1000)));
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      continue; // timeout: the loop re-checks the deadline
-    char chunk[65536];
-    ssize_t n = ::read(fd, chunk, sizeof(chunk));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      eof = true;
-    else
-      buf.insert(buf.end(), chunk, chunk + n);
-  }
-  return eof;
-}
-
-/// Decodes the child's records into `out` (a killed child may leave the
-/// last one incomplete).
-void parseChildRecords(const std::vector<char> &buf, bool eof, int numCols,
-                       CbcOutcome &out) {
-  size_t expectHead = 6 * sizeof(int) + 2 * sizeof(double);
-  size_t at = 0;
-  bool sawResult = false;
-  while (at < buf.size()) {
-    char tag = buf[at];
-    if ((tag == 'L' || tag == 'P') && at + 1 + sizeof(double) <= buf.size()) {
-      double v;
-      std::memcpy(&v, buf.data() + at + 1, sizeof(double));
-      (tag == 'L' ? out.lpBound : out.progressBound) = v;
-      at += 1 + sizeof(double);
-      continue;
-    }
-    if (tag == 'O') {
-      out.lpProvesOptimal = true;
-      break;
-    }
-    if (tag == 'S' && at + 1 + expectHead <= buf.size()) {
-      sawResult = true;
-      ++at;
-      break;
-    }
-    break;
-  }
-  if (!eof)
-    return; // killed at the deadline
-  if (out.lpProvesOptimal) {
-    out.finished = true;
-    return;
-  }
-  if (!sawResult) {
-    out.error = "the CBC child process exited without a result";
-    return;
-  }
-  int ints[6];
-  double dbl[2];
-  std::memcpy(ints, buf.data() + at, sizeof(ints));
-  std::memcpy(dbl, buf.data() + at + sizeof(ints), sizeof(dbl));
-  at += expectHead;
-  out.finished = true;
-  out.provenOptimal = ints[0];
-  out.provenInfeasible = ints[1];
-  out.secondsLimitReached = ints[2];
-  out.status = ints[3];
-  out.secondary = ints[4];
-  out.hasSolution = ints[5];
-  out.objective = dbl[0];
-  out.bestBound = dbl[1];
-  if (out.hasSolution) {
-    if (buf.size() < at + sizeof(double) * numCols) {
-      out.hasSolution = false;
-      out.error = "truncated solution";
-    } else {
-      out.solution.resize(numCols);
-      std::memcpy(out.solution.data(), buf.data() + at,
-                  sizeof(double) * numCols);
-    }
-  }
-}
-
-CbcOutcome solveWithDeadline(IlpModel &ilp, bool verbose, double proveThreshold,
-                             std::chrono::steady_clock::time_point t0,
-                             double limit) {
-  CbcOutcome out;
-  int fds[2];
-  if (::pipe(fds) != 0) {
-    out.error = "pipe failed";
-    return out;
-  }
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    out.error = "fork failed";
-    return out;
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    runCbcChild(ilp, verbose, proveThreshold, fds[1]);
-  }
-  ::close(fds[1]);
-  std::vector<char> buf;
-  bool eof = readUntilDeadline(fds[0], t0, limit, buf);
-  ::close(fds[0]);
-  if (!eof)
-    ::kill(pid, SIGKILL);
-  int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  parseChildRecords(buf, eof, ilp.numCols, out);
-  return out;
-}
 
 /// The largest g such that every time of the problem (T_F, T_B, T_W, T_comm
 /// of every stage, ms) is an integer multiple of g, for times given with at
@@ -444,12 +81,6 @@ double timeGrid(const Problem &problem) {
 }
 
 } // namespace
-
-namespace zb::sched::detail {
-llvm::Expected<Schedule> buildHeuristic(const Problem &problem,
-                                        llvm::StringRef name,
-                                        const BuildOptions &options);
-} // namespace zb::sched::detail
 
 namespace {
 
@@ -883,110 +514,38 @@ void IlpFormulation::printSummary() const {
           ilp.startViolations, outside);
 }
 
-CbcOutcome IlpFormulation::solve(std::chrono::steady_clock::time_point tEntry) {
-  ilp.load();
-  // Log level 1 so that CBC's progress messages reach cbcProgress (which
-  // prints them only with options.verbose).
-  Cbc_setLogLevel(ilp.model, 1);
-  std::vector<int> allCols(ilp.numCols);
-  std::iota(allCols.begin(), allCols.end(), 0);
-  Cbc_setMIPStartI(ilp.model, ilp.numCols, allCols.data(), ilp.start.data());
-  // The time limit. CBC checks its own limit only between nodes: the root LP
-  // and the processing of the MIP start are not interrupted (p=8 m=24 with
-  // the horizon-wide big-M: 39 s and 27 s, 70 s at a 30 s limit). So CBC runs
-  // in a child process with its own limit set a little below ours, and the
-  // child is killed at our deadline if it has not returned by then; we then
-  // keep the warm start and the bounds the child streamed.
-  auto t0 = std::chrono::steady_clock::now();
-  // Deadline for CBC, measured from t0: the limit less the time already
-  // spent and a margin for decoding and verifying its solution (0.1 s, or
-  // 0.5 % of the limit on a busy machine with a large model).
-  double limit =
-      std::max(0.0, options.timeLimitSeconds -
-                        std::chrono::duration<double>(t0 - tEntry).count() -
-                        std::max(0.1, 0.005 * options.timeLimitSeconds));
-  Cbc_setMaximumSeconds(ilp.model,
-                        std::max(0.0, limit - std::max(0.2, 0.03 * limit)));
-  Cbc_setParameter(ilp.model, "timeMode", "elapsed");
-  // CBC 2.10.8 can crash in CglPreProcess::postProcess when the time limit
-  // stops the search: switch its MIP preprocessing off.
-  Cbc_setParameter(ilp.model, "preprocess", "off");
-  Cbc_setParameter(ilp.model, "threads",
-                   std::to_string(std::max(1, options.threads)).c_str());
+CbcOutcome
+IlpFormulation::solve(std::chrono::steady_clock::time_point tEntry) {
+  CbcSettings settings;
+  settings.timeLimitSeconds = options.timeLimitSeconds;
+  settings.tEntry = tEntry;
+  settings.threads = options.threads;
+  settings.verbose = options.verbose;
   // When every time is a multiple of a grid g, so is every stage span under
   // the simulator and the optimum of the ILP (for fixed orders the E are
   // longest paths from the pinned first passes with lags that are sums of
   // times). A better solution is then at least g better: CBC may prune a
   // node whose bound exceeds incumbent - g ("increment"), which closes gaps
   // below g, and a bound may be rounded up to the grid.
-  if (grid > 0) {
-    char text[64];
-    std::snprintf(text, sizeof(text), "%.17g", 0.99 * grid / tUnit);
-    Cbc_setParameter(ilp.model, "increment", text);
-  }
-  double proveThreshold =
+  if (grid > 0)
+    settings.increment = 0.99 * grid / tUnit;
+  settings.proveThreshold =
       grid > 0 ? ub - 0.99 * grid / tUnit : ub - 1e-9 * std::max(1.0, ub);
-  return solveWithDeadline(ilp, options.verbose, proveThreshold, t0, limit);
+  return runCbc(ilp, settings);
 }
 
 IlpReport IlpFormulation::report(const CbcOutcome &out, double seconds) const {
-  IlpReport rep;
-  rep.seconds = seconds;
-  rep.numVariables = ilp.numCols;
-  rep.numConstraints = ilp.numRows;
-  rep.warmStartObjective = warmSim.stageSpan;
-  rep.analyticBound = analyticMs;
-  bool hasSolution = out.hasSolution;
-  if (!out.finished)
-    rep.status = out.error.empty()
-                     ? llvm::formatv("time limit (CBC stopped by zb at the "
-                                     "{0} s deadline, before its own check; "
-                                     "kept the warm start)",
-                                     options.timeLimitSeconds)
-                           .str()
-                     : "CBC failed (" + out.error + "; kept the warm start)";
-  else if (out.lpProvesOptimal)
-    rep.status = "optimal (LP relaxation)";
-  else if (out.provenOptimal)
-    rep.status = "optimal";
-  else if (out.provenInfeasible)
-    rep.status = ilp.startViolations == 0
-                     ? "infeasible (CBC's claim; the warm start satisfies "
-                       "every row, so this is numerical trouble)"
-                     : "infeasible";
-  else if (out.secondsLimitReached || out.secondary == 4)
-    rep.status =
-        hasSolution ? "time limit (feasible)" : "time limit (no solution)";
-  else
-    rep.status = llvm::formatv("stopped (status {0}, secondary {1})",
-                               out.status, out.secondary)
-                     .str();
-  // CBC's own bound: its final best possible objective when it returned,
-  // else the latest one it streamed (progress messages), else the LP
-  // relaxation solved before it. Never below the analytic bound, which is a
-  // lower bound of the column R.
-  if (out.lpProvesOptimal) {
-    rep.cbcBound = out.lpBound * tUnit;
-    rep.cbcBoundSource = "LP relaxation";
-  } else if (out.finished && std::isfinite(out.bestBound) &&
-             !out.provenInfeasible) {
-    rep.cbcBound = out.bestBound * tUnit;
-    rep.cbcBoundSource = "final";
-  } else if (std::isfinite(out.progressBound)) {
-    rep.cbcBound = out.progressBound * tUnit;
-    rep.cbcBoundSource = "progress";
-  } else if (std::isfinite(out.lpBound)) {
-    rep.cbcBound = out.lpBound * tUnit;
-    rep.cbcBoundSource = "LP relaxation";
-  }
-  if (std::isfinite(out.lpBound))
-    rep.lpBound = out.lpBound * tUnit;
-  rep.bestBound = std::max(rep.analyticBound,
-                           std::isfinite(rep.cbcBound) ? rep.cbcBound : 0.0);
-  if (grid > 0) // round up to the grid, less a relative tolerance
-    rep.bestBound =
-        grid * std::ceil(rep.bestBound / grid - 1e-6 * std::max(1.0, ub));
-  return rep;
+  IlpRunFacts facts;
+  facts.numCols = ilp.numCols;
+  facts.numRows = ilp.numRows;
+  facts.startViolations = ilp.startViolations;
+  facts.timeLimitSeconds = options.timeLimitSeconds;
+  facts.tUnit = tUnit;
+  facts.grid = grid;
+  facts.ub = ub;
+  facts.warmStartMs = warmSim.stageSpan;
+  facts.analyticMs = analyticMs;
+  return describeCbcRun(out, facts, seconds);
 }
 
 Schedule IlpFormulation::decode(const CbcOutcome &out, IlpReport &rep) const {
@@ -1034,26 +593,7 @@ Schedule IlpFormulation::decode(const CbcOutcome &out, IlpReport &rep) const {
     }
   }
   double realized = simulate(problem, result).stageSpan;
-  rep.objective = realized;
-  double tol = 1e-6 * std::max(1.0, realized);
-  // Proven optimal only if CBC proved it and the returned schedule attains
-  // CBC's optimum.
-  rep.provenOptimal =
-      (out.finished && out.provenOptimal && sol &&
-       std::fabs(realized - cbcObjective) <= tol) ||
-      (out.lpProvesOptimal && std::fabs(realized - warmSim.stageSpan) <= tol);
-  if (out.finished && out.provenOptimal && !rep.provenOptimal)
-    rep.status = llvm::formatv("CBC proved {0} optimal, but the returned "
-                               "schedule costs {1}",
-                               cbcObjective, realized)
-                     .str();
-  // Proven optimal: no solution better by the increment (the grid) exists,
-  // so the optimum is the returned objective.
-  if (rep.provenOptimal)
-    rep.bestBound = realized;
-  rep.bestBound = std::min(rep.bestBound, realized);
-  rep.gap =
-      realized > 0 ? std::max(0.0, (realized - rep.bestBound) / realized) : 0;
+  completeIlpReport(out, cbcObjective, realized, warmSim.stageSpan, rep);
   return result;
 }
 
