@@ -1,0 +1,472 @@
+//===- Report.cpp - zb-sched's work as a library --------------------------===//
+//
+// See zb/Schedule/Report.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zb/Schedule/Report.h"
+#include "zb/Schedule/Formats.h"
+#include "zb/Schedule/Registry.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace zb::sched;
+
+//===----------------------------------------------------------------------===//
+// The problem
+//===----------------------------------------------------------------------===//
+
+int ProblemFlags::chunksFor(llvm::StringRef name) const {
+  if (virtualStages > 0)
+    return virtualStages;
+  return defaultChunks(name);
+}
+
+/// A comma-separated list of numbers (empty text: none).
+static llvm::Expected<std::vector<double>> parseList(llvm::StringRef flag,
+                                                     llvm::StringRef text) {
+  std::vector<double> out;
+  if (text.trim().empty())
+    return out;
+  llvm::SmallVector<llvm::StringRef> parts;
+  text.split(parts, ',');
+  for (llvm::StringRef part : parts) {
+    double v;
+    if (part.trim().getAsDouble(v))
+      return llvm::createStringError(
+          llvm::formatv("--{0}: '{1}' is not a number", flag, part).str());
+    out.push_back(v);
+  }
+  return out;
+}
+
+/// --memory-limit: one value for every rank or one per rank, each a number
+/// or a multiple of p M_B such as 1.5p; sets p.memoryLimit or p.memoryLimits.
+static llvm::Error parseMemoryLimit(llvm::StringRef text, Problem &p) {
+  llvm::SmallVector<llvm::StringRef> items;
+  text.split(items, ',');
+  std::vector<double> limits;
+  for (llvm::StringRef item : items) {
+    item = item.trim();
+    if (item.empty() && items.size() == 1)
+      break;
+    double value;
+    if (item.ends_with("p")) {
+      if (item.drop_back().getAsDouble(value))
+        return llvm::createStringError(
+            "--memory-limit: '" + item.str() +
+            "' is not a number or a multiple of p such as 2p");
+      if (p.memB.empty())
+        return llvm::createStringError("--memory-limit " + item.str() +
+                                       " needs --mem-b (M_B)");
+      value *= p.numRanks * *std::max_element(p.memB.begin(), p.memB.end());
+    } else if (item.getAsDouble(value)) {
+      return llvm::createStringError(
+          "--memory-limit: '" + item.str() +
+          "' is not a number or a multiple of p such as 2p");
+    }
+    limits.push_back(value);
+  }
+  if (limits.size() == 1)
+    p.memoryLimit = limits[0];
+  else
+    p.memoryLimits = limits;
+  return llvm::Error::success();
+}
+
+llvm::Expected<Problem> zb::sched::parseProblem(const ProblemFlags &flags,
+                                                int chunks) {
+  Problem p;
+  p.numRanks = flags.stages;
+  p.numMicrobatches = flags.microbatches;
+  p.numChunks = chunks;
+  std::tuple<llvm::StringRef, const std::string *, std::vector<double> *>
+      fields[] = {{"cost-f", &flags.costF, &p.costF},
+                  {"cost-b", &flags.costB, &p.costB},
+                  {"cost-w", &flags.costW, &p.costW},
+                  {"cost-comm", &flags.costComm, &p.costComm},
+                  {"mem-b", &flags.memB, &p.memB},
+                  {"mem-w", &flags.memW, &p.memW}};
+  for (auto &[flag, text, vec] : fields) {
+    auto list = parseList(flag, *text);
+    if (!list)
+      return list.takeError();
+    *vec = *list;
+  }
+  if (llvm::Error e = parseMemoryLimit(flags.memoryLimit, p))
+    return std::move(e);
+  if (llvm::Error e = validateProblem(p))
+    return std::move(e);
+  return p;
+}
+
+//===----------------------------------------------------------------------===//
+// Communication and optimizer sync
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<CommOptions>
+zb::sched::parseCommOptions(llvm::StringRef sends, llvm::StringRef channels) {
+  if ((sends != "buffered" && sends != "rendezvous") ||
+      (channels != "tag" && channels != "pair"))
+    return llvm::createStringError(
+        "--comm-sends must be buffered or rendezvous and --comm-channels "
+        "tag or pair, got '" +
+        sends.str() + "' and '" + channels.str() + "'");
+  CommOptions o;
+  o.sends = sends == "rendezvous" ? SendSemantics::Rendezvous
+                                  : SendSemantics::Buffered;
+  o.oneChannelPerPeerPair = channels == "pair";
+  return o;
+}
+
+CommReport zb::sched::checkCommunication(const Problem &problem,
+                                         const Schedule &schedule,
+                                         const CommOptions &required) {
+  auto run = [&](SendSemantics sends, bool pair) {
+    CommOptions o;
+    o.sends = sends;
+    o.oneChannelPerPeerPair = pair;
+    llvm::Error e = verifyCommunication(problem, schedule, o);
+    return e ? llvm::toString(std::move(e)) : std::string();
+  };
+  CommReport r;
+  r.required = run(required.sends, required.oneChannelPerPeerPair);
+  r.bufferedTag = run(SendSemantics::Buffered, false);
+  r.bufferedPair = run(SendSemantics::Buffered, true);
+  r.rendezvousTag = run(SendSemantics::Rendezvous, false);
+  r.rendezvousPair = run(SendSemantics::Rendezvous, true);
+  return r;
+}
+
+std::string zb::sched::commNeeds(const CommReport &r) {
+  if (r.rendezvousPair.empty())
+    return "rendezvous";
+  if (r.rendezvousTag.empty())
+    return "rendezvous+tags";
+  if (r.bufferedPair.empty())
+    return "buffered";
+  if (r.bufferedTag.empty())
+    return "buffered+tags";
+  return "none";
+}
+
+llvm::Expected<SyncReport>
+zb::sched::optimizerSyncReport(const Problem &problem, const Schedule &schedule,
+                               OptimizerSync mode, double optimizerCost) {
+  SyncReport report;
+  report.optimizerCost = optimizerCost;
+  for (OptimizerSync m : {OptimizerSync::None, OptimizerSync::AllReduce,
+                          OptimizerSync::PostValidation}) {
+    OptimizerSyncOptions o;
+    o.mode = m;
+    o.costOptimizer = optimizerCost;
+    auto t = simulateOptimizerSync(problem, schedule, o);
+    if (!t)
+      return t.takeError();
+    if (llvm::Error e = verifyOptimizerSync(problem, schedule, *t))
+      return std::move(e);
+    if (m == mode)
+      report.selected = *t;
+    report.all.push_back(std::move(*t));
+  }
+  return report;
+}
+
+//===----------------------------------------------------------------------===//
+// The report
+//===----------------------------------------------------------------------===//
+
+std::optional<ReportFormat> zb::sched::parseReportFormat(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<ReportFormat>>(name)
+      .Case("text", ReportFormat::Text)
+      .Case("json", ReportFormat::JSON)
+      .Case("csv", ReportFormat::CSV)
+      .Case("csv-comm", ReportFormat::CSVComm)
+      .Case("trace", ReportFormat::Trace)
+      .Case("svg", ReportFormat::SVG)
+      .Default(std::nullopt);
+}
+
+static llvm::json::Value syncJSON(const SyncReport &r) {
+  llvm::json::Array ranks;
+  for (size_t i = 0; i < r.selected.ranks.size(); ++i) {
+    const RankSync &s = r.selected.ranks[i];
+    auto opt = [](double t) -> llvm::json::Value {
+      if (t < 0)
+        return nullptr;
+      return t;
+    };
+    ranks.push_back(llvm::json::Object{
+        {"rank", static_cast<int64_t>(i)},
+        {"passes_end", s.passesEnd},
+        {"state_in", opt(s.stateIn)},
+        {"state_out", opt(s.stateOut)},
+        {"step_start", s.stepStart},
+        {"step_end", s.stepEnd},
+        {"full_state_arrives", opt(s.fullArrives)},
+        {"validate_before_action", static_cast<int64_t>(s.validateBefore)},
+        {"forwards_before_validation", s.forwardsBeforeValidation}});
+  }
+  llvm::json::Object steady;
+  for (const OptimizerSyncTiming &t : r.all)
+    steady[optimizerSyncName(t.mode)] = llvm::json::Object{
+        {"period_ms", t.period}, {"bubble_rate", t.bubbleRate}};
+  return llvm::json::Object{{"mode", optimizerSyncName(r.selected.mode)},
+                            {"optimizer_cost_ms", r.optimizerCost},
+                            {"ideal_ms", r.selected.idealTime},
+                            {"steady_state", std::move(steady)},
+                            {"ranks", std::move(ranks)}};
+}
+
+static void syncText(llvm::raw_ostream &os, const SyncReport &r) {
+  os << llvm::formatv("  optimizer sync (steady state, T_opt {0} ms, ideal "
+                      "{1:F3} ms per iteration):\n",
+                      r.optimizerCost, r.selected.idealTime);
+  for (const OptimizerSyncTiming &t : r.all)
+    os << llvm::formatv("    {0,-16} iteration {1,10:F3} ms, bubble rate "
+                        "{2:F4}{3}\n",
+                        optimizerSyncName(t.mode), t.period, t.bubbleRate,
+                        t.mode == r.selected.mode ? "  <- selected" : "");
+  for (size_t i = 0; i < r.selected.ranks.size(); ++i) {
+    const RankSync &s = r.selected.ranks[i];
+    os << llvm::formatv("    rank {0,-3}: passes end {1:F3}, step [{2:F3}, "
+                        "{3:F3}]",
+                        i, s.passesEnd, s.stepStart, s.stepEnd);
+    if (r.selected.mode == OptimizerSync::PostValidation)
+      os << llvm::formatv(", full state at {0:F3}, validates before action "
+                          "{1} of the next iteration ({2} F to redo on a "
+                          "rollback)",
+                          s.fullArrives, s.validateBefore,
+                          s.forwardsBeforeValidation);
+    else if (s.stateIn >= 0)
+      os << llvm::formatv(", reduced state at {0:F3}", s.stateIn);
+    os << "\n";
+  }
+}
+
+static llvm::json::Value okOr(const std::string &e) {
+  if (e.empty())
+    return "ok";
+  return e;
+}
+
+static llvm::json::Value commJSON(const CommReport &comm) {
+  return llvm::json::Object{
+      {"needs", commNeeds(comm)},
+      {"buffered_tag_channels", okOr(comm.bufferedTag)},
+      {"buffered_one_channel_per_pair", okOr(comm.bufferedPair)},
+      {"rendezvous_tag_channels", okOr(comm.rendezvousTag)},
+      {"rendezvous_one_channel_per_pair", okOr(comm.rendezvousPair)}};
+}
+
+static llvm::json::Value ilpJSON(const IlpReport &ilp) {
+  // CBC's bound: a number, or null when CBC had none.
+  llvm::json::Value cbcBound = nullptr;
+  if (std::isfinite(ilp.cbcBound))
+    cbcBound = ilp.cbcBound;
+  return llvm::json::Object{{"status", ilp.status},
+                            {"proven_optimal", ilp.provenOptimal},
+                            {"objective", ilp.objective},
+                            {"best_bound", ilp.bestBound},
+                            {"cbc_bound", std::move(cbcBound)},
+                            {"cbc_bound_source", ilp.cbcBoundSource},
+                            {"analytic_bound", ilp.analyticBound},
+                            {"gap", ilp.gap},
+                            {"warm_start", ilp.warmStartObjective},
+                            {"seconds", ilp.seconds}};
+}
+
+static void ilpText(llvm::raw_ostream &os, const IlpReport &ilp) {
+  os << llvm::formatv(
+      "  ilp: CBC status '{0}', objective {1}, best bound "
+      "{2} (CBC's bound {3} [{4}], analytic bound {5}), "
+      "gap {6:P2}, warm start {7}, {8:F1} s, {9} "
+      "variables, {10} constraints\n",
+      ilp.status, ilp.objective, ilp.bestBound,
+      std::isfinite(ilp.cbcBound) ? llvm::formatv("{0}", ilp.cbcBound).str()
+                                  : std::string("none"),
+      ilp.cbcBoundSource, ilp.analyticBound, ilp.gap, ilp.warmStartObjective,
+      ilp.seconds, ilp.numVariables, ilp.numConstraints);
+}
+
+static void commText(llvm::raw_ostream &os, const CommReport &comm) {
+  auto line = [&](llvm::StringRef what, const std::string &e) {
+    os << "    " << what << ": " << (e.empty() ? "ok" : e) << "\n";
+  };
+  os << "  communication (send after the producer, recv before the "
+        "consumer): needs "
+     << commNeeds(comm) << " sends\n";
+  line("buffered sends, activation/gradient tags", comm.bufferedTag);
+  line("buffered sends, one channel per peer pair", comm.bufferedPair);
+  line("rendezvous sends, activation/gradient tags", comm.rendezvousTag);
+  line("rendezvous sends, one channel per peer pair", comm.rendezvousPair);
+}
+
+void zb::sched::writeReport(llvm::raw_ostream &os, ReportFormat format,
+                            const Problem &problem, const Schedule &schedule,
+                            const SimResult &sim, const IlpReport *ilp,
+                            const CommReport *comm, const SyncReport *sync) {
+  const OptimizerSyncTiming *timing = sync ? &sync->selected : nullptr;
+  bool withIlp = ilp && !ilp->status.empty();
+  switch (format) {
+  case ReportFormat::JSON: {
+    llvm::json::Value v = toJSON(problem, schedule, sim);
+    llvm::json::Object *root = v.getAsObject();
+    if (comm)
+      root->try_emplace("communication", commJSON(*comm));
+    if (sync)
+      root->try_emplace("optimizer_sync", syncJSON(*sync));
+    if (withIlp)
+      root->try_emplace("ilp", ilpJSON(*ilp));
+    os << llvm::formatv("{0:2}", v) << "\n";
+    return;
+  }
+  case ReportFormat::CSV:
+  case ReportFormat::CSVComm:
+    writeCSV(os, schedule, format == ReportFormat::CSVComm);
+    return;
+  case ReportFormat::Trace:
+    writeTrace(os, schedule, sim, timing);
+    return;
+  case ReportFormat::SVG:
+    writeSVG(os, problem, schedule, sim, timing);
+    return;
+  case ReportFormat::Text:
+    writeText(os, problem, schedule, sim);
+    if (sync)
+      syncText(os, *sync);
+    if (withIlp)
+      ilpText(os, *ilp);
+    if (comm)
+      commText(os, *comm);
+    return;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// One run, and --compare
+//===----------------------------------------------------------------------===//
+
+/// The schedule of --input, verified, with its problem: the JSON's own, or
+/// for a CSV the flags' problem with V = the CSV's stages / p.
+static llvm::Error readInput(const ReportOptions &options, Problem &problem,
+                             Schedule &schedule) {
+  const std::string &path = options.inputFile;
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path);
+  if (!buffer)
+    return llvm::createStringError("cannot read '" + path +
+                                   "': " + buffer.getError().message());
+  llvm::StringRef text = (*buffer)->getBuffer();
+  const bool json = looksLikeScheduleJSON(text) ||
+                    text.ltrim().starts_with("[") ||
+                    llvm::StringRef(path).ends_with(".json");
+  int numStages = options.problem.stages;
+  auto file = readScheduleFile(text, json, numStages);
+  if (!file)
+    return file.takeError();
+  schedule = std::move(file->schedule);
+  if (file->problem) {
+    problem = std::move(*file->problem);
+  } else {
+    int chunks = std::max<int>(1, schedule.stageToRank.size() / numStages);
+    auto p = parseProblem(options.problem, chunks);
+    if (!p)
+      return p.takeError();
+    problem = *p;
+  }
+  return verify(problem, schedule);
+}
+
+llvm::Error zb::sched::writeScheduleReport(llvm::raw_ostream &os,
+                                           const ReportOptions &options) {
+  Problem problem;
+  Schedule schedule;
+  IlpReport ilp;
+  if (!options.inputFile.empty()) {
+    if (llvm::Error e = readInput(options, problem, schedule))
+      return e;
+  } else {
+    auto p = parseProblem(options.problem,
+                          options.problem.chunksFor(options.scheduleName));
+    if (!p)
+      return p.takeError();
+    problem = *p;
+    auto s = buildSchedule(problem, options.scheduleName, options.build, &ilp);
+    if (!s)
+      return s.takeError();
+    schedule = std::move(*s);
+  }
+  CommReport comm;
+  if (options.verifyComm) {
+    comm = checkCommunication(problem, schedule, options.requiredComm);
+    const CommOptions &req = options.requiredComm;
+    if (!comm.required.empty())
+      return llvm::createStringError(
+          llvm::formatv("schedule '{0}' does not work with {1} sends and {2} "
+                        "channels (--comm-sends, --comm-channels): {3}",
+                        schedule.name,
+                        req.sends == SendSemantics::Rendezvous ? "rendezvous"
+                                                               : "buffered",
+                        req.oneChannelPerPeerPair ? "pair" : "tag",
+                        comm.required)
+              .str());
+  }
+  SimResult sim = simulate(problem, schedule);
+  std::optional<SyncReport> sync;
+  if (!options.optimizerSync.empty()) {
+    auto mode = parseOptimizerSync(options.optimizerSync);
+    if (!mode)
+      return mode.takeError();
+    auto report =
+        optimizerSyncReport(problem, schedule, *mode, options.optimizerCost);
+    if (!report)
+      return report.takeError();
+    sync = std::move(*report);
+  }
+  writeReport(os, options.format, problem, schedule, sim, &ilp,
+              options.verifyComm ? &comm : nullptr, sync ? &*sync : nullptr);
+  return llvm::Error::success();
+}
+
+llvm::Error zb::sched::writeComparison(llvm::raw_ostream &os,
+                                       const ReportOptions &options) {
+  os << llvm::formatv("{0,-8} {1,11} {2,14} {3,14} {4,14}  {5,-15} {6}\n",
+                      "schedule", "bubble", "cost", "makespan", "peak memory",
+                      "comm needs", "note");
+  for (llvm::StringRef name : scheduleNames()) {
+    auto problem =
+        parseProblem(options.problem, options.problem.chunksFor(name));
+    if (!problem)
+      return problem.takeError();
+    IlpReport ilp;
+    auto schedule = buildSchedule(*problem, name, options.build, &ilp);
+    if (!schedule) {
+      os << llvm::formatv("{0,-8} {1,11} {2,14} {3,14} {4,14}  {5,-15} {6}\n",
+                          name, "-", "-", "-", "-", "-",
+                          llvm::toString(schedule.takeError()));
+      continue;
+    }
+    SimResult sim = simulate(*problem, *schedule);
+    double peak =
+        *std::max_element(sim.peakMemory.begin(), sim.peakMemory.end());
+    std::string note;
+    if (problem->numChunks > 1)
+      note = llvm::formatv("V={0}", problem->numChunks).str();
+    if (!ilp.status.empty())
+      note += llvm::formatv("CBC {0}, gap {1:P2}", ilp.status, ilp.gap).str();
+    std::string needs = "-";
+    if (options.verifyComm)
+      needs = commNeeds(
+          checkCommunication(*problem, *schedule, options.requiredComm));
+    os << llvm::formatv(
+        "{0,-8} {1,11:F4} {2,14:F3} {3,14:F3} {4,14}  {5,-15} {6}\n", name,
+        sim.bubbleRate, sim.cost, sim.makespan, peak, needs, note);
+  }
+  return llvm::Error::success();
+}
