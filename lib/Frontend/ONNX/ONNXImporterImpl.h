@@ -7,10 +7,13 @@
 // records the handler's results under the node's output names.
 //
 // The files:
-//   ONNXImporter.cpp     the driver: entry points, graph walk, signature
-//                        (parameters, buffers and folded initializers from
-//                        the exporter's metadata), value map, the loss,
-//                        dispatch to the handlers, local functions inlined
+//   ONNXImporter.cpp     the driver: entry points, @main's signature, the
+//                        graph walk, value map, the loss
+//   ONNXParameters.cpp   which initializers are parameters, buffers or
+//                        constants (the exporter's metadata), initializers
+//                        folded by the exporter turned back into parameters
+//   ONNXDispatch.cpp     one node: the handler table, opset checks, fold or
+//                        handler, local functions inlined
 //   ONNXReader.cpp       protobuf -> MLIR: element types, value infos,
 //                        TensorProto data (external data files too), node
 //                        operands and attributes, Constant nodes
@@ -25,7 +28,8 @@
 //   ConstantFolding.cpp  folds of nodes whose inputs are all constants
 //                        (HostTensor), the fold table
 //
-// Only ONNXImporter.cpp and ONNXReader.cpp see the protobuf classes (and need
+// Only the driver's files (ONNXImporter.cpp, ONNXParameters.cpp,
+// ONNXDispatch.cpp) and ONNXReader.cpp see the protobuf classes (and need
 // exceptions); the op handlers use the accessors below.
 //
 //===----------------------------------------------------------------------===//
@@ -339,10 +343,12 @@ public:
   std::string externalDataDir;
 
 private:
-  //===--- The driver (ONNXImporter.cpp) ----------------------------------===//
-  struct Signature;
+  //===--- Parameters (ONNXParameters.cpp) --------------------------------===//
   mlir::LogicalResult collectParameters(const onnx::GraphProto &graph);
   mlir::LogicalResult resolveFolded(const llvm::StringSet<> &linearWeights);
+
+  //===--- The driver (ONNXImporter.cpp) ----------------------------------===//
+  struct Signature;
   mlir::FailureOr<Signature> buildSignature(const onnx::GraphProto &graph);
   mlir::func::FuncOp createMain(mlir::ModuleOp module, const Signature &sig);
   mlir::LogicalResult importNodes(const onnx::GraphProto &graph);
@@ -357,11 +363,15 @@ private:
   mlir::FailureOr<mlir::Value> appendLoss(mlir::Value logits,
                                           mlir::func::FuncOp func,
                                           unsigned numGraphInputs);
+  mlir::LogicalResult define(llvm::StringRef name, ImportedValue v,
+                             mlir::Location where);
+
+  //===--- One node (ONNXDispatch.cpp) ------------------------------------===//
   mlir::LogicalResult importNode();
   mlir::LogicalResult inlineFunction(const onnx::FunctionProto &f);
   mlir::LogicalResult checkFoldOnlyInputs();
-  mlir::LogicalResult define(llvm::StringRef name, ImportedValue v,
-                             mlir::Location where);
+
+  //===--- Attributes (ONNXReader.cpp) ------------------------------------===//
   const onnx::AttributeProto *findAttr(llvm::StringRef name);
   /// Checks that attribute `a` (null: absent, accepted) has ONNX attribute
   /// type `type`; else reports that `name` must be `what`.

@@ -11,11 +11,15 @@
 //
 // The files:
 //   StableHLOImporter.cpp  entry points, @main's signature, the walk over
-//                          blocks and calls, dispatch of each op, values and
-//                          types, the text of opaque attributes
-//   StableHLOOps.cpp       ops on data: elementwise, compare/select/convert,
-//                          broadcast_in_dim and the shape ops, dot_general,
-//                          reduce, gather
+//                          blocks and calls
+//   StableHLODispatch.cpp  one op: dispatch to a fold or to its family on
+//                          data; values and types; op attributes (the text
+//                          of opaque attributes)
+//   StableHLOElementwiseOps.cpp  ops on data: elementwise arithmetic,
+//                          compare/select/convert, booleans, clamp
+//   StableHLOShapeOps.cpp  broadcast_in_dim, the shape ops, gather
+//   StableHLOMatMulOps.cpp dot_general
+//   StableHLOReductionOps.cpp  reduce
 //   StableHLOFolding.cpp   ops whose operands are all constants
 //   StableHLOLoops.cpp     stablehlo.while unrolled at import (static trip
 //                          count), dynamic_slice / dynamic_update_slice
@@ -66,7 +70,7 @@ struct Val {
 };
 
 //===----------------------------------------------------------------------===//
-// Opaque #stablehlo attribute text (StableHLOImporter.cpp)
+// Opaque #stablehlo attribute text (StableHLODispatch.cpp)
 //===----------------------------------------------------------------------===//
 
 /// Parses `key = [1, 2]` (or `key = 3`) from `text`; an absent key is an
@@ -84,6 +88,14 @@ bool balanced(llvm::StringRef text);
 std::string pytreeName(llvm::StringRef info);
 /// The comparison direction of a stablehlo.compare ("LT", ...), or "".
 std::string compareDirection(mlir::Operation *op);
+
+/// "float64", "float16", "bfloat16" for a float element type (of `t`, or of
+/// the shaped type `t`) zb does not compute in; nullopt otherwise
+/// (StableHLOImporter.cpp).
+std::optional<llvm::StringRef> unsupportedFloat(mlir::Type t);
+/// The advice appended to every error about float type `type` (a name
+/// unsupportedFloat returns): how to export in float32.
+std::string float32Advice(llvm::StringRef type);
 
 /// The dimension numbers of a stablehlo.gather
 /// (https://openxla.org/stablehlo/spec#gather).
@@ -130,7 +142,7 @@ private:
   mlir::Location loc = mlir::UnknownLoc::get(ctx);
   mlir::Operation *current = nullptr;
 
-  //===--- Values and types (StableHLOImporter.cpp) -----------------------===//
+  //===--- Values and types (StableHLODispatch.cpp) -----------------------===//
   mlir::Location convertLoc(mlir::Location l);
   mlir::InFlightDiagnostic error(mlir::Operation *op) {
     return mlir::emitError(convertLoc(op->getLoc()))
@@ -164,15 +176,17 @@ private:
   mlir::LogicalResult importBlock(mlir::Block &block, llvm::ArrayRef<Val> args,
                                   llvm::SmallVectorImpl<Val> &results,
                                   int depth);
-  mlir::LogicalResult importOp(mlir::Operation *op, int depth);
   mlir::LogicalResult importCall(mlir::Operation *op, llvm::ArrayRef<Val> in,
                                  int depth);
+
+  //===--- The dispatch of one op (StableHLODispatch.cpp) -----------------===//
+  mlir::LogicalResult importOp(mlir::Operation *op, int depth);
   mlir::LogicalResult importConstant(mlir::Operation *op,
                                      mlir::RankedTensorType type);
   mlir::LogicalResult importOnData(mlir::Operation *op, llvm::ArrayRef<Val> in,
                                    Val &out);
 
-  //===--- Ops on data (StableHLOOps.cpp) ---------------------------------===//
+  //===--- Ops on data (StableHLO{Elementwise,Shape,MatMul,Reduction}Ops) -===//
   mlir::LogicalResult importElementwise(mlir::Operation *op,
                                         llvm::ArrayRef<Val> in, Val &out);
   mlir::LogicalResult importCompare(mlir::Operation *op, llvm::ArrayRef<Val> in,
@@ -193,6 +207,13 @@ private:
                                    Val &out);
   mlir::LogicalResult importGather(mlir::Operation *op, llvm::ArrayRef<Val> in,
                                    Val &out);
+  /// The checks of importGather: the dimension numbers of `op` (into `g`)
+  /// and its index operand (into `indices`) in a supported form; returns the
+  /// operand axis indexed, or failure (reported).
+  mlir::FailureOr<int64_t> checkGatherForm(mlir::Operation *op,
+                                           llvm::ArrayRef<Val> in,
+                                           mlir::RankedTensorType resultT,
+                                           GatherDims &g, Val &indices);
   /// Rewrites a gather with iota index components (x[jnp.arange(n), t]) to
   /// one with batching dims and the data component as `indices`.
   mlir::LogicalResult iotaComponentsAsBatching(mlir::Operation *op,
