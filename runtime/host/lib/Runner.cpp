@@ -1,8 +1,15 @@
 //===- Runner.cpp - zb-run: the launcher and the step loop ----------------===//
+//
+// What all ranks do together outside the step (agreeing on errors, writing
+// --save-params and checkpoints through rank 0, gradient norms) is in
+// Collective.cpp.
+//
+//===----------------------------------------------------------------------===//
 
 #include "zbhost/Runner.h"
 
 #include "zb/Formats/Checkpoint.h"
+#include "zbhost/Collective.h"
 #include "zbhost/Launcher.h"
 #include "zbhost/Replay.h"
 #include "zbhost/Report.h"
@@ -42,26 +49,6 @@ int reportError(Error err) {
   errs() << "zb-run: error: " << toString(std::move(err)) << "\n";
   errs().flush();
   return 1;
-}
-
-/// Inside MPI: every rank passes its (possibly successful) setup result; if
-/// any rank failed, the lowest failing rank prints its message and every
-/// rank gets false (no rank is left waiting).
-bool agree(Error err) {
-  int rank = zbrt_rank(), size = zbrt_world_size();
-  std::string message;
-  if (err)
-    message = toString(std::move(err));
-  int mine = message.empty() ? size : rank, first = size;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (first == size)
-    return true;
-  if (rank == first) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "zb-run: rank %d: %s\n", rank, message.c_str());
-    std::fflush(stderr);
-  }
-  return false;
 }
 
 void fatalSignalHandler(int sig) {
@@ -185,184 +172,6 @@ void reduceOnRankZero(StageProfile &profile) {
   red(profile.count, MPI_SUM);
   red(profile.rank, MPI_MAX);
   red(profile.minRecvMs, MPI_MIN);
-}
-
-/// --save-params and --checkpoint: every rank sends its tensors to rank 0,
-/// which alone writes `path` (no file system shared between the ranks is
-/// needed; collective). Rank 0 writes a temporary file next to `path` and
-/// renames it over `path` (atomic: a crash leaves the previous file; a
-/// symlink at `path` is replaced, not followed); a device or pipe
-/// (/dev/null, /dev/full) is written in place. Errors (a file that cannot be
-/// created, a full disk) are one line naming the file, on every rank.
-bool saveTensors(const std::map<int64_t, Buffer> &tensors, const Plan &plan,
-                 StringRef path, StringRef what) {
-  int64_t size = 0;
-  for (const ParamInfo &p : plan.params)
-    size = std::max(size, p.offsetBytes + 4 * p.numElements());
-  MPI_Comm comm;
-  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-  // Messages of at most 2^28 floats (MPI counts are int).
-  constexpr int64_t kChunk = int64_t(1) << 28;
-  enum Status : int { Written = 0, CannotCreate = 1, WriteFailed = 2 };
-  int status = Written;
-  if (zbrt_rank() == 0) {
-    llvm::sys::fs::file_status st;
-    bool atomic = true;
-    if (!llvm::sys::fs::status(path, st, /*follow=*/false) &&
-        st.type() != llvm::sys::fs::file_type::regular_file &&
-        st.type() != llvm::sys::fs::file_type::symlink_file)
-      atomic = false;
-    const std::string tmp =
-        atomic ? (path + ".tmp." + Twine((long long)getpid())).str()
-               : path.str();
-    FILE *f = std::fopen(tmp.c_str(), "wb");
-    if (!f || (atomic && size > 0 &&
-               (std::fseek(f, size - 1, SEEK_SET) != 0 ||
-                std::fputc(0, f) == EOF)))
-      status = CannotCreate;
-    auto put = [&](int64_t index, const float *data, int64_t n) {
-      if (status != Written)
-        return;
-      if (index < 0 || index >= (int64_t)plan.params.size() ||
-          n != plan.params[index].numElements() ||
-          std::fseek(f, plan.params[index].offsetBytes, SEEK_SET) != 0 ||
-          std::fwrite(data, 4, (size_t)n, f) != (size_t)n)
-        status = WriteFailed;
-    };
-    for (const auto &[index, buf] : tensors)
-      put(index, buf.data(), buf.size());
-    // The other ranks' tensors, in rank order (a tied parameter's copies
-    // are equal; the last rank's is written last), received whatever
-    // happened to the file so that no sender waits forever.
-    std::vector<float> staging;
-    for (int32_t r = 1; r < zbrt_world_size(); ++r) {
-      int64_t count = 0;
-      MPI_Recv(&count, 1, MPI_INT64_T, r, 0, comm, MPI_STATUS_IGNORE);
-      for (int64_t i = 0; i < count; ++i) {
-        int64_t header[2];
-        MPI_Recv(header, 2, MPI_INT64_T, r, 0, comm, MPI_STATUS_IGNORE);
-        staging.resize((size_t)header[1]);
-        for (int64_t at = 0; at < header[1]; at += kChunk)
-          MPI_Recv(staging.data() + at, (int)std::min(kChunk, header[1] - at),
-                   MPI_FLOAT, r, 0, comm, MPI_STATUS_IGNORE);
-        put(header[0], staging.data(), header[1]);
-      }
-    }
-    if (f && std::fclose(f) != 0 && status == Written)
-      status = WriteFailed;
-    if (atomic) {
-      if (status == Written && std::rename(tmp.c_str(), path.str().c_str()))
-        status = WriteFailed;
-      if (status != Written)
-        std::remove(tmp.c_str());
-    }
-  } else {
-    int64_t count = (int64_t)tensors.size();
-    MPI_Send(&count, 1, MPI_INT64_T, 0, 0, comm);
-    for (const auto &[index, buf] : tensors) {
-      int64_t header[2] = {index, buf.size()};
-      MPI_Send(header, 2, MPI_INT64_T, 0, 0, comm);
-      for (int64_t at = 0; at < buf.size(); at += kChunk)
-        MPI_Send(buf.data() + at, (int)std::min(kChunk, buf.size() - at),
-                 MPI_FLOAT, 0, 0, comm);
-    }
-  }
-  MPI_Bcast(&status, 1, MPI_INT, 0, comm);
-  MPI_Comm_free(&comm);
-  if (status == CannotCreate)
-    return agree(makeError(what + ": cannot write '" + path + "'"));
-  if (status == WriteFailed)
-    return agree(makeError(what + ": writing '" + path +
-                           "' failed (disk full?); the previous file is "
-                           "unchanged"));
-  return true;
-}
-
-bool saveFinalParams(const RankProgram &rp, const Plan &plan, StringRef path) {
-  return saveTensors(rp.params, plan, path, "--save-params");
-}
-
-/// --checkpoint: DIR/step-<S> (zb/Formats/Checkpoint.h), collective. Rank 0
-/// makes DIR/step-<S>.tmp.<pid>, every rank writes its tensors into its
-/// files, rank 0 adds checkpoint.json and renames the directory; the two
-/// newest checkpoints stay. False on every rank after a failure (named).
-bool writeCheckpoint(const RankProgram &rp, const Plan &plan, StringRef dir,
-                     const CheckpointInfo &info) {
-  long long pid = (long long)getpid();
-  MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-  const std::string name = checkpointDirName(info.step);
-  const std::string final = (dir + "/" + name).str();
-  const std::string tmp = final + ".tmp." + std::to_string(pid);
-  Error made = Error::success();
-  if (zbrt_rank() == 0)
-    if (std::error_code ec = sys::fs::create_directories(tmp))
-      made = makeError("--checkpoint: cannot create '" + tmp +
-                       "': " + ec.message());
-  if (!agree(std::move(made)))
-    return false;
-  auto file = [&](StringRef f) { return tmp + "/" + f.str(); };
-  if (!saveTensors(rp.params, plan, file("params.bin"), "--checkpoint"))
-    return false;
-  if (info.optimizer == "adamw" &&
-      (!saveTensors(rp.adamM, plan, file("adam_m.bin"), "--checkpoint") ||
-       !saveTensors(rp.adamV, plan, file("adam_v.bin"), "--checkpoint")))
-    return false;
-  Error done = Error::success();
-  if (zbrt_rank() == 0) {
-    std::error_code ec;
-    raw_fd_ostream os(file("checkpoint.json"), ec, sys::fs::OF_Text);
-    if (!ec) {
-      os << checkpointJSON(info);
-      os.close();
-      ec = os.error();
-    }
-    if (!ec && sys::fs::exists(final))
-      ec = sys::fs::remove_directories(final);
-    if (!ec)
-      ec = sys::fs::rename(tmp, final);
-    if (ec) {
-      (void)sys::fs::remove_directories(tmp);
-      done = makeError("--checkpoint: writing '" + final + "' failed: " +
-                       ec.message() + " (the previous checkpoints are kept)");
-    } else {
-      // Keep the two newest.
-      std::vector<std::string> steps;
-      std::error_code it_ec;
-      for (sys::fs::directory_iterator it(dir, it_ec), end; it != end && !it_ec;
-           it.increment(it_ec)) {
-        StringRef n = sys::path::filename(it->path());
-        if (n.starts_with("step-") && n.size() == name.size())
-          steps.push_back(it->path());
-      }
-      llvm::sort(steps);
-      for (size_t i = 0; i + 2 < steps.size(); ++i)
-        (void)sys::fs::remove_directories(steps[i]);
-    }
-  }
-  return agree(std::move(done));
-}
-
-/// L2 norm of grad / num_microbatches per parameter, on rank 0
-/// (collective). A tied parameter has a bit-identical summed gradient on
-/// every rank holding a copy: it counts once, on the rank of its first copy.
-std::vector<double> gradientNorms(const RankProgram &rp, const Plan &plan) {
-  std::vector<double> sq(plan.params.size(), 0.0), total(plan.params.size());
-  const double scale = 1.0 / (double)plan.numMicrobatches;
-  for (auto &[index, g] : rp.grads) {
-    if (plan.params[index].rank != rp.rank)
-      continue;
-    double s = 0;
-    for (int64_t i = 0; i < g.size(); ++i) {
-      double v = (double)g.data()[i] * scale;
-      s += v * v;
-    }
-    sq[index] = s;
-  }
-  MPI_Reduce(sq.data(), total.data(), (int)sq.size(), MPI_DOUBLE, MPI_SUM, 0,
-             MPI_COMM_WORLD);
-  for (double &t : total)
-    t = std::sqrt(t);
-  return total;
 }
 
 /// What every rank sends to rank 0 after a step.

@@ -1,4 +1,4 @@
-//===- GpuReport.h - the kernels of a CUDA rank program ---------*- C++ -*-===//
+//===- KernelReport.h - the kernels of a CUDA rank program ------*- C++ -*-===//
 //
 // zb-compile --gpu-report: every kernel launch and runtime GEMM of a rank
 // program of --target cuda (as gpu-kernel-outlining leaves it, before NVVM)
@@ -7,8 +7,8 @@
 // stage) that launches it.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ZB_CONVERSION_GPUREPORT_H
-#define ZB_CONVERSION_GPUREPORT_H
+#ifndef ZB_TARGET_CUDA_KERNELREPORT_H
+#define ZB_TARGET_CUDA_KERNELREPORT_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
@@ -75,8 +75,13 @@ struct GpuKernelLaunch {
 /// and math operation once per execution, with scf.for trip counts from
 /// constant bounds (a loop starting at the thread id counts upper bound /
 /// step) times the launch's threads; a GEMM is 2 M N K FLOPs and reads A and
-/// B and writes C.
-std::vector<GpuKernelLaunch> collectGpuKernelLaunches(mlir::ModuleOp module);
+/// B and writes C. Functions count when a step function (zb.rank) calls
+/// them (callsPerStep: its calls), or, with `everyStageFunction` (a module
+/// of stage functions before zb-lower-pipeline, for zb-compile
+/// --gpu-costs), every function with a zb.stage, once.
+std::vector<GpuKernelLaunch>
+collectGpuKernelLaunches(mlir::ModuleOp module,
+                         bool everyStageFunction = false);
 
 /// The report as JSON: {"gpu": {..., "launch_seconds"}, "ranks": [{"rank":
 /// r, "kernels": [...], "passes": [{"stage", "pass", "kernels", "gemms",
@@ -104,4 +109,4 @@ gpuReportText(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
 
 } // namespace zb
 
-#endif // ZB_CONVERSION_GPUREPORT_H
+#endif // ZB_TARGET_CUDA_KERNELREPORT_H
