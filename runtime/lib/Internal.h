@@ -1,35 +1,83 @@
-//===- Internal.h - zb runtime: shared internal helpers ---------*- C++ -*-===//
+//===- Internal.h - zb runtime: errors, process state, watchdog -*- C++ -*-===//
 //
-// Not installed; used by the runtime's own sources only.
+// Not installed. The bottom layer of libzbrt, used by the ABI (abi/), the
+// trace and every backend (cpu/, cuda/); it calls none of them. Process.cpp
+// holds the process state (MPI, rank, world size, the communication
+// watchdog's limit) and the fatal-error path; Trace.cpp holds
+// currentAction.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBRT_LIB_INTERNAL_H
 #define ZBRT_LIB_INTERNAL_H
 
+#include <chrono>
 #include <cstdint>
+#include <string>
+#include <thread>
 
 namespace zbrt {
 namespace detail {
 
-/// printf-style zbrt_fatal: prints "zb-run: rank R: <message>" and aborts
-/// the job (MPI_Abort when MPI is up, exit(1) otherwise).
+/// Prints "zb-run: rank R: <message>" (or "zb-run: <message>" before
+/// zbrt_init), then aborts the job (MPI_Abort when MPI is up with several
+/// ranks, exit(1) otherwise). What zbrt_fatal does.
+[[noreturn]] void fatal(const char *message);
+/// printf-style fatal.
 [[noreturn]] void fatalf(const char *format, ...)
     __attribute__((format(printf, 1, 2)));
 
-/// zbrt_use_cuda_memory without probing the driver again (the CUDA backend
-/// has loaded it).
-void useCudaMemory();
+/// MPI_Init unless MPI is up already; records rank, world size and the tag
+/// bound and installs the fatal MPI error handler. Returns the rank.
+int32_t initProcess(int *argc, char ***argv, int32_t *worldSize);
+/// MPI_Finalize when initProcess initialised MPI.
+void finalizeProcess();
+/// MPI is initialised and not finalised.
+bool mpiIsUp();
+/// This process's rank and the number of ranks; -1 / 0 before initProcess.
+int32_t rank();
+int32_t worldSize();
+/// The largest message tag MPI accepts (MPI_TAG_UB).
+int32_t tagUpperBound();
+/// This rank's index among the ranks of its node (0 without MPI).
+int localRank();
+
 /// Describes a message tag built by zbrt_tag(): "tag 5 (gradient from
 /// stage 2, microbatch 0)".
 void describeTag(int32_t tag, char *out, unsigned long cap);
 /// The communication watchdog's limit in seconds (0: wait forever).
 double commTimeoutSeconds();
-/// Replaces the host times of trace event `index` of the current step by
-/// device times (microseconds since the step's origin; CUDA backend).
-void traceSetDeviceTimes(unsigned long index, double beginUs, double endUs);
-/// Names the innermost scheduled action in progress on this rank ("F of
-/// stage 2, microbatch 3") or "outside a pass", for error messages.
+void setCommTimeoutSeconds(double seconds);
+
+/// Names the innermost scheduled action in progress on this rank ("in F of
+/// stage 2, microbatch 3") or "outside a pass", for error messages
+/// (Trace.cpp).
 void currentAction(char *out, unsigned long cap);
+
+/// Polls `ready` until it returns true; past the watchdog's limit ends the
+/// job with `describe()`. Spins for the first millisecond (latency), then
+/// sleeps 50 us between polls (the ranks share the cores).
+template <typename Ready, typename Describe>
+void waitWatched(Ready ready, Describe describe) {
+  if (ready())
+    return;
+  const auto start = std::chrono::steady_clock::now();
+  while (true) {
+    if (ready())
+      return;
+    const double waited = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
+    const double limit = commTimeoutSeconds();
+    if (limit > 0 && waited > limit) {
+      std::string what = describe();
+      fatalf("waited %.0f s for %s: the peer is stopped, dead or "
+             "deadlocked (zb-run --comm-timeout %g)",
+             waited, what.c_str(), limit);
+    }
+    if (waited > 1e-3)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
 
 } // namespace detail
 } // namespace zbrt

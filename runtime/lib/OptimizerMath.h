@@ -3,7 +3,8 @@
 // Not installed. One element of SGD and AdamW (Loshchilov & Hutter,
 // "Decoupled Weight Decay Regularization", Algorithm 2) and of their exact
 // inverses (the Zero Bubble paper's rollback, Section 4), shared by the CPU
-// loops (Optimizer.cpp) and the CUDA kernels (cuda/OptimizerKernels.cu), so
+// loops (cpu/HostOptimizer.cpp) and the CUDA kernels
+// (cuda/OptimizerKernels.cu), so
 // both do the same float32 operations in the same order (the kernels are
 // compiled with -fmad=false and IEEE sqrt and division: bit-identical
 // results). Scalars that depend only on the step (bias corrections, decay)

@@ -1,10 +1,15 @@
 //===- Trace.cpp - zb runtime: action trace, bubble, Chrome trace ---------===//
+//
+// The trace of the current step (TraceLog.h) and what zb-run computes from
+// it (zbrt/Trace.h). Calls no backend: zbrt::traceBeginStep, which also
+// starts a backend's device timeline, is in abi/Trace.cpp.
+//
+//===----------------------------------------------------------------------===//
 
 #include "zbrt/Trace.h"
-#include "zbrt/zbrt.h"
 
 #include "Internal.h"
-#include "cuda/CudaBackend.h"
+#include "TraceLog.h"
 
 #include <mpi.h>
 
@@ -15,7 +20,6 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <iomanip>
-#include <csignal>
 #include <cstdlib>
 
 using namespace zbrt;
@@ -72,13 +76,11 @@ const char *zbrt::eventKindName(EventKind kind) {
   return "?";
 }
 
-void zbrt::traceBeginStep() {
+void zbrt::detail::traceReset() {
   TraceState &s = state();
   s.events.clear();
   s.open.clear();
   s.origin = std::chrono::steady_clock::now();
-  if (zbrt::cuda::active())
-    zbrt::cuda::traceBeginStep();
 }
 
 void zbrt::detail::traceSetDeviceTimes(size_t index, double beginUs,
@@ -104,28 +106,6 @@ void zbrt::traceRecord(const TraceEvent &event) {
     s.events.push_back(event);
 }
 
-namespace {
-struct ValidateHook {
-  zbrt_validate_hook hook = nullptr;
-  void *context = nullptr;
-};
-ValidateHook &validateHook() {
-  static ValidateHook h;
-  return h;
-}
-} // namespace
-
-extern "C" void zbrt_set_validate_hook(zbrt_validate_hook hook,
-                                       void *context) {
-  validateHook() = ValidateHook{hook, context};
-}
-
-extern "C" void zbrt_validate_optimizer(void) {
-  const ValidateHook &h = validateHook();
-  if (h.hook)
-    h.hook(h.context);
-}
-
 void zbrt::detail::currentAction(char *out, unsigned long cap) {
   TraceState &s = state();
   if (s.open.empty()) {
@@ -138,51 +118,21 @@ void zbrt::detail::currentAction(char *out, unsigned long cap) {
                 kNames[(int)e.kind], e.stage, e.microbatch);
 }
 
-namespace {
-/// Fault injection for the tests of a dead rank on every backend
-/// (ZBRT_INJECT_KILL=R:N): world rank R kills itself with SIGKILL, no chance
-/// to clean up, as it begins its N-th pass (counted over the job from 1).
-/// Returns the pass number to die at on this rank, 0 for never.
-long injectedKillAt() {
-  static const long at = [] {
-    const char *v = std::getenv("ZBRT_INJECT_KILL");
-    if (!v || !*v)
-      return 0L;
-    char *end = nullptr;
-    long rank = std::strtol(v, &end, 10);
-    if (end == v || *end != ':')
-      fatalf("ZBRT_INJECT_KILL='%s': expected RANK:PASS (e.g. 1:5)", v);
-    const char *n = end + 1;
-    long pass = std::strtol(n, &end, 10);
-    if (end == n || *end != '\0' || pass < 1 || rank < 0)
-      fatalf("ZBRT_INJECT_KILL='%s': expected RANK:PASS, PASS >= 1", v);
-    return rank == zbrt_rank() ? pass : 0L;
-  }();
-  return at;
-}
-} // namespace
-
-extern "C" void zbrt_action_begin(int32_t kind, int32_t stage,
-                                  int32_t microbatch) {
-  if (kind < 0 || kind > 2)
-    fatalf("zbrt_action_begin: unknown action kind %d (0 = F, 1 = B, 2 = W)",
-           kind);
-  static long passes = 0;
-  if (long killAt = injectedKillAt(); killAt > 0 && ++passes == killAt)
-    std::raise(SIGKILL);
+size_t zbrt::detail::traceActionBegin(int32_t kind, int32_t stage,
+                                     int32_t microbatch) {
   TraceState &s = state();
   if (s.events.size() >= kMaxEventsPerStep)
-    return;
-  s.open.push_back(s.events.size());
-  if (zbrt::cuda::active())
-    zbrt::cuda::traceMark(s.events.size(), /*end=*/false);
-  s.events.push_back(TraceEvent{static_cast<EventKind>(kind), zbrt_rank(),
+    return kNoTraceEvent;
+  size_t index = s.events.size();
+  s.open.push_back(index);
+  s.events.push_back(TraceEvent{static_cast<EventKind>(kind), rank(),
                                 stage, microbatch, -1, -1, 0, traceNowUs(),
                                 -1.0});
+  return index;
 }
 
-extern "C" void zbrt_action_end(int32_t kind, int32_t stage,
-                                int32_t microbatch) {
+size_t zbrt::detail::traceActionEnd(int32_t kind, int32_t stage,
+                                   int32_t microbatch) {
   double now = traceNowUs();
   TraceState &s = state();
   // Normally the innermost open action; search outwards to tolerate
@@ -192,14 +142,13 @@ extern "C" void zbrt_action_end(int32_t kind, int32_t stage,
     if ((int32_t)e.kind == kind && e.stage == stage &&
         e.microbatch == microbatch) {
       e.endUs = now;
-      if (zbrt::cuda::active())
-        zbrt::cuda::traceMark(s.open[i], /*end=*/true);
+      size_t index = s.open[i];
       s.open.erase(s.open.begin() + i);
-      return;
+      return index;
     }
   }
   if (s.events.size() >= kMaxEventsPerStep)
-    return; // its begin was dropped
+    return kNoTraceEvent; // its begin was dropped
   fatalf("zbrt_action_end: %s of stage %d microbatch %d was not begun",
          actionName(kind), stage, microbatch);
 }

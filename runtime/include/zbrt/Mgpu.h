@@ -3,7 +3,7 @@
 |* MLIR 22's gpu-to-llvm lowering emits calls of these functions in the    *|
 |* host code of a program with GPU kernels (the rank programs of            *|
 |* `zb-compile --target cuda`). libzbrt implements them over the CUDA      *|
-|* driver API loaded with dlopen (runtime/lib/cuda/MgpuRuntime.cpp), so a  *|
+|* driver API loaded with dlopen (runtime/lib/abi/Mgpu.cpp), so a         *|
 |* rank program needs no MLIR library at run time. Handles are the driver's *|
 |* (CUmodule wrapped for lazy loading, CUfunction, CUstream, CUevent).      *|
 |* Any driver error ends the process with "CUDA error in <call> (<pass>):  *|

@@ -1,93 +1,158 @@
-//===- Driver.cpp - zb runtime: loading the CUDA driver (dlopen) ----------===//
+//===- Driver.cpp - zb runtime: the CUDA driver, probed and loaded --------===//
+//
+// The CUDA driver is opened with dlopen("libcuda.so.1") instead of being
+// linked (-lcuda), so that a machine without a driver starts fine and gets a
+// clear message only when the CUDA backend is asked for (TOOLCHAIN.md).
+// ZBRT_CUDA_DRIVER=<path> overrides the library (tests use the toolkit's
+// stub library to exercise the cuInit path, and the host-memory stand-in).
+// zbrt_cuda_available's probe and the loading for use open it the same way
+// (one symbol table); the probe is repeated on every call until a load has
+// succeeded (the environment may name another library meanwhile).
+//
+//===----------------------------------------------------------------------===//
 
 #include "Driver.h"
 
-#include "zbrt/zbrt.h"
-
+#include "../DynamicLibrary.h"
 #include "../Internal.h"
 
-#include <dlfcn.h>
+#include <cstdarg>
+#include <cstdio>
+#include <string>
 
-#include <cstdlib>
-
+using namespace zbrt;
 using namespace zbrt::cuda;
+using detail::fatalf;
 
 namespace {
 
+// CUresult values from cuda.h (not included: no build dependency on CUDA).
+constexpr int kCudaErrorNoDevice = 100;
+constexpr int kCudaErrorInsufficientDriver = 35;
+constexpr int kCudaErrorStubLibrary = 34;
+
 int gDevice = 0;
 bool gLoaded = false;
+/// The driver being loaded, so that check() names its errors.
+const Driver *gLoading = nullptr;
 
-template <typename Fn>
-void resolve(void *library, const char *name, Fn &fn) {
-  fn = reinterpret_cast<Fn>(dlsym(library, name));
-  if (!fn)
-    zbrt::detail::fatalf("CUDA driver lacks %s", name);
+/// Opens `library` and fills `d`'s entry points (null and `error` set when
+/// it cannot).
+void *openDriver(const char *library, Driver &d, std::string &error) {
+  return openLibrary(
+      library,
+      {{"cuGetErrorName", d.cuGetErrorName},
+       {"cuGetErrorString", d.cuGetErrorString},
+       {"cuInit", d.cuInit},
+       {"cuDeviceGet", d.cuDeviceGet},
+       {"cuDeviceGetCount", d.cuDeviceGetCount},
+       {"cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain},
+       {"cuCtxSetCurrent", d.cuCtxSetCurrent},
+       {"cuModuleLoadData", d.cuModuleLoadData},
+       {"cuModuleUnload", d.cuModuleUnload},
+       {"cuModuleGetFunction", d.cuModuleGetFunction},
+       {"cuLaunchKernel", d.cuLaunchKernel},
+       {"cuStreamCreate", d.cuStreamCreate},
+       {"cuStreamDestroy_v2", d.cuStreamDestroy},
+       {"cuStreamSynchronize", d.cuStreamSynchronize},
+       {"cuStreamQuery", d.cuStreamQuery},
+       {"cuStreamWaitEvent", d.cuStreamWaitEvent},
+       {"cuEventCreate", d.cuEventCreate},
+       {"cuEventDestroy_v2", d.cuEventDestroy},
+       {"cuEventSynchronize", d.cuEventSynchronize},
+       {"cuEventQuery", d.cuEventQuery},
+       {"cuEventRecord", d.cuEventRecord},
+       {"cuEventElapsedTime", d.cuEventElapsedTime},
+       {"cuMemAlloc_v2", d.cuMemAlloc},
+       {"cuMemAllocManaged", d.cuMemAllocManaged},
+       {"cuMemFree_v2", d.cuMemFree},
+       {"cuMemcpyAsync", d.cuMemcpyAsync},
+       {"cuMemsetD32Async", d.cuMemsetD32Async},
+       {"cuMemsetD16Async", d.cuMemsetD16Async}},
+      error);
 }
 
-const Driver *gDriver = nullptr;
+int32_t report(char *msg, int64_t cap, int32_t code, const char *format, ...)
+    __attribute__((format(printf, 4, 5)));
+
+int32_t report(char *msg, int64_t cap, int32_t code, const char *format, ...) {
+  if (msg && cap > 0) {
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(msg, (size_t)cap, format, args);
+    va_end(args);
+  }
+  return code;
+}
+
+/// Opens the driver into `d`, initialises it and counts the devices: 0, or
+/// nonzero with zbrt_cuda_available's reason in `msg`. The library stays
+/// open when usable.
+int32_t probeInto(Driver &d, char *msg, int64_t cap, int32_t *devices) {
+  const char *library = libraryFromEnv("ZBRT_CUDA_DRIVER", "libcuda.so.1");
+  std::string error;
+  void *handle = openDriver(library, d, error);
+  if (!handle)
+    return report(msg, cap, error.rfind("cannot load", 0) == 0 ? 1 : 2,
+                  "no CUDA driver (%s)", error.c_str());
+  int err = d.cuInit(0);
+  int count = 0;
+  int32_t code = 0;
+  if (err == kCudaErrorNoDevice)
+    code = report(msg, cap, 3, "no CUDA device (cuInit: no device)");
+  else if (err == kCudaErrorStubLibrary)
+    code = report(msg, cap, 4,
+                  "no CUDA driver (%s is the toolkit's stub library)", library);
+  else if (err == kCudaErrorInsufficientDriver)
+    code = report(msg, cap, 5,
+                  "no usable CUDA driver (cuInit: driver too old, error %d)",
+                  err);
+  else if (err != 0)
+    code = report(msg, cap, 6, "no usable CUDA driver (cuInit error %d)", err);
+  else if ((err = d.cuDeviceGetCount(&count)) != 0 || count <= 0)
+    code = report(msg, cap, 3,
+                  "no CUDA device (cuDeviceGetCount: %d device%s, error %d)",
+                  count, count == 1 ? "" : "s", err);
+  if (code != 0) {
+    dlcloseLibrary(handle);
+    return code;
+  }
+  *devices = count;
+  return report(msg, cap, 0, "%d CUDA device%s", count, count == 1 ? "" : "s");
+}
 
 Driver loadDriver() {
-  char why[256];
-  if (zbrt_cuda_available(why, sizeof why) != 0)
-    zbrt::detail::fatalf("the CUDA backend cannot start: %s", why);
-  const char *path = std::getenv("ZBRT_CUDA_DRIVER");
-  void *lib = dlopen(path && *path ? path : "libcuda.so.1",
-                     RTLD_NOW | RTLD_LOCAL);
-  if (!lib)
-    zbrt::detail::fatalf("cannot load the CUDA driver: %s", dlerror());
   Driver d{};
-  resolve(lib, "cuGetErrorName", d.cuGetErrorName);
-  resolve(lib, "cuGetErrorString", d.cuGetErrorString);
+  char why[256];
+  int32_t devices = 0;
+  if (probeInto(d, why, sizeof why, &devices) != 0)
+    fatalf("the CUDA backend cannot start: %s", why);
   // check() can name errors from here on.
-  gDriver = &d;
-  resolve(lib, "cuInit", d.cuInit);
-  resolve(lib, "cuDeviceGet", d.cuDeviceGet);
-  resolve(lib, "cuDeviceGetCount", d.cuDeviceGetCount);
-  resolve(lib, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain);
-  resolve(lib, "cuCtxSetCurrent", d.cuCtxSetCurrent);
-  resolve(lib, "cuModuleLoadData", d.cuModuleLoadData);
-  resolve(lib, "cuModuleUnload", d.cuModuleUnload);
-  resolve(lib, "cuModuleGetFunction", d.cuModuleGetFunction);
-  resolve(lib, "cuLaunchKernel", d.cuLaunchKernel);
-  resolve(lib, "cuStreamCreate", d.cuStreamCreate);
-  resolve(lib, "cuStreamDestroy_v2", d.cuStreamDestroy);
-  resolve(lib, "cuStreamSynchronize", d.cuStreamSynchronize);
-  resolve(lib, "cuStreamQuery", d.cuStreamQuery);
-  resolve(lib, "cuStreamWaitEvent", d.cuStreamWaitEvent);
-  resolve(lib, "cuEventCreate", d.cuEventCreate);
-  resolve(lib, "cuEventDestroy_v2", d.cuEventDestroy);
-  resolve(lib, "cuEventSynchronize", d.cuEventSynchronize);
-  resolve(lib, "cuEventQuery", d.cuEventQuery);
-  resolve(lib, "cuEventRecord", d.cuEventRecord);
-  resolve(lib, "cuEventElapsedTime", d.cuEventElapsedTime);
-  resolve(lib, "cuMemAlloc_v2", d.cuMemAlloc);
-  resolve(lib, "cuMemAllocManaged", d.cuMemAllocManaged);
-  resolve(lib, "cuMemFree_v2", d.cuMemFree);
-  resolve(lib, "cuMemcpyAsync", d.cuMemcpyAsync);
-  resolve(lib, "cuMemsetD32Async", d.cuMemsetD32Async);
-  resolve(lib, "cuMemsetD16Async", d.cuMemsetD16Async);
-  check(d.cuInit(0), "cuInit");
-  int count = 0;
-  check(d.cuDeviceGetCount(&count), "cuDeviceGetCount");
-  if (gDevice < 0 || gDevice >= count)
-    zbrt::detail::fatalf("CUDA device %d does not exist (%d device%s)",
-                         gDevice, count, count == 1 ? "" : "s");
+  gLoading = &d;
+  if (gDevice < 0 || gDevice >= devices)
+    fatalf("CUDA device %d does not exist (%d device%s)", gDevice, devices,
+           devices == 1 ? "" : "s");
   CUdevice device = 0;
   check(d.cuDeviceGet(&device, gDevice), "cuDeviceGet");
   check(d.cuDevicePrimaryCtxRetain(&d.context, device),
         "cuDevicePrimaryCtxRetain");
   d.device = gDevice;
-  gDriver = nullptr;
+  gLoading = nullptr;
   return d;
 }
 
 } // namespace
 
+int32_t zbrt::cuda::probe(char *msg, int64_t cap, int32_t *devices) {
+  Driver d{};
+  return probeInto(d, msg, cap, devices);
+}
+
 void zbrt::cuda::setDevice(int device) {
   if (gLoaded)
-    zbrt::detail::fatalf("the CUDA device is chosen before the first CUDA "
-                         "call (asked for device %d after loading)",
-                         device);
+    fatalf("the CUDA device is chosen before the first CUDA call (asked for "
+           "device %d after loading)",
+           device);
   gDevice = device;
 }
 
@@ -95,15 +160,14 @@ void zbrt::cuda::check(CUresult result, const char *call) {
   if (result == kSuccess)
     return;
   const char *name = "unknown", *text = "unknown";
-  const Driver *d = gLoaded ? &driver() : gDriver;
+  const Driver *d = gLoaded ? &driver() : gLoading;
   if (d && d->cuGetErrorName)
     d->cuGetErrorName(result, &name);
   if (d && d->cuGetErrorString)
     d->cuGetErrorString(result, &text);
   char action[128];
-  zbrt::detail::currentAction(action, sizeof action);
-  zbrt::detail::fatalf("CUDA error in %s (%s): %s (%s)", call, action, name,
-                       text);
+  detail::currentAction(action, sizeof action);
+  fatalf("CUDA error in %s (%s): %s (%s)", call, action, name, text);
 }
 
 const Driver &zbrt::cuda::driver() {

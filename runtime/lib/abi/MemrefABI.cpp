@@ -2,56 +2,42 @@
 //
 // Entry points for code lowered by convert-zb-to-runtime: memref arguments
 // with dynamic strides. Row-major views (inner stride 1) and transposed views
-// (outer stride 1) go straight to BLAS; anything else is copied.
+// (outer stride 1) go straight to the backend's GEMM; anything else is
+// copied into a temporary of the backend (Backend::allocTemporary).
 //
 //===----------------------------------------------------------------------===//
 
 #include "zbrt/zbrt.h"
 
+#include "BackendSelection.h"
 #include "../Internal.h"
-#include "../cuda/CudaBackend.h"
 
 #include <algorithm>
 #include <optional>
 #include <vector>
 
-using namespace zbrt::detail;
+using namespace zbrt;
+using detail::fatalf;
 
 namespace {
 
-/// A temporary of `count` elements of T that BLAS, NCCL or the GPU can read:
-/// host memory, or managed memory under the CUDA backend; there the host
-/// waits for the GPU before touching it and device data (sync()).
+/// A temporary of `count` elements of T that the backend's GEMMs and
+/// messages can use (managed memory under the CUDA backend); the backend
+/// lets the host touch it (Backend::allocTemporary) and sync() waits before
+/// the host reads what the backend wrote.
 template <typename T> struct Temp {
   T *data = nullptr;
-  std::vector<T> host;
-  explicit Temp(size_t count) {
-    if (zbrt::cuda::active()) {
-      zbrt::cuda::synchronize("a strided operand's copy", true);
-      data = static_cast<T *>(zbrt_host_buffer_alloc(count * sizeof(T)));
-    } else {
-      host.resize(count);
-      data = host.data();
-    }
-  }
-  Temp(Temp &&other) noexcept
-      : data(other.data), host(std::move(other.host)) {
-    other.data = nullptr;
-    if (!host.empty())
-      data = host.data();
-  }
+  explicit Temp(size_t count)
+      : data(static_cast<T *>(backend().allocTemporary(
+            count * sizeof(T), "a strided operand's copy"))) {}
+  Temp(Temp &&other) noexcept : data(other.data) { other.data = nullptr; }
   Temp(const Temp &) = delete;
   ~Temp() {
-    if (data && host.empty()) {
-      zbrt::cuda::synchronize("a strided operand's copy", true);
-      zbrt_host_buffer_free(data);
-    }
+    if (data)
+      backend().freeTemporary(data, "a strided operand's copy");
   }
-  /// Before the host reads what the GPU wrote.
-  static void sync() {
-    if (zbrt::cuda::active())
-      zbrt::cuda::synchronize("a strided result's copy", true);
-  }
+  /// Before the host reads what the backend wrote.
+  static void sync() { backend().hostAccess("a strided result's copy"); }
 };
 
 /// A 2-D strided view: element (i, j) at data[i * rowStride + j * colStride].
@@ -136,11 +122,12 @@ void sgemmViews(const View &a, const View &b, const View &c, bool transA,
       c.data[i * c.rowStride + j * c.colStride] = tmp.data[i * N + j];
 }
 
-/// One cublasSgemmStridedBatched call for `batch` matrices at constant
-/// batch strides, when every operand's matrix is in a BLAS layout (rows or
-/// columns contiguous) and C's rows are; false otherwise (the caller then
-/// loops over the matrices).
-bool sgemmBatchedOnDevice(const View &a, const View &b, const View &c,
+/// One strided-batched GEMM of the backend (cublasSgemmStridedBatched) for
+/// `batch` matrices at constant batch strides, when every operand's matrix
+/// is in a BLAS layout (rows or columns contiguous), C's rows are and the
+/// backend has such a call; false otherwise (the caller then loops over
+/// the matrices).
+bool sgemmStridedBatched(const View &a, const View &b, const View &c,
                           int64_t batch, int64_t aBatchStride,
                           int64_t bBatchStride, int64_t cBatchStride,
                           bool transA, bool transB) {
@@ -153,11 +140,10 @@ bool sgemmBatchedOnDevice(const View &a, const View &b, const View &c,
   if (!blasLayout(a, aT, lda) || !blasLayout(b, bT, ldb) ||
       !blasLayout(c, cT, ldc) || cT)
     return false;
-  zbrt::cuda::sgemmStridedBatched(a.data, b.data, c.data, M, N, K,
-                                  transA != aT, transB != bT, lda, ldb, ldc,
-                                  aBatchStride, bBatchStride, cBatchStride,
-                                  batch);
-  return true;
+  return backend().sgemmStridedBatched(
+      Gemm{a.data, b.data, c.data, M, N, K, transA != aT, transB != bT, 1.0f,
+           0.0f, lda, ldb, ldc},
+      aBatchStride, bBatchStride, cBatchStride, batch);
 }
 
 void checkSize(const char *what, int64_t size) {
@@ -196,9 +182,9 @@ extern "C" void zbrt_sgemm_batched_memref(
   View a0{aAligned + aOffset, aSize1, aSize2, aStride1, aStride2};
   View b0{bAligned + bOffset, bSize1, bSize2, bStride1, bStride2};
   View c0{cAligned + cOffset, cSize1, cSize2, cStride1, cStride2};
-  if (zbrt::cuda::active() && aSize0 > 0 &&
-      sgemmBatchedOnDevice(a0, b0, c0, aSize0, aStride0, bStride0, cStride0,
-                           transA != 0, transB != 0))
+  if (aSize0 > 0 &&
+      sgemmStridedBatched(a0, b0, c0, aSize0, aStride0, bStride0, cStride0,
+                          transA != 0, transB != 0))
     return;
   for (int64_t i = 0; i < aSize0; ++i) {
     View a = a0, b = b0, c = c0;

@@ -1,4 +1,4 @@
-//===- MgpuRuntime.cpp - zb runtime: the mgpu* functions of MLIR's host code ===//
+//===- Mgpu.cpp - zb runtime: the mgpu* functions of MLIR's host code ----===//
 //
 // MLIR's gpu-to-llvm lowering (MLIR 22) makes a rank program's host code call
 // `mgpu*` functions to load its embedded fatbin, launch kernels, create
@@ -6,7 +6,7 @@
 // libmlir_cuda_runtime, and a rank program must not depend on MLIR at run
 // time, so zbrt provides them here, over the CUDA driver API loaded with
 // dlopen (never linked: a machine without a driver starts fine, see
-// CudaDriver.cpp). Semantics follow MLIR's CudaRuntimeWrappers:
+// Driver.cpp). Semantics follow MLIR's CudaRuntimeWrappers:
 //   - one primary context of the default device (mgpuSetDefaultDevice,
 //     default 0), made current on every call's thread;
 //   - modules are loaded lazily: the global constructor that MLIR emits
@@ -15,8 +15,9 @@
 //   - mgpuMemAlloc(bytes, stream, hostShared): device memory, or managed
 //     (unified) memory when hostShared;
 //   - under zb-run --backend cuda (zbrt_cuda_start) every stream the host
-//     code creates is the rank's compute stream, and synchronising it waits
-//     under the communication watchdog (CudaBackend.cpp);
+//     code creates is the rank's compute stream (Backend::computeStream),
+//     and synchronising it waits under the communication watchdog
+//     (Backend::synchronizeComputeStream);
 //   - every driver error ends the process through zbrt_fatal with the call,
 //     the pass in progress, the error's name and text ("CUDA error in
 //     cuLaunchKernel (in F of stage 0, microbatch 1):
@@ -27,14 +28,11 @@
 #include "zbrt/Mgpu.h"
 #include "zbrt/zbrt.h"
 
-#include "../Internal.h"
-#include "CudaBackend.h"
-#include "Driver.h"
-
-#include <dlfcn.h>
+#include "BackendSelection.h"
+#include "../cuda/Driver.h"
+#include "../FaultInjection.h"
 
 #include <cstdint>
-#include <cstdlib>
 #include <mutex>
 
 namespace {
@@ -53,7 +51,7 @@ struct LazyModule {
 /// rank's compute stream (zbrt.h, "CUDA backend"): kernels, cuBLAS GEMMs and
 /// the events that order communication share one order.
 bool isComputeStream(void *stream) {
-  return stream && stream == zbrt::cuda::computeStream();
+  return stream && stream == zbrt::backend().computeStream();
 }
 
 } // namespace
@@ -93,14 +91,10 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t blockZ, int32_t smem, void *stream,
                       void **params, void **extra, size_t /*paramsCount*/) {
   const Driver &d = driver();
-  // Fault injection for tests on a GPU (ZBRT_INJECT_LAUNCH_ERROR=N): the
-  // N-th launch of this rank gets an empty grid, which the driver refuses.
-  static const long injectAt = [] {
-    const char *v = std::getenv("ZBRT_INJECT_LAUNCH_ERROR");
-    return v && *v ? std::atol(v) : 0L;
-  }();
+  // The N-th launch of this rank gets an empty grid, which the driver
+  // refuses (FaultInjection.h).
   static long launches = 0;
-  if (injectAt > 0 && ++launches == injectAt)
+  if (zbrt::faults().launchError(++launches))
     gridX = 0;
   check(d.cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY,
                          blockZ, smem, stream, params, extra),
@@ -108,7 +102,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
 }
 
 void *mgpuStreamCreate() {
-  if (void *compute = zbrt::cuda::computeStream())
+  if (void *compute = zbrt::backend().computeStream())
     return compute;
   const Driver &d = driver();
   Handle stream = nullptr;
@@ -125,10 +119,7 @@ void mgpuStreamDestroy(void *stream) {
 
 void mgpuStreamSynchronize(void *stream) {
   if (isComputeStream(stream)) {
-    // Host code that only launches and calls the runtime has nothing to
-    // wait for: the runtime's calls are ordered on the device.
-    if (zbrt::cuda::hostWaitsForComputeStream())
-      zbrt::cuda::synchronize("the compute stream", /*computeOnly=*/true);
+    zbrt::backend().synchronizeComputeStream();
     return;
   }
   const Driver &d = driver();

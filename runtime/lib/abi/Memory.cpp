@@ -12,7 +12,8 @@
 #include "zbrt/Mgpu.h"
 #include "zbrt/zbrt.h"
 
-#include "Internal.h"
+#include "../Internal.h"
+#include "Memory.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,31 +1,44 @@
-//===- Optimizer.cpp - zb runtime: SGD and AdamW --------------------------===//
+//===- Optimizer.cpp - zb runtime: the ABI of SGD and AdamW ---------------===//
 //
 // AdamW follows Loshchilov & Hutter, "Decoupled Weight Decay Regularization"
 // (ICLR 2019), Algorithm 2, in the exact form of torch.optim.AdamW
 // (single-tensor, non-amsgrad): decoupled decay p *= 1 - lr * wd, then the
 // bias-corrected Adam update p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)
-// with bc1 = 1 - beta1^t, bc2 = 1 - beta2^t.
+// with bc1 = 1 - beta1^t, bc2 = 1 - beta2^t. The step-dependent scalars are
+// computed here once; the active backend updates the elements
+// (OptimizerMath.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "zbrt/zbrt.h"
 
-#include "Internal.h"
-#include "OptimizerMath.h"
-#include "cuda/CudaBackend.h"
+#include "BackendSelection.h"
+#include "../Internal.h"
+#include "../OptimizerMath.h"
 
 #include <cmath>
 
-using namespace zbrt::detail;
-namespace math = zbrt::math;
+using namespace zbrt;
+using detail::fatalf;
+
+namespace {
+
+math::AdamWScalars adamwScalars(int64_t step, float lr, float beta1,
+                                float beta2, float eps, float decay,
+                                float gradScale) {
+  const double bc1 = 1.0 - std::pow((double)beta1, (double)step);
+  const double bc2 = 1.0 - std::pow((double)beta2, (double)step);
+  const float stepSize = (float)(lr / bc1);
+  const float bc2Sqrt = (float)std::sqrt(bc2);
+  return math::AdamWScalars{stepSize, bc2Sqrt, decay, beta1,
+                            beta2,    eps,     gradScale};
+}
+
+} // namespace
 
 extern "C" void zbrt_sgd_step(float *param, const float *grad, int64_t n,
                               float lr, float gradScale) {
-  const float scale = lr * gradScale;
-  if (zbrt::cuda::deviceOptimizer())
-    return zbrt::cuda::sgd(param, grad, n, scale, /*rollback=*/false);
-  for (int64_t i = 0; i < n; ++i)
-    math::sgdStep(param[i], grad[i], scale);
+  backend().sgd(param, grad, n, lr * gradScale, /*rollback=*/false);
 }
 
 extern "C" void zbrt_adamw_step(float *param, const float *grad, float *m,
@@ -35,27 +48,15 @@ extern "C" void zbrt_adamw_step(float *param, const float *grad, float *m,
   if (step < 1)
     fatalf("zbrt_adamw_step: step must be >= 1 (1-based), got %lld",
            (long long)step);
-  const double bc1 = 1.0 - std::pow((double)beta1, (double)step);
-  const double bc2 = 1.0 - std::pow((double)beta2, (double)step);
-  const float stepSize = (float)(lr / bc1);
-  const float bc2Sqrt = (float)std::sqrt(bc2);
   const float decay = 1.0f - lr * weightDecay;
-  const math::AdamWScalars scalars{stepSize, bc2Sqrt, decay, beta1,
-                                   beta2,    eps,     gradScale};
-  if (zbrt::cuda::deviceOptimizer())
-    return zbrt::cuda::adamw(param, grad, m, v, n, scalars,
-                             /*rollback=*/false);
-  for (int64_t i = 0; i < n; ++i)
-    math::adamwStep(param[i], grad[i], m[i], v[i], scalars);
+  backend().adamw(param, grad, m, v, n,
+                  adamwScalars(step, lr, beta1, beta2, eps, decay, gradScale),
+                  /*rollback=*/false);
 }
 
 extern "C" void zbrt_sgd_rollback(float *param, const float *grad, int64_t n,
                                   float lr, float gradScale) {
-  const float scale = lr * gradScale;
-  if (zbrt::cuda::deviceOptimizer())
-    return zbrt::cuda::sgd(param, grad, n, scale, /*rollback=*/true);
-  for (int64_t i = 0; i < n; ++i)
-    math::sgdRollback(param[i], grad[i], scale);
+  backend().sgd(param, grad, n, lr * gradScale, /*rollback=*/true);
 }
 
 /// The step's operations undone in reverse order with the values the step
@@ -77,31 +78,12 @@ extern "C" void zbrt_adamw_rollback(float *param, const float *grad, float *m,
     fatalf("zbrt_adamw_rollback: not invertible (beta1 %g, beta2 %g, "
            "1 - lr * weight_decay %g)",
            (double)beta1, (double)beta2, (double)decay);
-  const double bc1 = 1.0 - std::pow((double)beta1, (double)step);
-  const double bc2 = 1.0 - std::pow((double)beta2, (double)step);
-  const float stepSize = (float)(lr / bc1);
-  const float bc2Sqrt = (float)std::sqrt(bc2);
-  const math::AdamWScalars scalars{stepSize, bc2Sqrt, decay, beta1,
-                                   beta2,    eps,     gradScale};
-  if (zbrt::cuda::deviceOptimizer())
-    return zbrt::cuda::adamw(param, grad, m, v, n, scalars,
-                             /*rollback=*/true);
-  for (int64_t i = 0; i < n; ++i)
-    math::adamwRollback(param[i], grad[i], m[i], v[i], scalars);
+  backend().adamw(param, grad, m, v, n,
+                  adamwScalars(step, lr, beta1, beta2, eps, decay, gradScale),
+                  /*rollback=*/true);
 }
 
 extern "C" double zbrt_sum_squares(const float *x, int64_t n,
                                    int32_t *nonFinite) {
-  if (zbrt::cuda::deviceOptimizer())
-    return zbrt::cuda::sumSquares(x, n, nonFinite);
-  double sum = 0;
-  int32_t bad = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(x[i]))
-      bad = 1;
-    sum += (double)x[i] * (double)x[i];
-  }
-  if (nonFinite)
-    *nonFinite = bad;
-  return sum;
+  return backend().sumSquares(x, n, nonFinite);
 }

@@ -1,15 +1,14 @@
-//===- Gemm.cpp - zb runtime: single-precision GEMM (OpenBLAS) ------------===//
+//===- Gemm.cpp - zb runtime: the ABI of single-precision GEMM ------------===//
 
 #include "zbrt/zbrt.h"
 
+#include "BackendSelection.h"
 #include "../Internal.h"
-#include "../cuda/CudaBackend.h"
 
-#include <cblas.h>
-#include <algorithm>
 #include <climits>
 
-using namespace zbrt::detail;
+using namespace zbrt;
+using detail::fatalf;
 
 extern "C" void zbrt_sgemm(int64_t a, int64_t b, int64_t c, int64_t M,
                            int64_t N, int64_t K, int32_t transA, int32_t transB,
@@ -31,25 +30,8 @@ extern "C" void zbrt_sgemm(int64_t a, int64_t b, int64_t c, int64_t M,
            "transA=%d transB=%d lda=%lld ldb=%lld ldc=%lld)",
            (long long)M, (long long)N, (long long)K, transA, transB,
            (long long)lda, (long long)ldb, (long long)ldc);
-  float *cp = reinterpret_cast<float *>(c);
-  if (zbrt::cuda::active()) {
-    // cuBLAS on the compute stream (K == 0 scales C by beta there too).
-    zbrt::cuda::sgemm(reinterpret_cast<const float *>(a),
-                      reinterpret_cast<const float *>(b), cp, M, N, K,
-                      transA != 0, transB != 0, alpha, beta,
-                      std::max<int64_t>(lda, 1), std::max<int64_t>(ldb, 1),
-                      ldc);
-    return;
-  }
-  if (K == 0) {
-    // C = beta * C (BLAS would reject lda < 1 here).
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j)
-        cp[i * ldc + j] = beta == 0.0f ? 0.0f : beta * cp[i * ldc + j];
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha,
-              reinterpret_cast<const float *>(a), (int)lda,
-              reinterpret_cast<const float *>(b), (int)ldb, beta, cp, (int)ldc);
+  backend().sgemm(Gemm{reinterpret_cast<const float *>(a),
+                       reinterpret_cast<const float *>(b),
+                       reinterpret_cast<float *>(c), M, N, K, transA != 0,
+                       transB != 0, alpha, beta, lda, ldb, ldc});
 }

@@ -1,0 +1,118 @@
+//===- Backend.h - zb runtime: the interface of a backend -------*- C++ -*-===//
+//
+// Not installed. What the zbrt_* entry points (abi/) hand over to: every
+// entry point checks its arguments and dispatches once to the active
+// Backend. The CPU backend (cpu/: MPI, OpenBLAS, the optimizer loops) is
+// active from the start; zbrt_cuda_start makes the CUDA backend (cuda/:
+// cuBLAS, a device transport, device trace and optimizer kernels) the
+// active one until zbrt_finalize. abi/BackendSelection.cpp is the one
+// place that chooses; nothing else asks which backend runs.
+//
+// Dependencies point one way: abi/ -> Backend <- cpu/, cuda/ (cuda/ uses
+// cpu/'s host messages and loops for what stays on the host); the trace
+// (TraceLog.h) is called by abi/ only, and device times come back from
+// stepEnd() as data. A backend calls only the bottom layer (Internal.h:
+// errors, process state, currentAction for messages; FaultInjection.h;
+// DynamicLibrary.h).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBRT_LIB_BACKEND_H
+#define ZBRT_LIB_BACKEND_H
+
+#include "OptimizerMath.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace zbrt {
+
+/// Device times of trace event `index` (an action), microseconds since the
+/// step's origin (Backend::traceBeginStep).
+struct DeviceTime {
+  size_t index;
+  double beginUs, endUs;
+};
+
+/// Row-major C[M x N] = alpha op(A) op(B) + beta C with row strides in
+/// elements (zbrt_sgemm's contract; the ABI has checked the sizes).
+struct Gemm {
+  const float *a, *b;
+  float *c;
+  int64_t M, N, K;
+  bool transA, transB;
+  float alpha, beta;
+  int64_t lda, ldb, ldc;
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+
+  //===-- Messages (zbrt_send / zbrt_recv, checked by the ABI) ------------===//
+  /// Sends `bytes` at `buf` to `peer`; the caller may reuse `buf` at once.
+  virtual void send(const void *buf, int64_t bytes, int32_t peer,
+                    int32_t tag) = 0;
+  /// Receives exactly `bytes` from `peer` into `buf`: usable by the next
+  /// operation of this backend (not necessarily by the host: hostAccess).
+  virtual void recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) = 0;
+  /// zbrt_wait: waits for an MPI request under the watchdog while this
+  /// rank's own sends progress.
+  virtual void waitRequest(void *mpiRequest, const char *what) = 0;
+
+  //===-- GEMM -------------------------------------------------------------===//
+  virtual void sgemm(const Gemm &g) = 0;
+  /// `batch` products C[i] = op(A[i]) op(B[i]) (alpha 1, beta 0) at
+  /// constant batch strides (elements) in one call; false when this backend
+  /// has no such call (the caller then computes the matrices one by one).
+  virtual bool sgemmStridedBatched(const Gemm &g, int64_t strideA,
+                                   int64_t strideB, int64_t strideC,
+                                   int64_t batch) {
+    return false;
+  }
+
+  //===-- Optimizer (OptimizerMath.h per element) --------------------------===//
+  virtual void sgd(float *param, const float *grad, int64_t n, float scale,
+                   bool rollback) = 0;
+  virtual void adamw(float *param, const float *grad, float *m, float *v,
+                     int64_t n, const math::AdamWScalars &scalars,
+                     bool rollback) = 0;
+  /// Sum of squares in double; *nonFinite (when given) is set to whether an
+  /// element is NaN or infinite. Waits for its result.
+  virtual double sumSquares(const float *x, int64_t n, int32_t *nonFinite) = 0;
+
+  //===-- Trace marks --------------------------------------------------------===//
+  /// The step begins (the trace has just been cleared).
+  virtual void traceBeginStep() {}
+  /// Action `index` of the trace begins (end = false) or ends here.
+  virtual void traceMark(size_t index, bool end) {}
+
+  //===-- Step end, finalize -------------------------------------------------===//
+  /// The end of a step: every send of the step completes. Returns the
+  /// device times of the step's actions (empty when the backend measures
+  /// none: the host times stand).
+  virtual std::vector<DeviceTime> stepEnd() = 0;
+  /// Completes what is pending and releases the backend's resources.
+  virtual void finalize() = 0;
+
+  //===-- Host access --------------------------------------------------------===//
+  /// Waits until the host may touch buffers this backend's earlier
+  /// operations read or write (`what` names the wait in messages).
+  virtual void hostAccess(const char *what) {}
+  /// A temporary of `bytes` that the host fills or reads and this backend's
+  /// operations may use (the strided operands of the memref entry points),
+  /// and its release; `what` names the wait before either.
+  virtual void *allocTemporary(size_t bytes, const char *what) = 0;
+  virtual void freeTemporary(void *p, const char *what) = 0;
+
+  //===-- Streams of MLIR's host code (mgpu*) --------------------------------===//
+  /// The stream every kernel runs on, or null (mgpuStreamCreate then makes
+  /// one of its own).
+  virtual void *computeStream() { return nullptr; }
+  /// The host code synchronises the compute stream.
+  virtual void synchronizeComputeStream() {}
+};
+
+} // namespace zbrt
+
+#endif // ZBRT_LIB_BACKEND_H

@@ -1,0 +1,45 @@
+//===- FaultInjection.h - zb runtime: faults for tests ----------*- C++ -*-===//
+//
+// Not installed. The one test hook of libzbrt: faults that tests ask for
+// through the environment, read once (at the first check), and the named
+// check points where production code asks for them:
+//   - ZBRT_INJECT_KILL=R:N: world rank R dies of SIGKILL, with no chance to
+//     clean up, as it begins its N-th pass (counted over the job from 1):
+//     the tests of a dead rank on every backend; a malformed value ends the
+//     job naming it;
+//   - ZBRT_INJECT_LAUNCH_ERROR=N: the N-th kernel launch of each rank gets
+//     an empty grid, which the driver refuses (tests of device errors on a
+//     GPU).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBRT_LIB_FAULTINJECTION_H
+#define ZBRT_LIB_FAULTINJECTION_H
+
+#include <cstdint>
+
+namespace zbrt {
+
+class FaultInjection {
+public:
+  /// Whether `rank` dies as it begins its `pass`-th pass (1-based).
+  bool shouldKill(int32_t rank, long pass) const {
+    return killPass > 0 && rank == killRank && pass == killPass;
+  }
+  /// Whether the `launch`-th kernel launch (1-based) must fail.
+  bool launchError(long launch) const {
+    return failedLaunch > 0 && launch == failedLaunch;
+  }
+
+private:
+  friend const FaultInjection &faults();
+  FaultInjection();
+  long killRank = -1, killPass = 0;
+  long failedLaunch = 0;
+};
+
+/// The faults of this process, read from the environment at the first call.
+const FaultInjection &faults();
+
+} // namespace zbrt
+
+#endif // ZBRT_LIB_FAULTINJECTION_H

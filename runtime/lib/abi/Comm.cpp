@@ -1,0 +1,87 @@
+//===- Comm.cpp - zb runtime: the ABI of messages, steps and the job ------===//
+//
+// zbrt_init / zbrt_finalize, the step's end, the watchdog, errors, and
+// zbrt_send / zbrt_recv: arguments checked here, the message traced here,
+// the work done by the active backend (Backend.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbrt/Trace.h"
+#include "zbrt/zbrt.h"
+
+#include "BackendSelection.h"
+#include "../Internal.h"
+#include "../TraceLog.h"
+
+#include <climits>
+
+using namespace zbrt;
+using detail::fatalf;
+
+namespace {
+
+void checkMessage(const char *what, const char *direction, int32_t peer,
+                  int32_t tag, int64_t bytes) {
+  const int32_t size = detail::worldSize();
+  if (size <= 0)
+    fatalf("%s: the runtime is not initialised (zbrt_init not called)", what);
+  if (peer < 0 || peer >= size)
+    fatalf("%s: peer rank %d out of range (world size %d)", what, peer, size);
+  if (tag < 0 || tag > detail::tagUpperBound())
+    fatalf("%s: tag %d out of range [0, %d] (peer %d)", what, tag,
+           detail::tagUpperBound(), peer);
+  if (bytes < 0 || bytes > INT_MAX)
+    fatalf("%s %s rank %d tag %d: unsupported size %lld bytes", what,
+           direction, peer, tag, (long long)bytes);
+}
+
+} // namespace
+
+extern "C" void zbrt_fatal(const char *message) { detail::fatal(message); }
+
+extern "C" int32_t zbrt_rank(void) { return detail::rank(); }
+extern "C" int32_t zbrt_world_size(void) { return detail::worldSize(); }
+
+extern "C" int32_t zbrt_init(int *argc, char ***argv, int32_t *worldSize) {
+  int32_t rank = detail::initProcess(argc, argv, worldSize);
+  initBackends();
+  return rank;
+}
+
+extern "C" void zbrt_step_end(void) {
+  for (const DeviceTime &t : backend().stepEnd())
+    detail::traceSetDeviceTimes(t.index, t.beginUs, t.endUs);
+}
+
+extern "C" void zbrt_set_comm_timeout(double seconds) {
+  detail::setCommTimeoutSeconds(seconds);
+}
+
+extern "C" void zbrt_wait(void *mpiRequest, const char *what) {
+  backend().waitRequest(mpiRequest, what);
+}
+
+extern "C" void zbrt_finalize(void) {
+  finalizeBackends();
+  detail::finalizeProcess();
+}
+
+extern "C" void zbrt_send(int64_t buf, int64_t bytes, int32_t peer,
+                          int32_t tag) {
+  checkMessage("zbrt_send", "to", peer, tag, bytes);
+  TraceEvent event{EventKind::Send, detail::rank(), -1,  -1, peer, tag,
+                   bytes,           traceNowUs(),   -1.0};
+  backend().send(reinterpret_cast<const void *>(buf), bytes, peer, tag);
+  event.endUs = traceNowUs();
+  traceRecord(event);
+}
+
+extern "C" void zbrt_recv(int64_t buf, int64_t bytes, int32_t peer,
+                          int32_t tag) {
+  checkMessage("zbrt_recv", "from", peer, tag, bytes);
+  TraceEvent event{EventKind::Recv, detail::rank(), -1,  -1, peer, tag,
+                   bytes,           traceNowUs(),   -1.0};
+  backend().recv(reinterpret_cast<void *>(buf), bytes, peer, tag);
+  event.endUs = traceNowUs();
+  traceRecord(event);
+}

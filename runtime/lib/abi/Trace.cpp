@@ -1,0 +1,68 @@
+//===- Trace.cpp - zb runtime: the ABI of the trace and validation --------===//
+//
+// zbrt_action_begin / zbrt_action_end record the action in the trace
+// (TraceLog.h) and mark it on the active backend's timeline; the step's
+// begin (zbrt::traceBeginStep, zbrt/Trace.h) clears the trace and starts
+// the backend's timeline; and the optimizer's post-validation hook.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbrt/Trace.h"
+#include "zbrt/zbrt.h"
+
+#include "BackendSelection.h"
+#include "../FaultInjection.h"
+#include "../Internal.h"
+#include "../TraceLog.h"
+
+#include <csignal>
+
+using namespace zbrt;
+
+void zbrt::traceBeginStep() {
+  detail::traceReset();
+  backend().traceBeginStep();
+}
+
+extern "C" void zbrt_action_begin(int32_t kind, int32_t stage,
+                                  int32_t microbatch) {
+  if (kind < 0 || kind > 2)
+    detail::fatalf("zbrt_action_begin: unknown action kind %d (0 = F, 1 = B, "
+                   "2 = W)",
+                   kind);
+  static long passes = 0;
+  if (faults().shouldKill(detail::rank(), ++passes))
+    std::raise(SIGKILL);
+  size_t index = detail::traceActionBegin(kind, stage, microbatch);
+  if (index != detail::kNoTraceEvent)
+    backend().traceMark(index, /*end=*/false);
+}
+
+extern "C" void zbrt_action_end(int32_t kind, int32_t stage,
+                                int32_t microbatch) {
+  size_t index = detail::traceActionEnd(kind, stage, microbatch);
+  if (index != detail::kNoTraceEvent)
+    backend().traceMark(index, /*end=*/true);
+}
+
+namespace {
+struct ValidateHook {
+  zbrt_validate_hook hook = nullptr;
+  void *context = nullptr;
+};
+ValidateHook &validateHook() {
+  static ValidateHook h;
+  return h;
+}
+} // namespace
+
+extern "C" void zbrt_set_validate_hook(zbrt_validate_hook hook,
+                                       void *context) {
+  validateHook() = ValidateHook{hook, context};
+}
+
+extern "C" void zbrt_validate_optimizer(void) {
+  const ValidateHook &h = validateHook();
+  if (h.hook)
+    h.hook(h.context);
+}

@@ -1,0 +1,88 @@
+//===- Blas.cpp - zb runtime: GEMMs through cuBLAS ------------------------===//
+
+#include "Blas.h"
+
+#include "../DynamicLibrary.h"
+#include "../Internal.h"
+
+#include "zbrt/zbrt.h"
+
+#include <climits>
+#include <string>
+
+using namespace zbrt;
+using namespace zbrt::cuda;
+using detail::fatalf;
+
+namespace {
+// cublas_v2.h's values (no header).
+constexpr int kOpN = 0, kOpT = 1;
+constexpr int kDefaultMath = 0;
+constexpr int kPedanticMath = 2;
+constexpr int kTf32Math = 3;
+} // namespace
+
+void Blas::check(int status, const char *call) {
+  if (status == 0)
+    return;
+  char action[128];
+  detail::currentAction(action, sizeof action);
+  fatalf("cuBLAS error in %s (%s): %s (status %d)", call, action,
+         api.statusString ? api.statusString(status) : "unknown", status);
+}
+
+void Blas::start(Handle compute, int32_t flags) {
+  const char *name = libraryFromEnv("ZBRT_CUBLAS", "libcublas.so.13");
+  std::string error;
+  if (!openLibrary(name,
+                   {{"cublasCreate_v2", api.create},
+                    {"cublasDestroy_v2", api.destroy},
+                    {"cublasSetStream_v2", api.setStream},
+                    {"cublasSetMathMode", api.setMathMode},
+                    {"cublasSgemm_v2", api.sgemm},
+                    {"cublasSgemmStridedBatched", api.sgemmStridedBatched},
+                    {"cublasGetStatusString", api.statusString,
+                     /*optional=*/true}},
+                   error))
+    fatalf("the CUDA backend needs cuBLAS: %s", error.c_str());
+  check(api.create(&handle), "cublasCreate");
+  check(api.setStream(handle, compute), "cublasSetStream");
+  // fp32 GEMMs in fp32 unless the plan allows TF32 (zb-compile
+  // --allow-tf32); --deterministic pins the pedantic (reproducible) mode.
+  int mode = (flags & ZBRT_CUDA_ALLOW_TF32)     ? kTf32Math
+             : (flags & ZBRT_CUDA_DETERMINISTIC) ? kPedanticMath
+                                                 : kDefaultMath;
+  check(api.setMathMode(handle, mode), "cublasSetMathMode");
+}
+
+void Blas::sgemm(const Gemm &g) {
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
+  // row-major storage of a matrix is the column-major storage of its
+  // transpose, so the operands swap and keep their transpose flags.
+  check(api.sgemm(handle, g.transB ? kOpT : kOpN, g.transA ? kOpT : kOpN,
+                  (int)g.N, (int)g.M, (int)g.K, &g.alpha, g.b, (int)g.ldb,
+                  g.a, (int)g.lda, &g.beta, g.c, (int)g.ldc),
+        "cublasSgemm");
+}
+
+void Blas::sgemmStridedBatched(const Gemm &g, int64_t strideA,
+                               int64_t strideB, int64_t strideC,
+                               int64_t batch) {
+  if (g.M > INT_MAX || g.N > INT_MAX || g.K > INT_MAX || g.lda > INT_MAX ||
+      g.ldb > INT_MAX || g.ldc > INT_MAX || batch > INT_MAX)
+    fatalf("cublasSgemmStridedBatched: size or stride exceeds cuBLAS's int "
+           "range");
+  // As in sgemm: the column-major product of the transposes.
+  check(api.sgemmStridedBatched(handle, g.transB ? kOpT : kOpN,
+                                g.transA ? kOpT : kOpN, (int)g.N, (int)g.M,
+                                (int)g.K, &g.alpha, g.b, (int)g.ldb, strideB,
+                                g.a, (int)g.lda, strideA, &g.beta, g.c,
+                                (int)g.ldc, strideC, (int)batch),
+        "cublasSgemmStridedBatched");
+}
+
+void Blas::finalize() {
+  if (handle)
+    api.destroy(handle);
+  handle = nullptr;
+}

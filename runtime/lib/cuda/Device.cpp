@@ -1,0 +1,72 @@
+//===- Device.cpp - zb runtime: the rank's device, events, staging --------===//
+
+#include "Device.h"
+
+using namespace zbrt::cuda;
+
+Handle Device::takeEvent() {
+  if (!freeEvents.empty()) {
+    Handle e = freeEvents.back();
+    freeEvents.pop_back();
+    return e;
+  }
+  Handle e = nullptr;
+  check(driver().cuEventCreate(&e, kEventDisableTiming), "cuEventCreate");
+  return e;
+}
+
+Handle Device::recordOn(Handle stream) {
+  Handle e = takeEvent();
+  check(driver().cuEventRecord(e, stream), "cuEventRecord");
+  return e;
+}
+
+void Device::streamWaits(Handle waiter, Handle stream) {
+  Handle e = recordOn(stream);
+  check(driver().cuStreamWaitEvent(waiter, e, 0), "cuStreamWaitEvent");
+  // Reusable once recorded work is enqueued: a later record replaces it and
+  // cuStreamWaitEvent has captured the current one.
+  release(e);
+}
+
+bool Device::eventDone(Handle e) {
+  CUresult r = driver().cuEventQuery(e);
+  if (r == kNotReady)
+    return false;
+  check(r, "cuEventQuery");
+  return true;
+}
+
+void Device::reapStaging() {
+  size_t kept = 0;
+  for (Staging &s : busyStaging) {
+    if (eventDone(s.done)) {
+      release(s.done);
+      s.done = nullptr;
+      freeStaging.push_back(s);
+      continue;
+    }
+    busyStaging[kept++] = s;
+  }
+  busyStaging.resize(kept);
+}
+
+Staging Device::takeStaging(size_t bytes) {
+  reapStaging();
+  size_t best = freeStaging.size();
+  for (size_t i = 0; i < freeStaging.size(); ++i)
+    if (freeStaging[i].capacity >= bytes &&
+        (best == freeStaging.size() ||
+         freeStaging[i].capacity < freeStaging[best].capacity))
+      best = i;
+  if (best != freeStaging.size()) {
+    Staging s = freeStaging[best];
+    freeStaging.erase(freeStaging.begin() + best);
+    return s;
+  }
+  Staging s;
+  s.capacity = bytes ? (bytes + 255) / 256 * 256 : 256;
+  check(driver().cuMemAlloc(&s.ptr, s.capacity), "cuMemAlloc");
+  ++stats.stagingAllocations;
+  return s;
+}

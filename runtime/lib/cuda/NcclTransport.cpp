@@ -1,0 +1,450 @@
+//===- NcclTransport.cpp - zb runtime: messages through NCCL --------------===//
+//
+// A send copies the buffer into a staging block on the compute stream (the
+// caller may reuse its buffer at once, as on the CPU) and its channel's
+// stream waits for that copy; a receive's stream waits for the compute
+// stream (the buffer may still be read by an earlier kernel) and the
+// compute stream waits for the receive.
+//
+// NCCL has no tags: a channel delivers in the sender's order, while a rank
+// program may receive in another order (MPI matches tags). The first step
+// runs over MPI on the host and records each channel's order on both
+// sides; the peers exchange them, and from the second step on a receive
+// whose message is not next on its channel first receives the ones before
+// it into staging blocks (the order is the same every step: checked).
+//
+//===----------------------------------------------------------------------===//
+
+#include "NcclTransport.h"
+
+#include "../DynamicLibrary.h"
+#include "../Internal.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <vector>
+
+using namespace zbrt;
+using namespace zbrt::cuda;
+using detail::fatalf;
+
+Transport::~Transport() = default;
+
+namespace {
+
+//===-- NCCL (nccl.h names, no header) ------------------------------------===//
+
+struct NcclUniqueId {
+  char internal[128];
+};
+using NcclComm = void *;
+struct Nccl {
+  int (*getUniqueId)(NcclUniqueId *);
+  int (*commInitRank)(NcclComm *, int, NcclUniqueId, int);
+  int (*send)(const void *, size_t, int, int, NcclComm, Handle);
+  int (*recv)(void *, size_t, int, int, NcclComm, Handle);
+  int (*commGetAsyncError)(NcclComm, int *);
+  int (*commAbort)(NcclComm);
+  int (*commDestroy)(NcclComm);
+  const char *(*errorString)(int);
+};
+constexpr int kNcclInt8 = 0;
+constexpr int kNcclInProgress = 7;
+
+/// One direction between this rank and a peer: a two-rank communicator
+/// (the sender is its rank 0) and the stream it runs on here.
+struct Channel {
+  NcclComm comm = nullptr;
+  Handle stream = nullptr;
+};
+
+/// A posted receive (for the watchdog's message).
+struct PendingRecv {
+  int32_t peer, tag;
+  Handle done;
+};
+
+/// A message as the schedule names it (zbrt_tag) and its size.
+struct Message {
+  int32_t tag;
+  int64_t bytes;
+  bool operator==(const Message &o) const {
+    return tag == o.tag && bytes == o.bytes;
+  }
+  bool operator<(const Message &o) const {
+    return tag != o.tag ? tag < o.tag : bytes < o.bytes;
+  }
+};
+
+/// A message that arrived before this rank asked for it: it waits in a
+/// staging block until its receive.
+struct EarlyMessage {
+  Message message;
+  Staging staging;
+  Handle arrived;
+};
+
+std::string describe(const Message &m) {
+  char tag[128];
+  detail::describeTag(m.tag, tag, sizeof tag);
+  return std::string("message with ") + tag + " of " +
+         std::to_string(m.bytes) + " bytes";
+}
+
+enum class Phase { Recording, Replaying };
+
+class NcclTransport final : public Transport {
+public:
+  NcclTransport(Device &device, const Nccl &nccl)
+      : device(device), nccl(nccl) {}
+  void createChannels();
+
+  bool send(const void *buf, int64_t bytes, int32_t peer,
+            int32_t tag) override;
+  bool recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) override;
+  void pollErrors() override;
+  bool idle() override;
+  std::string pendingReceive() override;
+  void receivesArrived() override;
+  void stepEnd() override;
+  void abort() override;
+  void finalize() override;
+
+private:
+  void check(int result, const char *call, int32_t peer);
+  bool takeEarly(void *buf, const Message &m, int32_t peer);
+  void receiveEarlierMessages(const Message &m, int32_t peer,
+                              const Channel &c);
+  void exchangeOrders();
+  void checkStepOrders();
+
+  Device &device;
+  Nccl nccl;
+  std::map<int32_t, Channel> sendTo, recvFrom;
+  std::vector<PendingRecv> pendingRecvs;
+  Phase phase = Phase::Recording;
+  /// Per peer: the messages this rank sends it in a step, in order; the
+  /// ones it receives from it (in this rank's order, step 1); the order the
+  /// peer sends them (the channel's order, from the peer).
+  std::map<int32_t, std::vector<Message>> sendOrder, recvOrder, channelOrder;
+  std::map<int32_t, size_t> sendPosition, channelPosition;
+  std::map<int32_t, std::vector<EarlyMessage>> early;
+  MPI_Comm bootstrap = MPI_COMM_NULL;
+};
+
+void NcclTransport::check(int result, const char *call, int32_t peer) {
+  if (result == 0 || result == kNcclInProgress)
+    return;
+  char action[128];
+  detail::currentAction(action, sizeof action);
+  fatalf("NCCL error in %s with rank %d (%s): %s", call, peer, action,
+         nccl.errorString ? nccl.errorString(result) : "unknown");
+}
+
+/// One two-rank communicator per direction between ring neighbours (r and
+/// r+1 mod p: every pipeline, interleaved and V-shape schedule talks only to
+/// those), created in one global order so no rank waits on a cycle; the
+/// sender makes the unique id and gives it to the receiver over MPI.
+void NcclTransport::createChannels() {
+  int rank = detail::rank(), size = detail::worldSize();
+  if (size < 2)
+    return;
+  std::set<std::pair<int, int>> directed;
+  for (int r = 0; r < size; ++r) {
+    int next = (r + 1) % size;
+    directed.insert({r, next});
+    directed.insert({next, r});
+  }
+  MPI_Comm_dup(MPI_COMM_WORLD, &bootstrap);
+  for (auto [from, to] : directed) {
+    if (rank != from && rank != to)
+      continue;
+    NcclUniqueId id;
+    if (rank == from) {
+      check(nccl.getUniqueId(&id), "ncclGetUniqueId", to);
+      MPI_Send(&id, sizeof id, MPI_BYTE, to, 0, bootstrap);
+    } else {
+      MPI_Recv(&id, sizeof id, MPI_BYTE, from, 0, bootstrap,
+               MPI_STATUS_IGNORE);
+    }
+    Channel c;
+    int peer = rank == from ? to : from;
+    check(nccl.commInitRank(&c.comm, 2, id, rank == from ? 0 : 1),
+          "ncclCommInitRank", peer);
+    cuda::check(driver().cuStreamCreate(&c.stream, kStreamNonBlocking),
+                "cuStreamCreate");
+    (rank == from ? sendTo : recvFrom)[peer] = c;
+    ++device.stats.ncclCommunicators;
+  }
+}
+
+bool NcclTransport::send(const void *buf, int64_t bytes, int32_t peer,
+                         int32_t tag) {
+  auto it = sendTo.find(peer);
+  if (it == sendTo.end() || !it->second.comm)
+    return false;
+  Message m{tag, bytes};
+  if (phase == Phase::Recording) {
+    sendOrder[peer].push_back(m);
+    return false;
+  }
+  const std::vector<Message> &order = sendOrder[peer];
+  size_t &position = sendPosition[peer];
+  if (position >= order.size() || !(order[position] == m))
+    fatalf("the messages to rank %d changed since the first step: the "
+           "%s is not message %zu of the step",
+           peer, describe(m).c_str(), position + 1);
+  ++position;
+  Staging s = device.takeStaging((size_t)bytes);
+  if (bytes > 0)
+    cuda::check(driver().cuMemcpyAsync(s.ptr,
+                                       reinterpret_cast<CUdeviceptr>(buf),
+                                       (size_t)bytes, device.compute),
+                "cuMemcpyAsync");
+  device.streamWaits(it->second.stream, device.compute);
+  check(nccl.send(reinterpret_cast<const void *>(s.ptr), (size_t)bytes,
+                  kNcclInt8, /*peer=*/1, it->second.comm, it->second.stream),
+        "ncclSend", peer);
+  s.done = device.recordOn(it->second.stream);
+  device.inFlight(s);
+  ++device.stats.ncclSends;
+  return true;
+}
+
+/// A message that arrived earlier, into a staging block: copied over.
+bool NcclTransport::takeEarly(void *buf, const Message &m, int32_t peer) {
+  std::vector<EarlyMessage> &waiting = early[peer];
+  for (size_t i = 0; i < waiting.size(); ++i) {
+    if (!(waiting[i].message == m))
+      continue;
+    EarlyMessage e = waiting[i];
+    waiting.erase(waiting.begin() + i);
+    cuda::check(driver().cuStreamWaitEvent(device.compute, e.arrived, 0),
+                "cuStreamWaitEvent");
+    if (m.bytes > 0)
+      cuda::check(driver().cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(buf),
+                                         e.staging.ptr, (size_t)m.bytes,
+                                         device.compute),
+                  "cuMemcpyAsync");
+    pendingRecvs.push_back({peer, m.tag, e.arrived});
+    e.staging.done = device.recordOn(device.compute);
+    device.inFlight(e.staging);
+    ++device.stats.earlyMessages;
+    return true;
+  }
+  return false;
+}
+
+/// Messages the peer sends before `m` go to staging blocks first.
+void NcclTransport::receiveEarlierMessages(const Message &m, int32_t peer,
+                                           const Channel &c) {
+  const std::vector<Message> &order = channelOrder[peer];
+  size_t &position = channelPosition[peer];
+  while (position < order.size() && !(order[position] == m)) {
+    if (order[position].tag == m.tag)
+      fatalf("the %s from rank %d does not have the %lld bytes this rank "
+             "expects",
+             describe(order[position]).c_str(), peer, (long long)m.bytes);
+    EarlyMessage e{order[position],
+                   device.takeStaging((size_t)order[position].bytes),
+                   nullptr};
+    check(nccl.recv(reinterpret_cast<void *>(e.staging.ptr),
+                    (size_t)e.message.bytes, kNcclInt8, /*peer=*/0, c.comm,
+                    c.stream),
+          "ncclRecv", peer);
+    e.arrived = device.recordOn(c.stream);
+    early[peer].push_back(e);
+    ++position;
+    ++device.stats.ncclRecvs;
+  }
+  if (position >= order.size())
+    fatalf("rank %d sends no %s in a step (or sent it already): the "
+           "messages changed since the first step",
+           peer, describe(m).c_str());
+  ++position;
+}
+
+bool NcclTransport::recv(void *buf, int64_t bytes, int32_t peer,
+                         int32_t tag) {
+  auto it = recvFrom.find(peer);
+  if (it == recvFrom.end() || !it->second.comm)
+    return false;
+  Message m{tag, bytes};
+  if (phase == Phase::Recording) {
+    recvOrder[peer].push_back(m);
+    return false;
+  }
+  if (takeEarly(buf, m, peer))
+    return true;
+  const Channel &c = it->second;
+  receiveEarlierMessages(m, peer, c);
+  device.streamWaits(c.stream, device.compute);
+  check(nccl.recv(buf, (size_t)bytes, kNcclInt8, /*peer=*/0, c.comm,
+                  c.stream),
+        "ncclRecv", peer);
+  Handle arrived = device.recordOn(c.stream);
+  cuda::check(driver().cuStreamWaitEvent(device.compute, arrived, 0),
+              "cuStreamWaitEvent");
+  pendingRecvs.push_back({peer, tag, arrived});
+  ++device.stats.ncclRecvs;
+  return true;
+}
+
+void NcclTransport::pollErrors() {
+  for (auto *channels : {&sendTo, &recvFrom})
+    for (auto &[peer, c] : *channels) {
+      int state = 0;
+      if (!c.comm)
+        continue;
+      int r = nccl.commGetAsyncError(c.comm, &state);
+      if (r == 0 && (state == 0 || state == kNcclInProgress))
+        continue;
+      int err = r != 0 ? r : state;
+      std::string text = nccl.errorString(err);
+      char action[128];
+      detail::currentAction(action, sizeof action);
+      abort();
+      fatalf("NCCL error in the communication with rank %d (noticed %s): %s",
+             peer, action, text.c_str());
+    }
+}
+
+bool NcclTransport::idle() {
+  for (auto *channels : {&sendTo, &recvFrom})
+    for (auto &[peer, c] : *channels) {
+      CUresult r = driver().cuStreamQuery(c.stream);
+      if (r == kNotReady)
+        return false;
+      cuda::check(r, "cuStreamQuery");
+    }
+  return true;
+}
+
+std::string NcclTransport::pendingReceive() {
+  for (const PendingRecv &r : pendingRecvs)
+    if (!Device::eventDone(r.done)) {
+      char tag[128];
+      detail::describeTag(r.tag, tag, sizeof tag);
+      return std::string("the NCCL receive of the message with ") + tag +
+             " from rank " + std::to_string(r.peer);
+    }
+  return "";
+}
+
+void NcclTransport::receivesArrived() {
+  for (const PendingRecv &r : pendingRecvs)
+    device.release(r.done);
+  pendingRecvs.clear();
+}
+
+/// After the recording step: every channel's sender tells its receiver
+/// the order it sends in; the receiver checks it is the set of messages it
+/// receives.
+void NcclTransport::exchangeOrders() {
+  std::vector<MPI_Request> requests;
+  std::map<int32_t, std::vector<Message>> outgoing;
+  for (auto &[peer, c] : sendTo) {
+    outgoing[peer] = sendOrder[peer];
+    requests.emplace_back();
+    MPI_Isend(outgoing[peer].data(),
+              (int)(outgoing[peer].size() * sizeof(Message)), MPI_BYTE, peer,
+              1, bootstrap, &requests.back());
+  }
+  for (auto &[peer, c] : recvFrom) {
+    MPI_Status status;
+    MPI_Probe(peer, 1, bootstrap, &status);
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_BYTE, &bytes);
+    std::vector<Message> order(bytes / sizeof(Message));
+    MPI_Recv(order.data(), bytes, MPI_BYTE, peer, 1, bootstrap,
+             MPI_STATUS_IGNORE);
+    std::vector<Message> sent = order, received = recvOrder[peer];
+    std::sort(sent.begin(), sent.end());
+    std::sort(received.begin(), received.end());
+    if (sent != received)
+      fatalf("rank %d sends %zu messages per step to this rank, which "
+             "receives %zu others from it: the rank programs do not belong "
+             "together",
+             peer, sent.size(), received.size());
+    channelOrder[peer] = std::move(order);
+  }
+  if (!requests.empty())
+    MPI_Waitall((int)requests.size(), requests.data(), MPI_STATUSES_IGNORE);
+  phase = Phase::Replaying;
+}
+
+/// Every message of the step's order was sent and received.
+void NcclTransport::checkStepOrders() {
+  for (auto &[peer, order] : sendOrder)
+    if (sendPosition[peer] != order.size())
+      fatalf("this rank sent %zu of its %zu messages to rank %d in this "
+             "step: the messages changed since the first step",
+             sendPosition[peer], order.size(), peer);
+  for (auto &[peer, order] : channelOrder)
+    if (channelPosition[peer] != order.size() || !early[peer].empty())
+      fatalf("this rank received %zu of the %zu messages rank %d sent in "
+             "this step: the messages changed since the first step",
+             channelPosition[peer] - early[peer].size(), order.size(), peer);
+  sendPosition.clear();
+  channelPosition.clear();
+}
+
+void NcclTransport::stepEnd() {
+  if (phase == Phase::Replaying) {
+    checkStepOrders();
+    return;
+  }
+  if (!sendTo.empty())
+    exchangeOrders();
+  else
+    phase = Phase::Replaying;
+}
+
+void NcclTransport::abort() {
+  for (auto *channels : {&sendTo, &recvFrom})
+    for (auto &[peer, c] : *channels)
+      if (c.comm) {
+        nccl.commAbort(c.comm);
+        c.comm = nullptr;
+      }
+}
+
+void NcclTransport::finalize() {
+  for (auto *channels : {&sendTo, &recvFrom})
+    for (auto &[peer, c] : *channels)
+      if (c.comm)
+        nccl.commDestroy(c.comm);
+  sendTo.clear();
+  recvFrom.clear();
+  if (bootstrap != MPI_COMM_NULL)
+    MPI_Comm_free(&bootstrap);
+}
+
+} // namespace
+
+std::unique_ptr<Transport> zbrt::cuda::createNcclTransport(Device &device,
+                                                           std::string &why) {
+  const char *name = libraryFromEnv("ZBRT_NCCL", "libnccl.so.2");
+  if (std::string(name) == "none") {
+    why = "ZBRT_NCCL=none";
+    return nullptr;
+  }
+  Nccl nccl{};
+  if (!openLibrary(name,
+                   {{"ncclGetUniqueId", nccl.getUniqueId},
+                    {"ncclCommInitRank", nccl.commInitRank},
+                    {"ncclSend", nccl.send},
+                    {"ncclRecv", nccl.recv},
+                    {"ncclCommGetAsyncError", nccl.commGetAsyncError},
+                    {"ncclCommAbort", nccl.commAbort},
+                    {"ncclCommDestroy", nccl.commDestroy},
+                    {"ncclGetErrorString", nccl.errorString}},
+                   why))
+    return nullptr;
+  auto transport = std::make_unique<NcclTransport>(device, nccl);
+  transport->createChannels();
+  return transport;
+}
