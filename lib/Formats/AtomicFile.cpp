@@ -16,7 +16,7 @@ Error zb::host::writeFileAtomically(
     StringRef path, function_ref<Error(raw_ostream &)> write) {
   auto failure = [&](const Twine &why) {
     return createStringError(inconvertibleErrorCode(),
-                             "cannot write " + path + ": " + why +
+                             "cannot write '" + path + "': " + why +
                                  " (the previous file is unchanged)");
   };
   sys::fs::file_status st;

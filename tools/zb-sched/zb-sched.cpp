@@ -163,14 +163,7 @@ int writeOutput(llvm::StringRef text) {
       });
   if (!e)
     return 0;
-  // zb-sched quotes the path: "cannot write '<path>': <why> (the previous
-  // file is unchanged)" (test/Schedule/errors.test).
-  std::string message = llvm::toString(std::move(e));
-  std::string plain = "cannot write " + outputFile + ": ";
-  if (llvm::StringRef(message).starts_with(plain))
-    message =
-        "cannot write '" + outputFile + "': " + message.substr(plain.size());
-  return fail(llvm::createStringError(message));
+  return fail(std::move(e));
 }
 
 } // namespace

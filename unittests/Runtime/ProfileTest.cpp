@@ -190,7 +190,7 @@ TEST(Profile, FileErrors) {
   llvm::Error e = writeProfile(sampleProfile(), "/nonexistent-dir/p.json");
   ASSERT_TRUE(!!e);
   EXPECT_EQ(llvm::toString(std::move(e))
-                .rfind("cannot write /nonexistent-dir/p.json: ", 0),
+                .rfind("cannot write '/nonexistent-dir/p.json': ", 0),
             0u);
 }
 

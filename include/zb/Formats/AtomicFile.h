@@ -19,8 +19,8 @@
 namespace zb::host {
 
 /// Writes `path` through `write` (binary; text is written as is). Errors:
-/// "cannot write <path>: <reason>" (the previous file is unchanged), or the
-/// error `write` returned.
+/// "cannot write '<path>': <reason> (the previous file is unchanged)", or
+/// the error `write` returned.
 llvm::Error
 writeFileAtomically(llvm::StringRef path,
                     llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write);
