@@ -240,7 +240,7 @@ TEST(TextData, VocabularyJsonRoundTrips) {
                                       "\xE2\x82\xAC", "\xF0\x9F\x98\x80"}));
   std::remove(path.c_str());
   EXPECT_NE(errorText(writeVocabularyJson(*text, "/nonexistent-dir/v.json"))
-                .find("/nonexistent-dir/v.json: cannot write"),
+                .find("cannot write '/nonexistent-dir/v.json': "),
             std::string::npos);
 }
 

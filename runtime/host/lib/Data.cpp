@@ -390,15 +390,10 @@ Error zb::host::writeVocabularyJson(const TextData &text, StringRef path) {
     }
     chars.push_back(std::move(s));
   }
-  std::error_code ec;
-  raw_fd_ostream os(path, ec, sys::fs::OF_Text);
-  if (ec)
-    return fail(path, "cannot write: " + ec.message());
-  os << formatv("{0:2}", json::Value(std::move(chars))) << "\n";
-  os.close();
-  if (os.has_error())
-    return fail(path, "cannot write: " + os.error().message());
-  return Error::success();
+  return writeFileAtomically(path, [&](raw_ostream &os) {
+    os << formatv("{0:2}", json::Value(std::move(chars))) << "\n";
+    return Error::success();
+  });
 }
 
 std::string zb::host::describeText(const TextData &text) {
