@@ -57,22 +57,21 @@ lowerRankToLLVM(ModuleOp pipeline, int64_t rank,
   return rankModule;
 }
 
-LogicalResult collectRankKernels(ModuleOp pipeline, int64_t rank,
-                                 const CompileOptions &options,
-                                 std::vector<GpuKernelLaunch> &kernels) {
-  OwningOpRef<ModuleOp> rankModule(cast<ModuleOp>(pipeline->clone()));
-  PassManager pm = PassManager::on<ModuleOp>(pipeline.getContext());
-  ZBExtractRankOptions extract;
-  extract.rank = rank;
-  pm.addPass(createZBExtractRank(extract));
+LogicalResult collectStageKernels(ModuleOp partitioned,
+                                  const CompileOptions &options,
+                                  std::vector<GpuKernelLaunch> &kernels) {
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(partitioned->clone()));
+  PassManager pm = PassManager::on<ModuleOp>(partitioned.getContext());
+  if (options.timing)
+    pm.enableTiming();
   GpuCodegenOptions gpu;
   gpu.blockSize = options.gpuBlockSize;
   gpu.reductionThreads = options.gpuReductionThreads;
   gpu.inspectKernels = [&kernels](ModuleOp module) {
-    kernels = collectGpuKernelLaunches(module);
+    kernels = collectGpuKernelLaunches(module, /*everyStageFunction=*/true);
   };
   buildLowerToGpuKernelsPipeline(pm, options.fuseElementwise, gpu);
-  return pm.run(*rankModule);
+  return pm.run(*copy);
 }
 
 llvm::Expected<RankLLVMModule> translateToLLVMIR(ModuleOp module) {

@@ -268,105 +268,12 @@ OwningOpRef<ModuleOp> parseModel(llvm::StringRef source, MLIRContext *context,
       llvm::MemoryBuffer::getMemBufferCopy(source, bufferName), context);
 }
 
-LogicalResult runFrontHalf(ModuleOp module, const CompileOptions &options) {
-  PassManager pm = PassManager::on<ModuleOp>(module.getContext());
-  PipelineOptions pipeline;
-  pipeline.numStages = options.numRanks;
-  pipeline.virtualStages = options.chunks();
-  pipeline.microbatches = options.microbatches;
-  pipeline.schedule = options.schedule;
-  pipeline.scheduleFile = options.scheduleFile;
-  pipeline.memoryLimit = options.memoryLimits;
-  pipeline.target = options.costTarget();
-  pipeline.profile = options.profile;
-  pipeline.optimizerSync = options.optimizerSync;
-  buildPipelineParallelPipeline(pm, pipeline);
-  if (options.timing)
-    pm.enableTiming();
-  return pm.run(module);
-}
-
 //===----------------------------------------------------------------------===//
 // compile()
 //===----------------------------------------------------------------------===//
 
 namespace {
 using Clock = std::chrono::steady_clock;
-
-/// --schedule-file: reads the file once up front for what the front half
-/// needs before the schedule pass reads it again (the chunk count V, the
-/// plan's schedule name) and for errors that need no model: rows versus
-/// --stages, microbatches versus --microbatches.
-static llvm::Error resolveScheduleFile(CompileOptions &o) {
-  auto error = [&](const llvm::Twine &msg) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "--schedule-file " + o.scheduleFile + ": " +
-                                       msg);
-  };
-  auto buffer = llvm::MemoryBuffer::getFile(o.scheduleFile);
-  if (!buffer)
-    return error("cannot read: " + buffer.getError().message());
-  llvm::StringRef text = (*buffer)->getBuffer();
-  auto file = sched::readScheduleFile(text, sched::looksLikeScheduleJSON(text));
-  if (!file)
-    return error(llvm::toString(file.takeError()));
-  const sched::Schedule &schedule = file->schedule;
-  int64_t ranks = schedule.perRank.size(), microbatches = 0;
-  std::string name = llvm::sys::path::filename(o.scheduleFile).str();
-  if (file->problem) {
-    ranks = file->problem->numRanks;
-    microbatches = file->problem->numMicrobatches;
-    if (!schedule.name.empty())
-      name = schedule.name;
-  } else {
-    for (size_t r = 0; r < schedule.perRank.size(); ++r)
-      for (const sched::Action &a : schedule.perRank[r]) {
-        // A microbatch beyond --microbatches is named with its rank (e.g.
-        // torch 2.15's Schedule1F1B order runs F<m> on the last rank).
-        if (o.microbatches > 0 && a.microbatch >= o.microbatches &&
-            ranks == o.numRanks)
-          return error(
-              llvm::formatv("rank {0} runs {1}(stage {2}, microbatch {3}), "
-                            "beyond --microbatches {4} (microbatches 0..{5})",
-                            r, sched::kindName(a.kind), a.stage, a.microbatch,
-                            o.microbatches, o.microbatches - 1)
-                  .str());
-        microbatches = std::max<int64_t>(microbatches, a.microbatch + 1);
-      }
-  }
-  if (ranks != o.numRanks)
-    return error(llvm::formatv("has {0} ranks, --stages is {1}", ranks,
-                               o.numRanks)
-                     .str());
-  if (microbatches != o.microbatches)
-    return error(llvm::formatv("has {0} microbatches, --microbatches is {1}",
-                               microbatches, o.microbatches)
-                     .str());
-  int64_t stages = schedule.stageToRank.size();
-  if (ranks == 0 || stages % ranks != 0)
-    return error(llvm::formatv("{0} stages on {1} ranks: every rank must run "
-                               "the same number of chunks",
-                               stages, ranks)
-                     .str());
-  int64_t chunks = stages / ranks;
-  if (o.virtualStages > 0 && o.virtualStages != chunks)
-    return error(llvm::formatv("has {0} chunks per rank, --virtual-stages is "
-                               "{1}",
-                               chunks, o.virtualStages)
-                     .str());
-  o.virtualStages = chunks;
-  o.schedule = "file:" + name;
-  return llvm::Error::success();
-}
-
-/// The GPU the report and --gpu-costs price kernels on: an H100 SXM with
-/// the options' TF32 and launch overhead.
-static GpuSpec gpuSpecOf(const CompileOptions &options) {
-  GpuSpec gpu;
-  gpu.tf32Gemms = options.allowTf32;
-  gpu.launchSeconds = options.gpuLaunchUs * 1e-6;
-  return gpu;
-}
 
 /// One run of compile(): the context, the module and what the phases hand
 /// on; each step reports its errors as diagnostics.
@@ -379,13 +286,11 @@ public:
   }
 
   LogicalResult run();
-  /// The GPU kernels' roofline costs per stage as a profile (--gpu-costs):
-  /// the front half and the rank programs' lowering to kernels, nothing
-  /// written but pipeline.mlir.
-  llvm::Expected<host::Profile> gpuCostProfile();
 
 private:
   LogicalResult frontHalf();
+  LogicalResult applyCosts();
+  LogicalResult writeGpuCosts();
   LogicalResult writeArtifacts();
   LogicalResult backHalf();
 
@@ -410,6 +315,10 @@ private:
   }
 
   CompileOptions options; ///< a copy: --schedule-file resolves into it
+  /// --schedule-file's schedule, read once (resolveScheduleFile).
+  std::optional<sched::Schedule> fileSchedule;
+  /// --gpu-costs: the stages' kernel costs the schedule was built with.
+  std::optional<std::vector<StageCostOverride>> gpuCosts;
   const CompileCallbacks &callbacks;
   std::unique_ptr<MLIRContext> context;
   OwningOpRef<ModuleOp> module;
@@ -430,28 +339,15 @@ LogicalResult Compilation::run() {
       printDiagnostic(diag, llvm::errs());
     return success();
   });
-  if (!options.scheduleFile.empty())
-    if (llvm::Error error = resolveScheduleFile(options))
-      return report(std::move(error));
+  if (!options.scheduleFile.empty()) {
+    llvm::Expected<sched::Schedule> schedule = resolveScheduleFile(options);
+    if (!schedule)
+      return report(schedule.takeError());
+    fileSchedule = std::move(*schedule);
+  }
   if (llvm::Error error = validateOptions(options))
     return report(std::move(error));
   initializeNativeTarget();
-  if (options.gpuKernels() && options.gpuCosts && options.profile.empty() &&
-      options.scheduleFile.empty()) {
-    progress("GPU costs: lowering the stages to kernels to measure T_F, T_B, "
-             "T_W (H100 roofline)");
-    CompileOptions costing = options;
-    costing.gpuCosts = false;
-    llvm::Expected<host::Profile> profile =
-        Compilation(costing, callbacks).gpuCostProfile();
-    if (!profile)
-      return report(profile.takeError());
-    std::string file = path("gpu_costs.json");
-    if (llvm::Error error = host::writeProfile(*profile, file))
-      return report(std::move(error));
-    progress("GPU costs written to " + file + "; scheduling with them");
-    options.profile = file;
-  }
   if (failed(frontHalf()) || failed(writeArtifacts()))
     return failure();
   // plan.json's document, once: the rank programs' fingerprints come from
@@ -510,41 +406,6 @@ static LogicalResult checkFloat32(ModuleOp module) {
   return failure(walk.wasInterrupted());
 }
 
-llvm::Expected<host::Profile> Compilation::gpuCostProfile() {
-  auto loweringFailed = [] {
-    return llvm::createStringError("--gpu-costs: lowering the stages to "
-                                   "kernels failed (errors above)");
-  };
-  if (failed(frontHalf()))
-    return loweringFailed();
-  int64_t numRanks = pipeline->numRanks();
-  std::vector<std::vector<GpuKernelLaunch>> kernels(numRanks);
-  for (int64_t r = 0; r < numRanks; ++r)
-    if (failed(collectRankKernels(*module, r, options, kernels[r])))
-      return loweringFailed();
-  GpuSpec gpu = gpuSpecOf(options);
-  std::map<int64_t, std::array<double, 3>> seconds =
-      gpuStagePassSeconds(kernels, gpu);
-  host::Profile profile;
-  profile.plan = "zb-compile --gpu-costs (" + gpu.name + " roofline)";
-  for (const StageInfo &s : pipeline->info.stages) {
-    host::ProfiledStage p;
-    p.stage = s.stage;
-    p.rank = pipeline->schedule.stageToRank[s.stage];
-    auto it = seconds.find(s.stage);
-    if (it == seconds.end())
-      return llvm::createStringError(
-          llvm::formatv("--gpu-costs: stage {0} has no kernels", s.stage)
-              .str());
-    p.tF = it->second[0] * 1e3;
-    p.tB = it->second[1] * 1e3;
-    p.tW = it->second[2] * 1e3;
-    p.tComm = s.tComm; // the cost model's transfer time
-    profile.stages.push_back(p);
-  }
-  return profile;
-}
-
 /// Import, the front half, pipeline.mlir, and what the rest reads from it.
 LogicalResult Compilation::frontHalf() {
   progress("importing " + options.inputFile);
@@ -592,7 +453,9 @@ LogicalResult Compilation::frontHalf() {
                          options.numRanks, options.schedule,
                          options.microbatches));
   auto start = Clock::now();
-  if (failed(runFrontHalf(*module, options)))
+  if (failed(partitionModel(*module, options)) || failed(applyCosts()) ||
+      failed(scheduleModel(*module, options,
+                           fileSchedule ? &*fileSchedule : nullptr)))
     return failure();
   phaseTime("autodiff, split, partition, schedule, zb-lower-pipeline", start);
   if (std::error_code ec = llvm::sys::fs::create_directories(options.outputDir))
@@ -605,11 +468,66 @@ LogicalResult Compilation::frontHalf() {
   if (failed(lowered))
     return failure();
   pipeline = std::move(*lowered);
+  if (failed(writeGpuCosts()))
+    return failure();
   int64_t elements = 0;
   for (const ModelValueInfo &p : pipeline->info.params)
     elements += p.type.getNumElements();
   progress(llvm::formatv("training {0} parameters ({1} elements)",
                          pipeline->info.params.size(), elements));
+  return success();
+}
+
+/// The costs that replace the cost model's in zb.pipeline after
+/// partitioning: --profile's, or with --gpu-costs (--target cuda/cuda-emu
+/// without --profile or --schedule-file) the stage functions' kernels'
+/// (gpuStageCosts: a copy of the module lowered to kernels, in memory).
+LogicalResult Compilation::applyCosts() {
+  if (!options.profile.empty()) {
+    llvm::Expected<std::vector<StageCostOverride>> costs =
+        readProfileCosts(options.profile);
+    if (!costs)
+      return report(costs.takeError());
+    return applyStageCosts(*module, *costs,
+                           "profile '" + options.profile + "'");
+  }
+  if (!options.gpuKernels() || !options.gpuCosts ||
+      !options.scheduleFile.empty())
+    return success();
+  progress("GPU costs: lowering the stages to kernels to measure T_F, T_B, "
+           "T_W (H100 roofline)");
+  auto start = Clock::now();
+  llvm::Expected<std::vector<StageCostOverride>> costs =
+      gpuStageCosts(*module, options);
+  if (!costs)
+    return report(costs.takeError());
+  phaseTime("GPU costs: the stages lowered to kernels", start);
+  gpuCosts = std::move(*costs);
+  return applyStageCosts(*module, *gpuCosts, "--gpu-costs");
+}
+
+/// gpu_costs.json (zb-run --profile's format): the --gpu-costs the plan was
+/// scheduled with, per stage with its rank; an output only.
+LogicalResult Compilation::writeGpuCosts() {
+  if (!gpuCosts)
+    return success();
+  host::Profile profile;
+  profile.plan =
+      "zb-compile --gpu-costs (" + gpuSpecOf(options).name + " roofline)";
+  for (auto [s, c] : llvm::enumerate(*gpuCosts)) {
+    host::ProfiledStage p;
+    p.stage = static_cast<int64_t>(s);
+    p.rank = pipeline->schedule.stageToRank[s];
+    p.tF = c.tF;
+    p.tB = c.tB;
+    p.tW = c.tW;
+    p.tComm = c.tComm;
+    profile.stages.push_back(p);
+  }
+  std::string file = path("gpu_costs.json");
+  if (llvm::Error error = host::writeProfile(profile, file))
+    return report(std::move(error));
+  progress("GPU costs written to " + file + "; scheduling with them");
   return success();
 }
 

@@ -24,8 +24,8 @@ using namespace mlir;
 
 namespace zb {
 
-void buildPipelineParallelPipeline(OpPassManager &pm,
-                                   const PipelineOptions &options) {
+void buildPartitionPipeline(OpPassManager &pm,
+                            const PipelineOptions &options) {
   pm.addPass(createZBAutodiff());
   pm.addPass(createZBSplitBackward());
   ZBPartitionStagesOptions partition;
@@ -33,6 +33,10 @@ void buildPipelineParallelPipeline(OpPassManager &pm,
   partition.virtualStages = options.virtualStages;
   partition.target = options.target;
   pm.addPass(createZBPartitionStages(partition));
+}
+
+void buildSchedulePipeline(OpPassManager &pm, const PipelineOptions &options,
+                           const sched::Schedule *fileSchedule) {
   ZBScheduleOptions schedule;
   schedule.algorithm = options.schedule;
   schedule.microbatches = options.microbatches;
@@ -40,9 +44,20 @@ void buildPipelineParallelPipeline(OpPassManager &pm,
                                options.memoryLimit.end());
   schedule.profile = options.profile;
   schedule.optimizerSync = options.optimizerSync;
-  schedule.scheduleFile = options.scheduleFile;
-  pm.addPass(createZBSchedule(schedule));
+  if (fileSchedule) {
+    pm.addPass(
+        createZBSchedule(schedule, *fileSchedule, options.scheduleFile));
+  } else {
+    schedule.scheduleFile = options.scheduleFile;
+    pm.addPass(createZBSchedule(schedule));
+  }
   pm.addPass(createZBLowerPipeline());
+}
+
+void buildPipelineParallelPipeline(OpPassManager &pm,
+                                   const PipelineOptions &options) {
+  buildPartitionPipeline(pm, options);
+  buildSchedulePipeline(pm, options);
 }
 
 namespace {

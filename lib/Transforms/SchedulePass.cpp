@@ -4,16 +4,22 @@
 // M_W in bytes) that zb-partition-stages derived into lib/Schedule, verifies
 // the schedule and attaches it to the module as `zb.schedule`.
 //
+// zb-compile hands this pass its inputs as data: measured or GPU-kernel
+// costs are already in `zb.pipeline` (applyStageCosts), a --schedule-file
+// schedule comes parsed (createZBSchedule(options, schedule)). The
+// `profile` and `schedule-file` options name files for zb-opt.
+//
 //===----------------------------------------------------------------------===//
+#include "zb/Formats/Profile.h"
 #include "zb/Schedule/Formats.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 #include "zb/Transforms/Passes.h"
 #include "zb/Transforms/PipelineInfo.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 namespace zb {
 #define GEN_PASS_DEF_ZBSCHEDULE
@@ -23,31 +29,61 @@ namespace zb {
 using namespace mlir;
 using namespace zb;
 
+/// zb-opt's `profile=FILE`: the file's costs applied to `zb.pipeline`.
+static LogicalResult applyProfileFile(ModuleOp module, StringRef path) {
+  llvm::Expected<host::Profile> profile = host::readProfile(path);
+  if (!profile)
+    return module.emitError(llvm::toString(profile.takeError()));
+  SmallVector<StageCostOverride> costs;
+  for (const host::ProfiledStage &p : profile->stages)
+    costs.push_back({p.tF, p.tB, p.tW, p.tComm, p.cvF, p.cvB, p.cvW});
+  return applyStageCosts(module, costs, ("profile '" + path + "'").str());
+}
+
+/// zb-opt's `schedule-file=FILE`: PyTorch CSV (zb's own simulator
+/// convention for a schedule it did not build, CostConvention::StageSpan)
+/// or zb JSON.
+static llvm::Expected<sched::Schedule> readScheduleFile(StringRef path,
+                                                       int numRanks) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return llvm::createStringError("cannot read: " +
+                                   buffer.getError().message());
+  llvm::StringRef text = (*buffer)->getBuffer();
+  const bool json = sched::looksLikeScheduleJSON(text);
+  auto file = sched::readScheduleFile(text, json, numRanks);
+  if (!file)
+    return file.takeError();
+  if (!json)
+    file->schedule.costConvention = sched::CostConvention::StageSpan;
+  return std::move(file->schedule);
+}
+
 namespace {
 struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
   using Base::Base;
-  /// schedule-file: PyTorch CSV or zb JSON, placed on this pipeline's
-  /// stages (the file's stage-to-rank mapping must be the pipeline's:
-  /// stage s on rank s mod p, the interleaved mapping, or the V shape).
+  ZBSchedulePass(const ZBScheduleOptions &options, sched::Schedule schedule,
+                 StringRef path)
+      : Base(options), given(std::move(schedule)), givenPath(path.str()) {}
+
+  /// The schedule of a file (given, or read from `scheduleFile`), placed on
+  /// this pipeline's stages (the file's stage-to-rank mapping must be the
+  /// pipeline's: stage s on rank s mod p, the interleaved mapping, or the V
+  /// shape).
   llvm::Expected<sched::Schedule>
-  readScheduleFile(const sched::Problem &problem) {
+  fileSchedule(const sched::Problem &problem) {
+    StringRef what = given ? StringRef(givenPath) : StringRef(scheduleFile);
     auto fail = [&](const llvm::Twine &message) {
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "schedule file '" + scheduleFile +
-                                         "': " + message);
+                                     "schedule file '" + what + "': " +
+                                         message);
     };
-    auto buffer = llvm::MemoryBuffer::getFile(scheduleFile);
-    if (!buffer)
-      return fail("cannot read: " + buffer.getError().message());
-    llvm::StringRef text = (*buffer)->getBuffer();
-    const bool json = sched::looksLikeScheduleJSON(text);
-    auto file = sched::readScheduleFile(text, json, problem.numRanks);
-    if (!file)
-      return fail(llvm::toString(file.takeError()));
-    sched::Schedule schedule = std::move(file->schedule);
-    // zb's own simulator convention for a CSV schedule it did not build.
-    if (!json)
-      schedule.costConvention = sched::CostConvention::StageSpan;
+    llvm::Expected<sched::Schedule> read =
+        given ? llvm::Expected<sched::Schedule>(*given)
+              : readScheduleFile(scheduleFile, problem.numRanks);
+    if (!read)
+      return fail(llvm::toString(read.takeError()));
+    sched::Schedule schedule = std::move(*read);
     schedule.name = algorithm;
     if (static_cast<int>(schedule.stageToRank.size()) != problem.numStages())
       return fail(llvm::formatv("{0} stages, the pipeline has {1} ({2} "
@@ -58,17 +94,33 @@ struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
                       .str());
     return schedule;
   }
+
+  /// The optimizer-sync option: none or post-validation.
+  FailureOr<sched::OptimizerSync> syncMode(ModuleOp module) {
+    llvm::Expected<sched::OptimizerSync> mode =
+        sched::parseOptimizerSync(optimizerSync);
+    if (mode && *mode != sched::OptimizerSync::AllReduce)
+      return *mode;
+    if (!mode)
+      llvm::consumeError(mode.takeError());
+    module.emitError("zb-schedule: optimizer-sync must be none or "
+                     "post-validation, got '")
+        << optimizerSync << "'";
+    return failure();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (!profile.empty() && failed(applyProfile(module, profile)))
+    if (!profile.empty() && failed(applyProfileFile(module, profile)))
       return signalPassFailure();
     FailureOr<PipelineInfo> info = PipelineInfo::read(module);
     if (failed(info))
       return signalPassFailure();
     sched::Problem problem = info->toProblem(microbatches, memoryLimits);
     llvm::Expected<sched::Schedule> schedule =
-        scheduleFile.empty() ? sched::buildSchedule(problem, algorithm)
-                             : readScheduleFile(problem);
+        given || !scheduleFile.empty()
+            ? fileSchedule(problem)
+            : sched::buildSchedule(problem, algorithm);
     if (!schedule) {
       module.emitError("zb-schedule: ")
           << llvm::toString(schedule.takeError());
@@ -81,16 +133,13 @@ struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
       return signalPassFailure();
     }
     sched::SimResult sim = sched::simulate(problem, *schedule);
+    FailureOr<sched::OptimizerSync> mode = syncMode(module);
+    if (failed(mode))
+      return signalPassFailure();
     std::optional<sched::OptimizerSyncTiming> sync;
-    if (optimizerSync != "none") {
-      if (optimizerSync != "post-validation") {
-        module.emitError("zb-schedule: optimizer-sync must be none or "
-                         "post-validation, got '")
-            << optimizerSync << "'";
-        return signalPassFailure();
-      }
+    if (*mode == sched::OptimizerSync::PostValidation) {
       sched::OptimizerSyncOptions options;
-      options.mode = sched::OptimizerSync::PostValidation;
+      options.mode = *mode;
       auto timing = sched::simulateOptimizerSync(problem, *schedule, options);
       llvm::Error err =
           timing ? sched::verifyOptimizerSync(problem, *schedule, *timing)
@@ -105,5 +154,16 @@ struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
                     scheduleToAttr(module.getContext(), *schedule, sim,
                                    microbatches, sync ? &*sync : nullptr));
   }
+
+  /// --schedule-file's schedule as zb-compile read it, and its file
+  /// (createZBSchedule).
+  std::optional<sched::Schedule> given;
+  std::string givenPath;
 };
 } // namespace
+
+std::unique_ptr<Pass> zb::createZBSchedule(const ZBScheduleOptions &options,
+                                           sched::Schedule schedule,
+                                           StringRef path) {
+  return std::make_unique<ZBSchedulePass>(options, std::move(schedule), path);
+}

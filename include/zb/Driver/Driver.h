@@ -3,7 +3,8 @@
 // The phases of zb-compile as functions (the shape of CIRCT's lib/Firtool):
 // options in a struct, then
 //
-//   loadModel -> runFrontHalf -> readPipeline -> artifact writers
+//   loadModel -> partitionModel -> [stage costs] -> scheduleModel
+//             -> readPipeline -> artifact writers
 //             -> lowerRankToLLVM -> translateToLLVMIR -> emitObject/linkShared
 //
 // and compile(), which runs them all as zb-compile does. zb-compile, the
@@ -172,10 +173,11 @@ struct CompileOptions {
   /// --target cuda/cuda-emu without --profile or --schedule-file
   /// (--gpu-costs, default on): schedule with the GPU kernels' roofline
   /// T_F/T_B/T_W (zb/Target/CUDA/KernelReport.h: the sums of each pass's
-  /// kernels and GEMMs on the H100) instead of the zb-level cost model. The
-  /// stage programs are lowered to kernels once to measure them (written
-  /// to OUTDIR/gpu_costs.json in zb-run --profile's format), then the
-  /// model is scheduled and compiled with those costs.
+  /// kernels and GEMMs on the H100) instead of the zb-level cost model.
+  /// After partitioning, a copy of the stage functions is lowered to
+  /// kernels in memory to measure them (gpuStageCosts), the model is
+  /// scheduled and compiled with those costs, and they are written to
+  /// OUTDIR/gpu_costs.json in zb-run --profile's format (an output only).
   bool gpuCosts = true;
   /// LLVM optimisation of the rank programs (--opt-level): 0 none, 1 scalar
   /// cleanups + loop vectoriser (kLightPipeline in Codegen.cpp), 2 or 3
@@ -276,9 +278,56 @@ parseModel(llvm::StringRef source, mlir::MLIRContext *context,
 
 /// The zb-pipeline-parallel pipeline (zb-autodiff, zb-split-backward,
 /// zb-partition-stages, zb-schedule, zb-lower-pipeline; DESIGN.md steps 2-6)
-/// with the options' P, V, M, schedule, memory limit, target and profile.
+/// with the options' P, V, M, schedule (or --schedule-file), memory limit,
+/// target and profile: partitionModel, readProfileCosts + applyStageCosts,
+/// scheduleModel. compile() runs the phases itself (with --gpu-costs
+/// between them). Errors are diagnostics on `module`.
 mlir::LogicalResult runFrontHalf(mlir::ModuleOp module,
                                  const CompileOptions &options);
+
+/// zb-autodiff, zb-split-backward, zb-partition-stages (P x V stages, the
+/// cost model of options.costTarget()): stage functions and zb.pipeline.
+mlir::LogicalResult partitionModel(mlir::ModuleOp module,
+                                   const CompileOptions &options);
+/// zb-schedule and zb-lower-pipeline on a partitioned module, with
+/// `fileSchedule` (--schedule-file's, from resolveScheduleFile) or else the
+/// schedule named options.schedule.
+mlir::LogicalResult scheduleModel(mlir::ModuleOp module,
+                                  const CompileOptions &options,
+                                  const sched::Schedule *fileSchedule = nullptr);
+
+/// --schedule-file, read and parsed once: the schedule (a CSV one with
+/// CostConvention::StageSpan), after the checks that need no model (ranks
+/// versus --stages, microbatches versus --microbatches, chunks versus
+/// --virtual-stages); sets options.virtualStages to the file's chunks and
+/// options.schedule to "file:<name>" (the JSON's schedule name, else the
+/// file name). Errors: "--schedule-file FILE: <why>".
+llvm::Expected<sched::Schedule> resolveScheduleFile(CompileOptions &options);
+
+/// --profile: the per-stage costs of a `zb-run --profile` file (entry i is
+/// stage i; ms), read with zb/Formats/Profile.h. Errors: "profile 'FILE':
+/// <why>".
+llvm::Expected<std::vector<StageCostOverride>>
+readProfileCosts(llvm::StringRef path);
+
+/// --gpu-costs: the GPU kernels' costs of every stage of a partitioned
+/// module, in memory: a copy lowered to kernels (zb-lower-to-gpu-kernels
+/// with the options' block size and reduction threads), each pass's kernels
+/// and GEMMs summed on gpuSpecOf(options) (T_F/T_B/T_W in ms per
+/// microbatch, roofline plus launch overheads: gpuStagePassSeconds); T_comm
+/// stays the cost model's. Errors: a lowering failure (reported as
+/// diagnostics first), a stage without kernels.
+llvm::Expected<std::vector<StageCostOverride>>
+gpuStageCosts(mlir::ModuleOp partitioned, const CompileOptions &options);
+/// The kernel launches of every stage function of a partitioned module
+/// (--target cuda/cuda-emu) after outlining, lowering a copy without the
+/// rest of the back half (no NVVM, no fatbin); for gpuStageCosts.
+mlir::LogicalResult collectStageKernels(mlir::ModuleOp partitioned,
+                                        const CompileOptions &options,
+                                        std::vector<GpuKernelLaunch> &kernels);
+/// The GPU the report and --gpu-costs price kernels on: an H100 SXM with
+/// the options' TF32 (--allow-tf32) and launch overhead (--gpu-launch-us).
+GpuSpec gpuSpecOf(const CompileOptions &options);
 
 /// One argument of a rank's step function (docs/plan-json.md, "args").
 struct RankArg {
@@ -308,6 +357,9 @@ struct LoweredPipeline {
   sched::SimResult simulation;
   /// Step function arguments, per rank.
   std::vector<llvm::SmallVector<RankArg>> rankArgs;
+  /// Per rank: the messages its step function sends, in program order
+  /// (zb-lower-pipeline's zb.sends; none when absent).
+  std::vector<std::optional<std::vector<host::SentMessage>>> rankSends;
   /// Batch input index -> the range its integer values must lie in (the
   /// rows of the table a zb.gather indexes, the classes of a
   /// zb.cross_entropy or zb.one_hot it feeds; the smallest over its uses).
@@ -389,12 +441,6 @@ llvm::Error writePlan(llvm::StringRef path, const CompileOptions &options,
 /// zb_rank_main entry). Errors are reported as diagnostics.
 /// With `kernels` (--target cuda/cuda-emu), the rank's kernel launches
 /// after outlining (zb::collectGpuKernelLaunches) are stored there.
-/// The kernel launches of `rank` (--target cuda/cuda-emu) after outlining,
-/// without the rest of the lowering (no NVVM, no fatbin): what
-/// lowerRankToLLVM stores in `kernels`, for --gpu-costs.
-mlir::LogicalResult collectRankKernels(mlir::ModuleOp pipeline, int64_t rank,
-                                       const CompileOptions &options,
-                                       std::vector<GpuKernelLaunch> &kernels);
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 lowerRankToLLVM(mlir::ModuleOp pipeline, int64_t rank,
                 const CompileOptions &options,

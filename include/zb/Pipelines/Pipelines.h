@@ -2,6 +2,8 @@
 #ifndef ZB_PIPELINES_PIPELINES_H
 #define ZB_PIPELINES_PIPELINES_H
 
+#include "zb/Schedule/Schedule.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
@@ -52,9 +54,22 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
 
 /// zb-autodiff, zb-split-backward, zb-partition-stages, zb-schedule,
 /// zb-lower-pipeline: from the imported forward-and-loss function to per-rank
-/// step functions.
+/// step functions (buildPartitionPipeline, then buildSchedulePipeline).
 void buildPipelineParallelPipeline(mlir::OpPassManager &pm,
                                    const PipelineOptions &options);
+/// Its first half, zb-autodiff, zb-split-backward, zb-partition-stages:
+/// the stage functions and `zb.pipeline` with the cost model's costs
+/// (zb-compile replaces them here by measured or GPU-kernel costs:
+/// zb::applyStageCosts).
+void buildPartitionPipeline(mlir::OpPassManager &pm,
+                            const PipelineOptions &options);
+/// Its second half, zb-schedule and zb-lower-pipeline. `fileSchedule`: a
+/// schedule the caller parsed from options.scheduleFile (zb-compile
+/// --schedule-file; zb::createZBSchedule), else the schedule pass builds
+/// options.schedule (or reads options.scheduleFile itself, for zb-opt).
+void buildSchedulePipeline(mlir::OpPassManager &pm,
+                           const PipelineOptions &options,
+                           const sched::Schedule *fileSchedule = nullptr);
 
 /// From linalg/arith/math/tensor (and memref runtime calls) on tensors to
 /// the LLVM dialect: one-shot bufferization across function boundaries with

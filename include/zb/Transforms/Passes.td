@@ -132,12 +132,15 @@ def ZBSchedule : Pass<"zb-schedule", "mlir::ModuleOp"> {
            "one per rank (0 = unlimited; default none)">,
     Option<"profile", "profile", "std::string", /*default=*/"\"\"",
            "zb-run --profile JSON whose measured T_F/T_B/T_W/T_comm (ms) "
-           "replace the cost model's (the paper's profile-then-schedule loop)">,
+           "replace the cost model's (the paper's profile-then-schedule "
+           "loop); for zb-opt: zb-compile applies its costs to zb.pipeline "
+           "itself (zb::applyStageCosts)">,
     Option<"scheduleFile", "schedule-file", "std::string", /*default=*/"\"\"",
            "Read the schedule from this file instead of building "
            "`algorithm` (which then names it): the PyTorch pipelining CSV "
            "or zb's schedule JSON; it must verify against this pipeline's "
-           "stages and microbatches">,
+           "stages and microbatches (for zb-opt: zb-compile hands the "
+           "schedule it parsed to zb::createZBSchedule)">,
     Option<"optimizerSync", "optimizer-sync", "std::string",
            /*default=*/"\"none\"",
            "none, or post-validation: place each rank's validation of the "

@@ -15,6 +15,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
+#include <optional>
+
 namespace zb {
 
 /// One pipeline stage: its outlined functions, costs (ms, per microbatch) and
@@ -76,10 +78,23 @@ llvm::SmallVector<int64_t> readValidatePositions(mlir::ModuleOp module);
 mlir::FailureOr<sched::Schedule> readSchedule(mlir::ModuleOp module,
                                               int64_t *microbatches);
 
+/// Costs of one stage that replace the cost model's: measured by `zb-run
+/// --profile` or summed from the GPU kernels (zb-compile --gpu-costs).
+struct StageCostOverride {
+  double tF = 0, tB = 0, tW = 0, tComm = 0; ///< ms per microbatch
+  /// Coefficients of variation where measured; absent: the stage's stay.
+  std::optional<double> cvF, cvB, cvW;
+};
+
 /// Replaces the T_F/T_B/T_W/T_comm (ms) of every stage in `zb.pipeline` by
-/// the measured values of a `zb-run --profile` JSON file (format
-/// "zb-profile", one entry per stage). Errors name the file and the field.
-mlir::LogicalResult applyProfile(mlir::ModuleOp module, llvm::StringRef path);
+/// `costs` (entry i is stage i) and marks the stages profiled; the data
+/// comes from the caller (zb-compile reads --profile or costs the kernels;
+/// zb-schedule's `profile` option reads the file for zb-opt). Fails with an
+/// error on the module that starts with `source` (e.g. "profile 'p.json'")
+/// when the counts differ: "<source>: has 3 stages, the model has 4".
+mlir::LogicalResult applyStageCosts(mlir::ModuleOp module,
+                                    llvm::ArrayRef<StageCostOverride> costs,
+                                    llvm::StringRef source);
 
 } // namespace zb
 

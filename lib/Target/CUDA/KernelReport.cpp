@@ -99,7 +99,8 @@ Value throughCasts(Value v) {
 
 } // namespace
 
-std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module) {
+std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module,
+                                                     bool everyStageFunction) {
   // Calls per step of every function from the step function (zb.rank).
   llvm::StringMap<int64_t> calls;
   module.walk([&](func::FuncOp fn) {
@@ -125,7 +126,10 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module) {
                   : StringRef(text).contains("forward")         ? 'F'
                                                                 : '-';
     }
-    if (!zb::isStepFunction(fn)) {
+    if (everyStageFunction) {
+      if (base.stage < 0)
+        return; // not a stage function
+    } else if (!zb::isStepFunction(fn)) {
       auto it = calls.find(fn.getName());
       if (it == calls.end())
         return; // not called from the step: not part of this rank's step
