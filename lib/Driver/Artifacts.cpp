@@ -247,6 +247,8 @@ static std::vector<host::RankInfo> planRanks(const LoweredPipeline &pipeline) {
     for (const RankArg &a : rankArgs)
       rank.args.push_back(
           {*host::argKindFromName(a.kind), a.index ? *a.index : -1});
+    if (r < pipeline.rankSends.size())
+      rank.sends = pipeline.rankSends[r];
     ranks.push_back(std::move(rank));
   }
   return ranks;
@@ -269,7 +271,7 @@ static std::string dataPath(const CompileOptions &options) {
 
 static host::OptimizerInfo planOptimizer(const CompileOptions &options) {
   host::OptimizerInfo opt; // AdamW's betas, eps and weight decay: defaults
-  opt.name = options.optimizer;
+  opt.kind = options.optimizer;
   opt.lr = options.learningRate;
   return opt;
 }
@@ -290,11 +292,11 @@ llvm::Expected<host::Plan> buildPlan(const CompileOptions &options,
   plan.numChunks = pipeline.info.numChunks;
   plan.numMicrobatches = pipeline.numMicrobatches;
   plan.schedule = options.schedule;
-  // The code target ("cuda": rank programs with GPU kernels, for zb-run
-  // --backend cuda; "cuda-emu": those kernels emulated on the CPU), else
-  // the cost model's ("cpu", "h100").
-  plan.target = options.gpuKernels() ? options.target : pipeline.info.target;
-  if (options.target == "cuda") {
+  // The code target (cuda: rank programs with GPU kernels, for zb-run
+  // --backend cuda; cuda-emu: those kernels emulated on the CPU; cpu; h100:
+  // CPU code scheduled with H100 costs).
+  plan.target = options.target;
+  if (options.target == Target::Cuda) {
     llvm::SmallVector<llvm::StringRef> archs;
     llvm::StringRef(options.gpuArch).split(archs, ',', -1, false);
     for (llvm::StringRef a : archs)
@@ -303,10 +305,9 @@ llvm::Expected<host::Plan> buildPlan(const CompileOptions &options,
   plan.allowTf32 = options.gpuKernels() && options.allowTf32;
   // The GPU pipeline's host check refuses host loads and stores of element
   // data (Pipelines.cpp, CheckHostLoopsPass).
-  plan.hostReadsDeviceMemory = options.target != "cuda";
+  plan.hostReadsDeviceMemory = options.target != Target::Cuda;
   plan.data = dataPath(options);
-  if (options.optimizerSync == "post-validation")
-    plan.optimizerSync = "post-validation";
+  plan.optimizerSync = options.optimizerSync;
   plan.optimizer = planOptimizer(options);
   plan.params = planParams(pipeline);
   plan.inputs = std::move(*inputs);

@@ -43,7 +43,7 @@ lowerRankToLLVM(ModuleOp pipeline, int64_t rank,
   GpuCodegenOptions gpu;
   gpu.chip = options.gpuArch;
   gpu.toolkit = cudaToolkitRoot(options);
-  gpu.emulate = options.target == "cuda-emu";
+  gpu.emulate = options.target == Target::CudaEmu;
   gpu.blockSize = options.gpuBlockSize;
   gpu.reductionThreads = options.gpuReductionThreads;
   if (kernels)

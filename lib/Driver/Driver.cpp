@@ -74,16 +74,13 @@ llvm::Error validateOptions(const CompileOptions &options) {
   if (options.maxOpsPerStage < 1)
     return error("--max-ops-per-stage must be >= 1, got " +
                  llvm::Twine(options.maxOpsPerStage));
-  if (options.optimizer != "sgd" && options.optimizer != "adamw")
-    return error("--optimizer must be sgd or adamw, got '" + options.optimizer +
-                 "'");
   if (options.scheduleFile.empty() &&
       !llvm::is_contained(sched::scheduleNames(), options.schedule))
     return error("unknown --schedule '" + options.schedule + "'");
-  if (options.optimizerSync != "none" &&
-      options.optimizerSync != "post-validation")
-    return error("--optimizer-sync must be post-validation or none, got '" +
-                 options.optimizerSync + "'");
+  if (llvm::Expected<sched::OptimizerSync> sync = parseCompiledOptimizerSync(
+          sched::optimizerSyncName(options.optimizerSync));
+      !sync)
+    return error("--optimizer-sync " + llvm::toString(sync.takeError()));
   if (!zb::host::isValidLearningRate(options.learningRate))
     return error(llvm::formatv("--lr must be a finite float32 number > 0 "
                                "(at most 3.4e38), got {0}",
@@ -92,10 +89,6 @@ llvm::Error validateOptions(const CompileOptions &options) {
   if (options.optLevel < 0 || options.optLevel > 3)
     return error("--opt-level must be 0, 1, 2 or 3, got " +
                  llvm::Twine(options.optLevel));
-  if (options.target != "cpu" && options.target != "cuda" &&
-      options.target != "cuda-emu" && options.target != "h100")
-    return error("--target must be cpu, cuda, cuda-emu or h100, got '" +
-                 options.target + "'");
   if (options.gpuBlockSize < 32 || options.gpuBlockSize > 1024 ||
       options.gpuBlockSize % 32 != 0)
     return error("--gpu-block-size must be a multiple of 32 in 32 .. 1024, "
@@ -119,7 +112,7 @@ llvm::Error validateOptions(const CompileOptions &options) {
   if (options.gpuReport && !options.gpuKernels())
     return error("--gpu-report needs --target cuda or cuda-emu (the report "
                  "lists the GPU kernels)");
-  if (options.target == "cuda") {
+  if (options.target == Target::Cuda) {
     llvm::SmallVector<llvm::StringRef> archs;
     llvm::StringRef(options.gpuArch).split(archs, ',', -1, false);
     if (archs.empty())
@@ -146,6 +139,28 @@ llvm::Error validateOptions(const CompileOptions &options) {
       return error("--target cuda: no CUDA toolkit at '" + toolkit +
                    "' (" + ptxas + " not found): pass --cuda-path DIR");
   }
+  return llvm::Error::success();
+}
+
+llvm::Error parseTextOptions(CompileOptions &options, llvm::StringRef target,
+                             llvm::StringRef optimizer,
+                             llvm::StringRef optimizerSync) {
+  auto named = [](llvm::StringRef flag, llvm::Error error) {
+    return llvm::createStringError(flag + " " + llvm::toString(std::move(error)));
+  };
+  llvm::Expected<Target> t = parseTarget(target);
+  if (!t)
+    return named("--target", t.takeError());
+  llvm::Expected<Optimizer> o = parseOptimizer(optimizer);
+  if (!o)
+    return named("--optimizer", o.takeError());
+  llvm::Expected<sched::OptimizerSync> s =
+      parseCompiledOptimizerSync(optimizerSync);
+  if (!s)
+    return named("--optimizer-sync", s.takeError());
+  options.target = *t;
+  options.optimizer = *o;
+  options.optimizerSync = *s;
   return llvm::Error::success();
 }
 
@@ -513,7 +528,8 @@ LogicalResult Compilation::writeGpuCosts() {
     return success();
   host::Profile profile;
   profile.plan =
-      "zb-compile --gpu-costs (" + gpuSpecOf(options).name + " roofline)";
+      "zb-compile --gpu-costs (" + std::string(gpuSpecOf(options).peaks.name) +
+      " roofline)";
   for (auto [s, c] : llvm::enumerate(*gpuCosts)) {
     host::ProfiledStage p;
     p.stage = static_cast<int64_t>(s);

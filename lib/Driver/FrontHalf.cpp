@@ -37,8 +37,8 @@ static void setPipelineOptions(PipelineOptions &pipeline,
   pipeline.schedule = options.schedule;
   pipeline.scheduleFile = options.scheduleFile;
   pipeline.memoryLimit = options.memoryLimits;
-  pipeline.target = options.costTarget();
-  pipeline.optimizerSync = options.optimizerSync;
+  pipeline.target = targetName(options.costTarget()).str();
+  pipeline.optimizerSync = sched::optimizerSyncName(options.optimizerSync).str();
 }
 
 LogicalResult partitionModel(ModuleOp module, const CompileOptions &options) {

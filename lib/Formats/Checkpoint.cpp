@@ -47,7 +47,7 @@ std::string zb::host::checkpointJSON(const CheckpointInfo &info) {
                  {"version", 1},
                  {"step", info.step},
                  {"optimizer_step", info.optimizerStep},
-                 {"optimizer", info.optimizer},
+                 {"optimizer", zb::optimizerName(info.optimizer)},
                  // As a string: JSON numbers are doubles, seeds are 64-bit.
                  {"seed", std::to_string(info.seed)},
                  {"num_ranks", info.numRanks},
@@ -87,9 +87,14 @@ Expected<CheckpointInfo> zb::host::parseCheckpoint(StringRef text,
     return std::move(e);
   info.numRanks = (int32_t)ranks;
   std::optional<StringRef> opt = o->getString("optimizer");
-  if (!opt || (*opt != "sgd" && *opt != "adamw"))
+  Expected<zb::Optimizer> kind =
+      opt ? zb::parseOptimizer(*opt)
+          : Expected<zb::Optimizer>(createStringError("absent"));
+  if (!kind) {
+    consumeError(kind.takeError());
     return fail(path, "\"optimizer\" must be \"sgd\" or \"adamw\"");
-  info.optimizer = opt->str();
+  }
+  info.optimizer = *kind;
   std::optional<StringRef> seed = o->getString("seed");
   if (!seed || seed->getAsInteger(10, info.seed))
     return fail(path, "\"seed\" must be a decimal string");
@@ -145,9 +150,10 @@ Error zb::host::checkResumable(const CheckpointInfo &info, const Plan &plan,
   if (info.numRanks != plan.numRanks)
     return fail(where, formatv("has {0} ranks, {1} has {2}", info.numRanks,
                                plan.path, plan.numRanks));
-  if (info.optimizer != plan.optimizer.name)
+  if (info.optimizer != plan.optimizer.kind)
     return fail(where, formatv("optimizer {0}, but the plan's is {1}",
-                               info.optimizer, plan.optimizer.name));
+                               zb::optimizerName(info.optimizer),
+                               zb::optimizerName(plan.optimizer.kind)));
   if (seed != 0 && seed != info.seed)
     return fail(where, formatv("--seed {0} differs from the checkpoint's "
                                "seed {1} (leave --seed out to continue its "

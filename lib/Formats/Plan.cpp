@@ -92,6 +92,16 @@ std::vector<int64_t> Plan::argShape(const ArgInfo &arg) const {
   return {};
 }
 
+StringRef Plan::targetText() const {
+  return target ? targetName(*target) : StringRef();
+}
+
+StringRef Plan::optimizerSyncText() const {
+  return optimizerSync == zb::sched::OptimizerSync::None
+             ? StringRef()
+             : zb::sched::optimizerSyncName(optimizerSync);
+}
+
 int32_t Plan::lossRank() const {
   for (const RankInfo &r : ranks)
     for (const ArgInfo &a : r.args)
@@ -141,8 +151,8 @@ std::string zb::host::rankFingerprint(const Plan &plan, int32_t rank) {
                     {"num_microbatches", plan.numMicrobatches},
                     {"microbatch_size", plan.microbatchSize},
                     {"schedule", plan.schedule},
-                    {"target", plan.target},
-                    {"optimizer_sync", plan.optimizerSync},
+                    {"target", plan.targetText()},
+                    {"optimizer_sync", plan.optimizerSyncText()},
                     {"args", std::move(args)}};
   std::string text;
   raw_string_ostream os(text);

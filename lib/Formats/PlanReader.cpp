@@ -241,6 +241,7 @@ private:
   Error jitter(const Fields &f, PredictedInfo &p);
   Error ranks();
   Error rankArgs(const Fields &f, RankInfo &r, int &lossCount);
+  Error rankSends(const Fields &f, RankInfo &r);
   /// fn(element) for the elements of array `key` of `parent`, as objects.
   template <typename Fn>
   Error forEachElement(const Fields &parent, StringRef key, Fn fn);
@@ -280,27 +281,47 @@ Error PlanParser::header() {
   ZB_ASSIGN(plan.numMicrobatches, root.integer("num_microbatches", 1, 1 << 20));
   ZB_ASSIGN(plan.microbatchSize, root.integer("microbatch_size", 1, 1 << 24));
   ZB_ASSIGN(plan.schedule, root.string("schedule", StringRef()));
-  ZB_ASSIGN(plan.target, root.string("target", StringRef()));
+  std::string target;
+  ZB_ASSIGN(target, root.string("target", StringRef()));
+  if (!target.empty()) {
+    Expected<zb::Target> parsed = zb::parseTarget(target);
+    if (!parsed)
+      return root.error("target", toString(parsed.takeError()));
+    plan.target = *parsed;
+  }
   ZB_ASSIGN(plan.gpuArchs, root.strings("gpu_archs"));
   ZB_ASSIGN(plan.allowTf32, root.boolean("allow_tf32", false));
   ZB_ASSIGN(plan.hostReadsDeviceMemory,
             root.boolean("host_reads_device_memory", true));
   ZB_ASSIGN(plan.data, root.string("data", StringRef()));
-  ZB_ASSIGN(plan.optimizerSync, root.string("optimizer_sync", StringRef()));
-  if (!plan.optimizerSync.empty() && plan.optimizerSync != "post-validation")
+  std::string sync;
+  ZB_ASSIGN(sync, root.string("optimizer_sync", StringRef()));
+  if (sync.empty())
+    return Error::success();
+  Expected<zb::sched::OptimizerSync> mode = zb::sched::parseOptimizerSync(sync);
+  if (!mode || *mode != zb::sched::OptimizerSync::PostValidation) {
+    if (!mode)
+      consumeError(mode.takeError());
     return root.error("optimizer_sync",
                       "must be \"post-validation\" (or absent), got \"" +
-                          plan.optimizerSync + "\"");
+                          sync + "\"");
+  }
+  plan.optimizerSync = *mode;
   return Error::success();
 }
 
 Error PlanParser::optimizer() {
   return ifObject(root, "optimizer", [&](const Fields &f) -> Error {
     OptimizerInfo &opt = plan.optimizer;
-    ZB_ASSIGN(opt.name, f.string("name"));
-    if (opt.name != "sgd" && opt.name != "adamw")
-      return f.error("name", "unknown optimizer \"" + opt.name +
+    std::string name;
+    ZB_ASSIGN(name, f.string("name"));
+    Expected<zb::Optimizer> kind = zb::parseOptimizer(name);
+    if (!kind) {
+      consumeError(kind.takeError());
+      return f.error("name", "unknown optimizer \"" + name +
                                  "\" (expected \"sgd\" or \"adamw\")");
+    }
+    opt.kind = *kind;
     ZB_ASSIGN(opt.lr, f.number("lr"));
     ZB_ASSIGN(opt.beta1, f.number("beta1", opt.beta1));
     ZB_ASSIGN(opt.beta2, f.number("beta2", opt.beta2));
@@ -318,7 +339,7 @@ Error PlanParser::optimizer() {
     if (!(opt.eps > 0))
       return f.error("eps", g(opt.eps) + " must be > 0");
     if (!(opt.weightDecay >= 0 &&
-          (opt.name != "adamw" || opt.lr * opt.weightDecay < 1)))
+          (opt.kind != zb::Optimizer::AdamW || opt.lr * opt.weightDecay < 1)))
       return f.error("weight_decay", g(opt.weightDecay) +
                                          " must be >= 0 with lr * "
                                          "weight_decay < 1");
@@ -485,6 +506,24 @@ Error PlanParser::rankArgs(const Fields &f, RankInfo &r, int &lossCount) {
   });
 }
 
+/// "sends" (optional): the step function's messages, in order.
+Error PlanParser::rankSends(const Fields &f, RankInfo &r) {
+  if (!f.has("sends"))
+    return Error::success();
+  r.sends.emplace();
+  return forEachElement(f, "sends", [&](const Fields &m) -> Error {
+    SentMessage sent;
+    ZB_ASSIGN(sent.peer, m.integer("peer", 0, plan.numRanks - 1));
+    if (sent.peer == r.rank)
+      return m.error("peer", "a rank does not send to itself");
+    constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+    ZB_ASSIGN(sent.tag, m.integer("tag", 0, kMaxInt32));
+    ZB_ASSIGN(sent.bytes, m.integer("bytes", 0, kMaxInt32));
+    r.sends->push_back(sent);
+    return Error::success();
+  });
+}
+
 Error PlanParser::ranks() {
   const json::Array *arr = nullptr;
   ZB_ASSIGN(arr, root.array("ranks"));
@@ -517,6 +556,7 @@ Error PlanParser::ranks() {
     if (r.entry.empty())
       return f.error("entry", "empty");
     ZB_CHECK(rankArgs(f, r, lossCount));
+    ZB_CHECK(rankSends(f, r));
     plan.ranks[r.rank] = std::move(r);
     return Error::success();
   }));

@@ -24,8 +24,8 @@ json::Object placement(int32_t stage, int32_t rank) {
 }
 
 json::Value optimizerJSON(const OptimizerInfo &opt) {
-  json::Object o{{"name", opt.name}, {"lr", opt.lr}};
-  if (opt.name == "adamw") {
+  json::Object o{{"name", zb::optimizerName(opt.kind)}, {"lr", opt.lr}};
+  if (opt.kind == zb::Optimizer::AdamW) {
     o["beta1"] = opt.beta1;
     o["beta2"] = opt.beta2;
     o["eps"] = opt.eps;
@@ -95,10 +95,18 @@ json::Value rankJSON(const RankInfo &r) {
       arg["index"] = a.index;
     args.push_back(std::move(arg));
   }
-  return json::Object{{"rank", r.rank},
-                      {"library", r.library},
-                      {"entry", r.entry},
-                      {"args", std::move(args)}};
+  json::Object rank{{"rank", r.rank},
+                    {"library", r.library},
+                    {"entry", r.entry},
+                    {"args", std::move(args)}};
+  if (r.sends) {
+    json::Array sends;
+    for (const SentMessage &m : *r.sends)
+      sends.push_back(
+          json::Object{{"peer", m.peer}, {"tag", m.tag}, {"bytes", m.bytes}});
+    rank["sends"] = std::move(sends);
+  }
+  return rank;
 }
 
 template <typename T, typename Fn>
@@ -133,7 +141,7 @@ json::Value zb::host::toJSON(const Plan &plan) {
                       {"num_microbatches", plan.numMicrobatches},
                       {"microbatch_size", plan.microbatchSize},
                       {"schedule", plan.schedule},
-                      {"target", plan.target},
+                      {"target", plan.targetText()},
                       {"data", plan.data},
                       {"optimizer", optimizerJSON(plan.optimizer)},
                       {"params", arrayOf(plan.params, paramJSON)},
@@ -141,8 +149,8 @@ json::Value zb::host::toJSON(const Plan &plan) {
                       {"stages", arrayOf(plan.stages, stageJSON)},
                       {"predicted", predictedJSON(plan.predicted)},
                       {"ranks", arrayOf(plan.ranks, rankJSON)}};
-  if (!plan.optimizerSync.empty())
-    root["optimizer_sync"] = plan.optimizerSync;
+  if (plan.optimizerSync != sched::OptimizerSync::None)
+    root["optimizer_sync"] = plan.optimizerSyncText();
   if (!plan.gpuArchs.empty()) {
     json::Array archs;
     for (const std::string &a : plan.gpuArchs)
@@ -151,7 +159,7 @@ json::Value zb::host::toJSON(const Plan &plan) {
   }
   if (plan.allowTf32)
     root["allow_tf32"] = true;
-  if (plan.target == "cuda")
+  if (plan.target == zb::Target::Cuda)
     root["host_reads_device_memory"] = plan.hostReadsDeviceMemory;
   return root;
 }

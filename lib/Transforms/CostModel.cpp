@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "zb/Transforms/CostModel.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
+#include "zb/Formats/GpuPeaks.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -20,19 +21,25 @@ using namespace mlir;
 
 namespace zb {
 
-std::optional<CostTarget> lookupCostTarget(llvm::StringRef name) {
+CostTarget lookupCostTarget(Target target) {
+  Target model = costModelTarget(target);
   // cpu: this machine, one core (zb-run runs one rank per core): OpenBLAS
   // sgemm (69 GFLOP/s) and a STREAM-style add (13 GB/s) measured by
   // benchmarks/Compiler/cpu_roofline.sh (docs/cost-model.md); the vector
   // rate (8 GFLOP/s) and the shared-memory MPI link are estimates.
-  if (name == "cpu")
-    return CostTarget{"cpu", 69e9, 8e9, 13e9, 4e9, 5e-6, 0};
-  // h100: H100 SXM, bf16 dense tensor cores 989 TFLOP/s, 67 TFLOP/s
-  // non-tensor, HBM3 3.35 TB/s, NVLink 4 450 GB/s per direction. Tensors
-  // are counted as bf16 (2 bytes per float element; mixed precision).
-  if (name == "h100")
-    return CostTarget{"h100", 989e12, 67e12, 3.35e12, 450e9, 10e-6, 2};
-  return std::nullopt;
+  if (model == Target::Cpu)
+    return CostTarget{targetName(model).str(), 69e9, 8e9, 13e9, 4e9, 5e-6, 0};
+  // h100: H100 SXM, bf16 dense tensor cores, non-tensor fp32, HBM3, NVLink
+  // 4 (GpuPeaks.h). Tensors are counted as bf16 (2 bytes per float element;
+  // mixed precision).
+  const GpuPeaks &h100 = kH100Sxm;
+  return CostTarget{targetName(model).str(),
+                    h100.bf16FlopsPerSecond,
+                    h100.fp32FlopsPerSecond,
+                    h100.memBytesPerSecond,
+                    h100.linkBytesPerSecond,
+                    h100.linkLatencySeconds,
+                    2};
 }
 
 int64_t tensorBytes(Type type) {

@@ -390,8 +390,10 @@ struct ZBPartitionStagesPass
           << static_cast<int64_t>(virtualStages);
       return signalPassFailure();
     }
-    auto t = lookupCostTarget(target);
-    if (!t) {
+    llvm::Expected<Target> t = parseTarget(target);
+    if (!t || hasGpuKernels(*t)) {
+      if (!t)
+        llvm::consumeError(t.takeError());
       module.emitError("zb-partition-stages: unknown target '")
           << target << "' (expected cpu or h100)";
       return signalPassFailure();
@@ -401,7 +403,7 @@ struct ZBPartitionStagesPass
           << balance << "' (expected cost or layers)";
       return signalPassFailure();
     }
-    Partitioner p(module, func, numStages, virtualStages, *t,
+    Partitioner p(module, func, numStages, virtualStages, lookupCostTarget(*t),
                   balance == "layers");
     if (failed(p.run()))
       signalPassFailure();

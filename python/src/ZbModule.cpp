@@ -295,8 +295,10 @@ NB_MODULE(_zb, m) {
         o.schedule = schedule;
         o.memoryLimits = std::move(memoryLimits);
         o.dataArgs = std::move(dataArgs);
-        o.target = target;
-        o.optimizer = optimizer;
+        if (llvm::Error error = zb::driver::parseTextOptions(
+                o, target, optimizer,
+                zb::sched::optimizerSyncName(o.optimizerSync)))
+          raise(std::move(error));
         o.learningRate = lr;
         o.dataDir = data;
         o.profile = profile;

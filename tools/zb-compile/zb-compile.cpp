@@ -25,7 +25,8 @@ static cl::OptionCategory category("zb-compile options");
 static const CompileOptions defaults;
 
 // Each flag writes its CompileOptions field (cl::location); the defaults and
-// meanings are documented there.
+// meanings are documented there. --target, --optimizer and --optimizer-sync
+// are text here, parsed into their enums by driver::parseTextOptions.
 static CompileOptions options;
 static cl::opt<std::string, true>
     inputFile(cl::Positional, cl::desc("<model.onnx | model.mlir>"),
@@ -86,14 +87,14 @@ static cl::opt<int64_t, true> maxOpsPerStage(
              "with a stage's size"),
     cl::location(options.maxOpsPerStage), cl::init(defaults.maxOpsPerStage),
     cl::cat(category));
-static cl::opt<std::string, true> optimizerSync(
+static cl::opt<std::string> optimizerSync(
     "optimizer-sync",
     cl::desc("post-validation (default): each rank program validates the "
              "previous optimizer step where the schedule expects the fully "
              "reduced gradient norm / finite flag (the Zero Bubble paper, "
              "Section 4; zb-run --grad-clip); none: zb-run validates "
              "between steps"),
-    cl::location(options.optimizerSync), cl::init(defaults.optimizerSync),
+    cl::init(zb::sched::optimizerSyncName(defaults.optimizerSync).str()),
     cl::cat(category));
 static cl::opt<std::string, true>
     loss("loss",
@@ -118,14 +119,14 @@ static cl::list<double, std::vector<double>> memoryLimit(
              "a comma-separated list with one per rank (0 = none)"),
     cl::CommaSeparated, cl::location(options.memoryLimits),
     cl::cat(category));
-static cl::opt<std::string, true>
+static cl::opt<std::string>
     target("target",
            cl::desc("cpu (default) | cuda (GPU kernels, H100 costs; run "
                     "with zb-run --backend cuda) | cuda-emu (the cuda "
                     "kernels emulated on the CPU with GPU semantics, to "
                     "check them; runs with zb-run on the CPU) | h100 (CPU "
                     "code, H100 costs)"),
-           cl::location(options.target), cl::init(defaults.target),
+           cl::init(zb::targetName(defaults.target).str()),
            cl::cat(category));
 static cl::opt<std::string, true>
     gpuArch("gpu-arch", cl::desc("GPU architectures of --target cuda, "
@@ -183,9 +184,9 @@ static cl::opt<std::string, true>
                       "toolkit zb was built with)"),
              cl::location(options.cudaPath), cl::init(defaults.cudaPath),
              cl::cat(category));
-static cl::opt<std::string, true>
+static cl::opt<std::string>
     optimizer("optimizer", cl::desc("sgd | adamw (default sgd)"),
-              cl::location(options.optimizer), cl::init(defaults.optimizer),
+              cl::init(zb::optimizerName(defaults.optimizer).str()),
               cl::cat(category));
 static cl::opt<double, true> learningRate("lr", cl::desc("Learning rate"),
                                           cl::location(options.learningRate),
@@ -259,6 +260,12 @@ int main(int argc, char **argv) {
       "Example: zb-compile examples/mlp/mlp.onnx --stages 2 --microbatches 8 "
       "--schedule zb-h1 -o out\n");
 
+  if (llvm::Error error = zb::driver::parseTextOptions(options, target,
+                                                      optimizer, optimizerSync)) {
+    llvm::errs() << "zb-compile: error: " << llvm::toString(std::move(error))
+                 << "\n";
+    return 1;
+  }
   zb::driver::CompileCallbacks callbacks;
   if (!quiet)
     callbacks.progress = [](llvm::StringRef message) {

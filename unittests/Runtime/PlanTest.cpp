@@ -47,9 +47,9 @@ Plan fullPlan() {
   p.numMicrobatches = 8;
   p.microbatchSize = 3;
   p.schedule = "zb-v";
-  p.target = "cpu";
+  p.target = zb::Target::Cpu;
   p.data = "/data/gpt";
-  p.optimizer = {"adamw", 0.125, 0.8, 0.95, 1e-6, 0.5};
+  p.optimizer = {zb::Optimizer::AdamW, 0.125, 0.8, 0.95, 1e-6, 0.5};
   p.params.push_back({"wte", {32, 8}, 0, 0, 0, {{0, 0}, {3, 0}}});
   p.params.push_back({"ln.bias", {8}, 1, 2, 1024, {}});
   p.inputs.push_back({"tokens", {4}, DType::Int64, 0, 0});
@@ -78,6 +78,8 @@ Plan fullPlan() {
                       {ArgKind::Grad, 1},
                       {ArgKind::Input, 2},
                       {ArgKind::Loss, -1}}});
+  p.ranks[0].sends = std::vector<SentMessage>{{1, 0, 1024}, {1, 2048, 96}};
+  p.ranks[1].sends = std::vector<SentMessage>{{0, 3, 1024}};
   return p;
 }
 
@@ -91,7 +93,7 @@ void expectSamePlan(const Plan &a, const Plan &b) {
   EXPECT_EQ(a.schedule, b.schedule);
   EXPECT_EQ(a.target, b.target);
   EXPECT_EQ(a.data, b.data);
-  EXPECT_EQ(a.optimizer.name, b.optimizer.name);
+  EXPECT_EQ(a.optimizer.kind, b.optimizer.kind);
   EXPECT_EQ(a.optimizer.lr, b.optimizer.lr);
   EXPECT_EQ(a.optimizer.beta1, b.optimizer.beta1);
   EXPECT_EQ(a.optimizer.beta2, b.optimizer.beta2);
@@ -156,6 +158,7 @@ void expectSamePlan(const Plan &a, const Plan &b) {
       EXPECT_EQ(a.ranks[r].args[j].kind, b.ranks[r].args[j].kind) << j;
       EXPECT_EQ(a.ranks[r].args[j].index, b.ranks[r].args[j].index) << j;
     }
+    EXPECT_EQ(a.ranks[r].sends, b.ranks[r].sends);
   }
 }
 
@@ -181,7 +184,7 @@ TEST(Plan, WriteThenReadIsEqualFieldByField) {
 
 TEST(Plan, SgdWritesNoAdamParameters) {
   Plan p = fullPlan();
-  p.optimizer = OptimizerInfo{"sgd", 0.05};
+  p.optimizer = OptimizerInfo{zb::Optimizer::Sgd, 0.05};
   llvm::json::Value v = toJSON(p);
   const llvm::json::Object *opt = v.getAsObject()->getObject("optimizer");
   ASSERT_NE(opt, nullptr);
@@ -320,6 +323,18 @@ TEST(Plan, ReaderErrorsNameFileAndField) {
        "out/plan.json: ranks[1].rank: rank 0 appears twice"},
       {[](Object &o) { at(o, "ranks", 0)["entry"] = ""; },
        "out/plan.json: ranks[0].entry: empty"},
+      {[](Object &o) {
+         (*(*at(o, "ranks", 1).getArray("sends"))[0].getAsObject())["peer"] =
+             1;
+       },
+       "out/plan.json: ranks[1].sends[0].peer: a rank does not send to "
+       "itself"},
+      {[](Object &o) {
+         (*(*at(o, "ranks", 0).getArray("sends"))[1].getAsObject())["bytes"] =
+             -4;
+       },
+       "out/plan.json: ranks[0].sends[1].bytes: -4 out of range [0, "
+       "2147483647]"},
       {[](Object &o) {
          (*(*at(o, "ranks", 0).getArray("args"))[2].getAsObject())["kind"] =
              "weight";

@@ -28,6 +28,7 @@
 #include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 #include "zb/Transforms/PipelineInfo.h"
+#include "zb/Formats/Options.h"
 #include "zb/Formats/Plan.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -57,11 +58,12 @@ namespace zb::driver {
 /// Every option of zb-compile (the flag in brackets). --quiet is not here:
 /// a caller that wants no progress messages passes no progress callback.
 struct CompileOptions {
-  /// The cost model of `target`: "h100" for cuda, else target itself.
-  std::string costTarget() const { return gpuKernels() ? "h100" : target; }
-  /// Whether the rank programs' compute is GPU kernels ("cuda", or
-  /// "cuda-emu" where they are emulated on the CPU).
-  bool gpuKernels() const { return target == "cuda" || target == "cuda-emu"; }
+  /// The cost model of `target`: H100 for cuda and cuda-emu, else target
+  /// itself.
+  Target costTarget() const { return costModelTarget(target); }
+  /// Whether the rank programs' compute is GPU kernels (cuda, or cuda-emu
+  /// where they are emulated on the CPU).
+  bool gpuKernels() const { return hasGpuKernels(target); }
 
   /// The model: ONNX (.onnx), JAX StableHLO text, or a zb-dialect .mlir
   /// module (positional argument).
@@ -117,14 +119,13 @@ struct CompileOptions {
   /// argument of that name after the graph inputs); see
   /// frontend::ImportOptions.
   std::string loss, targets;
-  /// Target (--target): "cpu" (CPU code, CPU roofline costs), "cuda"
-  /// (GPU kernels for gpuArch, H100 roofline costs; runs under
-  /// `zb-run --backend cuda`), "cuda-emu" (the kernels of "cuda" run on
-  /// the CPU by emulation with GPU semantics, zb-gpu-emulate: a check of
-  /// the kernels that zb-run runs on the CPU backend; H100 costs, so the
-  /// same schedule as "cuda") or "h100" (CPU code scheduled with H100
-  /// costs).
-  std::string target = "cpu";
+  /// Target (--target; zb/Formats/Options.h): cpu (CPU code, CPU roofline
+  /// costs), cuda (GPU kernels for gpuArch, H100 roofline costs; runs under
+  /// `zb-run --backend cuda`), cuda-emu (the kernels of cuda run on the CPU
+  /// by emulation with GPU semantics, zb-gpu-emulate: a check of the kernels
+  /// that zb-run runs on the CPU backend; H100 costs, so the same schedule
+  /// as cuda) or h100 (CPU code scheduled with H100 costs).
+  Target target = Target::Cpu;
   /// GPU architecture of --target cuda (--gpu-arch), e.g. sm_80, sm_90.
   std::string gpuArch = "sm_90";
   /// --allow-tf32 (--target cuda/cuda-emu): the runtime's cuBLAS GEMMs may
@@ -150,13 +151,13 @@ struct CompileOptions {
   /// CUDA toolkit root for --target cuda (--cuda-path); empty: the toolkit
   /// CMake found when zb was built (ZB_CUDA_TOOLKIT_ROOT).
   std::string cudaPath;
-  /// --optimizer-sync: "post-validation" (each rank program validates the
+  /// --optimizer-sync: PostValidation (each rank program validates the
   /// previous step's optimizer step where the schedule expects the fully
   /// reduced state: the paper's Section 4; plan.json "optimizer_sync") or
-  /// "none" (zb-run validates between steps).
-  std::string optimizerSync = "post-validation";
-  /// Optimizer zb-run applies: "sgd" or "adamw" (--optimizer).
-  std::string optimizer = "sgd";
+  /// None (zb-run validates between steps); AllReduce is an error.
+  sched::OptimizerSync optimizerSync = sched::OptimizerSync::PostValidation;
+  /// Optimizer zb-run applies (--optimizer): sgd or adamw.
+  Optimizer optimizer = Optimizer::Sgd;
   /// Learning rate (--lr).
   double learningRate = 0.05;
   /// zb-run's default training data: a directory of input_<i>.pb or a text
@@ -221,10 +222,20 @@ struct CompileCallbacks {
 llvm::Expected<std::vector<std::string>>
 freezeParameters(mlir::ModuleOp module, const CompileOptions &options);
 
-/// Checks ranges and names: P, V, M >= 1, the optimizer, the schedule name,
-/// the opt level (0-3). Returns the first problem ("--stages must be >= 1,
-/// got 0", "unknown --schedule 'x'").
+/// Checks ranges and names: P, V, M >= 1, the schedule name, the opt level
+/// (0-3), the optimizer sync (not all-reduce). Returns the first problem
+/// ("--stages must be >= 1, got 0", "unknown --schedule 'x'").
 llvm::Error validateOptions(const CompileOptions &options);
+
+/// The text forms of --target, --optimizer and --optimizer-sync (zb-compile's
+/// flags, the Python binding's arguments) parsed into `options` with the
+/// parsers of zb/Formats/Options.h. Errors name the flag: "--target must be
+/// cpu, cuda, cuda-emu or h100, got 'tpu'", "--optimizer must be sgd or
+/// adamw, got 'adam'", "--optimizer-sync must be post-validation or none,
+/// got 'x'".
+llvm::Error parseTextOptions(CompileOptions &options, llvm::StringRef target,
+                             llvm::StringRef optimizer,
+                             llvm::StringRef optimizerSync);
 
 /// The CUDA toolkit root of --target cuda: --cuda-path, else the toolkit
 /// CMake found when zb was built; "" when neither.

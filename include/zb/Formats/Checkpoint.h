@@ -38,7 +38,7 @@ struct CheckpointInfo {
   std::string dir;           ///< the step-<S> directory (not written)
   int64_t step = 0;          ///< steps done, >= 1
   int64_t optimizerStep = 0; ///< optimizer steps applied (AdamW's t)
-  std::string optimizer;     ///< "sgd" or "adamw"
+  Optimizer optimizer = Optimizer::Sgd; ///< "optimizer": "sgd" or "adamw"
   uint64_t seed = 0;         ///< zb-run --seed of the text batches
   int32_t numRanks = 0;
   std::string planHash; ///< planHash() of the plan it was written for

@@ -16,6 +16,8 @@
 #ifndef ZB_FORMATS_PLAN_H
 #define ZB_FORMATS_PLAN_H
 
+#include "zb/Formats/Options.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
@@ -86,12 +88,28 @@ struct ArgInfo {
   int64_t index = -1; ///< into Plan::params or Plan::inputs; -1 for loss
 };
 
+/// plan.json "ranks[r].sends[i]": a message the rank's step function sends
+/// (zbrt_send), to rank `peer` with tag `tag` (zbrt_tag) and `bytes` bytes.
+struct SentMessage {
+  int32_t peer = 0;
+  int32_t tag = 0;
+  int64_t bytes = 0;
+  bool operator==(const SentMessage &o) const {
+    return peer == o.peer && tag == o.tag && bytes == o.bytes;
+  }
+};
+
 /// plan.json "ranks[r]": the rank program and its arguments, in order.
 struct RankInfo {
   int32_t rank = 0;
   std::string library; ///< a file name of the plan directory
   std::string entry;
   std::vector<ArgInfo> args;
+  /// "sends": every message the step function sends in a step, in program
+  /// order (zb-lower-pipeline's order; so the order of each channel from
+  /// this rank, which the CUDA backend's NCCL transport needs: NCCL has no
+  /// tags). Absent in plans from before it was written: std::nullopt.
+  std::optional<std::vector<SentMessage>> sends;
 };
 
 /// plan.json "optimizer". beta1/beta2/eps/weight_decay are written for
@@ -103,7 +121,7 @@ inline bool isValidLearningRate(double lr) {
 }
 
 struct OptimizerInfo {
-  std::string name = "sgd"; ///< "sgd" or "adamw"
+  Optimizer kind = Optimizer::Sgd; ///< "name": "sgd" or "adamw"
   double lr = 0.01;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
 };
@@ -137,6 +155,11 @@ struct PredictedInfo {
 };
 
 struct Plan {
+  /// The text of "target" ("" when absent) and of "optimizer_sync" (""
+  /// for none), as plan.json and the rank fingerprint write them.
+  llvm::StringRef targetText() const;
+  llvm::StringRef optimizerSyncText() const;
+
   std::string path; ///< the plan.json file, for messages (not written)
   std::string dir;  ///< the directory holding it (not written)
   std::string model;
@@ -144,7 +167,8 @@ struct Plan {
   int64_t numChunks = 1; ///< chunks (virtual stages) per rank
   int64_t numMicrobatches = 0, microbatchSize = 0;
   std::string schedule;
-  std::string target; ///< "cpu", ...; "" when absent
+  /// "target" (zb/Formats/Options.h); std::nullopt when absent or "".
+  std::optional<Target> target;
   /// GPU architectures of a "cuda" plan's fatbins ("sm_80", "sm_90"), in
   /// the order given to zb-compile --gpu-arch; empty otherwise.
   std::vector<std::string> gpuArchs;
@@ -157,11 +181,12 @@ struct Plan {
   /// stream; absent (older plans): true.
   bool hostReadsDeviceMemory = true;
   std::string data;   ///< default data directory ("" when absent)
-  /// "post-validation" when the rank programs call zbrt_validate_optimizer
-  /// at the point where the schedule expects the previous step's fully
-  /// reduced optimizer state (zb-compile --optimizer-sync); "" otherwise
-  /// (zb-run then validates between steps).
-  std::string optimizerSync;
+  /// "optimizer_sync": PostValidation ("post-validation") when the rank
+  /// programs call zbrt_validate_optimizer at the point where the schedule
+  /// expects the previous step's fully reduced optimizer state (zb-compile
+  /// --optimizer-sync); None when absent (zb-run then validates between
+  /// steps). Never AllReduce.
+  sched::OptimizerSync optimizerSync = sched::OptimizerSync::None;
   OptimizerInfo optimizer;
   std::vector<ParamInfo> params;
   std::vector<InputInfo> inputs;

@@ -8,6 +8,8 @@
 #ifndef ZB_TRANSFORMS_COSTMODEL_H
 #define ZB_TRANSFORMS_COSTMODEL_H
 
+#include "zb/Formats/Options.h"
+
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
@@ -27,10 +29,11 @@ struct CostTarget {
   int64_t floatBytes;       // bytes per float element (0 = the IR type's)
 };
 
-/// Returns the target called `name` ("cpu": one core of this machine with
-/// OpenBLAS and MPI over shared memory; "h100": an H100 SXM with NVLink, bf16
-/// tensors), or std::nullopt for an unknown name.
-std::optional<CostTarget> lookupCostTarget(llvm::StringRef name);
+/// The cost model of `target` (zb/Formats/Options.h): cpu, one core of
+/// this machine with OpenBLAS and MPI over shared memory; h100 (also the
+/// model of cuda and cuda-emu: costModelTarget), an H100 SXM with NVLink
+/// and bf16 tensors (zb/Formats/GpuPeaks.h, kH100Sxm).
+CostTarget lookupCostTarget(Target target);
 
 /// FLOPs of one op (2*M*N*K for a matmul, one per output element for
 /// elementwise ops, one per input element for reductions; 0 for constants).

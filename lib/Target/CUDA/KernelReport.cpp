@@ -21,9 +21,9 @@ namespace zb {
 
 double GpuKernelLaunch::rooflineSeconds(const GpuSpec &gpu, bool tf32) const {
   double peak = kind == "gemm" && (tf32 || gpu.tf32Gemms)
-                    ? gpu.tf32FlopsPerSecond
-                                       : gpu.fp32FlopsPerSecond;
-  return std::max((bytesRead + bytesWritten) / gpu.bytesPerSecond,
+                    ? gpu.peaks.tf32FlopsPerSecond
+                                       : gpu.peaks.fp32FlopsPerSecond;
+  return std::max((bytesRead + bytesWritten) / gpu.peaks.memBytesPerSecond,
                   flops / peak);
 }
 
@@ -309,12 +309,12 @@ gpuReportJSON(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
                                     {"time_ms", step.seconds * 1e3}}}});
   }
   return llvm::json::Object{
-      {"gpu", llvm::json::Object{{"name", gpu.name},
-                                 {"bytes_per_second", gpu.bytesPerSecond},
+      {"gpu", llvm::json::Object{{"name", gpu.peaks.name},
+                                 {"bytes_per_second", gpu.peaks.memBytesPerSecond},
                                  {"fp32_flops_per_second",
-                                  gpu.fp32FlopsPerSecond},
+                                  gpu.peaks.fp32FlopsPerSecond},
                                  {"tf32_flops_per_second",
-                                  gpu.tf32FlopsPerSecond},
+                                  gpu.peaks.tf32FlopsPerSecond},
                                  {"launch_seconds", gpu.launchSeconds}}},
       {"ranks", std::move(rankArray)}};
 }
@@ -327,9 +327,9 @@ gpuReportText(const std::vector<std::vector<GpuKernelLaunch>> &ranks,
   os << llvm::formatv("GPU report: roofline on {0} ({1:f2} TB/s, {2:f0} "
                       "TFLOP/s fp32, {3:f0} TFLOP/s TF32) + {4:f1} us per "
                       "launch\n",
-                      gpu.name, gpu.bytesPerSecond / 1e12,
-                      gpu.fp32FlopsPerSecond / 1e12,
-                      gpu.tf32FlopsPerSecond / 1e12, gpu.launchSeconds * 1e6);
+                      gpu.peaks.name, gpu.peaks.memBytesPerSecond / 1e12,
+                      gpu.peaks.fp32FlopsPerSecond / 1e12,
+                      gpu.peaks.tf32FlopsPerSecond / 1e12, gpu.launchSeconds * 1e6);
   for (auto [r, launches] : llvm::enumerate(ranks)) {
     os << llvm::formatv("rank {0}\n", r);
     os << llvm::formatv("  {0,-5} {1,-4} {2,-40} {3,-16} {4,9} {5,9} {6,11} "

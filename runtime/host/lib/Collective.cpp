@@ -177,7 +177,7 @@ bool zb::host::writeCheckpoint(const RankProgram &rp, const Plan &plan,
   auto file = [&](StringRef f) { return tmp + "/" + f.str(); };
   if (!saveTensors(rp.params, plan, file("params.bin"), "--checkpoint"))
     return false;
-  if (info.optimizer == "adamw" &&
+  if (info.optimizer == zb::Optimizer::AdamW &&
       (!saveTensors(rp.adamM, plan, file("adam_m.bin"), "--checkpoint") ||
        !saveTensors(rp.adamV, plan, file("adam_v.bin"), "--checkpoint")))
     return false;

@@ -43,13 +43,11 @@ GradSync::GradSync(const GradSyncOptions &options, RankProgram &rp,
     : options(options), rp(rp), opt(opt), rank(rank), worldSize(worldSize),
       log(log), gradScale(1.0f / (float)rp.plan->numMicrobatches) {
   report.clipNorm = options.clipNorm;
-  report.mode = !checks() ? "none"
-                : options.sync == OptimizerSync::AllReduce ? "all-reduce"
-                                                           : "post-validation";
+  report.mode = checks() ? options.sync : OptimizerSync::None;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   sendBufs.reserve(worldSize + 1);
   if (checks() && options.sync == OptimizerSync::PostValidation &&
-      rp.plan->optimizerSync == "post-validation") {
+      rp.plan->optimizerSync == OptimizerSync::PostValidation) {
     programValidates = true;
     zbrt_set_validate_hook(
         [](void *self) { static_cast<GradSync *>(self)->settle(); }, this);
@@ -96,7 +94,7 @@ void GradSync::apply(const Grads &grads, double factor, int64_t t) {
   const float scale = (float)(gradScale * factor);
   for (auto &[index, g] : grads) {
     Buffer &p = rp.params.at(index);
-    if (opt.name == "adamw")
+    if (opt.kind == zb::Optimizer::AdamW)
       zbrt_adamw_step(p.data(), g.data(), rp.adamM.at(index).data(),
                       rp.adamV.at(index).data(), g.size(), t, (float)opt.lr,
                       (float)opt.beta1, (float)opt.beta2, (float)opt.eps,
@@ -110,7 +108,7 @@ void GradSync::rollback(const Grads &grads, double factor, int64_t t) {
   const float scale = (float)(gradScale * factor);
   for (auto &[index, g] : grads) {
     Buffer &p = rp.params.at(index);
-    if (opt.name == "adamw")
+    if (opt.kind == zb::Optimizer::AdamW)
       zbrt_adamw_rollback(p.data(), g.data(), rp.adamM.at(index).data(),
                           rp.adamV.at(index).data(), g.size(), t,
                           (float)opt.lr, (float)opt.beta1, (float)opt.beta2,
@@ -299,18 +297,18 @@ GradSyncReport GradSync::finish() {
 void zb::host::printGradSyncText(raw_ostream &os,
                                  const GradSyncReport &report) {
   // Only when something could happen (clipping) or did (a skipped step).
-  if (report.mode == "none" || (report.clipNorm <= 0 && report.events.empty()))
+  if (report.mode == OptimizerSync::None || (report.clipNorm <= 0 && report.events.empty()))
     return;
   int64_t clipped = 0, skipped = 0;
   for (const GradSyncEvent &e : report.events)
     (e.skipped ? skipped : clipped) += 1;
-  os << "optimizer sync " << report.mode;
+  os << "optimizer sync " << zb::sched::optimizerSyncName(report.mode);
   if (report.clipNorm > 0)
     os << format(", gradient clipping at norm %g", report.clipNorm);
   os << formatv(": {0} step(s) clipped, {1} skipped, {2} rank-step(s) "
                 "rolled back",
                 clipped, skipped, report.rollbacks);
-  if (report.mode == "post-validation")
+  if (report.mode == OptimizerSync::PostValidation)
     os << formatv(", {0} step(s) redone", report.redoneSteps);
   os << "\n";
 }
@@ -324,7 +322,7 @@ json::Value zb::host::gradSyncJSON(const GradSyncReport &report) {
     else
       clipped.push_back(json::Object{{"step", e.step}, {"norm", e.norm}});
   }
-  return json::Object{{"mode", report.mode},
+  return json::Object{{"mode", zb::sched::optimizerSyncName(report.mode)},
                       {"clip_norm", report.clipNorm},
                       {"clipped_steps", std::move(clipped)},
                       {"skipped_steps", std::move(skipped)},

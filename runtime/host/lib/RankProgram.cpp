@@ -146,7 +146,7 @@ Error loadParams(RankProgram &rp, const Plan &plan, StringRef paramsFile) {
                                "parameter {2} ('{3}') but no param argument",
                                plan.path, rp.rank, index,
                                plan.params[index].name));
-    if (plan.optimizer.name == "adamw") {
+    if (plan.optimizer.kind == zb::Optimizer::AdamW) {
       rp.adamM.emplace(index, Buffer(g.size()));
       rp.adamV.emplace(index, Buffer(g.size()));
     }
@@ -334,7 +334,7 @@ void zb::host::applyOptimizer(RankProgram &rp, const OptimizerInfo &opt,
   const float gradScale = 1.0f / (float)rp.plan->numMicrobatches;
   for (auto &[index, g] : rp.grads) {
     Buffer &p = rp.params.at(index);
-    if (opt.name == "adamw")
+    if (opt.kind == zb::Optimizer::AdamW)
       zbrt_adamw_step(p.data(), g.data(), rp.adamM.at(index).data(),
                       rp.adamV.at(index).data(), g.size(), step + 1,
                       (float)opt.lr, (float)opt.beta1, (float)opt.beta2,

@@ -183,7 +183,7 @@ void zb::host::printJsonReport(raw_ostream &os, const Plan &plan,
             j.attribute("host_synchronizations", c.hostSynchronizations);
           });
       });
-    if (report.gradSync.mode != "none")
+    if (report.gradSync.mode != OptimizerSync::None)
       j.attribute("gradient_sync", gradSyncJSON(report.gradSync));
     j.attributeArray("realized_bubble_rate", [&] {
       for (const std::optional<double> &b : report.realizedBubbleRate)

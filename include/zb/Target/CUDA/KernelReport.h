@@ -10,6 +10,8 @@
 #ifndef ZB_TARGET_CUDA_KERNELREPORT_H
 #define ZB_TARGET_CUDA_KERNELREPORT_H
 
+#include "zb/Formats/GpuPeaks.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
 
@@ -20,13 +22,11 @@
 
 namespace zb {
 
-/// Peak rates of a GPU for the roofline (time = max(bytes / bandwidth,
-/// flops / peak)).
+/// The GPU of the roofline (time = max(bytes / bandwidth, flops / peak)):
+/// its peak rates (zb/Formats/GpuPeaks.h, the cost model's too) and how the
+/// compiled program uses it.
 struct GpuSpec {
-  std::string name = "H100 SXM";
-  double bytesPerSecond = 3.35e12; ///< HBM3 bandwidth
-  double fp32FlopsPerSecond = 67e12;
-  double tf32FlopsPerSecond = 495e12; ///< tensor cores (dense)
+  GpuPeaks peaks = kH100Sxm;
   /// GEMMs run on TF32 tensor cores (zb-compile --allow-tf32).
   bool tf32Gemms = false;
   /// Seconds added to every kernel launch and GEMM call (zb-compile

@@ -56,7 +56,8 @@
 
 namespace zb::host {
 
-enum class OptimizerSync { AllReduce, PostValidation };
+/// zb-run --optimizer-sync: AllReduce or PostValidation (None: no checks).
+using OptimizerSync = zb::sched::OptimizerSync;
 enum class NonFinite { Skip, Stop, Ignore };
 
 struct GradSyncOptions {
@@ -81,7 +82,8 @@ struct GradSyncEvent {
 };
 
 struct GradSyncReport {
-  std::string mode = "none"; ///< "all-reduce" | "post-validation" | "none"
+  /// None without checks (zb::sched::optimizerSyncName prints it).
+  OptimizerSync mode = OptimizerSync::None;
   double clipNorm = 0;
   std::vector<GradSyncEvent> events;
   int64_t rollbacks = 0; ///< rank-steps undone (all ranks; at the end)
