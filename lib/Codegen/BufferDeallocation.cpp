@@ -93,6 +93,32 @@ std::optional<SmallVector<unsigned>> resultGroups(func::FuncOp callee) {
   return group;
 }
 
+/// The last operation of `block` that uses each class of buffers
+/// (`classOf`: the class of a value, null for a value in none), uses inside
+/// an operation's regions counting as uses by the operation; `escapes` gets
+/// the classes that the block's terminator uses.
+void findLastUses(Block &block, llvm::function_ref<Value(Value)> classOf,
+                  llvm::DenseMap<Value, Operation *> &lastUse,
+                  llvm::DenseSet<Value> &escapes) {
+  for (Operation &op : block) {
+    auto note = [&](Value v) {
+      Value r = classOf(v);
+      if (!r)
+        return;
+      lastUse[r] = &op;
+      if (op.hasTrait<OpTrait::IsTerminator>())
+        escapes.insert(r);
+    };
+    for (Value operand : op.getOperands())
+      note(operand);
+    op.walk([&](Operation *inner) {
+      if (inner != &op)
+        for (Value operand : inner->getOperands())
+          note(operand);
+    });
+  }
+}
+
 /// Inserts a memref.dealloc after the last use of every buffer that the
 /// single-block function `func` owns. Returns false (changing nothing) when
 /// the function is not straight-line code this analysis understands.
@@ -184,24 +210,13 @@ bool deallocateStraightLine(func::FuncOp func) {
   // The last operation of the block that uses each class of buffers.
   llvm::DenseMap<Value, Operation *> lastUse;
   llvm::DenseSet<Value> escapes;
-  for (Operation &op : block) {
-    auto note = [&](Value v) {
-      Value r = root(v);
-      if (!r)
-        return;
-      r = leader(r);
-      lastUse[r] = &op;
-      if (op.hasTrait<OpTrait::IsTerminator>())
-        escapes.insert(r);
-    };
-    for (Value operand : op.getOperands())
-      note(operand);
-    op.walk([&](Operation *inner) {
-      if (inner != &op)
-        for (Value operand : inner->getOperands())
-          note(operand);
-    });
-  }
+  findLastUses(
+      block,
+      [&](Value v) {
+        Value r = root(v);
+        return r ? leader(r) : Value();
+      },
+      lastUse, escapes);
 
   // A class that holds several owned buffers (a view of two) frees them all
   // after the class's last use; a class with a buffer we do not own is

@@ -45,6 +45,33 @@ bool isCoordinateOp(Operation *op) {
              gpu::SubgroupSizeOp, gpu::NumSubgroupsOp>(op);
 }
 
+/// A kernel body cut at its top-level gpu.barrier and gpu.all_reduce ops
+/// into phases, and the values that live across a cut.
+struct KernelPhases {
+  /// The top-level operations of each phase (the terminator in none).
+  SmallVector<SmallVector<Operation *>> phases;
+  /// The cut that ends phase i (the last phase ends at the terminator).
+  SmallVector<Operation *> cuts;
+  /// The phase of each top-level operation (of a cut: the phase it ends).
+  DenseMap<Operation *, unsigned> phaseOf;
+  /// The values kept in per-thread arrays, and per phase the ones it loads
+  /// (defined earlier) and stores (used later or reduced by its cut).
+  llvm::SetVector<Value> spilled;
+  SmallVector<llvm::SetVector<Value>> imports, exports;
+};
+
+/// What the emulation function of a kernel provides to the cloned phases:
+/// the launch's grid and block sizes (its arguments), the block's
+/// coordinates (the grid loops' indices), the threads per block and the
+/// per-thread array of each spilled value.
+struct EmulationScope {
+  explicit EmulationScope(Location loc) : loc(loc) {}
+  Location loc;
+  Value grid[3], block[3], blockId[3];
+  Value c0, c1, threads;
+  DenseMap<Value, Value> spillArray;
+};
+
 struct ZBGpuEmulatePass
     : public zb::impl::ZBGpuEmulateBase<ZBGpuEmulatePass> {
   using Base::Base;
@@ -149,67 +176,55 @@ struct ZBGpuEmulatePass
     return result;
   }
 
-  /// The emulation of `kernel`: (gridX, gridY, gridZ, blockX, blockY,
-  /// blockZ, kernel arguments...).
-  FailureOr<func::FuncOp> emulateKernel(gpu::GPUModuleOp gpuModule,
-                                        gpu::GPUFuncOp kernel) {
-    Location loc = kernel.getLoc();
-    if (!kernel.getBody().hasOneBlock())
-      return kernel.emitError("zb-gpu-emulate: kernel '")
-             << kernel.getName()
-             << "' has unstructured control flow (more than one block); "
-                "emulate before convert-scf-to-cf";
-    if (!kernel.getPrivateAttributions().empty())
-      return kernel.emitError("zb-gpu-emulate: kernel '")
-             << kernel.getName() << "' has private attributions";
-    Block &body = kernel.getBody().front();
-
-    // Thread and block coordinates and constants used in a later phase are
-    // recomputed there (cloned before the user) rather than kept per thread.
-    {
-      DenseMap<Operation *, unsigned> scan;
-      unsigned phase = 0;
-      for (Operation &op : body) {
-        scan[&op] = phase;
-        if (isa<gpu::BarrierOp, gpu::AllReduceOp>(op))
-          ++phase;
-      }
-      for (Operation &op : llvm::make_early_inc_range(body)) {
-        if (op.getNumResults() != 1 || op.getNumOperands() != 0 ||
-            !(op.hasTrait<OpTrait::ConstantLike>() || isCoordinateOp(&op)))
+  /// Recomputes the thread and block coordinates and the constants of
+  /// `body` used in a later phase there (cloned before the user) rather than
+  /// keeping them per thread.
+  static void rematerializeCoordinates(Block &body) {
+    DenseMap<Operation *, unsigned> scan;
+    unsigned phase = 0;
+    for (Operation &op : body) {
+      scan[&op] = phase;
+      if (isa<gpu::BarrierOp, gpu::AllReduceOp>(op))
+        ++phase;
+    }
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      if (op.getNumResults() != 1 || op.getNumOperands() != 0 ||
+          !(op.hasTrait<OpTrait::ConstantLike>() || isCoordinateOp(&op)))
+        continue;
+      for (OpOperand &use :
+           llvm::make_early_inc_range(op.getResult(0).getUses())) {
+        Operation *user = body.findAncestorOpInBlock(*use.getOwner());
+        if (!user || scan.lookup(user) == scan.lookup(&op))
           continue;
-        for (OpOperand &use :
-             llvm::make_early_inc_range(op.getResult(0).getUses())) {
-          Operation *user = body.findAncestorOpInBlock(*use.getOwner());
-          if (!user || scan.lookup(user) == scan.lookup(&op))
-            continue;
-          OpBuilder ob(user);
-          Operation *copy = ob.clone(op);
-          scan[copy] = scan.lookup(user);
-          use.set(copy->getResult(0));
-        }
+        OpBuilder ob(user);
+        Operation *copy = ob.clone(op);
+        scan[copy] = scan.lookup(user);
+        use.set(copy->getResult(0));
       }
     }
+  }
 
-    // Phases: the top-level operations between cuts.
-    DenseMap<Operation *, unsigned> phaseOf;
-    SmallVector<SmallVector<Operation *>> phases(1);
-    SmallVector<Operation *> cuts;
+  /// Cuts `body` into phases: the top-level operations between cuts
+  /// (KernelPhases::phases, cuts, phaseOf). Fails (reported) on a
+  /// gpu.all_reduce with a body region, on barriers and all-reductions inside
+  /// control flow, and on shuffles and subgroup reductions.
+  static LogicalResult cutPhases(Block &body, KernelPhases &k) {
+    k.phases.emplace_back();
     for (Operation &op : body) {
       if (isa<gpu::BarrierOp, gpu::AllReduceOp>(op)) {
         if (auto reduce = dyn_cast<gpu::AllReduceOp>(op);
             reduce && (!reduce.getOp() || !reduce.getBody().empty()))
           return op.emitError("zb-gpu-emulate: gpu.all_reduce with a body "
                               "region is not supported");
-        cuts.push_back(&op);
-        phaseOf[&op] = phases.size() - 1;
-        phases.emplace_back();
+        k.cuts.push_back(&op);
+        k.phaseOf[&op] = k.phases.size() - 1;
+        k.phases.emplace_back();
         continue;
       }
       if (op.hasTrait<OpTrait::IsTerminator>())
         continue;
-      phaseOf[&op] = phases.size() - 1;
-      phases.back().push_back(&op);
+      k.phaseOf[&op] = k.phases.size() - 1;
+      k.phases.back().push_back(&op);
     }
     WalkResult nested = body.walk([&](Operation *op) {
       if (op->getBlock() != &body &&
@@ -221,18 +236,23 @@ struct ZBGpuEmulatePass
                "all-reductions are emulated)";
         return WalkResult::interrupt();
       }
-      if (op->getBlock() == &body && isa<gpu::ShuffleOp, gpu::SubgroupReduceOp>(op)) {
-        op->emitError("zb-gpu-emulate: '") << op->getName()
-                                           << "' is not emulated";
+      if (op->getBlock() == &body &&
+          isa<gpu::ShuffleOp, gpu::SubgroupReduceOp>(op)) {
+        op->emitError("zb-gpu-emulate: '")
+            << op->getName() << "' is not emulated";
         return WalkResult::interrupt();
       }
       return WalkResult::advance();
     });
-    if (nested.wasInterrupted())
-      return failure();
+    return failure(nested.wasInterrupted());
+  }
 
-    // Values defined in one phase and used in a later one (or reduced by
-    // a cut) live in per-thread arrays.
+  /// Finds the values defined in one phase and used in a later one (or
+  /// reduced by a cut): they live in per-thread arrays
+  /// (KernelPhases::spilled, imports, exports). Fails (reported) for one
+  /// that is not a scalar.
+  static LogicalResult findSpilled(gpu::GPUFuncOp kernel, Block &body,
+                                   KernelPhases &k) {
     auto phaseOfValue = [&](Value v) -> std::optional<unsigned> {
       Operation *def = v.getDefiningOp();
       if (!def)
@@ -242,34 +262,41 @@ struct ZBGpuEmulatePass
       Operation *top = body.findAncestorOpInBlock(*def);
       if (!top || isa<gpu::AllReduceOp>(top))
         return std::nullopt; // an all_reduce result: block-wide
-      return phaseOf.lookup(top);
+      return k.phaseOf.lookup(top);
     };
-    // Per phase: the values it loads (defined earlier) and stores (used
-    // later or reduced by the cut that ends it).
-    llvm::SetVector<Value> spilled;
-    SmallVector<llvm::SetVector<Value>> imports(phases.size()),
-        exports(phases.size());
-    for (auto [i, phase] : llvm::enumerate(phases))
+    k.imports.resize(k.phases.size());
+    k.exports.resize(k.phases.size());
+    for (auto [i, phase] : llvm::enumerate(k.phases))
       for (Operation *op : phase)
         op->walk([&](Operation *inner) {
           for (Value operand : inner->getOperands())
             if (auto p = phaseOfValue(operand); p && *p < i) {
-              spilled.insert(operand);
-              imports[i].insert(operand);
-              exports[*p].insert(operand);
+              k.spilled.insert(operand);
+              k.imports[i].insert(operand);
+              k.exports[*p].insert(operand);
             }
         });
-    for (auto [i, cut] : llvm::enumerate(cuts))
+    for (auto [i, cut] : llvm::enumerate(k.cuts))
       if (auto reduce = dyn_cast<gpu::AllReduceOp>(cut)) {
-        spilled.insert(reduce.getValue());
-        exports[i].insert(reduce.getValue());
+        k.spilled.insert(reduce.getValue());
+        k.exports[i].insert(reduce.getValue());
       }
-    for (Value v : spilled)
+    for (Value v : k.spilled)
       if (!v.getType().isIntOrIndexOrFloat())
         return kernel.emitError("zb-gpu-emulate: a value of type ")
                << v.getType() << " lives across a barrier in kernel '"
                << kernel.getName() << "'";
+    return success();
+  }
 
+  /// Creates the (empty) emulation function of `kernel` (see emulateKernel)
+  /// and, in its entry block, the threads per block and the per-thread
+  /// arrays of `k`'s spilled values; fills `s` and maps the kernel's
+  /// arguments to the function's in `kernelArgs`.
+  func::FuncOp createEmulation(gpu::GPUModuleOp gpuModule,
+                               gpu::GPUFuncOp kernel, const KernelPhases &k,
+                               EmulationScope &s, IRMapping &kernelArgs) {
+    Location loc = s.loc;
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     Type index = b.getIndexType();
     SmallVector<Type> argTypes(6, index);
@@ -282,35 +309,157 @@ struct ZBGpuEmulatePass
     fn.setPrivate();
     Block *entry = fn.addEntryBlock();
     b.setInsertionPointToStart(entry);
-    Value grid[3] = {entry->getArgument(0), entry->getArgument(1),
-                     entry->getArgument(2)};
-    Value block[3] = {entry->getArgument(3), entry->getArgument(4),
-                      entry->getArgument(5)};
-    Value c0 = cst(b, loc, 0), c1 = cst(b, loc, 1);
-    Value threads = arith::MulIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, block[0], block[1]), block[2]);
-    DenseMap<Value, Value> spillArray;
-    for (Value v : spilled)
-      spillArray[v] = memref::AllocOp::create(
+    for (int d = 0; d < 3; ++d) {
+      s.grid[d] = entry->getArgument(d);
+      s.block[d] = entry->getArgument(3 + d);
+    }
+    s.c0 = cst(b, loc, 0);
+    s.c1 = cst(b, loc, 1);
+    s.threads = arith::MulIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, s.block[0], s.block[1]),
+        s.block[2]);
+    for (Value v : k.spilled)
+      s.spillArray[v] = memref::AllocOp::create(
           b, loc, MemRefType::get({ShapedType::kDynamic}, v.getType()),
-          threads);
-
+          s.threads);
     // The function's arguments only: the entry block's further arguments
-    // are workgroup attributions (allocated per block below).
-    IRMapping kernelArgs;
+    // are workgroup attributions (allocated per block).
     for (unsigned i = 0, e = kernel.getNumArguments(); i < e; ++i)
       kernelArgs.map(kernel.getArgument(i), entry->getArgument(6 + i));
+    return fn;
+  }
 
-    // for bz, by, bx: (a block)
-    auto loopNest = [&](OpBuilder &b, Value *bounds, Value *ivs) {
-      for (int d = 2; d >= 0; --d) {
-        auto loop = scf::ForOp::create(b, loc, c0, bounds[d], c1);
-        b.setInsertionPointToStart(loop.getBody());
-        ivs[d] = loop.getInductionVar();
-      }
+  /// for z, y, x: scf.for over [0, bounds[d]), its induction variable in
+  /// ivs[d]; leaves `b` in the innermost loop's body.
+  static void loopNest(OpBuilder &b, const EmulationScope &s,
+                       const Value *bounds, Value *ivs) {
+    for (int d = 2; d >= 0; --d) {
+      auto loop = scf::ForOp::create(b, s.loc, s.c0, bounds[d], s.c1);
+      b.setInsertionPointToStart(loop.getBody());
+      ivs[d] = loop.getInductionVar();
+    }
+  }
+
+  /// Replaces the coordinate ops in (the regions of) `cloned` by the
+  /// emulation's values: the thread's `threadId` (`linear` in its block),
+  /// the block's coordinates and the launch's sizes in `s`; `c32` is the
+  /// subgroup size.
+  static void replaceCoordinates(ArrayRef<Operation *> cloned,
+                                 const EmulationScope &s,
+                                 const Value *threadId, Value linear,
+                                 Value c32) {
+    Location loc = s.loc;
+    auto dimValue = [&](gpu::Dimension d, const Value *values) {
+      return values[static_cast<int>(d)];
     };
-    Value blockId[3];
-    loopNest(b, grid, blockId);
+    for (Operation *op : cloned) {
+      SmallVector<Operation *> idOps;
+      op->walk([&](Operation *inner) {
+        if (isCoordinateOp(inner))
+          idOps.push_back(inner);
+      });
+      for (Operation *idOp : idOps) {
+        OpBuilder ib(idOp);
+        Value v =
+            llvm::TypeSwitch<Operation *, Value>(idOp)
+                .Case([&](gpu::ThreadIdOp o) {
+                  return dimValue(o.getDimension(), threadId);
+                })
+                .Case([&](gpu::BlockIdOp o) {
+                  return dimValue(o.getDimension(), s.blockId);
+                })
+                .Case([&](gpu::BlockDimOp o) {
+                  return dimValue(o.getDimension(), s.block);
+                })
+                .Case([&](gpu::GridDimOp o) {
+                  return dimValue(o.getDimension(), s.grid);
+                })
+                .Case([&](gpu::GlobalIdOp o) -> Value {
+                  return arith::AddIOp::create(
+                      ib, loc,
+                      arith::MulIOp::create(
+                          ib, loc, dimValue(o.getDimension(), s.blockId),
+                          dimValue(o.getDimension(), s.block)),
+                      dimValue(o.getDimension(), threadId));
+                })
+                .Case([&](gpu::LaneIdOp) -> Value {
+                  return arith::RemUIOp::create(ib, loc, linear, c32);
+                })
+                .Case([&](gpu::SubgroupIdOp) -> Value {
+                  return arith::DivUIOp::create(ib, loc, linear, c32);
+                })
+                .Case([&](gpu::SubgroupSizeOp) { return c32; })
+                .Case([&](gpu::NumSubgroupsOp) -> Value {
+                  return arith::CeilDivUIOp::create(ib, loc, s.threads, c32);
+                });
+        idOp->getResult(0).replaceAllUsesWith(v);
+        idOp->erase();
+      }
+    }
+  }
+
+  /// Phase `i` of `k` for every thread of the block, at `b` (inside the
+  /// grid loops; `b` is left there): a loop nest over the threads that loads
+  /// the phase's imports, clones its operations (mapped by `blockScope`),
+  /// stores its exports and replaces the coordinate ops.
+  void emulatePhase(OpBuilder &b, const EmulationScope &s,
+                    const KernelPhases &k, unsigned i,
+                    const IRMapping &blockScope) {
+    OpBuilder::InsertionGuard guard(b);
+    Location loc = s.loc;
+    Value threadId[3];
+    loopNest(b, s, s.block, threadId);
+    Value linear = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(
+            b, loc,
+            arith::AddIOp::create(
+                b, loc, arith::MulIOp::create(b, loc, threadId[2], s.block[1]),
+                threadId[1]),
+            s.block[0]),
+        threadId[0]);
+    IRMapping mapping = blockScope;
+    for (Value v : k.imports[i])
+      mapping.map(v, memref::LoadOp::create(b, loc, s.spillArray.lookup(v),
+                                            ValueRange{linear}));
+    SmallVector<Operation *> cloned;
+    for (Operation *op : k.phases[i])
+      cloned.push_back(b.clone(*op, mapping));
+    for (Value v : k.exports[i])
+      memref::StoreOp::create(b, loc, mapping.lookup(v),
+                              s.spillArray.lookup(v), ValueRange{linear});
+    Value c32 = cst(b, loc, kSubgroupSize);
+    replaceCoordinates(cloned, s, threadId, linear, c32);
+  }
+
+  /// The emulation of `kernel`: (gridX, gridY, gridZ, blockX, blockY,
+  /// blockZ, kernel arguments...). Loops over the grid's blocks; per block,
+  /// allocates the workgroup memory and runs each phase in every thread
+  /// (emulatePhase), then the all-reduction that ends it.
+  FailureOr<func::FuncOp> emulateKernel(gpu::GPUModuleOp gpuModule,
+                                        gpu::GPUFuncOp kernel) {
+    if (!kernel.getBody().hasOneBlock())
+      return kernel.emitError("zb-gpu-emulate: kernel '")
+             << kernel.getName()
+             << "' has unstructured control flow (more than one block); "
+                "emulate before convert-scf-to-cf";
+    if (!kernel.getPrivateAttributions().empty())
+      return kernel.emitError("zb-gpu-emulate: kernel '")
+             << kernel.getName() << "' has private attributions";
+    Block &body = kernel.getBody().front();
+    rematerializeCoordinates(body);
+    KernelPhases k;
+    if (failed(cutPhases(body, k)) || failed(findSpilled(kernel, body, k)))
+      return failure();
+
+    EmulationScope s(kernel.getLoc());
+    IRMapping kernelArgs;
+    func::FuncOp fn = createEmulation(gpuModule, kernel, k, s, kernelArgs);
+    Block *entry = &fn.getBody().front();
+    OpBuilder b = OpBuilder::atBlockEnd(entry);
+    Location loc = s.loc;
+    // for bz, by, bx: (a block)
+    loopNest(b, s, s.grid, s.blockId);
     SmallVector<Value> workgroupBuffers;
     for (BlockArgument attribution : kernel.getWorkgroupAttributions()) {
       auto type = cast<MemRefType>(attribution.getType());
@@ -322,93 +471,21 @@ struct ZBGpuEmulatePass
       workgroupBuffers.push_back(buffer);
     }
     IRMapping blockScope = kernelArgs;
-    for (auto [i, phase] : llvm::enumerate(phases)) {
-      {
-        OpBuilder::InsertionGuard guard(b);
-        Value threadId[3];
-        loopNest(b, block, threadId);
-        Value linear = arith::AddIOp::create(
-            b, loc,
-            arith::MulIOp::create(
-                b, loc,
-                arith::AddIOp::create(
-                    b, loc, arith::MulIOp::create(b, loc, threadId[2], block[1]),
-                    threadId[1]),
-                block[0]),
-            threadId[0]);
-        IRMapping mapping = blockScope;
-        for (Value v : imports[i])
-          mapping.map(v, memref::LoadOp::create(b, loc, spillArray[v],
-                                                ValueRange{linear}));
-        SmallVector<Operation *> cloned;
-        for (Operation *op : phase)
-          cloned.push_back(b.clone(*op, mapping));
-        for (Value v : exports[i])
-          memref::StoreOp::create(b, loc, mapping.lookup(v), spillArray[v],
-                                  ValueRange{linear});
-        // The thread's and block's coordinates.
-        auto dimValue = [&](gpu::Dimension d, Value *values) {
-          return values[static_cast<int>(d)];
-        };
-        Value c32 = cst(b, loc, kSubgroupSize);
-        for (Operation *op : cloned) {
-          SmallVector<Operation *> idOps;
-          op->walk([&](Operation *inner) {
-            if (isCoordinateOp(inner))
-              idOps.push_back(inner);
-          });
-          for (Operation *idOp : idOps) {
-            OpBuilder ib(idOp);
-            Value v =
-                llvm::TypeSwitch<Operation *, Value>(idOp)
-                    .Case([&](gpu::ThreadIdOp o) {
-                      return dimValue(o.getDimension(), threadId);
-                    })
-                    .Case([&](gpu::BlockIdOp o) {
-                      return dimValue(o.getDimension(), blockId);
-                    })
-                    .Case([&](gpu::BlockDimOp o) {
-                      return dimValue(o.getDimension(), block);
-                    })
-                    .Case([&](gpu::GridDimOp o) {
-                      return dimValue(o.getDimension(), grid);
-                    })
-                    .Case([&](gpu::GlobalIdOp o) -> Value {
-                      return arith::AddIOp::create(
-                          ib, loc,
-                          arith::MulIOp::create(
-                              ib, loc, dimValue(o.getDimension(), blockId),
-                              dimValue(o.getDimension(), block)),
-                          dimValue(o.getDimension(), threadId));
-                    })
-                    .Case([&](gpu::LaneIdOp) -> Value {
-                      return arith::RemUIOp::create(ib, loc, linear, c32);
-                    })
-                    .Case([&](gpu::SubgroupIdOp) -> Value {
-                      return arith::DivUIOp::create(ib, loc, linear, c32);
-                    })
-                    .Case([&](gpu::SubgroupSizeOp) { return c32; })
-                    .Case([&](gpu::NumSubgroupsOp) -> Value {
-                      return arith::CeilDivUIOp::create(ib, loc, threads,
-                                                        c32);
-                    });
-            idOp->getResult(0).replaceAllUsesWith(v);
-            idOp->erase();
-          }
-        }
-      }
-      if (i < cuts.size())
-        if (auto reduce = dyn_cast<gpu::AllReduceOp>(cuts[i]))
-          blockScope.map(reduce.getResult(),
-                         emulateAllReduce(b, loc, *reduce.getOp(),
-                                          spillArray[reduce.getValue()],
-                                          threads));
+    for (unsigned i = 0, e = k.phases.size(); i < e; ++i) {
+      emulatePhase(b, s, k, i, blockScope);
+      if (i < k.cuts.size())
+        if (auto reduce = dyn_cast<gpu::AllReduceOp>(k.cuts[i]))
+          blockScope.map(
+              reduce.getResult(),
+              emulateAllReduce(b, loc, *reduce.getOp(),
+                               s.spillArray.lookup(reduce.getValue()),
+                               s.threads));
     }
     for (Value buffer : workgroupBuffers)
       memref::DeallocOp::create(b, loc, buffer);
     b.setInsertionPointToEnd(entry);
-    for (Value v : spilled)
-      memref::DeallocOp::create(b, loc, spillArray[v]);
+    for (Value v : k.spilled)
+      memref::DeallocOp::create(b, loc, s.spillArray.lookup(v));
     func::ReturnOp::create(b, loc);
     return fn;
   }
