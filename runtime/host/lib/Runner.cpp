@@ -127,7 +127,8 @@ std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
   // The rank's device, streams, cuBLAS and NCCL, and every buffer in
   // managed memory, before the first one.
   if (*backend == Backend::Cuda)
-    zbrt_cuda_start((plan->target == "cuda-emu" ? ZBRT_CUDA_HOST_KERNELS : 0) |
+    zbrt_cuda_start((plan->target == zb::Target::CudaEmu ? ZBRT_CUDA_HOST_KERNELS
+                                                         : 0) |
                     (plan->allowTf32 ? ZBRT_CUDA_ALLOW_TF32 : 0) |
                     (o.deterministic ? ZBRT_CUDA_DETERMINISTIC : 0) |
                     (plan->hostReadsDeviceMemory
@@ -148,7 +149,7 @@ std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
   auto rp = loadRankProgram(*plan, rank, data, /*forRun=*/true, paramsFile);
   if (!agree(rp ? Error::success() : rp.takeError()))
     return nullptr;
-  if (resumed && resumed->optimizer == "adamw") {
+  if (resumed && resumed->optimizer == zb::Optimizer::AdamW) {
     Error e = readParamLayout(**rp, resumed->dir + "/adam_m.bin", (*rp)->adamM);
     if (!e)
       e = readParamLayout(**rp, resumed->dir + "/adam_v.bin", (*rp)->adamV);
@@ -258,7 +259,7 @@ void StepLoop::checkpoint(int64_t stepsDone) {
   CheckpointInfo info;
   info.step = stepsDone;
   info.optimizerStep = gradSync.optimizerStep();
-  info.optimizer = opt.name;
+  info.optimizer = opt.kind;
   info.seed = rp.seed;
   info.numRanks = worldSize;
   info.planHash = planHash(plan);
@@ -520,7 +521,7 @@ Error zb::host::checkOptions(const RunOptions &o) {
 
 Expected<Backend> zb::host::resolveBackend(Backend requested,
                                            const Plan &plan) {
-  bool cudaPlan = plan.target == "cuda";
+  bool cudaPlan = plan.target == zb::Target::Cuda;
   Backend backend =
       requested == Backend::Auto ? (cudaPlan ? Backend::Cuda : Backend::Cpu)
                                  : requested;
@@ -535,11 +536,12 @@ Expected<Backend> zb::host::resolveBackend(Backend requested,
   // A cuda-emu plan's kernels run on the host: on the CPU backend, or on
   // the CUDA backend with its GEMMs, messages and memory on the GPU (the
   // runtime's CUDA path without the compiled kernels).
-  if (backend == Backend::Cuda && !cudaPlan && plan.target != "cuda-emu")
+  if (backend == Backend::Cuda && !cudaPlan &&
+      plan.target != zb::Target::CudaEmu)
     return makeError(formatv("{0}: {1} was compiled for target '{2}', not "
                              "cuda: recompile with zb-compile --target cuda",
                              flag, plan.path,
-                             plan.target.empty() ? "cpu" : plan.target));
+                             plan.target ? plan.targetText() : "cpu"));
   if (backend == Backend::Cuda) {
     char msg[512];
     if (zbrt_cuda_available(msg, sizeof(msg)) != 0)
