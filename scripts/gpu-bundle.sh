@@ -153,14 +153,21 @@ copy_dependencies() {
 }
 
 # ---- Plans --------------------------------------------------------------------
-copy_plans() {
-  local plan name
-  mkdir -p "$out/plans"
+check_plans() {
+  local plan names=" " name
   for plan in "$@"; do
     [ -f "$plan/plan.json" ] || die "'$plan' is not a zb-compile output (no plan.json)"
     name=$(basename "$(cd "$plan" && pwd)")
-    [ -e "$out/plans/$name" ] && die "two plans named '$name'"
-    cp -rL "$plan" "$out/plans/$name"
+    [[ "$names" != *" $name "* ]] || die "two plans named '$name'"
+    names="$names$name "
+  done
+}
+
+copy_plans() {
+  local plan
+  mkdir -p "$out/plans"
+  for plan in "$@"; do
+    cp -rL "$plan" "$out/plans/$(basename "$(cd "$plan" && pwd)")"
   done
 }
 
@@ -229,6 +236,7 @@ check_relocatable() {
   [ -z "$bad" ] || die "RUNPATH names $build in: $bad"
 }
 
+check_plans "$@"
 prepare_out
 install_runtime
 [ "$system_mpi" -eq 1 ] || copy_mpi
