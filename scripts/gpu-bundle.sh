@@ -34,7 +34,7 @@
 set -euo pipefail
 
 die() { echo "gpu-bundle.sh: error: $*" >&2; exit 1; }
-usage() { sed -n '4p' "$0" | sed 's/^#  *//' >&2; exit 2; }
+usage() { echo "usage: $(sed -n '4p' "$0" | sed 's/^#  *//')" >&2; exit 2; }
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=${ZB_BUILD_DIR:-$here/../build}
@@ -208,19 +208,20 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 zb_find_lib() {
   local found
   found=$(/sbin/ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n {print $NF; exit}')
-  if [ -z "$found" ]; then
-    found=$(ls -d /usr/local/cuda*/targets/*/lib/"$1" /usr/local/cuda*/lib64/"$1" \
-              /usr/lib/x86_64-linux-gnu/"$1" /usr/lib64/"$1" \
-              /usr/local/lib/python3*/dist-packages/nvidia/*/lib/"$1" \
-              /usr/lib/python3*/site-packages/nvidia/*/lib/"$1" 2>/dev/null | head -n 1)
-  fi
-  echo "$found"
+  if [ -n "$found" ]; then echo "$found"; return; fi
+  for found in /usr/local/cuda*/targets/*/lib/"$1" /usr/local/cuda*/lib64/"$1" \
+               /usr/lib/x86_64-linux-gnu/"$1" /usr/lib64/"$1" \
+               /usr/local/lib/python3*/dist-packages/nvidia/*/lib/"$1" \
+               /usr/lib/python3*/site-packages/nvidia/*/lib/"$1" \
+               /opt/conda/lib/python3*/site-packages/nvidia/*/lib/"$1"; do
+    if [ -e "$found" ]; then echo "$found"; return; fi
+  done
 }
 [ -n "${ZBRT_CUDA_DRIVER:-}" ] || ZBRT_CUDA_DRIVER=$(zb_find_lib libcuda.so.1)
 [ -n "${ZBRT_CUBLAS:-}" ] || ZBRT_CUBLAS=$(zb_find_lib libcublas.so.13)
 [ -n "${ZBRT_NCCL:-}" ] || ZBRT_NCCL=$(zb_find_lib libnccl.so.2)
 for zb_var in ZBRT_CUDA_DRIVER ZBRT_CUBLAS ZBRT_NCCL; do
-  if [ -n "${!zb_var}" ]; then export "$zb_var"; else unset "$zb_var"; fi
+  if [ -n "${!zb_var}" ]; then export "${zb_var?}"; else unset "$zb_var"; fi
 done
 unset zb_var
 unset -f zb_find_lib
