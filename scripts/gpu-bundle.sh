@@ -4,9 +4,9 @@
 #   scripts/gpu-bundle.sh [--build DIR] [--system-mpi] OUT [PLAN_DIR...]
 #
 # Writes the directory OUT, which can be copied or moved anywhere (on this
-# machine or another x86-64 Linux with a glibc at least as new), and needs
-# there only the NVIDIA driver and the CUDA libraries (cuBLAS, NCCL) for
-# --backend cuda, nothing for --backend cpu:
+# machine or another x86-64 Linux whose glibc and libstdc++ are at least as
+# new), and needs there only the NVIDIA driver and the CUDA libraries
+# (cuBLAS, NCCL) for --backend cuda, nothing for --backend cpu:
 #   bin/      zb-run, and Open MPI's mpirun and orted
 #   lib/      libzbrt.so and every shared library these load beyond glibc,
 #             libstdc++ and libgcc_s (Open MPI, PMIx, OpenBLAS, protobuf, ...);
@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
     --build) [ $# -ge 2 ] || usage; build=$2; shift 2 ;;
     --build=*) build=${1#--build=}; shift ;;
     --system-mpi) system_mpi=1; shift ;;
-    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;;
     --) shift; break ;;
     -*) die "unknown option '$1'" ;;
     *) break ;;
@@ -178,6 +178,9 @@ write_env() {
 #   source env.sh && zb-run plans/NAME --ranks N [--backend cuda] ...
 # Written by scripts/gpu-bundle.sh; nothing in it names the machine it was
 # made on: every path is relative to this file or found on this machine.
+# LD_LIBRARY_PATH puts the bundle's libraries (Open MPI's dependencies,
+# protobuf, OpenBLAS, ...) first for every program started from this shell:
+# source it where zb-run runs, not in a shell that also runs PyTorch.
 ZB_BUNDLE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export ZB_BUNDLE
 export PATH="$ZB_BUNDLE/bin${PATH:+:$PATH}"
