@@ -13,12 +13,10 @@
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/InitAllPasses.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/Support/FormatVariadic.h"
-
-#include <mutex>
 
 using namespace mlir;
 
@@ -113,38 +111,27 @@ struct CheckHostLoopsPass
 };
 } // namespace
 
-/// Parses a textual pipeline into `pm`. The upstream passes are named in a
-/// pipeline string: they are registered once (zb-opt has them already;
-/// zb-compile and the Python binding do not).
-static void addPipelineText(OpPassManager &pm, const std::string &text) {
-  static std::once_flag registered;
-  std::call_once(registered, [] {
-    registerAllPasses();
-    registerZBConversionPasses();
-    registerZBCodegenPasses();
-    registerZBTargetCUDAPasses();
-  });
-  if (failed(parsePassPipeline(text, pm)))
-    llvm::report_fatal_error("zb: the GPU pass pipeline does not parse");
-}
-
 /// The GPU part of buildTensorsToLLVMPipeline up to outlined kernels
 /// (GpuCodegenOptions): reductions as kernels, flattened and tiled parallel
 /// loops, gpu-kernel-outlining, the host-loop check, inspectKernels.
 static void addGpuKernelPasses(OpPassManager &pm,
                                const GpuCodegenOptions &gpu) {
-  addPipelineText(
-      pm, llvm::formatv(
-              "func.func(zb-gpu-map-reductions{{max-threads={0} "
-              "block-size={1}},"
-              "zb-gpu-wrap-scalar-ops,convert-linalg-to-parallel-loops,"
-              "zb-gpu-sink-serial-loops,zb-gpu-flatten-parallel-loops,"
-              "scf-parallel-loop-tiling{{parallel-loop-tile-sizes={1} "
-              "no-min-max-bounds=true},"
-              "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
-              "lower-affine,func.func(canonicalize),gpu-kernel-outlining",
-              gpu.reductionThreads, gpu.blockSize)
-              .str());
+  OpPassManager &fn = pm.nest<func::FuncOp>();
+  ZBGpuMapReductionsOptions reductions;
+  reductions.maxThreads = gpu.reductionThreads;
+  reductions.blockSize = gpu.blockSize;
+  fn.addPass(createZBGpuMapReductions(reductions));
+  fn.addPass(createZBGpuWrapScalarOps());
+  fn.addPass(createConvertLinalgToParallelLoopsPass());
+  fn.addPass(createZBGpuSinkSerialLoops());
+  fn.addPass(createZBGpuFlattenParallelLoops());
+  fn.addPass(createParallelLoopTilingPass({gpu.blockSize},
+                                          /*noMinMaxBounds=*/true));
+  fn.addPass(createGpuMapParallelLoopsPass());
+  fn.addPass(createConvertParallelLoopToGpuPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(std::make_unique<CheckHostLoopsPass>());
   if (gpu.inspectKernels)
     pm.addPass(std::make_unique<InspectPass>(gpu.inspectKernels));
@@ -160,24 +147,36 @@ static void addGpuBinaryPasses(OpPassManager &pm,
                                const GpuCodegenOptions &gpu) {
   llvm::SmallVector<llvm::StringRef> chips;
   llvm::StringRef(gpu.chip).split(chips, ',', -1, /*KeepEmpty=*/false);
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
   // One kernel module per rank program: one ptxas (and fatbinary) run per
   // architecture instead of one per kernel.
-  std::string text = "func.func(gpu-async-region),zb-gpu-merge-kernel-modules";
-  for (llvm::StringRef chip : chips)
-    text += llvm::formatv(",nvvm-attach-target{{chip={0} features={1} O=3}",
-                          chip.trim(), gpu.features)
-                .str();
+  pm.addPass(createZBGpuMergeKernelModules());
+  for (llvm::StringRef chip : chips) {
+    GpuNVVMAttachTargetOptions target;
+    target.chip = chip.trim().str();
+    target.features = gpu.features;
+    target.optLevel = 3;
+    pm.addPass(createGpuNVVMAttachTarget(target));
+  }
   // Views made inside a kernel (zb-gpu-sink-serial-loops moves a scatter's
   // row subviews into it) lower to plain address arithmetic first.
-  text += ",gpu.module(expand-strided-metadata,lower-affine,convert-scf-to-cf,"
-          "convert-gpu-to-nvvm,canonicalize,reconcile-unrealized-casts),";
-  text += chips.size() > 1
-              ? llvm::formatv("zb-gpu-fatbin{{toolkit={0}}", gpu.toolkit).str()
-              : llvm::formatv("gpu-module-to-binary{{format=fatbin "
-                              "toolkit={0}}",
-                              gpu.toolkit)
-                    .str();
-  addPipelineText(pm, text);
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(memref::createExpandStridedMetadataPass());
+  kernels.addPass(createLowerAffinePass());
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(createConvertGpuOpsToNVVMOps());
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  if (chips.size() > 1) {
+    ZBGpuFatbinOptions fatbin;
+    fatbin.toolkit = gpu.toolkit;
+    pm.addPass(createZBGpuFatbin(fatbin));
+  } else {
+    GpuModuleToBinaryPassOptions binary;
+    binary.compilationTarget = "fatbin";
+    binary.toolkitPath = gpu.toolkit;
+    pm.addPass(createGpuModuleToBinaryPass(binary));
+  }
 }
 
 /// Canonicalization, one-shot bufferization with ownership-based
@@ -255,15 +254,6 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise,
   addZBToLinalgPasses(pm, fuseElementwise);
   buildTensorsToLLVMPipeline(pm, /*runtimeAllocator=*/true, gpu);
   pm.addPass(createZBEmitRankEntry());
-}
-
-void buildFunctionToLLVMPipeline(OpPassManager &pm, bool useRuntime,
-                                 const GpuCodegenOptions *gpu) {
-  pm.addPass(createInlinerPass());
-  if (useRuntime)
-    pm.addPass(createConvertZBToRuntime());
-  pm.addPass(createConvertZBToLinalg());
-  buildTensorsToLLVMPipeline(pm, /*runtimeAllocator=*/false, gpu);
 }
 
 void buildLowerToGpuKernelsPipeline(OpPassManager &pm, bool fuseElementwise,

@@ -2,12 +2,14 @@
 #include "GradientCheck.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 #include "zb/Driver/Driver.h"
+#include "zb/Conversion/Passes.h"
 #include "zb/Pipelines/Pipelines.h"
 #include "zb/Transforms/Passes.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -39,6 +41,22 @@ static HostTensor templateOf(Type type) {
 
 /// Appends `@entry(args..., out memrefs...)` that calls @main and writes its
 /// results into the out buffers (C interface, so the JIT can call it).
+/// From a whole program on zb tensors in one process (no ranks, e.g. a
+/// forward-and-loss function after zb-autodiff) to the LLVM dialect: calls
+/// inlined, with `useRuntime` f32 (batched) matmuls as zb runtime calls
+/// (convert-zb-to-runtime: OpenBLAS, the program then needs libzbrt), the
+/// rest as linalg (convert-zb-to-linalg), then the library's
+/// buildTensorsToLLVMPipeline with malloc/free; with `gpu` (emulate set) the
+/// CUDA target's kernels run by CPU emulation.
+static void buildFunctionToLLVMPipeline(OpPassManager &pm, bool useRuntime,
+                                        const zb::GpuCodegenOptions *gpu) {
+  pm.addPass(createInlinerPass());
+  if (useRuntime)
+    pm.addPass(zb::createConvertZBToRuntime());
+  pm.addPass(zb::createConvertZBToLinalg());
+  zb::buildTensorsToLLVMPipeline(pm, /*runtimeAllocator=*/false, gpu);
+}
+
 static void addEntry(ModuleOp module) {
   auto main = module.lookupSymbol<func::FuncOp>("main");
   OpBuilder b(module.getContext());
@@ -115,7 +133,7 @@ CompiledLoss::CompiledLoss(const std::string &source, ManualBackward manual,
   }
   addEntry(*module);
   PassManager lower = PassManager::on<ModuleOp>(context.get());
-  zb::buildFunctionToLLVMPipeline(lower, useRuntime, gpu);
+  buildFunctionToLLVMPipeline(lower, useRuntime, gpu);
   if (failed(lower.run(*module))) {
     errorMessage = "lowering failed: " + diagnostics;
     return;

@@ -134,17 +134,6 @@ void buildLowerToGpuKernelsPipeline(mlir::OpPassManager &pm,
                                     bool fuseElementwise,
                                     const GpuCodegenOptions &gpu);
 
-/// From a whole program on zb tensors in one process (no ranks, e.g. a
-/// forward-and-loss function after zb-autodiff) to the LLVM dialect: calls
-/// inlined, with `useRuntime` f32 (batched) matmuls as zb runtime calls
-/// (convert-zb-to-runtime: OpenBLAS, the program then needs libzbrt), the
-/// rest as linalg (convert-zb-to-linalg), then buildTensorsToLLVMPipeline
-/// with malloc/free. The unit tests JIT-compile its output; with `gpu`
-/// (emulate set) they run the CUDA target's kernels by CPU emulation.
-void buildFunctionToLLVMPipeline(mlir::OpPassManager &pm,
-                                 bool useRuntime = false,
-                                 const GpuCodegenOptions *gpu = nullptr);
-
 /// Registers "zb-pipeline-parallel" and "zb-lower-to-llvm" for zb-opt.
 void registerPipelines();
 
