@@ -4,8 +4,9 @@
 // (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, Section 3 and
 // Appendix: profile T_F/T_B/T_W/T_comm, then schedule with them):
 // `zb-run --profile FILE` writes it (writeProfile), `zb-compile --profile
-// FILE` and `zb-opt -zb-schedule="profile=FILE"` read it (readProfile,
-// through zb::applyProfile). One reader and one writer, here:
+// FILE` and `zb-opt -zb-schedule="profile=FILE"` read it (readProfile;
+// zb-compile hands the costs to zb::applyStageCosts). One reader and one
+// writer, here:
 //
 //   {"format": "zb-profile", "version": 1, "plan": "<plan.json>",
 //    "steps": S,
