@@ -38,7 +38,8 @@ static void setPipelineOptions(PipelineOptions &pipeline,
   pipeline.scheduleFile = options.scheduleFile;
   pipeline.memoryLimit = options.memoryLimits;
   pipeline.target = targetName(options.costTarget()).str();
-  pipeline.optimizerSync = sched::optimizerSyncName(options.optimizerSync).str();
+  pipeline.optimizerSync =
+      sched::optimizerSyncName(options.optimizerSync).str();
 }
 
 LogicalResult partitionModel(ModuleOp module, const CompileOptions &options) {
@@ -141,9 +142,9 @@ llvm::Expected<sched::Schedule> resolveScheduleFile(CompileOptions &o) {
       }
   }
   if (ranks != o.numRanks)
-    return error(llvm::formatv("has {0} ranks, --stages is {1}", ranks,
-                               o.numRanks)
-                     .str());
+    return error(
+        llvm::formatv("has {0} ranks, --stages is {1}", ranks, o.numRanks)
+            .str());
   if (microbatches != o.microbatches)
     return error(llvm::formatv("has {0} microbatches, --microbatches is {1}",
                                microbatches, o.microbatches)

@@ -44,7 +44,7 @@ static LogicalResult applyProfileFile(ModuleOp module, StringRef path) {
 /// convention for a schedule it did not build, CostConvention::StageSpan)
 /// or zb JSON.
 static llvm::Expected<sched::Schedule> readScheduleFile(StringRef path,
-                                                       int numRanks) {
+                                                        int numRanks) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     return llvm::createStringError("cannot read: " +
@@ -70,13 +70,12 @@ struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
   /// this pipeline's stages (the file's stage-to-rank mapping must be the
   /// pipeline's: stage s on rank s mod p, the interleaved mapping, or the V
   /// shape).
-  llvm::Expected<sched::Schedule>
-  fileSchedule(const sched::Problem &problem) {
+  llvm::Expected<sched::Schedule> fileSchedule(const sched::Problem &problem) {
     StringRef what = given ? StringRef(givenPath) : StringRef(scheduleFile);
     auto fail = [&](const llvm::Twine &message) {
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "schedule file '" + what + "': " +
-                                         message);
+                                     "schedule file '" + what +
+                                         "': " + message);
     };
     llvm::Expected<sched::Schedule> read =
         given ? llvm::Expected<sched::Schedule>(*given)
@@ -122,14 +121,13 @@ struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
             ? fileSchedule(problem)
             : sched::buildSchedule(problem, algorithm);
     if (!schedule) {
-      module.emitError("zb-schedule: ")
-          << llvm::toString(schedule.takeError());
+      module.emitError("zb-schedule: ") << llvm::toString(schedule.takeError());
       return signalPassFailure();
     }
     if (llvm::Error err = sched::verify(problem, *schedule)) {
       module.emitError("zb-schedule: schedule '")
-          << algorithm << "' failed verification: "
-          << llvm::toString(std::move(err));
+          << algorithm
+          << "' failed verification: " << llvm::toString(std::move(err));
       return signalPassFailure();
     }
     sched::SimResult sim = sched::simulate(problem, *schedule);

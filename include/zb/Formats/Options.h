@@ -1,4 +1,4 @@
-//===- Options.h - typed options of zb-compile, plan.json, zb-run -*- C++ -*-===//
+//===- Options.h - typed options: target, optimizer -----------*- C++ -*-===//
 //
 // The options that travel from zb-compile's flags through the compiler into
 // plan.json and zb-run, as enums with one parser and one printer each. The
