@@ -131,8 +131,12 @@ static void addGpuKernelPasses(OpPassManager &pm,
   fn.addPass(createConvertParallelLoopToGpuPass());
   pm.addPass(createLowerAffinePass());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  // Constant tensors into the kernels that read them: device globals of
+  // the fatbin, never a host pointer handed to a kernel.
+  pm.addNestedPass<func::FuncOp>(createZBGpuSinkConstants());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(std::make_unique<CheckHostLoopsPass>());
+  pm.addPass(createZBGpuCheckDeviceMemory());
   if (gpu.inspectKernels)
     pm.addPass(std::make_unique<InspectPass>(gpu.inspectKernels));
 }

@@ -527,9 +527,19 @@ struct ZBGpuEmulatePass
     });
     if (result.wasInterrupted())
       return signalPassFailure();
+    // The constant globals the kernels read (zb-gpu-sink-constants) are
+    // read by the emulations from the host module, where they came from.
+    SymbolTable hostSymbols(module);
     for (auto gpuModule :
-         llvm::make_early_inc_range(module.getOps<gpu::GPUModuleOp>()))
+         llvm::make_early_inc_range(module.getOps<gpu::GPUModuleOp>())) {
+      for (auto global :
+           llvm::make_early_inc_range(gpuModule.getOps<memref::GlobalOp>()))
+        if (!hostSymbols.lookup(global.getSymName())) {
+          global->remove();
+          hostSymbols.insert(global);
+        }
       gpuModule.erase();
+    }
     module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
   }
 };

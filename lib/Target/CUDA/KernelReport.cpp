@@ -1,5 +1,6 @@
 //===- KernelReport.cpp - the kernels of a CUDA rank program --------------===//
 #include "zb/Target/CUDA/KernelReport.h"
+#include "zb/Target/CUDA/DeviceMemory.h"
 #include "zb/Dialect/ZB/IR/ZBAttributes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -65,6 +66,22 @@ double bytesOf(Type type) {
                       ? 64
                       : m.getElementType().getIntOrFloatBitWidth();
   return static_cast<double>(m.getNumElements()) * ((bits + 7) / 8);
+}
+
+/// Bytes of the constant tensors `kernel` loads from device globals
+/// (zb-gpu-sink-constants moved them in): each loaded view counted once,
+/// as it was when the host passed it as an operand.
+double constantBytesRead(mlir::gpu::GPUFuncOp kernel) {
+  SymbolTableCollection symbols;
+  llvm::DenseSet<Value> seen;
+  double bytes = 0;
+  kernel.walk([&](memref::LoadOp load) {
+    Value memref = load.getMemRef();
+    if (zb::cuda::constantGlobalRoot(memref, symbols) &&
+        seen.insert(memref).second)
+      bytes += bytesOf(memref.getType());
+  });
+  return bytes;
 }
 
 bool isFlop(Operation *op) {
@@ -209,6 +226,7 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module,
           if (stores)
             g.bytesWritten += bytes;
         }
+        g.bytesRead += constantBytesRead(kernel);
       }
       result.push_back(g);
     });

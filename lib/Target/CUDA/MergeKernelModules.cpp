@@ -26,13 +26,44 @@ struct ZBGpuMergeKernelModulesPass
           ZBGpuMergeKernelModulesPass> {
   using Base::Base;
 
-  /// A module holding gpu.func kernels only (the outliner's shape).
+  /// A module holding gpu.func kernels and the constant globals they read
+  /// (the outliner's shape; zb-gpu-sink-constants).
   static bool kernelsOnly(gpu::GPUModuleOp module) {
     for (Operation &op : module.getBody()->getOperations()) {
+      if (auto global = dyn_cast<memref::GlobalOp>(op))
+        if (global.getConstant())
+          continue;
       auto func = dyn_cast<gpu::GPUFuncOp>(op);
       if (!func || !func.isKernel())
         return false;
     }
+    return true;
+  }
+
+  /// Moves the constant globals of `modules` into `merged`, one copy of
+  /// each: the outliner copied the same global of the host module into
+  /// every kernel module that reads it. False (with an error) when two
+  /// globals of one name differ.
+  static bool mergeGlobals(ArrayRef<gpu::GPUModuleOp> modules,
+                           gpu::GPUModuleOp merged) {
+    llvm::StringMap<memref::GlobalOp> kept;
+    Block *body = merged.getBody();
+    for (gpu::GPUModuleOp module : modules)
+      for (auto global :
+           llvm::make_early_inc_range(module.getOps<memref::GlobalOp>())) {
+        auto [it, inserted] = kept.try_emplace(global.getSymName(), global);
+        if (inserted) {
+          global->moveBefore(body, body->begin());
+          continue;
+        }
+        if (!OperationEquivalence::isEquivalentTo(
+                it->second, global, OperationEquivalence::Flags::IgnoreLocations)) {
+          global.emitError("zb-gpu-merge-kernel-modules: two different "
+                           "globals named '")
+              << global.getSymName() << "'";
+          return false;
+        }
+      }
     return true;
   }
 
@@ -81,6 +112,8 @@ struct ZBGpuMergeKernelModulesPass
         renamed[module.getName()][oldName.getValue()] = newName;
       }
     }
+    if (!mergeGlobals(modules, merged))
+      return signalPassFailure();
     // Symbol names in the merged module must be unique.
     llvm::StringSet<> seen;
     for (auto func : merged.getOps<gpu::GPUFuncOp>())

@@ -1,5 +1,5 @@
-// RUN: zb-opt %s --zb-gpu-merge-kernel-modules | FileCheck %s
-// RUN: zb-opt %s --zb-gpu-merge-kernel-modules | zb-opt | FileCheck %s
+// RUN: zb-opt %s --split-input-file --zb-gpu-merge-kernel-modules | FileCheck %s
+// RUN: zb-opt %s --split-input-file --zb-gpu-merge-kernel-modules | zb-opt --split-input-file | FileCheck %s
 
 // zb-gpu-merge-kernel-modules: the outliner's one-kernel modules become one
 // gpu.module (zb_kernels, renamed on a clash) where each kernel takes its
@@ -62,3 +62,33 @@ module attributes {gpu.container_module} {
     return
   }
 }
+
+// -----
+
+// The constant globals kernels read (zb-gpu-sink-constants; the outliner
+// copied @ids into both modules) are merged into one copy.
+
+// CHECK-LABEL: module attributes {gpu.container_module}
+// CHECK:         gpu.module @zb_kernels {
+// CHECK-NEXT:      memref.global "private" constant @ids : memref<4xi64> = dense<[0, 1, 2, 3]>
+// CHECK-NOT:       memref.global
+// CHECK:           gpu.func @a(
+// CHECK:           gpu.func @b(
+module attributes {gpu.container_module} {
+  memref.global "private" constant @ids : memref<4xi64> = dense<[0, 1, 2, 3]>
+  gpu.module @a {
+    gpu.func @a(%o: memref<4xi64>) kernel {
+      %g = memref.get_global @ids : memref<4xi64>
+      gpu.return
+    }
+    memref.global "private" constant @ids : memref<4xi64> = dense<[0, 1, 2, 3]>
+  }
+  gpu.module @b {
+    gpu.func @b(%o: memref<4xi64>) kernel {
+      %g = memref.get_global @ids : memref<4xi64>
+      gpu.return
+    }
+    memref.global "private" constant @ids : memref<4xi64> = dense<[0, 1, 2, 3]>
+  }
+}
+

@@ -197,4 +197,45 @@ def ZBGpuFatbin : Pass<"zb-gpu-fatbin", "mlir::ModuleOp"> {
   ];
 }
 
+def ZBGpuSinkConstants : Pass<"zb-gpu-sink-constants"> {
+  let summary = "Moves the constant tensors a gpu.launch reads into the kernel (device memory)";
+  let description = [{
+    For the CUDA target, before gpu-kernel-outlining. A constant tensor of
+    the model (position ids, a causal mask, a RoPE table, folded at import)
+    is a `memref.global constant` of the rank program; host code that passes
+    its `memref.get_global` to a kernel would hand the GPU a pointer into the
+    host's copy of the rank library, which a kernel cannot read. This pass
+    moves every `memref.get_global` of a constant global that a `gpu.launch`
+    body uses, with the views on it (`memref.subview`, `memref.cast`,
+    `memref.collapse_shape`, `memref.expand_shape`, `memref.reinterpret_cast`)
+    and their constant operands, into the launch body. gpu-kernel-outlining
+    then copies the global into the kernel's `gpu.module`: it becomes a
+    device global of the fatbin, in device memory from the moment the
+    runtime loads the module (once per rank program, not per step), and the
+    kernel reads it there. Non-constant globals and views of other buffers
+    are left alone (zb-gpu-check-device-memory refuses what still reaches a
+    kernel from host memory).
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def ZBGpuCheckDeviceMemory : Pass<"zb-gpu-check-device-memory", "mlir::ModuleOp"> {
+  let summary = "Refuses a kernel or runtime operand that is host memory";
+  let description = [{
+    For the CUDA target, after gpu-kernel-outlining: every buffer a kernel
+    (`gpu.launch_func`) or a runtime call of the rank program (`zbrt_*`:
+    GEMMs through cuBLAS, messages through NCCL) reads or writes must be
+    device memory: a step argument (parameters, gradients, inputs: zb-run
+    allocates them on the device) or a `memref.alloc` (the runtime's
+    allocator gives device memory under the CUDA backend). A buffer that
+    comes from a `memref.get_global` or a `memref.alloca` in host code,
+    directly, through views or through calls of the module's own functions,
+    is host memory: the GPU would fault on it (an illegal address) or read
+    garbage. The pass reports each such use as an error at the launch or
+    call, naming the kernel or runtime function, the operand and the
+    host-memory source, and fails.
+  }];
+}
+
 #endif // ZB_TARGET_CUDA_PASSES_TD
