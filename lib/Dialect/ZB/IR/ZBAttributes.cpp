@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "zb/Dialect/ZB/IR/ZBAttributes.h"
 #include "zb/Dialect/ZB/IR/ZBDialect.h"
+#include "zb/Schedule/OptimizerSync.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -96,11 +97,16 @@ LogicalResult ScheduleAttr::verify(EmitFn emitError, StringRef,
     if (failed(verifyRankRow(emitError, row, rank, stageToRank.asArrayRef(),
                              microbatches)))
       return failure();
-  if (optimizerSync != "none" && optimizerSync != "post-validation")
+  llvm::Expected<sched::OptimizerSync> sync =
+      sched::parseOptimizerSync(optimizerSync);
+  if (!sync || *sync == sched::OptimizerSync::AllReduce) {
+    if (!sync)
+      llvm::consumeError(sync.takeError());
     return emitError() << "#zb.schedule: optimizer_sync must be \"none\" or "
                           "\"post-validation\", not \""
                        << optimizerSync << "\"";
-  if ((optimizerSync == "post-validation") != bool(validateBefore))
+  }
+  if ((*sync == sched::OptimizerSync::PostValidation) != bool(validateBefore))
     return emitError() << "#zb.schedule: validate_before goes with "
                           "optimizer_sync = \"post-validation\" (and only "
                           "with it)";
