@@ -187,6 +187,8 @@ static void addGpuBinaryPasses(OpPassManager &pm,
 /// deallocation, copies as linalg.
 static void addBufferizationPasses(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
+  // Constant globals in program order: a reproducible compile.
+  pm.addPass(createZBConstantGlobals());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =

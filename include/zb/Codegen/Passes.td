@@ -110,4 +110,20 @@ def ZBFuseElementwise : Pass<"zb-fuse-elementwise", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def ZBConstantGlobals : Pass<"zb-constant-globals", "mlir::ModuleOp"> {
+  let summary = "Makes the memref.global of every tensor constant, in program order";
+  let description = [{
+    Before one-shot-bufferize: creates the `memref.global` of every
+    `arith.constant` of tensor type (bufferization::getGlobalFor, 64-byte
+    aligned as one-shot-bufferize asks), walking the module in program
+    order. One-shot-bufferize then finds each global already made and
+    reuses it. Without this pass the globals are made in the order
+    one-shot-bufferize visits functions, which depends on pointer values:
+    the same model compiled twice gave rank programs whose constants were
+    ordered (and, for two constants of one type, named) differently. With
+    it a compile is reproducible byte for byte.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 #endif // ZB_CODEGEN_PASSES_TD
