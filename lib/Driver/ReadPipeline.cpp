@@ -39,6 +39,26 @@ FailureOr<SmallVector<RankArg>> readRankArgs(func::FuncOp step,
   return args;
 }
 
+/// The step function's zb.channel_order (zb-lower-pipeline) into `sends`;
+/// left empty when absent.
+static LogicalResult
+readSends(func::FuncOp step,
+          std::optional<std::vector<host::SentMessage>> &sends) {
+  auto list = step->getAttrOfType<ArrayAttr>(kChannelOrderAttr);
+  if (!list)
+    return success();
+  sends.emplace();
+  for (Attribute a : list) {
+    auto m = dyn_cast<DenseI64ArrayAttr>(a);
+    if (!m || m.size() != 3)
+      return step.emitError(
+          "zb.channel_order: expected [peer, tag, bytes] arrays");
+    sends->push_back({static_cast<int32_t>(m[0]), static_cast<int32_t>(m[1]),
+                      m[2]});
+  }
+  return success();
+}
+
 FailureOr<LoweredPipeline> readPipeline(ModuleOp module,
                                         const CompileOptions &options) {
   FailureOr<PipelineInfo> info = PipelineInfo::read(module);
@@ -55,6 +75,7 @@ FailureOr<LoweredPipeline> readPipeline(ModuleOp module,
       pipeline.info.toProblem(options.microbatches, options.memoryLimits);
   pipeline.simulation = sched::simulate(pipeline.problem, pipeline.schedule);
   pipeline.rankArgs.resize(pipeline.numRanks());
+  pipeline.rankSends.resize(pipeline.numRanks());
   for (auto fn : module.getOps<func::FuncOp>()) {
     auto rank = fn->getAttrOfType<IntegerAttr>(kStepRankAttr);
     if (!rank)
@@ -67,6 +88,8 @@ FailureOr<LoweredPipeline> readPipeline(ModuleOp module,
     if (failed(args))
       return failure();
     pipeline.rankArgs[rank.getInt()] = std::move(*args);
+    if (failed(readSends(fn, pipeline.rankSends[rank.getInt()])))
+      return failure();
   }
   // Index ranges of integer batch inputs, from the stage functions' uses.
   for (auto fn : module.getOps<func::FuncOp>()) {

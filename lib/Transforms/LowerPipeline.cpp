@@ -134,7 +134,10 @@ public:
     }
     if (validateBefore == static_cast<int64_t>(actions.size()))
       validateOptimizer();
-    return finish();
+    if (failed(finish()))
+      return failure();
+    recordSends();
+    return success();
   }
 
 private:
@@ -233,6 +236,16 @@ private:
     if (rank != last)
       msgs.push_back({false, last, kFullStateTag, 16,
                       "the previous step's full optimizer state"});
+  }
+  /// The step's zbrt_send messages in program order, as checked (plan.json
+  /// ranks[r].sends: every channel's order, which the CUDA runtime's NCCL
+  /// transport needs). The full-state messages (kFullStateTag) go elsewhere.
+  void recordSends() {
+    SmallVector<Attribute> sends;
+    for (const Message &m : msgs)
+      if (m.isSend && m.tag >= 0)
+        sends.push_back(b.getDenseI64ArrayAttr({m.peer, m.tag, m.bytes}));
+    entry->getParentOp()->setAttr(kChannelOrderAttr, b.getArrayAttr(sends));
   }
   void declare(StringRef fname, TypeRange args) {
     if (module.lookupSymbol<func::FuncOp>(fname))

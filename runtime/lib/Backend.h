@@ -34,6 +34,16 @@ struct DeviceTime {
   double beginUs, endUs;
 };
 
+/// A message of a step as the compiler lowered it: its tag (zbrt_tag) and
+/// size in bytes.
+struct ChannelMessage {
+  int32_t tag;
+  int64_t bytes;
+  bool operator==(const ChannelMessage &o) const {
+    return tag == o.tag && bytes == o.bytes;
+  }
+};
+
 /// Row-major C[M x N] = alpha op(A) op(B) + beta C with row strides in
 /// elements (zbrt_sgemm's contract; the ABI has checked the sizes).
 struct Gemm {
@@ -56,11 +66,17 @@ public:
   /// Receives exactly `bytes` from `peer` into `buf`: usable by the next
   /// operation of this backend (not necessarily by the host: hostAccess).
   virtual void recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) = 0;
+  /// zbrt_set_channel_order: the messages the channel from rank `from` to
+  /// rank `to` carries in every step, in order (this rank is one of them).
+  /// Before the first step; a backend that matches messages by tag ignores
+  /// it.
+  virtual void setChannelOrder(int32_t from, int32_t to,
+                               const std::vector<ChannelMessage> &order) {}
   /// zbrt_wait: waits for an MPI request under the watchdog while this
   /// rank's own sends progress.
   virtual void waitRequest(void *mpiRequest, const char *what) = 0;
 
-  //===-- GEMM -------------------------------------------------------------===//
+  //===-- GEMM ------------------------------------------------------------===//
   virtual void sgemm(const Gemm &g) = 0;
   /// `batch` products C[i] = op(A[i]) op(B[i]) (alpha 1, beta 0) at
   /// constant batch strides (elements) in one call; false when this backend
@@ -71,7 +87,7 @@ public:
     return false;
   }
 
-  //===-- Optimizer (OptimizerMath.h per element) --------------------------===//
+  //===-- Optimizer (OptimizerMath.h per element) -------------------------===//
   virtual void sgd(float *param, const float *grad, int64_t n, float scale,
                    bool rollback) = 0;
   virtual void adamw(float *param, const float *grad, float *m, float *v,
@@ -81,13 +97,13 @@ public:
   /// element is NaN or infinite. Waits for its result.
   virtual double sumSquares(const float *x, int64_t n, int32_t *nonFinite) = 0;
 
-  //===-- Trace marks --------------------------------------------------------===//
+  //===-- Trace marks -----------------------------------------------------===//
   /// The step begins (the trace has just been cleared).
   virtual void traceBeginStep() {}
   /// Action `index` of the trace begins (end = false) or ends here.
   virtual void traceMark(size_t index, bool end) {}
 
-  //===-- Step end, finalize -------------------------------------------------===//
+  //===-- Step end, finalize ----------------------------------------------===//
   /// The end of a step: every send of the step completes. Returns the
   /// device times of the step's actions (empty when the backend measures
   /// none: the host times stand).
@@ -95,7 +111,7 @@ public:
   /// Completes what is pending and releases the backend's resources.
   virtual void finalize() = 0;
 
-  //===-- Host access --------------------------------------------------------===//
+  //===-- Host access -----------------------------------------------------===//
   /// Waits until the host may touch buffers this backend's earlier
   /// operations read or write (`what` names the wait in messages).
   virtual void hostAccess(const char *what) {}
@@ -105,7 +121,7 @@ public:
   virtual void *allocTemporary(size_t bytes, const char *what) = 0;
   virtual void freeTemporary(void *p, const char *what) = 0;
 
-  //===-- Streams of MLIR's host code (mgpu*) --------------------------------===//
+  //===-- Streams of MLIR's host code (mgpu*) -----------------------------===//
   /// The stream every kernel runs on, or null (mgpuStreamCreate then makes
   /// one of its own).
   virtual void *computeStream() { return nullptr; }

@@ -1,4 +1,4 @@
-//===- DynamicLibrary.h - zb runtime: dlopen with a symbol table -*- C++ -*-===//
+//===- DynamicLibrary.h - zb runtime: dlopen, symbol table ------*- C++ -*-===//
 //
 // Not installed. libzbrt never links CUDA: the driver (libcuda), cuBLAS and
 // NCCL are opened with dlopen and their entry points resolved from a table
@@ -25,8 +25,8 @@ struct Symbol {
   /// `slot` is a function pointer of any type.
   template <typename Fn>
   Symbol(const char *name, Fn *&slot, bool optional = false)
-      : name(name), slot(reinterpret_cast<void **>(&slot)),
-        optional(optional) {}
+      : name(name), slot(reinterpret_cast<void **>(&slot)), optional(optional) {
+  }
 };
 
 /// Opens `library` (RTLD_NOW | RTLD_LOCAL) and fills every slot of

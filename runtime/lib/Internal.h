@@ -64,9 +64,9 @@ void waitWatched(Ready ready, Describe describe) {
   while (true) {
     if (ready())
       return;
-    const double waited = std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - start)
-                              .count();
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     const double limit = commTimeoutSeconds();
     if (limit > 0 && waited > limit) {
       std::string what = describe();

@@ -369,7 +369,7 @@ struct LoweredPipeline {
   /// Step function arguments, per rank.
   std::vector<llvm::SmallVector<RankArg>> rankArgs;
   /// Per rank: the messages its step function sends, in program order
-  /// (zb-lower-pipeline's zb.sends; none when absent).
+  /// (zb-lower-pipeline's zb.channel_order; none when absent).
   std::vector<std::optional<std::vector<host::SentMessage>>> rankSends;
   /// Batch input index -> the range its integer values must lie in (the
   /// rows of the table a zb.gather indexes, the classes of a

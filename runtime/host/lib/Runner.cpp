@@ -103,6 +103,26 @@ Expected<std::optional<int>> launch(const RunOptions &o, const Plan &plan,
   return std::nullopt;
 }
 
+/// Hands the message order of every channel from or to `rank` (plan.json
+/// ranks[r].sends) to the runtime: the CUDA backend's transport needs it
+/// (NCCL has no tags). Plans without "sends" hand nothing over.
+void setChannelOrders(const Plan &plan, int32_t rank) {
+  for (const RankInfo &from : plan.ranks) {
+    if (!from.sends)
+      continue;
+    for (int32_t to = 0; to < plan.numRanks; ++to) {
+      if (to == from.rank || (to != rank && from.rank != rank))
+        continue;
+      std::vector<int64_t> order;
+      for (const SentMessage &m : *from.sends)
+        if (m.peer == to)
+          order.insert(order.end(), {m.tag, m.bytes});
+      zbrt_set_channel_order(from.rank, to, order.data(),
+                             (int64_t)order.size() / 2);
+    }
+  }
+}
+
 /// Inside MPI: the plan, the job's size and the backend, then this rank's
 /// program, each agreed on by all ranks. nullptr when any rank failed.
 std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
@@ -125,15 +145,15 @@ std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
   if (!agree(backend ? Error::success() : backend.takeError()))
     return nullptr;
   // The rank's device, streams, cuBLAS and NCCL, and every buffer in
-  // managed memory, before the first one.
-  if (*backend == Backend::Cuda)
-    zbrt_cuda_start((plan->target == zb::Target::CudaEmu ? ZBRT_CUDA_HOST_KERNELS
-                                                         : 0) |
-                    (plan->allowTf32 ? ZBRT_CUDA_ALLOW_TF32 : 0) |
-                    (o.deterministic ? ZBRT_CUDA_DETERMINISTIC : 0) |
-                    (plan->hostReadsDeviceMemory
-                         ? 0
-                         : ZBRT_CUDA_HOST_CODE_LAUNCHES_ONLY));
+  // managed memory, before the first one; then the channels' orders.
+  if (*backend == Backend::Cuda) {
+    zbrt_cuda_start(
+        (plan->target == zb::Target::CudaEmu ? ZBRT_CUDA_HOST_KERNELS : 0) |
+        (plan->allowTf32 ? ZBRT_CUDA_ALLOW_TF32 : 0) |
+        (o.deterministic ? ZBRT_CUDA_DETERMINISTIC : 0) |
+        (plan->hostReadsDeviceMemory ? 0 : ZBRT_CUDA_HOST_CODE_LAUNCHES_ONLY));
+    setChannelOrders(*plan, rank);
+  }
   std::string paramsFile;
   DataOptions data = o.data;
   if (!o.resumeDir.empty()) {

@@ -181,11 +181,12 @@ void zbrt_use_cuda_memory(void);
 // communicator and stream per direction (zbrt_send / zbrt_recv: a send
 // copies into a staging block on the compute stream, so the caller may
 // reuse its buffer; the compute stream waits for a receive through an
-// event; the host waits for neither). NCCL has no tags: the first step's
-// messages go through MPI on the host while both sides record each
-// channel's order; from the second step on a message that arrives before
-// it is asked for waits in a staging block (the order is checked every
-// step). The host synchronises at the end of a
+// event; the host waits for neither). NCCL has no tags: zb-run hands every
+// channel's message order from plan.json to the runtime before the first
+// step (zbrt_set_channel_order), a message that arrives before it is asked
+// for waits in a staging block, and every step is checked against the
+// order; a channel without an order carries nothing (its messages go
+// through MPI on the host). The host synchronises at the end of a
 // step (zbrt_step_end) and where the program's host code synchronises the
 // compute stream, under the watchdog (zbrt_set_comm_timeout), which also
 // polls NCCL's asynchronous errors and aborts the communicators. Memory
@@ -213,6 +214,14 @@ void zbrt_use_cuda_memory(void);
 /// ordered on the device; the host waits at the end of the step).
 #define ZBRT_CUDA_HOST_CODE_LAUNCHES_ONLY 8
 void zbrt_cuda_start(int32_t flags);
+/// The messages the channel from rank `from` to rank `to` carries in every
+/// step, in order, as the compiler lowered them (plan.json ranks[from].sends
+/// to `to`): `count` pairs (tag, bytes) at `messages` (copied). zb-run calls
+/// it for every channel of this rank after zbrt_cuda_start and before the
+/// first step. A message that differs from the order ends the job. No-op
+/// for channels of other ranks, and on the CPU backend (MPI matches tags).
+void zbrt_set_channel_order(int32_t from, int32_t to, const int64_t *messages,
+                            int64_t count);
 /// Waits for the rank's compute stream (no-op without the CUDA backend):
 /// zb-run calls it after the optimizer, before the host reads parameters
 /// or optimizer state. (Under the CUDA backend zbrt_sgd_step,

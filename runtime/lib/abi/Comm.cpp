@@ -9,9 +9,9 @@
 #include "zbrt/Trace.h"
 #include "zbrt/zbrt.h"
 
-#include "BackendSelection.h"
 #include "../Internal.h"
 #include "../TraceLog.h"
+#include "BackendSelection.h"
 
 #include <climits>
 
@@ -31,8 +31,8 @@ void checkMessage(const char *what, const char *direction, int32_t peer,
     fatalf("%s: tag %d out of range [0, %d] (peer %d)", what, tag,
            detail::tagUpperBound(), peer);
   if (bytes < 0 || bytes > INT_MAX)
-    fatalf("%s %s rank %d tag %d: unsupported size %lld bytes", what,
-           direction, peer, tag, (long long)bytes);
+    fatalf("%s %s rank %d tag %d: unsupported size %lld bytes", what, direction,
+           peer, tag, (long long)bytes);
 }
 
 } // namespace

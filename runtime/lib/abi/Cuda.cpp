@@ -2,9 +2,11 @@
 
 #include "zbrt/zbrt.h"
 
-#include "BackendSelection.h"
 #include "../cuda/Driver.h"
+#include "BackendSelection.h"
 #include "Memory.h"
+
+#include <vector>
 
 using namespace zbrt;
 
@@ -16,6 +18,15 @@ extern "C" int32_t zbrt_cuda_available(char *msg, int64_t cap) {
 extern "C" void zbrt_cuda_start(int32_t flags) {
   startCudaBackend(flags);
   detail::useCudaMemory(); // the driver is loaded: no second probe
+}
+
+extern "C" void zbrt_set_channel_order(int32_t from, int32_t to,
+                                       const int64_t *messages, int64_t count) {
+  std::vector<ChannelMessage> order;
+  for (int64_t i = 0; i < count; ++i)
+    order.push_back(
+        {static_cast<int32_t>(messages[2 * i]), messages[2 * i + 1]});
+  backend().setChannelOrder(from, to, order);
 }
 
 extern "C" void zbrt_cuda_synchronize(void) {

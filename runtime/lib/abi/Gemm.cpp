@@ -2,8 +2,8 @@
 
 #include "zbrt/zbrt.h"
 
-#include "BackendSelection.h"
 #include "../Internal.h"
+#include "BackendSelection.h"
 
 #include <climits>
 

@@ -12,9 +12,9 @@
 
 #include "zbrt/zbrt.h"
 
-#include "BackendSelection.h"
 #include "../Internal.h"
 #include "../OptimizerMath.h"
+#include "BackendSelection.h"
 
 #include <cmath>
 
@@ -30,7 +30,7 @@ math::AdamWScalars adamwScalars(int64_t step, float lr, float beta1,
   const double bc2 = 1.0 - std::pow((double)beta2, (double)step);
   const float stepSize = (float)(lr / bc1);
   const float bc2Sqrt = (float)std::sqrt(bc2);
-  return math::AdamWScalars{stepSize, bc2Sqrt, decay, beta1,
+  return math::AdamWScalars{stepSize, bc2Sqrt, decay,    beta1,
                             beta2,    eps,     gradScale};
 }
 
@@ -66,10 +66,9 @@ extern "C" void zbrt_sgd_rollback(float *param, const float *grad, int64_t n,
 /// beta1, v = (v' - (1 - beta2) g^2) / beta2 (each operation inverted in
 /// float: a few ulps per element).
 extern "C" void zbrt_adamw_rollback(float *param, const float *grad, float *m,
-                                    float *v, int64_t n, int64_t step,
-                                    float lr, float beta1, float beta2,
-                                    float eps, float weightDecay,
-                                    float gradScale) {
+                                    float *v, int64_t n, int64_t step, float lr,
+                                    float beta1, float beta2, float eps,
+                                    float weightDecay, float gradScale) {
   if (step < 1)
     fatalf("zbrt_adamw_rollback: step must be >= 1 (1-based), got %lld",
            (long long)step);

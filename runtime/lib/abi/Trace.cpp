@@ -10,10 +10,10 @@
 #include "zbrt/Trace.h"
 #include "zbrt/zbrt.h"
 
-#include "BackendSelection.h"
 #include "../FaultInjection.h"
 #include "../Internal.h"
 #include "../TraceLog.h"
+#include "BackendSelection.h"
 
 #include <csignal>
 
@@ -56,8 +56,7 @@ ValidateHook &validateHook() {
 }
 } // namespace
 
-extern "C" void zbrt_set_validate_hook(zbrt_validate_hook hook,
-                                       void *context) {
+extern "C" void zbrt_set_validate_hook(zbrt_validate_hook hook, void *context) {
   validateHook() = ValidateHook{hook, context};
 }
 

@@ -133,8 +133,7 @@ void HostMessages::recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) {
            "%d bytes",
            peer, what, (long long)bytes, count);
   }
-  MPI_Recv(buf, count, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
-           MPI_STATUS_IGNORE);
+  MPI_Recv(buf, count, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
 void HostMessages::wait(void *mpiRequest, const char *what) {

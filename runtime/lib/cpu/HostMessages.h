@@ -1,4 +1,4 @@
-//===- HostMessages.h - zb runtime: messages over MPI on the host -*- C++ -*-===//
+//===- HostMessages.h - zb runtime: MPI messages on the host ----*- C++ -*-===//
 //
 // Not installed. Point-to-point messages between ranks through MPI, from
 // host memory: the CPU backend's transport, and the CUDA backend's for

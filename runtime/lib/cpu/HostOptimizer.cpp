@@ -17,8 +17,8 @@ void cpu::sgd(float *param, const float *grad, int64_t n, float scale,
     math::sgdStep(param[i], grad[i], scale);
 }
 
-void cpu::adamw(float *param, const float *grad, float *m, float *v,
-                int64_t n, const math::AdamWScalars &scalars, bool rollback) {
+void cpu::adamw(float *param, const float *grad, float *m, float *v, int64_t n,
+                const math::AdamWScalars &scalars, bool rollback) {
   if (rollback) {
     for (int64_t i = 0; i < n; ++i)
       math::adamwRollback(param[i], grad[i], m[i], v[i], scalars);

@@ -49,7 +49,7 @@ void Blas::start(Handle compute, int32_t flags) {
   check(api.setStream(handle, compute), "cublasSetStream");
   // fp32 GEMMs in fp32 unless the plan allows TF32 (zb-compile
   // --allow-tf32); --deterministic pins the pedantic (reproducible) mode.
-  int mode = (flags & ZBRT_CUDA_ALLOW_TF32)     ? kTf32Math
+  int mode = (flags & ZBRT_CUDA_ALLOW_TF32)      ? kTf32Math
              : (flags & ZBRT_CUDA_DETERMINISTIC) ? kPedanticMath
                                                  : kDefaultMath;
   check(api.setMathMode(handle, mode), "cublasSetMathMode");
@@ -60,24 +60,22 @@ void Blas::sgemm(const Gemm &g) {
   // row-major storage of a matrix is the column-major storage of its
   // transpose, so the operands swap and keep their transpose flags.
   check(api.sgemm(handle, g.transB ? kOpT : kOpN, g.transA ? kOpT : kOpN,
-                  (int)g.N, (int)g.M, (int)g.K, &g.alpha, g.b, (int)g.ldb,
-                  g.a, (int)g.lda, &g.beta, g.c, (int)g.ldc),
+                  (int)g.N, (int)g.M, (int)g.K, &g.alpha, g.b, (int)g.ldb, g.a,
+                  (int)g.lda, &g.beta, g.c, (int)g.ldc),
         "cublasSgemm");
 }
 
-void Blas::sgemmStridedBatched(const Gemm &g, int64_t strideA,
-                               int64_t strideB, int64_t strideC,
-                               int64_t batch) {
+void Blas::sgemmStridedBatched(const Gemm &g, int64_t strideA, int64_t strideB,
+                               int64_t strideC, int64_t batch) {
   if (g.M > INT_MAX || g.N > INT_MAX || g.K > INT_MAX || g.lda > INT_MAX ||
       g.ldb > INT_MAX || g.ldc > INT_MAX || batch > INT_MAX)
     fatalf("cublasSgemmStridedBatched: size or stride exceeds cuBLAS's int "
            "range");
   // As in sgemm: the column-major product of the transposes.
-  check(api.sgemmStridedBatched(handle, g.transB ? kOpT : kOpN,
-                                g.transA ? kOpT : kOpN, (int)g.N, (int)g.M,
-                                (int)g.K, &g.alpha, g.b, (int)g.ldb, strideB,
-                                g.a, (int)g.lda, strideA, &g.beta, g.c,
-                                (int)g.ldc, strideC, (int)batch),
+  check(api.sgemmStridedBatched(
+            handle, g.transB ? kOpT : kOpN, g.transA ? kOpT : kOpN, (int)g.N,
+            (int)g.M, (int)g.K, &g.alpha, g.b, (int)g.ldb, strideB, g.a,
+            (int)g.lda, strideA, &g.beta, g.c, (int)g.ldc, strideC, (int)batch),
         "cublasSgemmStridedBatched");
 }
 

@@ -35,8 +35,8 @@ private:
     int (*setStream)(CublasHandle, Handle);
     int (*setMathMode)(CublasHandle, int);
     int (*sgemm)(CublasHandle, int, int, int, int, int, const float *,
-                 const float *, int, const float *, int, const float *,
-                 float *, int);
+                 const float *, int, const float *, int, const float *, float *,
+                 int);
     int (*sgemmStridedBatched)(CublasHandle, int, int, int, int, int,
                                const float *, const float *, int, long long,
                                const float *, int, long long, const float *,

@@ -69,9 +69,9 @@ void CudaBackend::synchronize(const char *what, bool computeOnly) {
       transport->pollErrors();
     if (idle(computeOnly))
       break;
-    double waited = std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
+    double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     if (timeout > 0 && waited > timeout) {
       std::string pending = transport ? transport->pendingReceive() : "";
       std::string message = std::string(what) + ": " +
@@ -109,6 +109,12 @@ void CudaBackend::recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) {
   // No device channel: earlier kernels may still read the buffer.
   synchronize("a receive over MPI", /*computeOnly=*/true);
   cpu::hostMessages().recv(buf, bytes, peer, tag);
+}
+
+void CudaBackend::setChannelOrder(int32_t from, int32_t to,
+                                  const std::vector<ChannelMessage> &order) {
+  if (transport)
+    transport->setChannelOrder(from, to, order);
 }
 
 void CudaBackend::waitRequest(void *mpiRequest, const char *what) {

@@ -1,4 +1,4 @@
-//===- Device.h - zb runtime: the rank's device, events, staging -*- C++ -*-===//
+//===- Device.h - zb runtime: the device, events, staging -------*- C++ -*-===//
 //
 // Not installed. What the CUDA backend's parts (CudaBackend, Blas, the
 // transports, DeviceTrace, DeviceOptimizer) share about the rank's device:

@@ -22,9 +22,8 @@ class DeviceOptimizer {
 public:
   void sgd(Handle stream, float *param, const float *grad, int64_t n,
            float scale, bool rollback);
-  void adamw(Handle stream, float *param, const float *grad, float *m,
-             float *v, int64_t n, const math::AdamWScalars &scalars,
-             bool rollback);
+  void adamw(Handle stream, float *param, const float *grad, float *m, float *v,
+             int64_t n, const math::AdamWScalars &scalars, bool rollback);
   /// Launches the sum of squares of x; returns the number of partial sums
   /// that readSumSquares adds once the host has waited for `stream`.
   unsigned launchSumSquares(Handle stream, const float *x, int64_t n);
@@ -35,8 +34,7 @@ private:
   void launch(Handle stream, Handle kernel, unsigned blocks, void **params,
               const char *what);
   Handle module = nullptr;
-  Handle sgdKernel = nullptr, adamwKernel = nullptr,
-         sumSquaresKernel = nullptr;
+  Handle sgdKernel = nullptr, adamwKernel = nullptr, sumSquaresKernel = nullptr;
   double *partialSums = nullptr; // managed, kMaxSumBlocks
   int *nonFiniteFlag = nullptr;  // managed
 };

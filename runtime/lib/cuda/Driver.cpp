@@ -39,37 +39,36 @@ const Driver *gLoading = nullptr;
 /// Opens `library` and fills `d`'s entry points (null and `error` set when
 /// it cannot).
 void *openDriver(const char *library, Driver &d, std::string &error) {
-  return openLibrary(
-      library,
-      {{"cuGetErrorName", d.cuGetErrorName},
-       {"cuGetErrorString", d.cuGetErrorString},
-       {"cuInit", d.cuInit},
-       {"cuDeviceGet", d.cuDeviceGet},
-       {"cuDeviceGetCount", d.cuDeviceGetCount},
-       {"cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain},
-       {"cuCtxSetCurrent", d.cuCtxSetCurrent},
-       {"cuModuleLoadData", d.cuModuleLoadData},
-       {"cuModuleUnload", d.cuModuleUnload},
-       {"cuModuleGetFunction", d.cuModuleGetFunction},
-       {"cuLaunchKernel", d.cuLaunchKernel},
-       {"cuStreamCreate", d.cuStreamCreate},
-       {"cuStreamDestroy_v2", d.cuStreamDestroy},
-       {"cuStreamSynchronize", d.cuStreamSynchronize},
-       {"cuStreamQuery", d.cuStreamQuery},
-       {"cuStreamWaitEvent", d.cuStreamWaitEvent},
-       {"cuEventCreate", d.cuEventCreate},
-       {"cuEventDestroy_v2", d.cuEventDestroy},
-       {"cuEventSynchronize", d.cuEventSynchronize},
-       {"cuEventQuery", d.cuEventQuery},
-       {"cuEventRecord", d.cuEventRecord},
-       {"cuEventElapsedTime", d.cuEventElapsedTime},
-       {"cuMemAlloc_v2", d.cuMemAlloc},
-       {"cuMemAllocManaged", d.cuMemAllocManaged},
-       {"cuMemFree_v2", d.cuMemFree},
-       {"cuMemcpyAsync", d.cuMemcpyAsync},
-       {"cuMemsetD32Async", d.cuMemsetD32Async},
-       {"cuMemsetD16Async", d.cuMemsetD16Async}},
-      error);
+  return openLibrary(library,
+                     {{"cuGetErrorName", d.cuGetErrorName},
+                      {"cuGetErrorString", d.cuGetErrorString},
+                      {"cuInit", d.cuInit},
+                      {"cuDeviceGet", d.cuDeviceGet},
+                      {"cuDeviceGetCount", d.cuDeviceGetCount},
+                      {"cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain},
+                      {"cuCtxSetCurrent", d.cuCtxSetCurrent},
+                      {"cuModuleLoadData", d.cuModuleLoadData},
+                      {"cuModuleUnload", d.cuModuleUnload},
+                      {"cuModuleGetFunction", d.cuModuleGetFunction},
+                      {"cuLaunchKernel", d.cuLaunchKernel},
+                      {"cuStreamCreate", d.cuStreamCreate},
+                      {"cuStreamDestroy_v2", d.cuStreamDestroy},
+                      {"cuStreamSynchronize", d.cuStreamSynchronize},
+                      {"cuStreamQuery", d.cuStreamQuery},
+                      {"cuStreamWaitEvent", d.cuStreamWaitEvent},
+                      {"cuEventCreate", d.cuEventCreate},
+                      {"cuEventDestroy_v2", d.cuEventDestroy},
+                      {"cuEventSynchronize", d.cuEventSynchronize},
+                      {"cuEventQuery", d.cuEventQuery},
+                      {"cuEventRecord", d.cuEventRecord},
+                      {"cuEventElapsedTime", d.cuEventElapsedTime},
+                      {"cuMemAlloc_v2", d.cuMemAlloc},
+                      {"cuMemAllocManaged", d.cuMemAllocManaged},
+                      {"cuMemFree_v2", d.cuMemFree},
+                      {"cuMemcpyAsync", d.cuMemcpyAsync},
+                      {"cuMemsetD32Async", d.cuMemsetD32Async},
+                      {"cuMemsetD16Async", d.cuMemsetD16Async}},
+                     error);
 }
 
 int32_t report(char *msg, int64_t cap, int32_t code, const char *format, ...)
@@ -104,9 +103,9 @@ int32_t probeInto(Driver &d, char *msg, int64_t cap, int32_t *devices) {
     code = report(msg, cap, 4,
                   "no CUDA driver (%s is the toolkit's stub library)", library);
   else if (err == kCudaErrorInsufficientDriver)
-    code = report(msg, cap, 5,
-                  "no usable CUDA driver (cuInit: driver too old, error %d)",
-                  err);
+    code =
+        report(msg, cap, 5,
+               "no usable CUDA driver (cuInit: driver too old, error %d)", err);
   else if (err != 0)
     code = report(msg, cap, 6, "no usable CUDA driver (cuInit error %d)", err);
   else if ((err = d.cuDeviceGetCount(&count)) != 0 || count <= 0)

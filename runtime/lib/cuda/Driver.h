@@ -1,4 +1,4 @@
-//===- Driver.h - zb runtime: the CUDA driver API through dlopen -*- C++ -*-===//
+//===- Driver.h - zb runtime: the CUDA driver via dlopen --------*- C++ -*-===//
 //
 // Not installed. The driver functions zbrt uses, resolved from libcuda.so.1
 // (or ZBRT_CUDA_DRIVER) with dlopen through one symbol table (Driver.cpp):

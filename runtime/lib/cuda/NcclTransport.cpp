@@ -7,11 +7,13 @@
 // compute stream waits for the receive.
 //
 // NCCL has no tags: a channel delivers in the sender's order, while a rank
-// program may receive in another order (MPI matches tags). The first step
-// runs over MPI on the host and records each channel's order on both
-// sides; the peers exchange them, and from the second step on a receive
-// whose message is not next on its channel first receives the ones before
-// it into staging blocks (the order is the same every step: checked).
+// program may receive in another order (MPI matches tags). The compiler
+// knows every channel's order (zb-lower-pipeline checks it; plan.json
+// ranks[r].sends) and zb-run hands it over before the first step
+// (zbrt_set_channel_order): a receive whose message is not next on its
+// channel first receives the ones before it into staging blocks, and every
+// step is checked against the order. A channel without an order carries
+// nothing: its messages go through MPI on the host.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,7 +24,7 @@
 
 #include <mpi.h>
 
-#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <vector>
@@ -67,17 +69,7 @@ struct PendingRecv {
   Handle done;
 };
 
-/// A message as the schedule names it (zbrt_tag) and its size.
-struct Message {
-  int32_t tag;
-  int64_t bytes;
-  bool operator==(const Message &o) const {
-    return tag == o.tag && bytes == o.bytes;
-  }
-  bool operator<(const Message &o) const {
-    return tag != o.tag ? tag < o.tag : bytes < o.bytes;
-  }
-};
+using Message = ChannelMessage;
 
 /// A message that arrived before this rank asked for it: it waits in a
 /// staging block until its receive.
@@ -90,11 +82,9 @@ struct EarlyMessage {
 std::string describe(const Message &m) {
   char tag[128];
   detail::describeTag(m.tag, tag, sizeof tag);
-  return std::string("message with ") + tag + " of " +
-         std::to_string(m.bytes) + " bytes";
+  return std::string("message with ") + tag + " of " + std::to_string(m.bytes) +
+         " bytes";
 }
-
-enum class Phase { Recording, Replaying };
 
 class NcclTransport final : public Transport {
 public:
@@ -102,8 +92,9 @@ public:
       : device(device), nccl(nccl) {}
   void createChannels();
 
-  bool send(const void *buf, int64_t bytes, int32_t peer,
-            int32_t tag) override;
+  void setChannelOrder(int32_t from, int32_t to,
+                       const std::vector<ChannelMessage> &order) override;
+  bool send(const void *buf, int64_t bytes, int32_t peer, int32_t tag) override;
   bool recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) override;
   void pollErrors() override;
   bool idle() override;
@@ -116,23 +107,21 @@ public:
 private:
   void check(int result, const char *call, int32_t peer);
   bool takeEarly(void *buf, const Message &m, int32_t peer);
-  void receiveEarlierMessages(const Message &m, int32_t peer,
-                              const Channel &c);
-  void exchangeOrders();
+  void receiveEarlierMessages(const Message &m, int32_t peer, const Channel &c);
   void checkStepOrders();
+  void noOrder(int32_t peer);
 
   Device &device;
   Nccl nccl;
   std::map<int32_t, Channel> sendTo, recvFrom;
   std::vector<PendingRecv> pendingRecvs;
-  Phase phase = Phase::Recording;
-  /// Per peer: the messages this rank sends it in a step, in order; the
-  /// ones it receives from it (in this rank's order, step 1); the order the
-  /// peer sends them (the channel's order, from the peer).
-  std::map<int32_t, std::vector<Message>> sendOrder, recvOrder, channelOrder;
+  /// Per peer with a channel: the messages this rank sends it in a step, in
+  /// order; the messages the peer sends this rank (the channel's order).
+  std::map<int32_t, std::vector<Message>> sendOrder, channelOrder;
   std::map<int32_t, size_t> sendPosition, channelPosition;
   std::map<int32_t, std::vector<EarlyMessage>> early;
   MPI_Comm bootstrap = MPI_COMM_NULL;
+  bool saidNoOrder = false;
 };
 
 void NcclTransport::check(int result, const char *call, int32_t peer) {
@@ -142,6 +131,19 @@ void NcclTransport::check(int result, const char *call, int32_t peer) {
   detail::currentAction(action, sizeof action);
   fatalf("NCCL error in %s with rank %d (%s): %s", call, peer, action,
          nccl.errorString ? nccl.errorString(result) : "unknown");
+}
+
+/// A message on a channel whose order nobody handed over (a plan.json
+/// from before ranks[].sends): said once, then it goes through MPI.
+void NcclTransport::noOrder(int32_t peer) {
+  if (saidNoOrder)
+    return;
+  saidNoOrder = true;
+  std::fprintf(stderr,
+               "zb-run: rank %d: no message order for the channel to rank %d "
+               "(plan.json without ranks[].sends: recompile it): its messages "
+               "go through MPI on the host\n",
+               detail::rank(), peer);
 }
 
 /// One two-rank communicator per direction between ring neighbours (r and
@@ -167,8 +169,7 @@ void NcclTransport::createChannels() {
       check(nccl.getUniqueId(&id), "ncclGetUniqueId", to);
       MPI_Send(&id, sizeof id, MPI_BYTE, to, 0, bootstrap);
     } else {
-      MPI_Recv(&id, sizeof id, MPI_BYTE, from, 0, bootstrap,
-               MPI_STATUS_IGNORE);
+      MPI_Recv(&id, sizeof id, MPI_BYTE, from, 0, bootstrap, MPI_STATUS_IGNORE);
     }
     Channel c;
     int peer = rank == from ? to : from;
@@ -186,17 +187,18 @@ bool NcclTransport::send(const void *buf, int64_t bytes, int32_t peer,
   auto it = sendTo.find(peer);
   if (it == sendTo.end() || !it->second.comm)
     return false;
-  Message m{tag, bytes};
-  if (phase == Phase::Recording) {
-    sendOrder[peer].push_back(m);
+  auto known = sendOrder.find(peer);
+  if (known == sendOrder.end()) {
+    noOrder(peer);
     return false;
   }
-  const std::vector<Message> &order = sendOrder[peer];
+  Message m{tag, bytes};
+  const std::vector<Message> &order = known->second;
   size_t &position = sendPosition[peer];
   if (position >= order.size() || !(order[position] == m))
-    fatalf("the messages to rank %d changed since the first step: the "
-           "%s is not message %zu of the step",
-           peer, describe(m).c_str(), position + 1);
+    fatalf("the %s to rank %d is not message %zu of the step in plan.json "
+           "(the rank programs and plan.json do not belong together)",
+           describe(m).c_str(), peer, position + 1);
   ++position;
   Staging s = device.takeStaging((size_t)bytes);
   if (bytes > 0)
@@ -249,8 +251,7 @@ void NcclTransport::receiveEarlierMessages(const Message &m, int32_t peer,
              "expects",
              describe(order[position]).c_str(), peer, (long long)m.bytes);
     EarlyMessage e{order[position],
-                   device.takeStaging((size_t)order[position].bytes),
-                   nullptr};
+                   device.takeStaging((size_t)order[position].bytes), nullptr};
     check(nccl.recv(reinterpret_cast<void *>(e.staging.ptr),
                     (size_t)e.message.bytes, kNcclInt8, /*peer=*/0, c.comm,
                     c.stream),
@@ -261,29 +262,23 @@ void NcclTransport::receiveEarlierMessages(const Message &m, int32_t peer,
     ++device.stats.ncclRecvs;
   }
   if (position >= order.size())
-    fatalf("rank %d sends no %s in a step (or sent it already): the "
-           "messages changed since the first step",
+    fatalf("rank %d sends no %s in a step of plan.json (or sent it "
+           "already): the rank programs and plan.json do not belong together",
            peer, describe(m).c_str());
   ++position;
 }
 
-bool NcclTransport::recv(void *buf, int64_t bytes, int32_t peer,
-                         int32_t tag) {
+bool NcclTransport::recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) {
   auto it = recvFrom.find(peer);
-  if (it == recvFrom.end() || !it->second.comm)
+  if (it == recvFrom.end() || !it->second.comm || !channelOrder.count(peer))
     return false;
   Message m{tag, bytes};
-  if (phase == Phase::Recording) {
-    recvOrder[peer].push_back(m);
-    return false;
-  }
   if (takeEarly(buf, m, peer))
     return true;
   const Channel &c = it->second;
   receiveEarlierMessages(m, peer, c);
   device.streamWaits(c.stream, device.compute);
-  check(nccl.recv(buf, (size_t)bytes, kNcclInt8, /*peer=*/0, c.comm,
-                  c.stream),
+  check(nccl.recv(buf, (size_t)bytes, kNcclInt8, /*peer=*/0, c.comm, c.stream),
         "ncclRecv", peer);
   Handle arrived = device.recordOn(c.stream);
   cuda::check(driver().cuStreamWaitEvent(device.compute, arrived, 0),
@@ -340,67 +335,33 @@ void NcclTransport::receivesArrived() {
   pendingRecvs.clear();
 }
 
-/// After the recording step: every channel's sender tells its receiver
-/// the order it sends in; the receiver checks it is the set of messages it
-/// receives.
-void NcclTransport::exchangeOrders() {
-  std::vector<MPI_Request> requests;
-  std::map<int32_t, std::vector<Message>> outgoing;
-  for (auto &[peer, c] : sendTo) {
-    outgoing[peer] = sendOrder[peer];
-    requests.emplace_back();
-    MPI_Isend(outgoing[peer].data(),
-              (int)(outgoing[peer].size() * sizeof(Message)), MPI_BYTE, peer,
-              1, bootstrap, &requests.back());
-  }
-  for (auto &[peer, c] : recvFrom) {
-    MPI_Status status;
-    MPI_Probe(peer, 1, bootstrap, &status);
-    int bytes = 0;
-    MPI_Get_count(&status, MPI_BYTE, &bytes);
-    std::vector<Message> order(bytes / sizeof(Message));
-    MPI_Recv(order.data(), bytes, MPI_BYTE, peer, 1, bootstrap,
-             MPI_STATUS_IGNORE);
-    std::vector<Message> sent = order, received = recvOrder[peer];
-    std::sort(sent.begin(), sent.end());
-    std::sort(received.begin(), received.end());
-    if (sent != received)
-      fatalf("rank %d sends %zu messages per step to this rank, which "
-             "receives %zu others from it: the rank programs do not belong "
-             "together",
-             peer, sent.size(), received.size());
-    channelOrder[peer] = std::move(order);
-  }
-  if (!requests.empty())
-    MPI_Waitall((int)requests.size(), requests.data(), MPI_STATUSES_IGNORE);
-  phase = Phase::Replaying;
-}
-
 /// Every message of the step's order was sent and received.
 void NcclTransport::checkStepOrders() {
   for (auto &[peer, order] : sendOrder)
     if (sendPosition[peer] != order.size())
-      fatalf("this rank sent %zu of its %zu messages to rank %d in this "
-             "step: the messages changed since the first step",
+      fatalf("this rank sent %zu of the %zu messages to rank %d of a step "
+             "in plan.json: the rank programs and plan.json do not belong "
+             "together",
              sendPosition[peer], order.size(), peer);
   for (auto &[peer, order] : channelOrder)
     if (channelPosition[peer] != order.size() || !early[peer].empty())
-      fatalf("this rank received %zu of the %zu messages rank %d sent in "
-             "this step: the messages changed since the first step",
+      fatalf("this rank received %zu of the %zu messages from rank %d of a "
+             "step in plan.json: the rank programs and plan.json do not "
+             "belong together",
              channelPosition[peer] - early[peer].size(), order.size(), peer);
   sendPosition.clear();
   channelPosition.clear();
 }
 
-void NcclTransport::stepEnd() {
-  if (phase == Phase::Replaying) {
-    checkStepOrders();
-    return;
-  }
-  if (!sendTo.empty())
-    exchangeOrders();
-  else
-    phase = Phase::Replaying;
+void NcclTransport::stepEnd() { checkStepOrders(); }
+
+void NcclTransport::setChannelOrder(int32_t from, int32_t to,
+                                    const std::vector<ChannelMessage> &order) {
+  const int32_t rank = detail::rank();
+  if (from == rank && sendTo.count(to))
+    sendOrder[to] = order;
+  else if (to == rank && recvFrom.count(from))
+    channelOrder[from] = order;
 }
 
 void NcclTransport::abort() {

@@ -18,8 +18,11 @@
 #ifndef ZBRT_LIB_CUDA_TRANSPORT_H
 #define ZBRT_LIB_CUDA_TRANSPORT_H
 
+#include "../Backend.h"
+
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace zbrt {
 namespace cuda {
@@ -27,8 +30,12 @@ namespace cuda {
 class Transport {
 public:
   virtual ~Transport();
+  /// The messages the channel from rank `from` to rank `to` carries in
+  /// every step, in order (Backend::setChannelOrder).
+  virtual void setChannelOrder(int32_t from, int32_t to,
+                               const std::vector<ChannelMessage> &order) = 0;
   /// zbrt_send / zbrt_recv on the device; false when this transport does
-  /// not carry messages to or from `peer` (yet).
+  /// not carry messages to or from `peer`.
   virtual bool send(const void *buf, int64_t bytes, int32_t peer,
                     int32_t tag) = 0;
   virtual bool recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) = 0;

@@ -28,6 +28,10 @@ inline constexpr llvm::StringLiteral kFuncKindAttr = "zb.kind";
 inline constexpr llvm::StringLiteral kRankArgsAttr = "zb.rank_args";
 /// A rank's step function (zb-lower-pipeline): its rank, i64.
 inline constexpr llvm::StringLiteral kStepRankAttr = "zb.rank";
+/// A rank's step function: the messages it sends (zbrt_send) in program
+/// order, [peer, tag, bytes] each, so the order of every channel from the
+/// rank (zb-lower-pipeline; plan.json ranks[r].sends).
+inline constexpr llvm::StringLiteral kChannelOrderAttr = "zb.channel_order";
 
 /// True for a rank's step function (it carries kStepRankAttr).
 inline bool isStepFunction(mlir::Operation *fn) {
