@@ -24,7 +24,10 @@
 //   - ncclSend/ncclRecv move bytes over MPI between the two ranks of a
 //     communicator (the creator of the unique id is its rank 0);
 //   - kernels cannot be launched (CUDA_ERROR_NOT_SUPPORTED): use plans of
-//     zb-compile --target cuda-emu, whose kernels run on the host; except
+//     zb-compile --target cuda-emu, whose kernels run on the host, or set
+//     ZB_FAKE_CUDA_NOOP_KERNELS=1: a --target cuda plan's fatbin loads and
+//     each launch is a no-op after its pointer arguments are checked
+//     (FakeKernels.cpp; the results are meaningless); except
 //     libzbrt's own optimizer kernels (cuda/OptimizerKernels.cu), which
 //     run here on the host with the same per-element code (OptimizerMath.h)
 //     after their arguments are unpacked as the driver would (a check of
@@ -37,6 +40,8 @@
 // calls this process made to PREFIX.rank<R> at exit.
 //
 //===----------------------------------------------------------------------===//
+
+#include "FakeKernels.h"
 
 #include "../../runtime/lib/OptimizerMath.h"
 
@@ -104,6 +109,19 @@ bool faultsHere() {
   long r = envLong("ZB_FAKE_CUDA_FAIL_RANK", -1);
   return r < 0 || r == worldRank();
 }
+
+} // namespace
+
+bool zbfake::insideAllocation(const void *p) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  auto u = reinterpret_cast<uintptr_t>(p);
+  auto it = gAllocations.upper_bound(u);
+  return it != gAllocations.begin() && u < std::prev(it)->first +
+                                               std::max<size_t>(
+                                                   std::prev(it)->second, 1);
+}
+
+namespace {
 
 /// True when [p, p + bytes) lies inside a live allocation.
 bool isDevice(const void *p, size_t bytes, const char *what) {
@@ -334,14 +352,22 @@ CUresult cuModuleLoadData(void **module, const void *blob) {
   uint64_t size = 0;
   std::memcpy(&size, bytes + 8, 8);
   std::string image(reinterpret_cast<const char *>(bytes), 16 + size);
-  if (image.find(kKernelNames[1]) == std::string::npos)
+  if (image.find(kKernelNames[1]) != std::string::npos) {
+    *module = &gOptimizerModule;
+    return kOk;
+  }
+  if (!zbfake::noopKernels())
     return kNotSupported;
-  *module = &gOptimizerModule;
+  *module = zbfake::loadNoopModule(blob);
   return kOk;
 }
 CUresult cuModuleUnload(void *) { return kOk; }
 CUresult cuModuleGetFunction(void **function, void *module,
                              const char *name) {
+  if (module != &gOptimizerModule && zbfake::isNoopModule(module)) {
+    *function = zbfake::noopFunction(module, name);
+    return kOk;
+  }
   if (module != &gOptimizerModule)
     return kNotSupported;
   for (int k = 0; k < 3; ++k)
@@ -355,6 +381,16 @@ CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
                         unsigned gridZ, unsigned blockX, unsigned blockY,
                         unsigned blockZ, unsigned, void *, void **params,
                         void **) {
+  bool optimizer = function == &gKernels[0] || function == &gKernels[1] ||
+                   function == &gKernels[2];
+  if (!optimizer && zbfake::noopKernels() && function) {
+    // A kernel of a loaded fatbin (FakeKernels.cpp): checked, not run.
+    if (gridX == 0 || gridY == 0 || gridZ == 0 || blockX == 0 ||
+        blockY == 0 || blockZ == 0 || (long)blockX * blockY * blockZ > 1024)
+      return kInvalidValue;
+    ++gStats.launches;
+    return zbfake::launchNoop(function, params);
+  }
   if (gridX == 0 || gridY != 1 || gridZ != 1 || blockX == 0 || blockY != 1 ||
       blockZ != 1 || blockX > 1024)
     return kInvalidValue;

@@ -181,6 +181,15 @@ void zb::host::printJsonReport(raw_ostream &os, const Plan &plan,
             j.attribute("communicators", c.ncclCommunicators);
             j.attribute("staging_allocations", c.stagingAllocations);
             j.attribute("host_synchronizations", c.hostSynchronizations);
+            j.attribute("kernel_launches", c.kernelLaunches);
+            j.attribute("graph_launches", c.graphLaunches);
+            j.attribute("host_device_bytes", c.hostDeviceBytes);
+            j.attribute("driver_calls", c.driverCalls);
+            j.attributeObject("driver_calls_by_name", [&] {
+              for (const ZbrtCallCount &n : c.driverCallsByName)
+                if (n.name[0])
+                  j.attribute(n.name, n.calls);
+            });
           });
       });
     if (report.gradSync.mode != OptimizerSync::None)

@@ -230,7 +230,14 @@ void zbrt_set_channel_order(int32_t from, int32_t to, const int64_t *messages,
 void zbrt_cuda_synchronize(void);
 /// Nonzero after zbrt_cuda_start (until zbrt_finalize).
 int32_t zbrt_cuda_started(void);
-/// Counters of the CUDA backend on this rank.
+/// Calls of one entry point of the CUDA driver, cuBLAS or NCCL.
+typedef struct ZbrtCallCount {
+  char name[48]; ///< the exported name ("cuLaunchKernel"), NUL-terminated
+  int64_t calls;
+} ZbrtCallCount;
+#define ZBRT_CUDA_CALL_NAMES 64
+/// Counters of the CUDA backend on this rank (every CUDA driver, cuBLAS and
+/// NCCL call of the process is counted where libzbrt resolves it).
 typedef struct ZbrtCudaStats {
   int32_t device;                ///< device ordinal this rank uses
   int32_t localRank;             ///< index among the ranks of its node
@@ -240,6 +247,14 @@ typedef struct ZbrtCudaStats {
   int64_t stagingAllocations;    ///< cuMemAlloc calls for staging blocks
   int64_t earlyMessages;         ///< received before asked for (staged)
   int64_t hostSynchronizations;  ///< times the host waited for the GPU
+  // Added for issue 30 (appended: the fields above keep their offsets).
+  int64_t kernelLaunches;        ///< cuLaunchKernel calls
+  int64_t graphLaunches;         ///< cuGraphLaunch calls
+  int64_t hostDeviceBytes;       ///< bytes the host code copied (mgpuMemcpy)
+  int64_t driverCalls;           ///< every CUDA driver, cuBLAS, NCCL call
+  /// driverCalls per entry point, the first ZBRT_CUDA_CALL_NAMES names
+  /// this process resolved (name "" ends the list).
+  ZbrtCallCount driverCallsByName[ZBRT_CUDA_CALL_NAMES];
 } ZbrtCudaStats;
 void zbrt_cuda_stats(ZbrtCudaStats *out);
 

@@ -2,6 +2,7 @@
 
 #include "zbrt/zbrt.h"
 
+#include "../cuda/Device.h"
 #include "../cuda/Driver.h"
 #include "BackendSelection.h"
 #include "Memory.h"
@@ -36,6 +37,8 @@ extern "C" void zbrt_cuda_synchronize(void) {
 extern "C" int32_t zbrt_cuda_started(void) { return cudaBackendStarted(); }
 
 extern "C" void zbrt_cuda_stats(ZbrtCudaStats *out) {
-  if (out)
-    cudaBackendStats(*out);
+  if (!out)
+    return;
+  cudaBackendStats(*out);
+  cuda::addCallCounts(*out);
 }

@@ -2,6 +2,11 @@
 
 #include "Device.h"
 
+#include "../DynamicLibrary.h"
+
+#include <cstdio>
+#include <cstring>
+
 using namespace zbrt::cuda;
 
 Handle Device::takeEvent() {
@@ -69,4 +74,25 @@ Staging Device::takeStaging(size_t bytes) {
   check(driver().cuMemAlloc(&s.ptr, s.capacity), "cuMemAlloc");
   ++stats.stagingAllocations;
   return s;
+}
+
+void zbrt::cuda::addCallCounts(ZbrtCudaStats &out) {
+  size_t listed = 0;
+  for (const auto &[name, calls] : callCounts()) {
+    out.driverCalls += calls;
+    if (!std::strcmp(name, "cuLaunchKernel"))
+      out.kernelLaunches += calls;
+    else if (!std::strcmp(name, "cuGraphLaunch"))
+      out.graphLaunches += calls;
+    else if (!std::strcmp(name, "cuStreamSynchronize") ||
+             !std::strcmp(name, "cuEventSynchronize") ||
+             !std::strcmp(name, "cuCtxSynchronize"))
+      out.hostSynchronizations += calls;
+    if (calls == 0 || listed == ZBRT_CUDA_CALL_NAMES)
+      continue;
+    ZbrtCallCount &c = out.driverCallsByName[listed++];
+    std::snprintf(c.name, sizeof c.name, "%s", name);
+    c.calls = calls;
+  }
+  out.hostDeviceBytes += hostDeviceBytes();
 }

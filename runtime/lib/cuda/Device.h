@@ -61,6 +61,13 @@ private:
   std::vector<Staging> busyStaging, freeStaging;
 };
 
+/// Adds what the call counters of DynamicLibrary.h know to `out`: every
+/// driver, cuBLAS and NCCL call of this process (driverCalls, by name),
+/// kernelLaunches, graphLaunches, hostDeviceBytes, and the host's direct
+/// waits (cuStreamSynchronize, cuEventSynchronize, cuCtxSynchronize) to
+/// hostSynchronizations (the backend counts its own polling waits).
+void addCallCounts(ZbrtCudaStats &out);
+
 } // namespace cuda
 } // namespace zbrt
 

@@ -16,6 +16,7 @@
 #include "../DynamicLibrary.h"
 #include "../Internal.h"
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <string>
@@ -32,6 +33,7 @@ constexpr int kCudaErrorInsufficientDriver = 35;
 constexpr int kCudaErrorStubLibrary = 34;
 
 int gDevice = 0;
+std::atomic<int64_t> gHostDeviceBytes{0};
 bool gLoaded = false;
 /// The driver being loaded, so that check() names its errors.
 const Driver *gLoading = nullptr;
@@ -154,6 +156,12 @@ void zbrt::cuda::setDevice(int device) {
            device);
   gDevice = device;
 }
+
+void zbrt::cuda::countHostDeviceBytes(uint64_t bytes) {
+  gHostDeviceBytes.fetch_add((int64_t)bytes, std::memory_order_relaxed);
+}
+
+int64_t zbrt::cuda::hostDeviceBytes() { return gHostDeviceBytes.load(); }
 
 void zbrt::cuda::check(CUresult result, const char *call) {
   if (result == kSuccess)

@@ -76,6 +76,10 @@ void setDevice(int device);
 /// first call loads it; without a usable driver and device it ends the
 /// process with zbrt_cuda_available's reason.
 const Driver &driver();
+/// Adds `bytes` to the bytes the host code copied between host and device
+/// (mgpuMemcpy); hostDeviceBytes() reads the sum.
+void countHostDeviceBytes(uint64_t bytes);
+int64_t hostDeviceBytes();
 /// Nonzero result -> ends the job: "CUDA error in <call> (in F of stage 1,
 /// microbatch 0): <NAME> (<text>)".
 void check(CUresult result, const char *call);

@@ -1,0 +1,33 @@
+//===- FakeKernels.h - the stand-in's no-op kernels -------------*- C++ -*-===//
+//
+// Part of libzb_fake_cuda.so (FakeCuda.cpp): with ZB_FAKE_CUDA_NOOP_KERNELS=1
+// the stand-in loads any fatbin (a `zb-compile --target cuda` plan's kernels)
+// and runs each launch as a no-op after checking its pointer arguments as
+// compute-sanitizer would (FakeKernels.cpp's file comment).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZB_UNITTESTS_RUNTIME_FAKEKERNELS_H
+#define ZB_UNITTESTS_RUNTIME_FAKEKERNELS_H
+
+namespace zbfake {
+
+/// Whether `p` lies inside a live device or managed allocation
+/// (FakeCuda.cpp).
+bool insideAllocation(const void *p);
+
+/// ZB_FAKE_CUDA_NOOP_KERNELS is set and not 0.
+bool noopKernels();
+/// A module of no-op kernels for the fatbin at `blob` (its image stays
+/// where it is: pointers into it are accepted as its globals).
+void *loadNoopModule(const void *blob);
+bool isNoopModule(const void *module);
+/// The no-op kernel `name` of a module from loadNoopModule (any name).
+void *noopFunction(void *module, const char *name);
+/// Checks `function`'s (from noopFunction) parameters (see FakeKernels.cpp) and counts the
+/// launch: 0, or 700 (CUDA_ERROR_ILLEGAL_ADDRESS) with the stand-in's
+/// message on stderr.
+int launchNoop(const void *function, void **params);
+
+} // namespace zbfake
+
+#endif // ZB_UNITTESTS_RUNTIME_FAKEKERNELS_H
