@@ -9,9 +9,13 @@
 // Driver.cpp). Semantics follow MLIR's CudaRuntimeWrappers:
 //   - one primary context of the default device (mgpuSetDefaultDevice,
 //     default 0), made current on every call's thread;
-//   - modules are loaded lazily: the global constructor that MLIR emits
-//     calls mgpuModuleLoad before main, which only records the blob; the
-//     driver loads it at the first mgpuModuleGetFunction;
+//   - modules are loaded lazily and once: the global constructor that MLIR
+//     emits calls mgpuModuleLoad before main, which only records the blob
+//     (one module per blob, however often it is registered); the driver
+//     loads it at the first mgpuModuleGetFunction, and each kernel is
+//     resolved once (MLIR's host code asks for it before every launch);
+//   - nothing is created or destroyed per launch: streams and events that
+//     the host code destroys go back to a pool and are handed out again;
 //   - mgpuMemAlloc(bytes, stream, hostShared): device memory, or managed
 //     (unified) memory when hostShared;
 //   - under zb-run --backend cuda (zbrt_cuda_start) every stream the host
@@ -34,18 +38,57 @@
 
 #include <cstdint>
 #include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace {
 
 using namespace zbrt::cuda;
 
 /// A module as MLIR's global constructor registers it: the blob, loaded by
-/// the driver at the first use.
+/// the driver at the first use, and its kernels, resolved at their first
+/// use (by name pointer: the host code's names are constants; the text is
+/// compared too).
 struct LazyModule {
   const void *blob;
+  int registrations = 0;
   Handle module = nullptr;
   std::once_flag loaded;
+  std::unordered_map<const char *, std::pair<std::string, Handle>> functions;
 };
+
+std::mutex gMutex;
+/// blob -> its module (never freed: unloaded by global destructors).
+std::unordered_map<const void *, LazyModule *> &gModules =
+    *new std::unordered_map<const void *, LazyModule *>;
+/// Streams and events the host code destroyed, handed out again.
+std::vector<Handle> &gFreeStreams = *new std::vector<Handle>;
+std::vector<Handle> &gFreeEvents = *new std::vector<Handle>;
+
+LazyModule *registerModule(const void *data) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  LazyModule *&m = gModules[data];
+  if (!m)
+    m = new LazyModule{data};
+  ++m->registrations;
+  return m;
+}
+
+Handle takeFrom(std::vector<Handle> &pool) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (pool.empty())
+    return nullptr;
+  Handle h = pool.back();
+  pool.pop_back();
+  return h;
+}
+
+void giveBack(std::vector<Handle> &pool, Handle h) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  pool.push_back(h);
+}
 
 /// Under zb-run --backend cuda every stream MLIR's host code creates is the
 /// rank's compute stream (zbrt.h, "CUDA backend"): kernels, cuBLAS GEMMs and
@@ -59,15 +102,21 @@ bool isComputeStream(void *stream) {
 extern "C" {
 
 void *mgpuModuleLoad(void *data, size_t /*gpuBlobSize*/) {
-  return new LazyModule{data};
+  return registerModule(data);
 }
 
 void *mgpuModuleLoadJIT(void *data, int /*optLevel*/) {
-  return new LazyModule{data};
+  return registerModule(data);
 }
 
 void mgpuModuleUnload(void *module) {
   auto *m = static_cast<LazyModule *>(module);
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    if (--m->registrations > 0)
+      return;
+    gModules.erase(m->blob);
+  }
   // Called from global destructors: only unload what was loaded.
   if (m->module)
     driver().cuModuleUnload(m->module);
@@ -75,14 +124,22 @@ void mgpuModuleUnload(void *module) {
 }
 
 void *mgpuModuleGetFunction(void *module, const char *name) {
-  const Driver &d = driver();
   auto *m = static_cast<LazyModule *>(module);
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    auto it = m->functions.find(name);
+    if (it != m->functions.end() && it->second.first == name)
+      return it->second.second;
+  }
+  const Driver &d = driver();
   std::call_once(m->loaded, [&] {
     check(d.cuModuleLoadData(&m->module, m->blob), "cuModuleLoadData");
   });
   Handle function = nullptr;
   check(d.cuModuleGetFunction(&function, m->module, name),
         "cuModuleGetFunction");
+  std::lock_guard<std::mutex> lock(gMutex);
+  m->functions[name] = {name, function};
   return function;
 }
 
@@ -104,6 +161,8 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
 void *mgpuStreamCreate() {
   if (void *compute = zbrt::backend().computeStream())
     return compute;
+  if (Handle stream = takeFrom(gFreeStreams))
+    return stream;
   const Driver &d = driver();
   Handle stream = nullptr;
   check(d.cuStreamCreate(&stream, kStreamNonBlocking), "cuStreamCreate");
@@ -111,10 +170,9 @@ void *mgpuStreamCreate() {
 }
 
 void mgpuStreamDestroy(void *stream) {
-  if (isComputeStream(stream))
-    return;
-  const Driver &d = driver();
-  check(d.cuStreamDestroy(stream), "cuStreamDestroy");
+  // The stream's work goes on; work of its next user is ordered after it.
+  if (stream && !isComputeStream(stream))
+    giveBack(gFreeStreams, stream);
 }
 
 void mgpuStreamSynchronize(void *stream) {
@@ -132,6 +190,8 @@ void mgpuStreamWaitEvent(void *stream, void *event) {
 }
 
 void *mgpuEventCreate() {
+  if (Handle event = takeFrom(gFreeEvents))
+    return event;
   const Driver &d = driver();
   Handle event = nullptr;
   check(d.cuEventCreate(&event, kEventDisableTiming), "cuEventCreate");
@@ -139,8 +199,9 @@ void *mgpuEventCreate() {
 }
 
 void mgpuEventDestroy(void *event) {
-  const Driver &d = driver();
-  check(d.cuEventDestroy(event), "cuEventDestroy");
+  // A later cuEventRecord replaces what it captured, as for a new event.
+  if (event)
+    giveBack(gFreeEvents, event);
 }
 
 void mgpuEventSynchronize(void *event) {
@@ -175,6 +236,7 @@ void mgpuMemFree(void *ptr, void * /*stream*/) {
 
 void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
   const Driver &d = driver();
+  countHostDeviceBytes(sizeBytes);
   check(d.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
                         reinterpret_cast<CUdeviceptr>(src), sizeBytes, stream),
         "cuMemcpyAsync");
