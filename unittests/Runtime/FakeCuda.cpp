@@ -23,6 +23,13 @@
 //     runtime's row-major mapping);
 //   - ncclSend/ncclRecv move bytes over MPI between the two ranks of a
 //     communicator (the creator of the unique id is its rank 0);
+//     ncclCommInitRank refuses, as NCCL does, two ranks of a communicator on
+//     one device of one host (ncclInvalidUsage, "Duplicate GPU detected" on
+//     stderr): the members exchange their host and current device (the one
+//     whose primary context cuCtxSetCurrent made current) over MPI, as
+//     NCCL's bootstrap does;
+//   - cuMemHostAlloc's pinned host memory is host memory the "GPU" may
+//     also use (copies check it like device memory);
 //   - kernels cannot be launched (CUDA_ERROR_NOT_SUPPORTED): use plans of
 //     zb-compile --target cuda-emu, whose kernels run on the host, or set
 //     ZB_FAKE_CUDA_NOOP_KERNELS=1: a --target cuda plan's fatbin loads and
@@ -36,8 +43,9 @@
 // fail (CUBLAS_STATUS_EXECUTION_FAILED); ZB_FAKE_NCCL_ERROR_AFTER=N makes
 // ncclCommGetAsyncError report ncclSystemError after N sends of a rank;
 // ZB_FAKE_CUDA_FAIL_RANK=R limits both to world rank R. ZB_FAKE_CUDA_DEVICES
-// sets the device count (default 2). ZB_FAKE_CUDA_REPORT=PREFIX writes the
-// calls this process made to PREFIX.rank<R> at exit.
+// sets the device count (default 1, a workstation: the ranks share it).
+// ZB_FAKE_CUDA_REPORT=PREFIX writes the calls this process made to
+// PREFIX.rank<R> at exit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,6 +79,7 @@ constexpr CUresult kOk = 0, kInvalidValue = 1, kNotSupported = 801;
 struct Stats {
   long gemms = 0, sends = 0, recvs = 0, sendBytes = 0, recvBytes = 0;
   long allocations = 0, managedAllocations = 0, memcpys = 0, comms = 0;
+  long hostAllocations = 0; // cuMemHostAlloc
   long badPointers = 0, streams = 0, events = 0, waits = 0, launches = 0;
   long batchedGemms = 0;
   /// Receives that ran later than their ncclRecv call; stream waits that
@@ -323,7 +332,7 @@ __attribute__((destructor)) static void fakeCudaAtExit() { writeReport(); }
 
 CUresult cuInit(unsigned) { return kOk; }
 CUresult cuDeviceGetCount(int *count) {
-  *count = (int)envLong("ZB_FAKE_CUDA_DEVICES", 2);
+  *count = (int)envLong("ZB_FAKE_CUDA_DEVICES", 1);
   return kOk;
 }
 CUresult cuDeviceGet(int *device, int ordinal) {
@@ -335,12 +344,21 @@ CUresult cuDeviceGet(int *device, int ordinal) {
   gStats.lastDevice = ordinal;
   return kOk;
 }
+// One primary context per device; the current one is this process's
+// device (what ncclCommInitRank compares).
+static int gContexts[64];
+static int gCurrentDevice = -1;
 CUresult cuDevicePrimaryCtxRetain(void **ctx, int device) {
-  static int contexts[64];
-  *ctx = &contexts[device & 63];
+  *ctx = &gContexts[device & 63];
   return kOk;
 }
-CUresult cuCtxSetCurrent(void *) { return kOk; }
+CUresult cuCtxSetCurrent(void *ctx) {
+  auto *c = static_cast<int *>(ctx);
+  if (c && (c < gContexts || c >= gContexts + 64))
+    return 201; // CUDA_ERROR_INVALID_CONTEXT
+  gCurrentDevice = c ? (int)(c - gContexts) : -1;
+  return kOk;
+}
 // libzbrt's optimizer module: recognised by its kernel names in the blob.
 static int gOptimizerModule;
 static int gKernels[3]; // sgd, adamw, sum of squares
@@ -564,6 +582,24 @@ CUresult cuMemAllocManaged(unsigned long long *ptr, size_t bytes, unsigned) {
   *ptr = reinterpret_cast<uintptr_t>(p);
   return kOk;
 }
+CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned) {
+  void *p = allocate(bytes);
+  if (!p)
+    return 2;
+  ++gStats.hostAllocations;
+  *ptr = p;
+  return kOk;
+}
+CUresult cuMemFreeHost(void *p) {
+  progressAll();
+  {
+    std::lock_guard<std::mutex> lock(gMutex);
+    if (!gAllocations.erase(reinterpret_cast<uintptr_t>(p)))
+      return kInvalidValue;
+  }
+  std::free(p);
+  return kOk;
+}
 CUresult cuMemFree_v2(unsigned long long ptr) {
   progressAll(); // no deferred receive may write into freed memory
   {
@@ -719,14 +755,36 @@ int ncclCommInitRank(void **comm, int nranks, FakeId id, int rank) {
   int handshake = kTagBase + (id.sequence % 4096) * 4096 +
                   (id.creatorWorldRank % 4096);
   c->tag = handshake + (1 << 28) / 2;
-  // The members meet: rank 1 tells rank 0 its world rank.
+  // The members meet: rank 1 tells rank 0 its world rank, host and device;
+  // rank 0 answers with its own host and device.
+  char host[64] = {};
+  gethostname(host, sizeof host - 1);
+  struct Member {
+    int worldRank, device;
+    char host[64];
+  } me{worldRank(), gCurrentDevice, {}}, other{};
+  std::memcpy(me.host, host, sizeof host);
   if (rank == 1) {
     c->peerWorld = id.creatorWorldRank;
-    int me = worldRank();
-    MPI_Send(&me, 1, MPI_INT, c->peerWorld, handshake, MPI_COMM_WORLD);
-  } else {
-    MPI_Recv(&c->peerWorld, 1, MPI_INT, MPI_ANY_SOURCE, handshake,
+    MPI_Send(&me, sizeof me, MPI_BYTE, c->peerWorld, handshake,
+             MPI_COMM_WORLD);
+    MPI_Recv(&other, sizeof other, MPI_BYTE, c->peerWorld, handshake,
              MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else {
+    MPI_Recv(&other, sizeof other, MPI_BYTE, MPI_ANY_SOURCE, handshake,
+             MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    c->peerWorld = other.worldRank;
+    MPI_Send(&me, sizeof me, MPI_BYTE, c->peerWorld, handshake,
+             MPI_COMM_WORLD);
+  }
+  if (me.device == other.device &&
+      std::strncmp(me.host, other.host, sizeof me.host) == 0) {
+    std::fprintf(stderr,
+                 "fake-nccl: %s: NCCL WARN Duplicate GPU detected : rank 1 "
+                 "and rank 0 both on CUDA device %d\n",
+                 host, me.device);
+    delete c;
+    return 5; // ncclInvalidUsage
   }
   ++gStats.comms;
   *comm = c;

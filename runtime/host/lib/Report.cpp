@@ -39,6 +39,25 @@ void zb::host::printStepLine(raw_ostream &os, const StepResult &step) {
 
 namespace {
 
+/// The transport of the CUDA backend to world rank `peer` (ZbrtCudaStats'
+/// peer masks: ranks below 64), or null without a device channel.
+const char *cudaTransport(const ZbrtCudaStats &c, int peer) {
+  uint64_t bit = uint64_t(1) << peer;
+  return (c.ncclPeers & bit)         ? "nccl"
+         : (c.hostStagedPeers & bit) ? "host-staged"
+                                     : nullptr;
+}
+
+/// "rank 1 nccl, rank 2 host-staged" (empty without a device channel).
+std::string cudaTransportsText(const ZbrtCudaStats &c) {
+  std::string text;
+  for (int p = 0; p < 64; ++p)
+    if (const char *t = cudaTransport(c, p))
+      text += (text.empty() ? "rank " : ", rank ") + std::to_string(p) + " " +
+              t;
+  return text;
+}
+
 /// " %.4f" per value.
 void printRates(raw_ostream &os, const std::vector<double> &rates) {
   for (double b : rates)
@@ -121,6 +140,11 @@ void zb::host::printTextReport(raw_ostream &os, const Plan &plan,
                  (long long)c.ncclRecvs, (long long)c.earlyMessages,
                  (long long)c.ncclCommunicators,
                  (long long)c.hostSynchronizations);
+  for (auto [r, c] : llvm::enumerate(report.cuda)) {
+    std::string peers = cudaTransportsText(c);
+    if (!peers.empty())
+      os << format("cuda rank %d transports: ", (int)r) << peers << "\n";
+  }
   os << "peak heap per rank (memory pool, bytes):";
   for (int64_t bytes : report.peakHeapBytes)
     os << " " << bytes;
@@ -189,6 +213,13 @@ void zb::host::printJsonReport(raw_ostream &os, const Plan &plan,
               for (const ZbrtCallCount &n : c.driverCallsByName)
                 if (n.name[0])
                   j.attribute(n.name, n.calls);
+            });
+            j.attribute("host_staged_sends", c.hostStagedSends);
+            j.attribute("host_staged_recvs", c.hostStagedRecvs);
+            j.attributeObject("transports", [&] {
+              for (int p = 0; p < 64; ++p)
+                if (const char *t = cudaTransport(c, p))
+                  j.attribute(std::to_string(p), t);
             });
           });
       });

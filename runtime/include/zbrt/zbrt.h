@@ -247,6 +247,12 @@ typedef struct ZbrtCudaStats {
   int64_t stagingAllocations;    ///< cuMemAlloc calls for staging blocks
   int64_t earlyMessages;         ///< received before asked for (staged)
   int64_t hostSynchronizations;  ///< times the host waited for the GPU
+  /// Messages through MPI and pinned host staging (peers on this rank's
+  /// device, which NCCL refuses).
+  int64_t hostStagedSends, hostStagedRecvs;
+  /// Bit r set: messages to and from world rank r (r < 64) go through NCCL,
+  /// resp. the host-staged transport.
+  uint64_t ncclPeers, hostStagedPeers;
   // Added for issue 30 (appended: the fields above keep their offsets).
   int64_t kernelLaunches;        ///< cuLaunchKernel calls
   int64_t graphLaunches;         ///< cuGraphLaunch calls

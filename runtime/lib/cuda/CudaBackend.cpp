@@ -4,14 +4,20 @@
 // the visible devices), and on it the compute stream: every kernel MLIR's
 // host code launches (its mgpuStreamCreate returns this stream), every
 // cuBLAS GEMM, every optimizer kernel, and the events that order the
-// transport's messages. Without NCCL, or to a peer without a channel,
-// messages go through MPI on the host after a synchronisation (memory is
-// managed).
+// transports' messages. A peer on this rank's device (ranks share a GPU
+// when there are fewer GPUs than ranks) exchanges messages through MPI and
+// pinned host staging (HostStagedTransport.h: NCCL refuses two ranks of a
+// communicator on one device), a peer on another device through NCCL;
+// ZBRT_SAME_DEVICE_TRANSPORT=nccl puts the former on NCCL too (which a real
+// NCCL and the stand-in refuse: a check of the stand-in). Without NCCL, or
+// to a peer without a channel, messages go through MPI on the host after a
+// synchronisation (memory is managed).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaBackend.h"
 
+#include "HostStagedTransport.h"
 #include "NcclTransport.h"
 
 #include "../Internal.h"
@@ -20,14 +26,56 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
 
+#include <mpi.h>
+
 using namespace zbrt;
 using namespace zbrt::cuda;
 using detail::fatalf;
+
+namespace {
+
+/// ZBRT_SAME_DEVICE_TRANSPORT: whether peers on this rank's device go
+/// through NCCL ("nccl") or the host-staged transport ("host-staged", the
+/// default).
+bool sameDeviceOverNccl() {
+  const char *v = std::getenv("ZBRT_SAME_DEVICE_TRANSPORT");
+  if (!v || !*v || std::strcmp(v, "host-staged") == 0)
+    return false;
+  if (std::strcmp(v, "nccl") != 0)
+    fatalf("ZBRT_SAME_DEVICE_TRANSPORT='%s': expected host-staged or nccl",
+           v);
+  return true;
+}
+
+/// The world ranks on `device` of this rank's node: every rank's node (the
+/// world rank of its node's first rank) and device, gathered over MPI.
+std::vector<int32_t> sameDevicePeers(int device) {
+  const int rank = detail::rank(), size = detail::worldSize();
+  if (size < 2)
+    return {};
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                      &node);
+  int leader = rank;
+  MPI_Bcast(&leader, 1, MPI_INT, 0, node);
+  MPI_Comm_free(&node);
+  int mine[2] = {leader, device};
+  std::vector<int> all(2 * (size_t)size);
+  MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, MPI_COMM_WORLD);
+  std::vector<int32_t> peers;
+  for (int r = 0; r < size; ++r)
+    if (r != rank && all[2 * r] == leader && all[2 * r + 1] == device)
+      peers.push_back(r);
+  return peers;
+}
+
+} // namespace
 
 CudaBackend::CudaBackend(int32_t flags) {
   char why[256];
@@ -43,13 +91,27 @@ CudaBackend::CudaBackend(int32_t flags) {
   check(d.cuStreamCreate(&device.compute, kStreamNonBlocking),
         "cuStreamCreate");
   blas.start(device.compute, flags);
+  startTransports();
+}
+
+void CudaBackend::startTransports() {
+  // Collective: every rank asks for the same transports in the same order.
+  bool overNccl = sameDeviceOverNccl();
+  std::vector<int32_t> staged = sameDevicePeers(device.stats.device);
+  if (overNccl)
+    staged.clear();
   std::string ncclWhy;
-  transport = createNcclTransport(device, ncclWhy);
-  if (!transport && detail::worldSize() > 1)
+  if (std::unique_ptr<Transport> nccl =
+          createNcclTransport(device, staged, ncclWhy))
+    transports.push_back(std::move(nccl));
+  else if ((int)staged.size() + 1 < detail::worldSize())
     std::fprintf(stderr,
-                 "zb-run: rank %d: no NCCL (%s): messages go through MPI on "
-                 "the host\n",
+                 "zb-run: rank %d: no NCCL (%s): messages to other devices "
+                 "go through MPI on the host\n",
                  detail::rank(), ncclWhy.c_str());
+  if (std::unique_ptr<Transport> hostStaged =
+          createHostStagedTransport(device, staged))
+    transports.push_back(std::move(hostStaged));
 }
 
 bool CudaBackend::idle(bool computeOnly) {
@@ -57,7 +119,12 @@ bool CudaBackend::idle(bool computeOnly) {
   if (r == kNotReady)
     return false;
   check(r, "cuStreamQuery");
-  return computeOnly || !transport || transport->idle();
+  if (computeOnly)
+    return true;
+  for (auto &t : transports)
+    if (!t->idle())
+      return false;
+  return true;
 }
 
 void CudaBackend::synchronize(const char *what, bool computeOnly) {
@@ -65,19 +132,22 @@ void CudaBackend::synchronize(const char *what, bool computeOnly) {
   const double timeout = detail::commTimeoutSeconds();
   const auto start = std::chrono::steady_clock::now();
   while (true) {
-    if (transport)
-      transport->pollErrors();
+    for (auto &t : transports)
+      t->pollErrors();
     if (idle(computeOnly))
       break;
     double waited =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
     if (timeout > 0 && waited > timeout) {
-      std::string pending = transport ? transport->pendingReceive() : "";
+      std::string pending;
+      for (auto &t : transports)
+        if (pending.empty())
+          pending = t->pendingReceive();
       std::string message = std::string(what) + ": " +
                             (pending.empty() ? "the GPU's work" : pending);
-      if (transport)
-        transport->abort();
+      for (auto &t : transports)
+        t->abort();
       fatalf("waited %.0f s for %s: the peer is stopped, dead or deadlocked "
              "(zb-run --comm-timeout %g)",
              waited, message.c_str(), timeout);
@@ -86,26 +156,28 @@ void CudaBackend::synchronize(const char *what, bool computeOnly) {
         std::chrono::microseconds(waited < 1e-3 ? 1 : 50));
   }
   // Receives the compute stream waited for have arrived.
-  if (transport)
-    transport->receivesArrived();
+  for (auto &t : transports)
+    t->receivesArrived();
 }
 
 void CudaBackend::send(const void *buf, int64_t bytes, int32_t peer,
                        int32_t tag) {
-  if (transport && transport->send(buf, bytes, peer, tag))
-    return;
+  for (auto &t : transports)
+    if (t->send(buf, bytes, peer, tag))
+      return;
   // No device channel: the host copies the (managed) buffer.
   synchronize("a send over MPI", /*computeOnly=*/true);
   cpu::hostMessages().send(buf, bytes, peer, tag);
 }
 
 void CudaBackend::recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) {
-  if (transport && transport->recv(buf, bytes, peer, tag)) {
-    // Kernels emulated on the host (a cuda-emu plan) read it next.
-    if (device.hostKernels())
-      synchronize("a receive", /*computeOnly=*/true);
-    return;
-  }
+  for (auto &t : transports)
+    if (t->recv(buf, bytes, peer, tag)) {
+      // Kernels emulated on the host (a cuda-emu plan) read it next.
+      if (device.hostKernels())
+        synchronize("a receive", /*computeOnly=*/true);
+      return;
+    }
   // No device channel: earlier kernels may still read the buffer.
   synchronize("a receive over MPI", /*computeOnly=*/true);
   cpu::hostMessages().recv(buf, bytes, peer, tag);
@@ -113,11 +185,14 @@ void CudaBackend::recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) {
 
 void CudaBackend::setChannelOrder(int32_t from, int32_t to,
                                   const std::vector<ChannelMessage> &order) {
-  if (transport)
-    transport->setChannelOrder(from, to, order);
+  for (auto &t : transports)
+    t->setChannelOrder(from, to, order);
 }
 
 void CudaBackend::waitRequest(void *mpiRequest, const char *what) {
+  // A peer may need our messages before it completes this request.
+  for (auto &t : transports)
+    t->postSends();
   cpu::hostMessages().wait(mpiRequest, what);
 }
 
@@ -176,8 +251,8 @@ std::vector<DeviceTime> CudaBackend::stepEnd() {
   synchronize("the end of the step", /*computeOnly=*/false);
   device.reapStaging();
   std::vector<DeviceTime> times = trace.resolve();
-  if (transport)
-    transport->stepEnd();
+  for (auto &t : transports)
+    t->stepEnd();
   cpu::hostMessages().completeSends();
   return times;
 }
@@ -185,9 +260,9 @@ std::vector<DeviceTime> CudaBackend::stepEnd() {
 void CudaBackend::finalize() {
   synchronize("the end of the job", /*computeOnly=*/false);
   device.reapStaging();
-  if (transport)
-    transport->finalize();
-  transport.reset();
+  for (auto &t : transports)
+    t->finalize();
+  transports.clear();
   blas.finalize();
   cpu::hostMessages().finalize();
 }

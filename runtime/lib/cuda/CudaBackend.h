@@ -3,8 +3,9 @@
 // Not installed. The backend of zb-run --backend cuda (zbrt.h, "CUDA
 // backend"), made of parts by concern: the rank's device, compute stream,
 // events and staging blocks (Device.h), GEMMs through cuBLAS (Blas.h),
-// messages through a device transport (Transport.h; NCCL, with MPI on the
-// host for peers without a channel), the trace's device timeline
+// messages through a device transport per peer (Transport.h; NCCL between
+// devices, MPI through pinned host staging between the ranks of one device,
+// MPI on the host for peers without a channel), the trace's device timeline
 // (DeviceTrace.h) and the optimizer kernels (DeviceOptimizer.h). The host
 // waits for the device at the end of a step and where MLIR's host code
 // synchronises the compute stream, under the communication watchdog, which
@@ -68,7 +69,12 @@ private:
 
   Device device;
   Blas blas;
-  std::unique_ptr<Transport> transport;
+  /// Creates the transports: the peers on this rank's device get the
+  /// host-staged one, the others NCCL.
+  void startTransports();
+
+  /// NCCL (when loaded), then the host-staged transport.
+  std::vector<std::unique_ptr<Transport>> transports;
   DeviceTrace trace;
   DeviceOptimizer optimizer;
 };

@@ -67,6 +67,8 @@ void *openDriver(const char *library, Driver &d, std::string &error) {
                       {"cuMemAlloc_v2", d.cuMemAlloc},
                       {"cuMemAllocManaged", d.cuMemAllocManaged},
                       {"cuMemFree_v2", d.cuMemFree},
+                      {"cuMemHostAlloc", d.cuMemHostAlloc},
+                      {"cuMemFreeHost", d.cuMemFreeHost},
                       {"cuMemcpyAsync", d.cuMemcpyAsync},
                       {"cuMemsetD32Async", d.cuMemsetD32Async},
                       {"cuMemsetD16Async", d.cuMemsetD16Async}},

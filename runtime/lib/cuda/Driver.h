@@ -53,6 +53,8 @@ struct Driver {
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
   CUresult (*cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned);
   CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
+  CUresult (*cuMemFreeHost)(void *);
   CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, Handle);
   CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, Handle);
   CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t, Handle);
@@ -65,6 +67,7 @@ struct Driver {
 constexpr unsigned kStreamNonBlocking = 0x1;  // CU_STREAM_NON_BLOCKING
 constexpr unsigned kEventDisableTiming = 0x2; // CU_EVENT_DISABLE_TIMING
 constexpr unsigned kMemAttachGlobal = 0x1;    // CU_MEM_ATTACH_GLOBAL
+constexpr unsigned kMemHostAllocPortable = 0x1; // CU_MEMHOSTALLOC_PORTABLE
 
 /// zbrt_cuda_available's probe: 0 and the number of devices in *devices,
 /// or nonzero with the reason in msg.

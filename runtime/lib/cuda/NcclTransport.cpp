@@ -90,7 +90,7 @@ class NcclTransport final : public Transport {
 public:
   NcclTransport(Device &device, const Nccl &nccl)
       : device(device), nccl(nccl) {}
-  void createChannels();
+  void createChannels(const std::set<int32_t> &excluded);
 
   void setChannelOrder(int32_t from, int32_t to,
                        const std::vector<ChannelMessage> &order) override;
@@ -149,8 +149,9 @@ void NcclTransport::noOrder(int32_t peer) {
 /// One two-rank communicator per direction between ring neighbours (r and
 /// r+1 mod p: every pipeline, interleaved and V-shape schedule talks only to
 /// those), created in one global order so no rank waits on a cycle; the
-/// sender makes the unique id and gives it to the receiver over MPI.
-void NcclTransport::createChannels() {
+/// sender makes the unique id and gives it to the receiver over MPI. Both
+/// ends skip a pair in `excluded` (symmetric: the peers on one device).
+void NcclTransport::createChannels(const std::set<int32_t> &excluded) {
   int rank = detail::rank(), size = detail::worldSize();
   if (size < 2)
     return;
@@ -162,7 +163,7 @@ void NcclTransport::createChannels() {
   }
   MPI_Comm_dup(MPI_COMM_WORLD, &bootstrap);
   for (auto [from, to] : directed) {
-    if (rank != from && rank != to)
+    if ((rank != from && rank != to) || excluded.count(rank == from ? to : from))
       continue;
     NcclUniqueId id;
     if (rank == from) {
@@ -179,6 +180,8 @@ void NcclTransport::createChannels() {
                 "cuStreamCreate");
     (rank == from ? sendTo : recvFrom)[peer] = c;
     ++device.stats.ncclCommunicators;
+    if (peer < 64)
+      device.stats.ncclPeers |= uint64_t(1) << peer;
   }
 }
 
@@ -386,8 +389,10 @@ void NcclTransport::finalize() {
 
 } // namespace
 
-std::unique_ptr<Transport> zbrt::cuda::createNcclTransport(Device &device,
-                                                           std::string &why) {
+std::unique_ptr<Transport>
+zbrt::cuda::createNcclTransport(Device &device,
+                                const std::vector<int32_t> &excluded,
+                                std::string &why) {
   const char *name = libraryFromEnv("ZBRT_NCCL", "libnccl.so.2");
   if (std::string(name) == "none") {
     why = "ZBRT_NCCL=none";
@@ -406,6 +411,6 @@ std::unique_ptr<Transport> zbrt::cuda::createNcclTransport(Device &device,
                    why))
     return nullptr;
   auto transport = std::make_unique<NcclTransport>(device, nccl);
-  transport->createChannels();
+  transport->createChannels({excluded.begin(), excluded.end()});
   return transport;
 }

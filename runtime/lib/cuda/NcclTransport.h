@@ -18,15 +18,18 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace zbrt {
 namespace cuda {
 
 /// The NCCL transport on `device` with its communicators (collective over
 /// MPI_COMM_WORLD), or null with the reason in `why` when NCCL cannot be
-/// loaded.
-std::unique_ptr<Transport> createNcclTransport(Device &device,
-                                               std::string &why);
+/// loaded. No communicator with the world ranks in `excluded` (the peers on
+/// this rank's device, which NCCL refuses: "Duplicate GPU detected").
+std::unique_ptr<Transport>
+createNcclTransport(Device &device, const std::vector<int32_t> &excluded,
+                    std::string &why);
 
 } // namespace cuda
 } // namespace zbrt

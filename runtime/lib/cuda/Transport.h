@@ -10,9 +10,10 @@
 // host code synchronises, polling the transport's errors under the
 // watchdog.
 //
-// Implementations: NCCL between ranks (NcclTransport.h). A peer without a
-// channel makes send/recv return false: the backend then sends over MPI on
-// the host.
+// Implementations: NCCL between ranks on different devices
+// (NcclTransport.h), MPI through pinned host staging between the ranks of
+// one device (HostStagedTransport.h). A peer without a channel makes
+// send/recv return false: the backend then sends over MPI on the host.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBRT_LIB_CUDA_TRANSPORT_H
@@ -39,6 +40,10 @@ public:
   virtual bool send(const void *buf, int64_t bytes, int32_t peer,
                     int32_t tag) = 0;
   virtual bool recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) = 0;
+  /// Hands every send over to the network (waiting, under the watchdog,
+  /// for what the host must do first) before the host blocks outside the
+  /// backend (zbrt_wait), where a transport cannot progress.
+  virtual void postSends() {}
   /// Polled while the host waits: an asynchronous error (a peer's
   /// communicator aborted, a network failure) ends the job after abort().
   virtual void pollErrors() = 0;
