@@ -34,7 +34,8 @@
 //     zb-compile --target cuda-emu, whose kernels run on the host, or set
 //     ZB_FAKE_CUDA_NOOP_KERNELS=1: a --target cuda plan's fatbin loads and
 //     each launch is a no-op after its pointer arguments are checked
-//     (FakeKernels.cpp; the results are meaningless); except
+//     (FakeKernels.cpp; the results are meaningless: GEMMs and the
+//     optimizer kernels below are checked and skipped too); except
 //     libzbrt's own optimizer kernels (cuda/OptimizerKernels.cu), which
 //     run here on the host with the same per-element code (OptimizerMath.h)
 //     after their arguments are unpacked as the driver would (a check of
@@ -422,6 +423,8 @@ CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
     int rollback = *static_cast<int *>(arg(4));
     if (!isDevice(p, n * 4, "SGD param") || !isDevice(g, n * 4, "SGD grad"))
       return 700; // CUDA_ERROR_ILLEGAL_ADDRESS
+    if (zbfake::noopKernels())
+      return kOk;
     for (long long i = 0; i < n; ++i)
       rollback ? zbrt::math::sgdRollback(p[i], g[i], scale)
                : zbrt::math::sgdStep(p[i], g[i], scale);
@@ -440,6 +443,8 @@ CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
         !isDevice(g, n * 4, "AdamW grad") || !isDevice(m, n * 4, "AdamW m") ||
         !isDevice(v, n * 4, "AdamW v"))
       return 700;
+    if (zbfake::noopKernels())
+      return kOk;
     for (long long i = 0; i < n; ++i)
       rollback ? zbrt::math::adamwRollback(p[i], g[i], m[i], v[i], s)
                : zbrt::math::adamwStep(p[i], g[i], m[i], v[i], s);
@@ -454,6 +459,8 @@ CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
         !isDevice(partial, gridX * 8, "sum of squares partials") ||
         !isDevice(nonFinite, 4, "sum of squares flag"))
       return 700;
+    if (zbfake::noopKernels())
+      return kOk; // the partial sums stay as they are
     // Element i belongs to block (i mod (grid * block)) / block.
     long long threads = (long long)gridX * blockX;
     for (unsigned b = 0; b < gridX; ++b)
