@@ -76,8 +76,8 @@ template <typename R, typename... A> struct CountingThunks {
       ++used;
     }
     targets[i] = reinterpret_cast<Fn>(*slot);
-    *slot = reinterpret_cast<void *>(
-        thunk(i, std::make_index_sequence<kSlots>()));
+    *slot =
+        reinterpret_cast<void *>(thunk(i, std::make_index_sequence<kSlots>()));
   }
 };
 

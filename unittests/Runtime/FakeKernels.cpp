@@ -121,11 +121,15 @@ std::vector<Param> findParams(const unsigned char *begin,
       continue;
     uint64_t limit = end - e;
     uint64_t shoff = read<uint64_t>(e + 0x28);
-    uint16_t entsize = read<uint16_t>(e + 0x3a), count = read<uint16_t>(e + 0x3c),
+    uint16_t entsize = read<uint16_t>(e + 0x3a),
+             count = read<uint16_t>(e + 0x3c),
              strndx = read<uint16_t>(e + 0x3e);
-    if (entsize < 64 || strndx >= count || shoff + (uint64_t)count * entsize > limit)
+    if (entsize < 64 || strndx >= count ||
+        shoff + (uint64_t)count * entsize > limit)
       continue;
-    auto section = [&](unsigned i) { return e + shoff + (uint64_t)i * entsize; };
+    auto section = [&](unsigned i) {
+      return e + shoff + (uint64_t)i * entsize;
+    };
     uint64_t strOff = read<uint64_t>(section(strndx) + 0x18);
     uint64_t strSize = read<uint64_t>(section(strndx) + 0x20);
     if (strOff + strSize > limit)
@@ -187,9 +191,9 @@ void *zbfake::noopFunction(void *module, const char *name) {
   NoopFunction *&f = m->functions[name];
   if (!f) {
     f = new NoopFunction{name, m, {}};
-    f->params = findParams(reinterpret_cast<const unsigned char *>(m->begin),
-                           reinterpret_cast<const unsigned char *>(m->end),
-                           name);
+    f->params =
+        findParams(reinterpret_cast<const unsigned char *>(m->begin),
+                   reinterpret_cast<const unsigned char *>(m->end), name);
   }
   return f;
 }

@@ -23,9 +23,9 @@ void *loadNoopModule(const void *blob);
 bool isNoopModule(const void *module);
 /// The no-op kernel `name` of a module from loadNoopModule (any name).
 void *noopFunction(void *module, const char *name);
-/// Checks `function`'s (from noopFunction) parameters (see FakeKernels.cpp) and counts the
-/// launch: 0, or 700 (CUDA_ERROR_ILLEGAL_ADDRESS) with the stand-in's
-/// message on stderr.
+/// Checks the parameters of `function` (from noopFunction) as the file
+/// comment of FakeKernels.cpp says: 0, or 700 (CUDA_ERROR_ILLEGAL_ADDRESS)
+/// with the stand-in's message on stderr.
 int launchNoop(const void *function, void **params);
 
 } // namespace zbfake

@@ -24,7 +24,8 @@ namespace {
 
 using CUresult = int;
 
-template <typename T> void put(std::vector<unsigned char> &out, size_t at, T v) {
+template <typename T>
+void put(std::vector<unsigned char> &out, size_t at, T v) {
   if (out.size() < at + sizeof v)
     out.resize(at + sizeof v);
   std::memcpy(out.data() + at, &v, sizeof v);
@@ -38,16 +39,19 @@ std::vector<unsigned char> makeFatbin(const std::string &kernel, int params) {
   std::vector<unsigned char> info;
   for (int i = 0; i < params; ++i) {
     size_t at = info.size();
-    put<uint8_t>(info, at, 0x04);      // EIFMT_SVAL
-    put<uint8_t>(info, at + 1, 0x17);  // EIATTR_KPARAM_INFO
+    put<uint8_t>(info, at, 0x04);     // EIFMT_SVAL
+    put<uint8_t>(info, at + 1, 0x17); // EIATTR_KPARAM_INFO
     put<uint16_t>(info, at + 2, 12);
-    put<uint32_t>(info, at + 4, 0);                          // index
-    put<uint16_t>(info, at + 8, (uint16_t)i);                // ordinal
-    put<uint16_t>(info, at + 10, (uint16_t)(8 * i));         // offset
-    put<uint32_t>(info, at + 12, (8u << 18) | 0x1f000u);     // size 8
+    put<uint32_t>(info, at + 4, 0);                      // index
+    put<uint16_t>(info, at + 8, (uint16_t)i);            // ordinal
+    put<uint16_t>(info, at + 10, (uint16_t)(8 * i));     // offset
+    put<uint32_t>(info, at + 12, (8u << 18) | 0x1f000u); // size 8
   }
   std::vector<unsigned char> elf(64, 0);
-  std::memcpy(elf.data(), "\x7f" "ELF", 4);
+  std::memcpy(elf.data(),
+              "\x7f"
+              "ELF",
+              4);
   elf[4] = 2; // ELFCLASS64
   elf[5] = 1; // little-endian
   uint64_t namesAt = elf.size();
@@ -89,7 +93,8 @@ struct StandIn {
     lib = dlopen(ZB_FAKE_CUDA_LIB, RTLD_NOW | RTLD_LOCAL);
     if (!lib)
       return;
-    memAlloc = reinterpret_cast<decltype(memAlloc)>(dlsym(lib, "cuMemAlloc_v2"));
+    memAlloc =
+        reinterpret_cast<decltype(memAlloc)>(dlsym(lib, "cuMemAlloc_v2"));
     load = reinterpret_cast<decltype(load)>(dlsym(lib, "cuModuleLoadData"));
     function =
         reinterpret_cast<decltype(function)>(dlsym(lib, "cuModuleGetFunction"));
@@ -136,9 +141,9 @@ TEST(FakeKernels, LaunchChecksEveryPointerArgument) {
 
   // A host heap block is not device memory either.
   std::vector<float> heap(64);
-  EXPECT_EQ(s.run(kernel, {reinterpret_cast<uint64_t>(heap.data()), device, 0,
-                           1}),
-            700);
+  EXPECT_EQ(
+      s.run(kernel, {reinterpret_cast<uint64_t>(heap.data()), device, 0, 1}),
+      700);
 }
 
 } // namespace

@@ -32,9 +32,9 @@
 #include "zbrt/Mgpu.h"
 #include "zbrt/zbrt.h"
 
-#include "BackendSelection.h"
-#include "../cuda/Driver.h"
 #include "../FaultInjection.h"
+#include "../cuda/Driver.h"
+#include "BackendSelection.h"
 
 #include <cstdint>
 #include <mutex>
@@ -153,8 +153,8 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   static long launches = 0;
   if (zbrt::faults().launchError(++launches))
     gridX = 0;
-  check(d.cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY,
-                         blockZ, smem, stream, params, extra),
+  check(d.cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY, blockZ,
+                         smem, stream, params, extra),
         "cuLaunchKernel");
 }
 
@@ -249,8 +249,7 @@ void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream) {
         "cuMemsetD32Async");
 }
 
-void mgpuMemset16(void *dst, unsigned short value, size_t count,
-                  void *stream) {
+void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream) {
   const Driver &d = driver();
   check(d.cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
                            stream),
