@@ -53,8 +53,8 @@ std::string cudaTransportsText(const ZbrtCudaStats &c) {
   std::string text;
   for (int p = 0; p < 64; ++p)
     if (const char *t = cudaTransport(c, p))
-      text += (text.empty() ? "rank " : ", rank ") + std::to_string(p) + " " +
-              t;
+      text +=
+          (text.empty() ? "rank " : ", rank ") + std::to_string(p) + " " + t;
   return text;
 }
 

@@ -244,7 +244,7 @@ typedef struct ZbrtCudaStats {
   int64_t gemms;                 ///< cuBLAS GEMM calls
   int64_t ncclSends, ncclRecvs;  ///< messages through NCCL
   int64_t ncclCommunicators;     ///< two-rank communicators of this rank
-  int64_t stagingAllocations;    ///< cuMemAlloc calls for staging blocks
+  int64_t stagingAllocations;    ///< cuMemAlloc/cuMemHostAlloc of staging
   int64_t earlyMessages;         ///< received before asked for (staged)
   int64_t hostSynchronizations;  ///< times the host waited for the GPU
   /// Messages through MPI and pinned host staging (peers on this rank's

@@ -26,8 +26,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -48,8 +48,7 @@ bool sameDeviceOverNccl() {
   if (!v || !*v || std::strcmp(v, "host-staged") == 0)
     return false;
   if (std::strcmp(v, "nccl") != 0)
-    fatalf("ZBRT_SAME_DEVICE_TRANSPORT='%s': expected host-staged or nccl",
-           v);
+    fatalf("ZBRT_SAME_DEVICE_TRANSPORT='%s': expected host-staged or nccl", v);
   return true;
 }
 

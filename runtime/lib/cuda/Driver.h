@@ -64,9 +64,9 @@ struct Driver {
   int device = 0;
 };
 
-constexpr unsigned kStreamNonBlocking = 0x1;  // CU_STREAM_NON_BLOCKING
-constexpr unsigned kEventDisableTiming = 0x2; // CU_EVENT_DISABLE_TIMING
-constexpr unsigned kMemAttachGlobal = 0x1;    // CU_MEM_ATTACH_GLOBAL
+constexpr unsigned kStreamNonBlocking = 0x1;    // CU_STREAM_NON_BLOCKING
+constexpr unsigned kEventDisableTiming = 0x2;   // CU_EVENT_DISABLE_TIMING
+constexpr unsigned kMemAttachGlobal = 0x1;      // CU_MEM_ATTACH_GLOBAL
 constexpr unsigned kMemHostAllocPortable = 0x1; // CU_MEMHOSTALLOC_PORTABLE
 
 /// zbrt_cuda_available's probe: 0 and the number of devices in *devices,

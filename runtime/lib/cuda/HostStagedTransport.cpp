@@ -1,12 +1,14 @@
 //===- HostStagedTransport.cpp - zb runtime: MPI via pinned staging -------===//
 //
-// A send: the copy stream waits for the compute stream (the buffer may be
-// written by the kernels enqueued before the send), copies the buffer into a
-// pinned host block and records an event; the host posts MPI_Isend from the
-// block once that event has completed, at the next poll (a send or receive
-// of this transport, the backend's waits), so the host never waits for the
-// copy, and the caller may reuse its buffer at once. The block is free
-// again when the MPI request completes.
+// A send: the buffer is copied into a device staging block on the compute
+// stream (after the kernels that write it, before those that may reuse it:
+// the caller may reuse its buffer at once), then the copy stream waits for
+// the compute stream with an event and copies the staging block into a
+// pinned host block, overlapping the kernels that follow, and records an
+// event; the host posts MPI_Isend from the pinned block once that event has
+// completed, at the next poll (a send or receive of this transport, the
+// backend's waits), so the host never waits for the copies. The pinned
+// block is free again when the MPI request completes.
 //
 // A receive: MPI_Irecv into a pinned block, waited for under the watchdog
 // while this rank's own sends progress (the host enqueues the kernels that
@@ -164,14 +166,20 @@ bool HostStagedTransport::send(const void *buf, int64_t bytes, int32_t peer,
   if (!peers.count(peer))
     return false;
   Pinned block = takeBlock((size_t)bytes);
+  Staging staged = device.takeStaging((size_t)bytes);
+  if (bytes > 0)
+    check(driver().cuMemcpyAsync(staged.ptr, reinterpret_cast<CUdeviceptr>(buf),
+                                 (size_t)bytes, device.compute),
+          "cuMemcpyAsync");
   device.streamWaits(copyStream, device.compute);
   if (bytes > 0)
     check(driver().cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(block.ptr),
-                                 reinterpret_cast<CUdeviceptr>(buf),
-                                 (size_t)bytes, copyStream),
+                                 staged.ptr, (size_t)bytes, copyStream),
           "cuMemcpyAsync");
-  sends.push_back({block, device.recordOn(copyStream), MPI_REQUEST_NULL,
-                   false, bytes, peer, tag});
+  staged.done = device.recordOn(copyStream);
+  device.inFlight(staged);
+  sends.push_back({block, device.recordOn(copyStream), MPI_REQUEST_NULL, false,
+                   bytes, peer, tag});
   ++device.stats.hostStagedSends;
   progress();
   return true;

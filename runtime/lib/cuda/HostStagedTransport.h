@@ -3,8 +3,9 @@
 // Not installed. The CUDA backend's transport between ranks that share a
 // device, where NCCL refuses to run ("Duplicate GPU detected": two ranks of
 // one communicator on one device): MPI through pinned host staging blocks.
-// A send copies the buffer to a pinned block on a copy stream that waits for
-// the compute stream, and the block goes out with MPI_Isend once the copy's
+// A send copies the buffer into a device staging block on the compute stream
+// and from there to a pinned block on a copy stream that waits for the
+// compute stream, and the block goes out with MPI_Isend once the copy's
 // event has completed (the host polls: send, receive, the backend's waits);
 // a receive takes the message into a pinned block over MPI and copies it to
 // the device on the compute stream. Messages match by tag (MPI), on a

@@ -163,7 +163,8 @@ void NcclTransport::createChannels(const std::set<int32_t> &excluded) {
   }
   MPI_Comm_dup(MPI_COMM_WORLD, &bootstrap);
   for (auto [from, to] : directed) {
-    if ((rank != from && rank != to) || excluded.count(rank == from ? to : from))
+    if ((rank != from && rank != to) ||
+        excluded.count(rank == from ? to : from))
       continue;
     NcclUniqueId id;
     if (rank == from) {
@@ -389,10 +390,8 @@ void NcclTransport::finalize() {
 
 } // namespace
 
-std::unique_ptr<Transport>
-zbrt::cuda::createNcclTransport(Device &device,
-                                const std::vector<int32_t> &excluded,
-                                std::string &why) {
+std::unique_ptr<Transport> zbrt::cuda::createNcclTransport(
+    Device &device, const std::vector<int32_t> &excluded, std::string &why) {
   const char *name = libraryFromEnv("ZBRT_NCCL", "libnccl.so.2");
   if (std::string(name) == "none") {
     why = "ZBRT_NCCL=none";
