@@ -96,6 +96,14 @@ public:
   /// Sum of squares in double; *nonFinite (when given) is set to whether an
   /// element is NaN or infinite. Waits for its result.
   virtual double sumSquares(const float *x, int64_t n, int32_t *nonFinite) = 0;
+  /// sums[k] = sumSquares(xs[k], ns[k], nonFinite + k) for k < count,
+  /// bit-identical to it (nonFinite may be null). Waits once for all the
+  /// results; this default (the CPU backend's) loops over sumSquares.
+  virtual void sumSquaresMany(const float *const *xs, const int64_t *ns,
+                              int64_t count, double *sums, int32_t *nonFinite) {
+    for (int64_t k = 0; k < count; ++k)
+      sums[k] = sumSquares(xs[k], ns[k], nonFinite ? nonFinite + k : nullptr);
+  }
 
   //===-- Trace marks -----------------------------------------------------===//
   /// The step begins (the trace has just been cleared).

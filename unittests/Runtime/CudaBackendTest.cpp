@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -270,6 +271,54 @@ TEST(CudaBackend, OptimizerKernelsFollowTheUpdateRules) {
   EXPECT_EQ(bad, 1);
   // Every call above was a kernel launch, none a host loop.
   EXPECT_EQ(launches() - launchesBefore, 6);
+}
+
+/// zbrt_sum_squares_many on the device: the kernel of zbrt_sum_squares for
+/// every buffer (several blocks, one block, empty, a NaN), one host wait
+/// for all of them, and each sum bit-identical to the single version's.
+TEST(CudaBackend, SumSquaresManyWaitsOnceAndMatchesTheSingleVersion) {
+  startBackend();
+  std::mt19937 rng(17);
+  std::vector<std::unique_ptr<DeviceMatrix>> buffers;
+  for (int64_t n : {100000, 1, 0, 300000, 257})
+    buffers.push_back(std::make_unique<DeviceMatrix>(n, rng));
+  buffers[4]->data[200] = NAN;
+  std::vector<const float *> xs;
+  std::vector<int64_t> ns;
+  for (auto &b : buffers) {
+    xs.push_back(b->data);
+    ns.push_back(b->elements);
+  }
+  void *fake = dlopen(ZB_FAKE_CUDA_LIB, RTLD_NOW | RTLD_NOLOAD);
+  auto launches =
+      reinterpret_cast<long (*)()>(dlsym(fake, "zb_fake_cuda_kernel_launches"));
+  ASSERT_NE(launches, nullptr);
+  auto syncs = [] {
+    ZbrtCudaStats stats;
+    zbrt_cuda_stats(&stats);
+    return stats.hostSynchronizations;
+  };
+  const long launchesBefore = launches();
+  const int64_t syncsBefore = syncs();
+  std::vector<double> sums(xs.size(), -1);
+  std::vector<int32_t> bad(xs.size(), -1);
+  zbrt_sum_squares_many(xs.data(), ns.data(), (int64_t)xs.size(), sums.data(),
+                        bad.data());
+  EXPECT_EQ(launches() - launchesBefore, (long)xs.size());
+  EXPECT_EQ(syncs() - syncsBefore, 1);
+  for (size_t k = 0; k < xs.size(); ++k) {
+    int32_t want = -1;
+    double sum = zbrt_sum_squares(xs[k], ns[k], &want);
+    if (k != 4) { // bit-identical (buffer 4's sum is NaN)
+      EXPECT_EQ(sums[k], sum) << k;
+    }
+    EXPECT_EQ(bad[k], want) << k;
+  }
+  EXPECT_EQ(bad[4], 1);
+  EXPECT_EQ(syncs() - syncsBefore, 1 + (int64_t)xs.size());
+  // A second, smaller call reuses the scratch.
+  zbrt_sum_squares_many(xs.data(), ns.data(), 2, sums.data(), nullptr);
+  EXPECT_EQ(sums[0], zbrt_sum_squares(xs[0], ns[0], nullptr));
 }
 
 /// zbrt_sgemm_batched_memref on the device: one cublasSgemmStridedBatched

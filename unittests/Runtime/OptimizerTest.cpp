@@ -163,4 +163,43 @@ TEST(Optimizer, SumSquaresAndNonFinite) {
   EXPECT_EQ(bad, 1);
 }
 
+/// zbrt_sum_squares_many gives each buffer exactly zbrt_sum_squares's sum
+/// and flag (empty buffers and a non-finite one among them).
+TEST(Optimizer, SumSquaresManyMatchesTheSingleVersion) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<std::vector<float>> buffers;
+  for (int64_t n : {1000, 1, 0, 4097, 77, 0, 250000}) {
+    buffers.emplace_back(n);
+    for (float &x : buffers.back())
+      x = normal(rng);
+  }
+  buffers[4][10] = NAN;
+  std::vector<const float *> xs;
+  std::vector<int64_t> ns;
+  for (auto &b : buffers) {
+    xs.push_back(b.data());
+    ns.push_back((int64_t)b.size());
+  }
+  std::vector<double> sums(xs.size(), -1);
+  std::vector<int32_t> bad(xs.size(), -1);
+  zbrt_sum_squares_many(xs.data(), ns.data(), (int64_t)xs.size(), sums.data(),
+                        bad.data());
+  for (size_t k = 0; k < xs.size(); ++k) {
+    int32_t want = -1;
+    double sum = zbrt_sum_squares(xs[k], ns[k], &want);
+    if (k != 4) { // bit-identical (buffer 4's sum is NaN)
+      EXPECT_EQ(sums[k], sum) << k;
+    }
+    EXPECT_EQ(bad[k], want) << k;
+  }
+  EXPECT_EQ(bad[4], 1);
+  // Without flags, and with no buffers.
+  std::vector<double> again(xs.size());
+  zbrt_sum_squares_many(xs.data(), ns.data(), (int64_t)xs.size(), again.data(),
+                        nullptr);
+  EXPECT_EQ(again[6], sums[6]);
+  zbrt_sum_squares_many(nullptr, nullptr, 0, nullptr, nullptr);
+}
+
 } // namespace

@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 using namespace llvm;
 using namespace zb::host;
@@ -75,10 +76,23 @@ void GradSync::inject(int64_t step) {
 
 GradSync::GlobalState GradSync::local() const {
   GlobalState s;
+  // Every gradient's sum of squares with one wait for the device.
+  std::vector<const float *> xs;
+  std::vector<int64_t> ns;
+  xs.reserve(rp.grads.size());
+  ns.reserve(rp.grads.size());
   for (auto &[index, g] : rp.grads) {
-    int32_t bad = 0;
-    double sum = zbrt_sum_squares(g.data(), g.size(), &bad);
-    if (bad) {
+    xs.push_back(g.data());
+    ns.push_back(g.size());
+  }
+  std::vector<double> sums(xs.size());
+  std::vector<int32_t> bad(xs.size());
+  zbrt_sum_squares_many(xs.data(), ns.data(), (int64_t)xs.size(), sums.data(),
+                        bad.data());
+  size_t k = 0;
+  for (auto &[index, g] : rp.grads) {
+    double sum = sums[k];
+    if (bad[k++]) {
       s.firstBad =
           std::min(s.firstBad, ((int64_t)rank << 32) | (int64_t)index);
       continue;

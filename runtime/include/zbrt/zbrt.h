@@ -129,6 +129,15 @@ double zbrt_sum_squares(const float *x, int64_t n, int32_t *nonFinite);
 /// This process's rank and the number of ranks; -1 / 0 before zbrt_init().
 int32_t zbrt_rank(void);
 int32_t zbrt_world_size(void);
+/// zbrt_sum_squares of `count` buffers at once: sums[k] is the sum of
+/// squares (double) of the ns[k] floats at xs[k], nonFinite[k] (when
+/// nonFinite is not null) is set to 1 when one of them is NaN or infinite,
+/// else 0. Each sums[k] is bit-identical to zbrt_sum_squares(xs[k], ns[k]).
+/// With --backend cuda the sums are kernels on the compute stream and the
+/// host waits once for all of them (zbrt_sum_squares waits once per buffer).
+/// count < 0 or an ns[k] < 0 is fatal.
+void zbrt_sum_squares_many(const float *const *xs, const int64_t *ns,
+                           int64_t count, double *sums, int32_t *nonFinite);
 
 //===-- Memory pool (heap buffers of generated code) ----------------------===//
 //
@@ -225,8 +234,9 @@ void zbrt_set_channel_order(int32_t from, int32_t to, const int64_t *messages,
 /// Waits for the rank's compute stream (no-op without the CUDA backend):
 /// zb-run calls it after the optimizer, before the host reads parameters
 /// or optimizer state. (Under the CUDA backend zbrt_sgd_step,
-/// zbrt_adamw_step, their rollbacks and zbrt_sum_squares run as kernels on
-/// the compute stream; zbrt_sum_squares waits for its result.)
+/// zbrt_adamw_step, their rollbacks and the sums of squares run as kernels
+/// on the compute stream; zbrt_sum_squares waits for its result,
+/// zbrt_sum_squares_many once for all of its results.)
 void zbrt_cuda_synchronize(void);
 /// Nonzero after zbrt_cuda_start (until zbrt_finalize).
 int32_t zbrt_cuda_started(void);

@@ -86,3 +86,17 @@ extern "C" double zbrt_sum_squares(const float *x, int64_t n,
                                    int32_t *nonFinite) {
   return backend().sumSquares(x, n, nonFinite);
 }
+
+extern "C" void zbrt_sum_squares_many(const float *const *xs, const int64_t *ns,
+                                      int64_t count, double *sums,
+                                      int32_t *nonFinite) {
+  if (count < 0)
+    fatalf("zbrt_sum_squares_many: count must be >= 0, got %lld",
+           (long long)count);
+  for (int64_t k = 0; k < count; ++k)
+    if (ns[k] < 0)
+      fatalf("zbrt_sum_squares_many: buffer %lld has %lld elements",
+             (long long)k, (long long)ns[k]);
+  if (count > 0)
+    backend().sumSquaresMany(xs, ns, count, sums, nonFinite);
+}

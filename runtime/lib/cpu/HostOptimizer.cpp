@@ -40,3 +40,9 @@ double cpu::sumSquares(const float *x, int64_t n, int32_t *nonFinite) {
     *nonFinite = bad;
   return sum;
 }
+
+void cpu::sumSquaresMany(const float *const *xs, const int64_t *ns,
+                         int64_t count, double *sums, int32_t *nonFinite) {
+  for (int64_t k = 0; k < count; ++k)
+    sums[k] = sumSquares(xs[k], ns[k], nonFinite ? nonFinite + k : nullptr);
+}

@@ -20,6 +20,9 @@ void sgd(float *param, const float *grad, int64_t n, float scale,
 void adamw(float *param, const float *grad, float *m, float *v, int64_t n,
            const math::AdamWScalars &scalars, bool rollback);
 double sumSquares(const float *x, int64_t n, int32_t *nonFinite);
+/// sumSquares of each of `count` buffers (nonFinite, when given, per buffer).
+void sumSquaresMany(const float *const *xs, const int64_t *ns, int64_t count,
+                    double *sums, int32_t *nonFinite);
 
 } // namespace cpu
 } // namespace zbrt

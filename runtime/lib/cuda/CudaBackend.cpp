@@ -240,6 +240,17 @@ double CudaBackend::sumSquares(const float *x, int64_t n, int32_t *nonFinite) {
   return optimizer.readSumSquares(blocks, nonFinite);
 }
 
+void CudaBackend::sumSquaresMany(const float *const *xs, const int64_t *ns,
+                                 int64_t count, double *sums,
+                                 int32_t *nonFinite) {
+  if (!deviceOptimizer())
+    return cpu::sumSquaresMany(xs, ns, count, sums, nonFinite);
+  // Every kernel first, then one wait for all the results.
+  optimizer.launchSumSquaresMany(device.compute, xs, ns, count);
+  synchronize("the gradient norms", /*computeOnly=*/true);
+  optimizer.readSumSquaresMany(sums, nonFinite);
+}
+
 void CudaBackend::traceBeginStep() { trace.beginStep(device.compute); }
 
 void CudaBackend::traceMark(size_t index, bool end) {

@@ -49,6 +49,8 @@ public:
   void adamw(float *param, const float *grad, float *m, float *v, int64_t n,
              const math::AdamWScalars &scalars, bool rollback) override;
   double sumSquares(const float *x, int64_t n, int32_t *nonFinite) override;
+  void sumSquaresMany(const float *const *xs, const int64_t *ns, int64_t count,
+                      double *sums, int32_t *nonFinite) override;
   void traceBeginStep() override;
   void traceMark(size_t index, bool end) override;
   std::vector<DeviceTime> stepEnd() override;

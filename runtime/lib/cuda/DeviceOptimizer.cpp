@@ -101,3 +101,56 @@ double DeviceOptimizer::readSumSquares(unsigned blocks, int32_t *nonFinite) {
     *nonFinite = *nonFiniteFlag != 0;
   return sum;
 }
+
+void DeviceOptimizer::launchSumSquaresMany(Handle stream,
+                                           const float *const *xs,
+                                           const int64_t *ns, int64_t count) {
+  load();
+  manyBlocks.resize(count);
+  size_t totalBlocks = 0;
+  for (int64_t k = 0; k < count; ++k)
+    totalBlocks += manyBlocks[k] = blocksFor(ns[k], kMaxSumBlocks);
+  size_t bytes = totalBlocks * sizeof(double) + count * sizeof(int);
+  const Driver &d = driver();
+  // The previous use of the scratch has finished (it was waited for).
+  if (bytes > manyBytes) {
+    if (manyPartials)
+      check(d.cuMemFree(reinterpret_cast<CUdeviceptr>(manyPartials)),
+            "cuMemFree");
+    CUdeviceptr p = 0;
+    check(d.cuMemAllocManaged(&p, bytes, kMemAttachGlobal),
+          "cuMemAllocManaged");
+    manyPartials = reinterpret_cast<double *>(p);
+    manyBytes = bytes;
+  }
+  int *flags = reinterpret_cast<int *>(manyPartials + totalBlocks);
+  double *partial = manyPartials;
+  for (int64_t k = 0; k < count; ++k) {
+    int *flag = flags + k;
+    *flag = 0;
+    const float *x = xs[k];
+    long long n = ns[k];
+    void *params[] = {&x, &n, &partial, &flag};
+    launch(stream, sumSquaresKernel, manyBlocks[k], params,
+           "cuLaunchKernel (sum of squares)");
+    partial += manyBlocks[k];
+  }
+}
+
+void DeviceOptimizer::readSumSquaresMany(double *sums,
+                                         int32_t *nonFinite) const {
+  const double *partial = manyPartials;
+  size_t totalBlocks = 0;
+  for (unsigned blocks : manyBlocks)
+    totalBlocks += blocks;
+  const int *flags = reinterpret_cast<const int *>(manyPartials + totalBlocks);
+  for (size_t k = 0; k < manyBlocks.size(); ++k) {
+    double sum = 0;
+    for (unsigned i = 0; i < manyBlocks[k]; ++i)
+      sum += partial[i];
+    partial += manyBlocks[k];
+    sums[k] = sum;
+    if (nonFinite)
+      nonFinite[k] = flags[k] != 0;
+  }
+}

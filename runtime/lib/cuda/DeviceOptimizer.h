@@ -13,7 +13,9 @@
 
 #include "../OptimizerMath.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace zbrt {
 namespace cuda {
@@ -28,6 +30,12 @@ public:
   /// that readSumSquares adds once the host has waited for `stream`.
   unsigned launchSumSquares(Handle stream, const float *x, int64_t n);
   double readSumSquares(unsigned blocks, int32_t *nonFinite);
+  /// Launches the sum of squares of each of `count` buffers into partial
+  /// sums and a flag of its own; readSumSquaresMany adds them, in the order
+  /// readSumSquares does, once the host has waited for `stream`.
+  void launchSumSquaresMany(Handle stream, const float *const *xs,
+                            const int64_t *ns, int64_t count);
+  void readSumSquaresMany(double *sums, int32_t *nonFinite) const;
 
 private:
   void load();
@@ -37,6 +45,11 @@ private:
   Handle sgdKernel = nullptr, adamwKernel = nullptr, sumSquaresKernel = nullptr;
   double *partialSums = nullptr; // managed, kMaxSumBlocks
   int *nonFiniteFlag = nullptr;  // managed
+  // launchSumSquaresMany's managed scratch: each buffer's partial sums, then
+  // one flag per buffer; grown on demand (a step reuses it).
+  double *manyPartials = nullptr;
+  size_t manyBytes = 0;
+  std::vector<unsigned> manyBlocks; // of the last launchSumSquaresMany
 };
 
 } // namespace cuda
