@@ -1,5 +1,6 @@
 //===- Codegen.cpp - per-rank lowering, LLVM IR, objects, linking ---------===//
 #include "zb/Driver/Driver.h"
+#include "zb/Formats/AtomicFile.h"
 #include "zb/Pipelines/Pipelines.h"
 #include "zb/Transforms/Passes.h"
 
@@ -289,25 +290,19 @@ llvm::Error linkShared(llvm::ArrayRef<std::string> objects,
     return llvm::createStringError(ec, "cannot resolve " + library);
   // Linked next to the target and renamed over it: a failed link leaves
   // the previous library, a symlink at the path is replaced.
-  std::string tmp =
-      (absLibrary + ".tmp." + llvm::Twine(llvm::sys::Process::getProcessId()))
-          .str();
-  SmallVector<StringRef> args{*cc, "-shared", "-o", tmp};
-  for (const std::string &object : absObjects)
-    args.push_back(object);
-  args.push_back("-lm");
-  std::string message;
-  if (llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &message)) {
-    llvm::sys::fs::remove(tmp);
-    return llvm::createStringError("linking " + library +
-                                   " failed: " + message);
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(tmp, absLibrary)) {
-    llvm::sys::fs::remove(tmp);
-    return llvm::createStringError(ec, "cannot write " + library + ": " +
-                                           ec.message());
-  }
-  return llvm::Error::success();
+  return host::replaceFileAtomically(
+      absLibrary, [&](llvm::StringRef tmp) -> llvm::Error {
+        SmallVector<StringRef> args{*cc, "-shared", "-o", tmp};
+        for (const std::string &object : absObjects)
+          args.push_back(object);
+        args.push_back("-lm");
+        std::string message;
+        if (llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0,
+                                      &message))
+          return llvm::createStringError("linking " + library +
+                                         " failed: " + message);
+        return llvm::Error::success();
+      });
 }
 
 llvm::Error emitRankLibraries(std::vector<RankLLVMModule> &modules,

@@ -15,10 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <cstdio>
-#include <unistd.h>
-#include <sys/stat.h>
 #include <iomanip>
 #include <cstdlib>
 
@@ -268,34 +265,4 @@ void zbrt::writeChromeTrace(std::ostream &os,
     os << "}}";
   }
   os << "\n]}\n";
-}
-
-bool zbrt::writeChromeTraceFile(const std::string &path,
-                                const std::vector<TraceEvent> &events,
-                                int32_t numRanks, int64_t step,
-                                std::string *error) {
-  // Atomic like every zb output: a temporary file next to `path`, renamed
-  // over it when complete (a symlink is replaced, not followed; a failed
-  // write leaves the previous file). A device or FIFO is written in place.
-  struct stat st;
-  const bool inPlace = lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) &&
-                       !S_ISLNK(st.st_mode);
-  const std::string tmp =
-      inPlace ? path : path + ".tmp." + std::to_string((long long)getpid());
-  std::ofstream os(tmp);
-  if (!os) {
-    if (error)
-      *error = "cannot open '" + path + "' for writing";
-    return false;
-  }
-  writeChromeTrace(os, events, numRanks, step);
-  os.close();
-  if (!os || (!inPlace && std::rename(tmp.c_str(), path.c_str()) != 0)) {
-    if (!inPlace)
-      std::remove(tmp.c_str());
-    if (error)
-      *error = "cannot write '" + path + "' (the previous file is unchanged)";
-    return false;
-  }
-  return true;
 }

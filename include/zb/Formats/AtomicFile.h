@@ -25,6 +25,15 @@ llvm::Error
 writeFileAtomically(llvm::StringRef path,
                     llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write);
 
+/// For a file another program writes (the linker's rank library): `produce`
+/// makes the complete file at the temporary path it is given (next to
+/// `path`), which is then renamed over `path`. Errors: the error of
+/// `produce` (the temporary file removed), or "cannot write '<path>':
+/// <reason> (the previous file is unchanged)".
+llvm::Error replaceFileAtomically(
+    llvm::StringRef path,
+    llvm::function_ref<llvm::Error(llvm::StringRef tmpPath)> produce);
+
 } // namespace zb::host
 
 #endif // ZB_FORMATS_ATOMICFILE_H

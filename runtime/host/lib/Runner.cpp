@@ -8,6 +8,7 @@
 
 #include "zbhost/Runner.h"
 
+#include "zb/Formats/AtomicFile.h"
 #include "zb/Formats/Checkpoint.h"
 #include "zbhost/Collective.h"
 #include "zbhost/Launcher.h"
@@ -33,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 using namespace llvm;
 using namespace zb::host;
@@ -426,10 +428,14 @@ void StepLoop::gatherTrace(int64_t step, bool measured) {
     }
   }
   if (traceThis) {
-    std::string err;
-    if (!zbrt::writeChromeTraceFile(o.traceFile, all, worldSize, step + 1,
-                                    &err))
-      zbrt_fatal(("--trace: " + err).c_str());
+    Error err = writeFileAtomically(o.traceFile, [&](raw_ostream &os) {
+      std::ostringstream trace;
+      zbrt::writeChromeTrace(trace, all, worldSize, step + 1);
+      os << trace.str();
+      return Error::success();
+    });
+    if (err)
+      zbrt_fatal(("--trace: " + toString(std::move(err))).c_str());
     report.traceFile = o.traceFile;
   }
 }

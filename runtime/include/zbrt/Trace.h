@@ -89,10 +89,6 @@ std::vector<TraceEvent> gatherTrace(const std::vector<TraceEvent> &local,
 /// "F s1 mb3" or "send ->2", with category F/B/W/send/recv and args.
 void writeChromeTrace(std::ostream &os, const std::vector<TraceEvent> &events,
                       int32_t numRanks, int64_t step);
-/// writeChromeTrace into a file; returns false and sets *error on failure.
-bool writeChromeTraceFile(const std::string &path,
-                          const std::vector<TraceEvent> &events,
-                          int32_t numRanks, int64_t step, std::string *error);
 
 } // namespace zbrt
 
