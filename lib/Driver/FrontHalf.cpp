@@ -14,7 +14,6 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 using namespace mlir;
@@ -110,11 +109,7 @@ llvm::Expected<sched::Schedule> resolveScheduleFile(CompileOptions &o) {
                                    "--schedule-file " + o.scheduleFile + ": " +
                                        msg);
   };
-  auto buffer = llvm::MemoryBuffer::getFile(o.scheduleFile);
-  if (!buffer)
-    return error("cannot read: " + buffer.getError().message());
-  llvm::StringRef text = (*buffer)->getBuffer();
-  auto file = sched::readScheduleFile(text, sched::looksLikeScheduleJSON(text));
+  auto file = sched::loadScheduleFile(o.scheduleFile);
   if (!file)
     return error(llvm::toString(file.takeError()));
   sched::Schedule &schedule = file->schedule;
@@ -163,9 +158,6 @@ llvm::Expected<sched::Schedule> resolveScheduleFile(CompileOptions &o) {
                      .str());
   o.virtualStages = chunks;
   o.schedule = "file:" + name;
-  // zb's own simulator convention for a CSV schedule it did not build.
-  if (!sched::looksLikeScheduleJSON(text))
-    schedule.costConvention = sched::CostConvention::StageSpan;
   return std::move(schedule);
 }
 

@@ -9,6 +9,7 @@
 #include "zb/Formats/JSON.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 using namespace zb::sched;
 namespace json = llvm::json;
@@ -237,5 +238,19 @@ llvm::Expected<ScheduleFile> zb::sched::readScheduleFile(llvm::StringRef text,
   if (!csv)
     return csv.takeError();
   file.schedule = std::move(*csv);
+  return file;
+}
+
+llvm::Expected<ScheduleFile> zb::sched::loadScheduleFile(llvm::StringRef path,
+                                                         int numRanks) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return llvm::createStringError("cannot read: " +
+                                   buffer.getError().message());
+  llvm::StringRef text = (*buffer)->getBuffer();
+  const bool json = looksLikeScheduleJSON(text);
+  auto file = readScheduleFile(text, json, numRanks);
+  if (file && !json)
+    file->schedule.costConvention = CostConvention::StageSpan;
   return file;
 }

@@ -19,7 +19,6 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 namespace zb {
 #define GEN_PASS_DEF_ZBSCHEDULE
@@ -40,22 +39,12 @@ static LogicalResult applyProfileFile(ModuleOp module, StringRef path) {
   return applyStageCosts(module, costs, ("profile '" + path + "'").str());
 }
 
-/// zb-opt's `schedule-file=FILE`: PyTorch CSV (zb's own simulator
-/// convention for a schedule it did not build, CostConvention::StageSpan)
-/// or zb JSON.
+/// zb-opt's `schedule-file=FILE` (sched::loadScheduleFile).
 static llvm::Expected<sched::Schedule> readScheduleFile(StringRef path,
                                                         int numRanks) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return llvm::createStringError("cannot read: " +
-                                   buffer.getError().message());
-  llvm::StringRef text = (*buffer)->getBuffer();
-  const bool json = sched::looksLikeScheduleJSON(text);
-  auto file = sched::readScheduleFile(text, json, numRanks);
+  auto file = sched::loadScheduleFile(path, numRanks);
   if (!file)
     return file.takeError();
-  if (!json)
-    file->schedule.costConvention = sched::CostConvention::StageSpan;
   return std::move(file->schedule);
 }
 

@@ -94,6 +94,13 @@ llvm::Expected<ScheduleFile> readScheduleFile(llvm::StringRef text, bool json,
 inline bool looksLikeScheduleJSON(llvm::StringRef text) {
   return text.ltrim().starts_with("{");
 }
+/// zb-compile --schedule-file and zb-opt's zb-schedule{schedule-file=}: the
+/// file at \p path through readScheduleFile (JSON or CSV by its first
+/// character); a CSV schedule, which zb did not build, is simulated in zb's
+/// own convention (CostConvention::StageSpan). Errors: "cannot read:
+/// <reason>", or readScheduleFile's.
+llvm::Expected<ScheduleFile> loadScheduleFile(llvm::StringRef path,
+                                              int numRanks = 0);
 
 /// Chrome / Perfetto trace event JSON (one thread per rank, times in us).
 /// With \p sync: two iterations (args.iteration 1, 2), the optimizer steps,
