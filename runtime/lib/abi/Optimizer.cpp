@@ -23,9 +23,15 @@ using detail::fatalf;
 
 namespace {
 
-math::AdamWScalars adamwScalars(int64_t step, float lr, float beta1,
-                                float beta2, float eps, float decay,
-                                float gradScale) {
+/// AdamW's per-step scalars (bias corrections from the 1-based `step`,
+/// decay = 1 - lr * weightDecay); `fn` names the entry point in the error
+/// for a step below 1.
+math::AdamWScalars adamwScalars(const char *fn, int64_t step, float lr,
+                                float beta1, float beta2, float eps,
+                                float weightDecay, float gradScale) {
+  if (step < 1)
+    fatalf("%s: step must be >= 1 (1-based), got %lld", fn, (long long)step);
+  const float decay = 1.0f - lr * weightDecay;
   const double bc1 = 1.0 - std::pow((double)beta1, (double)step);
   const double bc2 = 1.0 - std::pow((double)beta2, (double)step);
   const float stepSize = (float)(lr / bc1);
@@ -45,12 +51,9 @@ extern "C" void zbrt_adamw_step(float *param, const float *grad, float *m,
                                 float *v, int64_t n, int64_t step, float lr,
                                 float beta1, float beta2, float eps,
                                 float weightDecay, float gradScale) {
-  if (step < 1)
-    fatalf("zbrt_adamw_step: step must be >= 1 (1-based), got %lld",
-           (long long)step);
-  const float decay = 1.0f - lr * weightDecay;
   backend().adamw(param, grad, m, v, n,
-                  adamwScalars(step, lr, beta1, beta2, eps, decay, gradScale),
+                  adamwScalars("zbrt_adamw_step", step, lr, beta1, beta2, eps,
+                               weightDecay, gradScale),
                   /*rollback=*/false);
 }
 
@@ -69,17 +72,13 @@ extern "C" void zbrt_adamw_rollback(float *param, const float *grad, float *m,
                                     float *v, int64_t n, int64_t step, float lr,
                                     float beta1, float beta2, float eps,
                                     float weightDecay, float gradScale) {
-  if (step < 1)
-    fatalf("zbrt_adamw_rollback: step must be >= 1 (1-based), got %lld",
-           (long long)step);
-  const float decay = 1.0f - lr * weightDecay;
-  if (!(beta1 > 0) || !(beta2 > 0) || decay == 0.0f)
+  const math::AdamWScalars scalars = adamwScalars(
+      "zbrt_adamw_rollback", step, lr, beta1, beta2, eps, weightDecay, gradScale);
+  if (!(beta1 > 0) || !(beta2 > 0) || scalars.decay == 0.0f)
     fatalf("zbrt_adamw_rollback: not invertible (beta1 %g, beta2 %g, "
            "1 - lr * weight_decay %g)",
-           (double)beta1, (double)beta2, (double)decay);
-  backend().adamw(param, grad, m, v, n,
-                  adamwScalars(step, lr, beta1, beta2, eps, decay, gradScale),
-                  /*rollback=*/true);
+           (double)beta1, (double)beta2, (double)scalars.decay);
+  backend().adamw(param, grad, m, v, n, scalars, /*rollback=*/true);
 }
 
 extern "C" double zbrt_sum_squares(const float *x, int64_t n,
