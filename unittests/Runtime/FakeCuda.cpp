@@ -15,9 +15,13 @@
 //     cuStreamWaitEvent, to show that tests notice). Compute work (GEMMs,
 //     the host-emulated kernels) runs at once, so the host blocks where a
 //     GPU stream would wait on the device;
-//   - "device" memory is host memory, but every pointer handed to a copy, a
-//     GEMM or a message must lie inside a live allocation of this library
-//     (host pointers given to the GPU are reported, as a GPU would fault);
+//   - device memory (cuMemAlloc_v2) is a mapping the host cannot touch
+//     outside this library's own copies, GEMMs, kernels and messages: a host
+//     dereference dies with "fake CUDA: the host read or wrote device memory
+//     at ..." (FakeDeviceMemory.cpp); managed memory is host memory; every
+//     pointer handed to a copy, a GEMM or a message must lie inside a live
+//     allocation of this library (host pointers given to the GPU are
+//     reported, as a GPU would fault);
 //   - cublasSgemm_v2 computes the column-major product of cuBLAS's
 //     documentation naively in double (an independent check of the
 //     runtime's row-major mapping), except with no-op kernels;
@@ -50,6 +54,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeDeviceMemory.h"
 #include "FakeKernels.h"
 
 #include "../../runtime/lib/OptimizerMath.h"
@@ -179,11 +184,15 @@ void writeReport() {
   std::fclose(f);
 }
 
-void *allocate(size_t bytes) {
+/// Zeroed memory: device memory (the arena of FakeDeviceMemory.cpp) or
+/// host memory (managed, pinned).
+void *allocate(size_t bytes, bool device = false) {
   size_t rounded = (bytes + 255) / 256 * 256;
-  void *p = std::aligned_alloc(256, rounded ? rounded : 256);
+  void *p = device ? zbfake::deviceAllocate(bytes)
+                   : std::aligned_alloc(256, rounded ? rounded : 256);
   if (p) {
-    std::memset(p, 0, rounded ? rounded : 256);
+    if (!device)
+      std::memset(p, 0, rounded ? rounded : 256);
     std::lock_guard<std::mutex> lock(gMutex);
     gAllocations[reinterpret_cast<uintptr_t>(p)] = bytes;
   }
@@ -316,6 +325,7 @@ void isend(Comm *c, const void *buf, size_t count) {
   }
   c->sends.resize(kept);
   c->buffers.resize(kept);
+  zbfake::DeviceAccess open; // the copy reads device memory
   c->buffers.emplace_back(static_cast<const char *>(buf),
                           static_cast<const char *>(buf) + count);
   c->sends.emplace_back();
@@ -425,6 +435,7 @@ CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
       return 700; // CUDA_ERROR_ILLEGAL_ADDRESS
     if (zbfake::noopKernels())
       return kOk;
+    zbfake::DeviceAccess open;
     for (long long i = 0; i < n; ++i)
       rollback ? zbrt::math::sgdRollback(p[i], g[i], scale)
                : zbrt::math::sgdStep(p[i], g[i], scale);
@@ -445,6 +456,7 @@ CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
       return 700;
     if (zbfake::noopKernels())
       return kOk;
+    zbfake::DeviceAccess open;
     for (long long i = 0; i < n; ++i)
       rollback ? zbrt::math::adamwRollback(p[i], g[i], m[i], v[i], s)
                : zbrt::math::adamwStep(p[i], g[i], m[i], v[i], s);
@@ -461,6 +473,7 @@ CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
       return 700;
     if (zbfake::noopKernels())
       return kOk; // the partial sums stay as they are
+    zbfake::DeviceAccess open;
     // Element i belongs to block (i mod (grid * block)) / block.
     long long threads = (long long)gridX * blockX;
     for (unsigned b = 0; b < gridX; ++b)
@@ -574,7 +587,7 @@ CUresult cuEventElapsedTime(float *ms, void *start, void *end) {
   return kOk;
 }
 CUresult cuMemAlloc_v2(unsigned long long *ptr, size_t bytes) {
-  void *p = allocate(bytes);
+  void *p = allocate(bytes, /*device=*/true);
   if (!p)
     return 2; // CUDA_ERROR_OUT_OF_MEMORY
   ++gStats.allocations;
@@ -604,7 +617,8 @@ CUresult cuMemFreeHost(void *p) {
     if (!gAllocations.erase(reinterpret_cast<uintptr_t>(p)))
       return kInvalidValue;
   }
-  std::free(p);
+  if (!zbfake::deviceFree(p))
+    std::free(p);
   return kOk;
 }
 CUresult cuMemFree_v2(unsigned long long ptr) {
@@ -614,7 +628,8 @@ CUresult cuMemFree_v2(unsigned long long ptr) {
     if (!gAllocations.erase(ptr))
       return kInvalidValue;
   }
-  std::free(reinterpret_cast<void *>(ptr));
+  if (!zbfake::deviceFree(reinterpret_cast<void *>(ptr)))
+    std::free(reinterpret_cast<void *>(ptr));
   return kOk;
 }
 CUresult cuMemcpyAsync(unsigned long long dst, unsigned long long src,
@@ -624,6 +639,7 @@ CUresult cuMemcpyAsync(unsigned long long dst, unsigned long long src,
     return kInvalidValue;
   ++gStats.memcpys;
   enqueueOrRun(stream, nullptr, [dst, src, bytes] {
+    zbfake::DeviceAccess open;
     std::memmove(reinterpret_cast<void *>(dst),
                  reinterpret_cast<void *>(src), bytes);
   });
@@ -633,6 +649,7 @@ CUresult cuMemsetD32Async(unsigned long long dst, unsigned value, size_t n,
                           void *) {
   if (!isDevice(reinterpret_cast<void *>(dst), n * 4, "cuMemsetD32Async"))
     return kInvalidValue;
+  zbfake::DeviceAccess open;
   auto *p = reinterpret_cast<unsigned *>(dst);
   for (size_t i = 0; i < n; ++i)
     p[i] = value;
@@ -642,6 +659,7 @@ CUresult cuMemsetD16Async(unsigned long long dst, unsigned short value,
                           size_t n, void *) {
   if (!isDevice(reinterpret_cast<void *>(dst), n * 2, "cuMemsetD16Async"))
     return kInvalidValue;
+  zbfake::DeviceAccess open;
   auto *p = reinterpret_cast<unsigned short *>(dst);
   for (size_t i = 0; i < n; ++i)
     p[i] = value;
@@ -710,6 +728,7 @@ int cublasSgemm_v2(void *, int transa, int transb, int m, int n, int k,
   // No-op kernels (FakeKernels.cpp): GEMMs are checked, not computed.
   if (zbfake::noopKernels())
     return 0;
+  zbfake::DeviceAccess open;
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < m; ++i) {
       double sum = 0;
@@ -825,7 +844,10 @@ int ncclRecv(void *buf, size_t count, int type, int peer, void *comm,
   ++gStats.recvs;
   gStats.recvBytes += (long)count;
   // Stale until the stream has run the receive: NaN in every float.
-  std::memset(buf, 0xFF, count);
+  {
+    zbfake::DeviceAccess open;
+    std::memset(buf, 0xFF, count);
+  }
   defer(static_cast<Stream *>(stream), c, [c, buf, count](bool block) {
     MPI_Status status;
     if (!block) {
@@ -846,6 +868,7 @@ int ncclRecv(void *buf, size_t count, int type, int peer, void *comm,
       discarded.resize((size_t)got);
       into = discarded.data();
     }
+    zbfake::DeviceAccess open; // MPI writes the device buffer
     MPI_Recv(into, got, MPI_BYTE, c->peerWorld, c->tag, MPI_COMM_WORLD,
              MPI_STATUS_IGNORE);
     ++gStats.deferredRecvs;
