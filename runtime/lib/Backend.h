@@ -21,6 +21,8 @@
 
 #include "OptimizerMath.h"
 
+#include "zbrt/zbrt.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -93,6 +95,19 @@ public:
   virtual void adamw(float *param, const float *grad, float *m, float *v,
                      int64_t n, const math::AdamWScalars &scalars,
                      bool rollback) = 0;
+  /// sgd / adamw of each of `count` tensors (zbrt_sgd_step_many's checked
+  /// arguments), bit-identical to them; these defaults loop.
+  virtual void sgdMany(const ZbrtOptimizerTensor *tensors, int64_t count,
+                       float scale, bool rollback) {
+    for (int64_t k = 0; k < count; ++k)
+      sgd(tensors[k].param, tensors[k].grad, tensors[k].n, scale, rollback);
+  }
+  virtual void adamwMany(const ZbrtOptimizerTensor *tensors, int64_t count,
+                         const math::AdamWScalars &scalars, bool rollback) {
+    for (int64_t k = 0; k < count; ++k)
+      adamw(tensors[k].param, tensors[k].grad, tensors[k].m, tensors[k].v,
+            tensors[k].n, scalars, rollback);
+  }
   /// Sum of squares in double; *nonFinite (when given) is set to whether an
   /// element is NaN or infinite. Waits for its result.
   virtual double sumSquares(const float *x, int64_t n, int32_t *nonFinite) = 0;
@@ -104,6 +119,11 @@ public:
     for (int64_t k = 0; k < count; ++k)
       sums[k] = sumSquares(xs[k], ns[k], nonFinite ? nonFinite + k : nullptr);
   }
+
+  //===-- Step variants (zbrt_cuda_step_variant) ---------------------------===//
+  /// The next step passes the buffers identified by `key` (the CUDA
+  /// backend's step graphs keep one recording per key).
+  virtual void setStepVariant(uint64_t key) {}
 
   //===-- Trace marks -----------------------------------------------------===//
   /// The step begins (the trace has just been cleared).
@@ -135,6 +155,15 @@ public:
   virtual void *computeStream() { return nullptr; }
   /// The host code synchronises the compute stream.
   virtual void synchronizeComputeStream() {}
+  /// mgpuLaunchKernel on the compute stream (cuLaunchKernel's arguments):
+  /// the backend launches it or replays it with its step graph (StepGraph.h).
+  /// Only called when computeStream() is not null.
+  virtual void launchKernel(void *function, const unsigned grid[3],
+                            const unsigned block[3], unsigned sharedBytes,
+                            void **params) {}
+  /// MLIR's host code is about to put other work on the compute stream (a
+  /// copy, a memset, an event) or allocate: work a step graph cannot hold.
+  virtual void uncapturedWork() {}
 };
 
 } // namespace zbrt

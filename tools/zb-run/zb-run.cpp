@@ -2,6 +2,7 @@
 //
 //   zb-run DIR [--ranks N] [--steps S] [--data DIR] [--lr F] [--trace FILE]
 //              [--profile FILE] [--backend auto|cpu|cuda] [--print-every K]
+//              [--cuda-graphs on|off]
 //              [--report-gradients] [--report-format text|json]
 //              [--text-vocab bytes|chars] [--dump-batch FILE] [--grad-clip NORM]
 //              [--optimizer-sync post-validation|all-reduce]
@@ -112,6 +113,16 @@ cl::opt<Backend, true> backend(
                           "driver and a --target cuda plan (a cuda-emu plan "
                           "runs its kernels on the host)")),
     cl::location(opts.backend), cl::init(Backend::Auto), cl::cat(runCategory));
+enum class Toggle { Off, On };
+cl::opt<Toggle> cudaGraphs(
+    "cuda-graphs",
+    cl::desc("CUDA backend: capture the second step's kernels and GEMMs as "
+             "CUDA graphs and replay them in later steps (default on; the "
+             "report's cuda.graphs says whether they ran and why not)"),
+    cl::values(clEnumValN(Toggle::On, "on", "Replay steps as CUDA graphs"),
+               clEnumValN(Toggle::Off, "off",
+                          "Launch every kernel and GEMM from the host")),
+    cl::init(Toggle::On), cl::cat(runCategory));
 cl::opt<int, true>
     printEvery("print-every",
                cl::desc("Print the loss every K steps (default 1)"),
@@ -225,6 +236,7 @@ int main(int argc, char **argv) {
       "  zb-run DIR --ranks N          launches mpirun -np N zb-run DIR\n"
       "  mpirun -np N zb-run DIR       runs inside an existing MPI job\n");
   opts.ranksGiven = numRanks.getNumOccurrences() > 0;
+  opts.cudaGraphs = cudaGraphs == Toggle::On;
   if (lr.getNumOccurrences())
     opts.lr = lr;
   if (!(opts.gradSync.clipNorm >= 0) || !std::isfinite(opts.gradSync.clipNorm)) {

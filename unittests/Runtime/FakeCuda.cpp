@@ -55,12 +55,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "FakeDeviceMemory.h"
+#include "FakeGraph.h"
 #include "FakeKernels.h"
 
 #include "../../runtime/lib/OptimizerMath.h"
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -181,6 +183,7 @@ void writeReport() {
                gStats.flushingWaits, gStats.droppedOps);
   for (const auto &[peer, n] : gStats.sendsTo)
     std::fprintf(f, "nccl_sends_to %d %ld\n", peer, n);
+  zbfake::writeDigests(f);
   std::fclose(f);
 }
 
@@ -257,6 +260,14 @@ void enqueueOrRun(void *stream, Comm *comm, std::function<void()> work) {
     return true;
   });
 }
+
+} // namespace
+
+void zbfake::runOnStream(void *stream, std::function<void()> work) {
+  enqueueOrRun(stream, nullptr, std::move(work));
+}
+
+namespace {
 
 /// The event's record has run (progressing its stream as far as needed).
 bool eventReady(Event *e, bool block) {
@@ -372,9 +383,24 @@ CUresult cuCtxSetCurrent(void *ctx) {
 }
 // libzbrt's optimizer module: recognised by its kernel names in the blob.
 static int gOptimizerModule;
-static int gKernels[3]; // sgd, adamw, sum of squares
-static const char *kKernelNames[3] = {"zbrt_sgd_kernel", "zbrt_adamw_kernel",
-                                      "zbrt_sum_squares_kernel"};
+static const void *gOptimizerBlob;
+// libzbrt's trace module (TraceKernels.cu): its timestamp kernel.
+static int gTraceModule, gTimestampKernel;
+static constexpr const char *kTimestampKernel = "zbrt_timestamp_kernel";
+// sgd, adamw, sum of squares, then their multi-tensor forms.
+constexpr int kOptimizerKernels = 6, kFirstManyKernel = 3;
+static int gKernels[kOptimizerKernels];
+static const char *kKernelNames[kOptimizerKernels] = {
+    "zbrt_sgd_kernel",      "zbrt_adamw_kernel",
+    "zbrt_sum_squares_kernel", "zbrt_sgd_many_kernel",
+    "zbrt_adamw_many_kernel",  "zbrt_sum_squares_many_kernel"};
+/// The index of an optimizer kernel in gKernels, or -1.
+static int optimizerKernel(const void *function) {
+  for (int k = 0; k < kOptimizerKernels; ++k)
+    if (function == &gKernels[k])
+      return k;
+  return -1;
+}
 CUresult cuModuleLoadData(void **module, const void *blob) {
   // A fatbin: 16-byte header whose second 8 bytes are the payload size.
   const auto *bytes = static_cast<const unsigned char *>(blob);
@@ -383,6 +409,12 @@ CUresult cuModuleLoadData(void **module, const void *blob) {
   std::string image(reinterpret_cast<const char *>(bytes), 16 + size);
   if (image.find(kKernelNames[1]) != std::string::npos) {
     *module = &gOptimizerModule;
+    gOptimizerBlob = blob;
+    return kOk;
+  }
+  if (image.find(kTimestampKernel) != std::string::npos) {
+    *module = &gTraceModule;
+    zbfake::registerRuntimeKernel(&gTimestampKernel, blob, kTimestampKernel);
     return kOk;
   }
   if (!zbfake::noopKernels())
@@ -393,31 +425,163 @@ CUresult cuModuleLoadData(void **module, const void *blob) {
 CUresult cuModuleUnload(void *) { return kOk; }
 CUresult cuModuleGetFunction(void **function, void *module,
                              const char *name) {
+  if (module == &gTraceModule) {
+    if (std::strcmp(name, kTimestampKernel) != 0)
+      return 500; // CUDA_ERROR_NOT_FOUND
+    *function = &gTimestampKernel;
+    return kOk;
+  }
   if (module != &gOptimizerModule && zbfake::isNoopModule(module)) {
     *function = zbfake::noopFunction(module, name);
     return kOk;
   }
   if (module != &gOptimizerModule)
     return kNotSupported;
-  for (int k = 0; k < 3; ++k)
+  for (int k = 0; k < kOptimizerKernels; ++k)
     if (std::strcmp(name, kKernelNames[k]) == 0) {
       *function = &gKernels[k];
+      zbfake::registerRuntimeKernel(&gKernels[k], gOptimizerBlob,
+                                    kKernelNames[k]);
       return kOk;
     }
   return 500; // CUDA_ERROR_NOT_FOUND
 }
+/// The table of a multi-tensor kernel (OptimizerKernels.cu; params[0] and
+/// the entries' count params[1]): device memory whose entries cover the
+/// grid's blocks in order, each with 1 to ceil(n / blockX) blocks and the
+/// pointers its kernel reads (grad; param for SGD; param, m, v for AdamW)
+/// in device memory. Null with a message when not.
+static const zbrt::math::TensorSlice *manyTable(void **params, int kernel,
+                                                unsigned gridX,
+                                                unsigned blockX, int &count) {
+  const auto *t = *static_cast<zbrt::math::TensorSlice **>(params[0]);
+  count = *static_cast<int *>(params[1]);
+  if (count <= 0 || !isDevice(t, sizeof(*t) * count, "optimizer table"))
+    return nullptr;
+  const bool update = kernel != kFirstManyKernel + 2;
+  const bool adamw = kernel == kFirstManyKernel + 1;
+  long long next = 0;
+  for (int k = 0; k < count; ++k) {
+    const zbrt::math::TensorSlice &e = t[k];
+    size_t bytes = (size_t)e.n * 4;
+    bool ok = e.firstBlock == next && e.n >= 1 && e.blocks >= 1 &&
+              (e.blocks - 1) * (long long)blockX < e.n &&
+              isDevice(e.grad, bytes, "optimizer table grad") &&
+              (!update || isDevice(e.param, bytes, "optimizer table param")) &&
+              (!adamw || (isDevice(e.m, bytes, "optimizer table m") &&
+                          isDevice(e.v, bytes, "optimizer table v")));
+    if (!ok) {
+      std::fprintf(stderr, "fake-cuda: %s: table entry %d of %d is wrong\n",
+                   kKernelNames[kernel], k, count);
+      return nullptr;
+    }
+    next += e.blocks;
+  }
+  if (next == gridX)
+    return t;
+  std::fprintf(stderr, "fake-cuda: %s: the table has %lld blocks, the grid %u\n",
+               kKernelNames[kernel], next, gridX);
+  return nullptr;
+}
+
+/// libzbrt's multi-tensor kernels (OptimizerKernels.cu) on the host: the
+/// single-tensor kernels' per-element code over every table entry as if it
+/// were launched alone with the entry's blocks.
+static CUresult launchManyKernel(int kernel, unsigned gridX, unsigned blockX,
+                                 void **params) {
+  zbfake::DeviceAccess open; // the table may be device memory
+  int count = 0;
+  const zbrt::math::TensorSlice *table =
+      manyTable(params, kernel, gridX, blockX, count);
+  if (!table)
+    return 700; // CUDA_ERROR_ILLEGAL_ADDRESS
+  if (kernel == kFirstManyKernel + 2) {
+    double *partial = *static_cast<double **>(params[2]);
+    int *nonFinite = *static_cast<int **>(params[3]);
+    if (!isDevice(partial, gridX * 8, "sums of squares partials") ||
+        !isDevice(nonFinite, gridX * 4, "sums of squares flags"))
+      return 700;
+    if (zbfake::noopKernels())
+      return kOk; // the partial sums stay as they are
+    for (const auto *e = table; e < table + count; ++e) {
+      // Element i belongs to block (i mod (blocks * blockX)) / blockX.
+      long long threads = e->blocks * blockX;
+      double *part = partial + e->firstBlock;
+      int *bad = nonFinite + e->firstBlock;
+      std::fill(part, part + e->blocks, 0.0);
+      std::fill(bad, bad + e->blocks, 0);
+      for (long long i = 0; i < e->n; ++i) {
+        long long b = (i % threads) / blockX;
+        if (!std::isfinite(e->grad[i]))
+          bad[b] = 1;
+        part[b] += (double)e->grad[i] * (double)e->grad[i];
+      }
+    }
+    return kOk;
+  }
+  if (zbfake::noopKernels())
+    return kOk;
+  const int rollback = *static_cast<int *>(params[3]);
+  for (const auto *e = table; e < table + count; ++e) {
+    float *p = e->param, *m = e->m, *v = e->v;
+    const float *g = e->grad;
+    if (kernel == kFirstManyKernel + 1) {
+      auto s = *static_cast<zbrt::math::AdamWScalars *>(params[2]);
+      for (long long i = 0; i < e->n; ++i)
+        rollback ? zbrt::math::adamwRollback(p[i], g[i], m[i], v[i], s)
+                 : zbrt::math::adamwStep(p[i], g[i], m[i], v[i], s);
+      continue;
+    }
+    float scale = *static_cast<float *>(params[2]);
+    for (long long i = 0; i < e->n; ++i)
+      rollback ? zbrt::math::sgdRollback(p[i], g[i], scale)
+               : zbrt::math::sgdStep(p[i], g[i], scale);
+  }
+  return kOk;
+}
+
+/// The trace's timestamp kernel (TraceKernels.cu): slots[slot] = the
+/// host's steady clock in nanoseconds, behind the stream's deferred work.
+static CUresult launchTimestamp(void *stream, void **params) {
+  auto *slots = *static_cast<unsigned long long **>(params[0]);
+  int slot = *static_cast<int *>(params[1]);
+  if (slot < 0 || !isDevice(slots + slot, 8, "timestamp slot"))
+    return 700; // CUDA_ERROR_ILLEGAL_ADDRESS
+  if (slot == 0)
+    zbfake::digestStepBegins();
+  zbfake::digest(&slot, sizeof slot);
+  enqueueOrRun(stream, nullptr, [slots, slot] {
+    slots[slot] = (unsigned long long)std::chrono::duration_cast<
+                      std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count();
+  });
+  return kOk;
+}
+
 CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
                         unsigned gridZ, unsigned blockX, unsigned blockY,
-                        unsigned blockZ, unsigned, void *, void **params,
-                        void **) {
-  bool optimizer = function == &gKernels[0] || function == &gKernels[1] ||
-                   function == &gKernels[2];
+                        unsigned blockZ, unsigned sharedBytes, void *stream,
+                        void **params, void **extra) {
+  if (zbfake::capturing(stream))
+    return zbfake::captureLaunch(
+        stream, function, params, [=](void **copy) {
+          return cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY,
+                                blockZ, sharedBytes, stream, copy, extra);
+        });
+  if (function == &gTimestampKernel)
+    return gridX == 1 && blockX == 1 ? launchTimestamp(stream, params)
+                                     : kInvalidValue;
+  int kernel = optimizerKernel(function);
+  bool optimizer = kernel >= 0;
   if (!optimizer && zbfake::noopKernels() && function) {
     // A kernel of a loaded fatbin (FakeKernels.cpp): checked, not run.
     if (gridX == 0 || gridY == 0 || gridZ == 0 || blockX == 0 ||
         blockY == 0 || blockZ == 0 || (long)blockX * blockY * blockZ > 1024)
       return kInvalidValue;
     ++gStats.launches;
+    const unsigned dims[6] = {gridX, gridY, gridZ, blockX, blockY, blockZ};
+    zbfake::digestKernel(function, dims, params);
     return zbfake::launchNoop(function, params);
   }
   if (gridX == 0 || gridY != 1 || gridZ != 1 || blockX == 0 || blockY != 1 ||
@@ -425,6 +589,8 @@ CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
     return kInvalidValue;
   auto arg = [&](int i) { return params[i]; };
   ++gStats.launches;
+  if (kernel >= kFirstManyKernel)
+    return launchManyKernel(kernel, gridX, blockX, params);
   if (function == &gKernels[0]) {
     float *p = *static_cast<float **>(arg(0));
     const float *g = *static_cast<const float **>(arg(1));
@@ -502,11 +668,15 @@ CUresult cuStreamDestroy_v2(void *stream) {
   return kOk;
 }
 CUresult cuStreamSynchronize(void *stream) {
+  if (int r = zbfake::refuseWhileCapturing(stream, "cuStreamSynchronize"))
+    return r;
   if (stream)
     progress(static_cast<Stream *>(stream), LONG_MAX, /*block=*/true);
   return kOk;
 }
 CUresult cuStreamQuery(void *stream) {
+  if (int r = zbfake::refuseWhileCapturing(stream, "cuStreamQuery"))
+    return r;
   return !stream || progress(static_cast<Stream *>(stream), LONG_MAX,
                              /*block=*/false)
              ? kOk
@@ -516,6 +686,9 @@ CUresult cuStreamWaitEvent(void *stream, void *event, unsigned) {
   ++gStats.waits;
   if (!event)
     return kInvalidValue;
+  // Joining a capture across streams is not emulated: refused.
+  if (int r = zbfake::refuseWhileCapturing(stream, "cuStreamWaitEvent"))
+    return r;
   static const bool dropWaits = envLong("ZB_FAKE_CUDA_DROP_WAITS", 0) != 0;
   auto *e = static_cast<Event *>(event);
   if (dropWaits || !e->stream)
@@ -558,6 +731,10 @@ CUresult cuEventQuery(void *event) {
 CUresult cuEventRecord(void *event, void *stream) {
   if (!event)
     return kInvalidValue;
+  if (zbfake::capturing(stream)) {
+    zbfake::captureNode(stream, [event] { cuEventRecord(event, nullptr); });
+    return kOk;
+  }
   auto *e = static_cast<Event *>(event);
   auto *s = static_cast<Stream *>(stream);
   long generation = ++e->generation;
@@ -634,6 +811,12 @@ CUresult cuMemFree_v2(unsigned long long ptr) {
 }
 CUresult cuMemcpyAsync(unsigned long long dst, unsigned long long src,
                        size_t bytes, void *stream) {
+  if (zbfake::capturing(stream)) {
+    zbfake::captureNode(stream, [dst, src, bytes] {
+      cuMemcpyAsync(dst, src, bytes, nullptr);
+    });
+    return kOk;
+  }
   if (!isDevice(reinterpret_cast<void *>(dst), bytes, "cuMemcpyAsync dst") ||
       !isDevice(reinterpret_cast<void *>(src), bytes, "cuMemcpyAsync src"))
     return kInvalidValue;
@@ -646,7 +829,13 @@ CUresult cuMemcpyAsync(unsigned long long dst, unsigned long long src,
   return kOk;
 }
 CUresult cuMemsetD32Async(unsigned long long dst, unsigned value, size_t n,
-                          void *) {
+                          void *stream) {
+  if (zbfake::capturing(stream)) {
+    zbfake::captureNode(stream, [dst, value, n] {
+      cuMemsetD32Async(dst, value, n, nullptr);
+    });
+    return kOk;
+  }
   if (!isDevice(reinterpret_cast<void *>(dst), n * 4, "cuMemsetD32Async"))
     return kInvalidValue;
   zbfake::DeviceAccess open;
@@ -656,7 +845,13 @@ CUresult cuMemsetD32Async(unsigned long long dst, unsigned value, size_t n,
   return kOk;
 }
 CUresult cuMemsetD16Async(unsigned long long dst, unsigned short value,
-                          size_t n, void *) {
+                          size_t n, void *stream) {
+  if (zbfake::capturing(stream)) {
+    zbfake::captureNode(stream, [dst, value, n] {
+      cuMemsetD16Async(dst, value, n, nullptr);
+    });
+    return kOk;
+  }
   if (!isDevice(reinterpret_cast<void *>(dst), n * 2, "cuMemsetD16Async"))
     return kInvalidValue;
   zbfake::DeviceAccess open;
@@ -670,6 +865,7 @@ CUresult cuGetErrorName(CUresult e, const char **name) {
           : e == kInvalidValue ? "CUDA_ERROR_INVALID_VALUE"
           : e == 2             ? "CUDA_ERROR_OUT_OF_MEMORY"
           : e == 101           ? "CUDA_ERROR_INVALID_DEVICE"
+          : e == 700           ? "CUDA_ERROR_ILLEGAL_ADDRESS"
                                : "CUDA_ERROR_UNKNOWN";
   return kOk;
 }
@@ -677,6 +873,7 @@ CUresult cuGetErrorString(CUresult e, const char **text) {
   *text = e == kNotSupported
               ? "operation not supported (fake CUDA driver: no kernels)"
           : e == kInvalidValue ? "invalid argument"
+          : e == 700           ? "an illegal memory access was encountered"
                                : "fake CUDA driver error";
   return kOk;
 }
@@ -689,7 +886,17 @@ int cublasCreate_v2(void **handle) {
   return 0;
 }
 int cublasDestroy_v2(void *) { return 0; }
-int cublasSetStream_v2(void *, void *stream) { return stream ? 0 : 7; }
+// The handle's stream: GEMMs on it while it is captured are recorded.
+static void *gBlasStream;
+int cublasSetStream_v2(void *, void *stream) {
+  gBlasStream = stream;
+  return stream ? 0 : 7;
+}
+/// A workspace must be device memory (cuBLAS's advice for graphs).
+int cublasSetWorkspace_v2(void *, void *workspace, size_t bytes) {
+  return bytes == 0 || isDevice(workspace, bytes, "cublasSetWorkspace") ? 0
+                                                                         : 7;
+}
 int cublasSetMathMode(void *, int mode) {
   return mode == 0 || mode == 2 || mode == 3 ? 0 : 7;
 }
@@ -700,10 +907,27 @@ const char *cublasGetStatusString(int status) {
 }
 /// Column-major C[m x n] = alpha op(A)[m x k] op(B)[k x n] + beta C, as
 /// cuBLAS documents cublasSgemm (beta == 0: C is not read).
-int cublasSgemm_v2(void *, int transa, int transb, int m, int n, int k,
+int cublasSgemm_v2(void *handle, int transa, int transb, int m, int n, int k,
                    const float *alpha, const float *a, int lda,
                    const float *b, int ldb, const float *beta, float *c,
                    int ldc) {
+  if (zbfake::capturing(gBlasStream)) {
+    // The scalars are host memory, read when the call is captured.
+    float scalars[2] = {*alpha, *beta};
+    zbfake::captureNode(gBlasStream, [=] {
+      cublasSgemm_v2(handle, transa, transb, m, n, k, &scalars[0], a, lda, b,
+                     ldb, &scalars[1], c, ldc);
+    });
+    return 0;
+  }
+  {
+    const long long values[] = {transa, transb, m, n, k, lda, ldb, ldc};
+    zbfake::digest(values, sizeof values);
+    for (const void *p : {(const void *)a, (const void *)b, (const void *)c})
+      zbfake::digestPointer(p);
+    zbfake::digest(alpha, sizeof *alpha);
+    zbfake::digest(beta, sizeof *beta);
+  }
   ++gStats.gemms;
   long failAt = envLong("ZB_FAKE_CUDA_FAIL_GEMM", 0);
   if (failAt > 0 && gStats.gemms == failAt && faultsHere())
@@ -751,6 +975,15 @@ int cublasSgemmStridedBatched(void *handle, int transa, int transb, int m,
                               int ldb, long long strideB, const float *beta,
                               float *c, int ldc, long long strideC,
                               int batch) {
+  if (zbfake::capturing(gBlasStream)) {
+    float scalars[2] = {*alpha, *beta};
+    zbfake::captureNode(gBlasStream, [=] {
+      cublasSgemmStridedBatched(handle, transa, transb, m, n, k, &scalars[0],
+                                a, lda, strideA, b, ldb, strideB, &scalars[1],
+                                c, ldc, strideC, batch);
+    });
+    return 0;
+  }
   if (batch < 0)
     return 7;
   ++gStats.batchedGemms;

@@ -101,7 +101,8 @@ std::vector<Param> readParams(const unsigned char *p, uint64_t size) {
     } else if (format == kFormatBval) {
       at += 3;
     } else if (format == kFormatFree) {
-      at += 2;
+      // No value, padded to 4 bytes (nvcc's images: "01 35 00 00").
+      at += 4;
     } else {
       break;
     }
@@ -222,4 +223,30 @@ int zbfake::launchNoop(const void *function, void **params) {
     }
   }
   return 0;
+}
+
+int zbfake::noopParamInfo(const void *function, size_t index, size_t *offset,
+                          size_t *size) {
+  const auto *f = static_cast<const NoopFunction *>(function);
+  if (f->params.empty())
+    return 801; // no records (a PTX-only fatbin): the layout is unknown
+  if (index >= f->params.size())
+    return 1; // CUDA_ERROR_INVALID_VALUE: past the last parameter
+  *offset = f->params[index].offset;
+  *size = f->params[index].size;
+  return 0;
+}
+
+const char *zbfake::noopName(const void *function) {
+  return static_cast<const NoopFunction *>(function)->name.c_str();
+}
+
+std::vector<std::pair<size_t, size_t>>
+zbfake::kernelParams(const void *blob, const char *name) {
+  const auto *bytes = static_cast<const unsigned char *>(blob);
+  std::vector<std::pair<size_t, size_t>> out;
+  for (const Param &p : findParams(bytes, bytes + 16 + read<uint64_t>(bytes + 8),
+                                   name))
+    out.emplace_back(p.offset, p.size);
+  return out;
 }

@@ -9,6 +9,10 @@
 #ifndef ZB_UNITTESTS_RUNTIME_FAKEKERNELS_H
 #define ZB_UNITTESTS_RUNTIME_FAKEKERNELS_H
 
+#include <cstddef>
+#include <utility>
+#include <vector>
+
 namespace zbfake {
 
 /// Whether `p` lies inside a live device or managed allocation
@@ -27,6 +31,18 @@ void *noopFunction(void *module, const char *name);
 /// comment of FakeKernels.cpp says: 0, or 700 (CUDA_ERROR_ILLEGAL_ADDRESS)
 /// with the stand-in's message on stderr.
 int launchNoop(const void *function, void **params);
+
+/// cuFuncGetParamInfo of a function from noopFunction: 0 with parameter
+/// `index`'s offset and size, 1 (CUDA_ERROR_INVALID_VALUE) past the last
+/// one, 801 when the image has no parameter records.
+int noopParamInfo(const void *function, size_t index, size_t *offset,
+                  size_t *size);
+/// The kernel name of a function from noopFunction.
+const char *noopName(const void *function);
+/// The (offset, size) of every parameter of kernel `name` in the fatbin at
+/// `blob` (libzbrt's own kernels); empty when it has no records.
+std::vector<std::pair<size_t, size_t>> kernelParams(const void *blob,
+                                                    const char *name);
 
 } // namespace zbfake
 

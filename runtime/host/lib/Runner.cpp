@@ -153,6 +153,7 @@ std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
         (plan->target == zb::Target::CudaEmu ? ZBRT_CUDA_HOST_KERNELS : 0) |
         (plan->allowTf32 ? ZBRT_CUDA_ALLOW_TF32 : 0) |
         (o.deterministic ? ZBRT_CUDA_DETERMINISTIC : 0) |
+        (o.cudaGraphs ? 0 : ZBRT_CUDA_NO_GRAPHS) |
         (plan->hostReadsDeviceMemory ? 0 : ZBRT_CUDA_HOST_CODE_LAUNCHES_ONLY));
     setChannelOrders(*plan, rank);
   }
@@ -345,6 +346,7 @@ void StepLoop::runStep(int64_t step) {
             .str();
     zbrt_wait(&barrier, what.c_str());
   }
+  zbrt_cuda_step_variant(rp.argumentsKey());
   zbrt::traceBeginStep();
   double t0 = nowMs();
   if (step == firstStep + std::min<int64_t>(1, numSteps - 1))

@@ -133,11 +133,45 @@ int32_t zbrt_world_size(void);
 /// squares (double) of the ns[k] floats at xs[k], nonFinite[k] (when
 /// nonFinite is not null) is set to 1 when one of them is NaN or infinite,
 /// else 0. Each sums[k] is bit-identical to zbrt_sum_squares(xs[k], ns[k]).
-/// With --backend cuda the sums are kernels on the compute stream and the
-/// host waits once for all of them (zbrt_sum_squares waits once per buffer).
-/// count < 0 or an ns[k] < 0 is fatal.
+/// With --backend cuda the sums are one kernel launch on the compute stream
+/// and the host waits once for all of them (zbrt_sum_squares launches and
+/// waits once per buffer). count < 0 or an ns[k] < 0 is fatal.
 void zbrt_sum_squares_many(const float *const *xs, const int64_t *ns,
                            int64_t count, double *sums, int32_t *nonFinite);
+
+/// One tensor of a multi-tensor optimizer step: the n floats at param and
+/// grad, and AdamW's moments m and v (n floats each; unused, may be null,
+/// for SGD). Null pointers are allowed only with n == 0.
+typedef struct ZbrtOptimizerTensor {
+  float *param;
+  const float *grad;
+  float *m;
+  float *v;
+  int64_t n;
+} ZbrtOptimizerTensor;
+/// zbrt_sgd_step, zbrt_sgd_rollback, zbrt_adamw_step and
+/// zbrt_adamw_rollback of `count` tensors at once with the same scalars (lr,
+/// gradScale, the 1-based step, ...; as the single-tensor functions): every
+/// element ends bit-identical to calling the single-tensor function on each
+/// tensor in turn (same per-element float operations). With --backend cuda
+/// a call is one kernel launch on the compute stream however many tensors
+/// it has (a table of the tensors stays on the device while the same
+/// tensors come back: no other driver call in steady state); on the CPU a
+/// loop over the tensors. count < 0, tensors null with count > 0, a
+/// tensor's n < 0 or a null pointer it needs (param, grad; m, v for AdamW)
+/// with n > 0 is fatal, as are the single-tensor functions' own errors
+/// (step < 1; a rollback that is not invertible). Tensors may not overlap.
+void zbrt_sgd_step_many(const ZbrtOptimizerTensor *tensors, int64_t count,
+                        float lr, float gradScale);
+void zbrt_sgd_rollback_many(const ZbrtOptimizerTensor *tensors, int64_t count,
+                            float lr, float gradScale);
+void zbrt_adamw_step_many(const ZbrtOptimizerTensor *tensors, int64_t count,
+                          int64_t step, float lr, float beta1, float beta2,
+                          float eps, float weightDecay, float gradScale);
+void zbrt_adamw_rollback_many(const ZbrtOptimizerTensor *tensors,
+                              int64_t count, int64_t step, float lr,
+                              float beta1, float beta2, float eps,
+                              float weightDecay, float gradScale);
 
 //===-- Memory pool (heap buffers of generated code) ----------------------===//
 //
@@ -167,8 +201,10 @@ typedef struct ZbrtPoolStats {
                              ///< steady-state step)
 } ZbrtPoolStats;
 void zbrt_pool_stats(ZbrtPoolStats *out);
-/// Resets peakBytesInUse to bytesInUse and the two request counters to 0
-/// (zb-run calls it at the start of every step).
+/// Resets peakBytesInUse to bytesInUse and the two request counters to 0,
+/// and puts every cached block in address order, so that a step making the
+/// same requests as the previous one gets the same blocks (zb-run calls it
+/// at the start of every step).
 void zbrt_pool_reset_counters(void);
 /// Returns every cached (free) block to the system.
 void zbrt_pool_trim(void);
@@ -222,6 +258,13 @@ void zbrt_use_cuda_memory(void);
 /// MLIR's host code does not make the host wait (every runtime call is
 /// ordered on the device; the host waits at the end of the step).
 #define ZBRT_CUDA_HOST_CODE_LAUNCHES_ONLY 8
+/// No CUDA graphs (zb-run --cuda-graphs off): every launch and GEMM of a
+/// step is issued by the host. By default the CUDA backend captures the
+/// second step's kernels and GEMMs as CUDA graphs and replays them in the
+/// following steps, split where a message, a host wait or the optimizer
+/// runs, after checking that the host code asks for the same launches with
+/// the same arguments (runtime/lib/cuda/StepGraph.h).
+#define ZBRT_CUDA_NO_GRAPHS 16
 void zbrt_cuda_start(int32_t flags);
 /// The messages the channel from rank `from` to rank `to` carries in every
 /// step, in order, as the compiler lowered them (plan.json ranks[from].sends
@@ -234,10 +277,17 @@ void zbrt_set_channel_order(int32_t from, int32_t to, const int64_t *messages,
 /// Waits for the rank's compute stream (no-op without the CUDA backend):
 /// zb-run calls it after the optimizer, before the host reads parameters
 /// or optimizer state. (Under the CUDA backend zbrt_sgd_step,
-/// zbrt_adamw_step, their rollbacks and the sums of squares run as kernels
-/// on the compute stream; zbrt_sum_squares waits for its result,
-/// zbrt_sum_squares_many once for all of its results.)
+/// zbrt_adamw_step, their rollbacks, their _many forms and the sums of
+/// squares run as kernels on the compute stream; zbrt_sum_squares waits for
+/// its result, zbrt_sum_squares_many once for all of its results.)
 void zbrt_cuda_synchronize(void);
+/// The next step's variant: steps with different keys pass different
+/// buffers to the rank program (zb-run: a hash of its step arguments, which
+/// alternate between two gradient buffer sets under post-validation). The
+/// CUDA backend keeps one recording of CUDA graphs per key (at most 4;
+/// ZBRT_CUDA_NO_GRAPHS). Call before the step begins; no-op without the
+/// CUDA backend.
+void zbrt_cuda_step_variant(uint64_t key);
 /// Nonzero after zbrt_cuda_start (until zbrt_finalize).
 int32_t zbrt_cuda_started(void);
 /// Calls of one entry point of the CUDA driver, cuBLAS or NCCL.
@@ -271,6 +321,11 @@ typedef struct ZbrtCudaStats {
   /// driverCalls per entry point, the first ZBRT_CUDA_CALL_NAMES names
   /// this process resolved (name "" ends the list).
   ZbrtCallCount driverCallsByName[ZBRT_CUDA_CALL_NAMES];
+  /// CUDA graphs (ZBRT_CUDA_NO_GRAPHS): steps captured, steps replayed,
+  /// replays that differed from the capture (the step then ran eagerly),
+  /// and "on" or "off: <reason>" (NUL-terminated).
+  int64_t graphCaptures, graphReplays, graphDivergences;
+  char graphs[120];
 } ZbrtCudaStats;
 void zbrt_cuda_stats(ZbrtCudaStats *out);
 

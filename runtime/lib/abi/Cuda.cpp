@@ -36,6 +36,10 @@ extern "C" void zbrt_cuda_synchronize(void) {
 
 extern "C" int32_t zbrt_cuda_started(void) { return cudaBackendStarted(); }
 
+extern "C" void zbrt_cuda_step_variant(uint64_t key) {
+  backend().setStepVariant(key);
+}
+
 extern "C" void zbrt_cuda_stats(ZbrtCudaStats *out) {
   if (!out)
     return;

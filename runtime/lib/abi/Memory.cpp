@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -159,6 +160,13 @@ extern "C" void zbrt_pool_stats(ZbrtPoolStats *out) {
 }
 
 extern "C" void zbrt_pool_reset_counters(void) {
+  // Each free list in address order: a step that makes the same requests
+  // as the previous one gets the same blocks (LIFO reuse alone would swap
+  // them every other step), so a CUDA graph captured in one step holds in
+  // the next (cuda/StepGraph.h).
+  for (auto &entry : pool().cache)
+    std::sort(entry.second.begin(), entry.second.end(),
+              std::greater<void *>());
   ZbrtPoolStats &s = pool().stats;
   s.peakBytesInUse = s.bytesInUse;
   s.allocations = 0;

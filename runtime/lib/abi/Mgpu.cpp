@@ -21,7 +21,10 @@
 //   - under zb-run --backend cuda (zbrt_cuda_start) every stream the host
 //     code creates is the rank's compute stream (Backend::computeStream),
 //     and synchronising it waits under the communication watchdog
-//     (Backend::synchronizeComputeStream);
+//     (Backend::synchronizeComputeStream); its kernels go to the backend,
+//     which launches them or replays them with the step's CUDA graph
+//     (Backend::launchKernel, cuda/StepGraph.h), and other work on it ends
+//     the graph's segment first (Backend::uncapturedWork);
 //   - every driver error ends the process through zbrt_fatal with the call,
 //     the pass in progress, the error's name and text ("CUDA error in
 //     cuLaunchKernel (in F of stage 0, microbatch 1):
@@ -153,6 +156,16 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   static long launches = 0;
   if (zbrt::faults().launchError(++launches))
     gridX = 0;
+  if (isComputeStream(stream)) {
+    // The backend launches it, or replays it with the step's graph.
+    const unsigned grid[3] = {(unsigned)gridX, (unsigned)gridY,
+                              (unsigned)gridZ};
+    const unsigned block[3] = {(unsigned)blockX, (unsigned)blockY,
+                               (unsigned)blockZ};
+    zbrt::backend().launchKernel(function, grid, block, (unsigned)smem,
+                                 params);
+    return;
+  }
   check(d.cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY, blockZ,
                          smem, stream, params, extra),
         "cuLaunchKernel");
@@ -185,6 +198,8 @@ void mgpuStreamSynchronize(void *stream) {
 }
 
 void mgpuStreamWaitEvent(void *stream, void *event) {
+  if (isComputeStream(stream))
+    zbrt::backend().uncapturedWork();
   const Driver &d = driver();
   check(d.cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent");
 }
@@ -210,11 +225,14 @@ void mgpuEventSynchronize(void *event) {
 }
 
 void mgpuEventRecord(void *event, void *stream) {
+  if (isComputeStream(stream))
+    zbrt::backend().uncapturedWork();
   const Driver &d = driver();
   check(d.cuEventRecord(event, stream), "cuEventRecord");
 }
 
 void *mgpuMemAlloc(uint64_t sizeBytes, void * /*stream*/, bool isHostShared) {
+  zbrt::backend().uncapturedWork();
   const Driver &d = driver();
   CUdeviceptr ptr = 0;
   if (sizeBytes == 0)
@@ -230,11 +248,14 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void * /*stream*/, bool isHostShared) {
 void mgpuMemFree(void *ptr, void * /*stream*/) {
   if (!ptr)
     return;
+  zbrt::backend().uncapturedWork();
   const Driver &d = driver();
   check(d.cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuMemFree");
 }
 
 void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
+  if (isComputeStream(stream))
+    zbrt::backend().uncapturedWork();
   const Driver &d = driver();
   countHostDeviceBytes(sizeBytes);
   check(d.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
@@ -243,6 +264,8 @@ void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
 }
 
 void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream) {
+  if (isComputeStream(stream))
+    zbrt::backend().uncapturedWork();
   const Driver &d = driver();
   check(d.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
                            stream),
@@ -250,6 +273,8 @@ void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream) {
 }
 
 void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream) {
+  if (isComputeStream(stream))
+    zbrt::backend().uncapturedWork();
   const Driver &d = driver();
   check(d.cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
                            stream),

@@ -42,6 +42,8 @@ void Blas::start(Handle compute, int32_t flags) {
                     {"cublasSgemm_v2", api.sgemm},
                     {"cublasSgemmStridedBatched", api.sgemmStridedBatched},
                     {"cublasGetStatusString", api.statusString,
+                     /*optional=*/true},
+                    {"cublasSetWorkspace_v2", api.setWorkspace,
                      /*optional=*/true}},
                    error))
     fatalf("the CUDA backend needs cuBLAS: %s", error.c_str());
@@ -53,6 +55,15 @@ void Blas::start(Handle compute, int32_t flags) {
              : (flags & ZBRT_CUDA_DETERMINISTIC) ? kPedanticMath
                                                  : kDefaultMath;
   check(api.setMathMode(handle, mode), "cublasSetMathMode");
+  if (api.setWorkspace) {
+    // 32 MiB, what cuBLAS documents for Hopper (CUBLAS_WORKSPACE_CONFIG).
+    constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+    zbrt::cuda::check(driver().cuMemAlloc(&workspace, kWorkspaceBytes),
+                      "cuMemAlloc (cuBLAS workspace)");
+    check(api.setWorkspace(handle, reinterpret_cast<void *>(workspace),
+                           kWorkspaceBytes),
+          "cublasSetWorkspace");
+  }
 }
 
 void Blas::sgemm(const Gemm &g) {
@@ -83,4 +94,7 @@ void Blas::finalize() {
   if (handle)
     api.destroy(handle);
   handle = nullptr;
+  if (workspace)
+    driver().cuMemFree(workspace);
+  workspace = 0;
 }

@@ -42,10 +42,14 @@ private:
                                const float *, int, long long, const float *,
                                float *, int, long long, int);
     const char *(*statusString)(int);
+    int (*setWorkspace)(CublasHandle, void *, size_t);
   };
   void check(int status, const char *call);
   Api api{};
   CublasHandle handle = nullptr;
+  /// cuBLAS's workspace, set once (cublasSetWorkspace): a GEMM captured
+  /// into a CUDA graph then allocates nothing (cuBLAS's advice for graphs).
+  CUdeviceptr workspace = 0;
 };
 
 } // namespace cuda

@@ -91,6 +91,55 @@ CudaBackend::CudaBackend(int32_t flags) {
         "cuStreamCreate");
   blas.start(device.compute, flags);
   startTransports();
+  graph.start(
+      device.compute, graphsOffReason(),
+      [this](const KernelLaunch &k) { launchNow(k); },
+      [this](const GemmCall &g) { gemmNow(g); });
+  trace.start([this](const KernelLaunch &k) {
+    if (!graph.takeKernel(k))
+      launchNow(k);
+  });
+  std::snprintf(device.stats.graphs, sizeof device.stats.graphs, "%s",
+                graph.state().c_str());
+}
+
+std::string CudaBackend::graphsOffReason() const {
+  if (device.flags & ZBRT_CUDA_NO_GRAPHS)
+    return "--cuda-graphs off";
+  if (device.hostKernels())
+    return "the kernels run on the host (a cuda-emu plan)";
+  if (!(device.flags & ZBRT_CUDA_HOST_CODE_LAUNCHES_ONLY))
+    return "the host code may read device memory during a step (plan.json "
+           "host_reads_device_memory)";
+  return "";
+}
+
+void CudaBackend::launchNow(const KernelLaunch &k) {
+  check(driver().cuLaunchKernel(k.function, k.grid[0], k.grid[1], k.grid[2],
+                                k.block[0], k.block[1], k.block[2],
+                                k.sharedBytes, device.compute, k.params,
+                                nullptr),
+        "cuLaunchKernel");
+}
+
+void CudaBackend::launchKernel(void *function, const unsigned grid[3],
+                               const unsigned block[3], unsigned sharedBytes,
+                               void **params) {
+  KernelLaunch k{function,
+                 {grid[0], grid[1], grid[2]},
+                 {block[0], block[1], block[2]},
+                 sharedBytes,
+                 params};
+  if (!graph.takeKernel(k))
+    launchNow(k);
+}
+
+void CudaBackend::gemmNow(const GemmCall &g) {
+  if (g.batched)
+    blas.sgemmStridedBatched(g.gemm, g.strideA, g.strideB, g.strideC,
+                             g.batch);
+  else
+    blas.sgemm(g.gemm);
 }
 
 void CudaBackend::startTransports() {
@@ -127,6 +176,7 @@ bool CudaBackend::idle(bool computeOnly) {
 }
 
 void CudaBackend::synchronize(const char *what, bool computeOnly) {
+  graph.boundary();
   ++device.stats.hostSynchronizations;
   const double timeout = detail::commTimeoutSeconds();
   const auto start = std::chrono::steady_clock::now();
@@ -161,6 +211,7 @@ void CudaBackend::synchronize(const char *what, bool computeOnly) {
 
 void CudaBackend::send(const void *buf, int64_t bytes, int32_t peer,
                        int32_t tag) {
+  graph.boundary();
   for (auto &t : transports)
     if (t->send(buf, bytes, peer, tag))
       return;
@@ -170,6 +221,7 @@ void CudaBackend::send(const void *buf, int64_t bytes, int32_t peer,
 }
 
 void CudaBackend::recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) {
+  graph.boundary();
   for (auto &t : transports)
     if (t->recv(buf, bytes, peer, tag)) {
       // Kernels emulated on the host (a cuda-emu plan) read it next.
@@ -189,6 +241,7 @@ void CudaBackend::setChannelOrder(int32_t from, int32_t to,
 }
 
 void CudaBackend::waitRequest(void *mpiRequest, const char *what) {
+  graph.boundary();
   // A peer may need our messages before it completes this request.
   for (auto &t : transports)
     t->postSends();
@@ -201,7 +254,10 @@ void CudaBackend::sgemm(const Gemm &g) {
   call.lda = std::max<int64_t>(g.lda, 1);
   call.ldb = std::max<int64_t>(g.ldb, 1);
   ++device.stats.gemms;
-  blas.sgemm(call);
+  GemmCall c;
+  c.gemm = call;
+  if (!graph.takeGemm(c))
+    blas.sgemm(call);
   // Kernels emulated on the host (a cuda-emu plan) read C on the host next.
   if (device.hostKernels())
     synchronize("a GEMM", /*computeOnly=*/true);
@@ -211,7 +267,9 @@ bool CudaBackend::sgemmStridedBatched(const Gemm &g, int64_t strideA,
                                       int64_t strideB, int64_t strideC,
                                       int64_t batch) {
   ++device.stats.gemms;
-  blas.sgemmStridedBatched(g, strideA, strideB, strideC, batch);
+  GemmCall c{g, true, strideA, strideB, strideC, batch};
+  if (!graph.takeGemm(c))
+    blas.sgemmStridedBatched(g, strideA, strideB, strideC, batch);
   if (device.hostKernels())
     synchronize("a GEMM", /*computeOnly=*/true);
   return true;
@@ -221,6 +279,7 @@ void CudaBackend::sgd(float *param, const float *grad, int64_t n, float scale,
                       bool rollback) {
   if (!deviceOptimizer())
     return cpu::sgd(param, grad, n, scale, rollback);
+  graph.boundary(); // its scalars change every step
   optimizer.sgd(device.compute, param, grad, n, scale, rollback);
 }
 
@@ -229,12 +288,30 @@ void CudaBackend::adamw(float *param, const float *grad, float *m, float *v,
                         bool rollback) {
   if (!deviceOptimizer())
     return cpu::adamw(param, grad, m, v, n, scalars, rollback);
+  graph.boundary(); // its scalars change every step
   optimizer.adamw(device.compute, param, grad, m, v, n, scalars, rollback);
+}
+
+void CudaBackend::sgdMany(const ZbrtOptimizerTensor *tensors, int64_t count,
+                          float scale, bool rollback) {
+  if (!deviceOptimizer())
+    return Backend::sgdMany(tensors, count, scale, rollback);
+  graph.boundary(); // its scalars change every step
+  optimizer.sgdMany(device.compute, tensors, count, scale, rollback);
+}
+
+void CudaBackend::adamwMany(const ZbrtOptimizerTensor *tensors, int64_t count,
+                            const math::AdamWScalars &scalars, bool rollback) {
+  if (!deviceOptimizer())
+    return Backend::adamwMany(tensors, count, scalars, rollback);
+  graph.boundary(); // its scalars change every step
+  optimizer.adamwMany(device.compute, tensors, count, scalars, rollback);
 }
 
 double CudaBackend::sumSquares(const float *x, int64_t n, int32_t *nonFinite) {
   if (!deviceOptimizer())
     return cpu::sumSquares(x, n, nonFinite);
+  graph.boundary();
   unsigned blocks = optimizer.launchSumSquares(device.compute, x, n);
   synchronize("a gradient norm", /*computeOnly=*/true);
   return optimizer.readSumSquares(blocks, nonFinite);
@@ -245,19 +322,28 @@ void CudaBackend::sumSquaresMany(const float *const *xs, const int64_t *ns,
                                  int32_t *nonFinite) {
   if (!deviceOptimizer())
     return cpu::sumSquaresMany(xs, ns, count, sums, nonFinite);
+  graph.boundary();
   // Every kernel first, then one wait for all the results.
   optimizer.launchSumSquaresMany(device.compute, xs, ns, count);
   synchronize("the gradient norms", /*computeOnly=*/true);
   optimizer.readSumSquaresMany(sums, nonFinite);
 }
 
-void CudaBackend::traceBeginStep() { trace.beginStep(device.compute); }
-
-void CudaBackend::traceMark(size_t index, bool end) {
-  trace.mark(index, end, device.compute);
+void CudaBackend::traceBeginStep() {
+  graph.beginStep();
+  // The origin's mark is the step graph's first launch.
+  trace.beginStep();
 }
 
+void CudaBackend::traceMark(size_t index, bool end) { trace.mark(index, end); }
+
 std::vector<DeviceTime> CudaBackend::stepEnd() {
+  graph.endStep();
+  device.stats.graphCaptures = graph.captures;
+  device.stats.graphReplays = graph.replays;
+  device.stats.graphDivergences = graph.divergences;
+  std::snprintf(device.stats.graphs, sizeof device.stats.graphs, "%s",
+                graph.state().c_str());
   synchronize("the end of the step", /*computeOnly=*/false);
   device.reapStaging();
   std::vector<DeviceTime> times = trace.resolve();

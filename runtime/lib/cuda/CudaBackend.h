@@ -6,7 +6,9 @@
 // messages through a device transport per peer (Transport.h; NCCL between
 // devices, MPI through pinned host staging between the ranks of one device,
 // MPI on the host for peers without a channel), the trace's device timeline
-// (DeviceTrace.h) and the optimizer kernels (DeviceOptimizer.h). The host
+// (DeviceTrace.h), the optimizer kernels (DeviceOptimizer.h) and the step
+// as CUDA graphs (StepGraph.h: every operation here that the graph cannot
+// hold ends its segment first). The host
 // waits for the device at the end of a step and where MLIR's host code
 // synchronises the compute stream, under the communication watchdog, which
 // also polls the transport's asynchronous errors.
@@ -19,11 +21,13 @@
 #include "Device.h"
 #include "DeviceOptimizer.h"
 #include "DeviceTrace.h"
+#include "StepGraph.h"
 #include "Transport.h"
 
 #include "../Backend.h"
 
 #include <memory>
+#include <string>
 
 namespace zbrt {
 namespace cuda {
@@ -48,9 +52,14 @@ public:
            bool rollback) override;
   void adamw(float *param, const float *grad, float *m, float *v, int64_t n,
              const math::AdamWScalars &scalars, bool rollback) override;
+  void sgdMany(const ZbrtOptimizerTensor *tensors, int64_t count, float scale,
+               bool rollback) override;
+  void adamwMany(const ZbrtOptimizerTensor *tensors, int64_t count,
+                 const math::AdamWScalars &scalars, bool rollback) override;
   double sumSquares(const float *x, int64_t n, int32_t *nonFinite) override;
   void sumSquaresMany(const float *const *xs, const int64_t *ns, int64_t count,
                       double *sums, int32_t *nonFinite) override;
+  void setStepVariant(uint64_t key) override { graph.setVariant(key); }
   void traceBeginStep() override;
   void traceMark(size_t index, bool end) override;
   std::vector<DeviceTime> stepEnd() override;
@@ -60,6 +69,10 @@ public:
   void freeTemporary(void *p, const char *what) override;
   void *computeStream() override { return device.compute; }
   void synchronizeComputeStream() override;
+  void launchKernel(void *function, const unsigned grid[3],
+                    const unsigned block[3], unsigned sharedBytes,
+                    void **params) override;
+  void uncapturedWork() override { graph.boundary(); }
 
 private:
   /// Waits, under the watchdog, until the compute stream (and, unless
@@ -79,6 +92,12 @@ private:
   std::vector<std::unique_ptr<Transport>> transports;
   DeviceTrace trace;
   DeviceOptimizer optimizer;
+  /// The step's kernels, GEMMs and trace marks as CUDA graphs.
+  StepGraph graph;
+  /// Why the step graph is off for these flags ("" when it may be on).
+  std::string graphsOffReason() const;
+  void launchNow(const KernelLaunch &k);
+  void gemmNow(const GemmCall &g);
 };
 
 } // namespace cuda

@@ -71,7 +71,15 @@ void *openDriver(const char *library, Driver &d, std::string &error) {
                       {"cuMemFreeHost", d.cuMemFreeHost},
                       {"cuMemcpyAsync", d.cuMemcpyAsync},
                       {"cuMemsetD32Async", d.cuMemsetD32Async},
-                      {"cuMemsetD16Async", d.cuMemsetD16Async}},
+                      {"cuMemsetD16Async", d.cuMemsetD16Async},
+                      {"cuFuncGetParamInfo", d.cuFuncGetParamInfo, true},
+                      {"cuStreamBeginCapture_v2", d.cuStreamBeginCapture, true},
+                      {"cuStreamEndCapture", d.cuStreamEndCapture, true},
+                      {"cuGraphInstantiateWithFlags",
+                       d.cuGraphInstantiateWithFlags, true},
+                      {"cuGraphLaunch", d.cuGraphLaunch, true},
+                      {"cuGraphExecDestroy", d.cuGraphExecDestroy, true},
+                      {"cuGraphDestroy", d.cuGraphDestroy, true}},
                      error);
 }
 

@@ -58,6 +58,15 @@ struct Driver {
   CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, Handle);
   CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, Handle);
   CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t, Handle);
+  // CUDA graphs (StepGraph.h) and the kernel parameter layout its tape
+  // compares: optional, null when the driver lacks them (graphs are off).
+  CUresult (*cuFuncGetParamInfo)(Handle, size_t, size_t *, size_t *);
+  CUresult (*cuStreamBeginCapture)(Handle, int);
+  CUresult (*cuStreamEndCapture)(Handle, Handle *);
+  CUresult (*cuGraphInstantiateWithFlags)(Handle *, Handle, unsigned long long);
+  CUresult (*cuGraphLaunch)(Handle, Handle);
+  CUresult (*cuGraphExecDestroy)(Handle);
+  CUresult (*cuGraphDestroy)(Handle);
   CUresult (*cuGetErrorName)(CUresult, const char **);
   CUresult (*cuGetErrorString)(CUresult, const char **);
   Handle context = nullptr;
@@ -68,6 +77,15 @@ constexpr unsigned kStreamNonBlocking = 0x1;    // CU_STREAM_NON_BLOCKING
 constexpr unsigned kEventDisableTiming = 0x2;   // CU_EVENT_DISABLE_TIMING
 constexpr unsigned kMemAttachGlobal = 0x1;      // CU_MEM_ATTACH_GLOBAL
 constexpr unsigned kMemHostAllocPortable = 0x1; // CU_MEMHOSTALLOC_PORTABLE
+constexpr int kCaptureModeRelaxed = 2; // CU_STREAM_CAPTURE_MODE_RELAXED
+
+/// Whether the driver has the optional entry points of CUDA graphs and of
+/// kernel parameter layouts (cuFuncGetParamInfo: CUDA 12.4 and later).
+inline bool hasGraphs(const Driver &d) {
+  return d.cuFuncGetParamInfo && d.cuStreamBeginCapture &&
+         d.cuStreamEndCapture && d.cuGraphInstantiateWithFlags &&
+         d.cuGraphLaunch && d.cuGraphExecDestroy && d.cuGraphDestroy;
+}
 
 /// zbrt_cuda_available's probe: 0 and the number of devices in *devices,
 /// or nonzero with the reason in msg.

@@ -94,6 +94,15 @@ struct RankProgram {
 
   /// Runs one training step: entry(argv).
   void call() { entry(argv.data()); }
+  /// A hash of every descriptor (buffer addresses, sizes, strides): steps
+  /// with equal keys pass the same arguments (zbrt_cuda_step_variant).
+  uint64_t argumentsKey() const {
+    uint64_t h = 1469598103934665603ull; // FNV-1a over the words
+    for (const std::vector<int64_t> &d : descriptors)
+      for (int64_t word : d)
+        h = (h ^ (uint64_t)word) * 1099511628211ull;
+    return h;
+  }
   /// Makes the next step write its gradients into a second set of buffers
   /// and keeps the current ones in gradsPrevious (the descriptors are
   /// updated; no data is copied). Post-validation needs the previous step's

@@ -43,6 +43,8 @@ struct RunOptions {
   DataOptions data;
   std::string dumpBatch; ///< --dump-batch FILE
   bool deterministic = false;
+  /// --cuda-graphs on|off (the CUDA backend's step graphs).
+  bool cudaGraphs = true;
   std::optional<double> lr; ///< --lr, overriding plan.json's optimizer
   std::string traceFile;    ///< --trace FILE
   std::string profileFile;  ///< --profile FILE
