@@ -35,6 +35,8 @@ struct TraceState {
   std::vector<TraceEvent> events;
   /// Indices into `events` of actions begun and not yet ended.
   std::vector<size_t> open;
+  /// traceMessageWorkFrom's time for the message being traced (< 0: none).
+  double messageWorkFromUs = -1.0;
 };
 
 TraceState &state() {
@@ -77,6 +79,7 @@ void zbrt::detail::traceReset() {
   TraceState &s = state();
   s.events.clear();
   s.open.clear();
+  s.messageWorkFromUs = -1.0;
   s.origin = std::chrono::steady_clock::now();
 }
 
@@ -97,10 +100,21 @@ double zbrt::traceNowUs() {
 
 const std::vector<TraceEvent> &zbrt::traceEvents() { return state().events; }
 
+void zbrt::detail::traceMessageWorkFrom(double us) {
+  state().messageWorkFromUs = us;
+}
+
 void zbrt::traceRecord(const TraceEvent &event) {
   TraceState &s = state();
+  TraceEvent e = event;
+  const bool message = e.kind == EventKind::Send || e.kind == EventKind::Recv;
+  // The backend's note belongs to this message when it lies within it.
+  if (message && e.workFromUs < 0 && s.messageWorkFromUs >= e.beginUs &&
+      (e.endUs < 0 || s.messageWorkFromUs <= e.endUs))
+    e.workFromUs = s.messageWorkFromUs;
+  s.messageWorkFromUs = -1.0;
   if (s.events.size() < kMaxEventsPerStep)
-    s.events.push_back(event);
+    s.events.push_back(e);
 }
 
 void zbrt::detail::currentAction(char *out, unsigned long cap) {
@@ -166,10 +180,26 @@ BubbleStats zbrt::computeBubble(const std::vector<TraceEvent> &events,
   stats.numActions = (int32_t)intervals.size();
   if (intervals.empty())
     return stats;
-  std::sort(intervals.begin(), intervals.end());
   stats.firstBeginUs = intervals.front().first;
+  stats.lastEndUs = intervals.front().second;
+  for (const auto &iv : intervals) {
+    stats.firstBeginUs = std::min(stats.firstBeginUs, iv.first);
+    stats.lastEndUs = std::max(stats.lastEndUs, iv.second);
+  }
+  // The rank's own work on messages within the span (a message before the
+  // first action or after the last one is not part of the pipeline's span).
+  for (const TraceEvent &e : events) {
+    if (e.rank != rank || e.endUs < 0 || e.workFromUs < 0 ||
+        (e.kind != EventKind::Send && e.kind != EventKind::Recv))
+      continue;
+    double begin = std::max(e.workFromUs, stats.firstBeginUs);
+    double end = std::min(e.endUs, stats.lastEndUs);
+    if (end > begin)
+      intervals.emplace_back(begin, end);
+  }
+  std::sort(intervals.begin(), intervals.end());
   double curBegin = intervals.front().first, curEnd = intervals.front().second;
-  double busy = 0, lastEnd = curEnd;
+  double busy = 0;
   for (size_t i = 1; i < intervals.size(); ++i) {
     const auto &iv = intervals[i];
     if (iv.first > curEnd) {
@@ -179,10 +209,8 @@ BubbleStats zbrt::computeBubble(const std::vector<TraceEvent> &events,
     } else {
       curEnd = std::max(curEnd, iv.second);
     }
-    lastEnd = std::max(lastEnd, iv.second);
   }
   busy += curEnd - curBegin;
-  stats.lastEndUs = lastEnd;
   stats.busyUs = busy;
   double span = stats.lastEndUs - stats.firstBeginUs;
   stats.bubbleRate = span > 0 ? std::max(0.0, 1.0 - busy / span) : 0.0;
@@ -262,6 +290,8 @@ void zbrt::writeChromeTrace(std::ostream &os,
     else
       os << "\"peer\": " << e.peer << ", \"tag\": " << e.tag
          << ", \"bytes\": " << e.bytes;
+    if (!isAction && e.workFromUs >= 0)
+      os << ", \"work_us\": " << (e.endUs - e.workFromUs);
     os << "}}";
   }
   os << "\n]}\n";

@@ -31,6 +31,11 @@ size_t traceActionEnd(int32_t kind, int32_t stage, int32_t microbatch);
 /// Replaces the host times of event `index` (microseconds since the step's
 /// origin; from a backend's device timeline).
 void traceSetDeviceTimes(size_t index, double beginUs, double endUs);
+/// A backend that moves a message on the rank's own timeline (the CPU
+/// backend) notes when its work on the message being sent or received began
+/// (a receive: when the message was there); the next send/recv event traced
+/// takes it as TraceEvent::workFromUs.
+void traceMessageWorkFrom(double us);
 
 } // namespace detail
 } // namespace zbrt

@@ -33,6 +33,46 @@ TraceEvent recv(int32_t rank, double beginUs, double endUs) {
   return TraceEvent{EventKind::Recv, rank, -1, -1, 0, 7, 64, beginUs, endUs};
 }
 
+TraceEvent message(EventKind kind, int32_t rank, double beginUs, double endUs,
+                   double workFromUs) {
+  TraceEvent e{kind, rank, -1, -1, 1 - rank, 7, 64, beginUs, endUs};
+  e.workFromUs = workFromUs;
+  return e;
+}
+
+TEST(StageProfile, PassCostsIncludeTheirOwnMessageWork) {
+  // Rank 0 runs stage 0. A receive waits 0.1 ms and works 0.2 ms before F;
+  // F sends twice (0.05 ms each); a receive waits 0.5 ms and works 0.1 ms
+  // before B; W sends 0.02 ms; the last receive's backend does not say.
+  std::vector<TraceEvent> step = {
+      message(EventKind::Recv, 0, 0, 300, 100),
+      pass(EventKind::Forward, 0, 0, 0, 300, 1300),
+      message(EventKind::Send, 0, 1300, 1350, 1300),
+      message(EventKind::Send, 0, 1350, 1400, 1350),
+      message(EventKind::Recv, 0, 1400, 2000, 1900),
+      pass(EventKind::BackwardInput, 0, 0, 0, 2000, 2500),
+      pass(EventKind::BackwardWeight, 0, 0, 0, 2500, 3000),
+      message(EventKind::Send, 0, 3000, 3020, 3000),
+      message(EventKind::Recv, 0, 3020, 3500, -1),
+  };
+  std::vector<PassCost> costs = passCosts(step, 0, 1);
+  ASSERT_EQ(costs.size(), 3u);
+  EXPECT_EQ(costs[0].pass->kind, EventKind::Forward);
+  EXPECT_NEAR(costs[0].ms, 1.0 + 0.2 + 0.05 + 0.05, 1e-12);
+  EXPECT_NEAR(costs[1].ms, 0.5 + 0.1, 1e-12);
+  EXPECT_NEAR(costs[2].ms, 0.5 + 0.02, 1e-12);
+  EXPECT_TRUE(passCosts(step, 1, 1).empty()); // no pass of rank 1
+
+  StageProfile p(1);
+  p.add(step, 0);
+  EXPECT_NEAR(p.meanMs(0, 0), 1.3, 1e-12);
+  EXPECT_NEAR(p.meanMs(0, 1), 0.6, 1e-12);
+  EXPECT_NEAR(p.meanMs(0, 2), 0.52, 1e-12);
+  // T_comm: the shortest wait (0.1, 0.5, and 0.48 for the whole receive
+  // whose backend does not say).
+  EXPECT_NEAR(p.commMs(0), 0.1, 1e-12);
+}
+
 TEST(StageProfile, MeansCoefficientOfVariationAndShortestReceive) {
   StageProfile p(2);
   // Rank 1 runs stage 1: F of 1 ms, then of 3 ms in the next step.
@@ -108,6 +148,19 @@ TEST(Replay, SimulatesTracedDurationsWithoutCommunication) {
   std::vector<double> b = replayStep(twoStages(), tracedStep());
   ASSERT_EQ(b.size(), 2u);
   EXPECT_NEAR(b[0], 3.0 / 6.5, 1e-12);
+  EXPECT_NEAR(b[1], 0.0, 1e-12);
+}
+
+TEST(Replay, CountsTheMessageWorkOfEachPass) {
+  // Rank 1 receives F's output with 0.5 ms of its own work (after waiting
+  // 2 ms): its F costs 1.5 ms. By hand, T_comm = 0: rank 0 F [0, 1]; rank 1
+  // F [1, 2.5], B [2.5, 4.5], W [4.5, 5]; rank 0 B [4.5, 6.5], W [6.5, 7].
+  // Rank 0 is busy 3.5 of 7 ms, rank 1 4 of 4 ms.
+  std::vector<TraceEvent> events = tracedStep();
+  events.push_back(message(EventKind::Recv, 1, 7500, 10000, 9500));
+  std::vector<double> b = replayStep(twoStages(), events);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_NEAR(b[0], 0.5, 1e-12);
   EXPECT_NEAR(b[1], 0.0, 1e-12);
 }
 

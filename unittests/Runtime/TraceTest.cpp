@@ -3,6 +3,8 @@
 #include "zbrt/Trace.h"
 #include "zbrt/zbrt.h"
 
+#include "../../runtime/lib/TraceLog.h"
+
 #include "gtest/gtest.h"
 
 #include <sstream>
@@ -46,6 +48,52 @@ TEST(TraceBubble, SyntheticTrace) {
   EXPECT_DOUBLE_EQ(all[2].bubbleRate, 0.0);
 }
 
+TraceEvent work(EventKind kind, int32_t rank, double begin, double end,
+                double workFrom) {
+  TraceEvent e = message(kind, rank, 1, begin, end);
+  e.workFromUs = workFrom;
+  return e;
+}
+
+TEST(TraceBubble, MessageWorkIsBusyWaitingIsIdle) {
+  std::vector<TraceEvent> events = {
+      work(EventKind::Recv, 0, -5, 0, -2), // before the first action: out
+      action(EventKind::Forward, 0, 0, 10),
+      work(EventKind::Recv, 0, 10, 18, 15), // waits 10..15, works 15..18
+      action(EventKind::BackwardInput, 0, 18, 25),
+      work(EventKind::Send, 0, 25, 27, 25), // all work
+      action(EventKind::BackwardWeight, 0, 27, 30),
+      message(EventKind::Recv, 0, 1, 30, 40), // the backend does not say
+      action(EventKind::Forward, 0, 40, 44),
+      work(EventKind::Send, 0, 44, 46, 44), // after the last action: out
+  };
+  // Span 0..44; busy F 10 + receive 3 + B 7 + send 2 + W 3 + F 4 = 29.
+  BubbleStats s = computeBubble(events, 0);
+  EXPECT_EQ(s.numActions, 4);
+  EXPECT_DOUBLE_EQ(s.firstBeginUs, 0);
+  EXPECT_DOUBLE_EQ(s.lastEndUs, 44);
+  EXPECT_DOUBLE_EQ(s.busyUs, 29);
+  EXPECT_DOUBLE_EQ(s.bubbleRate, 15.0 / 44.0);
+}
+
+TEST(TraceRecording, TheBackendsNoteBecomesTheMessagesWork) {
+  traceBeginStep();
+  detail::traceMessageWorkFrom(3);
+  traceRecord(message(EventKind::Recv, 0, 1, 1, 5)); // note within: taken
+  traceRecord(message(EventKind::Send, 0, 1, 5, 6)); // no note
+  detail::traceMessageWorkFrom(9);
+  traceRecord(message(EventKind::Send, 0, 1, 6, 8)); // note outside
+  detail::traceMessageWorkFrom(9);
+  traceRecord(action(EventKind::Forward, 0, 8, 10));   // not a message
+  traceRecord(message(EventKind::Send, 0, 1, 10, 12)); // the note was used
+  const std::vector<TraceEvent> &events = traceEvents();
+  ASSERT_EQ(events.size(), 5u);
+  EXPECT_DOUBLE_EQ(events[0].workFromUs, 3);
+  for (size_t i = 1; i < events.size(); ++i)
+    EXPECT_LT(events[i].workFromUs, 0) << i;
+  traceBeginStep();
+}
+
 TEST(TraceBubble, OpenEventsAreIgnored) {
   std::vector<TraceEvent> events = {action(EventKind::Forward, 0, 0, 10),
                                     action(EventKind::Forward, 0, 20, -1)};
@@ -78,7 +126,7 @@ TEST(TraceChrome, OneTrackPerRank) {
   std::vector<TraceEvent> events = {
       TraceEvent{EventKind::Forward, 0, 0, 3, -1, -1, 0, 1.5, 4.0},
       TraceEvent{EventKind::Send, 0, -1, -1, 1, 6, 256, 4.0, 4.25},
-      TraceEvent{EventKind::Recv, 1, -1, -1, 0, 6, 256, 0.0, 4.5},
+      TraceEvent{EventKind::Recv, 1, -1, -1, 0, 6, 256, 0.0, 4.5, 4.0},
       TraceEvent{EventKind::BackwardInput, 1, 1, 3, -1, -1, 0, 5.0, 9.0},
   };
   std::ostringstream os;
@@ -97,6 +145,10 @@ TEST(TraceChrome, OneTrackPerRank) {
   EXPECT_NE(json.find("\"recv <-0\""), std::string::npos);
   EXPECT_NE(json.find("\"B s1 mb3\""), std::string::npos);
   EXPECT_NE(json.find("\"bytes\": 256"), std::string::npos);
+  // The receive's own work (from 4.0 to its end), not the send's (unknown).
+  EXPECT_NE(json.find("\"bytes\": 256, \"work_us\": 0.500}"), std::string::npos)
+      << json;
+  EXPECT_EQ(json.find("work_us"), json.rfind("work_us"));
 }
 
 } // namespace

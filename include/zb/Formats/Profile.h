@@ -14,10 +14,12 @@
 //                "t_comm": ms, "cv_f": x, "cv_b": x, "cv_w": x,
 //                "count_f": n, "count_b": n, "count_w": n}, ...]}
 //
-// t_x: mean duration (ms) of the stage's x passes over the measured steps;
-// cv_x: their coefficient of variation (population standard deviation /
-// mean); t_comm: the shortest receive of the stage's rank (ms, a latency
-// estimate); count_x: passes measured. cv_x and count_x are optional
+// t_x: mean cost (ms) of the stage's x passes over the measured steps (a
+// pass's duration plus its rank's own work on the messages it receives and
+// sends, zb::host::passCosts); cv_x: their coefficient of variation
+// (population standard deviation / mean); t_comm: the shortest wait of a
+// receive of the stage's rank (ms, a latency estimate); count_x: passes
+// measured. cv_x and count_x are optional
 // (profiles written before they existed lack them).
 //
 // MLIR-free: LLVM Support only (part of ZBFormats, lib/Formats).

@@ -29,7 +29,54 @@ std::optional<double> passMs(const zbrt::TraceEvent &e, int32_t numStages) {
   return (e.endUs - e.beginUs) / 1000.0;
 }
 
+/// The time (ms) a closed receive spent before its message was there (the
+/// whole receive when the backend does not say); std::nullopt for any other
+/// event.
+std::optional<double> recvWaitMs(const zbrt::TraceEvent &e) {
+  if (e.kind != zbrt::EventKind::Recv || e.endUs < 0)
+    return std::nullopt;
+  double until = e.workFromUs >= 0 ? std::min(e.workFromUs, e.endUs) : e.endUs;
+  return std::max(0.0, until - e.beginUs) / 1000.0;
+}
+
 } // namespace
+
+std::vector<PassCost>
+zb::host::passCosts(const std::vector<zbrt::TraceEvent> &events, int32_t rank,
+                    int32_t numStages) {
+  std::vector<const zbrt::TraceEvent *> mine;
+  for (const zbrt::TraceEvent &e : events)
+    if (e.rank == rank && e.endUs >= 0)
+      mine.push_back(&e);
+  llvm::stable_sort(mine,
+                    [](const zbrt::TraceEvent *a, const zbrt::TraceEvent *b) {
+                      return a->beginUs < b->beginUs;
+                    });
+  std::vector<PassCost> out;
+  double received = 0;     // receive work since the previous pass
+  double lastEnd = -1e300; // end of the previous pass
+  bool afterPass = false;  // out.back() is the previous pass
+  for (const zbrt::TraceEvent *e : mine) {
+    if ((int)e->kind <= 2) {
+      afterPass = false;
+      if (std::optional<double> ms = passMs(*e, numStages)) {
+        out.push_back({e, *ms + received});
+        afterPass = true;
+      }
+      received = 0;
+      lastEnd = e->endUs;
+      continue;
+    }
+    if (e->workFromUs < 0 || e->beginUs < lastEnd)
+      continue; // not the rank's own work, or inside a pass (counted there)
+    double work = std::max(0.0, e->endUs - e->workFromUs) / 1000.0;
+    if (e->kind == zbrt::EventKind::Send && afterPass)
+      out.back().ms += work;
+    else
+      received += work;
+  }
+  return out;
+}
 
 StageProfile::StageProfile(int32_t numStages)
     : sumMs(3 * numStages, 0.0), sumSqMs(3 * numStages, 0.0),
@@ -40,15 +87,14 @@ void StageProfile::add(const std::vector<zbrt::TraceEvent> &events,
                        int32_t myRank) {
   double minRecv = kNoRecv;
   for (const zbrt::TraceEvent &e : events)
-    if (e.kind == zbrt::EventKind::Recv && e.endUs >= 0)
-      minRecv = std::min(minRecv, (e.endUs - e.beginUs) / 1000.0);
-  for (const zbrt::TraceEvent &e : events) {
-    std::optional<double> ms = passMs(e, numStages());
-    if (!ms)
-      continue;
+    if (e.rank == myRank)
+      if (std::optional<double> wait = recvWaitMs(e))
+        minRecv = std::min(minRecv, *wait);
+  for (const PassCost &p : passCosts(events, myRank, numStages())) {
+    const zbrt::TraceEvent &e = *p.pass;
     size_t i = 3 * e.stage + (int)e.kind;
-    sumMs[i] += *ms;
-    sumSqMs[i] += *ms * *ms;
+    sumMs[i] += p.ms;
+    sumSqMs[i] += p.ms * p.ms;
     count[i] += 1;
     rank[e.stage] = myRank;
     minRecvMs[e.stage] = std::min(minRecvMs[e.stage], minRecv);
@@ -125,11 +171,10 @@ zb::host::replayStep(const PlannedSchedule &ps,
     return ((size_t)kind * numStages + stage) * m + microbatch;
   };
   std::vector<double> dur(3 * (size_t)numStages * m, -1.0);
-  for (const zbrt::TraceEvent &e : events) {
-    std::optional<double> ms = passMs(e, numStages);
-    if (ms && e.microbatch >= 0 && e.microbatch < m)
-      dur[slot((int)e.kind, e.stage, e.microbatch)] = *ms;
-  }
+  for (int32_t r = 0; r < (int32_t)ps.schedule.perRank.size(); ++r)
+    for (const PassCost &p : passCosts(events, r, numStages))
+      if (p.pass->microbatch >= 0 && p.pass->microbatch < m)
+        dur[slot((int)p.pass->kind, p.pass->stage, p.pass->microbatch)] = p.ms;
   if (llvm::is_contained(dur, -1.0))
     return {};
   zb::sched::Problem problem = ps.problem;

@@ -46,6 +46,12 @@ struct TraceEvent {
   int64_t bytes;      ///< send/recv message size in bytes; 0 for F/B/W
   double beginUs;     ///< microseconds since the step's origin
   double endUs;       ///< microseconds since the step's origin; < 0 if open
+  /// Send/recv: from this time to endUs the rank worked on the message
+  /// itself (the CPU backend's copy and MPI_Isend, or its receive once the
+  /// message was there; before it a receive waited for the peer). < 0: the
+  /// backend does not say, or moves messages off the rank's compute timeline
+  /// (CUDA streams); then the whole event is idle time.
+  double workFromUs = -1.0;
 };
 
 /// Clears the current trace and sets the time origin to now.
@@ -58,16 +64,19 @@ const std::vector<TraceEvent> &traceEvents();
 void traceRecord(const TraceEvent &event);
 
 /// Realized bubble of one rank: idle fraction of the interval between its
-/// first action's begin and its last action's end, where only F/B/W actions
-/// count as busy (union of their intervals; waiting in recv is idle). This
-/// is the per-rank form of the bubble rate of Qi et al. 2024 (Section 3),
-/// measured instead of simulated.
+/// first action's begin and its last action's end. Busy: the F/B/W actions
+/// and the rank's own work on messages (a send, a receive from the moment
+/// its message was there: TraceEvent::workFromUs), the union of their
+/// intervals within that span; waiting for a peer is idle. A profiled pass
+/// cost includes the same message work (zb::host::StageProfile), so this is
+/// the per-rank form of the bubble rate of Qi et al. 2024 (Section 3) at the
+/// costs the plan was scheduled with, measured instead of simulated.
 struct BubbleStats {
   int32_t rank = 0;
   int32_t numActions = 0; ///< F/B/W events of this rank
   double firstBeginUs = 0;
   double lastEndUs = 0;
-  double busyUs = 0;     ///< union of the F/B/W intervals
+  double busyUs = 0;     ///< union of the busy intervals (above)
   double bubbleRate = 0; ///< 1 - busy / span; 0 without actions
 };
 

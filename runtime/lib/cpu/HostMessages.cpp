@@ -3,6 +3,8 @@
 #include "HostMessages.h"
 
 #include "../Internal.h"
+#include "../TraceLog.h"
+#include "zbrt/Trace.h"
 
 #include <mpi.h>
 
@@ -96,6 +98,8 @@ HostMessages &zbrt::cpu::hostMessages() {
 
 void HostMessages::send(const void *buf, int64_t bytes, int32_t peer,
                         int32_t tag) {
+  // All of a send is this rank's work (a copy and MPI_Isend).
+  detail::traceMessageWorkFrom(traceNowUs());
   PendingSends &sends = pendingSends();
   sends.reap(/*wait=*/false);
   SendBuffer b = sends.take(bytes);
@@ -124,6 +128,8 @@ void HostMessages::recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) {
         return std::string("the message with ") + what + " from rank " +
                std::to_string(peer);
       });
+  // The message is there: from now on the receive is this rank's work.
+  detail::traceMessageWorkFrom(traceNowUs());
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);
   if (count != bytes) {

@@ -7,13 +7,20 @@ Zero Bubble paper (F(s,i) after F(s-1,i); B(s,i) after F(s,i) and B(s+1,i),
 or W(s+1,i) when the backward is fused; W(s,i) after B(s,i); one serial
 stream per rank in the schedule's order) and applies it to the trace of a
 one-step zb-run:
-  - replay: every action takes its traced duration, T_comm = 0;
-  - measured costs: every action takes the mean traced duration of its
-    (stage, kind), T_comm = the shortest traced receive of the stage's rank.
-The per-rank bubble is 1 - busy / (end of last action - start of first).
-Compares with the report's "replayed_bubble_rate" and
-"at_measured_costs.rank_bubble_rate" (within 1e-3: the trace rounds times to
-nanoseconds) and prints "OK replay" on success; exits 1 otherwise.
+  - replay: every action takes its traced cost, T_comm = 0;
+  - measured costs: every action takes the mean traced cost of its
+    (stage, kind), T_comm = the shortest wait of a receive of the stage's
+    rank (its duration less its "work_us").
+An action's cost is its traced duration plus its rank's own work on messages
+("work_us" of a send or receive, the CPU backend's copy and MPI call once the
+message is there): the receives since the rank's previous action and the
+sends before its next one. The per-rank bubble is 1 - busy / (end of last
+action - start of first); the realized one counts the actions and, within
+that span, the message work as busy.
+Compares with the report's "replayed_bubble_rate",
+"at_measured_costs.rank_bubble_rate" and "realized_bubble_rate" (within 1e-3:
+the trace rounds times to nanoseconds) and prints "OK replay" on success;
+exits 1 otherwise.
 """
 import json
 import re
@@ -66,16 +73,57 @@ def main():
     events = [e for e in json.load(open(trace_path))["traceEvents"]
               if e.get("ph") == "X"]
     dur, per_kind = {}, {}
-    min_recv = {}
-    for e in events:
-        m = re.match(r"([FBW]) s(\d+) mb(\d+)$", e["name"])
-        if m:
-            key = (m.group(1), int(m.group(2)), int(m.group(3)))
-            dur[key] = e["dur"] / 1000.0
-            per_kind.setdefault((key[0], key[1]), []).append(dur[key])
-        elif e["name"].startswith("recv"):
-            r = e["tid"]
-            min_recv[r] = min(min_recv.get(r, 1e300), e["dur"] / 1000.0)
+    min_recv, worked = {}, 0
+    realized = []
+    for r in range(len(order)):
+        # The rank's events in time order: a pass costs its duration plus the
+        # rank's own work on messages ("work_us") received since its previous
+        # pass and sent before its next one.
+        mine = sorted((e for e in events if e["tid"] == r),
+                      key=lambda e: e["ts"])
+        received, last, last_end = 0.0, None, -1e300
+        busy = []  # intervals (us) the rank worked: passes and message work
+        for e in mine:
+            m = re.match(r"([FBW]) s(\d+) mb(\d+)$", e["name"])
+            if m:
+                last = (m.group(1), int(m.group(2)), int(m.group(3)))
+                dur[last] = e["dur"] / 1000.0 + received
+                received, last_end = 0.0, e["ts"] + e["dur"]
+                busy.append((e["ts"], last_end))
+                continue
+            work = e["args"].get("work_us")
+            if e["name"].startswith("recv"):
+                wait = e["dur"] - (work if work is not None else 0.0)
+                min_recv[r] = min(min_recv.get(r, 1e300), wait / 1000.0)
+            if work is None or e["ts"] < last_end:
+                continue
+            worked += 1
+            end = e["ts"] + e["dur"]
+            busy.append((end - work, end))
+            if e["name"].startswith("send") and last is not None:
+                dur[last] += work / 1000.0
+            else:
+                received += work / 1000.0
+        # Realized bubble: 1 - busy / span, the span from the first pass's
+        # begin to the last pass's end, message work clipped to it.
+        passes = [e for e in mine if re.match(r"[FBW] s", e["name"])]
+        first = min(e["ts"] for e in passes)
+        end = max(e["ts"] + e["dur"] for e in passes)
+        clipped = sorted((max(a, first), min(b, end)) for a, b in busy
+                         if min(b, end) > max(a, first))
+        total, cur = 0.0, None
+        for a, b in clipped:
+            if cur is None or a > cur[1]:
+                total += cur[1] - cur[0] if cur else 0.0
+                cur = [a, b]
+            else:
+                cur[1] = max(cur[1], b)
+        total += cur[1] - cur[0]
+        realized.append(max(0.0, 1 - total / (end - first)))
+    for a, d in dur.items():
+        per_kind.setdefault((a[0], a[1]), []).append(d)
+    if not worked:
+        sys.exit("replay_trace.py: no message work (work_us) in the trace")
     missing = [a for o in order for a in o if a not in dur]
     if missing:
         sys.exit(f"replay_trace.py: {len(missing)} actions missing from the trace, e.g. {missing[0]}")
@@ -92,7 +140,9 @@ def main():
     for name, mine, theirs in [
             ("replayed_bubble_rate", replay, report["replayed_bubble_rate"]),
             ("at_measured_costs", measured,
-             report["at_measured_costs"]["rank_bubble_rate"])]:
+             report["at_measured_costs"]["rank_bubble_rate"]),
+            ("realized_bubble_rate", realized,
+             report["realized_bubble_rate"])]:
         for r, (a, b) in enumerate(zip(mine, theirs)):
             if abs(a - b) > 1e-3:
                 print(f"MISMATCH {name} rank {r}: python {a:.6f} zb-run {b:.6f}")
