@@ -18,18 +18,28 @@
 // blocks grow the used extent; blocks are 256-byte aligned and zeroed when
 // handed out. Only the used extent is opened and closed (mprotect).
 //
+// The emulated kernels of a --target cuda-emu plan are host code (they run on
+// the host on a GPU machine too), so the arena stays closed around them: they
+// may read managed memory only. Before each launch the plan hands every
+// memref argument to libzbrt (zbrt_cuda_emulated_kernel_argument), which asks
+// zb_fake_cuda_check_kernel_argument below whether it lies inside a live
+// allocation, as the no-op kernels of a --target cuda plan are checked
+// (FakeKernels.cpp).
+//
 // Limits: the arena is open for every thread while any DeviceAccess exists:
 // a host access on another thread at that moment goes unnoticed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FakeDeviceMemory.h"
+#include "FakeKernels.h"
 
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -253,4 +263,19 @@ zbfake::DeviceAccess::~DeviceAccess() {
     protect(0, gOpenedUsed, PROT_NONE);
     gOpenedUsed = 0;
   }
+}
+
+/// Argument `argument` of the emulated kernel `kernel` points at `p` (file
+/// comment): 0 when that is inside a live allocation, else 700
+/// (CUDA_ERROR_ILLEGAL_ADDRESS) with the no-op kernels' message.
+extern "C" int zb_fake_cuda_check_kernel_argument(const char *kernel,
+                                                  int64_t argument,
+                                                  const void *p) {
+  if (zbfake::insideAllocation(p))
+    return 0;
+  std::fprintf(stderr,
+               "stand-in: kernel %s argument #%lld (%p) is not device "
+               "memory\n",
+               kernel, (long long)argument, p);
+  return 700;
 }

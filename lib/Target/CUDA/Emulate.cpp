@@ -13,7 +13,12 @@
 // convert-gpu-to-nvvm applies): an XOR butterfly over the lanes of each
 // 32-lane subgroup (a partner lane outside the active width is skipped),
 // then the same over the subgroups' results. Each gpu.launch_func becomes a
-// call. See Passes.td.
+// call, preceded for each memref argument by
+//   zbrt_cuda_emulated_kernel_argument(kernel name, argument index, pointer)
+// with the argument's aligned pointer: under zb-run --backend cuda, libzbrt
+// asks the driver whether that is device memory where it can (the stand-in,
+// FakeDeviceMemory.cpp), as a GPU's kernel could read nothing else. See
+// Passes.td.
 //
 //===----------------------------------------------------------------------===//
 #include "zb/Target/CUDA/Passes.h"
@@ -81,6 +86,55 @@ struct ZBGpuEmulatePass
 
   Value cst(OpBuilder &b, Location loc, int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v);
+  }
+
+  /// Before `launch`'s call: each memref argument's aligned pointer to
+  /// zbrt_cuda_emulated_kernel_argument(name, index, pointer) (file
+  /// comment), the name a NUL-terminated constant global.
+  void announceArguments(OpBuilder &b, gpu::LaunchFuncOp launch) {
+    Location loc = launch.getLoc();
+    Type i64 = b.getI64Type();
+    SmallVector<std::pair<int64_t, Value>> memrefs;
+    for (auto [i, v] : llvm::enumerate(launch.getKernelOperands()))
+      if (isa<MemRefType>(v.getType()))
+        memrefs.push_back({(int64_t)i, v});
+    if (memrefs.empty())
+      return;
+    constexpr StringLiteral kHook = "zbrt_cuda_emulated_kernel_argument";
+    auto hook = module.lookupSymbol<func::FuncOp>(kHook);
+    if (!hook) {
+      OpBuilder m = OpBuilder::atBlockEnd(module.getBody());
+      hook = func::FuncOp::create(m, loc, kHook,
+                                  m.getFunctionType({i64, i64, i64}, {}));
+      hook.setPrivate();
+    }
+    StringRef kernel = launch.getKernelName().getValue();
+    std::string global =
+        ("__zb_emu_name_" + launch.getKernelModuleName().getValue() + "_" +
+         kernel)
+            .str();
+    auto nameType =
+        MemRefType::get({(int64_t)kernel.size() + 1}, b.getIntegerType(8));
+    if (!module.lookupSymbol(global)) {
+      SmallVector<int8_t> bytes(kernel.begin(), kernel.end());
+      bytes.push_back(0);
+      OpBuilder m = OpBuilder::atBlockEnd(module.getBody());
+      memref::GlobalOp::create(
+          m, loc, global, m.getStringAttr("private"), nameType,
+          DenseElementsAttr::get(
+              RankedTensorType::get(nameType.getShape(), m.getIntegerType(8)),
+              ArrayRef<int8_t>(bytes)),
+          /*constant=*/true, /*alignment=*/IntegerAttr());
+    }
+    auto address = [&](Value memref) {
+      Value p = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+      return arith::IndexCastOp::create(b, loc, i64, p).getResult();
+    };
+    Value name = address(memref::GetGlobalOp::create(b, loc, nameType, global));
+    for (auto [i, v] : memrefs) {
+      Value index = arith::ConstantIntOp::create(b, loc, i64, i);
+      func::CallOp::create(b, loc, hook, ValueRange{name, index, address(v)});
+    }
   }
 
   /// `func @__zb_emu_subgroup_reduce_<kind>_<type>(%v: memref<?xT>, %base,
@@ -521,6 +575,7 @@ struct ZBGpuEmulatePass
                       k = launch.getBlockSizeOperandValues();
       SmallVector<Value> operands = {g.x, g.y, g.z, k.x, k.y, k.z};
       llvm::append_range(operands, launch.getKernelOperands());
+      announceArguments(b, launch);
       func::CallOp::create(b, launch.getLoc(), emulations[kernel], operands);
       launch.erase();
       return WalkResult::advance();

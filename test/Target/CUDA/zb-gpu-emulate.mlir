@@ -2,7 +2,8 @@
 
 // zb-gpu-emulate: every kernel becomes a host function that loops over the
 // grid's blocks and, per block, over the threads once per phase (phases are
-// cut at gpu.barrier and gpu.all_reduce); launches become calls.
+// cut at gpu.barrier and gpu.all_reduce); launches become calls, each after
+// its memref arguments are announced to the runtime.
 
 module attributes {gpu.container_module} {
   gpu.module @kernels {
@@ -76,6 +77,18 @@ module attributes {gpu.container_module} {
 // CHECK-NOT:     gpu.module
 // CHECK:         func.func @main(%[[X:.*]]: memref<1000xf32>, %[[A:.*]]: memref<8x100xf32>, %[[S:.*]]: memref<8xf32>, %[[R:.*]]: memref<64xf32>)
 // CHECK:           call @__zb_emu_kernels_scale(%c4, %c1, %c1, %c256, %c1, %c1, %[[X]], %c1000)
+// Before a launch, each memref argument's aligned pointer goes to the
+// runtime with the kernel's name and the argument's index (under the CUDA
+// backend the driver stand-in checks that it is device memory).
+// CHECK:           %[[RN:.*]] = memref.get_global @__zb_emu_name_kernels_row_sum : memref<8xi8>
+// CHECK:           %[[RNP:.*]] = memref.extract_aligned_pointer_as_index %[[RN]]
+// CHECK:           %[[NAME:.*]] = arith.index_cast %[[RNP]] : index to i64
+// CHECK:           %[[AP:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK:           %[[API:.*]] = arith.index_cast %[[AP]] : index to i64
+// CHECK:           call @zbrt_cuda_emulated_kernel_argument(%[[NAME]], %c0_i64, %[[API]])
+// CHECK:           %[[SP:.*]] = memref.extract_aligned_pointer_as_index %[[S]]
+// CHECK:           %[[SPI:.*]] = arith.index_cast %[[SP]] : index to i64
+// CHECK:           call @zbrt_cuda_emulated_kernel_argument(%[[NAME]], %c1_i64, %[[SPI]])
 // CHECK:           call @__zb_emu_kernels_row_sum(%c8, %c1, %c1, %c128, %c1, %c1, %[[A]], %[[S]])
 // CHECK:           call @__zb_emu_kernels_reverse(%c1, %c1, %c1, %c64, %c1, %c1, %[[R]])
 
@@ -139,6 +152,9 @@ module attributes {gpu.container_module} {
 // CHECK:                   %[[J:.*]] = arith.subi %c63, %[[T2]]
 // CHECK:                   memref.load %[[TILE]][%[[J]]]
 // CHECK:             memref.dealloc %[[TILE]]
+
+// CHECK:         func.func private @zbrt_cuda_emulated_kernel_argument(i64, i64, i64)
+// CHECK:         memref.global "private" constant @__zb_emu_name_kernels_row_sum : memref<8xi8> = dense<[114, 111, 119, 95, 115, 117, 109, 0]>
 
 // -----
 
