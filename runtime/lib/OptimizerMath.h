@@ -24,6 +24,22 @@
 namespace zbrt {
 namespace math {
 
+/// One tensor of a multi-tensor kernel (cuda/OptimizerKernels.cu's *_many
+/// kernels; a table of them in device memory): its pointers (x = grad for a
+/// sum of squares; m, v null for SGD), its n elements and its blocks
+/// [firstBlock, firstBlock + blocks) of the launch's grid. 64 bytes, the
+/// same layout on the host and the device.
+struct TensorSlice {
+  float *param;
+  const float *grad;
+  float *m;
+  float *v;
+  long long n;
+  long long firstBlock;
+  long long blocks;
+  long long unused;
+};
+
 /// Step-dependent AdamW scalars: stepSize = lr / (1 - beta1^t),
 /// bc2Sqrt = sqrt(1 - beta2^t), decay = 1 - lr * weightDecay.
 struct AdamWScalars {

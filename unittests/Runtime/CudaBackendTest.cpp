@@ -18,8 +18,10 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <vector>
@@ -273,9 +275,9 @@ TEST(CudaBackend, OptimizerKernelsFollowTheUpdateRules) {
   EXPECT_EQ(launches() - launchesBefore, 6);
 }
 
-/// zbrt_sum_squares_many on the device: the kernel of zbrt_sum_squares for
-/// every buffer (several blocks, one block, empty, a NaN), one host wait
-/// for all of them, and each sum bit-identical to the single version's.
+/// zbrt_sum_squares_many on the device: one kernel for every buffer
+/// (several blocks, one block, empty, a NaN), one host wait for all of
+/// them, and each sum bit-identical to the single version's.
 TEST(CudaBackend, SumSquaresManyWaitsOnceAndMatchesTheSingleVersion) {
   startBackend();
   std::mt19937 rng(17);
@@ -304,7 +306,7 @@ TEST(CudaBackend, SumSquaresManyWaitsOnceAndMatchesTheSingleVersion) {
   std::vector<int32_t> bad(xs.size(), -1);
   zbrt_sum_squares_many(xs.data(), ns.data(), (int64_t)xs.size(), sums.data(),
                         bad.data());
-  EXPECT_EQ(launches() - launchesBefore, (long)xs.size());
+  EXPECT_EQ(launches() - launchesBefore, 1); // one kernel for all buffers
   EXPECT_EQ(syncs() - syncsBefore, 1);
   for (size_t k = 0; k < xs.size(); ++k) {
     int32_t want = -1;
@@ -319,6 +321,139 @@ TEST(CudaBackend, SumSquaresManyWaitsOnceAndMatchesTheSingleVersion) {
   // A second, smaller call reuses the scratch.
   zbrt_sum_squares_many(xs.data(), ns.data(), 2, sums.data(), nullptr);
   EXPECT_EQ(sums[0], zbrt_sum_squares(xs[0], ns[0], nullptr));
+}
+
+/// Device copies of tensors of several sizes (not multiples of 256, 1, 0)
+/// for the optimizer: parameters, gradients, moments (v >= 0).
+struct DeviceTensors {
+  std::vector<std::unique_ptr<DeviceMatrix>> p, g, m, v;
+  explicit DeviceTensors(std::mt19937 &rng) {
+    for (int64_t n : {1000, 1, 0, 4097, 255, 70000}) {
+      for (auto *x : {&p, &g, &m, &v})
+        x->push_back(std::make_unique<DeviceMatrix>(n, rng));
+      for (int64_t i = 0; i < n; ++i)
+        v.back()->data[i] = std::fabs(v.back()->data[i]) * 0.01f;
+    }
+  }
+  /// The same values in new buffers.
+  DeviceTensors(const DeviceTensors &o) {
+    std::mt19937 unused;
+    for (auto [to, from] :
+         {std::pair{&p, &o.p}, {&g, &o.g}, {&m, &o.m}, {&v, &o.v}})
+      for (auto &x : *from) {
+        to->push_back(std::make_unique<DeviceMatrix>(x->elements, unused));
+        std::copy(x->data, x->data + x->elements, to->back()->data);
+      }
+  }
+  std::vector<ZbrtOptimizerTensor> tensors() const {
+    std::vector<ZbrtOptimizerTensor> t;
+    for (size_t k = 0; k < p.size(); ++k)
+      t.push_back(
+          {p[k]->data, g[k]->data, m[k]->data, v[k]->data, p[k]->elements});
+    return t;
+  }
+  /// Parameters and moments bit for bit.
+  bool operator==(const DeviceTensors &o) const {
+    zbrt_cuda_synchronize();
+    for (auto [a, b] : {std::pair{&p, &o.p}, {&m, &o.m}, {&v, &o.v}})
+      for (size_t k = 0; k < a->size(); ++k)
+        if (std::memcmp((*a)[k]->data, (*b)[k]->data,
+                        (*a)[k]->elements * sizeof(float)) != 0)
+          return false;
+    return true;
+  }
+};
+
+/// The multi-tensor optimizer on the device: each zbrt_*_many call is one
+/// kernel launch for all its tensors, and leaves every parameter and moment
+/// bit-identical to the single-tensor kernels; a call with the same
+/// tensors as an earlier one makes no driver call but the launch (its
+/// table of tensors is kept on the device).
+TEST(CudaBackend, ManyTensorOptimizerIsOneLaunchAndMatchesSingleTensors) {
+  startBackend();
+  std::mt19937 rng(29);
+  DeviceTensors many(rng);
+  DeviceTensors single(many);
+  const std::vector<ZbrtOptimizerTensor> t = many.tensors();
+  const int64_t count = (int64_t)t.size();
+  const float lr = 0.01f, b1 = 0.9f, b2 = 0.99f, eps = 1e-8f, wd = 0.1f,
+              scale = 0.125f;
+  void *fake = dlopen(ZB_FAKE_CUDA_LIB, RTLD_NOW | RTLD_NOLOAD);
+  auto launches =
+      reinterpret_cast<long (*)()>(dlsym(fake, "zb_fake_cuda_kernel_launches"));
+  ASSERT_NE(launches, nullptr);
+  auto driverCalls = [] {
+    ZbrtCudaStats stats;
+    zbrt_cuda_stats(&stats);
+    return stats.driverCalls;
+  };
+  // Runs `call` (one _many call): one launch; with `steady`, one driver
+  // call in all.
+  auto once = [&](const char *what, bool steady, auto call) {
+    const long launchesBefore = launches();
+    const int64_t callsBefore = driverCalls();
+    call();
+    EXPECT_EQ(launches() - launchesBefore, 1) << what;
+    if (steady) {
+      EXPECT_EQ(driverCalls() - callsBefore, 1) << what;
+    }
+  };
+  auto each = [&](auto fn) {
+    for (const ZbrtOptimizerTensor &x : single.tensors())
+      fn(x);
+  };
+  for (int64_t step : {1, 2, 3}) {
+    once("AdamW", step > 1, [&] {
+      zbrt_adamw_step_many(t.data(), count, step, lr, b1, b2, eps, wd, scale);
+    });
+    each([&](const ZbrtOptimizerTensor &x) {
+      zbrt_adamw_step(x.param, x.grad, x.m, x.v, x.n, step, lr, b1, b2, eps, wd,
+                      scale);
+    });
+    ASSERT_TRUE(many == single) << "AdamW step " << step;
+  }
+  once("AdamW rollback", true, [&] {
+    zbrt_adamw_rollback_many(t.data(), count, 3, lr, b1, b2, eps, wd, scale);
+  });
+  each([&](const ZbrtOptimizerTensor &x) {
+    zbrt_adamw_rollback(x.param, x.grad, x.m, x.v, x.n, 3, lr, b1, b2, eps, wd,
+                        scale);
+  });
+  ASSERT_TRUE(many == single) << "AdamW rollback";
+  // SGD (no moments) and its rollback; the second step is steady.
+  std::vector<ZbrtOptimizerTensor> sgd = t;
+  for (ZbrtOptimizerTensor &x : sgd)
+    x.m = x.v = nullptr;
+  for (int i = 0; i < 2; ++i) {
+    once("SGD", i > 0,
+         [&] { zbrt_sgd_step_many(sgd.data(), count, lr, scale); });
+    each([&](const ZbrtOptimizerTensor &x) {
+      zbrt_sgd_step(x.param, x.grad, x.n, lr, scale);
+    });
+    ASSERT_TRUE(many == single) << "SGD step " << i;
+  }
+  once("SGD rollback", true,
+       [&] { zbrt_sgd_rollback_many(sgd.data(), count, lr, scale); });
+  each([&](const ZbrtOptimizerTensor &x) {
+    zbrt_sgd_rollback(x.param, x.grad, x.n, lr, scale);
+  });
+  ASSERT_TRUE(many == single) << "SGD rollback";
+  // Another set of tensors (the gradients of the other set), then the
+  // first again: both tables are kept.
+  std::vector<ZbrtOptimizerTensor> other = t;
+  for (size_t k = 0; k < other.size(); ++k)
+    other[k].grad = single.g[k]->data;
+  once("AdamW, other gradients", false, [&] {
+    zbrt_adamw_step_many(other.data(), count, 4, lr, b1, b2, eps, wd, scale);
+  });
+  once("AdamW, the first gradients again", true, [&] {
+    zbrt_adamw_step_many(t.data(), count, 5, lr, b1, b2, eps, wd, scale);
+  });
+  // Only empty tensors: nothing to launch.
+  ZbrtOptimizerTensor empty{nullptr, nullptr, nullptr, nullptr, 0};
+  const long launchesBefore = launches();
+  zbrt_adamw_step_many(&empty, 1, 1, lr, b1, b2, eps, wd, scale);
+  EXPECT_EQ(launches(), launchesBefore);
 }
 
 /// zbrt_sgemm_batched_memref on the device: one cublasSgemmStridedBatched

@@ -16,6 +16,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -200,6 +201,114 @@ TEST(Optimizer, SumSquaresManyMatchesTheSingleVersion) {
                         nullptr);
   EXPECT_EQ(again[6], sums[6]);
   zbrt_sum_squares_many(nullptr, nullptr, 0, nullptr, nullptr);
+}
+
+/// Tensors of several sizes (not multiples of 256, 1, 0) with random
+/// parameters, gradients and moments (v >= 0), as independent copies.
+struct TensorSet {
+  std::vector<std::vector<float>> p, g, m, v;
+  explicit TensorSet(std::mt19937 &rng) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (int64_t n : {1000, 1, 0, 4097, 255, 70000}) {
+      for (auto *x : {&p, &g, &m, &v}) {
+        x->emplace_back(n);
+        for (float &e : x->back())
+          e = normal(rng);
+      }
+      for (float &e : v.back())
+        e = std::fabs(e) * 0.01f;
+    }
+  }
+  std::vector<ZbrtOptimizerTensor> tensors() {
+    std::vector<ZbrtOptimizerTensor> t;
+    for (size_t k = 0; k < p.size(); ++k)
+      t.push_back({p[k].data(), g[k].data(), m[k].data(), v[k].data(),
+                   (int64_t)p[k].size()});
+    return t;
+  }
+  /// Every parameter and moment bit for bit.
+  bool operator==(const TensorSet &o) const {
+    auto same = [](const std::vector<std::vector<float>> &a,
+                   const std::vector<std::vector<float>> &b) {
+      for (size_t k = 0; k < a.size(); ++k)
+        if (a[k].size() != b[k].size() ||
+            std::memcmp(a[k].data(), b[k].data(), a[k].size() * 4) != 0)
+          return false;
+      return a.size() == b.size();
+    };
+    return same(p, o.p) && same(m, o.m) && same(v, o.v);
+  }
+};
+
+/// The _many entry points equal the single-tensor ones on each tensor, bit
+/// for bit: AdamW over steps 1 and 2 and the rollback of step 2, then SGD
+/// and its rollback.
+TEST(Optimizer, ManyTensorsMatchTheSingleTensorEntryPoints) {
+  std::mt19937 rng(23);
+  TensorSet many(rng);
+  TensorSet single = many;
+  const float lr = 0.01f, b1 = 0.9f, b2 = 0.99f, eps = 1e-8f, wd = 0.1f,
+              scale = 0.125f;
+  auto each = [&](auto fn) {
+    for (ZbrtOptimizerTensor &x : single.tensors())
+      fn(x);
+  };
+  for (int64_t step : {1, 2}) {
+    auto t = many.tensors();
+    zbrt_adamw_step_many(t.data(), (int64_t)t.size(), step, lr, b1, b2, eps, wd,
+                         scale);
+    each([&](ZbrtOptimizerTensor &x) {
+      zbrt_adamw_step(x.param, x.grad, x.m, x.v, x.n, step, lr, b1, b2, eps, wd,
+                      scale);
+    });
+    ASSERT_TRUE(many == single) << "AdamW step " << step;
+  }
+  auto t = many.tensors();
+  zbrt_adamw_rollback_many(t.data(), (int64_t)t.size(), 2, lr, b1, b2, eps, wd,
+                           scale);
+  each([&](ZbrtOptimizerTensor &x) {
+    zbrt_adamw_rollback(x.param, x.grad, x.m, x.v, x.n, 2, lr, b1, b2, eps, wd,
+                        scale);
+  });
+  ASSERT_TRUE(many == single) << "AdamW rollback";
+  TensorSet before = many;
+  zbrt_sgd_step_many(t.data(), (int64_t)t.size(), lr, scale);
+  each([&](ZbrtOptimizerTensor &x) {
+    zbrt_sgd_step(x.param, x.grad, x.n, lr, scale);
+  });
+  ASSERT_TRUE(many == single) << "SGD step";
+  ASSERT_FALSE(many == before); // the step changed something
+  zbrt_sgd_rollback_many(t.data(), (int64_t)t.size(), lr, scale);
+  each([&](ZbrtOptimizerTensor &x) {
+    zbrt_sgd_rollback(x.param, x.grad, x.n, lr, scale);
+  });
+  ASSERT_TRUE(many == single) << "SGD rollback";
+  // No tensors: nothing to do.
+  zbrt_adamw_step_many(nullptr, 0, 1, lr, b1, b2, eps, wd, scale);
+  zbrt_sgd_step_many(nullptr, 0, lr, scale);
+}
+
+TEST(OptimizerDeathTest, ManyTensorsRejectBadArguments) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  float x = 1.0f;
+  ZbrtOptimizerTensor sgdOnly{&x, &x, nullptr, nullptr, 1};
+  EXPECT_DEATH(zbrt_sgd_step_many(&sgdOnly, -1, 0.1f, 1.0f),
+               "zbrt_sgd_step_many: count must be >= 0, got -1");
+  EXPECT_DEATH(zbrt_sgd_rollback_many(nullptr, 2, 0.1f, 1.0f),
+               "zbrt_sgd_rollback_many: tensors is null with count 2");
+  EXPECT_DEATH(zbrt_adamw_step_many(&sgdOnly, 1, 1, 0.1f, 0.9f, 0.99f, 1e-8f,
+                                    0.0f, 1.0f),
+               "zbrt_adamw_step_many: tensor 0 \\(1 elements\\) has a null m");
+  ZbrtOptimizerTensor negative{&x, &x, &x, &x, -3};
+  EXPECT_DEATH(zbrt_sgd_step_many(&negative, 1, 0.1f, 1.0f),
+               "zbrt_sgd_step_many: tensor 0 has -3 elements");
+  ZbrtOptimizerTensor adamw{&x, &x, &x, &x, 1};
+  EXPECT_DEATH(
+      zbrt_adamw_step_many(&adamw, 1, 0, 0.1f, 0.9f, 0.99f, 1e-8f, 0.0f, 1.0f),
+      "zbrt_adamw_step_many: step must be >= 1");
+  EXPECT_DEATH(zbrt_adamw_rollback_many(&adamw, 1, 1, 0.1f, 0.0f, 0.99f, 1e-8f,
+                                        0.0f, 1.0f),
+               "zbrt_adamw_rollback_many: not invertible");
 }
 
 } // namespace

@@ -104,32 +104,54 @@ GradSync::GlobalState GradSync::local() const {
   return s;
 }
 
+namespace {
+
+/// The optimizer's tensors of `grads`: each parameter with its gradient
+/// (and AdamW's moments).
+std::vector<ZbrtOptimizerTensor>
+optimizerTensors(RankProgram &rp, const std::map<int64_t, Buffer> &grads,
+                 bool adamw) {
+  std::vector<ZbrtOptimizerTensor> tensors;
+  tensors.reserve(grads.size());
+  for (auto &[index, g] : grads) {
+    ZbrtOptimizerTensor t{rp.params.at(index).data(), g.data(), nullptr,
+                          nullptr, g.size()};
+    if (adamw) {
+      t.m = rp.adamM.at(index).data();
+      t.v = rp.adamV.at(index).data();
+    }
+    tensors.push_back(t);
+  }
+  return tensors;
+}
+
+} // namespace
+
+// Every tensor in one call (one kernel launch under the CUDA backend).
 void GradSync::apply(const Grads &grads, double factor, int64_t t) {
   const float scale = (float)(gradScale * factor);
-  for (auto &[index, g] : grads) {
-    Buffer &p = rp.params.at(index);
-    if (opt.kind == zb::Optimizer::AdamW)
-      zbrt_adamw_step(p.data(), g.data(), rp.adamM.at(index).data(),
-                      rp.adamV.at(index).data(), g.size(), t, (float)opt.lr,
-                      (float)opt.beta1, (float)opt.beta2, (float)opt.eps,
-                      (float)opt.weightDecay, scale);
-    else
-      zbrt_sgd_step(p.data(), g.data(), g.size(), (float)opt.lr, scale);
-  }
+  const bool adamw = opt.kind == zb::Optimizer::AdamW;
+  std::vector<ZbrtOptimizerTensor> tensors = optimizerTensors(rp, grads, adamw);
+  if (adamw)
+    zbrt_adamw_step_many(tensors.data(), (int64_t)tensors.size(), t,
+                         (float)opt.lr, (float)opt.beta1, (float)opt.beta2,
+                         (float)opt.eps, (float)opt.weightDecay, scale);
+  else
+    zbrt_sgd_step_many(tensors.data(), (int64_t)tensors.size(), (float)opt.lr,
+                       scale);
 }
 
 void GradSync::rollback(const Grads &grads, double factor, int64_t t) {
   const float scale = (float)(gradScale * factor);
-  for (auto &[index, g] : grads) {
-    Buffer &p = rp.params.at(index);
-    if (opt.kind == zb::Optimizer::AdamW)
-      zbrt_adamw_rollback(p.data(), g.data(), rp.adamM.at(index).data(),
-                          rp.adamV.at(index).data(), g.size(), t,
-                          (float)opt.lr, (float)opt.beta1, (float)opt.beta2,
-                          (float)opt.eps, (float)opt.weightDecay, scale);
-    else
-      zbrt_sgd_rollback(p.data(), g.data(), g.size(), (float)opt.lr, scale);
-  }
+  const bool adamw = opt.kind == zb::Optimizer::AdamW;
+  std::vector<ZbrtOptimizerTensor> tensors = optimizerTensors(rp, grads, adamw);
+  if (adamw)
+    zbrt_adamw_rollback_many(tensors.data(), (int64_t)tensors.size(), t,
+                             (float)opt.lr, (float)opt.beta1, (float)opt.beta2,
+                             (float)opt.eps, (float)opt.weightDecay, scale);
+  else
+    zbrt_sgd_rollback_many(tensors.data(), (int64_t)tensors.size(),
+                           (float)opt.lr, scale);
   ++myRollbacks;
 }
 

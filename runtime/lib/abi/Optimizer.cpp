@@ -40,6 +40,42 @@ math::AdamWScalars adamwScalars(const char *fn, int64_t step, float lr,
                             beta2,    eps,     gradScale};
 }
 
+/// The _many entry points' checks (zbrt.h): `count` tensors at `tensors`,
+/// each with n >= 0 and the pointers it needs (m, v for AdamW) when n > 0.
+void checkTensors(const char *fn, const ZbrtOptimizerTensor *tensors,
+                  int64_t count, bool adamw) {
+  if (count < 0)
+    fatalf("%s: count must be >= 0, got %lld", fn, (long long)count);
+  if (count > 0 && !tensors)
+    fatalf("%s: tensors is null with count %lld", fn, (long long)count);
+  for (int64_t k = 0; k < count; ++k) {
+    const ZbrtOptimizerTensor &t = tensors[k];
+    if (t.n < 0)
+      fatalf("%s: tensor %lld has %lld elements", fn, (long long)k,
+             (long long)t.n);
+    if (t.n == 0)
+      continue;
+    const char *null = !t.param        ? "param"
+                       : !t.grad       ? "grad"
+                       : adamw && !t.m ? "m"
+                       : adamw && !t.v ? "v"
+                                       : nullptr;
+    if (null)
+      fatalf("%s: tensor %lld (%lld elements) has a null %s", fn, (long long)k,
+             (long long)t.n, null);
+  }
+}
+
+/// zbrt_adamw_rollback's condition: every operation of the step can be
+/// inverted.
+void checkInvertible(const char *fn, float beta1, float beta2,
+                     const math::AdamWScalars &scalars) {
+  if (!(beta1 > 0) || !(beta2 > 0) || scalars.decay == 0.0f)
+    fatalf("%s: not invertible (beta1 %g, beta2 %g, 1 - lr * weight_decay "
+           "%g)",
+           fn, (double)beta1, (double)beta2, (double)scalars.decay);
+}
+
 } // namespace
 
 extern "C" void zbrt_sgd_step(float *param, const float *grad, int64_t n,
@@ -74,10 +110,7 @@ extern "C" void zbrt_adamw_rollback(float *param, const float *grad, float *m,
                                     float weightDecay, float gradScale) {
   const math::AdamWScalars scalars = adamwScalars(
       "zbrt_adamw_rollback", step, lr, beta1, beta2, eps, weightDecay, gradScale);
-  if (!(beta1 > 0) || !(beta2 > 0) || scalars.decay == 0.0f)
-    fatalf("zbrt_adamw_rollback: not invertible (beta1 %g, beta2 %g, "
-           "1 - lr * weight_decay %g)",
-           (double)beta1, (double)beta2, (double)scalars.decay);
+  checkInvertible("zbrt_adamw_rollback", beta1, beta2, scalars);
   backend().adamw(param, grad, m, v, n, scalars, /*rollback=*/true);
 }
 
@@ -98,4 +131,44 @@ extern "C" void zbrt_sum_squares_many(const float *const *xs, const int64_t *ns,
              (long long)k, (long long)ns[k]);
   if (count > 0)
     backend().sumSquaresMany(xs, ns, count, sums, nonFinite);
+}
+
+extern "C" void zbrt_sgd_step_many(const ZbrtOptimizerTensor *tensors,
+                                   int64_t count, float lr, float gradScale) {
+  checkTensors("zbrt_sgd_step_many", tensors, count, /*adamw=*/false);
+  if (count > 0)
+    backend().sgdMany(tensors, count, lr * gradScale, /*rollback=*/false);
+}
+
+extern "C" void zbrt_sgd_rollback_many(const ZbrtOptimizerTensor *tensors,
+                                       int64_t count, float lr,
+                                       float gradScale) {
+  checkTensors("zbrt_sgd_rollback_many", tensors, count, /*adamw=*/false);
+  if (count > 0)
+    backend().sgdMany(tensors, count, lr * gradScale, /*rollback=*/true);
+}
+
+extern "C" void zbrt_adamw_step_many(const ZbrtOptimizerTensor *tensors,
+                                     int64_t count, int64_t step, float lr,
+                                     float beta1, float beta2, float eps,
+                                     float weightDecay, float gradScale) {
+  const char *fn = "zbrt_adamw_step_many";
+  checkTensors(fn, tensors, count, /*adamw=*/true);
+  const math::AdamWScalars scalars =
+      adamwScalars(fn, step, lr, beta1, beta2, eps, weightDecay, gradScale);
+  if (count > 0)
+    backend().adamwMany(tensors, count, scalars, /*rollback=*/false);
+}
+
+extern "C" void zbrt_adamw_rollback_many(const ZbrtOptimizerTensor *tensors,
+                                         int64_t count, int64_t step, float lr,
+                                         float beta1, float beta2, float eps,
+                                         float weightDecay, float gradScale) {
+  const char *fn = "zbrt_adamw_rollback_many";
+  checkTensors(fn, tensors, count, /*adamw=*/true);
+  const math::AdamWScalars scalars =
+      adamwScalars(fn, step, lr, beta1, beta2, eps, weightDecay, gradScale);
+  checkInvertible(fn, beta1, beta2, scalars);
+  if (count > 0)
+    backend().adamwMany(tensors, count, scalars, /*rollback=*/true);
 }

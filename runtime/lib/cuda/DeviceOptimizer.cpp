@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 
 using namespace zbrt;
 using namespace zbrt::cuda;
@@ -17,6 +18,11 @@ namespace {
 
 constexpr int kOptimizerThreads = 256;
 constexpr int kMaxSumBlocks = 1024;
+/// Blocks per tensor of the SGD and AdamW kernels.
+constexpr unsigned kMaxUpdateBlocks = 65535;
+/// Tables kept per kernel (the steady state needs one; two with
+/// post-validation, whose steps alternate between two gradient sets).
+constexpr size_t kKeptTables = 4;
 
 /// Blocks for n elements with grid-stride loops.
 unsigned blocksFor(int64_t n, unsigned most) {
@@ -42,6 +48,14 @@ void DeviceOptimizer::load() {
         "cuModuleGetFunction");
   check(d.cuModuleGetFunction(&sumSquaresKernel, module,
                               "zbrt_sum_squares_kernel"),
+        "cuModuleGetFunction");
+  check(d.cuModuleGetFunction(&sgdManyKernel, module, "zbrt_sgd_many_kernel"),
+        "cuModuleGetFunction");
+  check(
+      d.cuModuleGetFunction(&adamwManyKernel, module, "zbrt_adamw_many_kernel"),
+      "cuModuleGetFunction");
+  check(d.cuModuleGetFunction(&sumSquaresManyKernel, module,
+                              "zbrt_sum_squares_many_kernel"),
         "cuModuleGetFunction");
   CUdeviceptr p = 0;
   check(d.cuMemAllocManaged(&p, kMaxSumBlocks * sizeof(double) + 64,
@@ -80,6 +94,99 @@ void DeviceOptimizer::adamw(Handle stream, float *param, const float *grad,
          "cuLaunchKernel (AdamW)");
 }
 
+unsigned DeviceOptimizer::assignBlocks(const ZbrtOptimizerTensor *tensors,
+                                       int64_t count, unsigned most,
+                                       const char *what) {
+  slices.clear();
+  long long blocks = 0;
+  for (int64_t k = 0; k < count; ++k) {
+    const ZbrtOptimizerTensor &t = tensors[k];
+    if (t.n == 0)
+      continue;
+    long long b = blocksFor(t.n, most);
+    slices.push_back({t.param, t.grad, t.m, t.v, (long long)t.n, blocks, b, 0});
+    blocks += b;
+  }
+  // The grid's x dimension and the kernels' int count.
+  if (blocks > 0x7fffffff)
+    detail::fatalf("%s of %lld tensors: %lld blocks, more than one launch "
+                   "takes",
+                   what, (long long)count, blocks);
+  return (unsigned)blocks;
+}
+
+const math::TensorSlice *
+DeviceOptimizer::table(Handle stream, TableKind kind,
+                       const std::vector<math::TensorSlice> &slices) {
+  std::vector<Table> &kept = tables[kind];
+  size_t bytes = slices.size() * sizeof(math::TensorSlice);
+  for (Table &t : kept)
+    if (t.host.size() == slices.size() &&
+        std::memcmp(t.host.data(), slices.data(), bytes) == 0) {
+      t.lastUse = ++uses;
+      return t.device;
+    }
+  const Driver &d = driver();
+  if (kept.size() >= kKeptTables) {
+    // A launch on `stream` may still read the least recently used table:
+    // wait for them (rare: a step hands over at most two sets of tensors
+    // per kernel) before it is freed.
+    check(d.cuStreamSynchronize(stream),
+          "cuStreamSynchronize (an optimizer tensor table)");
+    auto oldest =
+        std::min_element(kept.begin(), kept.end(), [](auto &a, auto &b) {
+          return a.lastUse < b.lastUse;
+        });
+    check(d.cuMemFree(reinterpret_cast<CUdeviceptr>(oldest->device)),
+          "cuMemFree");
+    kept.erase(oldest);
+  }
+  CUdeviceptr p = 0;
+  check(d.cuMemAllocManaged(&p, bytes, kMemAttachGlobal),
+        "cuMemAllocManaged (optimizer tensor table)");
+  Table t;
+  t.host = slices;
+  t.device = reinterpret_cast<math::TensorSlice *>(p);
+  // A new allocation: no launch reads it yet, and it never changes.
+  std::memcpy(t.device, slices.data(), bytes);
+  t.lastUse = ++uses;
+  ++uploads;
+  kept.push_back(std::move(t));
+  return kept.back().device;
+}
+
+void DeviceOptimizer::sgdMany(Handle stream, const ZbrtOptimizerTensor *tensors,
+                              int64_t count, float scale, bool rollback) {
+  load();
+  unsigned blocks = assignBlocks(tensors, count, kMaxUpdateBlocks, "SGD");
+  if (blocks == 0)
+    return;
+  const math::TensorSlice *entries = table(stream, SgdTable, slices);
+  int n = (int)slices.size();
+  int back = rollback;
+  void *params[] = {&entries, &n, &scale, &back};
+  launch(stream, sgdManyKernel, blocks, params,
+         "cuLaunchKernel (SGD of many tensors)");
+}
+
+void DeviceOptimizer::adamwMany(Handle stream,
+                                const ZbrtOptimizerTensor *tensors,
+                                int64_t count,
+                                const math::AdamWScalars &scalars,
+                                bool rollback) {
+  load();
+  unsigned blocks = assignBlocks(tensors, count, kMaxUpdateBlocks, "AdamW");
+  if (blocks == 0)
+    return;
+  const math::TensorSlice *entries = table(stream, AdamWTable, slices);
+  int n = (int)slices.size();
+  math::AdamWScalars s = scalars;
+  int back = rollback;
+  void *params[] = {&entries, &n, &s, &back};
+  launch(stream, adamwManyKernel, blocks, params,
+         "cuLaunchKernel (AdamW of many tensors)");
+}
+
 unsigned DeviceOptimizer::launchSumSquares(Handle stream, const float *x,
                                            int64_t n) {
   load();
@@ -106,11 +213,17 @@ void DeviceOptimizer::launchSumSquaresMany(Handle stream,
                                            const float *const *xs,
                                            const int64_t *ns, int64_t count) {
   load();
-  manyBlocks.resize(count);
-  size_t totalBlocks = 0;
+  std::vector<ZbrtOptimizerTensor> tensors(count);
   for (int64_t k = 0; k < count; ++k)
-    totalBlocks += manyBlocks[k] = blocksFor(ns[k], kMaxSumBlocks);
-  size_t bytes = totalBlocks * sizeof(double) + count * sizeof(int);
+    tensors[k] = {nullptr, xs[k], nullptr, nullptr, ns[k]};
+  unsigned blocks =
+      assignBlocks(tensors.data(), count, kMaxSumBlocks, "the sums of squares");
+  manyBlocks.resize(count);
+  for (int64_t k = 0, s = 0; k < count; ++k)
+    manyBlocks[k] = ns[k] == 0 ? 0 : (unsigned)slices[s++].blocks;
+  if (blocks == 0)
+    return;
+  size_t bytes = blocks * (sizeof(double) + sizeof(int));
   const Driver &d = driver();
   // The previous use of the scratch has finished (it was waited for).
   if (bytes > manyBytes) {
@@ -123,34 +236,33 @@ void DeviceOptimizer::launchSumSquaresMany(Handle stream,
     manyPartials = reinterpret_cast<double *>(p);
     manyBytes = bytes;
   }
-  int *flags = reinterpret_cast<int *>(manyPartials + totalBlocks);
+  const math::TensorSlice *entries = table(stream, SumSquaresTable, slices);
+  int n = (int)slices.size();
   double *partial = manyPartials;
-  for (int64_t k = 0; k < count; ++k) {
-    int *flag = flags + k;
-    *flag = 0;
-    const float *x = xs[k];
-    long long n = ns[k];
-    void *params[] = {&x, &n, &partial, &flag};
-    launch(stream, sumSquaresKernel, manyBlocks[k], params,
-           "cuLaunchKernel (sum of squares)");
-    partial += manyBlocks[k];
-  }
+  int *flags = reinterpret_cast<int *>(manyPartials + blocks);
+  void *params[] = {&entries, &n, &partial, &flags};
+  launch(stream, sumSquaresManyKernel, blocks, params,
+         "cuLaunchKernel (sums of squares)");
 }
 
 void DeviceOptimizer::readSumSquaresMany(double *sums,
                                          int32_t *nonFinite) const {
-  const double *partial = manyPartials;
   size_t totalBlocks = 0;
   for (unsigned blocks : manyBlocks)
     totalBlocks += blocks;
+  const double *partial = manyPartials;
   const int *flags = reinterpret_cast<const int *>(manyPartials + totalBlocks);
   for (size_t k = 0; k < manyBlocks.size(); ++k) {
     double sum = 0;
-    for (unsigned i = 0; i < manyBlocks[k]; ++i)
+    int bad = 0;
+    for (unsigned i = 0; i < manyBlocks[k]; ++i) {
       sum += partial[i];
+      bad |= flags[i];
+    }
     partial += manyBlocks[k];
+    flags += manyBlocks[k];
     sums[k] = sum;
     if (nonFinite)
-      nonFinite[k] = flags[k] != 0;
+      nonFinite[k] = bad != 0;
   }
 }
