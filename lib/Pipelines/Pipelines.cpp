@@ -139,6 +139,9 @@ static void addGpuKernelPasses(OpPassManager &pm,
   pm.addPass(createZBGpuCheckDeviceMemory());
   if (gpu.inspectKernels)
     pm.addPass(std::make_unique<InspectPass>(gpu.inspectKernels));
+  // Index arithmetic on the launches' constants, in 32 bits where it fits
+  // (after the report, which it leaves unchanged).
+  pm.addPass(createZBGpuNarrowIndex());
 }
 
 /// After addGpuKernelPasses: asynchronous launches, all kernels in one

@@ -238,4 +238,36 @@ def ZBGpuCheckDeviceMemory : Pass<"zb-gpu-check-device-memory", "mlir::ModuleOp"
   }];
 }
 
+def ZBGpuNarrowIndex : Pass<"zb-gpu-narrow-index", "mlir::ModuleOp"> {
+  let summary = "Kernel index arithmetic on constants and in 32 bits where it fits";
+  let description = [{
+    For the CUDA target, after gpu-kernel-outlining (and after the kernel
+    report, which it leaves unchanged). Outlining passes every value a
+    launch body uses as a kernel argument, the loop bounds and the sizes
+    that delinearise a flattened index included, so ptxas sees a division
+    and remainder by a run-time 64-bit value per element: a call of its
+    64-bit division routine. This pass:
+
+    1. replaces every integer, index or float argument of a `gpu.func`
+       kernel that all of its `gpu.launch_func`s pass the same constant for
+       by that constant inside the kernel (the argument stays, unused: the
+       launch sites are unchanged);
+    2. runs upstream's int-range-optimizations (folds what the ranges of
+       `gpu.thread_id`/`gpu.block_id`, bounded by the kernel's
+       `known_block_size` and `known_grid_size`, decide: the bounds check of
+       a launch that covers its loop exactly) and
+       arith-int-range-narrowing{int-bitwidths-supported=32} (index
+       arithmetic whose operands and results provably fit in 32 bits as i32
+       ops between `arith.index_castui`s), then canonicalize, on every
+       `gpu.module`.
+
+    The delinearisation of a flattened index then divides a 32-bit value by
+    a constant (a multiply-high and a shift, or a shift for a power of
+    two). Arithmetic whose range does not fit (a tensor of 2^31 elements or
+    more) stays in 64 bits. The results are the same integers.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect"];
+}
+
 #endif // ZB_TARGET_CUDA_PASSES_TD
