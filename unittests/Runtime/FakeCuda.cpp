@@ -35,7 +35,9 @@
 //   - cuMemHostAlloc's pinned host memory is host memory the "GPU" may
 //     also use (copies check it like device memory);
 //   - kernels cannot be launched (CUDA_ERROR_NOT_SUPPORTED): use plans of
-//     zb-compile --target cuda-emu, whose kernels run on the host, or set
+//     zb-compile --target cuda-emu, whose kernels run on the host (each
+//     memref argument checked to be device memory through libzbrt,
+//     FakeDeviceMemory.cpp; device memory stays closed to them), or set
 //     ZB_FAKE_CUDA_NOOP_KERNELS=1: a --target cuda plan's fatbin loads and
 //     each launch is a no-op after its pointer arguments are checked
 //     (FakeKernels.cpp; the results are meaningless: GEMMs and the
