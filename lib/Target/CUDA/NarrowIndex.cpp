@@ -99,9 +99,11 @@ struct ZBGpuNarrowIndexPass
     }
     OpPassManager pm(gpu::GPUModuleOp::getOperationName());
     pm.addPass(arith::createIntRangeOptimizationsPass());
-    // Not arith-unsigned-when-equivalent: with it before the narrowing,
-    // gpt-cuda-emu.test's serial-reduction run (--gpu-reduction-threads 0)
-    // lost bit-identity with the CPU (cause not found yet).
+    // Not arith-unsigned-when-equivalent: its i32 urem/udiv of a thread
+    // index miscompile on the host under zb-gpu-emulate (LLVM 22's loop
+    // vectorizer at -O3 reads b[t % 16] over 32 lanes as b[0..31]: out of
+    // bounds, gpt-cuda-emu.test's losses no longer bit-identical); the
+    // signed forms are not vectorized that way.
     arith::ArithIntRangeNarrowingOptions narrowing;
     narrowing.bitwidthsSupported = {32};
     pm.addPass(arith::createArithIntRangeNarrowing(narrowing));
