@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""The numbers scripts/gpu-check.sh prints, read from zb-run's JSON reports
+(--report-format json), profile.json files (--profile) and plan.json.
+Python's standard library only (it runs on the GPU machine too).
+
+    gpu_check_report.py losses REF.json GOT.json...   per GOT: max |loss - REF's|
+                                                      over the steps both have;
+                                                      whether all GOT are equal
+                                                      bit for bit
+    gpu_check_report.py speed REPORT.json [LABEL]     mean and median step ms
+                                                      (steps 2..N), step-1 loss
+    gpu_check_report.py torch TORCH.json [LABEL [REF.json]]  the same for
+                                                      torch_gpt_step.py's line
+                                                      (and its losses vs REF's)
+    gpu_check_report.py passes PLAN_DIR PROFILE.json  measured T_F/T_B/T_W per
+                                                      stage vs plan.json's
+                                                      (predicted), ratios
+    gpu_check_report.py compare LABEL A B             A's median step ms over
+                                                      B's (zb-run reports or
+                                                      torch_gpt_step.py lines)
+"""
+import json
+import os
+import statistics
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def losses_of(report):
+    return [s["loss"] for s in report.get("steps", [])]
+
+
+def step_times(report):
+    return [s["time_ms"] for s in report.get("steps", [])]
+
+
+def cmd_losses(ref_path, *got_paths):
+    ref = losses_of(load(ref_path))
+    lists = []
+    for path in got_paths:
+        name = os.path.basename(path).rsplit(".", 1)[0]
+        try:
+            got = losses_of(load(path))
+        except (OSError, ValueError) as e:
+            print(f"    {name}: no report ({e.__class__.__name__})")
+            continue
+        lists.append(got)
+        n = min(len(ref), len(got))
+        if n == 0:
+            print(f"    {name}: no losses (reference {len(ref)}, got {len(got)})")
+            continue
+        diffs = [abs(a - b) for a, b in zip(ref[:n], got[:n])]
+        worst = max(range(n), key=lambda i: diffs[i])
+        rel = diffs[worst] / max(abs(ref[worst]), 1e-30)
+        print(f"    {name}: {n} steps, loss 1 {got[0]:.7f} (CPU {ref[0]:.7f}), "
+              f"loss {n} {got[n - 1]:.7f} (CPU {ref[n - 1]:.7f}), max |diff| "
+              f"{diffs[worst]:.3g} (rel {rel:.3g}, step {worst + 1})")
+    if len(lists) > 1:
+        same = all(l == lists[0] and len(l) > 0 for l in lists)
+        print(f"    bit-identical across the {len(lists)} runs: "
+              f"{'yes' if same else 'NO'}")
+    return 0
+
+
+def cmd_speed(path, label=None):
+    r = load(path)
+    t = step_times(r)
+    tail = t[1:] or t
+    loss = losses_of(r)
+    graphs = ""
+    for c in r.get("cuda", [])[:1]:
+        graphs = (f"; graphs {c.get('graphs')}: {c.get('graph_replays')} "
+                  f"replayed, {c.get('graph_divergences')} divergences, "
+                  f"{c.get('kernel_launches')} launches, "
+                  f"{c.get('host_synchronizations')} host syncs")
+    print(f"    {label or path}: mean {statistics.fmean(tail):.2f} ms, median "
+          f"{statistics.median(tail):.2f} ms per step (steps 2..{len(t)}), "
+          f"loss 1 {loss[0] if loss else float('nan'):.6f}{graphs}")
+    return 0
+
+
+def cmd_torch(path, label=None, ref_path=None):
+    with open(path) as f:
+        lines = [l for l in f if l.startswith("{")]
+    r = json.loads(lines[-1])
+    vs = ""
+    if ref_path:
+        ref = losses_of(load(ref_path))
+        n = min(len(ref), len(r["losses"]))
+        if n:
+            d = max(abs(a - b) for a, b in zip(ref[:n], r["losses"][:n]))
+            vs = f", max |diff| vs zb's CPU backend over {n} steps {d:.3g}"
+    print(f"    {label or r['mode']}: mean {r['mean_step_ms']:.2f} ms, median "
+          f"{r['median_step_ms']:.2f} ms per step (steps 2..{len(r['step_ms'])}), "
+          f"loss 1 {r['losses'][0]:.6f}{vs} ({r['gpu']}, torch {r['torch']})")
+    return 0
+
+
+def cmd_passes(plan_dir, profile_path):
+    plan = load(os.path.join(plan_dir, "plan.json"))
+    measured = {s["stage"]: s for s in load(profile_path)["stages"]}
+    for s in plan["stages"]:
+        m = measured.get(s["stage"])
+        if m is None:
+            print(f"    stage {s['stage']}: not in the profile")
+            continue
+        parts = []
+        for k in ("t_f", "t_b", "t_w"):
+            ratio = m[k] / s[k] if s[k] else float("inf")
+            parts.append(f"{k[2:].upper()} {m[k]:.3f}/{s[k]:.3f} ms "
+                         f"(x{ratio:.2f})")
+        within = all(m[k] <= 1.5 * s[k] for k in ("t_f", "t_b", "t_w"))
+        print(f"    stage {s['stage']}: measured/predicted " + ", ".join(parts)
+              + f"; within 1.5x: {'yes' if within else 'NO'}")
+    return 0
+
+
+def median_ms(path):
+    with open(path) as f:
+        text = f.read()
+    if '"median_step_ms"' in text:  # torch_gpt_step.py's line
+        line = [l for l in text.splitlines() if l.startswith("{")][-1]
+        return json.loads(line)["median_step_ms"]
+    t = step_times(json.loads(text))
+    return statistics.median(t[1:] or t)
+
+
+def cmd_compare(label, a, b):
+    ma, mb = median_ms(a), median_ms(b)
+    print(f"    {label}: {ma:.2f} / {mb:.2f} ms = {ma / mb:.3f}"
+          f" ({'at most' if ma <= mb else 'SLOWER than'} the second)")
+    return 0
+
+
+def main(argv):
+    cmds = {"losses": cmd_losses, "speed": cmd_speed, "torch": cmd_torch,
+            "passes": cmd_passes, "compare": cmd_compare}
+    if len(argv) < 2 or argv[1] not in cmds:
+        sys.exit(__doc__)
+    try:
+        return cmds[argv[1]](*argv[2:])
+    except (OSError, ValueError, KeyError, IndexError, TypeError,
+            ZeroDivisionError) as e:
+        print(f"    {argv[1]}: cannot read the numbers: "
+              f"{e.__class__.__name__}: {e}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
