@@ -56,11 +56,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeCudaInternal.h"
 #include "FakeDeviceMemory.h"
 #include "FakeGraph.h"
 #include "FakeKernels.h"
-
-#include "../../runtime/lib/OptimizerMath.h"
 
 #include <mpi.h>
 
@@ -81,25 +80,10 @@
 #include <unistd.h>
 #include <vector>
 
-namespace {
+namespace zbfake {
 
-using CUresult = int;
-constexpr CUresult kOk = 0, kInvalidValue = 1, kNotSupported = 801;
 
-struct Stats {
-  long gemms = 0, sends = 0, recvs = 0, sendBytes = 0, recvBytes = 0;
-  long allocations = 0, managedAllocations = 0, memcpys = 0, comms = 0;
-  long hostAllocations = 0; // cuMemHostAlloc
-  long badPointers = 0, streams = 0, events = 0, waits = 0, launches = 0;
-  long batchedGemms = 0;
-  /// Receives that ran later than their ncclRecv call; stream waits that
-  /// made a stream's deferred work run; deferred work dropped (an abort).
-  long deferredRecvs = 0, flushingWaits = 0, droppedOps = 0;
-  /// world rank -> NCCL sends (never freed: the report is written at exit,
-  /// after static destructors)
-  std::map<int, long> &sendsTo = *new std::map<int, long>;
-  int lastDevice = -1;
-};
+
 Stats gStats;
 
 std::mutex gMutex;
@@ -129,7 +113,7 @@ bool faultsHere() {
   return r < 0 || r == worldRank();
 }
 
-} // namespace
+} // namespace zbfake
 
 bool zbfake::insideAllocation(const void *p) {
   std::lock_guard<std::mutex> lock(gMutex);
@@ -140,7 +124,7 @@ bool zbfake::insideAllocation(const void *p) {
                                                    std::prev(it)->second, 1);
 }
 
-namespace {
+namespace zbfake {
 
 /// True when [p, p + bytes) lies inside a live allocation.
 bool isDevice(const void *p, size_t bytes, const char *what) {
@@ -204,21 +188,6 @@ void *allocate(size_t bytes, bool device = false) {
   return p;
 }
 
-struct Comm;
-
-/// Work enqueued on a stream behind a receive. `run(block)` does it and
-/// returns true, or (block false) returns false when it would have to wait.
-struct DeferredOp {
-  long ticket;
-  Comm *comm; // the communicator a receive or send uses, else null
-  std::function<bool(bool block)> run;
-};
-
-struct Stream {
-  int id;
-  std::deque<DeferredOp> pending;
-  long tickets = 0;
-};
 struct Event {
   int id;
   double recordedMs = -1; // host time of the last cuEventRecord
@@ -263,13 +232,13 @@ void enqueueOrRun(void *stream, Comm *comm, std::function<void()> work) {
   });
 }
 
-} // namespace
+} // namespace zbfake
 
 void zbfake::runOnStream(void *stream, std::function<void()> work) {
   enqueueOrRun(stream, nullptr, std::move(work));
 }
 
-namespace {
+namespace zbfake {
 
 /// The event's record has run (progressing its stream as far as needed).
 bool eventReady(Event *e, bool block) {
@@ -293,60 +262,11 @@ double nowMs() {
       .count();
 }
 
-// NCCL side.
-struct FakeId {
-  char magic[8];
-  int32_t creatorWorldRank;
-  int32_t sequence;
-  char pad[128 - 16];
-};
-static_assert(sizeof(FakeId) == 128, "ncclUniqueId is 128 bytes");
+int gCurrentDevice = -1;
 
-struct Comm {
-  int rank = 0;                  // 0 or 1
-  int peerWorld = -1;            // world rank of the other member
-  int tag = 0;                   // MPI tag of this communicator's bytes
-  int asyncError = 0;            // a deferred receive's failure
-  std::vector<MPI_Request> sends;
-  std::vector<std::vector<char>> buffers;
-};
+} // namespace zbfake
 
-constexpr int kTagBase = 1 << 29;
-int gIdSequence = 0;
-
-void completeSends(Comm *c) {
-  if (!c->sends.empty())
-    MPI_Waitall((int)c->sends.size(), c->sends.data(), MPI_STATUSES_IGNORE);
-  c->sends.clear();
-  c->buffers.clear();
-}
-
-/// MPI_Isend of a copy of `buf` (NCCL's send, eager in this stand-in).
-void isend(Comm *c, const void *buf, size_t count) {
-  // Forget completed sends (their buffers go with them).
-  size_t kept = 0;
-  for (size_t i = 0; i < c->sends.size(); ++i) {
-    int done = 0;
-    MPI_Test(&c->sends[i], &done, MPI_STATUS_IGNORE);
-    if (done)
-      continue;
-    if (kept != i) { // (a self-move would empty the buffer MPI reads)
-      c->sends[kept] = c->sends[i];
-      c->buffers[kept] = std::move(c->buffers[i]);
-    }
-    ++kept;
-  }
-  c->sends.resize(kept);
-  c->buffers.resize(kept);
-  zbfake::DeviceAccess open; // the copy reads device memory
-  c->buffers.emplace_back(static_cast<const char *>(buf),
-                          static_cast<const char *>(buf) + count);
-  c->sends.emplace_back();
-  MPI_Isend(c->buffers.back().data(), (int)count, MPI_BYTE, c->peerWorld,
-            c->tag, MPI_COMM_WORLD, &c->sends.back());
-}
-
-} // namespace
+using namespace zbfake;
 
 extern "C" {
 
@@ -371,7 +291,6 @@ CUresult cuDeviceGet(int *device, int ordinal) {
 // One primary context per device; the current one is this process's
 // device (what ncclCommInitRank compares).
 static int gContexts[64];
-static int gCurrentDevice = -1;
 CUresult cuDevicePrimaryCtxRetain(void **ctx, int device) {
   *ctx = &gContexts[device & 63];
   return kOk;
@@ -383,37 +302,17 @@ CUresult cuCtxSetCurrent(void *ctx) {
   gCurrentDevice = c ? (int)(c - gContexts) : -1;
   return kOk;
 }
-// libzbrt's optimizer module: recognised by its kernel names in the blob.
-static int gOptimizerModule;
-static const void *gOptimizerBlob;
 // libzbrt's trace module (TraceKernels.cu): its timestamp kernel.
 static int gTraceModule, gTimestampKernel;
 static constexpr const char *kTimestampKernel = "zbrt_timestamp_kernel";
-// sgd, adamw, sum of squares, then their multi-tensor forms.
-constexpr int kOptimizerKernels = 6, kFirstManyKernel = 3;
-static int gKernels[kOptimizerKernels];
-static const char *kKernelNames[kOptimizerKernels] = {
-    "zbrt_sgd_kernel",      "zbrt_adamw_kernel",
-    "zbrt_sum_squares_kernel", "zbrt_sgd_many_kernel",
-    "zbrt_adamw_many_kernel",  "zbrt_sum_squares_many_kernel"};
-/// The index of an optimizer kernel in gKernels, or -1.
-static int optimizerKernel(const void *function) {
-  for (int k = 0; k < kOptimizerKernels; ++k)
-    if (function == &gKernels[k])
-      return k;
-  return -1;
-}
 CUresult cuModuleLoadData(void **module, const void *blob) {
   // A fatbin: 16-byte header whose second 8 bytes are the payload size.
   const auto *bytes = static_cast<const unsigned char *>(blob);
   uint64_t size = 0;
   std::memcpy(&size, bytes + 8, 8);
   std::string image(reinterpret_cast<const char *>(bytes), 16 + size);
-  if (image.find(kKernelNames[1]) != std::string::npos) {
-    *module = &gOptimizerModule;
-    gOptimizerBlob = blob;
+  if (loadOptimizerModule(image, blob, module))
     return kOk;
-  }
   if (image.find(kTimestampKernel) != std::string::npos) {
     *module = &gTraceModule;
     zbfake::registerRuntimeKernel(&gTimestampKernel, blob, kTimestampKernel);
@@ -433,115 +332,14 @@ CUresult cuModuleGetFunction(void **function, void *module,
     *function = &gTimestampKernel;
     return kOk;
   }
-  if (module != &gOptimizerModule && zbfake::isNoopModule(module)) {
-    *function = zbfake::noopFunction(module, name);
-    return kOk;
-  }
-  if (module != &gOptimizerModule)
+  CUresult result = kOk;
+  if (optimizerFunction(module, name, function, &result))
+    return result;
+  if (!zbfake::isNoopModule(module))
     return kNotSupported;
-  for (int k = 0; k < kOptimizerKernels; ++k)
-    if (std::strcmp(name, kKernelNames[k]) == 0) {
-      *function = &gKernels[k];
-      zbfake::registerRuntimeKernel(&gKernels[k], gOptimizerBlob,
-                                    kKernelNames[k]);
-      return kOk;
-    }
-  return 500; // CUDA_ERROR_NOT_FOUND
-}
-/// The table of a multi-tensor kernel (OptimizerKernels.cu; params[0] and
-/// the entries' count params[1]): device memory whose entries cover the
-/// grid's blocks in order, each with 1 to ceil(n / blockX) blocks and the
-/// pointers its kernel reads (grad; param for SGD; param, m, v for AdamW)
-/// in device memory. Null with a message when not.
-static const zbrt::math::TensorSlice *manyTable(void **params, int kernel,
-                                                unsigned gridX,
-                                                unsigned blockX, int &count) {
-  const auto *t = *static_cast<zbrt::math::TensorSlice **>(params[0]);
-  count = *static_cast<int *>(params[1]);
-  if (count <= 0 || !isDevice(t, sizeof(*t) * count, "optimizer table"))
-    return nullptr;
-  const bool update = kernel != kFirstManyKernel + 2;
-  const bool adamw = kernel == kFirstManyKernel + 1;
-  long long next = 0;
-  for (int k = 0; k < count; ++k) {
-    const zbrt::math::TensorSlice &e = t[k];
-    size_t bytes = (size_t)e.n * 4;
-    bool ok = e.firstBlock == next && e.n >= 1 && e.blocks >= 1 &&
-              (e.blocks - 1) * (long long)blockX < e.n &&
-              isDevice(e.grad, bytes, "optimizer table grad") &&
-              (!update || isDevice(e.param, bytes, "optimizer table param")) &&
-              (!adamw || (isDevice(e.m, bytes, "optimizer table m") &&
-                          isDevice(e.v, bytes, "optimizer table v")));
-    if (!ok) {
-      std::fprintf(stderr, "fake-cuda: %s: table entry %d of %d is wrong\n",
-                   kKernelNames[kernel], k, count);
-      return nullptr;
-    }
-    next += e.blocks;
-  }
-  if (next == gridX)
-    return t;
-  std::fprintf(stderr, "fake-cuda: %s: the table has %lld blocks, the grid %u\n",
-               kKernelNames[kernel], next, gridX);
-  return nullptr;
-}
-
-/// libzbrt's multi-tensor kernels (OptimizerKernels.cu) on the host: the
-/// single-tensor kernels' per-element code over every table entry as if it
-/// were launched alone with the entry's blocks.
-static CUresult launchManyKernel(int kernel, unsigned gridX, unsigned blockX,
-                                 void **params) {
-  zbfake::DeviceAccess open; // the table may be device memory
-  int count = 0;
-  const zbrt::math::TensorSlice *table =
-      manyTable(params, kernel, gridX, blockX, count);
-  if (!table)
-    return 700; // CUDA_ERROR_ILLEGAL_ADDRESS
-  if (kernel == kFirstManyKernel + 2) {
-    double *partial = *static_cast<double **>(params[2]);
-    int *nonFinite = *static_cast<int **>(params[3]);
-    if (!isDevice(partial, gridX * 8, "sums of squares partials") ||
-        !isDevice(nonFinite, gridX * 4, "sums of squares flags"))
-      return 700;
-    if (zbfake::noopKernels())
-      return kOk; // the partial sums stay as they are
-    for (const auto *e = table; e < table + count; ++e) {
-      // Element i belongs to block (i mod (blocks * blockX)) / blockX.
-      long long threads = e->blocks * blockX;
-      double *part = partial + e->firstBlock;
-      int *bad = nonFinite + e->firstBlock;
-      std::fill(part, part + e->blocks, 0.0);
-      std::fill(bad, bad + e->blocks, 0);
-      for (long long i = 0; i < e->n; ++i) {
-        long long b = (i % threads) / blockX;
-        if (!std::isfinite(e->grad[i]))
-          bad[b] = 1;
-        part[b] += (double)e->grad[i] * (double)e->grad[i];
-      }
-    }
-    return kOk;
-  }
-  if (zbfake::noopKernels())
-    return kOk;
-  const int rollback = *static_cast<int *>(params[3]);
-  for (const auto *e = table; e < table + count; ++e) {
-    float *p = e->param, *m = e->m, *v = e->v;
-    const float *g = e->grad;
-    if (kernel == kFirstManyKernel + 1) {
-      auto s = *static_cast<zbrt::math::AdamWScalars *>(params[2]);
-      for (long long i = 0; i < e->n; ++i)
-        rollback ? zbrt::math::adamwRollback(p[i], g[i], m[i], v[i], s)
-                 : zbrt::math::adamwStep(p[i], g[i], m[i], v[i], s);
-      continue;
-    }
-    float scale = *static_cast<float *>(params[2]);
-    for (long long i = 0; i < e->n; ++i)
-      rollback ? zbrt::math::sgdRollback(p[i], g[i], scale)
-               : zbrt::math::sgdStep(p[i], g[i], scale);
-  }
+  *function = zbfake::noopFunction(module, name);
   return kOk;
 }
-
 /// The trace's timestamp kernel (TraceKernels.cu): slots[slot] = the
 /// host's steady clock in nanoseconds, behind the stream's deferred work.
 static CUresult launchTimestamp(void *stream, void **params) {
@@ -574,8 +372,7 @@ CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
   if (function == &gTimestampKernel)
     return gridX == 1 && blockX == 1 ? launchTimestamp(stream, params)
                                      : kInvalidValue;
-  int kernel = optimizerKernel(function);
-  bool optimizer = kernel >= 0;
+  bool optimizer = isOptimizerKernel(function);
   if (!optimizer && zbfake::noopKernels() && function) {
     // A kernel of a loaded fatbin (FakeKernels.cpp): checked, not run.
     if (gridX == 0 || gridY == 0 || gridZ == 0 || blockX == 0 ||
@@ -589,73 +386,9 @@ CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
   if (gridX == 0 || gridY != 1 || gridZ != 1 || blockX == 0 || blockY != 1 ||
       blockZ != 1 || blockX > 1024)
     return kInvalidValue;
-  auto arg = [&](int i) { return params[i]; };
   ++gStats.launches;
-  if (kernel >= kFirstManyKernel)
-    return launchManyKernel(kernel, gridX, blockX, params);
-  if (function == &gKernels[0]) {
-    float *p = *static_cast<float **>(arg(0));
-    const float *g = *static_cast<const float **>(arg(1));
-    long long n = *static_cast<long long *>(arg(2));
-    float scale = *static_cast<float *>(arg(3));
-    int rollback = *static_cast<int *>(arg(4));
-    if (!isDevice(p, n * 4, "SGD param") || !isDevice(g, n * 4, "SGD grad"))
-      return 700; // CUDA_ERROR_ILLEGAL_ADDRESS
-    if (zbfake::noopKernels())
-      return kOk;
-    zbfake::DeviceAccess open;
-    for (long long i = 0; i < n; ++i)
-      rollback ? zbrt::math::sgdRollback(p[i], g[i], scale)
-               : zbrt::math::sgdStep(p[i], g[i], scale);
-    return kOk;
-  }
-  if (function == &gKernels[1]) {
-    float *p = *static_cast<float **>(arg(0));
-    const float *g = *static_cast<const float **>(arg(1));
-    float *m = *static_cast<float **>(arg(2));
-    float *v = *static_cast<float **>(arg(3));
-    long long n = *static_cast<long long *>(arg(4));
-    zbrt::math::AdamWScalars s =
-        *static_cast<zbrt::math::AdamWScalars *>(arg(5));
-    int rollback = *static_cast<int *>(arg(6));
-    if (!isDevice(p, n * 4, "AdamW param") ||
-        !isDevice(g, n * 4, "AdamW grad") || !isDevice(m, n * 4, "AdamW m") ||
-        !isDevice(v, n * 4, "AdamW v"))
-      return 700;
-    if (zbfake::noopKernels())
-      return kOk;
-    zbfake::DeviceAccess open;
-    for (long long i = 0; i < n; ++i)
-      rollback ? zbrt::math::adamwRollback(p[i], g[i], m[i], v[i], s)
-               : zbrt::math::adamwStep(p[i], g[i], m[i], v[i], s);
-    return kOk;
-  }
-  if (function == &gKernels[2]) {
-    const float *x = *static_cast<const float **>(arg(0));
-    long long n = *static_cast<long long *>(arg(1));
-    double *partial = *static_cast<double **>(arg(2));
-    int *nonFinite = *static_cast<int **>(arg(3));
-    if (!isDevice(x, n * 4, "sum of squares x") ||
-        !isDevice(partial, gridX * 8, "sum of squares partials") ||
-        !isDevice(nonFinite, 4, "sum of squares flag"))
-      return 700;
-    if (zbfake::noopKernels())
-      return kOk; // the partial sums stay as they are
-    zbfake::DeviceAccess open;
-    // Element i belongs to block (i mod (grid * block)) / block.
-    long long threads = (long long)gridX * blockX;
-    for (unsigned b = 0; b < gridX; ++b)
-      partial[b] = 0;
-    for (long long i = 0; i < n; ++i) {
-      if (!std::isfinite(x[i]))
-        *nonFinite = 1;
-      partial[(i % threads) / blockX] += (double)x[i] * (double)x[i];
-    }
-    return kOk;
-  }
-  return kNotSupported;
+  return launchOptimizerKernel(function, gridX, blockX, params);
 }
-constexpr CUresult kNotReady = 600;
 CUresult cuStreamCreate(void **stream, unsigned) {
   worldRank(); // cached while MPI runs: the report at exit names the rank
   auto *s = new Stream{(int)++gStats.streams, {}, 0};
@@ -879,284 +612,6 @@ CUresult cuGetErrorString(CUresult e, const char **text) {
           : e == 700           ? "an illegal memory access was encountered"
                                : "fake CUDA driver error";
   return kOk;
-}
-
-//===-- cuBLAS ----------------------------------------------------------------===//
-
-int cublasCreate_v2(void **handle) {
-  static int h;
-  *handle = &h;
-  return 0;
-}
-int cublasDestroy_v2(void *) { return 0; }
-// The handle's stream: GEMMs on it while it is captured are recorded.
-static void *gBlasStream;
-int cublasSetStream_v2(void *, void *stream) {
-  gBlasStream = stream;
-  return stream ? 0 : 7;
-}
-/// A workspace must be device memory (cuBLAS's advice for graphs).
-int cublasSetWorkspace_v2(void *, void *workspace, size_t bytes) {
-  return bytes == 0 || isDevice(workspace, bytes, "cublasSetWorkspace") ? 0
-                                                                         : 7;
-}
-int cublasSetMathMode(void *, int mode) {
-  return mode == 0 || mode == 2 || mode == 3 ? 0 : 7;
-}
-const char *cublasGetStatusString(int status) {
-  return status == 13  ? "CUBLAS_STATUS_EXECUTION_FAILED"
-         : status == 7 ? "CUBLAS_STATUS_INVALID_VALUE"
-                       : "CUBLAS_STATUS_UNKNOWN";
-}
-/// Column-major C[m x n] = alpha op(A)[m x k] op(B)[k x n] + beta C, as
-/// cuBLAS documents cublasSgemm (beta == 0: C is not read).
-int cublasSgemm_v2(void *handle, int transa, int transb, int m, int n, int k,
-                   const float *alpha, const float *a, int lda,
-                   const float *b, int ldb, const float *beta, float *c,
-                   int ldc) {
-  if (zbfake::capturing(gBlasStream)) {
-    // The scalars are host memory, read when the call is captured.
-    float scalars[2] = {*alpha, *beta};
-    zbfake::captureNode(gBlasStream, [=] {
-      cublasSgemm_v2(handle, transa, transb, m, n, k, &scalars[0], a, lda, b,
-                     ldb, &scalars[1], c, ldc);
-    });
-    return 0;
-  }
-  {
-    const long long values[] = {transa, transb, m, n, k, lda, ldb, ldc};
-    zbfake::digest(values, sizeof values);
-    for (const void *p : {(const void *)a, (const void *)b, (const void *)c})
-      zbfake::digestPointer(p);
-    zbfake::digest(alpha, sizeof *alpha);
-    zbfake::digest(beta, sizeof *beta);
-  }
-  ++gStats.gemms;
-  long failAt = envLong("ZB_FAKE_CUDA_FAIL_GEMM", 0);
-  if (failAt > 0 && gStats.gemms == failAt && faultsHere())
-    return 13; // CUBLAS_STATUS_EXECUTION_FAILED
-  if (m < 0 || n < 0 || k < 0 || ldc < (m > 1 ? m : 1) ||
-      lda < ((transa ? k : m) > 1 ? (transa ? k : m) : 1) ||
-      ldb < ((transb ? n : k) > 1 ? (transb ? n : k) : 1))
-    return 7;
-  if (m == 0 || n == 0)
-    return 0;
-  // The extent of each operand in elements (last column's end).
-  auto extent = [](int rows, int cols, int ld) {
-    return (size_t)(cols - 1) * (size_t)ld + (size_t)rows;
-  };
-  if ((k > 0 &&
-       (!isDevice(a, 4 * extent(transa ? k : m, transa ? m : k, lda),
-                  "cublasSgemm A") ||
-        !isDevice(b, 4 * extent(transb ? n : k, transb ? k : n, ldb),
-                  "cublasSgemm B"))) ||
-      !isDevice(c, 4 * extent(m, n, ldc), "cublasSgemm C"))
-    return 7;
-  // No-op kernels (FakeKernels.cpp): GEMMs are checked, not computed.
-  if (zbfake::noopKernels())
-    return 0;
-  zbfake::DeviceAccess open;
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < m; ++i) {
-      double sum = 0;
-      for (int l = 0; l < k; ++l) {
-        double av = transa ? a[l + (size_t)i * lda] : a[i + (size_t)l * lda];
-        double bv = transb ? b[j + (size_t)l * ldb] : b[l + (size_t)j * ldb];
-        sum += av * bv;
-      }
-      float &out = c[i + (size_t)j * ldc];
-      out = (float)(*alpha * sum + (*beta == 0.0f ? 0.0 : *beta * (double)out));
-    }
-  return 0;
-}
-
-/// cuBLAS's strided batched form: `batch` column-major products at constant
-/// element strides between the matrices.
-int cublasSgemmStridedBatched(void *handle, int transa, int transb, int m,
-                              int n, int k, const float *alpha, const float *a,
-                              int lda, long long strideA, const float *b,
-                              int ldb, long long strideB, const float *beta,
-                              float *c, int ldc, long long strideC,
-                              int batch) {
-  if (zbfake::capturing(gBlasStream)) {
-    float scalars[2] = {*alpha, *beta};
-    zbfake::captureNode(gBlasStream, [=] {
-      cublasSgemmStridedBatched(handle, transa, transb, m, n, k, &scalars[0],
-                                a, lda, strideA, b, ldb, strideB, &scalars[1],
-                                c, ldc, strideC, batch);
-    });
-    return 0;
-  }
-  if (batch < 0)
-    return 7;
-  ++gStats.batchedGemms;
-  for (int i = 0; i < batch; ++i) {
-    int status = cublasSgemm_v2(handle, transa, transb, m, n, k, alpha,
-                                a + i * strideA, lda, b + i * strideB, ldb,
-                                beta, c + i * strideC, ldc);
-    if (status != 0)
-      return status;
-  }
-  return 0;
-}
-
-//===-- NCCL ------------------------------------------------------------------===//
-
-int ncclGetUniqueId(void *id) {
-  FakeId f{};
-  std::memcpy(f.magic, "zbfake01", 8);
-  f.creatorWorldRank = worldRank();
-  f.sequence = ++gIdSequence;
-  std::memcpy(id, &f, sizeof f);
-  return 0;
-}
-
-int ncclCommInitRank(void **comm, int nranks, FakeId id, int rank) {
-  if (nranks != 2 || (rank != 0 && rank != 1) ||
-      std::memcmp(id.magic, "zbfake01", 8) != 0)
-    return 4; // ncclInvalidArgument
-  auto *c = new Comm;
-  c->rank = rank;
-  int handshake = kTagBase + (id.sequence % 4096) * 4096 +
-                  (id.creatorWorldRank % 4096);
-  c->tag = handshake + (1 << 28) / 2;
-  // The members meet: rank 1 tells rank 0 its world rank, host and device;
-  // rank 0 answers with its own host and device.
-  char host[64] = {};
-  gethostname(host, sizeof host - 1);
-  struct Member {
-    int worldRank, device;
-    char host[64];
-  } me{worldRank(), gCurrentDevice, {}}, other{};
-  std::memcpy(me.host, host, sizeof host);
-  if (rank == 1) {
-    c->peerWorld = id.creatorWorldRank;
-    MPI_Send(&me, sizeof me, MPI_BYTE, c->peerWorld, handshake,
-             MPI_COMM_WORLD);
-    MPI_Recv(&other, sizeof other, MPI_BYTE, c->peerWorld, handshake,
-             MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  } else {
-    MPI_Recv(&other, sizeof other, MPI_BYTE, MPI_ANY_SOURCE, handshake,
-             MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    c->peerWorld = other.worldRank;
-    MPI_Send(&me, sizeof me, MPI_BYTE, c->peerWorld, handshake,
-             MPI_COMM_WORLD);
-  }
-  if (me.device == other.device &&
-      std::strncmp(me.host, other.host, sizeof me.host) == 0) {
-    std::fprintf(stderr,
-                 "fake-nccl: %s: NCCL WARN Duplicate GPU detected : rank 1 "
-                 "and rank 0 both on CUDA device %d\n",
-                 host, me.device);
-    delete c;
-    return 5; // ncclInvalidUsage
-  }
-  ++gStats.comms;
-  *comm = c;
-  return 0;
-}
-
-int ncclSend(const void *buf, size_t count, int type, int peer, void *comm,
-             void *stream) {
-  auto *c = static_cast<Comm *>(comm);
-  if (type != 0 || !c || !stream || peer == c->rank || peer < 0 || peer > 1)
-    return 4;
-  if (count && !isDevice(buf, count, "ncclSend"))
-    return 4;
-  ++gStats.sends;
-  ++gStats.sendsTo[c->peerWorld];
-  gStats.sendBytes += (long)count;
-  enqueueOrRun(stream, c, [c, buf, count] { isend(c, buf, count); });
-  return 0;
-}
-
-int ncclRecv(void *buf, size_t count, int type, int peer, void *comm,
-             void *stream) {
-  auto *c = static_cast<Comm *>(comm);
-  if (type != 0 || !c || !stream || peer == c->rank || peer < 0 || peer > 1)
-    return 4;
-  if (count && !isDevice(buf, count, "ncclRecv"))
-    return 4;
-  ++gStats.recvs;
-  gStats.recvBytes += (long)count;
-  // Stale until the stream has run the receive: NaN in every float.
-  {
-    zbfake::DeviceAccess open;
-    std::memset(buf, 0xFF, count);
-  }
-  defer(static_cast<Stream *>(stream), c, [c, buf, count](bool block) {
-    MPI_Status status;
-    if (!block) {
-      int there = 0;
-      MPI_Iprobe(c->peerWorld, c->tag, MPI_COMM_WORLD, &there, &status);
-      if (!there)
-        return false;
-    } else {
-      MPI_Probe(c->peerWorld, c->tag, MPI_COMM_WORLD, &status);
-    }
-    int got = 0;
-    MPI_Get_count(&status, MPI_BYTE, &got);
-    // A message of another size is consumed and reported, not written.
-    std::vector<char> discarded;
-    void *into = buf;
-    if ((size_t)got != count) {
-      c->asyncError = 5; // ncclInvalidUsage
-      discarded.resize((size_t)got);
-      into = discarded.data();
-    }
-    zbfake::DeviceAccess open; // MPI writes the device buffer
-    MPI_Recv(into, got, MPI_BYTE, c->peerWorld, c->tag, MPI_COMM_WORLD,
-             MPI_STATUS_IGNORE);
-    ++gStats.deferredRecvs;
-    return true;
-  });
-  return 0;
-}
-
-int ncclCommGetAsyncError(void *comm, int *state) {
-  if (!comm)
-    return 4;
-  long after = envLong("ZB_FAKE_NCCL_ERROR_AFTER", 0);
-  *state = after > 0 && gStats.sends >= after && faultsHere() ? 2 : 0;
-  if (int e = static_cast<Comm *>(comm)->asyncError)
-    *state = e;
-  return 0;
-}
-/// Drops the deferred work that uses `c` (an aborted communicator's
-/// operations never complete).
-static void dropDeferred(Comm *c) {
-  for (Stream *s : gStreams)
-    for (auto it = s->pending.begin(); it != s->pending.end();)
-      if (it->comm == c) {
-        it = s->pending.erase(it);
-        ++gStats.droppedOps;
-      } else {
-        ++it;
-      }
-}
-int ncclCommAbort(void *comm) {
-  dropDeferred(static_cast<Comm *>(comm));
-  delete static_cast<Comm *>(comm);
-  return 0;
-}
-int ncclCommDestroy(void *comm) {
-  auto *c = static_cast<Comm *>(comm);
-  dropDeferred(c);
-  completeSends(c);
-  delete c;
-  return 0;
-}
-const char *ncclGetErrorString(int result) {
-  switch (result) {
-  case 2:
-    return "unhandled system error (fake NCCL: injected)";
-  case 4:
-    return "invalid argument";
-  case 5:
-    return "invalid usage";
-  default:
-    return "fake NCCL error";
-  }
 }
 
 } // extern "C"
