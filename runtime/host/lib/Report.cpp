@@ -140,6 +140,13 @@ void zb::host::printTextReport(raw_ostream &os, const Plan &plan,
                  (long long)c.ncclRecvs, (long long)c.earlyMessages,
                  (long long)c.ncclCommunicators,
                  (long long)c.hostSynchronizations);
+  for (auto [r, c] : llvm::enumerate(report.cuda))
+    os << format("cuda rank %d graphs: %s (%lld steps captured, %lld "
+                 "replayed, %lld divergences, %lld graph launches, %lld "
+                 "driver calls)\n",
+                 (int)r, c.graphs, (long long)c.graphCaptures,
+                 (long long)c.graphReplays, (long long)c.graphDivergences,
+                 (long long)c.graphLaunches, (long long)c.driverCalls);
   for (auto [r, c] : llvm::enumerate(report.cuda)) {
     std::string peers = cudaTransportsText(c);
     if (!peers.empty())
@@ -207,6 +214,10 @@ void zb::host::printJsonReport(raw_ostream &os, const Plan &plan,
             j.attribute("host_synchronizations", c.hostSynchronizations);
             j.attribute("kernel_launches", c.kernelLaunches);
             j.attribute("graph_launches", c.graphLaunches);
+            j.attribute("graphs", c.graphs);
+            j.attribute("graph_captures", c.graphCaptures);
+            j.attribute("graph_replays", c.graphReplays);
+            j.attribute("graph_divergences", c.graphDivergences);
             j.attribute("host_device_bytes", c.hostDeviceBytes);
             j.attribute("driver_calls", c.driverCalls);
             j.attributeObject("driver_calls_by_name", [&] {
