@@ -6,8 +6,10 @@
 # text shipped in examples/gpt, on as many pipeline ranks as the machine has
 # cores (2 to 4; MPI ranks on the CPU), 4 microbatches of 4 sequences of 32
 # bytes. The paper's loop (Section 3 and 5):
-#   1. compile for 1F1B and train a few steps with --profile: the measured
-#      T_F, T_B, T_W and T_comm of every stage;
+#   1. compile for 1F1B and train a few steps with --profile, three times:
+#      the measured T_F, T_B, T_W and T_comm of every stage (medians of the
+#      three; a pass's cost includes its rank's own work on the messages it
+#      receives and sends, docs/plan-json.md);
 #   2. compile the automatic zero-bubble schedule (zb-auto) from that
 #      profile: its plan predicts the bubble of 1F1B and of zb-auto from the
 #      measured costs;
@@ -43,13 +45,36 @@ common=(--stages "$RANKS" --microbatches "$MICROBATCHES" --optimizer adamw --lr 
         --data "$text" --quiet)
 
 mkdir -p "$OUT"
+# The machine's 1-minute load average, printed before and after the runs: a
+# rank that shares its core with another process waits for it, and the
+# realized bubble includes that wait.
+loadavg() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo "?"; }
+load_before="$(loadavg)"
 # zb-run's stderr (the data it reads) only where a run fails.
 quiet() { "$@" 2> "$OUT/stderr.log" || { cat "$OUT/stderr.log" >&2; return 1; }; }
 echo "[zb] $RANKS pipeline ranks on $cores cores; model $model"
-echo "[zb] 1. 1F1B, profiled for 20 steps (measured T_F, T_B, T_W, T_comm per stage)"
+echo "[zb] 1. 1F1B, profiled 3 times for 20 steps (measured T_F, T_B, T_W, T_comm per stage, medians)"
 "$bin/zb-compile" "$model" "${common[@]}" --schedule 1f1b -o "$OUT/1f1b"
-quiet "$bin/zb-run" "$OUT/1f1b" --ranks "$RANKS" --steps 20 --print-every 20 \
-  --profile "$OUT/profile.json" > "$OUT/profile.log"
+for ((p = 1; p <= 3; ++p)); do
+  quiet "$bin/zb-run" "$OUT/1f1b" --ranks "$RANKS" --steps 20 --print-every 20 \
+    --profile "$OUT/profile.$p.json" > "$OUT/profile.$p.log"
+done
+# Every cost the median of the three profiles, so that one profiling run
+# slowed down by another process on the machine does not set the plan.
+/usr/bin/python3 - "$OUT" <<'PY'
+import json, statistics, sys
+out = sys.argv[1]
+runs = [json.load(open(f"{out}/profile.{p}.json")) for p in (1, 2, 3)]
+merged = runs[0]
+for i, stage in enumerate(merged["stages"]):
+    for key in stage:
+        if key.startswith(("t_", "cv_")):
+            stage[key] = statistics.median(r["stages"][i][key] for r in runs)
+        elif key.startswith("count_"):
+            stage[key] = sum(r["stages"][i][key] for r in runs)
+merged["steps"] = sum(r["steps"] for r in runs)
+json.dump(merged, open(f"{out}/profile.json", "w"), indent=2)
+PY
 echo "[zb] 2. the zero-bubble schedule from the profile (zb-auto)"
 "$bin/zb-compile" "$model" "${common[@]}" --schedule zb-auto \
   --profile "$OUT/profile.json" -o "$OUT/zb"
@@ -61,9 +86,10 @@ for ((round = 1; round <= ROUNDS; ++round)); do
     --report-format json --trace "$OUT/trace.json" > "$OUT/zb.$round.json"
 done
 
-/usr/bin/python3 - "$OUT" "$ROUNDS" <<'PY'
+/usr/bin/python3 - "$OUT" "$ROUNDS" "$load_before" "$(loadavg)" "$cores" <<'PY'
 import json, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
+load_before, load_after, cores = sys.argv[3], sys.argv[4], sys.argv[5]
 plan = json.load(open(f"{out}/zb/plan.json"))
 predicted = plan["predicted"]
 runs = {name: [json.load(open(f"{out}/{tag}.{r}.json"))
@@ -103,5 +129,7 @@ print(f"zb-auto over 1F1B: saves {real_saving:.2f} ms per step of the "
       f"{pred_ms['1f1b'] / pred_ms['zb-auto']:.3f}x for the pipeline alone "
       f"(a step adds {overhead:.2f} ms of optimizer and synchronisation)")
 print(f"largest |predicted - realized| bubble: {100 * worst:.1f} points")
+print(f"load average {load_before} before the runs, {load_after} after, on "
+      f"{cores} cores")
 PY
 echo "[zb] schedule pictures: $OUT/1f1b/schedule.svg $OUT/zb/schedule.svg   trace (Perfetto): $OUT/trace.json"
