@@ -19,6 +19,13 @@
 # Writes the zero-bubble run's trace (Perfetto) and the schedule pictures.
 # Installs and builds what is missing first.
 #
+# On a machine with a usable NVIDIA GPU (libzbrt's probe: driver and device)
+# the stages are compiled with --target cuda and trained by the CUDA backend
+# (ranks share the GPUs when there are fewer; CUDA graphs on), the profile
+# measuring the device; without one, on the CPU as above. ZB_DEMO_TARGET=cpu
+# or cuda forces the choice. Either way the summary gives the step time,
+# tokens per second and the predicted and realized bubble.
+#
 # The two schedules run alternately, ZB_DEMO_ROUNDS times each (default 3),
 # so that a change in the machine's load hits both; the medians over the
 # rounds are reported.
@@ -26,7 +33,7 @@
 # Environment: ZB_BUILD_DIR (default build), ZB_DEMO_OUT (default out/gpt),
 # ZB_DEMO_STEPS (steps of each run, default 100), ZB_DEMO_ROUNDS (default 3),
 # ZB_DEMO_MICROBATCHES (default 4), ZB_DEMO_RANKS (default: the cores, 2 to
-# 4).
+# 4), ZB_DEMO_TARGET (cpu or cuda; default: cuda when a GPU is usable).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/build.sh" zb-compile zb-run
@@ -41,8 +48,23 @@ bin="$BUILD_DIR/bin"
 model="$root/examples/gpt/gpt2.onnx"
 text="$root/examples/gpt/shakespeare.txt"
 MICROBATCHES="${ZB_DEMO_MICROBATCHES:-4}"
+# The target: cuda where libzbrt finds a usable driver and device.
+TARGET="${ZB_DEMO_TARGET:-}"
+if [[ -z "$TARGET" ]]; then
+  TARGET=cpu
+  if /usr/bin/python3 - "$BUILD_DIR/lib/libzbrt.so" <<'PY' 2>/dev/null
+import ctypes, sys
+why = ctypes.create_string_buffer(256)
+sys.exit(ctypes.CDLL(sys.argv[1]).zbrt_cuda_available(why, ctypes.c_int64(256)))
+PY
+  then TARGET=cuda; fi
+fi
+case "$TARGET" in
+  cpu|cuda) ;;
+  *) echo "demo.sh: ZB_DEMO_TARGET='$TARGET': expected cpu or cuda" >&2; exit 2 ;;
+esac
 common=(--stages "$RANKS" --microbatches "$MICROBATCHES" --optimizer adamw --lr 0.003
-        --data "$text" --quiet)
+        --target "$TARGET" --data "$text" --quiet)
 
 mkdir -p "$OUT"
 # The machine's 1-minute load average, printed before and after the runs: a
@@ -52,7 +74,11 @@ loadavg() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo "?"; }
 load_before="$(loadavg)"
 # zb-run's stderr (the data it reads) only where a run fails.
 quiet() { "$@" 2> "$OUT/stderr.log" || { cat "$OUT/stderr.log" >&2; return 1; }; }
-echo "[zb] $RANKS pipeline ranks on $cores cores; model $model"
+if [[ "$TARGET" == cuda ]]; then
+  echo "[zb] $RANKS pipeline ranks on the GPU(s) (--target cuda); model $model"
+else
+  echo "[zb] $RANKS pipeline ranks on $cores cores; model $model"
+fi
 echo "[zb] 1. 1F1B, profiled 3 times for 20 steps (measured T_F, T_B, T_W, T_comm per stage, medians)"
 "$bin/zb-compile" "$model" "${common[@]}" --schedule 1f1b -o "$OUT/1f1b"
 for ((p = 1; p <= 3; ++p)); do
@@ -86,11 +112,14 @@ for ((round = 1; round <= ROUNDS; ++round)); do
     --report-format json --trace "$OUT/trace.json" > "$OUT/zb.$round.json"
 done
 
-/usr/bin/python3 - "$OUT" "$ROUNDS" "$load_before" "$(loadavg)" "$cores" <<'PY'
+/usr/bin/python3 - "$OUT" "$ROUNDS" "$load_before" "$(loadavg)" "$cores" "$TARGET" <<'PY'
 import json, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
-load_before, load_after, cores = sys.argv[3], sys.argv[4], sys.argv[5]
+load_before, load_after, cores, target = sys.argv[3:7]
 plan = json.load(open(f"{out}/zb/plan.json"))
+# Tokens per step: every microbatch's sequences of the first input.
+tokens = (plan["num_microbatches"] * plan["microbatch_size"] *
+          plan["inputs"][0]["sample_shape"][0])
 predicted = plan["predicted"]
 runs = {name: [json.load(open(f"{out}/{tag}.{r}.json"))
                for r in range(1, rounds + 1)]
@@ -129,6 +158,9 @@ print(f"zb-auto over 1F1B: saves {real_saving:.2f} ms per step of the "
       f"{pred_ms['1f1b'] / pred_ms['zb-auto']:.3f}x for the pipeline alone "
       f"(a step adds {overhead:.2f} ms of optimizer and synchronisation)")
 print(f"largest |predicted - realized| bubble: {100 * worst:.1f} points")
+print(f"on {target}: {tokens} tokens per step; " + ", ".join(
+    f"{name} {step_ms[name]:.2f} ms per step, {1000 * tokens / step_ms[name]:,.0f} tokens/s"
+    for name in runs))
 print(f"load average {load_before} before the runs, {load_after} after, on "
       f"{cores} cores")
 PY
