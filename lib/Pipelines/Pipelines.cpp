@@ -124,6 +124,10 @@ static void addGpuKernelPasses(OpPassManager &pm,
   fn.addPass(createZBGpuWrapScalarOps());
   fn.addPass(createConvertLinalgToParallelLoopsPass());
   fn.addPass(createZBGpuSinkSerialLoops());
+  // float4 accesses (the emulation claims no alignment on the host).
+  ZBGpuVectorizeElementwiseOptions vectorize;
+  vectorize.alignment = gpu.emulate ? 0 : 16;
+  fn.addPass(createZBGpuVectorizeElementwise(vectorize));
   fn.addPass(createZBGpuFlattenParallelLoops());
   fn.addPass(createParallelLoopTilingPass({gpu.blockSize},
                                           /*noMinMaxBounds=*/true));

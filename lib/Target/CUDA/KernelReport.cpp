@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -75,8 +76,14 @@ double constantBytesRead(mlir::gpu::GPUFuncOp kernel) {
   SymbolTableCollection symbols;
   llvm::DenseSet<Value> seen;
   double bytes = 0;
-  kernel.walk([&](memref::LoadOp load) {
-    Value memref = load.getMemRef();
+  kernel.walk([&](Operation *op) {
+    Value memref;
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      memref = load.getMemRef();
+    else if (auto load = dyn_cast<vector::LoadOp>(op))
+      memref = load.getBase();
+    else
+      return;
     if (zb::cuda::constantGlobalRoot(memref, symbols) &&
         seen.insert(memref).second)
       bytes += bytesOf(memref.getType());
@@ -217,8 +224,8 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module,
             continue;
           bool loads = false, stores = false;
           for (Operation *user : arg.getUsers()) {
-            loads |= isa<memref::LoadOp>(user);
-            stores |= isa<memref::StoreOp>(user);
+            loads |= isa<memref::LoadOp, vector::LoadOp>(user);
+            stores |= isa<memref::StoreOp, vector::StoreOp>(user);
           }
           double bytes = bytesOf(launch.getKernelOperands()[i].getType());
           if (loads)

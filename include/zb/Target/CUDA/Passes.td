@@ -270,4 +270,33 @@ def ZBGpuNarrowIndex : Pass<"zb-gpu-narrow-index", "mlir::ModuleOp"> {
                            "::mlir::gpu::GPUDialect"];
 }
 
+def ZBGpuVectorizeElementwise : Pass<"zb-gpu-vectorize-elementwise"> {
+  let summary = "Four consecutive elements per thread of an elementwise loop, with vector<4> loads and stores";
+  let description = [{
+    For the CUDA target, before zb-gpu-flatten-parallel-loops: an outermost
+    `scf.parallel` without results, with zero lower bounds, unit steps and
+    constant upper bounds whose innermost is a multiple of 4, whose body
+    holds only loads, stores and pure ops without regions (every load
+    before every store) iterates over a quarter of the innermost range:
+    iteration k handles elements 4k .. 4k + 3. A load or store whose last
+    index is the innermost induction variable (and no other index depends
+    on it) of a 32-bit element type, with a static offset and leading
+    strides that are multiples of 4 and a unit last stride, becomes one
+    `vector.load`/`vector.store` of vector<4> at 4k with the alignment
+    option (16: ld/st.global.v4, float4, on the GPU, whose buffers are
+    16-byte aligned; 0 for the CPU emulation, which makes no such claim);
+    everything else is repeated per lane with the induction variable
+    4k + lane. Consecutive threads then access consecutive 16-byte vectors
+    (coalesced) and each element is computed by the same scalar operations
+    in the same order as before: results are bit-identical.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"16",
+           "Byte alignment claimed for the vector accesses (0: the element's)">
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 #endif // ZB_TARGET_CUDA_PASSES_TD
