@@ -147,7 +147,9 @@ CompiledLoss::CompiledLoss(const std::string &source, ManualBackward manual,
   options.transformer = transformer;
   // memrefCopy (memref.copy of non-contiguous buffers) lives there.
   SmallVector<StringRef> libs{ZB_MLIR_C_RUNNER_UTILS};
-  if (useRuntime)
+  // Emulated kernels announce their memref arguments to libzbrt
+  // (zbrt_cuda_emulated_kernel_argument; a no-op without the CUDA backend).
+  if (useRuntime || gpu)
     libs.push_back(ZB_RUNTIME_LIBRARY);
   options.sharedLibPaths = libs;
   auto created = ExecutionEngine::create(*module, options);
