@@ -99,13 +99,26 @@ extern "C" __global__ void zbrt_adamw_many_kernel(const TensorSlice *table,
   }
 }
 
+/// The sum of `sum` over the block's threads (256), in a fixed tree order
+/// (deterministic; the same for the single- and multi-tensor kernels).
+__device__ double blockSum(double sum) {
+  __shared__ double sums[256];
+  sums[threadIdx.x] = sum;
+  __syncthreads();
+  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride)
+      sums[threadIdx.x] += sums[threadIdx.x + stride];
+    __syncthreads();
+  }
+  return sums[0];
+}
+
 /// partial[block] = sum of x[i]^2 (double) over the block's grid-stride
 /// elements, combined in a fixed tree order (deterministic); *nonFinite
 /// set when an element is NaN or infinite. 256 threads per block.
 extern "C" __global__ void zbrt_sum_squares_kernel(const float *x, long long n,
                                                    double *partial,
                                                    int *nonFinite) {
-  __shared__ double sums[256];
   double sum = 0;
   int bad = 0;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
@@ -117,15 +130,9 @@ extern "C" __global__ void zbrt_sum_squares_kernel(const float *x, long long n,
   }
   if (bad)
     atomicOr(nonFinite, 1);
-  sums[threadIdx.x] = sum;
-  __syncthreads();
-  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride)
-      sums[threadIdx.x] += sums[threadIdx.x + stride];
-    __syncthreads();
-  }
+  double total = blockSum(sum);
   if (threadIdx.x == 0)
-    partial[blockIdx.x] = sums[0];
+    partial[blockIdx.x] = total;
 }
 
 /// zbrt_sum_squares_kernel of each table entry (x = grad) over its blocks:
@@ -136,7 +143,6 @@ extern "C" __global__ void zbrt_sum_squares_kernel(const float *x, long long n,
 extern "C" __global__ void
 zbrt_sum_squares_many_kernel(const TensorSlice *table, int count,
                              double *partial, int *nonFinite) {
-  __shared__ double sums[256];
   const TensorSlice &t = sliceOfBlock(table, count);
   const float *x = t.grad;
   long long step = t.blocks * blockDim.x;
@@ -150,15 +156,9 @@ zbrt_sum_squares_many_kernel(const TensorSlice *table, int count,
     sum += (double)value * (double)value;
   }
   bad = __syncthreads_or(bad);
-  sums[threadIdx.x] = sum;
-  __syncthreads();
-  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride)
-      sums[threadIdx.x] += sums[threadIdx.x + stride];
-    __syncthreads();
-  }
+  double total = blockSum(sum);
   if (threadIdx.x == 0) {
-    partial[blockIdx.x] = sums[0];
+    partial[blockIdx.x] = total;
     nonFinite[blockIdx.x] = bad;
   }
 }

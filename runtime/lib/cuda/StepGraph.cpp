@@ -123,13 +123,13 @@ StepGraph::layout(Handle function) {
   return &layouts.emplace(function, std::move(params)).first->second;
 }
 
-bool StepGraph::matches(const Entry &e, const KernelLaunch &k) {
+bool StepGraph::matches(const Entry &e, const KernelLaunch &k,
+                        const std::vector<std::pair<size_t, size_t>> &params) {
   if (e.kind != Entry::Kernel || e.launch.function != k.function ||
       e.launch.sharedBytes != k.sharedBytes ||
       std::memcmp(e.launch.grid, k.grid, sizeof k.grid) != 0 ||
       std::memcmp(e.launch.block, k.block, sizeof k.block) != 0)
     return false;
-  const auto &params = layouts.at(k.function);
   size_t at = 0;
   for (size_t i = 0; i < params.size(); ++i) {
     if (std::memcmp(e.bytes.data() + at, k.params[i], params[i].second) != 0)
@@ -160,7 +160,7 @@ bool StepGraph::takeKernel(const KernelLaunch &k) {
     return false;
   }
   if (mode == Mode::Replay) {
-    if (cursor < v->tape.size() && matches(v->tape[cursor], k)) {
+    if (cursor < v->tape.size() && matches(v->tape[cursor], k, *params)) {
       ++cursor;
       return true;
     }

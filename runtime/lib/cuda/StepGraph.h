@@ -121,7 +121,9 @@ private:
   /// Offsets and sizes of `function`'s parameters (cuFuncGetParamInfo),
   /// queried once; false (graphs off) when the driver cannot tell.
   const std::vector<std::pair<size_t, size_t>> *layout(Handle function);
-  bool matches(const Entry &e, const KernelLaunch &k);
+  /// Whether `k` is the launch `e` recorded (`params`: k's layout).
+  bool matches(const Entry &e, const KernelLaunch &k,
+               const std::vector<std::pair<size_t, size_t>> &params);
   void record(Entry e);
   /// Ends the current segment: while capturing, its graph is instantiated
   /// and launched; while replaying, the tape must have a boundary here.
