@@ -14,6 +14,7 @@
 #include "zb/Formats/Plan.h"
 #include "zbrt/Symbols.h"
 
+#include "llvm/ADT/Hashing.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -97,11 +98,10 @@ struct RankProgram {
   /// A hash of every descriptor (buffer addresses, sizes, strides): steps
   /// with equal keys pass the same arguments (zbrt_cuda_step_variant).
   uint64_t argumentsKey() const {
-    uint64_t h = 1469598103934665603ull; // FNV-1a over the words
+    llvm::hash_code h = llvm::hash_value(descriptors.size());
     for (const std::vector<int64_t> &d : descriptors)
-      for (int64_t word : d)
-        h = (h ^ (uint64_t)word) * 1099511628211ull;
-    return h;
+      h = llvm::hash_combine(h, llvm::hash_combine_range(d.begin(), d.end()));
+    return (uint64_t)(size_t)h;
   }
   /// Makes the next step write its gradients into a second set of buffers
   /// and keeps the current ones in gradsPrevious (the descriptors are
