@@ -49,7 +49,9 @@
 // Faults for tests: ZB_FAKE_CUDA_FAIL_GEMM=N makes the N-th GEMM of a rank
 // fail (CUBLAS_STATUS_EXECUTION_FAILED); ZB_FAKE_NCCL_ERROR_AFTER=N makes
 // ncclCommGetAsyncError report ncclSystemError after N sends of a rank;
-// ZB_FAKE_CUDA_FAIL_RANK=R limits both to world rank R. ZB_FAKE_CUDA_DEVICES
+// ZB_FAKE_CUDA_FAIL_RANK=R limits both to world rank R. Timing for tests:
+// ZB_FAKE_CUDA_LATE_EVENTS=N makes every N-th event record complete late
+// for the host's queries (FakeLateEvents.h). ZB_FAKE_CUDA_DEVICES
 // sets the device count (default 1, a workstation: the ranks share it).
 // ZB_FAKE_CUDA_REPORT=PREFIX writes the calls this process made to
 // PREFIX.rank<R> at exit.
@@ -60,6 +62,7 @@
 #include "FakeDeviceMemory.h"
 #include "FakeGraph.h"
 #include "FakeKernels.h"
+#include "FakeLateEvents.h"
 
 #include <mpi.h>
 
@@ -408,15 +411,17 @@ CUresult cuStreamSynchronize(void *stream) {
     return r;
   if (stream)
     progress(static_cast<Stream *>(stream), LONG_MAX, /*block=*/true);
+  lateStreamDone(stream);
   return kOk;
 }
 CUresult cuStreamQuery(void *stream) {
   if (int r = zbfake::refuseWhileCapturing(stream, "cuStreamQuery"))
     return r;
-  return !stream || progress(static_cast<Stream *>(stream), LONG_MAX,
-                             /*block=*/false)
-             ? kOk
-             : kNotReady;
+  if (stream &&
+      !progress(static_cast<Stream *>(stream), LONG_MAX, /*block=*/false))
+    return kNotReady;
+  lateStreamDone(stream);
+  return kOk;
 }
 CUresult cuStreamWaitEvent(void *stream, void *event, unsigned) {
   ++gStats.waits;
@@ -451,16 +456,19 @@ CUresult cuEventCreate(void **event, unsigned) {
 CUresult cuEventDestroy_v2(void *event) {
   auto *e = static_cast<Event *>(event);
   eventReady(e, /*block=*/true); // its record op refers to it
+  lateEventDone(e);
   delete e;
   return kOk;
 }
 CUresult cuEventSynchronize(void *event) {
   if (event)
     eventReady(static_cast<Event *>(event), /*block=*/true);
+  lateEventDone(event);
   return kOk;
 }
 CUresult cuEventQuery(void *event) {
-  return !event || eventReady(static_cast<Event *>(event), /*block=*/false)
+  return !event || (eventReady(static_cast<Event *>(event), /*block=*/false) &&
+                    !lateNotReady(event))
              ? kOk
              : kNotReady;
 }
@@ -474,6 +482,7 @@ CUresult cuEventRecord(void *event, void *stream) {
   auto *e = static_cast<Event *>(event);
   auto *s = static_cast<Stream *>(stream);
   long generation = ++e->generation;
+  lateRecorded(event, stream);
   if (!s || s->pending.empty()) {
     // Nothing deferred: the event completes when it is recorded.
     e->stream = nullptr;

@@ -10,6 +10,18 @@
 // backend's waits), so the host never waits for the copies. The pinned
 // block is free again when the MPI request completes.
 //
+// Sends are posted in the order of zbrt_send, never a later one before an
+// earlier one: one stage boundary sends all its tensors with one tag
+// (zbrt_tag(kind, stage, microbatch)), and the receiver tells them apart
+// only by MPI's non-overtaking rule, which holds in posting order. The
+// copies complete in order on the copy stream, but the host polls their
+// events one after the other: an earlier copy that was not done when its
+// event was queried may be done with a later one whose event is queried
+// next (a GPU's copies end while the host polls), and posting that later
+// one first delivers the tensors of a boundary swapped ("expected 32768
+// bytes, the message has 98304 bytes", or worse, same-size tensors
+// swapped silently).
+//
 // A receive: MPI_Irecv into a pinned block, waited for under the watchdog
 // while this rank's own sends progress (the host enqueues the kernels that
 // read the message right after zbrt_recv returns, so the message must be on
@@ -131,13 +143,20 @@ Pinned HostStagedTransport::takeBlock(size_t bytes) {
 
 void HostStagedTransport::progress() {
   size_t kept = 0;
+  // Whether an earlier send's copy is still running: the later sends wait
+  // for it (posting order is message order, the file comment).
+  bool earlierUnposted = false;
   for (PendingSend &s : sends) {
-    if (!s.posted && Device::eventDone(s.copied)) {
-      device.release(s.copied);
-      s.copied = nullptr;
-      MPI_Isend(s.block.ptr, (int)s.bytes, MPI_BYTE, s.peer, s.tag, comm,
-                &s.request);
-      s.posted = true;
+    if (!s.posted && !earlierUnposted) {
+      if (Device::eventDone(s.copied)) {
+        device.release(s.copied);
+        s.copied = nullptr;
+        MPI_Isend(s.block.ptr, (int)s.bytes, MPI_BYTE, s.peer, s.tag, comm,
+                  &s.request);
+        s.posted = true;
+      } else {
+        earlierUnposted = true;
+      }
     }
     int done = 0;
     if (s.posted)

@@ -9,7 +9,9 @@
 // event has completed (the host polls: send, receive, the backend's waits);
 // a receive takes the message into a pinned block over MPI and copies it to
 // the device on the compute stream. Messages match by tag (MPI), on a
-// communicator of their own, so no channel order is needed. CUDA IPC
+// communicator of their own, so no channel order is needed; the messages
+// of one tag (the tensors of one stage boundary) match in posting order,
+// so sends are posted in the order of zbrt_send. CUDA IPC
 // (cuIpcGetMemHandle/cuIpcOpenMemHandle) would save the host copies on a
 // real GPU: future work.
 //
