@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace zbrt {
@@ -147,6 +148,18 @@ public:
   /// operations may use (the strided operands of the memref entry points),
   /// and its release; `what` names the wait before either.
   virtual void *allocTemporary(size_t bytes, const char *what) = 0;
+  /// zbrt_buffer_zero / zbrt_buffer_upload / zbrt_buffer_download: the
+  /// host's writes and reads of a buffer this backend's operations use,
+  /// ordered with them. These defaults (the CPU backend's) touch the memory.
+  virtual void zeroBuffer(void *buf, size_t bytes) {
+    std::memset(buf, 0, bytes);
+  }
+  virtual void upload(void *dst, const void *src, size_t bytes) {
+    std::memcpy(dst, src, bytes);
+  }
+  virtual void download(void *dst, const void *src, size_t bytes) {
+    std::memcpy(dst, src, bytes);
+  }
   virtual void freeTemporary(void *p, const char *what) = 0;
 
   //===-- Streams of MLIR's host code (mgpu*) -----------------------------===//

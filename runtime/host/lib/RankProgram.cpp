@@ -107,6 +107,23 @@ static Error checkParamsFileSize(StringRef file, StringRef bytes,
   return Error::success();
 }
 
+/// One buffer for every gradient of `grads`, each a view of it at a 64-byte
+/// aligned offset (in the order of the parameter indices).
+Buffer gradientArena(const Plan &plan, std::map<int64_t, Buffer> &grads) {
+  auto padded = [](int64_t n) { return (uint64_t)(4 * n + 63) / 64 * 64; };
+  uint64_t total = 0;
+  for (auto &[index, g] : grads)
+    total += padded(plan.params[index].numElements());
+  Buffer arena((int64_t)(total / 4));
+  uint64_t at = 0;
+  for (auto &[index, g] : grads) {
+    int64_t n = plan.params[index].numElements();
+    g = Buffer(arena, at, n);
+    at += padded(n);
+  }
+  return arena;
+}
+
 Error loadParams(RankProgram &rp, const Plan &plan, StringRef paramsFile) {
   std::unique_ptr<MemoryBuffer> paramsBin;
   std::string paramsPath = paramsFile.empty()
@@ -118,7 +135,7 @@ Error loadParams(RankProgram &rp, const Plan &plan, StringRef paramsFile) {
     const ParamInfo &p = plan.params[a.index];
     if (a.kind == ArgKind::Grad) {
       if (!rp.grads.count(a.index))
-        rp.grads.emplace(a.index, Buffer(p.numElements()));
+        rp.grads.emplace(a.index, Buffer()); // a view of the arena, below
       continue;
     }
     if (rp.params.count(a.index))
@@ -140,6 +157,7 @@ Error loadParams(RankProgram &rp, const Plan &plan, StringRef paramsFile) {
       return e;
     rp.params.emplace(a.index, std::move(buf));
   }
+  rp.gradArena = gradientArena(plan, rp.grads);
   for (auto &[index, g] : rp.grads) {
     if (!rp.params.count(index))
       return makeError(formatv("{0}: ranks[{1}] has a grad argument for "
@@ -261,13 +279,29 @@ Expected<std::string> zb::host::dataPath(const Plan &plan,
 
 Buffer::Buffer(int64_t n, int64_t elemBytes) : count(n), elemBytes(elemBytes) {
   // Zeroed and 64-byte aligned; CUDA managed memory under --backend cuda.
-  ptr.reset(static_cast<char *>(zbrt_host_buffer_alloc(
-      (uint64_t)std::max<int64_t>(n, 1) * elemBytes)));
+  storage.reset(static_cast<char *>(zbrt_host_buffer_alloc(
+                    (uint64_t)std::max<int64_t>(n, 1) * elemBytes)),
+                zbrt_host_buffer_free);
+  ptr = storage.get();
 }
 
-void Buffer::zero() { std::memset(ptr.get(), 0, (size_t)(count * elemBytes)); }
+Buffer::Buffer(const Buffer &arena, uint64_t offsetBytes, int64_t n,
+               int64_t elemBytes)
+    : storage(arena.storage), ptr(arena.ptr + offsetBytes), count(n),
+      elemBytes(elemBytes) {
+  if (offsetBytes + byteSize() > arena.byteSize())
+    zbrt_fatal("zb-run: a buffer view past the end of its storage");
+}
 
-void Buffer::Free::operator()(char *p) const { zbrt_host_buffer_free(p); }
+void Buffer::zero() { zbrt_buffer_zero(ptr, byteSize()); }
+
+void Buffer::upload(const void *from) {
+  zbrt_buffer_upload(ptr, from, byteSize());
+}
+
+void Buffer::download(void *to) const {
+  zbrt_buffer_download(to, ptr, byteSize());
+}
 
 std::vector<int64_t>
 zb::host::makeDescriptor(void *data, const std::vector<int64_t> &shape) {
@@ -312,20 +346,25 @@ zb::host::loadRankProgram(const Plan &plan, int32_t rank,
 void zb::host::fillInputs(RankProgram &rp, int64_t step) {
   const Plan &plan = *rp.plan;
   const int64_t batch = plan.numMicrobatches * plan.microbatchSize;
+  // Cut on the host, then one copy into the buffer (on a GPU, host writes
+  // into managed memory would move its pages to the host every step).
+  std::vector<char> host;
   for (auto &[index, buf] : rp.inputs) {
+    host.assign(buf.byteSize(), 0);
     if (rp.text) {
       const InputInfo &in = plan.inputs[index];
       cutText(*rp.text, rp.seed, step, batch, in.sampleShape[0],
-              /*shift=*/index, in.dtype, buf.bytes());
-      continue;
+              /*shift=*/index, in.dtype, host.data());
+    } else {
+      const Dataset &ds = rp.datasets.at(index);
+      for (int64_t t = 0; t < batch; ++t) {
+        int64_t sample = (step * batch + t) % ds.numSamples;
+        std::memcpy(host.data() + t * ds.sampleBytes(),
+                    ds.bytes.data() + sample * ds.sampleBytes(),
+                    (size_t)ds.sampleBytes());
+      }
     }
-    const Dataset &ds = rp.datasets.at(index);
-    for (int64_t t = 0; t < batch; ++t) {
-      int64_t sample = (step * batch + t) % ds.numSamples;
-      std::memcpy(buf.bytes() + t * ds.sampleBytes(),
-                  ds.bytes.data() + sample * ds.sampleBytes(),
-                  (size_t)ds.sampleBytes());
-    }
+    buf.upload(host.data());
   }
 }
 
@@ -364,12 +403,13 @@ Error zb::host::readParamLayout(const RankProgram &rp, StringRef file,
 }
 
 void RankProgram::swapGradientBuffers() {
-  for (auto &[index, g] : grads) {
-    Buffer &other = gradsPrevious[index];
-    if (other.size() != g.size())
-      other = Buffer(g.size());
-    std::swap(g, other);
+  if (gradsPrevious.size() != grads.size()) {
+    for (auto &[index, g] : grads)
+      gradsPrevious[index] = Buffer();
+    gradArenaPrevious = gradientArena(*plan, gradsPrevious);
   }
+  std::swap(grads, gradsPrevious);
+  std::swap(gradArena, gradArenaPrevious);
   const auto &args = plan->ranks[rank].args;
   for (size_t i = 0; i < args.size(); ++i)
     if (args[i].kind == ArgKind::Grad) {
@@ -381,7 +421,6 @@ void RankProgram::swapGradientBuffers() {
 }
 
 void zb::host::clearOutputs(RankProgram &rp) {
-  for (auto &[index, g] : rp.grads)
-    g.zero();
+  rp.gradArena.zero();
   rp.loss.zero();
 }

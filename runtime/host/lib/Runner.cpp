@@ -321,8 +321,13 @@ void StepLoop::announceText() {
 
 void StepLoop::dumpBatch() {
   std::vector<BatchInput> ins;
-  for (auto &[index, buf] : rp.inputs)
-    ins.push_back({&plan.inputs[index], buf.bytes()});
+  std::vector<std::vector<char>> host;
+  host.reserve(rp.inputs.size());
+  for (auto &[index, buf] : rp.inputs) {
+    host.emplace_back(buf.byteSize());
+    buf.download(host.back().data());
+    ins.push_back({&plan.inputs[index], host.back().data()});
+  }
   if (Error e = writeBatchJson(o.dumpBatch, 1,
                                plan.numMicrobatches * plan.microbatchSize, ins))
     zbrt_fatal(toString(std::move(e)).c_str());
@@ -372,7 +377,10 @@ void StepLoop::runStep(int64_t step) {
   ZbrtPoolStats pool;
   zbrt_pool_stats(&pool);
   myPeakHeap = std::max(myPeakHeap, pool.peakBytesInUse);
-  StepSample mine{rp.hasLoss ? (double)rp.loss.data()[0] : 0.0,
+  float loss = 0;
+  if (rp.hasLoss)
+    rp.loss.download(&loss);
+  StepSample mine{(double)loss,
                   rp.hasLoss ? 1.0 : 0.0, t1 - t0, bubble.bubbleRate,
                   (double)bubble.numActions};
   // Step 1 warms up caches and MPI connections and is left out of the

@@ -183,7 +183,11 @@ void zbrt_adamw_rollback_many(const ZbrtOptimizerTensor *tensors,
 // request of that class reuses it. A training step allocates the same
 // buffers every step, so after the first step no step calls the system
 // allocator (no mmap/munmap, no page faults). Blocks are 64-byte aligned at
-// least. Not thread-safe across threads of one rank (a rank program is
+// least. The pool's records of its blocks live on the host, never in a
+// block: under the CUDA backend the blocks are device memory (cuMemAlloc)
+// when the rank program's host code touches no element data (plan.json
+// host_reads_device_memory false: --target cuda), else managed memory. Not
+// thread-safe across threads of one rank (a rank program is
 // single-threaded).
 
 void *_mlir_memref_to_llvm_alloc(uint64_t bytes);
@@ -211,8 +215,9 @@ void zbrt_pool_trim(void);
 
 /// From now on the pool and zbrt_host_buffer_alloc obtain memory as CUDA
 /// managed (unified) memory (cuMemAllocManaged through mgpuMemAlloc), which
-/// the GPU and, after a synchronisation, the host (MPI fallbacks, params.bin,
-/// checkpoints) access. zbrt_cuda_start calls it; call before the first
+/// the GPU and, after a synchronisation, the host (params.bin, checkpoints)
+/// access. (zbrt_cuda_start instead puts the pool on the device when the
+/// host code only launches.) zbrt_cuda_start calls it; call before the first
 /// allocation; ends the process with the reason when no GPU is usable.
 void zbrt_use_cuda_memory(void);
 //===-- CUDA backend (zb-run --backend cuda) ------------------------------===//
@@ -234,11 +239,15 @@ void zbrt_use_cuda_memory(void);
 // through MPI on the host). The host synchronises at the end of a
 // step (zbrt_step_end) and where the program's host code synchronises the
 // compute stream, under the watchdog (zbrt_set_comm_timeout), which also
-// polls NCCL's asynchronous errors and aborts the communicators. Memory
-// (the pool and zbrt_host_buffer_alloc) is CUDA managed memory: the
+// polls NCCL's asynchronous errors and aborts the communicators. Memory:
+// the pool's blocks are device memory for a --target cuda plan (the host
+// code only launches) and managed memory for a cuda-emu one (its kernels
+// run on the host); zbrt_host_buffer_alloc's are managed memory: the
 // parameters, gradients and moments stay on the device, where the
-// optimizer runs as kernels (on the host for a cuda-emu plan), and the
-// host reads them only to load params.bin, save or checkpoint them. Every
+// optimizer runs as kernels (on the host for a cuda-emu plan); zb-run
+// zeroes the gradients, writes the inputs and reads the loss with
+// zbrt_buffer_zero/_upload/_download, and the host touches them only to
+// load params.bin, save or checkpoint them. Every
 // CUDA, cuBLAS or NCCL error ends the job naming the rank, the call, the
 // pass in progress and the error string. The driver,
 // cuBLAS and NCCL are loaded with dlopen (ZBRT_CUDA_DRIVER, ZBRT_CUBLAS,
@@ -336,6 +345,17 @@ int32_t zbrt_cuda_memory_enabled(void);
 /// backend, host memory otherwise. Not counted in the pool statistics.
 void *zbrt_host_buffer_alloc(uint64_t bytes);
 void zbrt_host_buffer_free(void *ptr);
+/// The host's per-step writes and reads of such a buffer (or a pool block),
+/// `bytes` bytes, in order with the backend's work: zero it, copy host
+/// memory `src` into it, copy it to host memory `dst`. Host memory: memset
+/// and memcpy. CUDA backend: a memset and a copy on the compute stream
+/// (cuMemsetD8Async, cuMemcpyHtoDAsync: the host does not wait; `src` may be
+/// reused on return), and a copy after the compute stream's work that
+/// returns when done (cuMemcpyDtoH). The host touches no page of the
+/// buffer, so managed memory stays on the device.
+void zbrt_buffer_zero(void *buf, uint64_t bytes);
+void zbrt_buffer_upload(void *dst, const void *src, uint64_t bytes);
+void zbrt_buffer_download(void *dst, const void *src, uint64_t bytes);
 
 //===-- Memref forms (called by code from convert-zb-to-runtime) ----------===//
 //

@@ -18,7 +18,12 @@ extern "C" int32_t zbrt_cuda_available(char *msg, int64_t cap) {
 
 extern "C" void zbrt_cuda_start(int32_t flags) {
   startCudaBackend(flags);
-  detail::useCudaMemory(); // the driver is loaded: no second probe
+  // The driver is loaded: no second probe. Device memory for the pool where
+  // nothing on the host reads it: no kernel runs on the host (cuda-emu) and
+  // the host code only launches.
+  detail::useCudaMemory(
+      /*poolOnDevice=*/(flags & ZBRT_CUDA_HOST_CODE_LAUNCHES_ONLY) &&
+      !(flags & ZBRT_CUDA_HOST_KERNELS));
 }
 
 extern "C" void zbrt_set_channel_order(int32_t from, int32_t to,

@@ -1,11 +1,11 @@
 //===- Memory.cpp - zb runtime: caching memory pool -----------------------===//
 //
 // The allocation functions that generated code calls instead of
-// malloc/free (see zbrt.h, "Memory pool"). Every block carries a small
-// header right before the pointer handed out: the system block it lives in,
-// its size class and alignment. Freed blocks are cached per (size class,
-// alignment) and reused; nothing is returned to the system before
-// zbrt_pool_trim() or process exit.
+// malloc/free (see zbrt.h, "Memory pool"). The pool keeps a record of every
+// block on the host (the system block it lives in, its size class and
+// alignment), never in the block itself, which may be device memory. Freed
+// blocks are cached per (size class, alignment) and reused; nothing is
+// returned to the system before zbrt_pool_trim() or process exit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +13,7 @@
 #include "zbrt/zbrt.h"
 
 #include "../Internal.h"
+#include "BackendSelection.h"
 #include "Memory.h"
 
 #include <algorithm>
@@ -26,12 +27,14 @@
 namespace {
 
 /// Where the pool and the runner's buffers get memory: malloc, or CUDA
-/// managed memory after zbrt_use_cuda_memory.
+/// managed memory after zbrt_use_cuda_memory, or (the pool only) CUDA device
+/// memory when the rank program's host code touches no element data.
 bool gCudaMemory = false;
+bool gPoolOnDevice = false;
 
 void *systemAlloc(uint64_t bytes) {
   if (gCudaMemory)
-    return mgpuMemAlloc(bytes, nullptr, /*isHostShared=*/true);
+    return mgpuMemAlloc(bytes, nullptr, /*isHostShared=*/!gPoolOnDevice);
   return std::malloc(bytes);
 }
 
@@ -45,19 +48,20 @@ void systemFree(void *p) {
 constexpr uint64_t kGranule = 64;   // size classes are multiples of this
 constexpr uint64_t kMinAlign = 64;  // every block is at least this aligned
 
-/// Stored right before every pointer handed out.
-struct Header {
+/// What the pool knows of a block. Kept on the host, beside the block and
+/// not in it: a block may be device memory, which the host cannot touch,
+/// and a host write into managed memory would move the page to the host
+/// (the GPU then faults it back at its next access).
+struct Block {
   void *base;          // what the system allocator returned
   uint64_t sizeClass;  // usable bytes (multiple of kGranule)
   uint64_t alignment;  // alignment of the user pointer
-  uint64_t magic;      // kLive while handed out, kFree in the cache
+  bool live;           // handed out (false: in the cache)
 };
-constexpr uint64_t kLive = 0x7a62706f6f6c4c49ull; // "zbpoolLI"
-constexpr uint64_t kFree = 0x7a62706f6f6c4652ull; // "zbpoolFR"
-static_assert(sizeof(Header) <= kMinAlign, "header must fit the padding");
 
 struct Pool {
   std::unordered_map<uint64_t, std::vector<void *>> cache; // key -> blocks
+  std::unordered_map<void *, Block> blocks; // every block, by user pointer
   ZbrtPoolStats stats{};
 
   static uint64_t key(uint64_t sizeClass, uint64_t alignment) {
@@ -86,26 +90,23 @@ struct Pool {
       user = it->second.back();
       it->second.pop_back();
     } else {
-      // Room for the header before an `alignment`-aligned user pointer.
-      uint64_t total = sizeClass + alignment + sizeof(Header);
+      // Room for an `alignment`-aligned user pointer.
+      uint64_t total = sizeClass + alignment;
       void *base = systemAlloc(total);
       if (!base)
         zbrt::detail::fatalf("memory pool: out of memory allocating %llu "
                              "bytes (%llu bytes reserved by the pool)",
                              (unsigned long long)total,
                              (unsigned long long)stats.bytesReserved);
-      uintptr_t first = reinterpret_cast<uintptr_t>(base) + sizeof(Header);
+      uintptr_t first = reinterpret_cast<uintptr_t>(base);
       uintptr_t aligned = (first + alignment - 1) & ~(uintptr_t)(alignment - 1);
       user = reinterpret_cast<void *>(aligned);
-      Header *h = reinterpret_cast<Header *>(aligned) - 1;
-      h->base = base;
-      h->sizeClass = sizeClass;
-      h->alignment = alignment;
+      blocks[user] = Block{base, sizeClass, alignment, false};
       stats.bytesReserved += static_cast<int64_t>(sizeClass);
       ++stats.systemAllocations;
     }
-    Header *h = static_cast<Header *>(user) - 1;
-    h->magic = kLive;
+    Block &b = blocks.at(user);
+    b.live = true;
     stats.bytesInUse += static_cast<int64_t>(sizeClass);
     stats.peakBytesInUse = std::max(stats.peakBytesInUse, stats.bytesInUse);
     return user;
@@ -114,22 +115,24 @@ struct Pool {
   void release(void *user) {
     if (!user)
       return;
-    Header *h = static_cast<Header *>(user) - 1;
-    if (h->magic != kLive)
+    auto it = blocks.find(user);
+    if (it == blocks.end() || !it->second.live)
       zbrt::detail::fatalf("memory pool: free of %p, which is not a live pool "
                            "block (double free or foreign pointer)",
                            user);
-    h->magic = kFree;
-    stats.bytesInUse -= static_cast<int64_t>(h->sizeClass);
-    cache[key(h->sizeClass, h->alignment)].push_back(user);
+    Block &b = it->second;
+    b.live = false;
+    stats.bytesInUse -= static_cast<int64_t>(b.sizeClass);
+    cache[key(b.sizeClass, b.alignment)].push_back(user);
   }
 
   void trim() {
     for (auto &entry : cache)
       for (void *user : entry.second) {
-        Header *h = static_cast<Header *>(user) - 1;
-        stats.bytesReserved -= static_cast<int64_t>(h->sizeClass);
-        systemFree(h->base);
+        auto it = blocks.find(user);
+        stats.bytesReserved -= static_cast<int64_t>(it->second.sizeClass);
+        systemFree(it->second.base);
+        blocks.erase(it);
       }
     cache.clear();
   }
@@ -175,13 +178,16 @@ extern "C" void zbrt_pool_reset_counters(void) {
 
 extern "C" void zbrt_pool_trim(void) { pool().trim(); }
 
-void zbrt::detail::useCudaMemory() { gCudaMemory = true; }
+void zbrt::detail::useCudaMemory(bool poolOnDevice) {
+  gCudaMemory = true;
+  gPoolOnDevice = poolOnDevice;
+}
 
 extern "C" void zbrt_use_cuda_memory(void) {
   char why[256];
   if (zbrt_cuda_available(why, sizeof why) != 0)
     zbrt::detail::fatalf("the CUDA backend cannot start: %s", why);
-  zbrt::detail::useCudaMemory();
+  zbrt::detail::useCudaMemory(/*poolOnDevice=*/false);
 }
 
 extern "C" int32_t zbrt_cuda_memory_enabled(void) { return gCudaMemory; }
@@ -195,6 +201,20 @@ extern "C" void *zbrt_host_buffer_alloc(uint64_t bytes) {
                          (unsigned long long)rounded);
   std::memset(p, 0, rounded);
   return p;
+}
+
+extern "C" void zbrt_buffer_zero(void *buf, uint64_t bytes) {
+  zbrt::backend().zeroBuffer(buf, (size_t)bytes);
+}
+
+extern "C" void zbrt_buffer_upload(void *dst, const void *src,
+                                   uint64_t bytes) {
+  zbrt::backend().upload(dst, src, (size_t)bytes);
+}
+
+extern "C" void zbrt_buffer_download(void *dst, const void *src,
+                                     uint64_t bytes) {
+  zbrt::backend().download(dst, src, (size_t)bytes);
 }
 
 extern "C" void zbrt_host_buffer_free(void *ptr) {

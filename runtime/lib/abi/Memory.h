@@ -10,8 +10,10 @@ namespace zbrt {
 namespace detail {
 
 /// zbrt_use_cuda_memory without probing the driver again (zbrt_cuda_start
-/// has loaded it).
-void useCudaMemory();
+/// has loaded it). `poolOnDevice`: the pool's blocks are device memory
+/// (cuMemAlloc), which only kernels, copies and the libraries touch (the
+/// rank program's host code reads no element data); else managed memory.
+void useCudaMemory(bool poolOnDevice);
 
 } // namespace detail
 } // namespace zbrt

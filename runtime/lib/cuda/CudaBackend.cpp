@@ -385,6 +385,41 @@ void *CudaBackend::allocTemporary(size_t bytes, const char *what) {
   return reinterpret_cast<void *>(p);
 }
 
+void CudaBackend::zeroBuffer(void *buf, size_t bytes) {
+  if (bytes == 0)
+    return;
+  // On the compute stream: after the kernels that still read the buffer,
+  // before the next ones; the host never touches it (a host write would
+  // move a managed page to the host and the GPU would fault it back).
+  graph.boundary();
+  check(driver().cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(buf), 0, bytes,
+                                 device.compute),
+        "cuMemsetD8Async");
+  if (device.flags & ZBRT_CUDA_HOST_KERNELS) // the next kernel runs here
+    synchronize("zeroing a buffer", /*computeOnly=*/true);
+}
+
+void CudaBackend::upload(void *dst, const void *src, size_t bytes) {
+  if (bytes == 0)
+    return;
+  // On the compute stream, after the kernels that still read `dst`; from
+  // pageable memory the driver has taken `src` when the call returns.
+  graph.boundary();
+  check(driver().cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src,
+                                   bytes, device.compute),
+        "cuMemcpyHtoDAsync");
+  if (device.flags & ZBRT_CUDA_HOST_KERNELS) // the next kernel runs here
+    synchronize("an upload to the device", /*computeOnly=*/true);
+}
+
+void CudaBackend::download(void *dst, const void *src, size_t bytes) {
+  if (bytes == 0)
+    return;
+  synchronize("a download from the device", /*computeOnly=*/true);
+  check(driver().cuMemcpyDtoH(dst, reinterpret_cast<CUdeviceptr>(src), bytes),
+        "cuMemcpyDtoH");
+}
+
 void CudaBackend::freeTemporary(void *p, const char *what) {
   synchronize(what, /*computeOnly=*/true);
   check(driver().cuMemFree(reinterpret_cast<CUdeviceptr>(p)), "cuMemFree");

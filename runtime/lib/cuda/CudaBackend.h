@@ -66,6 +66,9 @@ public:
   void finalize() override;
   void hostAccess(const char *what) override;
   void *allocTemporary(size_t bytes, const char *what) override;
+  void zeroBuffer(void *buf, size_t bytes) override;
+  void upload(void *dst, const void *src, size_t bytes) override;
+  void download(void *dst, const void *src, size_t bytes) override;
   void freeTemporary(void *p, const char *what) override;
   void *computeStream() override { return device.compute; }
   void synchronizeComputeStream() override;

@@ -58,6 +58,9 @@ struct Driver {
   CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, Handle);
   CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, Handle);
   CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t, Handle);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, Handle);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, Handle);
+  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
   // CUDA graphs (StepGraph.h) and the kernel parameter layout its tape
   // compares: optional, null when the driver lacks them (graphs are off).
   CUresult (*cuFuncGetParamInfo)(Handle, size_t, size_t *, size_t *);

@@ -41,23 +41,34 @@ llvm::Expected<std::string> dataPath(const Plan &plan,
                                      const DataOptions &options);
 
 /// 64-byte aligned storage of `n` elements of `elemBytes` bytes each,
-/// zero-initialised. Out of memory ends the process with
+/// zero-initialised (zbrt_host_buffer_alloc: managed memory under the CUDA
+/// backend), or a view of part of another buffer's storage. Copies share the
+/// storage, which lives as long as a buffer or view of it does. Out of
+/// memory ends the process with
 /// "zb-run: error: out of memory allocating N bytes".
 class Buffer {
 public:
   Buffer() = default;
   explicit Buffer(int64_t n, int64_t elemBytes = 4);
+  /// `n` elements at byte `offsetBytes` of `arena`'s storage (which must
+  /// hold them; a multiple of 64 keeps the view 64-byte aligned).
+  Buffer(const Buffer &arena, uint64_t offsetBytes, int64_t n,
+         int64_t elemBytes = 4);
   /// The elements as floats (parameters, gradients, float32 inputs).
-  float *data() const { return reinterpret_cast<float *>(ptr.get()); }
-  char *bytes() const { return ptr.get(); }
+  float *data() const { return reinterpret_cast<float *>(ptr); }
+  char *bytes() const { return ptr; }
   int64_t size() const { return count; }
+  uint64_t byteSize() const { return (uint64_t)(count * elemBytes); }
+  /// What a step does to a buffer, in order with the backend's work and
+  /// without the host touching its pages (zbrt_buffer_zero, _upload,
+  /// _download): zero it; copy byteSize() bytes from / to host memory.
   void zero();
+  void upload(const void *from);
+  void download(void *to) const;
 
 private:
-  struct Free {
-    void operator()(char *p) const;
-  };
-  std::unique_ptr<char, Free> ptr;
+  std::shared_ptr<char> storage;
+  char *ptr = nullptr;
   int64_t count = 0, elemBytes = 4;
 };
 
@@ -79,6 +90,9 @@ struct RankProgram {
   /// The previous step's gradients after swapGradientBuffers() (empty
   /// until the first swap).
   std::map<int64_t, Buffer> gradsPrevious;
+  /// The storage of grads (views at 64-byte aligned offsets) and of
+  /// gradsPrevious: a step zeroes its gradients with one call.
+  Buffer gradArena, gradArenaPrevious;
   std::map<int64_t, Buffer> adamM, adamV;  ///< AdamW state by index
   std::map<int64_t, Dataset> datasets;     ///< by input index
   std::map<int64_t, Buffer> inputs;        ///< by input index
@@ -135,7 +149,8 @@ void fillInputs(RankProgram &rp, int64_t step);
 /// 0-based).
 void applyOptimizer(RankProgram &rp, const OptimizerInfo &opt, int64_t step);
 
-/// Zeroes the gradients and the loss before a step.
+/// Zeroes the gradients and the loss before a step (two calls:
+/// zbrt_buffer_zero of the gradient arena and of the loss).
 void clearOutputs(RankProgram &rp);
 
 } // namespace zb::host
