@@ -295,8 +295,13 @@ struct ColumnReduction : public ReductionPattern<ReductionKernel::Columns> {
     int64_t tileX, tileY;
     SmallVector<int64_t> parallelSizes, reductionSizes;
     int64_t outputs, reduced;
+    /// Blocks over the reduction (columnSplits): each reduces `chunk`
+    /// consecutive reduction indices into `partials` (one memref<splits x
+    /// outputs> per output), combined by a second kernel; 1: one kernel.
+    int64_t splits = 1, chunk = 0;
+    SmallVector<Value> partials;
     ArrayRef<BlockArgument> shared;
-    Value tx, ty, column;
+    Value tx, ty, column, split;
 
     Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
     /// column < outputs.
@@ -320,11 +325,27 @@ struct ColumnReduction : public ReductionPattern<ReductionKernel::Columns> {
     splitLoopSizes(generic, k.parallelSizes, k.reductionSizes);
     k.outputs = llvm::product_of(k.parallelSizes);
     k.reduced = llvm::product_of(k.reductionSizes);
+    k.splits = columnSplits(k.outputs, k.reduced, tileX, tileY);
+    k.chunk = (k.reduced + k.splits - 1) / k.splits;
+    if (k.splits > 1)
+      for (const Combiner &c : combiners)
+        k.partials.push_back(memref::AllocOp::create(
+            b, k.loc,
+            MemRefType::get({k.splits, k.outputs}, c.identity.getType())));
     createColumnLaunch(k);
     storePartials(k);
     combineRows(k);
-    storeTotals(k);
+    if (k.splits > 1)
+      storeSplitPartials(k);
+    else
+      storeTotals(k);
     gpu::TerminatorOp::create(b, k.loc);
+    if (k.splits == 1)
+      return;
+    b.setInsertionPointAfter(k.shared.front().getOwner()->getParentOp());
+    combineSplits(k);
+    for (Value partial : k.partials)
+      memref::DeallocOp::create(b, k.loc, partial);
   }
 
   /// The gpu.launch of ceil(outputs / tileX) blocks of tileX x tileY
@@ -346,13 +367,15 @@ struct ColumnReduction : public ReductionPattern<ReductionKernel::Columns> {
                                             workgroup));
     Value one = idx(1);
     auto launch = gpu::LaunchOp::create(
-        b, loc, idx((outputs + tileX - 1) / tileX), one, one, idx(tileX),
-        idx(tileY), one, /*dynamicSharedMemorySize=*/nullptr,
+        b, loc, idx((outputs + tileX - 1) / tileX),
+        k.splits > 1 ? idx(k.splits) : one, one,
+        idx(tileX), idx(tileY), one, /*dynamicSharedMemorySize=*/nullptr,
         /*asyncTokenType=*/nullptr, /*asyncDependencies=*/{}, sharedTypes);
     b.setInsertionPointToStart(&launch.getBody().front());
     k.shared = launch.getWorkgroupAttributions();
     k.tx = launch.getThreadIds().x;
     k.ty = launch.getThreadIds().y;
+    k.split = launch.getBlockIds().y;
     k.column = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, launch.getBlockIds().x,
                                       idx(tileX)),
@@ -380,8 +403,18 @@ struct ColumnReduction : public ReductionPattern<ReductionKernel::Columns> {
       b.setInsertionPointToStart(&ifIn.getThenRegion().front());
       SmallVector<Value> parallelIvs =
           delinearize(b, loc, k.column, k.parallelSizes);
-      auto loop = scf::ForOp::create(b, loc, ty, idx(k.reduced),
-                                     idx(k.tileY), identities);
+      // Reduction indices [split * chunk, min(split * chunk + chunk,
+      // reduced)), this thread's from its row on, every tileY-th.
+      Value lower = ty, upper = idx(k.reduced);
+      if (k.splits > 1) {
+        Value first = arith::MulIOp::create(b, loc, k.split, idx(k.chunk));
+        lower = arith::AddIOp::create(b, loc, first, ty);
+        upper = arith::MinUIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, first, idx(k.chunk)),
+            upper);
+      }
+      auto loop =
+          scf::ForOp::create(b, loc, lower, upper, idx(k.tileY), identities);
       {
         OpBuilder::InsertionGuard inner(b);
         b.setInsertionPointToStart(loop.getBody());
@@ -428,6 +461,80 @@ struct ColumnReduction : public ReductionPattern<ReductionKernel::Columns> {
       }
       gpu::BarrierOp::create(b, loc);
     }
+  }
+
+  /// With splits: row 0 of the tile stores each column's total of this
+  /// block's chunk into partials[split][column].
+  static void storeSplitPartials(Kernel &k) {
+    PatternRewriter &b = k.b;
+    Location loc = k.loc;
+    Value first = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, k.ty,
+                              k.idx(0)),
+        k.inRange());
+    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+    for (auto [i, partial] : llvm::enumerate(k.partials)) {
+      Value total = memref::LoadOp::create(b, loc, k.shared[i],
+                                           ValueRange{k.idx(0), k.tx});
+      memref::StoreOp::create(b, loc, total, partial,
+                              ValueRange{k.split, k.column});
+    }
+  }
+
+  /// With splits, the second kernel: one thread per output element (blocks
+  /// of the pass's block-size) combines its column's partials in split
+  /// order, then the total with the output's value. Leaves the builder
+  /// after the launch.
+  void combineSplits(Kernel &k) const {
+    PatternRewriter &b = k.b;
+    Location loc = k.loc;
+    linalg::GenericOp generic = k.generic;
+    auto idx = [&](int64_t v) -> Value { return k.idx(v); };
+    int64_t threads = options.blockSize;
+    gpu::LaunchOp launch = createLaunch(
+        b, loc, (k.outputs + threads - 1) / threads, threads);
+    Value column = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, launch.getBlockIds().x, idx(threads)),
+        launch.getThreadIds().x);
+    auto ifIn = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, column,
+                              idx(k.outputs)),
+        /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifIn.getThenRegion().front());
+      SmallVector<Value> ivs =
+          loopIvs(generic, delinearize(b, loc, column, k.parallelSizes));
+      for (auto [i, c] : llvm::enumerate(k.combiners)) {
+        Value first = memref::LoadOp::create(b, loc, k.partials[i],
+                                             ValueRange{idx(0), column});
+        auto loop = scf::ForOp::create(b, loc, idx(1), idx(k.splits), idx(1),
+                                       ValueRange{first});
+        {
+          OpBuilder::InsertionGuard inner(b);
+          b.setInsertionPointToStart(loop.getBody());
+          Value next = memref::LoadOp::create(
+              b, loc, k.partials[i],
+              ValueRange{loop.getInductionVar(), column});
+          scf::YieldOp::create(
+              b, loc, k.combine(c, loop.getRegionIterArgs()[0], next));
+        }
+        Value total = loop.getResult(0);
+        OpOperand &init = generic.getDpsInitsMutable()[i];
+        SmallVector<Value> indices =
+            applyMap(b, loc, generic.getMatchingIndexingMap(&init), ivs);
+        Value old = options.initialValue(b, loc, generic, i, indices);
+        memref::StoreOp::create(b, loc, k.combine(c, old, total), init.get(),
+                                indices);
+      }
+    }
+    gpu::TerminatorOp::create(b, loc);
+    b.setInsertionPointAfter(launch);
   }
 
   /// Row 0 of the tile combines each column's total with the output.

@@ -193,6 +193,15 @@ zb::reductions::columnTile(linalg::GenericOp generic, int64_t maxThreads) {
   return {tileX, std::max<int64_t>(tileY, 1)};
 }
 
+int64_t zb::reductions::columnSplits(int64_t outputs, int64_t reduced,
+                                     int64_t tileX, int64_t tileY) {
+  int64_t blocks = (outputs + tileX - 1) / tileX;
+  int64_t splits = 1;
+  while (blocks * splits < kFillBlocks && reduced / (2 * splits * tileY) >= 4)
+    splits *= 2;
+  return splits;
+}
+
 std::optional<ReductionPlan>
 zb::reductions::planReduction(linalg::GenericOp generic, int64_t maxThreads) {
   if (generic->getParentOfType<gpu::LaunchOp>() ||

@@ -62,6 +62,19 @@ void splitLoopSizes(mlir::linalg::GenericOp generic,
 std::pair<int64_t, int64_t> columnTile(mlir::linalg::GenericOp generic,
                                        int64_t maxThreads);
 
+/// The blocks over the reduction of a column reduction of `outputs`
+/// columns and `reduced` reduction indices with a (tileX, tileY) tile: 1
+/// (one kernel) when its ceil(outputs / tileX) blocks fill kFillBlocks
+/// already or a block's threads would get fewer than 4 indices each; else
+/// the power of two that brings the blocks to kFillBlocks at least, while
+/// each thread keeps 4 indices at least. The partials of the splits meet in
+/// a second kernel. (H200, 2026-11-27: a 512-wide bias gradient over 1024
+/// rows as 16 blocks of 32 x 8 threads made W 2.8x its roofline.)
+int64_t columnSplits(int64_t outputs, int64_t reduced, int64_t tileX,
+                     int64_t tileY);
+/// Two blocks per SM of an H100/H200 (132 SMs).
+constexpr int64_t kFillBlocks = 264;
+
 /// The value a linalg.fill stores into output `init` of `generic` when the
 /// fill can be folded into the reduction's kernel, or null: the output is a
 /// memref.alloc of the same block whose only users before `generic` are one

@@ -184,6 +184,49 @@ func.func @on_tensors(%x: tensor<8x100xf32>, %y: tensor<8xf32>) -> tensor<8xf32>
   return %r : tensor<8xf32>
 }
 
+// A column sum over many rows (a bias gradient over 1024 tokens): its 2
+// column blocks alone would leave the GPU idle, so the 1024 rows are split
+// over 32 blocks (columnSplits: blocks x splits toward 264, each thread at
+// least 4 rows): block (b, s) sums rows [32 s, 32 s + 32) of its columns,
+// row 0 of its tile stores the total into partials[s][column], and a
+// second kernel, one thread per column, adds the 32 partials in order and
+// then the output's value.
+// With max-threads=0: one thread per column, no second kernel.
+// SERIAL-LABEL: func.func @column_sum_split(
+// SERIAL-NOT:     memref.alloc
+// SERIAL:         scf.for %{{.*}} = %c0 to %c1024 step %c1
+// SERIAL-NOT:     gpu.launch
+// CHECK-LABEL: func.func @column_sum_split(
+// CHECK-SAME:      %[[X:.*]]: memref<1024x64xf32>, %[[Y:.*]]: memref<64xf32>)
+// CHECK:         %[[P:.*]] = memref.alloc() : memref<32x64xf32>
+// CHECK:         gpu.launch blocks(%[[B:.*]], %[[S:.*]], %{{.*}}) in (%{{.*}} = %c2, %{{.*}} = %c32{{.*}}, %{{.*}} = %c1) threads(%[[T:.*]], %[[TY:.*]], %{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c8, %{{.*}} = %c1)
+// CHECK:           %[[COL:.*]] = arith.addi
+// CHECK:           %[[FIRST:.*]] = arith.muli %[[S]], %c32
+// CHECK:           %[[LO:.*]] = arith.addi %[[FIRST]], %[[TY]]
+// CHECK:           %[[END:.*]] = arith.addi %[[FIRST]], %c32
+// CHECK:           %[[HI:.*]] = arith.minui %[[END]], %c1024
+// CHECK:           scf.for %{{.*}} = %[[LO]] to %[[HI]] step %c8
+// CHECK:           gpu.barrier
+// CHECK:           memref.store %{{.*}}, %[[P]][%[[S]], %[[COL]]] : memref<32x64xf32>
+// CHECK:           gpu.terminator
+// CHECK:         gpu.launch blocks(%[[B2:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) threads(%[[T2:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}})
+// CHECK:           %[[P0:.*]] = memref.load %[[P]][%c0, %[[C2:.*]]] : memref<32x64xf32>
+// CHECK:           %[[SUM:.*]] = scf.for %[[K:.*]] = %c1{{.*}} to %c32{{.*}} step %c1{{.*}} iter_args(%[[ACC:.*]] = %[[P0]])
+// CHECK:             %[[PK:.*]] = memref.load %[[P]][%[[K]], %[[C2]]]
+// CHECK:             arith.addf %[[PK]], %[[ACC]]
+// CHECK:           %[[OLD:.*]] = memref.load %[[Y]][%[[C2]]]
+// CHECK:           %[[NEW:.*]] = arith.addf %[[SUM]], %[[OLD]]
+// CHECK:           memref.store %[[NEW]], %[[Y]][%[[C2]]]
+// CHECK:         memref.dealloc %[[P]] : memref<32x64xf32>
+func.func @column_sum_split(%x: memref<1024x64xf32>, %y: memref<64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = ["reduction", "parallel"]} ins(%x : memref<1024x64xf32>) outs(%y : memref<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
 // Layer norm's gamma and beta gradients in one op: two outputs summed over
 // the (2, 3) leading dimensions of a 2x3x5 input; 5 columns -> a tile of 8
 // (3 idle threads per row), 6 reduced -> 8 rows (the reduction indices

@@ -37,7 +37,15 @@ def ZBGpuMapReductions : Pass<"zb-gpu-map-reductions"> {
     partial from the identity; the Y partials of a column are combined in
     workgroup memory (memref<Y x X>, a tree of log2(Y) levels separated by
     gpu.barrier) and thread (x, 0) combines the total with the output's
-    value. Reassociated like the block reductions.
+    value. Reassociated like the block reductions. When those blocks are
+    few (a 512-wide bias gradient: 16) and the reduction long, the
+    reduction is split over S blocks per tile (columnSplits: the power of
+    two that brings the blocks to 264, two per SM of an H100/H200, while
+    every thread keeps 4 indices at least): block (b, s) reduces indices
+    [s * chunk, (s + 1) * chunk) and stores its column totals into a
+    memref<S x outputs> (memref.alloc), and a second gpu.launch, one thread
+    per output, combines the S partials in order and then the output's
+    value (memref.dealloc after it).
 
     Every other reduction on buffers with static shapes whose outputs are
     indexed by parallel loops (an unrecognised combiner, a reduction over
