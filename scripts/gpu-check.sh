@@ -34,11 +34,14 @@
 # CUDA graphs on and off (20 steps), PyTorch eager fp32 and SDPA + TF32 +
 # fused AdamW on the same model (benchmarks/GPU/torch_gpt_step.py), the
 # demo-size GPT on the GPU against --backend cpu on one core; (5) measured
-# T_F/T_B/T_W (zb-run --profile) against plan.json's predicted ones; then
-# (3) compute-sanitizer memcheck on one step of each 1-rank model (last: its
-# time is the hardest to foresee). Every run is under `timeout`, the whole
-# within ZB_GPU_CHECK_BUDGET_S seconds (default 450); a failure or a skip is
-# printed and the rest goes on. Reports and logs: OUT/results/ (or
+# T_F/T_B/T_W (zb-run --profile) against plan.json's predicted ones; (6)
+# ncu's time of every generated kernel of microbatch 0's F, B and W of the
+# g8 TF32 GPT against its roofline (gpu_report.json), per pass, and the
+# kernels furthest above it; then (3) compute-sanitizer memcheck on one
+# step of each 1-rank model (last: its time is the hardest to foresee).
+# Every run is under `timeout`, the whole within ZB_GPU_CHECK_BUDGET_S
+# seconds (default 450); a failure or a skip is printed and the rest goes
+# on. Reports and logs: OUT/results/ (or
 # $ZB_GPU_CHECK_RESULTS).
 #   ZB_GPU_CHECK_FAKE=1   run against the host-memory stand-in
 #                         (build/lib/libzb_fake_cuda.so, no-op kernels; no
@@ -93,7 +96,8 @@ compile_plans() {
   compile gpt2-cpu "$tmp/cpu" "$root/examples/gpt/gpt2.onnx" --stages 1 \
     "${gpt2[@]}"
   compile g8-fp32 "$plans" "$tmp/g8.mlir" "${g8[@]}" "${cuda[@]}"
-  compile g8-tf32 "$plans" "$tmp/g8.mlir" "${g8[@]}" "${cuda[@]}" --allow-tf32
+  compile g8-tf32 "$plans" "$tmp/g8.mlir" "${g8[@]}" "${cuda[@]}" --allow-tf32 \
+    --gpu-report
   compile g8-cpu "$tmp/cpu" "$tmp/g8.mlir" "${g8[@]}"
 }
 
@@ -341,6 +345,22 @@ part_passes() {
   fi
 }
 
+part_kernels() {
+  local ncu
+  echo "(6) kernel times: ncu on one eager step of g8 TF32 (the first 1000 launches: F, B, W of microbatch 0)"
+  if [ "$fake" = 1 ]; then echo "    skipped (ZB_GPU_CHECK_FAKE=1)"; return; fi
+  ncu=$(command -v ncu || find /usr/local/cuda*/bin /opt/nvidia -name ncu 2>/dev/null | head -1)
+  [ -n "$ncu" ] || { echo "    skipped: ncu not found"; return; }
+  [ -f "$out/plans/g8-tf32/params.bin" ] || { echo "    skipped (no params.bin)"; return; }
+  # One metric: no kernel replay (no save and restore of memory); the
+  # clocks and caches as the program leaves them.
+  inenv ncu-g8-tf32 150 "$ncu" --metrics gpu__time_duration.sum \
+    --cache-control none --clock-control none --launch-count 1000 --csv \
+    --page raw zb-run "$out/plans/g8-tf32" --backend cuda --steps 1 \
+    --cuda-graphs off --data "$text" || return
+  rep kernels "$out/plans/g8-tf32/gpu_report.json" "$res/ncu-g8-tf32.out"
+}
+
 part_sanitizer() {
   local cs name m args n
   echo "(3) compute-sanitizer --tool memcheck, one step of each 1-rank model"
@@ -405,6 +425,7 @@ run_checks() {
   part_fixtures
   part_speed
   part_passes
+  part_kernels
   part_sanitizer
   echo "== done in $(( SECONDS - started ))s; reports and logs in $res"
 }

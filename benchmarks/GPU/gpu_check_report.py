@@ -18,7 +18,16 @@ Python's standard library only (it runs on the GPU machine too).
     gpu_check_report.py compare LABEL A B             A's median step ms over
                                                       B's (zb-run reports or
                                                       torch_gpt_step.py lines)
+    gpu_check_report.py kernels GPU_REPORT.json NCU.csv  per pass: the
+                                                      generated kernels' times
+                                                      (ncu --csv --page raw,
+                                                      gpu__time_duration.sum)
+                                                      against their roofline
+                                                      (zb-compile --gpu-report),
+                                                      the kernels furthest
+                                                      above it; cuBLAS's calls
 """
+import csv
 import json
 import os
 import statistics
@@ -136,9 +145,63 @@ def cmd_compare(label, a, b):
     return 0
 
 
+def ncu_times(path):
+    """Kernel name -> list of gpu__time_duration.sum (ns) of ncu's raw CSV
+    (the lines before the header are the profiled program's output)."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith('"ID"'))
+    rows = list(csv.reader(lines[start:]))
+    header, data = rows[0], rows[2:]  # rows[1]: the units
+    name = header.index("Kernel Name")
+    time = header.index("gpu__time_duration.sum")
+    times = {}
+    for r in data:
+        if len(r) > max(name, time) and r[time]:
+            times.setdefault(r[name], []).append(float(r[time].replace(",", "")))
+    return times
+
+
+def cmd_kernels(report_path, csv_path, top="5"):
+    report = load(report_path)
+    kernels = [k for rank in report["ranks"] for k in rank["kernels"]]
+    times = ncu_times(csv_path)
+    named = {k["kernel"] for k in kernels if k["kind"] != "gemm"}
+    for p in "FBW":
+        mine = [k for k in kernels if k["pass"] == p and k["kind"] != "gemm"]
+        seen = [k for k in mine if k["kernel"] in times]
+        if not mine:
+            continue
+        us = sum(statistics.fmean(times[k["kernel"]]) * k["launches"]
+                 for k in seen) / 1e3
+        roof = sum(k["roofline_ms"] * k["launches"] for k in seen) * 1e3
+        print(f"    {p}: {len(seen)} of {len(mine)} generated kernels profiled:"
+              f" {us:.1f} us against a roofline of {roof:.1f} us"
+              f" (x{us / roof if roof else float('inf'):.2f})")
+        by = {}
+        for k in seen:
+            if k["roofline_ms"] > 0:
+                t = statistics.fmean(times[k["kernel"]]) / 1e3
+                by[k["kernel"]] = (t - k["roofline_ms"] * 1e3, t, k)
+        for _, (excess, t, k) in sorted(by.items(),
+                                        key=lambda e: -e[1][0])[:int(top)]:
+            print(f"      {k['kernel']} ({k['kind']}, grid {k['grid'][0]}x"
+                  f"{k['grid'][1]}, block {k['block'][0]}x{k['block'][1]}):"
+                  f" {t:.1f} us, roofline {k['roofline_ms'] * 1e3:.1f} us")
+    other = {n: t for n, t in times.items()
+             if n not in named and not n.startswith("zb")}
+    calls = sum(len(t) for t in other.values())
+    if calls:
+        total = sum(sum(t) for t in other.values()) / 1e3
+        print(f"    cuBLAS and other library kernels: {calls} calls,"
+              f" {total:.1f} us, {total / calls:.1f} us per call")
+    return 0
+
+
 def main(argv):
     cmds = {"losses": cmd_losses, "speed": cmd_speed, "torch": cmd_torch,
-            "passes": cmd_passes, "compare": cmd_compare}
+            "passes": cmd_passes, "compare": cmd_compare,
+            "kernels": cmd_kernels}
     if len(argv) < 2 or argv[1] not in cmds:
         sys.exit(__doc__)
     try:
