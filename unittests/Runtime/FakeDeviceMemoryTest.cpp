@@ -12,6 +12,7 @@
 
 #include <dlfcn.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -144,7 +145,13 @@ TEST(FakeDeviceMemory, ManagedAndPinnedMemoryStayHostMemory) {
 }
 
 void exitWith42(int) { _exit(42); }
-volatile int *volatile gUnmapped = nullptr; // not device memory
+/// A fault outside the stand-in's arena: a load from an inaccessible page
+/// (not a null pointer, whose load UBSan reports instead of letting fault).
+void faultOutsideTheArena() {
+  void *page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+                    -1, 0);
+  (void)*static_cast<volatile int *>(page);
+}
 
 TEST(FakeDeviceMemory, OtherFaultsReachThePreviousHandler) {
   Driver d;
@@ -153,14 +160,14 @@ TEST(FakeDeviceMemory, OtherFaultsReachThePreviousHandler) {
       {
         signal(SIGSEGV, exitWith42); // as zb-run installs its own
         (void)d.device(16);
-        (void)*gUnmapped;
+        faultOutsideTheArena();
       },
       testing::ExitedWithCode(42), "");
   EXPECT_EXIT(
       {
         signal(SIGSEGV, SIG_DFL);
         (void)d.device(16);
-        (void)*gUnmapped;
+        faultOutsideTheArena();
       },
       testing::KilledBySignal(SIGSEGV), "");
 }

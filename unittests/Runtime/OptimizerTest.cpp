@@ -232,7 +232,8 @@ struct TensorSet {
                    const std::vector<std::vector<float>> &b) {
       for (size_t k = 0; k < a.size(); ++k)
         if (a[k].size() != b[k].size() ||
-            std::memcmp(a[k].data(), b[k].data(), a[k].size() * 4) != 0)
+            (!a[k].empty() &&
+             std::memcmp(a[k].data(), b[k].data(), a[k].size() * 4) != 0))
           return false;
       return a.size() == b.size();
     };
