@@ -57,7 +57,7 @@ def cmd_losses(ref_path, *got_paths):
         except (OSError, ValueError) as e:
             print(f"    {name}: no report ({e.__class__.__name__})")
             continue
-        lists.append(got)
+        lists.append((name, got))
         n = min(len(ref), len(got))
         if n == 0:
             print(f"    {name}: no losses (reference {len(ref)}, got {len(got)})")
@@ -69,9 +69,16 @@ def cmd_losses(ref_path, *got_paths):
               f"loss {n} {got[n - 1]:.7f} (CPU {ref[n - 1]:.7f}), max |diff| "
               f"{diffs[worst]:.3g} (rel {rel:.3g}, step {worst + 1})")
     if len(lists) > 1:
-        same = all(l == lists[0] and len(l) > 0 for l in lists)
+        same = all(l == lists[0][1] and len(l) > 0 for _, l in lists)
+        # Runs with the same losses, bit for bit (e.g. a tied embedding's
+        # gradient is summed in another order on one stage than on several).
+        groups = {}
+        for name, l in lists:
+            groups.setdefault(tuple(l), []).append(name)
+        detail = "" if same else " (" + "; ".join(
+            " = ".join(g) for g in groups.values()) + ")"
         print(f"    bit-identical across the {len(lists)} runs: "
-              f"{'yes' if same else 'NO'}")
+              f"{'yes' if same else 'NO'}{detail}")
     return 0
 
 
