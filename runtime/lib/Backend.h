@@ -152,13 +152,16 @@ public:
   /// host's writes and reads of a buffer this backend's operations use,
   /// ordered with them. These defaults (the CPU backend's) touch the memory.
   virtual void zeroBuffer(void *buf, size_t bytes) {
-    std::memset(buf, 0, bytes);
+    if (bytes)
+      std::memset(buf, 0, bytes);
   }
   virtual void upload(void *dst, const void *src, size_t bytes) {
-    std::memcpy(dst, src, bytes);
+    if (bytes)
+      std::memcpy(dst, src, bytes);
   }
   virtual void download(void *dst, const void *src, size_t bytes) {
-    std::memcpy(dst, src, bytes);
+    if (bytes)
+      std::memcpy(dst, src, bytes);
   }
   virtual void freeTemporary(void *p, const char *what) = 0;
 

@@ -403,7 +403,7 @@ Error zb::host::readParamLayout(const RankProgram &rp, StringRef file,
 }
 
 void RankProgram::swapGradientBuffers() {
-  if (gradsPrevious.size() != grads.size()) {
+  if (!gradArenaPrevious.bytes()) { // the first swap (also with no gradients)
     for (auto &[index, g] : grads)
       gradsPrevious[index] = Buffer();
     gradArenaPrevious = gradientArena(*plan, gradsPrevious);
