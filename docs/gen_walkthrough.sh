@@ -102,7 +102,8 @@ argument and result attributes (`zb.role`) name what crosses: activations
 (`act`), their gradients (`grad`), tensors F keeps for B and W (`saved`, M_B),
 tensors B keeps for W (`residual`, M_W). `wte` is used by stage 0 (gather)
 and stage 1 (LM head): both stages get a copy (`stages = array<i64: 0, 1>` in
-`zb.pipeline`), and each `backward_weight` returns its part of the gradient.
+`zb.pipeline`), and each `backward_weight` returns its part of the gradient
+(`zb.part`: which of the two contributions, the LM head's being part 0).
 
 MD
 block "$tmp/3.mlir"
@@ -128,7 +129,7 @@ cat <<'MD'
 One step function per rank: the schedule's calls in order, `zb.send` /
 `zb.recv` of activations and gradients, weight gradients summed in microbatch
 order, and at the end the exchange of the tied `wte` gradient parts (each rank
-sends its part, then adds both in stage order). Only the new functions are
+sends its part, then adds both in part order, as one stage would). Only the new functions are
 shown (the stage functions are those of step 3).
 
 MD

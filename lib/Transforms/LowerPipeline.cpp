@@ -162,6 +162,11 @@ private:
   // (several stages) has a copy on every rank that runs one of its stages.
   SmallVector<int64_t> paramIdx, inputIdx;
   llvm::DenseMap<int64_t, SmallVector<int64_t>> stagesOfParam;
+  // The gradient parts of each parameter, (zb.part, stage) in the order they
+  // are added: one per stage holding it (part -1), or, for a parameter with
+  // several contributions, one per contribution (see splitGradientParts).
+  llvm::DenseMap<int64_t, SmallVector<std::pair<int64_t, int64_t>>> partsOf;
+  int64_t numArgs = 0; // of the original function, for the exchange tags
   bool hasLoss = false;
   // createStep(): the entry block and the tensors of the arguments.
   Block *entry = nullptr;
@@ -173,11 +178,13 @@ private:
   std::map<int64_t, Value> pendingLoss;
   int64_t nextLoss = 0;
   Value lossAcc;
-  std::map<int64_t, std::map<int64_t, SmallVector<std::pair<int64_t, Value>>>>
-      pendingGrads; // stage -> mb -> (param, grad)
+  std::map<int64_t,
+           std::map<int64_t, SmallVector<std::tuple<int64_t, int64_t, Value>>>>
+      pendingGrads; // stage -> mb -> (param, part, grad)
   std::map<int64_t, int64_t> nextGrad;
   std::map<std::pair<int64_t, int64_t>, SmallVector<DeferredSend>> deferred;
-  std::map<std::pair<int64_t, int64_t>, Value> gradAcc; // (param, stage)
+  std::map<std::tuple<int64_t, int64_t, int64_t>, Value>
+      gradAcc; // (param, stage, part)
 
   int64_t rankOf(int64_t stage) const { return schedule.stageToRank[stage]; }
   int64_t lastStage() const { return info.numStages - 1; }
@@ -264,8 +271,9 @@ private:
     return llvm::formatv("tied gradient of parameter #{0} from stage {1}", p, s)
         .str();
   }
-  int64_t tiedTag(int64_t param, int64_t stage) const {
-    return zbrt_tag(0, stage, numMicrobatches + param);
+  /// The tag of the j-th gradient part of `param` that `stage` sends.
+  int64_t tiedTag(int64_t param, int64_t stage, int64_t j) const {
+    return zbrt_tag(0, stage, numMicrobatches + param + j * numArgs);
   }
 
   void collect();
@@ -293,9 +301,25 @@ void RankLowering::collect() {
   };
   for (const ModelValueInfo &p : info.params) {
     stagesOfParam[p.index] = p.stages;
+    numArgs = std::max(numArgs, p.index + 1);
     if (onRank(p.stages))
       paramIdx.push_back(p.index);
+    SmallVector<std::pair<int64_t, int64_t>> &parts = partsOf[p.index];
+    for (int64_t s : p.stages) {
+      func::FuncOp w = lookup(info.stages[s].backwardWeight);
+      for (unsigned i = 0; w && i < w.getNumResults(); ++i) {
+        DictionaryAttr attrs = w.getResultAttrDict(i);
+        if (role(attrs) != "param_grad" || key(attrs) != p.index)
+          continue;
+        auto part = attrs.getAs<IntegerAttr>("zb.part");
+        parts.push_back({part ? part.getInt() : -1, s});
+      }
+    }
+    // Contribution order; stage order for per-stage sums (a stable sort).
+    llvm::stable_sort(parts, [](auto &x, auto &y) { return x.first < y.first; });
   }
+  for (const ModelValueInfo &in : info.inputs)
+    numArgs = std::max(numArgs, in.index + 1);
   for (const ModelValueInfo &in : info.inputs)
     if (onRank(in.stages))
       inputIdx.push_back(in.index);
@@ -479,7 +503,8 @@ LogicalResult RankLowering::routeResults(const sched::Action &a,
         pendingLoss.erase(nextLoss++);
       }
     } else if (r == "param_grad") {
-      pendingGrads[s][mb].push_back({k, v});
+      auto part = attrs.getAs<IntegerAttr>("zb.part");
+      pendingGrads[s][mb].push_back({k, part ? part.getInt() : -1, v});
     } else {
       return callee.emitError("result #")
              << i << " has an unknown role '" << r << "'";
@@ -535,26 +560,37 @@ void RankLowering::completeW(const sched::Action &a) {
   int64_t &next = nextGrad[s];
   auto &pending = pendingGrads[s];
   while (pending.count(next)) {
-    for (auto [p, g] : pending[next])
-      gradAcc[{p, s}] = addInOrder(gradAcc[{p, s}], g);
+    for (auto [p, part, g] : pending[next])
+      gradAcc[{p, s, part}] = addInOrder(gradAcc[{p, s, part}], g);
     pending.erase(next++);
   }
 }
 
-/// Tied parameters: every rank holding a copy sends the gradient of its
-/// stages (summed over the step's microbatches) to the other holders, then
-/// all holders add the per-stage gradients in increasing stage order, so
-/// the copies get bit-identical gradients (and optimizer updates). Sends do
-/// not block (zbrt), so sending everything before receiving cannot
-/// deadlock; the order (parameter, stage) is the same on both sides. The
-/// sums are written into the grad arguments.
+/// Gradient parts (partsOf): every rank holding a copy of a parameter
+/// sends the parts of its stages (each summed over the step's microbatches)
+/// to the other holders, then all holders add the parts in order (a tied
+/// parameter's per-stage sums in increasing stage order; the contributions
+/// of a parameter with several uses in contribution order, also on one
+/// rank), so the copies get bit-identical gradients (and optimizer
+/// updates) whatever the partition. Sends do not block (zbrt), so sending
+/// everything before receiving cannot deadlock; the order (parameter,
+/// part) is the same on both sides. The sums are written into the grad
+/// arguments.
 LogicalResult RankLowering::exchangeTiedGradients() {
+  // The j-th part of `param` computed by `stage` (for its tag).
+  auto indexInStage = [&](int64_t p, size_t k) {
+    int64_t j = 0;
+    for (size_t l = 0; l < k; ++l)
+      j += partsOf[p][l].second == partsOf[p][k].second;
+    return j;
+  };
   for (int64_t p : paramIdx) {
     const SmallVector<int64_t> &stages = stagesOfParam[p];
-    for (int64_t s : stages) {
+    for (auto [k, ps] : llvm::enumerate(partsOf[p])) {
+      auto [part, s] = ps;
       if (rankOf(s) != rank)
         continue;
-      Value g = gradAcc[{p, s}];
+      Value g = gradAcc[{p, s, part}];
       if (!g)
         return missingGradient(p, s);
       SmallVector<int64_t> peers;
@@ -562,19 +598,23 @@ LogicalResult RankLowering::exchangeTiedGradients() {
         if (rankOf(t) != rank && !llvm::is_contained(peers, rankOf(t)))
           peers.push_back(rankOf(t));
       for (int64_t q : peers)
-        send(g, q, tiedTag(p, s), tiedWhat(p, s));
+        send(g, q, tiedTag(p, s, indexInStage(p, k)), tiedWhat(p, s));
     }
   }
   for (auto [i, p] : llvm::enumerate(paramIdx)) {
     Value g;
-    for (int64_t s : stagesOfParam[p]) {
-      Value part = gradAcc[{p, s}];
+    for (auto [k, ps] : llvm::enumerate(partsOf[p])) {
+      auto [part, s] = ps;
+      Value v = gradAcc[{p, s, part}];
       if (rankOf(s) != rank)
-        part = recv(typeOf(p), rankOf(s), tiedTag(p, s), tiedWhat(p, s));
-      if (!part)
+        v = recv(typeOf(p), rankOf(s), tiedTag(p, s, indexInStage(p, k)),
+                 tiedWhat(p, s));
+      if (!v)
         return missingGradient(p, s);
-      g = addInOrder(g, part);
+      g = addInOrder(g, v);
     }
+    if (!g)
+      return missingGradient(p, stagesOfParam[p].front());
     bufferization::MaterializeInDestinationOp::create(
         b, loc, TypeRange{}, g, entry->getArgument(paramIdx.size() + i),
         /*restrict=*/true, /*writable=*/true);

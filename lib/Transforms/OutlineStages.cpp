@@ -40,6 +40,8 @@ func::FuncOp Partitioner::outline(StringRef name, int64_t stage, StringRef kind,
     if (p.role != "loss")
       setter(i, isIndex ? "zb.index" : "zb.value",
              IntegerAttr::get(i64, p.key));
+    if (p.part >= 0)
+      setter(i, "zb.part", IntegerAttr::get(i64, p.part));
   };
   for (auto [i, p] : llvm::enumerate(inputs))
     setPortAttrs(
@@ -223,7 +225,8 @@ LogicalResult Partitioner::backwardInputPorts(int64_t s, StagePorts &ports) {
 }
 
 /// W: saved tensors and residuals in; the gradient of every parameter the
-/// stage holds out (a tied parameter's per-stage sum).
+/// stage holds out (a tied parameter's per-stage sum; for a parameter with
+/// several contributions, each of the stage's contributions, zb.part).
 LogicalResult Partitioner::backwardWeightPorts(int64_t s, StagePorts &ports) {
   auto inW = definedIn(W[s]);
   collectArgs(W[s], ports.wIn);
@@ -237,6 +240,23 @@ LogicalResult Partitioner::backwardWeightPorts(int64_t s, StagePorts &ports) {
   for (unsigned i = 0; i < body->getNumArguments(); ++i) {
     if (!isParam(body->getArgument(i)) ||
         !llvm::is_contained(paramStages[i], s))
+      continue;
+    auto parts = gradParts.find({i, s});
+    if (parts != gradParts.end()) {
+      for (auto [g, part] : parts->second) {
+        if (!inW.contains(g.getDefiningOp()))
+          return func.emitError("gradient of parameter '")
+                 << nameOfArg(i).getValue() << "' (part " << part
+                 << ") is not computed by a W op of stage " << s;
+        ports.wOut.push_back({g, "param_grad", i, part});
+      }
+      continue;
+    }
+    // A stage using a parameter with several contributions, none of them
+    // its own, returns no part of its gradient.
+    if (llvm::any_of(paramStages[i], [&](int64_t t) {
+          return gradParts.count({i, t});
+        }))
       continue;
     Value g = paramStages[i].size() > 1 ? tiedGrad.lookup({i, s})
                                         : gradOfParam.lookup(i);

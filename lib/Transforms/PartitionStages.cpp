@@ -109,6 +109,70 @@ LogicalResult Partitioner::followOrigins(ArrayRef<Operation *> compute,
 }
 
 /// zb-autodiff sums the gradient contributions of a parameter's uses in a
+/// left-nested chain of zb.add ops (tagged with the first contribution's
+/// origin): ((c0 + c1) + c2) + ... These are its leaves c0, c1, ... in that
+/// order, at most one per use of the parameter; a single-use parameter has
+/// one (its gradient).
+static SmallVector<Value> gradientContributions(BlockArgument param,
+                                                Value grad) {
+  SmallVector<Value> rhs;
+  unsigned uses = std::distance(param.use_begin(), param.use_end());
+  Value v = grad;
+  Attribute origin =
+      grad.getDefiningOp() ? grad.getDefiningOp()->getAttr(kOriginAttr)
+                           : Attribute();
+  while (rhs.size() + 1 < uses) {
+    auto add = llvm::dyn_cast_or_null<AddOp>(v.getDefiningOp());
+    if (!add || !Partitioner::isBackwardOp(add) || !v.hasOneUse() ||
+        add->getAttr(kOriginAttr) != origin)
+      break;
+    rhs.push_back(add.getRhs());
+    v = add.getLhs();
+  }
+  SmallVector<Value> leaves{v};
+  leaves.append(rhs.rbegin(), rhs.rend());
+  return leaves;
+}
+
+/// A parameter with several gradient contributions: each becomes a
+/// gradient part of the stage that computes it (gradParts), returned by
+/// that stage's backward_weight on its own. zb-lower-pipeline sums every
+/// part over the microbatches separately and adds the part totals in
+/// contribution order, on one stage as on several, so the gradient is
+/// bit-identical whatever the partition.
+LogicalResult Partitioner::splitGradientParts(unsigned arg, Value grad) {
+  SmallVector<Value> leaves =
+      gradientContributions(body->getArgument(arg), grad);
+  SmallVector<Operation *> chain;
+  for (Value v = grad; v != leaves.front();
+       v = llvm::cast<AddOp>(v.getDefiningOp()).getLhs())
+    chain.push_back(v.getDefiningOp());
+  for (auto [part, leaf] : llvm::enumerate(leaves)) {
+    Operation *def = leaf.getDefiningOp();
+    if (!def || !stageOf.count(def))
+      return func.emitError("gradient of parameter '")
+             << nameOfArg(arg).getValue()
+             << "' has a contribution that belongs to no stage";
+    int64_t s = stageOf.lookup(def);
+    if (!llvm::is_contained(paramStages[arg], s))
+      return def->emitOpError("contributes to the gradient of parameter '")
+             << nameOfArg(arg).getValue() << "' from stage " << s
+             << ", which does not use it";
+    gradParts[{arg, s}].push_back({leaf, static_cast<int64_t>(part)});
+  }
+  // The joining adds are dead now (the original function is erased after
+  // outlining; its result only needs some value of the right type).
+  for (OpOperand &o : ret->getOpOperands())
+    if (o.get() == grad)
+      o.set(leaves.front());
+  for (Operation *op : chain) {
+    stageOf.erase(op);
+    op->erase();
+  }
+  return success();
+}
+
+/// zb-autodiff sums the gradient contributions of a parameter's uses in a
 /// chain of zb.add ops. For a parameter used by several stages, this cuts the
 /// chain where it joins contributions of different stages and builds one
 /// partial sum per stage instead (contributions in their original order), so
@@ -356,7 +420,8 @@ void Partitioner::findParamStages() {
 }
 
 /// ret operands: loss, then one gradient per parameter in argument order;
-/// a tied parameter's gradient is split into per-stage sums.
+/// a parameter with several contributions is split into gradient parts, one
+/// per contribution; another tied one into per-stage sums.
 LogicalResult Partitioner::readGradients() {
   for (unsigned i = 1; i < ret->getNumOperands(); ++i) {
     auto idx = func.getResultAttrOfType<IntegerAttr>(i, "zb.grad_of");
@@ -364,10 +429,18 @@ LogicalResult Partitioner::readGradients() {
       return func.emitError("result #") << i << " has no zb.grad_of";
     gradOfParam[idx.getInt()] = ret->getOperand(i);
   }
-  for (unsigned i = 0; i < body->getNumArguments(); ++i)
-    if (paramStages[i].size() > 1 &&
-        failed(splitTiedGradient(i, gradOfParam[i])))
+  for (unsigned i = 0; i < body->getNumArguments(); ++i) {
+    if (!isParam(body->getArgument(i)) || !gradOfParam.count(i))
+      continue;
+    if (gradientContributions(body->getArgument(i), gradOfParam[i]).size() >
+        1) {
+      if (failed(splitGradientParts(i, gradOfParam[i])))
+        return failure();
+    } else if (paramStages[i].size() > 1 &&
+               failed(splitTiedGradient(i, gradOfParam[i]))) {
       return failure();
+    }
+  }
   return success();
 }
 

@@ -30,6 +30,9 @@ struct Port {
   llvm::StringRef role;
   /// zb.value id (act/saved/grad/residual) or argument index
   int64_t key;
+  /// param_grad of a parameter with several gradient contributions: which
+  /// contribution (zb.part, in zb-autodiff's order); -1 otherwise.
+  int64_t part = -1;
 };
 
 /// One run of zb-partition-stages on the differentiated function `func`.
@@ -55,6 +58,14 @@ struct Partitioner {
   /// Per-stage gradient of a tied parameter: (argument number, stage) ->
   /// the sum of that stage's contributions.
   llvm::DenseMap<std::pair<unsigned, int64_t>, mlir::Value> tiedGrad;
+  /// A parameter with several gradient contributions (uses): (argument
+  /// number, stage) -> that stage's contributions and their part numbers,
+  /// in contribution order. Each is returned and summed over the
+  /// microbatches on its own; zb-lower-pipeline adds the per-part totals in
+  /// part order, so the sum does not depend on the partition.
+  llvm::DenseMap<std::pair<unsigned, int64_t>,
+                 llvm::SmallVector<std::pair<mlir::Value, int64_t>>>
+      gradParts;
   /// The returned gradient of each parameter, by argument number.
   llvm::DenseMap<unsigned, mlir::Value> gradOfParam;
   /// Stage-local op lists in program order: forward, B and W ops.
@@ -112,6 +123,7 @@ struct Partitioner {
   void findParamStages();
   mlir::LogicalResult readGradients();
   mlir::LogicalResult splitTiedGradient(unsigned arg, mlir::Value grad);
+  mlir::LogicalResult splitGradientParts(unsigned arg, mlir::Value grad);
 
   // Outlining them (OutlineStages.cpp).
   void splitByPass();

@@ -168,12 +168,16 @@ def ZBLowerPipeline : Pass<"zb-lower-pipeline", "mlir::ModuleOp"> {
     and residuals of every microbatch kept as SSA values (stash buffers after
     bufferization), weight gradients accumulated in increasing microbatch
     order whatever the schedule's W order (bit-identical results across
-    schedules), and the loss summed over microbatches. A tied parameter
+    schedules), and the loss summed over microbatches. A parameter with
+    several uses returns one gradient part per use (`zb.part`), each summed
+    over the microbatches on its own and the totals added in part order, so
+    its gradient does not depend on the partition. A tied parameter
     (several stages) has a copy on every rank running one of its stages:
     after the step's last W, each rank sends its stages' gradient parts to
     the other holders (zb.send, tag zbrt_tag(0, stage, microbatches +
-    parameter index)) and every holder adds all parts in increasing stage
-    order, so the copies receive bit-identical gradients. Arguments are memrefs
+    parameter index + j * arguments) for the stage's j-th part) and every
+    holder adds all parts in part order (stage order for per-stage sums),
+    so the copies receive bit-identical gradients. Arguments are memrefs
     in the order of docs/plan-json.md (recorded as `zb.rank_args`, one
     `#zb.rank_arg<param, i>` / `<grad, i>` / `<input, i>` / `<loss>` each).
     Communication is checked before emission: every send is matched by a
