@@ -309,6 +309,14 @@ struct ColumnReduction : public ReductionPattern<ReductionKernel::Columns> {
       return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, column,
                                    idx(outputs));
     }
+    /// Row 0 of the tile and column < outputs: the thread that writes the
+    /// column's total.
+    Value writesTotal() {
+      Value in = inRange();
+      Value rowZero =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ty, idx(0));
+      return arith::AndIOp::create(b, loc, rowZero, in);
+    }
     /// combine(acc, other) with the combiner `c` (cloned).
     Value combine(const Combiner &c, Value acc, Value other) {
       IRMapping mapping;
@@ -468,12 +476,8 @@ struct ColumnReduction : public ReductionPattern<ReductionKernel::Columns> {
   static void storeSplitPartials(Kernel &k) {
     PatternRewriter &b = k.b;
     Location loc = k.loc;
-    Value first = arith::AndIOp::create(
-        b, loc,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, k.ty,
-                              k.idx(0)),
-        k.inRange());
-    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    auto ifFirst = scf::IfOp::create(b, loc, k.writesTotal(),
+                                     /*withElse=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
     for (auto [i, partial] : llvm::enumerate(k.partials)) {
@@ -542,13 +546,10 @@ struct ColumnReduction : public ReductionPattern<ReductionKernel::Columns> {
     PatternRewriter &b = k.b;
     Location loc = k.loc;
     linalg::GenericOp generic = k.generic;
-    Value tx = k.tx, ty = k.ty;
+    Value tx = k.tx;
     auto idx = [&](int64_t v) -> Value { return k.idx(v); };
-    Value first = arith::AndIOp::create(
-        b, loc,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ty, idx(0)),
-        k.inRange());
-    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    auto ifFirst = scf::IfOp::create(b, loc, k.writesTotal(),
+                                     /*withElse=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
     SmallVector<Value> ivs =
