@@ -35,6 +35,7 @@ python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
 config.substitutions.append(("%python", python))
 config.substitutions.append(("%examples", os.path.join(config.zb_src_root, "examples")))
 config.substitutions.append(("%zb_src_root", config.zb_src_root))
+config.substitutions.append(("%zb_bin", config.zb_tools_dir))
 config.substitutions.append(("%zb_lib_dir", os.path.join(config.zb_obj_root, "lib")))
 
 tools = ["zb-opt", "zb-translate", "zb-compile", "zb-run", "zb-sched"]

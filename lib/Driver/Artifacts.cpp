@@ -196,7 +196,12 @@ planInputs(const LoweredPipeline &pipeline) {
     auto range = pipeline.indexRanges.find(in.index);
     if (range != pipeline.indexRanges.end() &&
         !isa<FloatType>(in.type.getElementType()))
+    {
       entry.indexRange = range->second;
+      auto ignore = pipeline.indexIgnores.find(in.index);
+      if (ignore != pipeline.indexIgnores.end())
+        entry.indexIgnore = ignore->second;
+    }
     inputs.push_back(std::move(entry));
   }
   return inputs;

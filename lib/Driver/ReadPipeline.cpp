@@ -91,7 +91,9 @@ FailureOr<LoweredPipeline> readPipeline(ModuleOp module,
     if (failed(readSends(fn, pipeline.rankSends[rank.getInt()])))
       return failure();
   }
-  // Index ranges of integer batch inputs, from the stage functions' uses.
+  // Index ranges of integer batch inputs, from the stage functions' uses;
+  // the value a cross-entropy ignores, where every use ignores it.
+  std::map<int64_t, std::optional<int64_t>> ignores;
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isExternal())
       continue;
@@ -115,15 +117,20 @@ FailureOr<LoweredPipeline> readPipeline(ModuleOp module,
           }
           Value v = values[i];
           int64_t range = 0;
+          std::optional<int64_t> ignore;
           if (auto g = dyn_cast<GatherOp>(user); g && g.getIndices() == v)
             range = g.getTable().getType().getShape().front();
           else if (auto ce = dyn_cast<CrossEntropyOp>(user);
-                   ce && ce.getTargets() == v)
+                   ce && ce.getTargets() == v) {
             range = ce.getLogits().getType().getShape().back();
-          else if (auto oh = dyn_cast<OneHotOp>(user))
+            ignore = ce.getIgnoreIndex();
+          } else if (auto oh = dyn_cast<OneHotOp>(user))
             range = oh.getType().getShape().back();
           if (range <= 0)
             continue;
+          auto [seen, first] = ignores.try_emplace(index.getInt(), ignore);
+          if (!first && seen->second != ignore)
+            seen->second.reset();
           auto [it, fresh] =
               pipeline.indexRanges.try_emplace(index.getInt(), range);
           if (!fresh)
@@ -131,6 +138,9 @@ FailureOr<LoweredPipeline> readPipeline(ModuleOp module,
         }
     }
   }
+  for (auto &[index, ignore] : ignores)
+    if (ignore)
+      pipeline.indexIgnores[index] = *ignore;
   return pipeline;
 }
 

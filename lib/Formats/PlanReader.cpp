@@ -414,6 +414,11 @@ Error PlanParser::inputs() {
                      "elements is more than 2^40");
     if (f.has("index_range"))
       ZB_ASSIGN(in.indexRange, f.integer("index_range", 1));
+    if (f.has("index_ignore")) {
+      int64_t ignore = 0;
+      ZB_ASSIGN(ignore, f.integer("index_ignore", INT64_MIN));
+      in.indexIgnore = ignore;
+    }
     ZB_CHECK(placement(f, in.rank, in.stage));
     plan.inputs.push_back(std::move(in));
     return Error::success();

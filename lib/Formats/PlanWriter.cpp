@@ -55,6 +55,8 @@ json::Value inputJSON(const InputInfo &in) {
   o["sample_shape"] = json::Array(in.sampleShape);
   if (in.indexRange > 0)
     o["index_range"] = in.indexRange;
+  if (in.indexIgnore)
+    o["index_ignore"] = *in.indexIgnore;
   return o;
 }
 

@@ -375,6 +375,10 @@ struct LoweredPipeline {
   /// rows of the table a zb.gather indexes, the classes of a
   /// zb.cross_entropy or zb.one_hot it feeds; the smallest over its uses).
   std::map<int64_t, int64_t> indexRanges;
+  /// Batch input index -> the one value outside its range that every use
+  /// accepts: the ignore_index of the zb.cross_entropy ops it feeds (torch's
+  /// -100 labels), when it feeds nothing that indexes.
+  std::map<int64_t, int64_t> indexIgnores;
   /// zb.schedule's validate_before (post-validation), empty without.
   llvm::SmallVector<int64_t> validateBefore;
 

@@ -73,6 +73,9 @@ struct InputInfo {
   /// (the rows of the embedding table it indexes, the classes of the
   /// cross-entropy or one-hot it feeds); 0 = not known, unchecked.
   int64_t indexRange = 0;
+  /// "index_ignore": the one value outside the range that is accepted too
+  /// (the ignore_index of the cross-entropy the input feeds: torch's -100).
+  std::optional<int64_t> indexIgnore;
   int64_t sampleElements() const;
 };
 

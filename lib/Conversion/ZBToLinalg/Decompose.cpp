@@ -72,7 +72,15 @@ Value decomposeCrossEntropy(OpBuilder &b, CrossEntropyOp op,
                                     t.getElementType())),
                   {last});
   Value perSample = e.sub(lse, picked);
-  return e.reduceMean(perSample, llvm::to_vector(llvm::seq<int64_t>(0, last)));
+  auto samples = llvm::to_vector(llvm::seq<int64_t>(0, last));
+  if (std::optional<int64_t> ignore = op.getIgnoreIndex()) {
+    // The mean over the positions whose target is not ignore_index.
+    Value valid =
+        e.notEqualMask(a.getTargets(), *ignore, t.getElementType());
+    return e.div(e.reduceSum(e.mul(perSample, valid), samples),
+                 e.reduceSum(valid, samples));
+  }
+  return e.reduceMean(perSample, samples);
 }
 
 } // namespace

@@ -89,7 +89,8 @@ Value gelu(OpBuilder &b, Location l, Operation *op, ValueRange a) {
 }
 
 /// Element type conversion to the result's: float extension / truncation,
-/// i1 as unsigned, other integers as signed.
+/// i1 as unsigned, other integers as signed; to an integer, floats truncate
+/// toward zero and integers sign-extend or truncate.
 Value cast(OpBuilder &b, Location l, Operation *op, ValueRange a) {
   Type dst =
       llvm::cast<RankedTensorType>(op->getResult(0).getType()).getElementType();
@@ -97,6 +98,16 @@ Value cast(OpBuilder &b, Location l, Operation *op, ValueRange a) {
   Type src = x.getType();
   if (src == dst)
     return x;
+  if (auto dstI = llvm::dyn_cast<IntegerType>(dst)) {
+    if (llvm::isa<FloatType>(src))
+      return arith::FPToSIOp::create(b, l, dst, x);
+    unsigned from = src.getIntOrFloatBitWidth();
+    if (from > dstI.getWidth())
+      return arith::TruncIOp::create(b, l, dst, x);
+    if (src.isInteger(1))
+      return arith::ExtUIOp::create(b, l, dst, x);
+    return arith::ExtSIOp::create(b, l, dst, x);
+  }
   if (auto srcF = llvm::dyn_cast<FloatType>(src)) {
     if (srcF.getWidth() < llvm::cast<FloatType>(dst).getWidth())
       return arith::ExtFOp::create(b, l, dst, x);

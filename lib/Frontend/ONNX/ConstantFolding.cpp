@@ -45,7 +45,9 @@ const FoldRule kFoldRules[] = {
     {"Relu", 1, false, &I::foldUnary},
     {"Cos", 1, true, &I::foldUnary},
     {"Sin", 1, true, &I::foldUnary},
-    {"Not", 1, true, &I::foldUnary},
+    {"Not", 1, false, &I::foldUnary},
+    {"IsNaN", 1, false, &I::foldClass},
+    {"IsInf", 1, false, &I::foldClass},
     // Elementwise binary (Max and Min: variadic) with numpy broadcasting.
     {"Add", 2, false, &I::foldBinary},
     {"Sub", 2, false, &I::foldBinary},
@@ -54,11 +56,14 @@ const FoldRule kFoldRules[] = {
     {"Pow", 2, false, &I::foldBinary},
     {"Max", 1, true, &I::foldBinary},
     {"Min", 1, true, &I::foldBinary},
-    {"Equal", 2, true, &I::foldBinary},
-    {"Less", 2, true, &I::foldBinary},
-    {"Greater", 2, true, &I::foldBinary},
-    {"And", 2, true, &I::foldBinary},
-    {"Or", 2, true, &I::foldBinary},
+    {"Equal", 2, false, &I::foldBinary},
+    {"Less", 2, false, &I::foldBinary},
+    {"LessOrEqual", 2, false, &I::foldBinary},
+    {"Greater", 2, false, &I::foldBinary},
+    {"GreaterOrEqual", 2, false, &I::foldBinary},
+    {"And", 2, false, &I::foldBinary},
+    {"Or", 2, false, &I::foldBinary},
+    {"Xor", 2, false, &I::foldBinary},
     {"Where", 3, false, &I::foldWhere},
     {"Cast", 1, false, &I::foldCast},
     {"CastLike", 2, false, &I::foldCastLike},
@@ -76,6 +81,10 @@ const FoldRule kFoldRules[] = {
     {"Range", 3, true, &I::foldRange},
     {"ConstantOfShape", 1, true, &I::foldConstantOfShape},
     {"Trilu", 1, true, &I::foldTrilu},
+    {"Pad", 2, false, &I::foldPad},
+    {"GatherElements", 2, false, &I::foldGatherElements},
+    {"GatherND", 2, false, &I::foldGatherND},
+    {"CumSum", 2, false, &I::foldCumSum},
 };
 } // namespace
 
@@ -147,6 +156,10 @@ static double (*binaryFoldFn(llvm::StringRef op))(double, double) {
       .Case("Min", [](double a, double b) { return std::min(a, b); })
       .Case("Equal", [](double a, double b) { return double(a == b); })
       .Case("Less", [](double a, double b) { return double(a < b); })
+      .Case("LessOrEqual", [](double a, double b) { return double(a <= b); })
+      .Case("GreaterOrEqual",
+            [](double a, double b) { return double(a >= b); })
+      .Case("Xor", [](double a, double b) { return double(!a != !b); })
       .Case("Greater", [](double a, double b) { return double(a > b); })
       .Case("And", [](double a, double b) { return double(a && b); })
       .Case("Or", [](double a, double b) { return double(a || b); })
@@ -167,7 +180,9 @@ FailureOr<HostTensor> ONNXImporter::foldBinary(ArrayRef<HostTensor> in) {
   llvm::StringRef op = opType();
   double (*fn)(double, double) = binaryFoldFn(op);
   bool compare = llvm::StringSwitch<bool>(op)
-                     .Cases({"Equal", "Less", "Greater", "And", "Or"}, true)
+                     .Cases({"Equal", "Less", "LessOrEqual", "Greater",
+                             "GreaterOrEqual", "And", "Or", "Xor"},
+                            true)
                      .Default(false);
   auto err = [&] { return nodeError(); };
   HostTensor acc = in[0];
@@ -405,4 +420,19 @@ FailureOr<HostTensor> ONNXImporter::foldTranspose(ArrayRef<HostTensor> in) {
   if (failed(perm))
     return failure();
   return zb::frontend::transposeHost(in[0], *perm, err);
+}
+
+/// IsNaN, IsInf (detect_positive / detect_negative) -> booleans.
+FailureOr<HostTensor> ONNXImporter::foldClass(ArrayRef<HostTensor> in) {
+  FailureOr<int64_t> pos = intAttr("detect_positive", 1),
+                     neg = intAttr("detect_negative", 1);
+  if (failed(pos) || failed(neg))
+    return failure();
+  bool nan = opType() == "IsNaN";
+  HostTensor r = in[0];
+  r.type = builder.getI1Type();
+  for (double &v : r.data)
+    v = nan ? double(std::isnan(v))
+            : double(std::isinf(v) && (v > 0 ? *pos : *neg));
+  return r;
 }

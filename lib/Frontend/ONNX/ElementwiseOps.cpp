@@ -24,6 +24,28 @@ template <typename OpTy> FailureOr<NodeResults> ONNXImporter::binary() {
   if (failed(lhs) || failed(rhs = lookup(1)))
     return failure();
   RankedTensorType lhsType = typeOf(*lhs), rhsType = typeOf(*rhs);
+  // Integer arithmetic on data (RoBERTa's position ids: cumsum(mask) * mask
+  // + pad): in float32, truncated back (Div: toward zero, as ONNX's integer
+  // Div); exact below 2^24.
+  Type lhsElt = lhsType.getElementType();
+  if (lhsElt == rhsType.getElementType() && isa<IntegerType>(lhsElt) &&
+      !lhsElt.isInteger(1)) {
+    FailureOr<Value> l = tensorInput(0), r = failure();
+    if (failed(l) || failed(r = tensorInput(1)))
+      return failure();
+    std::optional<SmallVector<int64_t>> shape =
+        broadcastShapes(lhsType.getShape(), rhsType.getShape());
+    if (!shape) {
+      nodeError() << "operand shapes are not broadcastable: " << lhsType
+                  << " and " << rhsType;
+      return failure();
+    }
+    FailureOr<Value> a = broadcastTo(toFloat(*l), *shape), b = failure();
+    if (failed(a) || failed(b = broadcastTo(toFloat(*r), *shape)))
+      return failure();
+    Value f = OpTy::create(builder, loc, a->getType(), *a, *b);
+    return result(fromFloat(f, lhsElt));
+  }
   RankedTensorType types[] = {lhsType, rhsType};
   for (auto [i, type] : llvm::enumerate(types)) {
     if (!isa<FloatType>(type.getElementType())) {
@@ -167,10 +189,9 @@ FailureOr<NodeResults> ONNXImporter::where() {
     return failure();
   RankedTensorType ct = typeOf(*cond), xt = typeOf(*x), yt = typeOf(*y);
   if (!ct.getElementType().isInteger(1) ||
-      xt.getElementType() != yt.getElementType() ||
-      !isa<FloatType>(xt.getElementType())) {
-    nodeError() << "expected a boolean condition and two floating-point "
-                   "tensors of one element type, got "
+      xt.getElementType() != yt.getElementType()) {
+    nodeError() << "expected a boolean condition and two tensors of one "
+                   "element type, got "
                 << ct << ", " << xt << ", " << yt;
     return failure();
   }
@@ -215,16 +236,22 @@ FailureOr<NodeResults> ONNXImporter::where() {
     if (failed(cb))
       return failure();
     c = zb::ConstantOp::create(builder, loc, cb->toAttr());
-  } else if (ct.getShape() != ArrayRef<int64_t>(*shape)) {
-    nodeError() << "a computed condition must have the result shape "
-                << formatShape(*shape);
-    return failure();
   } else {
-    c = cond->value;
+    FailureOr<Value> wide = broadcastTo(cond->value, *shape);
+    if (failed(wide))
+      return failure();
+    c = *wide;
   }
   FailureOr<Value> a = broadcastInput(1, *shape), b = failure();
   if (failed(a) || failed(b = broadcastInput(2, *shape)))
     return failure();
+  if (!isa<FloatType>(xt.getElementType())) {
+    // Integer or boolean branches (ids, masks): selected as float32.
+    Value f = zb::SelectOp::create(
+        builder, loc, type.clone(builder.getF32Type()), c, toFloat(*a),
+        toFloat(*b));
+    return result(fromFloat(f, xt.getElementType()));
+  }
   return result(zb::SelectOp::create(builder, loc, type, c, *a, *b));
 }
 
@@ -254,9 +281,15 @@ FailureOr<NodeResults> ONNXImporter::castTo(Value x, Type target) {
   auto type = cast<RankedTensorType>(x.getType());
   if (target == type.getElementType())
     return result(x);
-  if (!isa<FloatType>(target)) {
+  // To bool: != 0 (NaN is true, as C and ONNX's reference); to an
+  // integer: truncation toward zero (zb.cast).
+  if (target.isInteger(1))
+    return result(fromFloat(toFloat(x), target));
+  if (!isa<FloatType>(target) && !target.isInteger(32) &&
+      !target.isInteger(64)) {
     nodeError() << "a cast of a computed " << type << " to " << target
-                << " is not supported (only to floating point)";
+                << " is not supported (to floating point, bool, int32 or "
+                   "int64)";
     return failure();
   }
   return result(zb::CastOp::create(

@@ -64,6 +64,8 @@ static const OpHandlerTable &defaultDomainHandlers() {
     populateReductionHandlers(t);
     populateShapeHandlers(t);
     populateConstantHandlers(t);
+    populateLogicHandlers(t);
+    populateIndexHandlers(t);
     return t;
   }();
   return table;

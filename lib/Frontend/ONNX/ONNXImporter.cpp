@@ -145,6 +145,12 @@ func::FuncOp ONNXImporter::createMain(ModuleOp module, const Signature &sig) {
     loc = NameLoc::get(builder.getStringAttr(f.name), fileLoc);
     Value v = values[f.param].value;
     auto type = cast<RankedTensorType>(v.getType());
+    if (f.rows.type) {
+      Value indices = zb::ConstantOp::create(builder, loc, f.rows.toAttr());
+      values[f.name] = ImportedValue{
+          zb::GatherOp::create(builder, loc, init.getType(), v, indices), {}};
+      continue;
+    }
     if (!llvm::equal(f.perm, llvm::seq<int64_t>(0, type.getRank()))) {
       SmallVector<int64_t> shape;
       for (int64_t d : f.perm)

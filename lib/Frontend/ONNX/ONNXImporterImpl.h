@@ -130,6 +130,8 @@ void populateMatMulHandlers(OpHandlerTable &table);
 void populateReductionHandlers(OpHandlerTable &table);
 void populateShapeHandlers(OpHandlerTable &table);
 void populateConstantHandlers(OpHandlerTable &table);
+void populateLogicHandlers(OpHandlerTable &table);
+void populateIndexHandlers(OpHandlerTable &table);
 
 /// A fold of a node whose inputs are all constants: `in` holds one tensor per
 /// input (a null-typed one for an absent optional input).
@@ -226,7 +228,15 @@ public:
   tensorAttr(llvm::StringRef name);
 
   //===--- Building blocks (ONNXReader.cpp) -------------------------------===//
-  /// Broadcasts `v` to `shape` (numpy rules: trailing alignment, size-1 dims).
+  /// Integer and boolean data computed in float32 (ONNX ops on masks, ids
+  /// and labels that zb's float ops implement: comparisons, logic, Where,
+  /// CumSum, GatherND, broadcasts): `v` as f32 (a float stays as it is), and
+  /// back to `target` (i1: != 0; integers: truncated). Exact for integer
+  /// magnitudes below 2^24 (token ids, positions, masks).
+  mlir::Value toFloat(mlir::Value v);
+  mlir::Value fromFloat(mlir::Value f, mlir::Type target);
+  /// Broadcasts `v` to `shape` (numpy rules: trailing alignment, size-1 dims;
+  /// integer and boolean tensors through float32).
   mlir::FailureOr<mlir::Value> broadcastTo(mlir::Value v,
                                            llvm::ArrayRef<int64_t> shape);
   /// Input `i` (already looked up) broadcast to `shape`.
@@ -302,6 +312,38 @@ public:
   mlir::FailureOr<NodeResults> where();
   mlir::FailureOr<NodeResults> reciprocal();
   mlir::FailureOr<NodeResults> gelu();
+  // LogicOps.cpp: comparisons, logic and float classes on data.
+  mlir::FailureOr<NodeResults> compareNode();
+  mlir::FailureOr<NodeResults> logicNode();
+  mlir::FailureOr<NodeResults> notNode();
+  mlir::FailureOr<NodeResults> isNaN();
+  mlir::FailureOr<NodeResults> isInf();
+  /// The shape both inputs #0 and #1 broadcast to, and each broadcast to it
+  /// as float (toFloat).
+  mlir::FailureOr<std::pair<mlir::Value, mlir::Value>> floatOperands();
+  // IndexOps.cpp: Pad, GatherElements, GatherND, CumSum.
+  mlir::FailureOr<NodeResults> pad();
+  mlir::FailureOr<NodeResults> gatherElements();
+  mlir::FailureOr<NodeResults> gatherND();
+  mlir::FailureOr<NodeResults> cumSum();
+  /// Rows `rows` (constant linear indices into `data` flattened to
+  /// [numElements / inner, inner]) gathered into `shape` (any element type).
+  mlir::FailureOr<NodeResults> gatherRows(mlir::Value data, int64_t inner,
+                                          const HostTensor &rows,
+                                          llvm::ArrayRef<int64_t> shape);
+  /// The pads of the current Pad node for a tensor of rank `rank`
+  /// (`pads` input #1 or attribute, `axes` input #3): low then high per dim.
+  mlir::FailureOr<llvm::SmallVector<int64_t>> padAmounts(int64_t rank);
+  /// The flat element indices GatherElements / GatherND read, for a data
+  /// tensor of shape `data` (GatherND: of its leading dims), with the
+  /// indices `idx`; errors name the node.
+  mlir::FailureOr<HostTensor>
+  gatherElementsIndices(llvm::ArrayRef<int64_t> data, const HostTensor &idx,
+                        int64_t axis);
+  mlir::FailureOr<HostTensor> gatherNDIndices(llvm::ArrayRef<int64_t> data,
+                                              const HostTensor &idx,
+                                              int64_t batchDims,
+                                              int64_t &inner);
   /// Softmax before opset 13 (default axis 1, flattening semantics: only the
   /// last axis is supported) and since (default axis -1).
   mlir::FailureOr<NodeResults> softmaxBefore13();
@@ -330,6 +372,12 @@ public:
   mlir::FailureOr<HostTensor> foldSlice(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldTrilu(llvm::ArrayRef<HostTensor> in);
   mlir::FailureOr<HostTensor> foldTranspose(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldClass(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldPad(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor>
+  foldGatherElements(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldGatherND(llvm::ArrayRef<HostTensor> in);
+  mlir::FailureOr<HostTensor> foldCumSum(llvm::ArrayRef<HostTensor> in);
 
   mlir::MLIRContext *ctx;
   std::string fileName;
@@ -399,6 +447,9 @@ private:
   struct FoldedInit {
     std::string name, param;
     llvm::SmallVector<int64_t> perm;
+    /// Non-empty: the initializer is rows of the parameter gathered by these
+    /// indices (its shape without the last dimension), not a rearrangement.
+    HostTensor rows;
   };
   llvm::SmallVector<FoldedInit> foldedInits;
   /// Float initializers the exporter marks as buffers (imported as

@@ -307,6 +307,46 @@ ONNXImporter::resolveFolded(const llvm::StringSet<> &linearWeights) {
     SmallVector<int64_t> preferred =
         linear ? SmallVector<int64_t>{1, 0} : identity;
     auto it = direct.find(p.name);
+    if (it == direct.end() && !linear && value.getType().getRank() >= 2) {
+      // A lookup of rows of P folded into a constant (learned position
+      // embeddings: wpe(arange(T)) -> [1, T, d], OPT's [B, T, d]): P is the
+      // distinct rows, in order of first use, and the initializer a
+      // zb.gather of them, so that a row read twice (every sequence of the
+      // batch) gets one gradient, the sum, as in the module.
+      HostTensor h = HostTensor::fromAttr(value);
+      int64_t d = h.shape.back(), n = d ? h.numElements() / d : 0;
+      std::map<std::vector<double>, int64_t> seen;
+      HostTensor rows, table;
+      rows.type = builder.getI64Type();
+      rows.shape.assign(h.shape.begin(), h.shape.end() - 1);
+      table.type = h.type;
+      for (int64_t r = 0; r < n; ++r) {
+        std::vector<double> row(h.data.begin() + r * d,
+                                h.data.begin() + (r + 1) * d);
+        auto [pos, fresh] = seen.try_emplace(row, int64_t(seen.size()));
+        if (fresh)
+          table.data.insert(table.data.end(), row.begin(), row.end());
+        rows.data.push_back(double(pos->second));
+      }
+      table.shape = {int64_t(seen.size()), d};
+      if (n > 0 && int64_t(seen.size()) < n) {
+        emitWarning(where)
+            << "initializer '" << name << "' " << formatShape(h.shape)
+            << " holds rows of parameter '" << p.name
+            << "' that the exporter's optimizer gathered (" << seen.size()
+            << " distinct rows of size " << d
+            << "): zb trains those rows as '" << p.name << "' "
+            << formatShape(table.shape)
+            << ", not the module's whole table (export with "
+               "torch.onnx.export(..., optimize=False) to train and save it)";
+        DenseElementsAttr paramValue = table.toAttr(value.getElementType());
+        direct[p.name] = paramValue;
+        kept.push_back({p.name, paramValue, p.tensor});
+        FoldedInit f{name.str(), p.name, {}, std::move(rows)};
+        foldedInits.push_back(std::move(f));
+        continue;
+      }
+    }
     if (it == direct.end()) {
       // The first initializer folded from P: P itself.
       SmallVector<int64_t> perm = preferred;

@@ -518,10 +518,36 @@ ONNXImporter::tensorAttr(llvm::StringRef name) {
 // Building blocks
 //===----------------------------------------------------------------------===//
 
+Value ONNXImporter::toFloat(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (isa<FloatType>(type.getElementType()))
+    return v;
+  return zb::CastOp::create(builder, loc, type.clone(builder.getF32Type()), v);
+}
+
+Value ONNXImporter::fromFloat(Value f, Type target) {
+  auto type = cast<RankedTensorType>(f.getType());
+  if (type.getElementType() == target)
+    return f;
+  if (target.isInteger(1))
+    return zb::CompareOp::create(builder, loc, type.clone(target),
+                                 builder.getStringAttr("ne"), f,
+                                 splatConstant(type, 0.0));
+  return zb::CastOp::create(builder, loc, type.clone(target), f);
+}
+
 FailureOr<Value> ONNXImporter::broadcastTo(Value v, ArrayRef<int64_t> shape) {
   auto type = cast<RankedTensorType>(v.getType());
   if (type.getShape() == shape)
     return v;
+  if (!isa<FloatType>(type.getElementType())) {
+    // Integer and boolean data (masks, ids) through float32: exact for
+    // |values| < 2^24.
+    FailureOr<Value> wide = broadcastTo(toFloat(v), shape);
+    if (failed(wide))
+      return failure();
+    return fromFloat(*wide, type.getElementType());
+  }
   int64_t offset = int64_t(shape.size()) - type.getRank();
   if (offset < 0) {
     nodeError() << "cannot broadcast " << type << " to " << formatShape(shape);

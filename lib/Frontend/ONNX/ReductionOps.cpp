@@ -165,14 +165,6 @@ FailureOr<NodeResults> ONNXImporter::softmaxCrossEntropy() {
   }
   auto st = cast<RankedTensorType>(scores->getType());
   auto lt = cast<RankedTensorType>(labels->getType());
-  // zb.cross_entropy has no ignored class: accept only an ignore_index that
-  // no valid label can equal (torch exports -100).
-  if (std::optional<int64_t> ii = uncheckedIntAttr("ignore_index");
-      ii && st.getRank() >= 2 && *ii >= 0 && *ii < st.getDimSize(1)) {
-    nodeError() << "ignore_index " << *ii
-                << " is a valid class; ignored labels are not supported";
-    return failure();
-  }
   if (st.getRank() < 2 || lt.getRank() != st.getRank() - 1 ||
       !isa<IntegerType>(lt.getElementType()) ||
       lt.getDimSize(0) != st.getDimSize(0) ||
@@ -195,9 +187,14 @@ FailureOr<NodeResults> ONNXImporter::softmaxCrossEntropy() {
         builder, loc, RankedTensorType::get(shape, st.getElementType()), logits,
         perm);
   }
-  return result(zb::CrossEntropyOp::create(
+  // ignore_index (torch writes its default -100): those positions count
+  // neither in the sum nor in the mean, as in torch.
+  auto ce = zb::CrossEntropyOp::create(
       builder, loc, RankedTensorType::get({}, st.getElementType()), logits,
-      *labels));
+      *labels);
+  if (std::optional<int64_t> ii = uncheckedIntAttr("ignore_index"))
+    ce.setIgnoreIndex(*ii);
+  return result(ce.getResult());
 }
 
 void zb::frontend::onnx_import::populateReductionHandlers(

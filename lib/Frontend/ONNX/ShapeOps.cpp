@@ -72,7 +72,7 @@ FailureOr<NodeResults> ONNXImporter::transpose() {
 }
 
 FailureOr<NodeResults> ONNXImporter::expand() {
-  FailureOr<Value> x = floatInput(0);
+  FailureOr<Value> x = tensorInput(0);
   FailureOr<SmallVector<int64_t>> target = failure();
   if (failed(x) || failed(target = intsInput(1)))
     return failure();

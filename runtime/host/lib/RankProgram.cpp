@@ -223,12 +223,17 @@ Error loadData(RankProgram &rp, const Plan &plan, const DataOptions &data) {
         int64_t v = in.dtype == DType::Int64
                         ? reinterpret_cast<const int64_t *>(ds->bytes.data())[i]
                         : reinterpret_cast<const int32_t *>(ds->bytes.data())[i];
-        if (v < 0 || v >= in.indexRange)
+        if ((v < 0 || v >= in.indexRange) && v != in.indexIgnore)
           return makeError(formatv(
               "{0}: sample {1} position {2}: value {3} of input '{4}' is "
-              "outside [0, {5}) (the rows or classes it indexes)",
+              "outside [0, {5}) (the rows or classes it indexes){6}",
               path, i / ds->sampleElements, i % ds->sampleElements, v,
-              in.name, in.indexRange));
+              in.name, in.indexRange,
+              in.indexIgnore
+                  ? formatv(" and is not the ignored label {0}",
+                            *in.indexIgnore)
+                        .str()
+                  : std::string()));
       }
     }
     rp.datasets.emplace(a.index, std::move(*ds));

@@ -13,7 +13,8 @@ Usage: check_expected.py GOT.json EXPECTED.json [--loss-rtol 1e-5]
   Inputs/stablehlo/*/ from python/export/export_jax_gpt.py with JAX):
     {"loss": float64 loss, "grad_norms": {name: float64 L2 norm},
      "loss_f32": float32 loss, "grad_norms_f32": {name: float32 norm},
-     ... metadata (model, inputs, versions)}
+     "aliases": {name: [other state_dict names of the same tensor]}
+     (optional: tied weights), ... metadata (model, inputs, versions)}
   --f32 compares with the float32 numbers instead of the float64 ones.
   A quantity fails if its relative error |got - want| / |want| exceeds the
   rtol; a gradient norm passes anyway if |got - want| <= --grad-atol (for
@@ -73,6 +74,15 @@ def main():
                       % (loss, want_loss, rel, args.loss_rtol))
     worst = 0.0
     if not args.loss_only:
+        # A tied parameter (one tensor, several state_dict names: GPT-2's
+        # lm_head.weight is transformer.wte.weight) may be reported under
+        # any of its names (expected.json "aliases": first name -> others).
+        for name, others in exp.get("aliases", {}).items():
+            if name in want and name not in norms:
+                for other in others:
+                    if other in norms:
+                        norms[name] = norms.pop(other)
+                        break
         for name, w in sorted(want.items()):
             if name not in norms:
                 errors.append("no gradient for parameter '%s'" % name)

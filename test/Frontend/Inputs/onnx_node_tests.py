@@ -48,9 +48,23 @@ SUPPORTED = {
     "LayerNormalization", "SoftmaxCrossEntropyLoss", "Gather", "Where", "Cast",
     "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Transpose", "Expand",
     "Concat", "Slice", "Split", "Shape", "Identity", "Constant", "Dropout",
+    "IsNaN", "IsInf", "LessOrEqual", "GreaterOrEqual", "Xor", "Pad",
+    "GatherElements", "GatherND", "CumSum",
 }
-FOLD_ONLY = {"Cos", "Sin", "Not", "Equal", "Less", "Greater", "And", "Or",
-             "Range", "ConstantOfShape", "Trilu", "Max", "Min"}
+FOLD_ONLY = {"Cos", "Sin", "Range", "ConstantOfShape", "Trilu", "Max", "Min"}
+# Inputs that must be constants known at import (shapes, axes, pads,
+# indices); every other integer or boolean input of these ops can be data.
+STATIC_INPUTS = {
+    "Pad": {1, 2, 3}, "GatherElements": {1}, "GatherND": {1}, "CumSum": {1},
+    "Reshape": {1}, "Expand": {1}, "Slice": {1, 2, 3, 4}, "Unsqueeze": {1},
+    "Squeeze": {1}, "Split": {1}, "Tile": {1}, "ReduceMean": {1},
+    "ReduceSum": {1}, "Gather": {1}, "SoftmaxCrossEntropyLoss": {1, 2},
+    "Dropout": {1, 2},
+}
+# Ops that compute on integer or boolean data (not only fold it).
+DATA_OPS = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+            "And", "Or", "Xor", "Not", "Where", "Cast", "Pad",
+            "GatherElements", "GatherND", "CumSum", "Identity"}
 
 
 def load(path):
@@ -60,8 +74,11 @@ def load(path):
     return numpy_helper.to_array(t)
 
 
-def prepare(test_dir, out_path):
-    """Writes the rewritten model; returns (float inputs, expected outputs)."""
+def prepare(test_dir, out_path, int_data=False):
+    """Writes the rewritten model; returns (data inputs, expected outputs).
+    With int_data, integer and boolean inputs that the ops compute on
+    (DATA_OPS, not a STATIC_INPUTS position) stay graph inputs (data), so
+    that the importer's code for data, not its constant folds, is tested."""
     model = onnx.load(os.path.join(test_dir, "model.onnx"))
     g = model.graph
     data_dir = os.path.join(test_dir, "test_data_set_0")
@@ -74,9 +91,14 @@ def prepare(test_dir, out_path):
         key=lambda p: int(re.search(r"(\d+)\.pb$", p).group(1)))]
     fold_only_inputs = {name for n in g.node if n.op_type in FOLD_ONLY
                         for name in n.input}
+    static = {name for n in g.node for i, name in enumerate(n.input)
+              if n.op_type not in DATA_OPS or
+              i in STATIC_INPUTS.get(n.op_type, ())}
     keep, floats, consts = [], [], []
     for vi, value in zip(graph_inputs, inputs):
-        if value.dtype.kind in "iub" or vi.name in fold_only_inputs:
+        as_data = int_data and vi.name not in static and value.size > 0
+        if (value.dtype.kind in "iub" and not as_data) or \
+                vi.name in fold_only_inputs:
             consts.append(onnx.helper.make_node(
                 "Constant", [], [vi.name], name="input_" + vi.name,
                 value=numpy_helper.from_array(value, vi.name)))
@@ -92,12 +114,24 @@ def prepare(test_dir, out_path):
     return floats, outputs
 
 
-def run_test(name, zb_translate, data):
+def has_int_data(test_dir):
+    """True if the test has integer or boolean inputs that int_data keeps as
+    data (so its data variant differs from the constant one)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.onnx")
+        try:
+            floats, _ = prepare(test_dir, path, int_data=True)
+        except Exception:  # noqa: BLE001
+            return False
+        return any(np.asarray(f).dtype.kind in "iub" for f in floats)
+
+
+def run_test(name, zb_translate, data, int_data=False):
     test_dir = os.path.join(data, name)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, name + ".onnx")
         try:
-            floats, outputs = prepare(test_dir, path)
+            floats, outputs = prepare(test_dir, path, int_data)
         except Exception as e:  # noqa: BLE001
             return False, "test data not readable as tensors: %s" % (
                 str(e).splitlines()[0],)
@@ -136,6 +170,8 @@ def main():
     ap.add_argument("--data", default=DATA)
     ap.add_argument("--list")
     ap.add_argument("--discover", action="store_true")
+    ap.add_argument("--summary", action="store_true",
+                    help="print the passing tests per op")
     args = ap.parse_args()
     if not os.path.isdir(args.data):
         print("no ONNX node test data at %s (apt install libonnx-testdata)"
@@ -150,18 +186,34 @@ def main():
                 continue
             ok, why = run_test(name, args.translator, args.data)
             print("use %s" % name if ok else "skip %s: %s" % (name, why))
+            if ok and has_int_data(os.path.join(args.data, name)):
+                ok, why = run_test(name, args.translator, args.data, True)
+                print("use-data %s" % name if ok else
+                      "skip-data %s: %s" % (name, why))
         return
     passed = failed = 0
+    per_op = {}
     with open(args.list) as f:
         for line in f:
-            m = re.match(r"use (\S+)", line)
+            m = re.match(r"(use|use-data) (\S+)", line)
             if not m:
                 continue
-            ok, why = run_test(m.group(1), args.translator, args.data)
-            print("%s %s%s" % ("PASS" if ok else "FAIL", m.group(1),
+            name, int_data = m.group(2), m.group(1) == "use-data"
+            ok, why = run_test(name, args.translator, args.data, int_data)
+            label = name + (" (integer/boolean inputs as data)"
+                            if int_data else "")
+            print("%s %s%s" % ("PASS" if ok else "FAIL", label,
                                "" if ok else ": " + why))
             passed += ok
             failed += not ok
+            model = onnx.load(os.path.join(args.data, name, "model.onnx"))
+            for op in {n.op_type for n in model.graph.node}:
+                counts = per_op.setdefault(op, [0, 0])
+                counts[int_data] += ok
+    if args.summary:
+        print("per op: tests passed (constant inputs / data inputs)")
+        for op in sorted(per_op):
+            print("  %s: %d / %d" % (op, per_op[op][0], per_op[op][1]))
     print("%d passed, %d failed" % (passed, failed))
     sys.exit(1 if failed else 0)
 

@@ -177,6 +177,8 @@ def run_op(op, props, args, result_types):
     if op == "select":
         return [np.where(args[0], args[1], args[2])]
     if op == "cast":
+        if elts[0] in ("i32", "i64"):  # float -> int truncates toward zero
+            return [np.trunc(np.asarray(x, dtype=np.float64)).astype(np.int64)]
         return [np.asarray(x).astype(np.float64)]
     if op in ("matmul", "batch_matmul"):
         a, b = args
@@ -244,8 +246,13 @@ def run_op(op, props, args, result_types):
         logits, targets = args
         m = logits.max(-1, keepdims=True)
         lse = np.log(np.exp(logits - m).sum(-1)) + m[..., 0]
-        picked = np.take_along_axis(logits, targets[..., None], -1)[..., 0]
-        return [np.array(np.mean(lse - picked))]
+        ignore = prop_int(props, "ignore_index")
+        valid = np.ones(targets.shape, dtype=bool) if ignore is None \
+            else targets != ignore
+        safe = np.where(valid, targets, 0)
+        picked = np.take_along_axis(logits, safe[..., None], -1)[..., 0]
+        with np.errstate(invalid="ignore"):
+            return [np.array(np.sum((lse - picked) * valid) / np.sum(valid))]
     if op == "causal_mask":
         fill = prop_float(props, "fill")
         fill = -np.inf if fill is None else fill

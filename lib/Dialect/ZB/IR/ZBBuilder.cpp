@@ -192,6 +192,11 @@ Value ZBBuilder::oneHot(Value indices, int64_t classes, Type elementType) {
   return OneHotOp::create(b, loc, RankedTensorType::get(shape, elementType),
                           indices);
 }
+Value ZBBuilder::notEqualMask(Value indices, int64_t value, Type elementType) {
+  Value x = cast(indices, elementType);
+  return cast(compare("ne", x, splat(x, static_cast<double>(value))),
+              elementType);
+}
 Value ZBBuilder::softmax(Value x, int64_t axis) {
   return SoftmaxOp::create(b, loc, x.getType(), x, b.getI64IntegerAttr(axis));
 }

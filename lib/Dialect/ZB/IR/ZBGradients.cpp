@@ -75,7 +75,8 @@ Value MaxOp::buildOperandGradient(OpBuilder &b, unsigned i, Value g) {
 
 Value CastOp::buildOperandGradient(OpBuilder &b, unsigned, Value g) {
   Type src = tensorType(getOperand()).getElementType();
-  if (!llvm::isa<FloatType>(src))
+  if (!llvm::isa<FloatType>(src) ||
+      !llvm::isa<FloatType>(getType().getElementType()))
     return Value(); // integers are not differentiable
   return ZBBuilder(b, getLoc()).cast(g, src);
 }
@@ -406,9 +407,16 @@ Value CrossEntropyOp::buildOperandGradient(OpBuilder &b, unsigned i, Value g) {
   RankedTensorType t = tensorType(getLogits());
   int64_t last = t.getRank() - 1;
   int64_t count = t.getNumElements() / t.getDimSize(last);
-  // (softmax(logits) - one_hot(targets)) * g / count
+  // (softmax(logits) - one_hot(targets)) * g / count, and with an
+  // ignore_index (softmax - one_hot) * valid * g / count(valid).
   Value p = e.softmax(getLogits(), last);
   Value oh = e.oneHot(getTargets(), t.getDimSize(last), t.getElementType());
+  if (std::optional<int64_t> ignore = getIgnoreIndex()) {
+    Value valid = e.notEqualMask(getTargets(), *ignore, t.getElementType());
+    auto dims = llvm::to_vector(llvm::seq<int64_t>(0, last));
+    Value gs = e.broadcast(e.div(g, e.reduceSum(valid, dims)), t, {});
+    return e.mul(e.mul(e.sub(p, oh), e.unreduce(valid, t, {last})), gs);
+  }
   Value gs = e.broadcast(e.scale(g, 1.0 / static_cast<double>(count)), t, {});
   return e.mul(e.sub(p, oh), gs);
 }

@@ -83,6 +83,11 @@ public:
   mlir::Value oneHot(mlir::Value indices, int64_t classes,
                      mlir::Type elementType);
   mlir::Value softmax(mlir::Value x, int64_t axis);
+  /// 1.0 where the integer `indices` differ from `value`, else 0.0, as
+  /// `elementType` (the positions zb.cross_entropy's ignore_index keeps;
+  /// compared in that float type: exact for |indices| < 2^24 in f32).
+  mlir::Value notEqualMask(mlir::Value indices, int64_t value,
+                           mlir::Type elementType);
   mlir::Value causalMask(mlir::Value x, double fill);
 
   mlir::OpBuilder &builder() { return b; }

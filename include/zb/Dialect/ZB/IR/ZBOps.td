@@ -15,6 +15,7 @@ def ZB_BoolTensor : RankedTensorOf<[I1]>;
 def ZB_AnyTensor : RankedTensorOf<[AnyFloat, I1, AnySignlessInteger]>;
 def ZB_IndexTensor : RankedTensorOf<[I32, I64]>;
 def ZB_CastSourceTensor : RankedTensorOf<[AnyFloat, I1, AnySignlessInteger]>;
+def ZB_CastResultTensor : RankedTensorOf<[AnyFloat, I32, I64]>;
 
 //===----------------------------------------------------------------------===//
 // Constants
@@ -152,18 +153,24 @@ def ZB_SelectOp : ZB_Op<"select", [Pure,
 
 def ZB_CastOp : ZB_Op<"cast", [Pure,
     DeclareOpInterfaceMethods<ZB_GradientOpInterface>]> {
-  let summary = "Elementwise conversion float <-> float, integer -> float";
+  let summary = "Elementwise element-type conversion";
   let description = [{
-    Float to float rounds to nearest (`arith.extf` / `arith.truncf`); signed
-    integers convert with `arith.sitofp`, `i1` with `arith.uitofp` (true is
-    1.0). The gradient of a float operand is the result gradient cast back;
-    integer operands have none.
+    To a float: float to float rounds to nearest (`arith.extf` /
+    `arith.truncf`); signed integers convert with `arith.sitofp`, `i1` with
+    `arith.uitofp` (true is 1.0). To an i32/i64 integer (index arithmetic
+    on data: position ids, shifted labels): floats truncate toward zero
+    (`arith.fptosi`, as ONNX Cast and `torch.Tensor.long`; undefined for
+    NaN or a value out of the integer's range), `i1` is 0 or 1, other
+    integers sign-extend or truncate. The gradient of a float operand with
+    a float result is the result gradient cast back; integer operands and
+    integer results have none.
     ```mlir
     %f = zb.cast %ids : tensor<4xi64> -> tensor<4xf32>
+    %p = zb.cast %positions : tensor<4xf32> -> tensor<4xi64>
     ```
   }];
   let arguments = (ins ZB_CastSourceTensor:$operand);
-  let results = (outs ZB_FloatTensor:$result);
+  let results = (outs ZB_CastResultTensor:$result);
   let assemblyFormat = "$operand attr-dict `:` type($operand) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -507,16 +514,28 @@ def ZB_CrossEntropyOp : ZB_Op<"cross_entropy", [Pure,
     Logits `[N..., C]`, targets `[N...]` (i32 or i64, in `[0, C)`), result a
     0-d tensor: `mean over N... of (logsumexp(logits[n, :]) -
     logits[n, targets[n]])` (`torch.nn.functional.cross_entropy` with
-    the default mean reduction). Gradient w.r.t. the logits:
-    `(softmax(logits) - one_hot(targets)) * g / count`; targets are not
-    differentiable.
+    the default mean reduction). With `ignore_index = k` the positions whose
+    target is `k` count neither in the sum nor in the mean's denominator,
+    as `cross_entropy(..., ignore_index=k)` (torch's default -100, which
+    Hugging Face models put on padding and on the last position of a
+    shifted label row); every position ignored gives NaN (0/0, as torch).
+    Gradient w.r.t. the logits: `(softmax(logits) - one_hot(targets)) *
+    valid * g / count(valid)`; targets are not differentiable.
     ```mlir
     %loss = zb.cross_entropy %logits, %targets
         : (tensor<64x512xf32>, tensor<64xi64>) -> tensor<f32>
+    %masked = zb.cross_entropy %logits, %labels {ignore_index = -100 : i64}
+        : (tensor<64x512xf32>, tensor<64xi64>) -> tensor<f32>
     ```
   }];
-  let arguments = (ins ZB_FloatTensor:$logits, ZB_IndexTensor:$targets);
+  let arguments = (ins ZB_FloatTensor:$logits, ZB_IndexTensor:$targets,
+                       OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs ZB_FloatTensor:$result);
+  let builders = [OpBuilder<(ins "::mlir::Type":$result,
+                                "::mlir::Value":$logits,
+                                "::mlir::Value":$targets), [{
+    build($_builder, $_state, result, logits, targets, ::mlir::IntegerAttr());
+  }]>];
   let assemblyFormat =
       "$logits `,` $targets attr-dict `:` `(` type($logits) `,` type($targets) `)` `->` type($result)";
   let hasVerifier = 1;
