@@ -34,7 +34,10 @@ outside the repository (docs/frontends.md says how on a CPU-only machine):
                         where the family has grouped-query attention), vocab
                         64, batch 2, sequence 12 (default); small: d 64, 3
                         layers, 4 heads (2 key/value), vocab 128, batch 2,
-                        sequence 24
+                        sequence 24; gpt2-124m: transformers' default
+                        GPT2Config, batch 1, sequence 1024; llama-1b: the
+                        shape of Llama 3.2 1B, batch 1, sequence 256
+  --layers N            override the number of layers (real sizes)
 
 Writes into OUTDIR (the layout of onnx_dynamo_fixtures.py, read by
 test/Frontend/Inputs/check_expected.py):
@@ -74,11 +77,30 @@ FAMILIES = CAUSAL + MASKED
 SIZES = {
     "tiny": dict(d=16, layers=2, heads=2, kv_heads=1, vocab=64, batch=2, seq=12),
     "small": dict(d=64, layers=3, heads=4, kv_heads=2, vocab=128, batch=2, seq=24),
+    # Real sizes: GPT-2 124M is transformers' default GPT2Config (vocab
+    # 50257, 1024 positions, d 768, 12 layers, 12 heads); Llama 1B the shape
+    # of Llama 3.2 1B (d 2048, 16 layers, 32 heads, 8 key/value heads, MLP
+    # 8192, vocab 128256, tied embeddings); --layers overrides the layers.
+    "gpt2-124m": dict(full=True, batch=1, seq=1024),
+    "llama-1b": dict(full=True, batch=1, seq=256),
 }
 
 
 def make_config(family, s):
     import transformers as tf
+    if s.get("full"):
+        if family == "gpt2":
+            return tf.GPT2Config(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                                 **({"n_layer": s["layers"]} if s.get("layers") else {}))
+        if family == "llama":
+            return tf.LlamaConfig(vocab_size=128256, hidden_size=2048,
+                                  intermediate_size=8192,
+                                  num_hidden_layers=s.get("layers") or 16,
+                                  num_attention_heads=32, num_key_value_heads=8,
+                                  max_position_embeddings=131072,
+                                  rope_theta=500000.0, tie_word_embeddings=True,
+                                  attention_dropout=0.0)
+        raise SystemExit("size %s: only gpt2 and llama" % s)
     d, L, H, V, F = s["d"], s["layers"], s["heads"], s["vocab"], 2 * s["d"]
     if family == "gpt2":
         return tf.GPT2Config(vocab_size=V, n_embd=d, n_layer=L, n_head=H,
@@ -136,6 +158,9 @@ def make_model(family, s, attn):
     with torch.no_grad():
         for name, p in model.named_parameters():
             p.add_(0.02 * torch.randn_like(p))
+    print("%s: %.1fM parameters" % (type(model).__name__,
+                                    sum(p.numel() for p in model.parameters()) / 1e6),
+          flush=True)
     return model
 
 
@@ -158,9 +183,9 @@ class MaskedWrapper(nn.Module):
                           labels=labels).loss
 
 
-def make_inputs(family, s, seed):
+def make_inputs(family, s, seed, vocab=None):
     rng = np.random.default_rng(seed + 1)
-    B, T, V = s["batch"], s["seq"], s["vocab"]
+    B, T, V = s["batch"], s["seq"], vocab or s["vocab"]
     ids = rng.integers(3, V, size=(B, T), dtype=np.int64)
     if family in CAUSAL:
         return ["input_ids", "labels"], [ids, ids.copy()]
@@ -187,14 +212,17 @@ def loss_and_grads(model, inputs, dtype):
 def export(family, out, args):
     import onnx
     import transformers
-    s = SIZES[args.size]
+    s = dict(SIZES[args.size])
+    if args.layers:
+        s["layers"] = args.layers
     torch.manual_seed(args.seed)
     os.makedirs(out, exist_ok=True)
     for f in os.listdir(out):
         os.remove(os.path.join(out, f))
     model = make_model(family, s, args.attn)
     wrapper = (MaskedWrapper if family in MASKED else CausalWrapper)(model).eval()
-    input_names, inputs = make_inputs(family, s, args.seed)
+    input_names, inputs = make_inputs(family, s, args.seed,
+                                      model.config.vocab_size)
     path = os.path.join(out, "model.onnx")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -251,6 +279,7 @@ def main():
     p.add_argument("--no-optimize", dest="optimize", action="store_false")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--size", default="tiny", choices=sorted(SIZES))
+    p.add_argument("--layers", type=int, help="override the number of layers")
     args = p.parse_args()
     for family in FAMILIES if args.family == "all" else [args.family]:
         out = os.path.join(args.out, family) if args.family == "all" else args.out

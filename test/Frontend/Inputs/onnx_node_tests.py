@@ -94,11 +94,13 @@ def prepare(test_dir, out_path, int_data=False):
     static = {name for n in g.node for i, name in enumerate(n.input)
               if n.op_type not in DATA_OPS or
               i in STATIC_INPUTS.get(n.op_type, ())}
+    static_pos = {name for n in g.node for i, name in enumerate(n.input)
+                  if i in STATIC_INPUTS.get(n.op_type, ())}
     keep, floats, consts = [], [], []
     for vi, value in zip(graph_inputs, inputs):
         as_data = int_data and vi.name not in static and value.size > 0
         if (value.dtype.kind in "iub" and not as_data) or \
-                vi.name in fold_only_inputs:
+                vi.name in fold_only_inputs or vi.name in static_pos:
             consts.append(onnx.helper.make_node(
                 "Constant", [], [vi.name], name="input_" + vi.name,
                 value=numpy_helper.from_array(value, vi.name)))
