@@ -98,8 +98,7 @@ void sendTensors(const std::map<int64_t, Buffer> &tensors, MPI_Comm comm) {
 /// `safetensorsPath` as safetensors (writeSafetensors), each where not empty.
 /// `what` names the flag in errors.
 bool saveTensors(const std::map<int64_t, Buffer> &tensors, const Plan &plan,
-                 StringRef binPath, StringRef safetensorsPath,
-                 StringRef what) {
+                 StringRef binPath, StringRef safetensorsPath, StringRef what) {
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   Error err = Error::success();

@@ -44,8 +44,8 @@ Error zb::host::writeSafetensors(StringRef path, const Plan &plan,
   int64_t at = 0;
   for (size_t i = 0; i < order.size(); ++i) {
     const ParamInfo &p = *order[i];
-    StringRef bad = !json::isUTF8(p.name)          ? "is not UTF-8"
-                    : p.name == "__metadata__"       ? "is the format's own key"
+    StringRef bad = !json::isUTF8(p.name)      ? "is not UTF-8"
+                    : p.name == "__metadata__" ? "is the format's own key"
                     : i > 0 && p.name == order[i - 1]->name ? "appears twice"
                                                             : "";
     if (!bad.empty())
@@ -54,12 +54,12 @@ Error zb::host::writeSafetensors(StringRef path, const Plan &plan,
     if (p.offsetBytes < 0 || p.offsetBytes + bytes > (int64_t)paramsBin.size())
       return makeError(formatv("safetensors: parameter '{0}' ends at byte {1} "
                                "of {2}",
-                               p.name, p.offsetBytes + bytes,
-                               paramsBin.size())
+                               p.name, p.offsetBytes + bytes, paramsBin.size())
                            .str());
-    header[p.name] = json::Object{{"dtype", "F32"},
-                                  {"shape", json::Array(p.shape)},
-                                  {"data_offsets", json::Array{at, at + bytes}}};
+    header[p.name] =
+        json::Object{{"dtype", "F32"},
+                     {"shape", json::Array(p.shape)},
+                     {"data_offsets", json::Array{at, at + bytes}}};
     at += bytes;
   }
   std::string text;
