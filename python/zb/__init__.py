@@ -23,14 +23,15 @@ import os as _os
 import shutil as _shutil
 import subprocess as _subprocess
 from dataclasses import dataclass as _dataclass, field as _field
-from typing import Iterable, Sequence, Union
+from typing import Iterable, NamedTuple, Sequence, Union
 
 from . import _zb
 
 __all__ = [
     "Problem", "Schedule", "IlpReport", "Plan", "RunReport",
     "schedule", "simulate", "schedule_names", "compile", "run",
-    "plot", "plot_memory", "plot_run",
+    "plot", "plot_memory", "plot_run", "load_params", "load_into_torch",
+    "IncompatibleKeys",
 ]
 
 Number = Union[int, float]
@@ -410,6 +411,226 @@ def run(plan: Plan | str, *, ranks: int | None = None, steps: int = 10,
     steps_json = report.get("steps", [])
     return RunReport([s["loss"] for s in steps_json],
                      [s.get("time_ms", 0.0) for s in steps_json], report)
+
+
+# -- trained parameters back (safetensors, params.bin) ---------------------
+
+# safetensors dtype -> NumPy dtype (little-endian), for the NumPy reader.
+_ST_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8",
+              "I32": "<i4", "I16": "<i2", "I8": "i1", "U64": "<u8",
+              "U32": "<u4", "U16": "<u2", "U8": "u1", "BOOL": "?"}
+
+
+def _load_safetensors_numpy(path: str) -> dict:
+    """A safetensors file read with NumPy alone (the format of
+    https://huggingface.co/docs/safetensors: u64 little-endian header length
+    N, N bytes of JSON, the tensors' bytes with data_offsets relative to the
+    end of the header, contiguous). Raises ValueError naming the file and
+    what is wrong."""
+    import numpy as np
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+
+    def bad(why: str):
+        return ValueError(f"{path}: not a safetensors file: {why}")
+
+    if len(data) < 8:
+        raise bad(f"{len(data)} bytes, shorter than the 8-byte header length")
+    n = int.from_bytes(data[:8], "little")
+    if n > len(data) - 8:
+        raise bad(f"header length {n} exceeds the {len(data) - 8} bytes "
+                  "after it")
+    try:
+        header = _json.loads(data[8:8 + n].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise bad(f"header is not UTF-8 JSON ({e})") from None
+    if not isinstance(header, dict):
+        raise bad("header is not a JSON object")
+    header.pop("__metadata__", None)
+    body = len(data) - 8 - n
+    spans = []
+    for name, t in header.items():
+        if (not isinstance(t, dict) or
+                not isinstance(t.get("shape"), list) or
+                not all(isinstance(d, int) and d >= 0 for d in t["shape"]) or
+                not isinstance(t.get("data_offsets"), list) or
+                len(t["data_offsets"]) != 2 or
+                not all(isinstance(o, int) for o in t["data_offsets"])):
+            raise bad(f"tensor '{name}': needs \"dtype\", \"shape\" (list of "
+                      "sizes) and \"data_offsets\" ([begin, end])")
+        if t.get("dtype") not in _ST_DTYPES:
+            raise bad(f"tensor '{name}': dtype {t.get('dtype')!r} is not one "
+                      f"of {', '.join(_ST_DTYPES)}")
+        begin, end = t["data_offsets"]
+        dtype = np.dtype(_ST_DTYPES[t["dtype"]])
+        count = int(np.prod(t["shape"], dtype=np.int64))
+        if end - begin != count * dtype.itemsize:
+            raise bad(f"tensor '{name}': data_offsets [{begin}, {end}] hold "
+                      f"{end - begin} bytes, shape {t['shape']} of "
+                      f"{t['dtype']} needs {count * dtype.itemsize}")
+        spans.append((begin, end, name, dtype, count, t["shape"]))
+    spans.sort(key=lambda s: (s[0], s[1]))
+    at = 0
+    for begin, end, name, *_ in spans:
+        if begin != at:
+            raise bad(f"tensor '{name}' starts at byte {begin} of the data, "
+                      f"expected {at} (a hole or an overlap)")
+        at = end
+    if at != body:
+        raise bad(f"the tensors end at byte {at} of the data, the file has "
+                  f"{body}")
+    out = {}
+    for begin, _end, name, dtype, count, shape in spans:
+        out[name] = np.frombuffer(data, dtype, count,
+                                  8 + n + begin).reshape(shape)
+    return out
+
+
+def _plan_json(plan) -> dict:
+    """plan.json's contents from a Plan, a plan directory, a plan.json path
+    or the dict itself."""
+    if isinstance(plan, dict):
+        return plan
+    p = plan.path if isinstance(plan, Plan) else _os.fspath(plan)
+    if _os.path.isdir(p):
+        p = _os.path.join(p, "plan.json")
+    with open(p) as f:
+        return _json.load(f)
+
+
+def _load_params_bin(path: str, plan) -> dict:
+    import numpy as np
+    if plan is None:
+        plan = _os.path.join(_os.path.dirname(_os.path.abspath(path)),
+                             "plan.json")
+        if not _os.path.exists(plan):
+            raise ValueError(
+                f"{path}: a params.bin-layout file holds no names: pass "
+                "plan= (a zb.Plan, a plan directory or its plan.json); no "
+                "plan.json next to the file")
+    params = _plan_json(plan).get("params", [])
+    size = _os.path.getsize(path)
+    end = max((p["offset_bytes"] + 4 * int(np.prod(p["shape"], dtype=np.int64))
+               for p in params), default=0)
+    if size != end:
+        raise ValueError(f"{path}: {size} bytes, but plan.json's parameters "
+                         f"end at byte {end} (a file of another model?)")
+    data = np.fromfile(path, dtype="<f4")
+    out = {}
+    for p in params:
+        first = p["offset_bytes"] // 4
+        count = int(np.prod(p["shape"], dtype=np.int64))
+        out[p["name"]] = data[first:first + count].reshape(p["shape"])
+    return out
+
+
+def load_params(path: str, plan: Plan | str | dict | None = None) -> dict:
+    """The parameters of a file zb wrote, as {name: numpy.ndarray}.
+
+    ``path`` ending in ``.safetensors`` (``zb-run --save-params
+    FILE.safetensors``, a checkpoint's ``model.safetensors``) is read with
+    ``safetensors.numpy.load_file`` when the ``safetensors`` package is
+    importable, else by a NumPy reader of the format; names are the plan's
+    (the model's state_dict names for ONNX exported from PyTorch), a tied
+    parameter once. Any other file is read in params.bin's layout (float32
+    little-endian at each parameter's ``offset_bytes``, docs/plan-json.md:
+    zb-compile's params.bin, ``zb-run --save-params FILE``, a checkpoint's
+    params.bin / adam_m.bin / adam_v.bin) with the names and shapes of
+    ``plan`` (a zb.Plan, a plan directory, its plan.json or its parsed
+    dict; default: the plan.json next to the file). The arrays are
+    writable.
+
+    Raises:
+        ValueError: a malformed safetensors file (naming what is wrong), a
+            params.bin whose size is not the plan's, no plan for a
+            params.bin.
+        OSError: the file cannot be read.
+    """
+    path = _os.fspath(path)
+    if not path.endswith(".safetensors"):
+        return _load_params_bin(path, plan)
+    try:
+        from safetensors import SafetensorError
+        from safetensors.numpy import load_file
+    except ImportError:
+        return _load_safetensors_numpy(path)
+    try:
+        out = load_file(path)
+    except SafetensorError as e:
+        raise ValueError(f"{path}: not a safetensors file: {e}") from None
+    for name, value in out.items():
+        if not value.flags.writeable:
+            out[name] = value.copy()
+    return out
+
+
+class IncompatibleKeys(NamedTuple):
+    """What ``load_into_torch`` did not match (fields as torch's
+    ``load_state_dict`` result)."""
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+def _named_parameters_with_ties(module) -> list:
+    """(name, parameter) of every parameter name of a torch module, tied
+    names included (named_parameters drops them by default)."""
+    try:
+        return list(module.named_parameters(remove_duplicate=False))
+    except TypeError:  # torch < 2.0
+        return [(f"{prefix}.{name}" if prefix else name, p)
+                for prefix, sub in module.named_modules(remove_duplicate=False)
+                for name, p in sub._parameters.items() if p is not None]
+
+
+def _name_list(names: list[str], limit: int = 10) -> str:
+    more = f" ... and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def load_into_torch(module, path: str, strict: bool = True, *,
+                    plan: Plan | str | dict | None = None) -> IncompatibleKeys:
+    """Loads a file of trained parameters (``load_params``: safetensors or
+    params.bin with ``plan``) into a torch.nn.Module by
+    ``module.load_state_dict(..., strict=False)``; values are converted to
+    the module's dtypes and devices by the copy.
+
+    With ``strict``, first checks the names (and raises before loading
+    anything): every name of the file must be in the module's state_dict,
+    and every parameter of the module (not buffers) must be in the file,
+    where a parameter tied to another (the same tensor under two names,
+    e.g. ``lm_head.weight`` is ``transformer.wte.weight``) counts as present
+    when one of its names is.
+
+    Returns:
+        IncompatibleKeys(missing_keys, unexpected_keys), by the rule above.
+    Raises:
+        ValueError: with ``strict``, naming the file's parameters the module
+            lacks and the module's parameters the file lacks; or from
+            ``load_params``. torch's RuntimeError for a shape that differs.
+    """
+    import torch
+    params = load_params(path, plan)
+    state_keys = set(module.state_dict().keys())
+    unexpected = sorted(k for k in params if k not in state_keys)
+    tied: dict[int, list[str]] = {}
+    for name, p in _named_parameters_with_ties(module):
+        tied.setdefault(id(p), []).append(name)
+    missing = sorted(n for names in tied.values()
+                     if not any(n in params for n in names) for n in names)
+    if strict and (missing or unexpected):
+        parts = []
+        if unexpected:
+            parts.append(f"the module has no parameter named "
+                         f"{_name_list(unexpected)} ({len(unexpected)} of the "
+                         "file's)")
+        if missing:
+            parts.append(f"the file lacks the module's parameters "
+                         f"{_name_list(missing)} ({len(missing)})")
+        raise ValueError(f"load_into_torch: {_os.fspath(path)}: "
+                         + "; ".join(parts))
+    module.load_state_dict({k: torch.from_numpy(v) for k, v in params.items()},
+                           strict=False)
+    return IncompatibleKeys(missing, unexpected)
 
 
 from ._plot import plot, plot_memory, plot_run  # noqa: E402

@@ -1,7 +1,9 @@
 """Type stubs of the zb package (units: ms for times, the unit of mem_b for
 memory; every C++ error is a ValueError with its message)."""
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence, Union
+from typing import Any, Iterable, NamedTuple, Sequence, Union
+
+import numpy
 
 from matplotlib.axes import Axes
 
@@ -112,6 +114,36 @@ class RunReport:
 def run(plan: Plan | str, *, ranks: int | None = ..., steps: int = ...,
         data: str | None = ..., deterministic: bool = ...,
         extra_args: Iterable[str] = ...) -> RunReport: ...
+
+def load_params(path: str, plan: Plan | str | dict[str, Any] | None = ...
+                ) -> dict[str, numpy.ndarray]:
+    """The parameters of a file zb wrote, as {name: array}: a
+    ``.safetensors`` file (``zb-run --save-params FILE.safetensors``, a
+    checkpoint's ``model.safetensors``; read by ``safetensors.numpy`` when
+    installed, else by NumPy) or any other file in params.bin's layout
+    (float32 at each parameter's ``offset_bytes``) named and shaped by
+    ``plan`` (a Plan, a plan directory, its plan.json or its dict; default:
+    the plan.json next to the file). Names are the plan's (state_dict names
+    for ONNX models exported from PyTorch), a tied parameter once.
+    Raises ValueError for a malformed safetensors file, a params.bin of
+    another size than the plan's, or no plan for a params.bin."""
+    ...
+
+class IncompatibleKeys(NamedTuple):
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+def load_into_torch(module: Any, path: str, strict: bool = ..., *,
+                    plan: Plan | str | dict[str, Any] | None = ...
+                    ) -> IncompatibleKeys:
+    """``module.load_state_dict`` (strict=False) of ``load_params(path,
+    plan)`` as torch tensors. With ``strict``, raises ValueError before
+    loading when the file has a name the module's state_dict lacks or the
+    module has a parameter (not a buffer) the file lacks; a parameter tied
+    to another (one tensor, two names: ``lm_head.weight`` is
+    ``transformer.wte.weight``) is present when either name is. Returns the
+    missing and unexpected names by that rule. Imports torch on call."""
+    ...
 
 def plot(schedule: Schedule, ax: Axes | None = ...,
          title: str | None = ...) -> Axes: ...

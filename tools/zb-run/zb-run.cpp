@@ -176,6 +176,7 @@ cl::opt<std::string, true> saveParams(
     "save-params",
     cl::desc("After training, write every parameter's final value to FILE "
              "in the params.bin layout (float32 at plan.json offset_bytes), "
+             "or as safetensors where FILE ends in .safetensors, "
              "written by rank 0 (no shared file system needed)"),
     cl::value_desc("FILE"), cl::location(opts.saveParams),
     cl::cat(runCategory));

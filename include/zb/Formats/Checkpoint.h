@@ -7,6 +7,8 @@
 //                     "step": S, "optimizer_step": t, "optimizer": "adamw",
 //                     "seed": K, "num_ranks": p, "plan_hash": "<16 hex>"}
 //   params.bin       the parameters in the plan's params.bin layout
+//   model.safetensors the same parameters as safetensors (for other tools;
+//                    resuming reads params.bin)
 //   adam_m.bin       AdamW first and second moments in the same layout
 //   adam_v.bin       (adamw only)
 // Everything is written into DIR/step-<S>.tmp.<pid> and renamed when

@@ -1,6 +1,7 @@
 //===- Collective.cpp - zb-run: what all ranks do together ----------------===//
 
 #include "zbhost/Collective.h"
+#include "zbhost/Safetensors.h"
 
 #include "zb/Formats/AtomicFile.h"
 
@@ -92,11 +93,12 @@ void sendTensors(const std::map<int64_t, Buffer> &tensors, MPI_Comm comm) {
   }
 }
 
-/// Every rank's `tensors` into `path` (params.bin layout), written by rank 0
-/// alone through the one atomic-file writer. `what` names the flag in
-/// errors.
+/// Every rank's `tensors`, written by rank 0 alone through the one
+/// atomic-file writer: into `binPath` in params.bin's layout and into
+/// `safetensorsPath` as safetensors (writeSafetensors), each where not empty.
+/// `what` names the flag in errors.
 bool saveTensors(const std::map<int64_t, Buffer> &tensors, const Plan &plan,
-                 StringRef path, StringRef what) {
+                 StringRef binPath, StringRef safetensorsPath, StringRef what) {
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   Error err = Error::success();
@@ -106,12 +108,14 @@ bool saveTensors(const std::map<int64_t, Buffer> &tensors, const Plan &plan,
       image.put(index, buf.data(), buf.size());
     receiveTensors(image, comm);
     if (!image.mismatch.empty())
-      err = makeError(what + ": " + image.mismatch);
-    else
-      err = writeFileAtomically(path, [&](raw_ostream &os) {
+      err = makeError(image.mismatch);
+    if (!err && !binPath.empty())
+      err = writeFileAtomically(binPath, [&](raw_ostream &os) {
         os.write(image.bytes.data(), image.bytes.size());
         return Error::success();
       });
+    if (!err && !safetensorsPath.empty())
+      err = writeSafetensors(safetensorsPath, plan, image.bytes);
     if (err)
       err = makeError(what + ": " + toString(std::move(err)));
   } else {
@@ -157,7 +161,9 @@ bool zb::host::agree(Error err) {
 
 bool zb::host::saveFinalParams(const RankProgram &rp, const Plan &plan,
                                StringRef path) {
-  return saveTensors(rp.params, plan, path, "--save-params");
+  if (isSafetensorsPath(path))
+    return saveTensors(rp.params, plan, "", path, "--save-params");
+  return saveTensors(rp.params, plan, path, "", "--save-params");
 }
 
 bool zb::host::writeCheckpoint(const RankProgram &rp, const Plan &plan,
@@ -175,11 +181,12 @@ bool zb::host::writeCheckpoint(const RankProgram &rp, const Plan &plan,
   if (!agree(std::move(made)))
     return false;
   auto file = [&](StringRef f) { return tmp + "/" + f.str(); };
-  if (!saveTensors(rp.params, plan, file("params.bin"), "--checkpoint"))
+  if (!saveTensors(rp.params, plan, file("params.bin"),
+                   file("model.safetensors"), "--checkpoint"))
     return false;
   if (info.optimizer == zb::Optimizer::AdamW &&
-      (!saveTensors(rp.adamM, plan, file("adam_m.bin"), "--checkpoint") ||
-       !saveTensors(rp.adamV, plan, file("adam_v.bin"), "--checkpoint")))
+      (!saveTensors(rp.adamM, plan, file("adam_m.bin"), "", "--checkpoint") ||
+       !saveTensors(rp.adamV, plan, file("adam_v.bin"), "", "--checkpoint")))
     return false;
   Error done = Error::success();
   if (zbrt_rank() == 0) {

@@ -27,7 +27,9 @@ bool agree(llvm::Error err);
 
 /// --save-params PATH: every rank sends its parameters to rank 0, which
 /// writes them in the plan's params.bin layout (offset_bytes of each
-/// parameter; a tied parameter's copies are equal) through
+/// parameter; a tied parameter's copies are equal), or, where PATH ends in
+/// ".safetensors", as a safetensors file (zbhost/Safetensors.h: each
+/// parameter once under its plan name, F32, its plan shape), through
 /// writeFileAtomically (zb/Formats/AtomicFile.h: a crash or a full disk
 /// leaves the previous file). False on every rank after a failure, named
 /// once: "--save-params: cannot write PATH: <reason> (the previous file is
@@ -37,8 +39,9 @@ bool saveFinalParams(const RankProgram &rp, const Plan &plan,
                      llvm::StringRef path);
 
 /// --checkpoint DIR: writes DIR/step-<S> (zb/Formats/Checkpoint.h): rank 0
-/// makes DIR/step-<S>.tmp.<pid>, the parameters (and AdamW's moments) are
-/// written into it as by saveFinalParams, rank 0 adds checkpoint.json and
+/// makes DIR/step-<S>.tmp.<pid>, the parameters (params.bin and the same
+/// values as model.safetensors) and AdamW's moments are written into it as
+/// by saveFinalParams, rank 0 adds checkpoint.json and
 /// renames the directory; the two newest checkpoints stay. False on every
 /// rank after a failure (named; the previous checkpoints are kept).
 bool writeCheckpoint(const RankProgram &rp, const Plan &plan,
