@@ -8,6 +8,7 @@
 // schedule's W order, so every schedule gives bit-identical gradients.
 //
 //===----------------------------------------------------------------------===//
+#include "zb/Dialect/ZB/IR/ZBBuilder.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 #include "zb/Transforms/CostModel.h"
 #include "zb/Transforms/Passes.h"
@@ -214,13 +215,24 @@ private:
   Value addInOrder(Value acc, Value v) {
     return acc ? AddOp::create(b, loc, v.getType(), acc, v).getResult() : v;
   }
-  /// A zb.send, recorded for the communication check.
+  /// A zb.send, recorded for the communication check. Booleans (masks
+  /// computed on one stage and read on the next) travel as i32 0/1.
   void send(Value v, int64_t to, int64_t tag, std::string what) {
+    auto t = llvm::cast<RankedTensorType>(v.getType());
+    if (t.getElementType().isInteger(1))
+      v = ZBBuilder(b, loc).cast(v, b.getI32Type());
     SendOp::create(b, loc, v, to, tag);
     msgs.push_back({true, to, tag, tensorBytes(v.getType()), std::move(what)});
   }
   /// A zb.recv, recorded for the communication check.
   Value recv(Type ty, int64_t from, int64_t tag, std::string what) {
+    auto t = llvm::cast<RankedTensorType>(ty);
+    if (t.getElementType().isInteger(1)) {
+      Value i = recv(t.clone(b.getI32Type()), from, tag, std::move(what));
+      ZBBuilder e(b, loc);
+      Value f = e.cast(i, b.getF32Type());
+      return e.compare("ne", f, e.splat(f, 0.0));
+    }
     msgs.push_back({false, from, tag, tensorBytes(ty), std::move(what)});
     return RecvOp::create(b, loc, ty, from, tag);
   }
