@@ -8,9 +8,13 @@ the user's own jaxlib: text in the custom op form (what
 artifact (``jax.export.export(jax.jit(f))(...).serialize()`` bytes) or a
 StableHLO portable artifact (MLIR bytecode).
 
-torch_to_onnx: torch.onnx.export with the legacy TorchScript exporter
-(dynamo=False), opset 17, constant folding off, weights inside the file
-(zb-translate --import-onnx reads one self-contained .onnx).
+torch_to_onnx: torch.onnx.export as zb reads it best: with torch >= 2.6 the
+default (dynamo) exporter without its graph optimizer (optimize=False: every
+weight under its state_dict name and in its shape, so that the weights zb
+saves load back into the module), weights larger than 1 KB in
+``<path>.data``; before, the TorchScript exporter, opset 17, constant
+folding off. The module is exported in eval mode (zb trains without
+dropout) and put back in the mode it had.
 jax_to_stablehlo: the StableHLO text of jax.jit(fn).lower(*args) in the
 generic op form (zb-translate --import-stablehlo).
 
@@ -25,24 +29,49 @@ import os
 
 def torch_to_onnx(module, example_inputs, path: str, *,
                   input_names=None, output_names=("loss",),
-                  opset: int = 17) -> str:
-    """Exports ``module(*example_inputs)`` (its forward and loss) to
-    ``path`` for ``zb-compile``/``zb.compile``. Parameters become ONNX
-    initializers (trainable in zb); numpy arrays are converted to tensors.
-    Returns the path."""
+                  opset: int | None = None, dynamo: bool | None = None) -> str:
+    """Exports ``module(*example_inputs)`` (its forward and loss: a scalar)
+    to ``path`` for ``zb-compile``/``zb.compile``. Parameters become ONNX
+    initializers (trainable in zb) under their ``state_dict`` names; numpy
+    arrays are converted to tensors. A Hugging Face model is exported through
+    a module that returns its loss, e.g. ``forward(input_ids, labels):
+    return self.model(input_ids=input_ids, labels=labels).loss``.
+
+    ``dynamo``: None picks the dynamo exporter (``optimize=False``) on torch
+    >= 2.6 and the TorchScript one (constant folding off) before; ``opset``:
+    None is the exporter's default (dynamo) or 17 (TorchScript). Returns the
+    path. Raises what ``torch.onnx.export`` raises."""
     import torch  # noqa: PLC0415
     inputs = tuple(torch.as_tensor(x) if not isinstance(x, torch.Tensor)
                    else x for x in (example_inputs if isinstance(
                        example_inputs, (tuple, list)) else (example_inputs,)))
-    kwargs = dict(export_params=True, do_constant_folding=False,
-                  opset_version=opset, output_names=list(output_names))
+    if dynamo is None:
+        version = tuple(int(v) for v in
+                        torch.__version__.split("+")[0].split(".")[:2])
+        dynamo = version >= (2, 6)
+    kwargs = dict(output_names=list(output_names))
     if input_names is not None:
         kwargs["input_names"] = list(input_names)
+    was_training = getattr(module, "training", False)
+    if hasattr(module, "eval"):
+        module.eval()
     try:
-        torch.onnx.export(module, inputs, os.fspath(path), dynamo=False,
-                          **kwargs)
-    except TypeError:  # torch < 2.5 has no `dynamo` argument
-        torch.onnx.export(module, inputs, os.fspath(path), **kwargs)
+        if dynamo:
+            if opset is not None:
+                kwargs["opset_version"] = opset
+            torch.onnx.export(module, inputs, os.fspath(path), dynamo=True,
+                              optimize=False, external_data=True, **kwargs)
+        else:
+            kwargs.update(export_params=True, do_constant_folding=False,
+                          opset_version=17 if opset is None else opset)
+            try:
+                torch.onnx.export(module, inputs, os.fspath(path),
+                                  dynamo=False, **kwargs)
+            except TypeError:  # torch < 2.5 has no `dynamo` argument
+                torch.onnx.export(module, inputs, os.fspath(path), **kwargs)
+    finally:
+        if was_training and hasattr(module, "train"):
+            module.train()
     return os.fspath(path)
 
 
