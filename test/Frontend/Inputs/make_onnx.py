@@ -312,12 +312,90 @@ def recursive_function():
     return m
 
 
+def _mean_loss(x):
+    return helper.make_node("ReduceMean", [x], ["loss"], keepdims=0,
+                            name="mean")
+
+
+def pad_reflect():
+    # a Pad mode zb does not implement
+    return model([
+        helper.make_node("Pad", ["x", "pads"], ["p"], mode="reflect",
+                         name="pad_reflect"),
+        _mean_loss("p"),
+    ], [("x", [4, 8])], "loss",
+        [numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "pads")])
+
+
+def pad_crop_too_much():
+    # negative pads that remove more than the axis holds
+    return model([
+        helper.make_node("Pad", ["x", "pads"], ["p"], name="pad_crop"),
+        _mean_loss("p"),
+    ], [("x", [4, 8])], "loss",
+        [numpy_helper.from_array(np.array([0, -5, 0, -5], np.int64), "pads")])
+
+
+def _with_int_input(nodes, extra_inits=()):
+    graph = helper.make_graph(
+        nodes, "test",
+        [helper.make_tensor_value_info("x", F32, [4, 8]),
+         helper.make_tensor_value_info("ids", TensorProto.INT64, [4, 8])],
+        [helper.make_tensor_value_info("loss", F32, [])],
+        initializer=list(extra_inits))
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)],
+        producer_name="zb-test")
+
+
+def gathernd_data_indices():
+    # GatherND whose indices are computed from data
+    return _with_int_input([
+        helper.make_node("Unsqueeze", ["ids", "axes"], ["idx"], name="unsq"),
+        helper.make_node("GatherND", ["x", "idx"], ["g"], name="gather_nd"),
+        _mean_loss("g"),
+    ], [numpy_helper.from_array(np.array([-1], np.int64), "axes")])
+
+
+def gather_elements_out_of_range():
+    # a constant index outside the data
+    return model([
+        helper.make_node("GatherElements", ["x", "idx"], ["g"], axis=1,
+                         name="gather_el"),
+        _mean_loss("g"),
+    ], [("x", [4, 8])], "loss",
+        [numpy_helper.from_array(np.full((4, 2), 9, np.int64), "idx")])
+
+
+def cumsum_bool():
+    # a cumulative sum of booleans
+    return _with_int_input([
+        helper.make_node("Cast", ["ids"], ["b"], to=TensorProto.BOOL,
+                         name="to_bool"),
+        helper.make_node("CumSum", ["b", "axis"], ["c"], name="cumsum_bool"),
+        helper.make_node("Cast", ["c"], ["f"], to=F32, name="to_float"),
+        helper.make_node("Mul", ["x", "f"], ["y"], name="mul"),
+        _mean_loss("y"),
+    ], [numpy_helper.from_array(np.array(1, np.int64), "axis")])
+
+
+def and_on_floats():
+    # a logic op on float tensors
+    return model([
+        helper.make_node("And", ["x", "x"], ["a"], name="and_floats"),
+        helper.make_node("Cast", ["a"], ["f"], to=F32, name="to_float"),
+        _mean_loss("f"),
+    ], [("x", [4, 8])], "loss")
+
+
 CASES = {f.__name__: f for f in [
     unsupported_op, unsupported_pow, valid_small, broadcast_add, gemm_transb,
     undefined_value, dynamic_shape, not_scalar, shape_mismatch, int_loss,
     opset18_reduce, wrong_output_type, computed_cos, bad_reshape, truncated,
     empty, not_onnx, float64_param, gelu_none, gelu_tanh, opset99,
-    local_function, recursive_function, layernorm_opset11, gelu_opset19, legacy_broadcast]}
+    local_function, recursive_function, layernorm_opset11, gelu_opset19, legacy_broadcast,
+    pad_reflect, pad_crop_too_much, gathernd_data_indices,
+    gather_elements_out_of_range, cumsum_bool, and_on_floats]}
 
 
 def random_input(seed, index, shape):
