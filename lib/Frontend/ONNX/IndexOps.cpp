@@ -12,9 +12,9 @@
 //                        indices are computed at import and the op is one
 //                        zb.gather of rows of the data flattened to
 //                        [rows, inner] (gradient: zb.scatter_add).
-//   CumSum               RoBERTa's position ids: x [.., T] times the
-//                        triangular 0/1 matrix U [T, T] (zb.matmul; exact in
-//                        float32 below 2^24), exclusive/reverse by U's shape.
+//   CumSum               RoBERTa's position ids: x [.., T] broadcast to
+//                        [.., T, T], zb.causal_mask, zb.reduce_sum (exact in
+//                        float32 below 2^24); exclusive subtracts x.
 // Integer and boolean data go through float32 (ONNXImporter::toFloat).
 // See ONNXImporterImpl.h.
 //
@@ -491,23 +491,26 @@ FailureOr<NodeResults> ONNXImporter::cumSum() {
       perm.push_back(d);
   perm.push_back(*axis);
   Value moved = e.transpose(f, perm);
-  auto movedShape = llvm::to_vector(cast<RankedTensorType>(moved.getType()).getShape());
+  auto movedShape =
+      llvm::to_vector(cast<RankedTensorType>(moved.getType()).getShape());
   int64_t n = type.getDimSize(*axis);
   if (n > 8192) {
     nodeError() << "CumSum on data along an axis of " << n
                 << " elements is not supported (at most 8192)";
     return failure();
   }
-  Value rows = e.reshape(moved, {type.getNumElements() / std::max<int64_t>(n, 1), n});
-  HostTensor u;
-  u.shape = {n, n};
-  u.type = cast<RankedTensorType>(f.getType()).getElementType();
-  u.data.resize(n * n);
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i < n; ++i)
-      u.data[j * n + i] = contributes(j, i, *exclusive, *reverse) ? 1.0 : 0.0;
-  Value sums = e.matmul(rows, zb::ConstantOp::create(builder, loc, u.toAttr()),
-                        false, false);
+  int64_t rows = type.getNumElements() / std::max<int64_t>(n, 1);
+  Value x2 = e.reshape(moved, {rows, n});
+  // B[r, a, b] = x[r, b] (forward) or x[r, a] (reverse); zb.causal_mask
+  // keeps b <= a; the sum over b (forward) or a (reverse) is the inclusive
+  // sum; exclusive subtracts x. No constant matrix: the same ops on the GPU.
+  auto ft = cast<RankedTensorType>(x2.getType());
+  auto cube = RankedTensorType::get({rows, n, n}, ft.getElementType());
+  Value b = e.broadcast(x2, cube, *reverse ? SmallVector<int64_t>{0, 1}
+                                           : SmallVector<int64_t>{0, 2});
+  Value sums = e.reduceSum(e.causalMask(b, 0.0), {*reverse ? 1 : 2});
+  if (*exclusive)
+    sums = e.sub(sums, x2);
   SmallVector<int64_t> inverse(rank);
   for (int64_t d = 0; d < rank; ++d)
     inverse[perm[d]] = d;
