@@ -388,6 +388,43 @@ def and_on_floats():
     ], [("x", [4, 8])], "loss")
 
 
+def hf_ops():
+    # the ops of Hugging Face exports on data, in one valid model (a fuzz
+    # seed): a padding mask and position ids from integer data, a label
+    # shift, sdpa's NaN guard, logic, GatherElements/GatherND
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    return _with_int_input([
+        helper.make_node("Equal", ["ids", "zero"], ["is_pad"], name="eq"),
+        helper.make_node("Not", ["is_pad"], ["keep"], name="not"),
+        helper.make_node("Cast", ["keep"], ["keep_i"], to=TensorProto.INT64,
+                         name="to_int"),
+        helper.make_node("CumSum", ["keep_i", "one"], ["pos"], name="cumsum"),
+        helper.make_node("Mul", ["pos", "keep_i"], ["pos_m"], name="mul_int"),
+        helper.make_node("GatherElements", ["table", "pos_m"], ["pe"], axis=1,
+                         name="gather_el"),
+        helper.make_node("Pad", ["ids", "pads", "ignore"], ["padded"],
+                         name="label_pad"),
+        helper.make_node("Slice", ["padded", "one1", "end", "one1"],
+                         ["shifted"], name="label_shift"),
+        helper.make_node("GreaterOrEqual", ["shifted", "zero"], ["valid"],
+                         name="ge"),
+        helper.make_node("GatherND", ["valid", "nd"], ["valid_t"],
+                         name="gather_nd"),
+        helper.make_node("Xor", ["keep", "valid_t"], ["x1"], name="xor"),
+        helper.make_node("And", ["x1", "keep"], ["both"], name="and"),
+        helper.make_node("IsNaN", ["x"], ["nan"], name="isnan"),
+        helper.make_node("Where", ["nan", "fzero", "x"], ["clean"],
+                         name="nan_guard"),
+        helper.make_node("Where", ["both", "clean", "pe"], ["y"],
+                         name="select"),
+        _mean_loss("y"),
+    ], [i64("zero", 0), i64("one", 1), i64("one1", [1]), i64("end", [9]),
+        i64("pads", [0, 0, 0, 1]), i64("ignore", -100),
+        numpy_helper.from_array(np.array(0.0, np.float32), "fzero"),
+        init("table", [4, 9]),
+        i64("nd", [[[r, c] for c in range(8)] for r in range(4)])])
+
+
 CASES = {f.__name__: f for f in [
     unsupported_op, unsupported_pow, valid_small, broadcast_add, gemm_transb,
     undefined_value, dynamic_shape, not_scalar, shape_mismatch, int_loss,
@@ -395,7 +432,7 @@ CASES = {f.__name__: f for f in [
     empty, not_onnx, float64_param, gelu_none, gelu_tanh, opset99,
     local_function, recursive_function, layernorm_opset11, gelu_opset19, legacy_broadcast,
     pad_reflect, pad_crop_too_much, gathernd_data_indices,
-    gather_elements_out_of_range, cumsum_bool, and_on_floats]}
+    gather_elements_out_of_range, cumsum_bool, and_on_floats, hf_ops]}
 
 
 def random_input(seed, index, shape):
