@@ -8,8 +8,10 @@ Usage:
       zb-translate --import-onnx, zb-opt --zb-autodiff, then the IR
       evaluated in float64 by zb_interp.py (NumPy): loss and every gradient
       norm against the framework's float64 numbers (1e-5 / 1e-4 relative).
-  check_fixtures.py run --bin DIR [--tmp DIR] [--stages S] FIXTURE...
-      zb-compile --stages S --microbatches 1, zb-run --ranks S
+  check_fixtures.py run --bin DIR [--tmp DIR] [--stages S] [--target T]
+                    FIXTURE...
+      zb-compile --stages S --microbatches 1 [--target T: cuda-emu runs the
+      GPU kernels emulated on the CPU], zb-run --ranks S
       --report-gradients (float32, zb's lowering and runtime): the same
       comparison.
 Prints `NAME: OK loss ...` or `NAME: FAIL <step>: <first error line>` per
@@ -50,11 +52,12 @@ def check_ir(bindir, fixture, tmp):
     return got
 
 
-def check_run(bindir, fixture, tmp, stages):
+def check_run(bindir, fixture, tmp, stages, target):
     out = os.path.join(tmp, "plan")
     run([os.path.join(bindir, "zb-compile"),
          os.path.join(fixture, "model.onnx"), "--stages", str(stages),
-         "--microbatches", "1", "--schedule", "1f1b", "-o", out, "--quiet"],
+         "--microbatches", "1", "--schedule", "1f1b", "--target", target,
+         "-o", out, "--quiet"],
         "zb-compile")
     got = os.path.join(tmp, "got.json")
     with open(got, "w") as f:
@@ -72,6 +75,8 @@ def main():
     ap.add_argument("--bin", required=True, help="zb's tools directory")
     ap.add_argument("--tmp", help="scratch directory (default: a temporary)")
     ap.add_argument("--stages", type=int, default=2)
+    ap.add_argument("--target", default="cpu",
+                    help="zb-compile --target (cpu, cuda-emu, ...)")
     args = ap.parse_args()
     failed = 0
     for fixture in args.fixtures:
@@ -79,7 +84,8 @@ def main():
         with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
             try:
                 got = (check_ir(args.bin, fixture, tmp) if args.mode == "ir"
-                       else check_run(args.bin, fixture, tmp, args.stages))
+                       else check_run(args.bin, fixture, tmp, args.stages,
+                                      args.target))
                 proc = subprocess.run(
                     [sys.executable, os.path.join(HERE, "check_expected.py"),
                      got, os.path.join(fixture, "expected.json")] +
