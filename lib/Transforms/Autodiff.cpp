@@ -66,6 +66,11 @@ private:
   Operation *lossDef = nullptr;
   SmallVector<Operation *> forwardOps;
   llvm::DenseSet<Value> active;
+  /// Values that depend on the batch (a non-parameter argument): their
+  /// gradients are on the critical path (B). A value computed from
+  /// parameters and constants alone (Gemma's `1 + weight`) has a gradient
+  /// that only its parameters' gradients read: part of W.
+  llvm::DenseSet<Value> dataDependent;
   SmallVector<BlockArgument> params;
   /// Gradient contributions per value, summed when first needed.
   llvm::DenseMap<Value, SmallVector<Value>> contributions;
@@ -123,6 +128,8 @@ LogicalResult Differentiator::markForward() {
     if (func.getArgAttr(arg.getArgNumber(), kParamAttr)) {
       params.push_back(arg);
       active.insert(arg);
+    } else {
+      dataDependent.insert(arg);
     }
   if (params.empty())
     return func.emitError("no argument is marked zb.param: nothing to "
@@ -135,6 +142,10 @@ LogicalResult Differentiator::markForward() {
                      [&](Value v) { return active.contains(v); }))
       for (Value r : op.getResults())
         active.insert(r);
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return dataDependent.contains(v); }))
+      for (Value r : op.getResults())
+        dataDependent.insert(r);
   }
   if (!active.contains(loss))
     return func.emitError("the loss does not depend on any parameter");
@@ -191,9 +202,10 @@ LogicalResult Differentiator::backpropagateOp(Operation *op) {
       return op->emitOpError("gradient rule for operand #")
              << operand.getOperandNumber() << " built type " << d.getType()
              << ", expected " << operand.get().getType();
-    // Gradients of activations (non-parameter values) form the B chain
-    // (zb-split-backward): mark the ops producing them.
-    if (!llvm::is_contained(params, operand.get()))
+    // Gradients of activations (values that depend on the batch) form the
+    // B chain (zb-split-backward): mark the ops producing them.
+    if (!llvm::is_contained(params, operand.get()) &&
+        dataDependent.contains(operand.get()))
       if (Operation *def = d.getDefiningOp())
         def->setAttr(kActGradAttr, UnitAttr::get(ctx));
     contributions[operand.get()].push_back(d);

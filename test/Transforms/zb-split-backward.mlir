@@ -59,3 +59,21 @@ func.func @sq(%a: tensor<4x5xf32>, %t: tensor<4x2xf32>,
   %l = zb.reduce_sum %q axes [0, 1] : tensor<4x2xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// A value computed from a parameter alone (Gemma's RMSNorm scale `1 + w`):
+// its gradient is read only by the parameter's, so it is W, not an
+// activation gradient (zb.add passes the gradient through unchanged: the
+// parameter's gradient is that very op).
+// RUN: zb-opt %s -zb-autodiff=function=shifted -zb-split-backward=recompute=false | FileCheck %s --check-prefix=SHIFT
+// SHIFT-LABEL: func.func @shifted
+// SHIFT: zb.mul %{{.*}}, %arg0 {zb.origin = 3 : i64, zb.phase = #zb.phase<W>}
+// SHIFT-NEXT: zb.reduce_sum %{{.*}} axes [0] {zb.origin = 2 : i64, zb.phase = #zb.phase<W>}
+// SHIFT-NEXT: return
+func.func @shifted(%x: tensor<4x3xf32>, %w: tensor<3xf32> {zb.param}) -> tensor<f32> {
+  %one = zb.constant dense<1.0> : tensor<3xf32>
+  %s = zb.add %w, %one : tensor<3xf32>
+  %b = zb.broadcast_in_dim %s dims [1] : tensor<3xf32> -> tensor<4x3xf32>
+  %y = zb.mul %x, %b : tensor<4x3xf32>
+  %l = zb.reduce_sum %y axes [0, 1] : tensor<4x3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
