@@ -439,6 +439,9 @@ private:
     /// resolved yet).
     mlir::DenseElementsAttr value;
     const onnx::TensorProto *tensor;
+    /// The exporter computed the initializer from the parameter and other
+    /// values (constants, iotas): not a rearrangement of the parameter.
+    bool computed = false;
   };
   /// The parameters, in initializer order.
   llvm::SmallVector<Param> params;

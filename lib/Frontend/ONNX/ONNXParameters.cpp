@@ -263,7 +263,9 @@ LogicalResult ONNXImporter::collectParameters(const onnx::GraphProto &graph) {
                             "torch.onnx.export(..., optimize=False))";
         return failure();
       }
-      params.push_back({fromParams.front(), {}, &t}); // resolved below
+      // resolved below; computed: other sources than the parameter
+      params.push_back({fromParams.front(), {}, &t,
+                        sources->second.size() > fromParams.size()});
       continue;
     }
     params.push_back({t.name(), *value, &t});
@@ -349,6 +351,17 @@ ONNXImporter::resolveFolded(const llvm::StringSet<> &linearWeights) {
     }
     if (it == direct.end()) {
       // The first initializer folded from P: P itself.
+      if (p.computed)
+        emitWarning(where)
+            << "initializer '" << name << "' " << formatShape(
+                   value.getType().getShape())
+            << " was computed by the exporter's optimizer from parameter '"
+            << p.name
+            << "' and constants: zb trains it as '" << p.name
+            << "', but its values are not the module's (the weights zb "
+               "saves do not load back into it; export with "
+               "torch.onnx.export(..., optimize=False) to train and save '"
+            << p.name << "' itself)";
       SmallVector<int64_t> perm = preferred;
       DenseElementsAttr paramValue = value;
       if (linear) {
