@@ -52,6 +52,7 @@ def main():
     p.add_argument("--size", default="tiny", choices=sorted(hf_fixtures.SIZES))
     p.add_argument("--layers", type=int)
     p.add_argument("--no-reference", action="store_true")
+    p.add_argument("--torchscript", action="store_true")
     args = p.parse_args()
     model_dir = os.path.join(args.workdir, "model")
     hf_fixtures.export(args.family, model_dir, args)

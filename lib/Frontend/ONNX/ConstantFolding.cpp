@@ -388,8 +388,11 @@ FailureOr<HostTensor> ONNXImporter::foldSlice(ArrayRef<HostTensor> in) {
   FailureOr<SliceSpec> spec = sliceSpec(in[0].shape);
   if (failed(spec))
     return failure();
-  return zb::frontend::sliceHost(in[0], spec->start, spec->step, spec->shape,
-                                 err);
+  FailureOr<HostTensor> r = zb::frontend::sliceHost(
+      in[0], spec->start, spec->step, spec->shape, err);
+  if (failed(r) || spec->reversed.empty())
+    return r;
+  return zb::frontend::reverseHost(*r, spec->reversed, err);
 }
 
 FailureOr<HostTensor> ONNXImporter::foldTrilu(ArrayRef<HostTensor> in) {

@@ -256,6 +256,9 @@ public:
   //===--- Shape computations (ShapeOps.cpp) ------------------------------===//
   struct SliceSpec {
     llvm::SmallVector<int64_t> start, step, shape;
+    /// Axes of negative steps: the slice with steps > 0 takes the same
+    /// elements, which are then reversed along these axes.
+    llvm::SmallVector<int64_t> reversed;
   };
   /// Axes of Unsqueeze/Squeeze: the `axes` input #1 (newer opsets) or
   /// attribute; nullopt when neither is given.
@@ -309,6 +312,8 @@ public:
   /// floating point).
   mlir::FailureOr<NodeResults> castTo(mlir::Value x, mlir::Type target);
   mlir::FailureOr<NodeResults> gather();
+  /// Gather of float `data` (input #0 converted) by input #1.
+  mlir::FailureOr<NodeResults> gatherOf(mlir::Value data);
   mlir::FailureOr<NodeResults> where();
   mlir::FailureOr<NodeResults> reciprocal();
   mlir::FailureOr<NodeResults> gelu();

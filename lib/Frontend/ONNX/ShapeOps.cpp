@@ -9,6 +9,7 @@
 
 #include "ONNXImporterImpl.h"
 
+#include "zb/Dialect/ZB/IR/ZBBuilder.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 
 using namespace mlir;
@@ -191,7 +192,8 @@ FailureOr<NodeResults> ONNXImporter::slice() {
   FailureOr<SliceSpec> spec = sliceSpec(type.getShape());
   if (failed(spec))
     return failure();
-  if (ArrayRef<int64_t>(spec->shape) == type.getShape())
+  if (ArrayRef<int64_t>(spec->shape) == type.getShape() &&
+      spec->reversed.empty())
     return result(*x);
   SmallVector<int64_t> limit;
   for (int64_t d = 0; d < type.getRank(); ++d)
@@ -199,9 +201,38 @@ FailureOr<NodeResults> ONNXImporter::slice() {
                         ? spec->start[d]
                         : spec->start[d] +
                               (spec->shape[d] - 1) * spec->step[d] + 1);
-  return result(zb::SliceOp::create(
-      builder, loc, RankedTensorType::get(spec->shape, type.getElementType()),
-      *x, spec->start, limit, spec->step));
+  Value y = *x;
+  if (ArrayRef<int64_t>(spec->shape) != type.getShape())
+    y = zb::SliceOp::create(
+        builder, loc,
+        RankedTensorType::get(spec->shape, type.getElementType()), *x,
+        spec->start, limit, spec->step);
+  // A reversed axis: moved first, its rows gathered in reverse order
+  // (constant indices; gradient by zb.scatter_add), moved back.
+  for (int64_t axis : spec->reversed) {
+    int64_t n = spec->shape[axis];
+    if (n <= 1)
+      continue;
+    auto yt = cast<RankedTensorType>(y.getType());
+    SmallVector<int64_t> perm = {axis};
+    for (int64_t d = 0; d < yt.getRank(); ++d)
+      if (d != axis)
+        perm.push_back(d);
+    zb::ZBBuilder e(builder, loc);
+    Value front = e.transpose(toFloat(y), perm);
+    HostTensor rows;
+    rows.type = builder.getI64Type();
+    rows.shape = {n};
+    for (int64_t i = n - 1; i >= 0; --i)
+      rows.data.push_back(double(i));
+    Value flipped = e.gather(
+        front, zb::ConstantOp::create(builder, loc, rows.toAttr()));
+    SmallVector<int64_t> inverse(yt.getRank());
+    for (int64_t d = 0; d < yt.getRank(); ++d)
+      inverse[perm[d]] = d;
+    y = fromFloat(e.transpose(flipped, inverse), yt.getElementType());
+  }
+  return result(y);
 }
 
 /// Split: sizes from input #1 (opset 13+), the `split` attribute, or equal
@@ -344,8 +375,23 @@ FailureOr<NodeResults> ONNXImporter::sequenceAt() {
 
 /// Gather of a tensor: rows of a table (axis 0) -> zb.gather; one constant
 /// index along another axis -> zb.slice + zb.reshape.
+/// Gather of integer or boolean data (TorchScript's BERT gathers its
+/// boolean mask): the float32 gather of the data, converted back.
 FailureOr<NodeResults> ONNXImporter::gather() {
-  FailureOr<Value> data = floatInput(0);
+  FailureOr<Value> raw = tensorInput(0);
+  if (failed(raw))
+    return failure();
+  Type elt = cast<RankedTensorType>(raw->getType()).getElementType();
+  if (isa<FloatType>(elt))
+    return gatherOf(*raw);
+  FailureOr<NodeResults> r = gatherOf(toFloat(*raw));
+  if (failed(r))
+    return failure();
+  return result(fromFloat(materialize((*r)[0]), elt));
+}
+
+FailureOr<NodeResults> ONNXImporter::gatherOf(Value dataValue) {
+  FailureOr<Value> data = dataValue;
   FailureOr<ImportedValue> idx = lookup(1);
   FailureOr<int64_t> axisAttr = intAttr("axis", 0);
   if (failed(data) || failed(idx) || failed(axisAttr))
@@ -397,19 +443,39 @@ FailureOr<NodeResults> ONNXImporter::gather() {
           *data, indices));
     }
   }
-  if (*axis != 0) {
-    nodeError() << "only axis 0, or one constant index, is supported (axis "
-                << *axis << ")";
-    return failure();
+  FailureOr<Value> indices = failure();
+  if (idx->constant) { // negative indices wrapped
+    HostTensor h = HostTensor::fromAttr(idx->constant);
+    for (double &v : h.data)
+      if (v < 0)
+        v += dim;
+    indices = Value(zb::ConstantOp::create(builder, loc, h.toAttr()));
+  } else {
+    indices = tensorInput(1);
   }
-  FailureOr<Value> indices = tensorInput(1);
   if (failed(indices))
     return failure();
-  SmallVector<int64_t> shape(idxType.getShape());
-  shape.append(type.getShape().begin() + 1, type.getShape().end());
-  return result(zb::GatherOp::create(
-      builder, loc, RankedTensorType::get(shape, type.getElementType()), *data,
-      *indices));
+  // Another axis: moved first, gathered, the indices' dimensions put back
+  // where the axis was.
+  zb::ZBBuilder e(builder, loc);
+  int64_t rank = type.getRank(), q = idxType.getRank();
+  SmallVector<int64_t> perm = {*axis};
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *axis)
+      perm.push_back(d);
+  Value g = e.gather(e.transpose(*data, perm), *indices);
+  if (*axis == 0)
+    return result(g);
+  // g: [idx..., d0 .. d(axis-1), d(axis+1) ...] -> [d0 .. d(axis-1), idx...,
+  // d(axis+1) ...]
+  SmallVector<int64_t> out;
+  for (int64_t d = 0; d < *axis; ++d)
+    out.push_back(q + d);
+  for (int64_t d = 0; d < q; ++d)
+    out.push_back(d);
+  for (int64_t d = *axis; d < rank - 1; ++d)
+    out.push_back(q + d);
+  return result(e.transpose(g, out));
 }
 
 /// Axes of Unsqueeze/Squeeze/Reduce*: the `axes` input #1 (newer opsets) or
@@ -604,9 +670,26 @@ ONNXImporter::sliceSpec(ArrayRef<int64_t> in) {
     if (failed(axis))
       return failure();
     int64_t dim = in[*axis], step = steps[i];
-    if (step <= 0) {
-      nodeError() << "step " << step << " is not supported (only steps >= 1)";
+    if (step == 0) {
+      nodeError() << "step 0 is not allowed";
       return failure();
+    }
+    if (step < 0) {
+      // ONNX: start clamped to [0, dim - 1], end to [-1, dim - 1]; the
+      // elements s, s - |step|, ... > e, as a slice with step |step| from
+      // the last of them, reversed (torch's flip, TorchScript's x[::-1]).
+      auto clampTo = [&](int64_t v, int64_t lo) {
+        if (v < 0)
+          v = v < -dim ? lo : v + dim;
+        return std::min(std::max(v, lo), dim - 1);
+      };
+      int64_t s = clampTo((*starts)[i], 0), e = clampTo((*ends)[i], -1);
+      int64_t n = dim > 0 && s > e ? (s - e + (-step) - 1) / (-step) : 0;
+      spec.start[*axis] = n ? s - (n - 1) * (-step) : 0;
+      spec.step[*axis] = -step;
+      spec.shape[*axis] = n;
+      spec.reversed.push_back(*axis);
+      continue;
     }
     auto clampIndex = [&](int64_t v) {
       if (v < 0)
