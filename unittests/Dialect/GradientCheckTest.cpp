@@ -349,6 +349,30 @@ std::vector<OpCase> opCases() {
                    "  %y = zb.cross_entropy %a0, %a1 : (tensor<2x3x5xf64>, "
                    "tensor<2x3xi32>) -> tensor<f64>",
                    "tensor<f64>"});
+  {
+    // ignore_index: positions 0 and 3 are ignored (-100, torch's), 5 is a
+    // valid class that is ignored when ignore_index names it.
+    OpCase c{"cross_entropy_ignore_index",
+             {{"tensor<6x5xf64>", {-2.0, 2.0}},
+              {"tensor<6xi64>", {0, 0, 0, 5}}},
+             "  %y = zb.cross_entropy %a0, %a1 {ignore_index = -100 : i64} : "
+             "(tensor<6x5xf64>, tensor<6xi64>) -> tensor<f64>",
+             "tensor<f64>"};
+    c.prepare = [](std::vector<HostTensor> &args) {
+      args[1].i64[0] = -100;
+      args[1].i64[3] = -100;
+    };
+    cases.push_back(c);
+    OpCase v = c;
+    v.name = "cross_entropy_ignore_valid_class";
+    v.body = "  %y = zb.cross_entropy %a0, %a1 {ignore_index = 2 : i64} : "
+             "(tensor<6x5xf64>, tensor<6xi64>) -> tensor<f64>";
+    v.prepare = [](std::vector<HostTensor> &args) {
+      args[1].i64[1] = 2;
+      args[1].i64[4] = 2;
+    };
+    cases.push_back(v);
+  }
   cases.push_back({"causal_mask",
                    {{"tensor<2x4x4xf64>"}},
                    "  %y = zb.causal_mask %a0 {fill = -3.0 : f64} : "
