@@ -217,6 +217,20 @@ def test_load_into_torch_tied_and_strict(tmp_path, fake_torch):
         zb.load_into_torch(m, path)
 
 
+def test_load_into_torch_prefix(tmp_path, fake_torch):
+    # Trained through a wrapper (`self.model = hf_model`): the file's names
+    # start with "model.", the bare model's do not.
+    path = tmp_path / "p.safetensors"
+    w = np.arange(4, dtype=np.float32)
+    path.write_bytes(pack({"model.ln.weight": w}))
+    ln = FakeParameter(4)
+    with pytest.raises(ValueError, match=r"no parameter named model\.ln"):
+        zb.load_into_torch(FakeModule({"ln.weight": ln}), path)
+    assert zb.load_into_torch(FakeModule({"ln.weight": ln}), path,
+                              prefix="model.") == ([], [])
+    np.testing.assert_array_equal(ln.value, w)
+
+
 def test_load_into_torch_real_module(tmp_path):
     torch = pytest.importorskip("torch")
 

@@ -588,7 +588,8 @@ def _name_list(names: list[str], limit: int = 10) -> str:
 
 
 def load_into_torch(module, path: str, strict: bool = True, *,
-                    plan: Plan | str | dict | None = None) -> IncompatibleKeys:
+                    plan: Plan | str | dict | None = None,
+                    prefix: str = "") -> IncompatibleKeys:
     """Loads a file of trained parameters (``load_params``: safetensors or
     params.bin with ``plan``) into a torch.nn.Module by
     ``module.load_state_dict(..., strict=False)``; values are converted to
@@ -601,6 +602,11 @@ def load_into_torch(module, path: str, strict: bool = True, *,
     e.g. ``lm_head.weight`` is ``transformer.wte.weight``) counts as present
     when one of its names is.
 
+    ``prefix``: removed from the start of the file's names that have it, e.g.
+    ``prefix="model."`` loads what zb trained through a wrapper module
+    (``self.model = hf_model``, the graph that returns the loss) into the
+    bare transformers model.
+
     Returns:
         IncompatibleKeys(missing_keys, unexpected_keys), by the rule above.
     Raises:
@@ -610,6 +616,9 @@ def load_into_torch(module, path: str, strict: bool = True, *,
     """
     import torch
     params = load_params(path, plan)
+    if prefix:
+        params = {k[len(prefix):] if k.startswith(prefix) else k: v
+                  for k, v in params.items()}
     state_keys = set(module.state_dict().keys())
     unexpected = sorted(k for k in params if k not in state_keys)
     tied: dict[int, list[str]] = {}

@@ -134,15 +134,18 @@ class IncompatibleKeys(NamedTuple):
     unexpected_keys: list[str]
 
 def load_into_torch(module: Any, path: str, strict: bool = ..., *,
-                    plan: Plan | str | dict[str, Any] | None = ...
-                    ) -> IncompatibleKeys:
+                    plan: Plan | str | dict[str, Any] | None = ...,
+                    prefix: str = ...) -> IncompatibleKeys:
     """``module.load_state_dict`` (strict=False) of ``load_params(path,
     plan)`` as torch tensors. With ``strict``, raises ValueError before
     loading when the file has a name the module's state_dict lacks or the
     module has a parameter (not a buffer) the file lacks; a parameter tied
     to another (one tensor, two names: ``lm_head.weight`` is
     ``transformer.wte.weight``) is present when either name is. Returns the
-    missing and unexpected names by that rule. Imports torch on call."""
+    missing and unexpected names by that rule. ``prefix`` is removed from
+    the file's names that start with it (``"model."``: weights trained
+    through a wrapper, loaded into the bare model). Imports torch on
+    call."""
     ...
 
 def plot(schedule: Schedule, ax: Axes | None = ...,
