@@ -58,6 +58,7 @@ LogicalResult Partitioner::assignStages(ArrayRef<Operation *> forward,
     for (int64_t k = 0; k < numStages; ++k)
       for (int64_t t = (*cuts)[k]; t < (*cuts)[k + 1]; ++t)
         stageOf[compute[t]] = k;
+    sinkParameterOps(compute);
     return followOrigins(compute, backward);
   }
   // prefix sums and DP: best[k][j] = min over cuts of the max stage cost of
@@ -87,7 +88,35 @@ LogicalResult Partitioner::assignStages(ArrayRef<Operation *> forward,
       stageOf[compute[t]] = k - 1;
     j = i;
   }
+  sinkParameterOps(compute);
   return followOrigins(compute, backward);
+}
+
+void Partitioner::sinkParameterOps(ArrayRef<Operation *> compute) {
+  llvm::DenseSet<Operation *> fromParams;
+  for (Operation *op : compute)
+    if (op->getNumOperands() &&
+        llvm::all_of(op->getOperands(), [&](Value v) {
+          if (auto a = llvm::dyn_cast<BlockArgument>(v))
+            return isParam(a);
+          Operation *def = v.getDefiningOp();
+          return llvm::isa<ConstantOp>(def) || fromParams.contains(def);
+        }))
+      fromParams.insert(op);
+  // Consumers first, so that a chain of such ops follows its last one.
+  for (Operation *op : llvm::reverse(compute)) {
+    if (!fromParams.contains(op))
+      continue;
+    int64_t first = std::numeric_limits<int64_t>::max();
+    for (Value r : op->getResults())
+      for (Operation *user : r.getUsers()) {
+        auto it = stageOf.find(user);
+        if (it != stageOf.end())
+          first = std::min(first, it->second);
+      }
+    if (first != std::numeric_limits<int64_t>::max() && first > stageOf[op])
+      stageOf[op] = first;
+  }
 }
 
 LogicalResult Partitioner::followOrigins(ArrayRef<Operation *> compute,

@@ -118,6 +118,11 @@ struct Partitioner {
                                    llvm::ArrayRef<mlir::Operation *> backward);
   mlir::FailureOr<llvm::SmallVector<int64_t>>
   layerCuts(llvm::ArrayRef<mlir::Operation *> compute);
+  /// Moves each forward op computed from parameters and constants alone (a
+  /// broadcast weight, Gemma's `1 + weight`) to the first stage that uses
+  /// its result, so that no stage sends another a value of parameters and
+  /// its gradient (a weight gradient, W) never crosses stages.
+  void sinkParameterOps(llvm::ArrayRef<mlir::Operation *> compute);
   mlir::LogicalResult followOrigins(llvm::ArrayRef<mlir::Operation *> compute,
                                     llvm::ArrayRef<mlir::Operation *> backward);
   void findParamStages();

@@ -53,3 +53,31 @@ func.func @main(%w: tensor<2xf32> {zb.param}) -> tensor<f32> {
   %l = zb.reduce_sum %w axes [0] : tensor<2xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// An op computed from parameters alone (a norm's `1 + g`, its broadcast)
+// goes to the stage of its first user, though it comes first in program
+// order: no stage sends another a tensor of parameters, and its gradient, a
+// weight gradient (W), never crosses stages. `g` is a stage-1 parameter.
+// CHECK-LABEL: func.func @stage0_forward(
+// CHECK-NOT: zb.add
+// CHECK-LABEL: func.func @stage1_forward(
+// CHECK-SAME: {zb.index = 2 : i64, zb.role = #zb.role<param>}
+// CHECK: zb.add
+// CHECK-NEXT: zb.broadcast_in_dim
+// CHECK: zb.mul
+func.func @main(%x: tensor<4x3xf32> {zb.name = "x"}, %w1: tensor<3x5xf32> {zb.param, zb.name = "w1"},
+                %g: tensor<5xf32> {zb.param, zb.name = "g"},
+                %w2: tensor<5x2xf32> {zb.param, zb.name = "w2"}) -> tensor<f32> {
+  %one = zb.constant dense<1.0> : tensor<5xf32>
+  %s = zb.add %g, %one : tensor<5xf32>
+  %b = zb.broadcast_in_dim %s dims [1] : tensor<5xf32> -> tensor<4x5xf32>
+  %h = zb.matmul %x, %w1 : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+  %a = zb.tanh %h : tensor<4x5xf32>
+  %t = zb.tanh %a : tensor<4x5xf32>
+  %u = zb.mul %t, %b : tensor<4x5xf32>
+  %y = zb.matmul %u, %w2 : (tensor<4x5xf32>, tensor<5x2xf32>) -> tensor<4x2xf32>
+  %l = zb.reduce_sum %y axes [0, 1] : tensor<4x2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
