@@ -463,9 +463,9 @@ FailureOr<NodeResults> ONNXImporter::gatherOf(Value dataValue) {
   for (int64_t d = 0; d < rank; ++d)
     if (d != *axis)
       perm.push_back(d);
-  Value g = e.gather(e.transpose(*data, perm), *indices);
   if (*axis == 0)
-    return result(g);
+    return result(e.gather(*data, *indices));
+  Value g = e.gather(e.transpose(*data, perm), *indices);
   // g: [idx..., d0 .. d(axis-1), d(axis+1) ...] -> [d0 .. d(axis-1), idx...,
   // d(axis+1) ...]
   SmallVector<int64_t> out;
