@@ -25,7 +25,9 @@ outside the repository (docs/frontends.md says how on a CPU-only machine):
 
   /work/hfenv/bin/python python/export/hf_fixtures.py FAMILY OUTDIR [options]
   FAMILY: gpt2 | llama | qwen2 | mistral | gemma | phi | gpt_neox | opt |
-          bert | roberta | distilbert | all (OUTDIR/<family> for each)
+          gemma2 | qwen3 | phi3 | gptj | falcon | bloom | stablelm |
+          gpt_bigcode | olmo2 | bert | roberta | distilbert | all
+          (OUTDIR/<family> for each)
   --attn sdpa|eager     attention implementation (default: sdpa, the
                         transformers default)
   --no-optimize         torch.onnx.export(..., optimize=False)
@@ -73,7 +75,9 @@ import torch.nn as nn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zb_export  # noqa: E402
 
-CAUSAL = ["gpt2", "llama", "qwen2", "mistral", "gemma", "phi", "gpt_neox", "opt"]
+CAUSAL = ["gpt2", "llama", "qwen2", "mistral", "gemma", "phi", "gpt_neox", "opt",
+          "gemma2", "qwen3", "phi3", "gptj", "falcon", "bloom", "stablelm",
+          "gpt_bigcode", "olmo2"]
 MASKED = ["bert", "roberta", "distilbert"]
 FAMILIES = CAUSAL + MASKED
 
@@ -135,6 +139,32 @@ def make_config(family, s):
                             word_embed_proj_dim=d, max_position_embeddings=64,
                             dropout=0.0, attention_dropout=0.0,
                             activation_dropout=0.0, pad_token_id=1)
+    if family in ("gemma2", "qwen3", "olmo2", "stablelm", "phi3"):
+        cls = {"gemma2": tf.Gemma2Config, "qwen3": tf.Qwen3Config,
+               "olmo2": tf.Olmo2Config, "stablelm": tf.StableLmConfig,
+               "phi3": tf.Phi3Config}[family]
+        extra = {"head_dim": d // H} if family in ("gemma2", "qwen3") else {}
+        if family == "phi3":
+            extra["pad_token_id"] = 0
+        return cls(vocab_size=V, hidden_size=d, intermediate_size=F,
+                   num_hidden_layers=L, num_attention_heads=H,
+                   num_key_value_heads=s["kv_heads"], max_position_embeddings=64,
+                   **extra)
+    if family == "gptj":
+        return tf.GPTJConfig(vocab_size=V, n_embd=d, n_layer=L, n_head=H,
+                             rotary_dim=d // H // 2, n_positions=64,
+                             resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    if family == "falcon":
+        return tf.FalconConfig(vocab_size=V, hidden_size=d, num_hidden_layers=L,
+                               num_attention_heads=H, hidden_dropout=0.0,
+                               attention_dropout=0.0)
+    if family == "bloom":
+        return tf.BloomConfig(vocab_size=V, hidden_size=d, n_layer=L, n_head=H,
+                              hidden_dropout=0.0, attention_dropout=0.0)
+    if family == "gpt_bigcode":
+        return tf.GPTBigCodeConfig(vocab_size=V, n_embd=d, n_layer=L, n_head=H,
+                                   n_positions=64, resid_pdrop=0.0,
+                                   embd_pdrop=0.0, attn_pdrop=0.0)
     if family in ("bert", "roberta"):
         cls = tf.BertConfig if family == "bert" else tf.RobertaConfig
         return cls(vocab_size=V, hidden_size=d, intermediate_size=F,
@@ -152,9 +182,13 @@ def make_config(family, s):
 def make_model(family, s, attn):
     import transformers as tf
     config = make_config(family, s)
-    config._attn_implementation = attn
     cls = tf.AutoModelForMaskedLM if family in MASKED else tf.AutoModelForCausalLM
-    model = cls.from_config(config, attn_implementation=attn)
+    try:
+        model = cls.from_config(config, attn_implementation=attn)
+    except ValueError as e:  # a family without sdpa (Gemma2, Bloom): eager
+        if attn != "sdpa" or "does not support an attention" not in str(e):
+            raise
+        model = cls.from_config(config, attn_implementation="eager")
     # Random weights, also where transformers initialises constants (norm
     # weights of ones, zero biases): a test must see every parameter's own
     # gradient, and the exporter merges initializers with equal contents.
@@ -260,7 +294,8 @@ def export(family, out, args):
                 "exporter": "torch.onnx.export (%s)" % (
                     "TorchScript, opset 17" if args.torchscript else
                     "dynamo" if args.optimize else "dynamo, optimize=False"),
-                "attn": args.attn, "optimize": args.optimize, "size": args.size,
+                "attn": model.config._attn_implementation,
+                "optimize": args.optimize, "size": args.size,
                 "seed": args.seed, "torch": torch.__version__,
                 "transformers": transformers.__version__, "opset": opset,
                 "inputs": input_names,
