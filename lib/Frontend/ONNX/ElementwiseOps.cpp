@@ -30,20 +30,11 @@ template <typename OpTy> FailureOr<NodeResults> ONNXImporter::binary() {
   Type lhsElt = lhsType.getElementType();
   if (lhsElt == rhsType.getElementType() && isa<IntegerType>(lhsElt) &&
       !lhsElt.isInteger(1)) {
-    FailureOr<Value> l = tensorInput(0), r = failure();
-    if (failed(l) || failed(r = tensorInput(1)))
+    FailureOr<std::pair<Value, Value>> ab = floatOperands();
+    if (failed(ab))
       return failure();
-    std::optional<SmallVector<int64_t>> shape =
-        broadcastShapes(lhsType.getShape(), rhsType.getShape());
-    if (!shape) {
-      nodeError() << "operand shapes are not broadcastable: " << lhsType
-                  << " and " << rhsType;
-      return failure();
-    }
-    FailureOr<Value> a = broadcastTo(toFloat(*l), *shape), b = failure();
-    if (failed(a) || failed(b = broadcastTo(toFloat(*r), *shape)))
-      return failure();
-    Value f = OpTy::create(builder, loc, a->getType(), *a, *b);
+    Value f = OpTy::create(builder, loc, ab->first.getType(), ab->first,
+                           ab->second);
     return result(fromFloat(f, lhsElt));
   }
   RankedTensorType types[] = {lhsType, rhsType};

@@ -25,12 +25,12 @@
 #include "zb/Dialect/ZB/IR/ZBBuilder.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 
+#include "mlir/Dialect/Utils/IndexingUtils.h"
+
 using namespace mlir;
 using namespace zb::frontend::onnx_import;
-using zb::frontend::delinearize;
 using zb::frontend::formatShape;
 using zb::frontend::HostTensor;
-using zb::frontend::linearize;
 using zb::frontend::toInts;
 
 //===----------------------------------------------------------------------===//
@@ -183,14 +183,14 @@ FailureOr<HostTensor> ONNXImporter::foldPad(ArrayRef<HostTensor> in) {
   r.data.assign(r.numElements(), r.round(*value));
   SmallVector<int64_t> src(rank);
   for (int64_t i = 0, n = r.numElements(); i < n; ++i) {
-    SmallVector<int64_t> idx = delinearize(i, r.shape);
+    SmallVector<int64_t> idx = zb::frontend::delinearize(i, r.shape);
     bool inside = true;
     for (int64_t d = 0; d < rank && inside; ++d) {
       src[d] = idx[d] - (*pads)[d];
       inside = src[d] >= 0 && src[d] < in[0].shape[d];
     }
     if (inside)
-      r.data[i] = in[0].data[linearize(src, in[0].shape)];
+      r.data[i] = in[0].data[zb::frontend::linearize(src, in[0].shape)];
   }
   return r;
 }
@@ -220,7 +220,7 @@ ONNXImporter::gatherElementsIndices(ArrayRef<int64_t> data,
   flat.data.resize(idx.data.size());
   int64_t dim = data[axis];
   for (size_t i = 0; i < idx.data.size(); ++i) {
-    SmallVector<int64_t> pos = delinearize(int64_t(i), idx.shape);
+    SmallVector<int64_t> pos = zb::frontend::delinearize(int64_t(i), idx.shape);
     int64_t v = int64_t(idx.data[i]);
     if (v < -dim || v >= dim) {
       nodeError() << "index " << v << " is out of range [" << -dim << ", "
@@ -228,7 +228,7 @@ ONNXImporter::gatherElementsIndices(ArrayRef<int64_t> data,
       return failure();
     }
     pos[axis] = v < 0 ? v + dim : v;
-    flat.data[i] = double(linearize(pos, data));
+    flat.data[i] = double(zb::frontend::linearize(pos, data));
   }
   return flat;
 }
@@ -263,7 +263,7 @@ ONNXImporter::gatherNDIndices(ArrayRef<int64_t> data, const HostTensor &idx,
   int64_t n = rows.numElements();
   rows.data.resize(n);
   for (int64_t i = 0; i < n; ++i) {
-    SmallVector<int64_t> pos = delinearize(i, rows.shape);
+    SmallVector<int64_t> pos = zb::frontend::delinearize(i, rows.shape);
     SmallVector<int64_t> at(pos.begin(), pos.begin() + batchDims);
     for (int64_t j = 0; j < k; ++j) {
       int64_t v = int64_t(idx.data[i * k + j]);
@@ -275,7 +275,7 @@ ONNXImporter::gatherNDIndices(ArrayRef<int64_t> data, const HostTensor &idx,
       }
       at.push_back(v < 0 ? v + dim : v);
     }
-    rows.data[i] = double(linearize(at, lead));
+    rows.data[i] = double(zb::frontend::linearize(at, lead));
   }
   return rows;
 }
@@ -337,9 +337,9 @@ static FailureOr<NodeResults> gatherElementsOnData(ONNXImporter &im,
   base.type = im.builder.getF32Type();
   base.data.resize(base.numElements());
   for (int64_t i = 0, n = base.numElements(); i < n; ++i) {
-    SmallVector<int64_t> pos = delinearize(i, base.shape);
+    SmallVector<int64_t> pos = zb::frontend::delinearize(i, base.shape);
     pos[axis] = 0;
-    base.data[i] = double(linearize(pos, type.getShape()));
+    base.data[i] = double(zb::frontend::linearize(pos, type.getShape()));
   }
   Value f = im.toFloat(idx);
   int64_t dim = type.getDimSize(axis);
@@ -511,10 +511,8 @@ FailureOr<NodeResults> ONNXImporter::cumSum() {
   Value sums = e.reduceSum(e.causalMask(b, 0.0), {*reverse ? 1 : 2});
   if (*exclusive)
     sums = e.sub(sums, x2);
-  SmallVector<int64_t> inverse(rank);
-  for (int64_t d = 0; d < rank; ++d)
-    inverse[perm[d]] = d;
-  Value back = e.transpose(e.reshape(sums, movedShape), inverse);
+  Value back = e.transpose(e.reshape(sums, movedShape),
+                           invertPermutationVector(perm));
   return result(fromFloat(back, type.getElementType()));
 }
 

@@ -12,6 +12,8 @@
 #include "zb/Dialect/ZB/IR/ZBBuilder.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 
+#include "mlir/Dialect/Utils/IndexingUtils.h"
+
 using namespace mlir;
 using namespace zb::frontend::onnx_import;
 
@@ -227,10 +229,7 @@ FailureOr<NodeResults> ONNXImporter::slice() {
       rows.data.push_back(double(i));
     Value flipped = e.gather(
         front, zb::ConstantOp::create(builder, loc, rows.toAttr()));
-    SmallVector<int64_t> inverse(yt.getRank());
-    for (int64_t d = 0; d < yt.getRank(); ++d)
-      inverse[perm[d]] = d;
-    y = fromFloat(e.transpose(flipped, inverse), yt.getElementType());
+    y = fromFloat(e.transpose(flipped, invertPermutationVector(perm)), yt.getElementType());
   }
   return result(y);
 }
