@@ -308,6 +308,7 @@ llvm::Expected<host::Plan> buildPlan(const CompileOptions &options,
       plan.gpuArchs.push_back(a.trim().str());
   }
   plan.allowTf32 = options.gpuKernels() && options.allowTf32;
+  plan.precision = options.precision;
   // The GPU pipeline's host check refuses host loads and stores of element
   // data (Pipelines.cpp, CheckHostLoopsPass).
   plan.hostReadsDeviceMemory = options.target != Target::Cuda;

@@ -144,7 +144,8 @@ llvm::Error validateOptions(const CompileOptions &options) {
 
 llvm::Error parseTextOptions(CompileOptions &options, llvm::StringRef target,
                              llvm::StringRef optimizer,
-                             llvm::StringRef optimizerSync) {
+                             llvm::StringRef optimizerSync,
+                             llvm::StringRef precision) {
   auto named = [](llvm::StringRef flag, llvm::Error error) {
     return llvm::createStringError(flag + " " + llvm::toString(std::move(error)));
   };
@@ -158,8 +159,12 @@ llvm::Error parseTextOptions(CompileOptions &options, llvm::StringRef target,
       parseCompiledOptimizerSync(optimizerSync);
   if (!s)
     return named("--optimizer-sync", s.takeError());
+  llvm::Expected<Precision> p = parsePrecision(precision);
+  if (!p)
+    return named("--precision", p.takeError());
   options.target = *t;
   options.optimizer = *o;
+  options.precision = *p;
   options.optimizerSync = *s;
   return llvm::Error::success();
 }

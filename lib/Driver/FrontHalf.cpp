@@ -37,6 +37,7 @@ static void setPipelineOptions(PipelineOptions &pipeline,
   pipeline.scheduleFile = options.scheduleFile;
   pipeline.memoryLimit = options.memoryLimits;
   pipeline.target = targetName(options.costTarget()).str();
+  pipeline.precision = precisionName(options.precision).str();
   pipeline.optimizerSync =
       sched::optimizerSyncName(options.optimizerSync).str();
 }

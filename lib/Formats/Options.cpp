@@ -56,6 +56,23 @@ llvm::Expected<Optimizer> zb::parseOptimizer(llvm::StringRef name) {
   return mustBe("sgd or adamw", name);
 }
 
+llvm::StringRef zb::precisionName(Precision precision) {
+  switch (precision) {
+  case Precision::Fp32:
+    return "fp32";
+  case Precision::Bf16:
+    return "bf16";
+  }
+  llvm_unreachable("unknown precision");
+}
+
+llvm::Expected<Precision> zb::parsePrecision(llvm::StringRef name) {
+  for (Precision p : {Precision::Fp32, Precision::Bf16})
+    if (name == precisionName(p))
+      return p;
+  return mustBe("fp32 or bf16", name);
+}
+
 llvm::Expected<sched::OptimizerSync>
 zb::parseCompiledOptimizerSync(llvm::StringRef name) {
   llvm::Expected<sched::OptimizerSync> mode = sched::parseOptimizerSync(name);

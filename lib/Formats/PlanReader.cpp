@@ -291,6 +291,12 @@ Error PlanParser::header() {
   }
   ZB_ASSIGN(plan.gpuArchs, root.strings("gpu_archs"));
   ZB_ASSIGN(plan.allowTf32, root.boolean("allow_tf32", false));
+  std::string precision;
+  ZB_ASSIGN(precision, root.string("precision", StringRef("fp32")));
+  Expected<zb::Precision> parsedPrecision = zb::parsePrecision(precision);
+  if (!parsedPrecision)
+    return root.error("precision", toString(parsedPrecision.takeError()));
+  plan.precision = *parsedPrecision;
   ZB_ASSIGN(plan.hostReadsDeviceMemory,
             root.boolean("host_reads_device_memory", true));
   ZB_ASSIGN(plan.data, root.string("data", StringRef()));

@@ -161,6 +161,8 @@ json::Value zb::host::toJSON(const Plan &plan) {
   }
   if (plan.allowTf32)
     root["allow_tf32"] = true;
+  if (plan.precision != Precision::Fp32)
+    root["precision"] = zb::precisionName(plan.precision);
   if (plan.target == zb::Target::Cuda)
     root["host_reads_device_memory"] = plan.hostReadsDeviceMemory;
   return root;

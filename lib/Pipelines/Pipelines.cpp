@@ -6,6 +6,8 @@
 #include "zb/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -24,6 +26,8 @@ namespace zb {
 
 void buildPartitionPipeline(OpPassManager &pm,
                             const PipelineOptions &options) {
+  if (options.precision == "bf16")
+    pm.addPass(createZBAutocast());
   pm.addPass(createZBAutodiff());
   pm.addPass(createZBSplitBackward());
   ZBPartitionStagesOptions partition;
@@ -260,6 +264,17 @@ static void addZBToLinalgPasses(OpPassManager &pm, bool fuseElementwise) {
     // length of a chain.
     pm.addPass(zb::createZBFuseElementwise());
   }
+  // bfloat16 (--precision bf16) is a storage type: each arith/math op on it
+  // computes in f32 between an exact extf and a round-to-nearest-even
+  // truncf, as torch's bfloat16 kernels do, and the conversions become
+  // integer operations that every backend (CPU and the GPU kernels) lowers.
+  // No-ops on a float32 program.
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"bf16"};
+  emulate.targetTypeStr = "f32";
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
+  pm.addPass(math::createMathExtendToSupportedTypes());
+  pm.addPass(zb::createZBExpandBFloat16());
 }
 
 void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise,

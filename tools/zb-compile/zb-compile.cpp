@@ -188,6 +188,14 @@ static cl::opt<std::string>
     optimizer("optimizer", cl::desc("sgd | adamw (default sgd)"),
               cl::init(zb::optimizerName(defaults.optimizer).str()),
               cl::cat(category));
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("fp32 (default) | bf16: train as torch.autocast(dtype="
+             "torch.bfloat16) does: matmuls on bfloat16 with float32 "
+             "accumulation, softmax, norms, reductions and the loss in "
+             "float32, bfloat16 activations; float32 master weights, "
+             "gradients and optimizer"),
+    cl::init(zb::precisionName(defaults.precision).str()), cl::cat(category));
 static cl::opt<double, true> learningRate("lr", cl::desc("Learning rate"),
                                           cl::location(options.learningRate),
                                           cl::init(defaults.learningRate),
@@ -261,7 +269,8 @@ int main(int argc, char **argv) {
       "--schedule zb-h1 -o out\n");
 
   if (llvm::Error error = zb::driver::parseTextOptions(options, target,
-                                                      optimizer, optimizerSync)) {
+                                                      optimizer, optimizerSync,
+                                                      precision)) {
     llvm::errs() << "zb-compile: error: " << llvm::toString(std::move(error))
                  << "\n";
     return 1;

@@ -75,6 +75,23 @@ def ZBOutlineStepLoops : Pass<"zb-outline-step-loops", "mlir::ModuleOp"> {
   }];
 }
 
+def ZBExpandBFloat16 : Pass<"zb-expand-bf16", "mlir::ModuleOp"> {
+  let summary = "bf16 <-> f32 conversions as integer operations";
+  let description = [{
+    The last step of bfloat16 as a storage type (`--precision bf16`): after
+    upstream's `arith-emulate-unsupported-floats` and
+    `math-extend-to-supported-types` have made every arithmetic and math op
+    on bf16 compute in f32 between an `arith.extf` and an `arith.truncf`,
+    this pass rewrites those conversions as integer operations (upstream's
+    bf16 expansion patterns: extf is a 16-bit shift; truncf rounds to
+    nearest even and keeps NaN a NaN), which every target lowers, the CPU
+    included (x86 without AVX512-BF16 would otherwise call `__truncsfbf2`,
+    which libgcc 12 lacks). Nothing else changes: a float32 program is left
+    as it is.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def ZBMemRefCopyToLinalg : Pass<"zb-memref-copy-to-linalg", "mlir::ModuleOp"> {
   let summary = "Rewrites memref.copy as linalg.copy (loops, not a runtime call)";
   let description = [{

@@ -156,6 +156,11 @@ struct CompileOptions {
   /// reduced state: the paper's Section 4; plan.json "optimizer_sync") or
   /// None (zb-run validates between steps); AllReduce is an error.
   sched::OptimizerSync optimizerSync = sched::OptimizerSync::PostValidation;
+  /// --precision: Fp32, or Bf16 (torch.autocast's bfloat16 policy: the
+  /// zb-autocast pass before autodiff; GEMMs on bfloat16 with float32
+  /// accumulation, float32 master weights, gradients and optimizer;
+  /// plan.json "precision").
+  Precision precision = Precision::Fp32;
   /// Optimizer zb-run applies (--optimizer): sgd or adamw.
   Optimizer optimizer = Optimizer::Sgd;
   /// Learning rate (--lr).
@@ -227,15 +232,16 @@ freezeParameters(mlir::ModuleOp module, const CompileOptions &options);
 /// ("--stages must be >= 1, got 0", "unknown --schedule 'x'").
 llvm::Error validateOptions(const CompileOptions &options);
 
-/// The text forms of --target, --optimizer and --optimizer-sync (zb-compile's
+/// The text forms of --target, --optimizer, --optimizer-sync and --precision (zb-compile's
 /// flags, the Python binding's arguments) parsed into `options` with the
 /// parsers of zb/Formats/Options.h. Errors name the flag: "--target must be
 /// cpu, cuda, cuda-emu or h100, got 'tpu'", "--optimizer must be sgd or
 /// adamw, got 'adam'", "--optimizer-sync must be post-validation or none,
-/// got 'x'".
+/// got 'x'", "--precision must be fp32 or bf16, got 'fp16'".
 llvm::Error parseTextOptions(CompileOptions &options, llvm::StringRef target,
                              llvm::StringRef optimizer,
-                             llvm::StringRef optimizerSync);
+                             llvm::StringRef optimizerSync,
+                             llvm::StringRef precision = "fp32");
 
 /// The CUDA toolkit root of --target cuda: --cuda-path, else the toolkit
 /// CMake found when zb was built; "" when neither.

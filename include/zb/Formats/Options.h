@@ -8,6 +8,7 @@
 //
 //   Target     cpu | cuda | cuda-emu | h100     targetName / parseTarget
 //   Optimizer  sgd | adamw                      optimizerName / parseOptimizer
+//   Precision  fp32 | bf16                      precisionName / parsePrecision
 //   sched::OptimizerSync  none | all-reduce | post-validation
 //              (zb/Schedule/OptimizerSync.h: optimizerSyncName /
 //              parseOptimizerSync; zb-compile and plan.json take none and
@@ -60,6 +61,21 @@ llvm::StringRef optimizerName(Optimizer optimizer);
 /// The Optimizer optimizerName gives `name`; error "must be sgd or adamw,
 /// got '<name>'".
 llvm::Expected<Optimizer> parseOptimizer(llvm::StringRef name);
+
+/// The arithmetic a plan trains with (zb-compile --precision, plan.json
+/// "precision").
+enum class Precision {
+  Fp32, ///< "fp32": everything in float32
+  Bf16, ///< "bf16": torch.autocast's bfloat16 policy (zb-autocast): GEMMs
+        ///< on bfloat16 with float32 accumulation, float32 master weights,
+        ///< gradients and optimizer
+};
+
+/// "fp32" or "bf16".
+llvm::StringRef precisionName(Precision precision);
+/// The Precision precisionName gives `name`; error "must be fp32 or bf16,
+/// got '<name>'".
+llvm::Expected<Precision> parsePrecision(llvm::StringRef name);
 
 /// The optimizer synchronisation a compiled plan can have (zb-compile
 /// --optimizer-sync): sched::parseOptimizerSync without all-reduce (which

@@ -177,6 +177,10 @@ struct Plan {
   std::vector<std::string> gpuArchs;
   /// cuBLAS may use TF32 for fp32 GEMMs (zb-compile --allow-tf32).
   bool allowTf32 = false;
+  /// "precision" (zb-compile --precision): Bf16 when the rank programs
+  /// compute with torch.autocast's bfloat16 policy; absent: Fp32. The
+  /// parameters, gradients and optimizer state are float32 either way.
+  Precision precision = Precision::Fp32;
   /// Whether the host code of the rank programs reads or writes element
   /// data in device memory. zb-compile writes false for "cuda" plans (its
   /// pipeline refuses host loads and stores), so the CUDA backend need not

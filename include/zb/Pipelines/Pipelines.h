@@ -44,6 +44,11 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("A schedule from a file (PyTorch CSV or zb JSON) "
                      "instead of --schedule's (zb-schedule)"),
       llvm::cl::init("")};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32 | bf16: bf16 runs zb-autocast (torch.autocast's "
+                     "bfloat16 policy) before zb-autodiff"),
+      llvm::cl::init("fp32")};
   Option<std::string> optimizerSync{
       *this, "optimizer-sync",
       llvm::cl::desc("none | post-validation: the rank programs validate the "
@@ -52,7 +57,7 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::init("none")};
 };
 
-/// zb-autodiff, zb-split-backward, zb-partition-stages, zb-schedule,
+/// [zb-autocast,] zb-autodiff, zb-split-backward, zb-partition-stages, zb-schedule,
 /// zb-lower-pipeline: from the imported forward-and-loss function to per-rank
 /// step functions (buildPartitionPipeline, then buildSchedulePipeline).
 void buildPipelineParallelPipeline(mlir::OpPassManager &pm,

@@ -4,6 +4,34 @@
 
 include "mlir/Pass/PassBase.td"
 
+def ZBAutocast : Pass<"zb-autocast", "mlir::ModuleOp"> {
+  let summary = "bfloat16 mixed precision with torch.autocast's op lists";
+  let description = [{
+    Rewrites the forward-and-loss function named by `function` (before
+    `zb-autodiff`) as PyTorch's `torch.autocast(dtype=torch.bfloat16)` runs
+    it (the CUDA policy of aten/src/ATen/autocast_mode.cpp): `zb.matmul` and
+    `zb.batch_matmul` take bfloat16 operands and give a bfloat16 result
+    (float32 accumulation in the GEMM); `zb.exp`, `zb.log`, `zb.pow`,
+    `zb.rsqrt`, `zb.softmax`, `zb.layer_norm`, `zb.rms_norm`,
+    `zb.cross_entropy`, `zb.reduce_sum`, `zb.reduce_mean` and
+    `zb.scatter_add` run in float32; every other op runs at the widest float
+    type of its operands, where constants, and values computed from
+    parameters alone next to an activation (a linear layer's bias), adopt
+    the others' type. Operands are converted with `zb.cast`, one per value
+    and type. Parameters stay float32 (master weights: their gradients come
+    back through the casts in float32); the function's result types are
+    kept. An op that is not valid in the type it is given is an error at
+    the op.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"main\"",
+           "Name of the forward-and-loss function">,
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"bf16\"",
+           "The lower-precision float type (bf16)">
+  ];
+  let dependentDialects = ["::zb::ZBDialect"];
+}
+
 def ZBAutodiff : Pass<"zb-autodiff", "mlir::ModuleOp"> {
   let summary = "Builds the backward pass of a forward-and-loss function";
   let description = [{

@@ -17,6 +17,7 @@
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <limits>
+#include <optional>
 
 namespace zb {
 #define GEN_PASS_DEF_CONVERTZBTOLINALG
@@ -36,11 +37,43 @@ Value addF(OpBuilder &b, Location l, ValueRange a) {
   return arith::AddFOp::create(b, l, a[0], a[1]).getResult();
 }
 
-/// Sum over `axes` of `input` into a tensor of type `resultTy`.
+/// Sum over `axes` of `input` into a tensor of type `resultTy`, times
+/// `scale` when given. A float type narrower than f32 (bf16 under autocast)
+/// is accumulated in f32 and rounded once at the end, as torch's reduction
+/// kernels do for bfloat16.
 Value reduceSum(OpBuilder &b, Location loc, Value input,
-                RankedTensorType resultTy, ArrayRef<int64_t> axes) {
-  return reduceWith(b, loc, input, resultTy, axes,
-                    floatConst(b, loc, resultTy.getElementType(), 0.0), addF);
+                RankedTensorType resultTy, ArrayRef<int64_t> axes,
+                std::optional<double> scale = std::nullopt) {
+  Type elem = resultTy.getElementType();
+  auto narrow = llvm::dyn_cast<FloatType>(elem);
+  if (!narrow || narrow.getWidth() >= 32) {
+    Value sum = reduceWith(b, loc, input, resultTy, axes,
+                           floatConst(b, loc, elem, 0.0), addF);
+    if (!scale)
+      return sum;
+    return elementwise(b, loc, resultTy, ValueRange{sum},
+                       [&](OpBuilder &nb, Location l, ValueRange args) {
+                         Value c = floatConst(nb, l, elem, *scale);
+                         return arith::MulFOp::create(nb, l, args[0], c)
+                             .getResult();
+                       });
+  }
+  Type f32 = b.getF32Type();
+  Value acc = reduceWith(
+      b, loc, input, resultTy.clone(f32), axes, floatConst(b, loc, f32, 0.0),
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value x = arith::ExtFOp::create(nb, l, f32, args[0]);
+        return arith::AddFOp::create(nb, l, x, args[1]).getResult();
+      });
+  return elementwise(b, loc, resultTy, ValueRange{acc},
+                     [&](OpBuilder &nb, Location l, ValueRange args) {
+                       Value x = args[0];
+                       if (scale)
+                         x = arith::MulFOp::create(
+                             nb, l, x, floatConst(nb, l, f32, *scale));
+                       return arith::TruncFOp::create(nb, l, elem, x)
+                           .getResult();
+                     });
 }
 
 /// linalg.transpose of `x` with result dim i = operand dim perm[i].
@@ -134,14 +167,8 @@ Value lowerReduceMean(OpBuilder &b, ReduceMeanOp op, ReduceMeanOp::Adaptor a) {
   int64_t count = 1;
   for (int64_t axis : op.getAxes())
     count *= inTy.getDimSize(axis);
-  Value sum = reduceSum(b, loc, a.getOperand(), resultTy, op.getAxes());
-  Type elem = resultTy.getElementType();
-  return elementwise(
-      b, loc, resultTy, ValueRange{sum},
-      [&](OpBuilder &nb, Location l, ValueRange args) {
-        Value scale = floatConst(nb, l, elem, 1.0 / count);
-        return arith::MulFOp::create(nb, l, args[0], scale).getResult();
-      });
+  return reduceSum(b, loc, a.getOperand(), resultTy, op.getAxes(),
+                   1.0 / count);
 }
 
 Value lowerReduceMax(OpBuilder &b, ReduceMaxOp op, ReduceMaxOp::Adaptor a) {

@@ -2,8 +2,9 @@
 //
 // The patterns of include/zb/Conversion/ZBToRuntime/ZBToRuntime.h: f32
 // zb.matmul -> zbrt_sgemm_memref, zb.batch_matmul -> zbrt_sgemm_batched_memref
-// (OpenBLAS on the CPU, cuBLAS on a GPU), zb.send /
-// zb.recv -> zbrt_{send,recv}_memref[_i64|_i32] (MPI), on tensors before
+// (OpenBLAS on the CPU, cuBLAS on a GPU), bf16 ones -> zbrt_gemm_bf16[_batched]
+// _memref (float32 accumulation), zb.send /
+// zb.recv -> zbrt_{send,recv}_memref[_i64|_i32|_bf16] (MPI), on tensors before
 // bufferization; and the pass. Function names come from zbrt/Symbols.h.
 //
 //===----------------------------------------------------------------------===//
@@ -96,29 +97,38 @@ void declareRuntimeFunction(OpBuilder &b, Operation *user, StringRef name,
   f.setPrivate();
 }
 
-/// Declares zbrt_sgemm_memref(A, B, C, transA, transB) for `user`.
-void declareSgemm(OpBuilder &b, Operation *user) {
-  MemRefType mat = dynamicStrided(b.getContext(), 2, b.getF32Type());
-  Type i32 = b.getI32Type();
-  declareRuntimeFunction(b, user, sym::SgemmMemref, {mat, mat, mat, i32, i32});
-}
-
 //===-- Matmuls -----------------------------------------------------------===//
 
-bool isF32(RankedTensorType t) { return t.getElementType().isF32(); }
+/// The runtime GEMMs: f32 (zbrt_sgemm_memref) and bf16 operands and result
+/// with float32 accumulation (zbrt_gemm_bf16_memref, autocast's matmuls).
+bool hasRuntimeGemm(RankedTensorType t) {
+  return t.getElementType().isF32() || t.getElementType().isBF16();
+}
 
-/// C = op(A) op(B) into a fresh buffer, one zbrt_sgemm_memref call.
+/// The runtime function of a (batched) GEMM of `elem` operands.
+const char *gemmFunction(Type elem, bool batched) {
+  if (elem.isBF16())
+    return batched ? sym::GemmBf16BatchedMemref : sym::GemmBf16Memref;
+  return batched ? sym::SgemmBatchedMemref : sym::SgemmMemref;
+}
+
+/// C = op(A) op(B) into a fresh buffer, one zbrt_sgemm_memref call (or
+/// zbrt_gemm_bf16_memref for bf16).
 FailureOr<Value> lowerMatmul(OpBuilder &b, MatmulOp op, MatmulOp::Adaptor a) {
-  if (!isF32(op.getType()))
+  if (!hasRuntimeGemm(op.getType()))
     return failure();
   Location loc = op.getLoc();
-  declareSgemm(b, op);
+  Type elem = op.getType().getElementType();
+  const char *function = gemmFunction(elem, /*batched=*/false);
+  MemRefType mat = dynamicStrided(b.getContext(), 2, elem);
+  Type i32 = b.getI32Type();
+  declareRuntimeFunction(b, op, function, {mat, mat, mat, i32, i32});
   Value lhs = bufferOf(b, loc, a.getLhs());
   Value rhs = bufferOf(b, loc, a.getRhs());
   RankedTensorType rt = op.getType();
   auto [c, cArg] =
       allocForCall(b, loc, MemRefType::get(rt.getShape(), rt.getElementType()));
-  func::CallOp::create(b, loc, sym::SgemmMemref, TypeRange{},
+  func::CallOp::create(b, loc, function, TypeRange{},
                        ValueRange{lhs, rhs, cArg,
                                   i32Const(b, loc, op.getTransposeLhs()),
                                   i32Const(b, loc, op.getTransposeRhs())});
@@ -136,11 +146,13 @@ Value asDynamic3D(OpBuilder &b, Location loc, Value buffer) {
 /// call for all the matrices (one cublasSgemmStridedBatched on a GPU).
 FailureOr<Value> lowerBatchMatmul(OpBuilder &b, BatchMatmulOp op,
                                   BatchMatmulOp::Adaptor a) {
-  if (!isF32(op.getType()))
+  if (!hasRuntimeGemm(op.getType()))
     return failure();
   Location loc = op.getLoc();
-  MemRefType batched = dynamicStrided(b.getContext(), 3, b.getF32Type());
-  declareRuntimeFunction(b, op, sym::SgemmBatchedMemref,
+  Type elem = op.getType().getElementType();
+  const char *function = gemmFunction(elem, /*batched=*/true);
+  MemRefType batched = dynamicStrided(b.getContext(), 3, elem);
+  declareRuntimeFunction(b, op, function,
                          {batched, batched, batched, b.getI32Type(),
                           b.getI32Type()});
   Value lhs = stridedBufferOf(
@@ -156,7 +168,7 @@ FailureOr<Value> lowerBatchMatmul(OpBuilder &b, BatchMatmulOp op,
                       rt.getElementType()));
   Value ta = i32Const(b, loc, op.getTransposeLhs());
   Value tb = i32Const(b, loc, op.getTransposeRhs());
-  func::CallOp::create(b, loc, sym::SgemmBatchedMemref, TypeRange{},
+  func::CallOp::create(b, loc, function, TypeRange{},
                        ValueRange{asDynamic3D(b, loc, lhs),
                                   asDynamic3D(b, loc, rhs),
                                   asDynamic3D(b, loc, c), ta, tb});
@@ -174,6 +186,8 @@ const char *commFunction(bool send, Type elem) {
     return send ? sym::SendMemrefI64 : sym::RecvMemrefI64;
   if (elem.isInteger(32))
     return send ? sym::SendMemrefI32 : sym::RecvMemrefI32;
+  if (elem.isBF16())
+    return send ? sym::SendMemrefBf16 : sym::RecvMemrefBf16;
   return nullptr;
 }
 
@@ -194,7 +208,7 @@ FailureOr<ValueRange> lowerSend(OpBuilder &b, SendOp op, SendOp::Adaptor a) {
       llvm::cast<RankedTensorType>(a.getValue().getType()).getElementType();
   const char *function = commFunction(/*send=*/true, elem);
   if (!function)
-    return op.emitOpError("can send f32, i64 and i32 tensors, not ") << elem;
+    return op.emitOpError("can send f32, bf16, i64 and i32 tensors, not ") << elem;
   Value flat = conversion::flatten(b, op.getLoc(), a.getValue());
   callComm(b, op, function, bufferOf(b, op.getLoc(), flat), op.getPeer(),
            op.getTag());
@@ -207,7 +221,7 @@ FailureOr<Value> lowerRecv(OpBuilder &b, RecvOp op, RecvOp::Adaptor) {
   Type elem = rt.getElementType();
   const char *function = commFunction(/*send=*/false, elem);
   if (!function)
-    return op.emitOpError("can receive f32, i64 and i32 tensors, not ") << elem;
+    return op.emitOpError("can receive f32, bf16, i64 and i32 tensors, not ") << elem;
   Location loc = op.getLoc();
   auto [m, arg] =
       allocForCall(b, loc, MemRefType::get({rt.getNumElements()}, elem));
@@ -252,7 +266,7 @@ void zb::configureZBToRuntimeConversionLegality(ConversionTarget &target) {
                        scf::SCFDialect, tensor::TensorDialect>();
   target.addIllegalOp<SendOp, RecvOp>();
   target.addDynamicallyLegalOp<MatmulOp>(
-      [](MatmulOp op) { return !isF32(op.getType()); });
+      [](MatmulOp op) { return !hasRuntimeGemm(op.getType()); });
   target.addDynamicallyLegalOp<BatchMatmulOp>(
-      [](BatchMatmulOp op) { return !isF32(op.getType()); });
+      [](BatchMatmulOp op) { return !hasRuntimeGemm(op.getType()); });
 }

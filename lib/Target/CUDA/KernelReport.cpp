@@ -2,6 +2,7 @@
 #include "zb/Target/CUDA/KernelReport.h"
 #include "zb/Target/CUDA/DeviceMemory.h"
 #include "zb/Dialect/ZB/IR/ZBAttributes.h"
+#include "zbrt/Symbols.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -161,12 +162,19 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module,
     }
     fn.walk([&](Operation *op) {
       if (auto call = dyn_cast<func::CallOp>(op)) {
-        bool batched = call.getCallee() == "zbrt_sgemm_batched_memref";
-        if ((call.getCallee() != "zbrt_sgemm_memref" && !batched) ||
+        namespace sym = zbrt::symbols;
+        StringRef callee = call.getCallee();
+        bool bf16 = callee == sym::GemmBf16Memref ||
+                    callee == sym::GemmBf16BatchedMemref;
+        bool batched = callee == sym::SgemmBatchedMemref ||
+                       callee == sym::GemmBf16BatchedMemref;
+        if ((callee != sym::SgemmMemref && callee != sym::GemmBf16Memref &&
+             !batched) ||
             call.getNumOperands() != 5)
           return;
         GpuKernelLaunch g = base;
-        g.kernel = batched ? "sgemm_strided_batched" : "sgemm";
+        g.kernel = bf16 ? (batched ? "gemm_bf16_strided_batched" : "gemm_bf16")
+                        : (batched ? "sgemm_strided_batched" : "sgemm");
         g.kind = "gemm";
         g.launches = hostLoops(call);
         auto a = dyn_cast<MemRefType>(throughCasts(call.getOperand(0)).getType());
