@@ -43,6 +43,17 @@ outside the repository (docs/frontends.md says how on a CPU-only machine):
                         shape of Llama 3.2 1B, batch 1, sequence 256
   --layers N            override the number of layers (real sizes)
   --no-reference        export only (expected.json without PyTorch's numbers)
+  --bf16-reference-only add the "bf16" entry (below) to the existing fixture
+                        in OUTDIR and change nothing else: rebuilds the torch
+                        model from its expected.json ("family", "size",
+                        "seed", "attn"; the README's --layers if any; the
+                        model options above are then ignored), reads the
+                        committed OUTDIR/input_<i>.pb, refuses (exit 1)
+                        unless its float32 loss equals "loss_f32" within 1e-6
+                        relative (the same model), and rewrites expected.json
+                        with "bf16" added (FAMILY all: OUTDIR/<family>).
+                        model.onnx, model.onnx.data, the inputs and
+                        README.txt are left alone.
 
 Writes into OUTDIR (the layout of onnx_dynamo_fixtures.py, read by
 test/Frontend/Inputs/check_expected.py):
@@ -54,8 +65,34 @@ test/Frontend/Inputs/check_expected.py):
                   ONNX file may hold it under any of them), "inputs",
                   "buffers", "family",
                   "config", "attn", "optimize", "torch", "transformers",
-                  "opset"}; the float64 numbers from a float64 copy of the
-                  same float32 weights.
+                  "opset", "bf16"}; the float64 numbers from a float64 copy
+                  of the same float32 weights.
+                  "bf16": PyTorch's mixed precision (automatic mixed precision,
+                  torch.autocast) on the same float32 weights (master weights)
+                  and inputs, one forward in torch.autocast("cpu",
+                  dtype=torch.bfloat16) and the backward after it:
+                    {"policy": "torch.autocast('cpu', dtype=torch.bfloat16)",
+                     "loss", "grad_norms" (norms of the float32 gradients,
+                     same names as "grad_norms"), "torch": version,
+                     "cuda_policy": {"policy", "loss", "grad_norms"}}
+                  CPU autocast runs matmul-type ops (mm, bmm, addmm, baddbmm,
+                  matmul, linear, scaled_dot_product_attention, conv) in
+                  bfloat16 (float32 accumulation) and the losses (nll_loss,
+                  cross_entropy_loss, mse_loss, ...) in float32, but leaves
+                  softmax, log_softmax, layer_norm, exp, pow, sum, ... at
+                  their inputs' type. "cuda_policy" is the same computation
+                  with CUDA's autocast op lists (torch/include/ATen/
+                  autocast_mode.h: additionally softmax, log_softmax,
+                  layer_norm, rms_norm, group_norm, exp, log, pow, rsqrt,
+                  sum, cumsum, prod, logsumexp, norm, ... in float32; einsum,
+                  addmv, mv, addr, ... in bfloat16; index_put, addcmul, ...
+                  at the widest input type) emulated on the CPU: see
+                  CudaAutocastPolicy. Both keep the blocks that transformers
+                  runs under torch.autocast(enabled=False) (rotary
+                  frequencies) in float32, as autocast does. The kernels
+                  are the CPU's (bfloat16 GEMMs with float32 accumulation,
+                  each output rounded to bfloat16; sdpa: the CPU's flash
+                  attention), not cuBLAS's or FlashAttention's.
   README.txt      the command and versions.
 Dropout is off (eval mode and zero dropout probabilities in the config:
 zb imports Dropout only in inference mode).
@@ -246,6 +283,241 @@ def loss_and_grads(model, inputs, dtype):
                          for n, p in model.named_parameters()}
 
 
+BF16_POLICY = "torch.autocast('cpu', dtype=torch.bfloat16)"
+CUDA_POLICY = ("torch.autocast('cpu', dtype=torch.bfloat16) with CUDA's op "
+               "lists (hf_fixtures.py CudaAutocastPolicy)")
+
+
+class CudaAutocastPolicy:
+    """Inside torch.autocast("cpu", dtype=torch.bfloat16): CUDA's autocast
+    policy instead of the CPU's, so that a CPU-only machine computes what
+    torch.autocast("cuda", dtype=torch.bfloat16) computes up to the kernels.
+
+    Autocast is a dispatcher key (AutocastCPU, AutocastCUDA) with a kernel
+    per listed aten op that casts the op's floating-point tensor arguments
+    and redispatches with the key excluded (so a composite op's inner ops
+    are not cast again), and a fallthrough for every other op (whose inner
+    ops, for a composite op such as cross_entropy_loss, meet the key
+    again). While this context is active (torch.library, process-wide):
+    every op that the CPU policy lists falls through, and every op that the
+    CUDA policy lists (this torch's registrations for AutocastCUDA, sorted
+    into ATen's lists as in torch/include/ATen/autocast_mode.h) gets a
+    Python kernel at AutocastCPU that does what the CUDA kernel does:
+      lower precision (LOWER): eligible tensors (floating point, not
+          float64) to bfloat16, float32 leaf parameters once per autocast
+          region (the cast cache, as cached_cast: a weight used twice has
+          one bfloat16 copy whose gradient is accumulated in bfloat16);
+      FP32: eligible tensors to float32;
+      FP32_SET_OPT_DTYPE (softmax, sum, ...): dtype=float32 unless the
+          caller gave a dtype, when the first tensor is eligible;
+      FP32_APPEND_DTYPE (norm): the dtype overload with float32;
+      PROMOTE: eligible tensors to the widest of their types.
+    The casts are ordinary autograd ops, so the backward is the one that
+    CUDA autocast records. Ops that the CUDA registrations have beyond
+    those lists (in torch 2.15: _cudnn_rnn, cudnn_convolution[_transpose],
+    linalg_matrix_sqrth, and binary_cross_entropy, which CUDA autocast
+    refuses) just fall through; a listed op without an AutocastCUDA kernel
+    in the installed torch is an error (the lists changed: update them).
+    Uses torch internals (torch._C._dispatch_get_registrations_for_dispatch_key,
+    torch._C._ExcludeDispatchKeyGuard). One consequence worth knowing, true
+    of CUDA autocast itself: F.cross_entropy is a composite op that calls
+    log_softmax(x, dtype=x.dtype), so on bfloat16 logits (transformers'
+    masked LMs; its causal LMs upcast the logits first) the log_softmax
+    runs in bfloat16 and only nll_loss in float32, where CPU autocast runs
+    the whole cross_entropy_loss in float32.
+    """
+
+    LOWER = {
+        "_convolution", "conv1d", "conv2d", "conv3d", "conv_tbc",
+        "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+        "convolution", "prelu", "addmm", "addmv", "addr", "matmul", "einsum",
+        "mm", "mv", "linalg_vecdot", "linear", "addbmm", "baddbmm", "bmm",
+        "chain_matmul", "linalg_multi_dot", "_thnn_fused_lstm_cell",
+        "_thnn_fused_gru_cell", "lstm_cell", "gru_cell", "rnn_tanh_cell",
+        "rnn_relu_cell", "_scaled_dot_product_flash_attention",
+        "scaled_dot_product_attention"}
+    FP32 = {
+        "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10",
+        "log2", "log1p", "reciprocal", "rsqrt", "sinh", "tan", "pow",
+        "softplus", "layer_norm", "native_layer_norm", "rms_norm",
+        "group_norm", "frobenius_norm", "nuclear_norm", "cosine_similarity",
+        "poisson_nll_loss", "cosine_embedding_loss", "nll_loss", "nll_loss2d",
+        "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss",
+        "huber_loss", "mse_loss", "margin_ranking_loss",
+        "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss",
+        "multi_margin_loss", "binary_cross_entropy_with_logits", "dist",
+        "pdist", "cdist", "renorm", "logsumexp", "upsample_nearest1d",
+        "_upsample_nearest_exact1d", "upsample_nearest2d",
+        "_upsample_nearest_exact2d", "upsample_nearest3d",
+        "_upsample_nearest_exact3d", "upsample_linear1d",
+        "upsample_bilinear2d", "_upsample_bilinear2d_aa",
+        "upsample_trilinear3d", "upsample_bicubic2d", "_upsample_bicubic2d_aa"}
+    FP32_SET_OPT_DTYPE = {"prod", "softmax", "log_softmax", "cumprod",
+                          "cumsum", "linalg_vector_norm", "linalg_matrix_norm",
+                          "sum"}
+    FP32_APPEND_DTYPE = {"norm.Scalar": "ScalarOpt_dtype",
+                         "norm.ScalarOpt_dim": "ScalarOpt_dim_dtype"}
+    PROMOTE = {"addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot",
+               "vdot", "grid_sampler", "index_put", "tensordot", "scatter_add"}
+
+    LOW = torch.bfloat16
+
+    def __enter__(self):
+        if torch.get_autocast_dtype("cpu") != self.LOW or \
+                not torch.is_autocast_enabled("cpu"):
+            raise RuntimeError("CudaAutocastPolicy: use it inside "
+                               "torch.autocast('cpu', dtype=torch.bfloat16)")
+        C = torch._C
+        self.cache = {}
+        self.no_autocast = C.DispatchKeySet(C.DispatchKey.AutocastCPU)
+        cpu = {n.split("::")[1] for n in
+               C._dispatch_get_registrations_for_dispatch_key("AutocastCPU")
+               if n.startswith("aten::")}
+        cuda = {n.split("::")[1] for n in
+                C._dispatch_get_registrations_for_dispatch_key("AutocastCUDA")
+                if n.startswith("aten::")}
+        kernels = {}
+        for name in sorted(cuda):
+            base = name.split(".")[0]
+            op = getattr(getattr(torch.ops.aten, base),
+                         name.split(".")[1] if "." in name else "default")
+            if base in self.LOWER:
+                kernels[name] = self.cast_kernel(op, lambda ts: self.LOW)
+            elif base in self.FP32:
+                kernels[name] = self.cast_kernel(op, lambda ts: torch.float32)
+            elif base in self.PROMOTE:
+                kernels[name] = self.cast_kernel(op, self.widest)
+            elif base in self.FP32_SET_OPT_DTYPE:
+                kernels[name] = self.set_dtype_kernel(op)
+            elif name in self.FP32_APPEND_DTYPE:
+                kernels[name] = self.append_dtype_kernel(
+                    op, getattr(torch.ops.aten.norm,
+                                self.FP32_APPEND_DTYPE[name]))
+        listed = self.LOWER | self.FP32 | self.FP32_SET_OPT_DTYPE | \
+            self.PROMOTE | {n.split(".")[0] for n in self.FP32_APPEND_DTYPE}
+        missing = listed - {n.split(".")[0] for n in kernels}
+        if missing:  # another torch whose lists differ: say so
+            raise RuntimeError("CudaAutocastPolicy: no AutocastCUDA kernel "
+                               "for %s in torch %s" % (sorted(missing),
+                                                       torch.__version__))
+        self.lib = torch.library.Library("aten", "IMPL")
+        with warnings.catch_warnings():  # "Overriding a previously registered kernel"
+            warnings.simplefilter("ignore")
+            for name in sorted(cpu - set(kernels)):
+                self.lib.impl(name, torch.library.fallthrough_kernel,
+                              "AutocastCPU")
+            for name, kernel in sorted(kernels.items()):
+                self.lib.impl(name, kernel, "AutocastCPU")
+        return self
+
+    def __exit__(self, *exc):
+        self.lib._destroy()  # the CPU policy again
+        self.cache.clear()
+        return False
+
+    @staticmethod
+    def eligible(t):
+        return (isinstance(t, torch.Tensor) and t.is_floating_point()
+                and t.dtype != torch.float64)
+
+    def tensors(self, args):
+        for a in args:
+            if isinstance(a, (list, tuple)):
+                yield from self.tensors(a)
+            elif self.eligible(a):
+                yield a
+
+    def widest(self, ts):
+        return torch.float32 if any(t.dtype == torch.float32 for t in ts) \
+            else self.LOW
+
+    def cast(self, a, dtype):
+        if isinstance(a, (list, tuple)):
+            return type(a)(self.cast(x, dtype) for x in a)
+        if not self.eligible(a) or a.dtype == dtype:
+            return a
+        if (dtype == self.LOW and a.dtype == torch.float32 and a.requires_grad
+                and a.is_leaf and not a._is_view()):  # cached_cast
+            hit = self.cache.get(id(a))
+            if hit is None or hit[0] is not a:
+                hit = self.cache[id(a)] = (a, a.to(dtype))
+            return hit[1]
+        return a.to(dtype)
+
+    def cast_kernel(self, op, to):
+        def kernel(*args, **kwargs):
+            with torch._C._ExcludeDispatchKeyGuard(self.no_autocast):
+                dtype = to(list(self.tensors(list(args) +
+                                             list(kwargs.values()))))
+                return op(*self.cast(args, dtype),
+                          **{k: self.cast(v, dtype) for k, v in kwargs.items()})
+        return kernel
+
+    def first_eligible(self, args):
+        first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        return self.eligible(first)
+
+    def set_dtype_kernel(self, op):
+        names = [a.name for a in op._schema.arguments]
+        i = names.index("dtype")
+
+        def kernel(*args, **kwargs):
+            with torch._C._ExcludeDispatchKeyGuard(self.no_autocast):
+                given = args[i] if len(args) > i else kwargs.get("dtype")
+                if given is None and self.first_eligible(args):
+                    if len(args) > i:
+                        args = args[:i] + (torch.float32,) + args[i + 1:]
+                    else:
+                        kwargs = dict(kwargs, dtype=torch.float32)
+                return op(*args, **kwargs)
+        return kernel
+
+    def append_dtype_kernel(self, op, dtype_op):
+        def kernel(*args, **kwargs):
+            with torch._C._ExcludeDispatchKeyGuard(self.no_autocast):
+                if self.first_eligible(args):
+                    return dtype_op(*args, **kwargs, dtype=torch.float32)
+                return op(*args, **kwargs)
+        return kernel
+
+
+def bf16_loss_and_grads(model, inputs, cuda_policy=False):
+    """One forward in torch.autocast("cpu", dtype=torch.bfloat16) with the
+    float32 parameters (master weights), the backward after it (outside
+    autocast, as PyTorch recommends): the loss and the float32 gradients'
+    norms. cuda_policy: CUDA's op lists (CudaAutocastPolicy)."""
+    model = model.to(torch.float32)
+    model.zero_grad()
+    tensors = [torch.from_numpy(a) for a in inputs]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        if cuda_policy:
+            with CudaAutocastPolicy():
+                loss = model(*tensors)
+        else:
+            loss = model(*tensors)
+    if loss.dtype != torch.float32:
+        raise RuntimeError("autocast loss is %s, not float32" % loss.dtype)
+    loss.backward()
+    norms = {}
+    for n, p in model.named_parameters():
+        if p.grad is None or p.grad.dtype != torch.float32:
+            raise RuntimeError("%s: gradient %s" % (
+                n, None if p.grad is None else p.grad.dtype))
+        norms[n] = float(p.grad.double().norm())
+    return float(loss.detach()), norms
+
+
+def bf16_reference(wrapper, inputs):
+    """expected.json's "bf16" entry for the float32 model `wrapper`."""
+    loss, norms = bf16_loss_and_grads(copy.deepcopy(wrapper), inputs)
+    cuda_loss, cuda_norms = bf16_loss_and_grads(copy.deepcopy(wrapper),
+                                                inputs, cuda_policy=True)
+    return {"policy": BF16_POLICY, "loss": loss, "grad_norms": norms,
+            "torch": torch.__version__,
+            "cuda_policy": {"policy": CUDA_POLICY, "loss": cuda_loss,
+                            "grad_norms": cuda_norms}}
+
+
 def export(family, out, args):
     import onnx
     import transformers
@@ -277,11 +549,13 @@ def export(family, out, args):
     if args.no_reference:  # export only (a model too large for float64)
         loss32 = loss64 = float("nan")
         g32 = g64 = {}
+        bf16 = None
     else:
         loss32, g32 = loss_and_grads(copy.deepcopy(wrapper), inputs,
                                      torch.float32)
         loss64, g64 = loss_and_grads(copy.deepcopy(wrapper), inputs,
                                      torch.float64)
+        bf16 = bf16_reference(wrapper, inputs)
     opset = max(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx"))
     ops = sorted({n.op_type for n in proto.graph.node})
     # Tied weights (GPT-2's lm_head.weight is transformer.wte.weight): every
@@ -304,19 +578,96 @@ def export(family, out, args):
                 "onnx_ops": ops, "aliases": aliases,
                 "loss": loss64, "loss_f32": loss32,
                 "grad_norms": g64, "grad_norms_f32": g32}
-    with open(os.path.join(out, "expected.json"), "w") as f:
-        json.dump(expected, f, indent=1, sort_keys=True)
-        f.write("\n")
+    if bf16 is not None:
+        expected["bf16"] = bf16
+    write_expected(out, expected)
     with open(os.path.join(out, "README.txt"), "w") as f:
         f.write("Generated by: python/export/hf_fixtures.py %s <this dir> --attn %s"
-                "%s%s --size %s --seed %d\n(torch %s, transformers %s, onnx %s, "
+                "%s%s --size %s%s --seed %d\n(torch %s, transformers %s, onnx %s, "
                 "onnxscript %s; opset %d). See that script's docstring.\n" % (
                     family, args.attn, "" if args.optimize else " --no-optimize",
-                    " --torchscript" if args.torchscript else "", args.size, args.seed, torch.__version__,
+                    " --torchscript" if args.torchscript else "", args.size,
+                    " --layers %d" % args.layers if args.layers else "",
+                    args.seed, torch.__version__,
                     transformers.__version__, onnx.__version__,
                     __import__("onnxscript").__version__, opset))
     print("%s: %s, opset %d, loss %.8f (float32 %.8f), %d parameters, ops %s" % (
         family, type(model).__name__, opset, loss64, loss32, len(g64), " ".join(ops)))
+    if bf16 is not None:
+        print_bf16(family, expected)
+
+
+def write_expected(out, expected):
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump(expected, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def print_bf16(family, expected):
+    """The bfloat16 losses and how far the bfloat16 gradient norms are
+    from the float64 ones (relative; norms under 1e-9, zero in exact
+    arithmetic, left out)."""
+    def spread(norms):
+        rel = sorted(abs(norms[n] - w) / abs(w)
+                     for n, w in expected["grad_norms"].items() if abs(w) > 1e-9)
+        return "max %.2e median %.2e" % (rel[-1], rel[len(rel) // 2])
+    b = expected["bf16"]
+    print("%s: loss %.8f float32 %.8f bf16 %.8f bf16-cuda-policy %.8f; "
+          "gradient norms vs float64: bf16 %s, bf16-cuda-policy %s" % (
+              family, expected["loss"], expected["loss_f32"], b["loss"],
+              b["cuda_policy"]["loss"], spread(b["grad_norms"]),
+              spread(b["cuda_policy"]["grad_norms"])), flush=True)
+
+
+def add_bf16_reference(family, out):
+    """--bf16-reference-only: expected.json's "bf16" entry for the fixture
+    in `out`, from the same model (checked on the float32 loss) and the
+    committed inputs; nothing else changes."""
+    path = os.path.join(out, "expected.json")
+    with open(path) as f:
+        text = f.read()
+    expected = json.loads(text)
+    if json.dumps(expected, indent=1, sort_keys=True) + "\n" != text:
+        raise SystemExit("%s: not in this script's layout (json.dump indent 1, "
+                         "sorted keys); not rewriting it" % path)
+    if expected.get("family") != family:
+        raise SystemExit("%s: family %r, not %s" % (path, expected.get("family"),
+                                                   family))
+    s = dict(SIZES[expected["size"]])
+    readme = os.path.join(out, "README.txt")
+    layers = None
+    if os.path.exists(readme):
+        with open(readme) as f:
+            words = f.readline().split()
+        if "--layers" in words:
+            layers = int(words[words.index("--layers") + 1])
+    if layers:
+        s["layers"] = layers
+    torch.manual_seed(expected["seed"])
+    model = make_model(family, s, expected["attn"])
+    wrapper = (MaskedWrapper if family in MASKED else CausalWrapper)(model).eval()
+    inputs = [np.array(a) for a in zb_export.load_inputs(out)]  # writable
+    if len(inputs) != len(expected["inputs"]):
+        raise SystemExit("%s: %d input_<i>.pb, expected.json names %d inputs"
+                         % (out, len(inputs), len(expected["inputs"])))
+    loss32, g32 = loss_and_grads(copy.deepcopy(wrapper), inputs, torch.float32)
+    want = expected.get("loss_f32")
+    rel = abs(loss32 - want) / abs(want) if want else float("nan")
+    if not rel <= 1e-6 or set(g32) != set(expected["grad_norms_f32"]):
+        raise SystemExit("%s: the rebuilt model is not the fixture's: float32 "
+                         "loss %.10g, expected.json loss_f32 %r (relative "
+                         "difference %.2e > 1e-6), parameters %s" % (
+                             out, loss32, want, rel,
+                             "the same" if set(g32) == set(
+                                 expected["grad_norms_f32"]) else "differ"))
+    worst = max(abs(g32[n] - w) / max(abs(w), 1e-30)
+                for n, w in expected["grad_norms_f32"].items())
+    print("%s: rebuilt: float32 loss %.10g (stored %.10g, relative %.1e), "
+          "float32 gradient norms within %.1e" % (out, loss32, want, rel, worst),
+          flush=True)
+    expected["bf16"] = bf16_reference(wrapper, inputs)
+    write_expected(out, expected)
+    print_bf16(family, expected)
 
 
 def main():
@@ -333,11 +684,19 @@ def main():
     p.add_argument("--layers", type=int, help="override the number of layers")
     p.add_argument("--no-reference", action="store_true",
                    help="export only: no PyTorch loss and gradients")
+    p.add_argument("--bf16-reference-only", action="store_true",
+                   help="add the bfloat16 autocast reference (\"bf16\") to "
+                        "the existing fixture's expected.json, nothing else")
     args = p.parse_args()
+    if args.bf16_reference_only and args.no_reference:
+        p.error("--bf16-reference-only with --no-reference")
     for family in FAMILIES if args.family == "all" else [args.family]:
         out = os.path.join(args.out, family) if args.family == "all" else args.out
         try:
-            export(family, out, args)
+            if args.bf16_reference_only:
+                add_bf16_reference(family, out)
+            else:
+                export(family, out, args)
         except Exception as e:  # noqa: BLE001 (report and go on with `all`)
             if args.family != "all":
                 raise

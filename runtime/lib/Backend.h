@@ -58,6 +58,20 @@ struct Gemm {
   int64_t lda, ldb, ldc;
 };
 
+/// The same product on bfloat16 operands (Bfloat16.h: uint16_t, the top
+/// half of a float32): C = round_bf16(alpha op(A) op(B) + beta C) with A, B
+/// (and C when beta != 0) widened exactly, products summed in float32, one
+/// rounding to nearest even per element of C (zbrt_gemm_bf16_memref's
+/// contract, autocast's matmul; the ABI has checked the sizes).
+struct GemmBf16 {
+  const uint16_t *a, *b;
+  uint16_t *c;
+  int64_t M, N, K;
+  bool transA, transB;
+  float alpha, beta;
+  int64_t lda, ldb, ldc;
+};
+
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -87,6 +101,14 @@ public:
   virtual bool sgemmStridedBatched(const Gemm &g, int64_t strideA,
                                    int64_t strideB, int64_t strideC,
                                    int64_t batch) {
+    return false;
+  }
+  /// GemmBf16's product, and its strided batched form (as
+  /// sgemmStridedBatched: false when this backend has no such call).
+  virtual void gemmBf16(const GemmBf16 &g) = 0;
+  virtual bool gemmBf16StridedBatched(const GemmBf16 &g, int64_t strideA,
+                                      int64_t strideB, int64_t strideC,
+                                      int64_t batch) {
     return false;
   }
 

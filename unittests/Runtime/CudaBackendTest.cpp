@@ -8,11 +8,15 @@
 // strided views that are copied) reaches cuBLAS as the right column-major
 // call on device memory, against a float64 reference computed here; that
 // device errors end the process with the call, the pass and cuBLAS's
-// status; and that the pool hands out managed (device-visible) memory.
+// status; and that the pool hands out managed (device-visible) memory. The
+// same for the bfloat16 GEMMs (zbrt_gemm_bf16_memref, cublasGemmEx), whose
+// results must be the CPU backend's bit for bit where float32 sums are exact.
 //
 //===----------------------------------------------------------------------===//
 
 #include "zbrt/zbrt.h"
+
+#include "../../runtime/lib/Bfloat16.h"
 
 #include <gtest/gtest.h>
 
@@ -24,6 +28,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -487,4 +492,213 @@ TEST(CudaBackend, BatchedGemmIsOneStridedBatchedCall) {
                          std::fabs(c.data[i * M * N + r * N + col] - want));
       }
   EXPECT_LT(worst, 1e-5);
+}
+
+//===-- bfloat16 GEMMs: cublasGemmEx --------------------------------------===//
+
+namespace {
+
+/// A device (managed) buffer of `n` bfloat16 values: small integers in
+/// [-8, 8] when `integers` (float32 sums of their products are exact in any
+/// order, so every backend's result is the exact sum rounded once), else
+/// roundings of uniform values in [-1, 1).
+struct DeviceBf16 {
+  uint16_t *data;
+  int64_t elements;
+  DeviceBf16(int64_t n, std::mt19937 &rng, bool integers) : elements(n) {
+    data = static_cast<uint16_t *>(
+        zbrt_host_buffer_alloc(std::max<int64_t>(n, 1) * sizeof(uint16_t)));
+    std::uniform_real_distribution<float> u(-1, 1);
+    std::uniform_int_distribution<int> small(-8, 8);
+    for (int64_t i = 0; i < n; ++i)
+      data[i] = zbrt::floatToBf16(integers ? (float)small(rng) : u(rng));
+  }
+  ~DeviceBf16() { zbrt_host_buffer_free(data); }
+  double at(const View &v, int64_t i, int64_t j) const {
+    return zbrt::bf16ToFloat(
+        data[v.offset + i * v.rowStride + j * v.colStride]);
+  }
+};
+
+/// What the CPU backend computes for element (i, j) (GemmTest.cpp checks it
+/// against APFloat): the float32 sum of the products in k order (exact for
+/// integer inputs), rounded once to bfloat16.
+uint16_t cpuElement(const DeviceBf16 &a, const View &va, bool transA,
+                    const DeviceBf16 &b, const View &vb, bool transB, int64_t K,
+                    int64_t i, int64_t j) {
+  float sum = 0;
+  for (int64_t k = 0; k < K; ++k)
+    sum += (float)(transA ? a.at(va, k, i) : a.at(va, i, k)) *
+           (float)(transB ? b.at(vb, j, k) : b.at(vb, k, j));
+  return zbrt::floatToBf16(sum);
+}
+
+} // namespace
+
+// Every layout and transpose of zbrt_gemm_bf16_memref reaches cuBLAS as the
+// right cublasGemmEx call on device memory: with integer inputs the result
+// is bit for bit the CPU backend's (the exact float32 sum rounded once to
+// bfloat16); with general inputs within one bfloat16 ulp (plus float32's
+// rounding of the sum) of a float64 reference.
+TEST(CudaBackend, Bf16GemmViewsMatchTheCpuBackend) {
+  startBackend();
+  std::mt19937 rng(23);
+  ZbrtCudaStats before{};
+  zbrt_cuda_stats(&before);
+  int cases = 0;
+  for (bool integers : {true, false})
+    for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{3, 5, 4},
+                           {1, 7, 3},
+                           {6, 1, 2},
+                           {4, 4, 1},
+                           {9, 6, 37}})
+      for (int transA = 0; transA < 2; ++transA)
+        for (int transB = 0; transB < 2; ++transB)
+          for (Layout la : {Layout::RowMajor, Layout::Padded,
+                            Layout::TransposedView, Layout::Strided})
+            for (Layout lc :
+                 {Layout::RowMajor, Layout::Padded, Layout::Strided}) {
+              Layout lb = la == Layout::Padded ? Layout::TransposedView
+                                               : Layout::Padded;
+              int64_t ea = 0, eb = 0, ec = 0;
+              View va = makeView(transA ? K : M, transA ? M : K, la, ea);
+              View vb = makeView(transB ? N : K, transB ? K : N, lb, eb);
+              View vc = makeView(M, N, lc, ec);
+              DeviceBf16 a(ea, rng, integers), b(eb, rng, integers),
+                  c(ec, rng, integers);
+              zbrt_gemm_bf16_memref(
+                  a.data, a.data, va.offset, va.rows, va.cols, va.rowStride,
+                  va.colStride, b.data, b.data, vb.offset, vb.rows, vb.cols,
+                  vb.rowStride, vb.colStride, c.data, c.data, vc.offset,
+                  vc.rows, vc.cols, vc.rowStride, vc.colStride, transA, transB);
+              int wrong = 0;
+              for (int64_t i = 0; i < M; ++i)
+                for (int64_t j = 0; j < N; ++j) {
+                  uint16_t got =
+                      c.data[vc.offset + i * vc.rowStride + j * vc.colStride];
+                  if (integers) {
+                    wrong += got !=
+                             cpuElement(a, va, transA, b, vb, transB, K, i, j);
+                    continue;
+                  }
+                  double want = 0, magnitude = 0;
+                  for (int64_t k = 0; k < K; ++k) {
+                    double p = (transA ? a.at(va, k, i) : a.at(va, i, k)) *
+                               (transB ? b.at(vb, j, k) : b.at(vb, k, j));
+                    want += p;
+                    magnitude += std::fabs(p);
+                  }
+                  int e = 0;
+                  std::frexp(std::max(std::fabs(want), 1e-30), &e);
+                  double tol =
+                      std::ldexp(1.0, e - 8) + K * std::ldexp(magnitude, -23);
+                  wrong += std::fabs(zbrt::bf16ToFloat(got) - want) > tol;
+                }
+              EXPECT_EQ(wrong, 0)
+                  << M << "x" << N << "x" << K << " transA=" << transA
+                  << " transB=" << transB << " A " << name(la) << ", B "
+                  << name(lb) << ", C " << name(lc)
+                  << (integers ? ", integers" : "");
+              ++cases;
+            }
+  ZbrtCudaStats after{};
+  zbrt_cuda_stats(&after);
+  EXPECT_EQ(cases, 2 * 5 * 2 * 2 * 4 * 3);
+  EXPECT_EQ(after.gemms - before.gemms, cases); // one cublasGemmEx each
+  void *fake = dlopen(ZB_FAKE_CUDA_LIB, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(fake, nullptr);
+  auto badPointers =
+      reinterpret_cast<long (*)()>(dlsym(fake, "zb_fake_cuda_bad_pointers"));
+  ASSERT_NE(badPointers, nullptr);
+  EXPECT_EQ(badPointers(), 0);
+}
+
+/// zbrt_gemm_bf16_batched_memref on the device: one
+/// cublasGemmStridedBatchedEx call (matrices of A as transposed views at a
+/// padded batch stride), each matrix bit for bit zbrt_gemm_bf16_memref's
+/// result, which is the CPU backend's for integer inputs.
+TEST(CudaBackend, Bf16BatchedGemmIsOneStridedBatchedCall) {
+  startBackend();
+  std::mt19937 rng(31);
+  const int64_t batch = 4, M = 3, N = 5, K = 6;
+  const int64_t aStride = M * K + 3, bStride = K * N, cStride = M * N + 2;
+  for (bool integers : {true, false}) {
+    DeviceBf16 a(batch * aStride, rng, integers),
+        b(batch * bStride, rng, integers), c(batch * cStride, rng, integers),
+        single(M * N, rng, integers);
+    ZbrtCudaStats before{};
+    zbrt_cuda_stats(&before);
+    zbrt_gemm_bf16_batched_memref(a.data, a.data, 0, batch, M, K, aStride, 1, M,
+                                  b.data, b.data, 0, batch, K, N, bStride, N, 1,
+                                  c.data, c.data, 0, batch, M, N, cStride, N, 1,
+                                  0, 0);
+    zbrt_cuda_synchronize();
+    ZbrtCudaStats after{};
+    zbrt_cuda_stats(&after);
+    EXPECT_EQ(after.gemms - before.gemms, 1);
+    for (int64_t i = 0; i < batch; ++i) {
+      uint16_t *ai = a.data + i * aStride, *bi = b.data + i * bStride;
+      zbrt_gemm_bf16_memref(ai, ai, 0, M, K, 1, M, bi, bi, 0, K, N, N, 1,
+                            single.data, single.data, 0, M, N, N, 1, 0, 0);
+      zbrt_cuda_synchronize();
+      View va{i * aStride, M, K, 1, M}, vb{i * bStride, K, N, N, 1};
+      for (int64_t r = 0; r < M; ++r)
+        for (int64_t col = 0; col < N; ++col) {
+          uint16_t got = c.data[i * cStride + r * N + col];
+          EXPECT_EQ(got, single.data[r * N + col]) << "matrix " << i;
+          if (integers) {
+            EXPECT_EQ(got, cpuElement(a, va, false, b, vb, false, K, r, col))
+                << "matrix " << i << " (" << r << ", " << col << ")";
+          }
+        }
+    }
+  }
+}
+
+/// The stand-in takes only what the runtime asks cublasGemmEx for (bf16
+/// operands, CUBLAS_COMPUTE_32F): other types are CUBLAS_STATUS_NOT_SUPPORTED,
+/// as cuBLAS answers an unsupported combination.
+TEST(CudaBackend, StandInRefusesOtherGemmExTypes) {
+  startBackend();
+  void *fake = dlopen(ZB_FAKE_CUDA_LIB, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(fake, nullptr);
+  using GemmEx = int (*)(void *, int, int, int, int, int, const void *,
+                         const void *, int, int, const void *, int, int,
+                         const void *, void *, int, int, int, int);
+  auto gemmEx = reinterpret_cast<GemmEx>(dlsym(fake, "cublasGemmEx"));
+  ASSERT_NE(gemmEx, nullptr);
+  std::mt19937 rng(2);
+  DeviceBf16 a(4, rng, true), b(4, rng, true), c(4, rng, true);
+  const float one = 1.0f, zero = 0.0f;
+  auto call = [&](int aType, int cType, int compute) {
+    return gemmEx(nullptr, 0, 0, 2, 2, 2, &one, a.data, aType, 2, b.data, aType,
+                  2, &zero, c.data, cType, 2, compute, -1);
+  };
+  const int kBf16 = 14, kF32 = 0, kF16 = 2, kCompute32F = 68, kCompute16F = 64,
+            kNotSupported = 15;
+  EXPECT_EQ(call(kBf16, kBf16, kCompute32F), 0);
+  EXPECT_EQ(call(kF32, kBf16, kCompute32F), kNotSupported);
+  EXPECT_EQ(call(kBf16, kF32, kCompute32F), kNotSupported);
+  EXPECT_EQ(call(kF16, kF16, kCompute32F), kNotSupported);
+  EXPECT_EQ(call(kBf16, kBf16, kCompute16F), kNotSupported);
+}
+
+TEST(CudaBackendDeathTest, Bf16HostPointerEndsTheJobNamingCuBLAS) {
+  startBackend();
+  std::vector<uint16_t> hostA(4, 0x3f80), hostB(4, 0x3f80), hostC(4, 0);
+  EXPECT_EXIT(zbrt_gemm_bf16_memref(hostA.data(), hostA.data(), 0, 2, 2, 2, 1,
+                                    hostB.data(), hostB.data(), 0, 2, 2, 2, 1,
+                                    hostC.data(), hostC.data(), 0, 2, 2, 2, 1,
+                                    0, 0),
+              testing::ExitedWithCode(1),
+              "cuBLAS error in cublasGemmEx \\(outside a pass\\): "
+              "CUBLAS_STATUS_INVALID_VALUE");
+  std::vector<uint16_t> batchA(8, 0x3f80), batchB(8, 0x3f80), batchC(8, 0);
+  EXPECT_EXIT(zbrt_gemm_bf16_batched_memref(
+                  batchA.data(), batchA.data(), 0, 2, 2, 2, 4, 2, 1,
+                  batchB.data(), batchB.data(), 0, 2, 2, 2, 4, 2, 1,
+                  batchC.data(), batchC.data(), 0, 2, 2, 2, 4, 2, 1, 0, 0),
+              testing::ExitedWithCode(1),
+              "cuBLAS error in cublasGemmStridedBatchedEx \\(outside a "
+              "pass\\): CUBLAS_STATUS_INVALID_VALUE");
 }

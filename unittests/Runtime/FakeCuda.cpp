@@ -25,6 +25,8 @@
 //   - cublasSgemm_v2 computes the column-major product of cuBLAS's
 //     documentation naively in double (an independent check of the
 //     runtime's row-major mapping), except with no-op kernels;
+//     cublasGemmEx (bf16 operands, CUBLAS_COMPUTE_32F only) naively in
+//     float32, rounding C to bf16 (FakeBlas.cpp);
 //   - ncclSend/ncclRecv move bytes over MPI between the two ranks of a
 //     communicator (the creator of the unique id is its rank 0);
 //     ncclCommInitRank refuses, as NCCL does, two ranks of a communicator on

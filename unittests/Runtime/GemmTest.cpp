@@ -1,11 +1,18 @@
-//===- GemmTest.cpp - zbrt_sgemm against a float64 triple loop ------------===//
+//===- GemmTest.cpp - zbrt's GEMMs against a float64 triple loop ----------===//
 
 #include "zbrt/zbrt.h"
 
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/APInt.h"
+
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <iterator>
 #include <random>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -238,6 +245,246 @@ TEST(SgemmMemref, CInterfaceForm) {
   _mlir_ciface_zbrt_sgemm_memref(&ma, &mb, &mc, 0, 0);
   EXPECT_EQ(c[0], 1.0f - 3.0f);
   EXPECT_EQ(c[1], 4.0f - 6.0f);
+}
+
+} // namespace
+
+//===-- bfloat16 GEMMs (zbrt_gemm_bf16_memref) on the CPU backend ---------===//
+
+namespace {
+
+float widen(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/// APFloat's bfloat16 of `x` (round to nearest, ties to even): a reference
+/// independent of runtime/lib/Bfloat16.h.
+uint16_t roundBf16(float x) {
+  llvm::APFloat v(x);
+  bool losesInfo = false;
+  v.convert(llvm::APFloat::BFloat(), llvm::APFloat::rmNearestTiesToEven,
+            &losesInfo);
+  return (uint16_t)v.bitcastToAPInt().getZExtValue();
+}
+
+/// The distance between consecutive bfloat16 values around |x|.
+double bf16Ulp(double x) {
+  int exponent = 0;
+  std::frexp(std::max(std::fabs(x), std::ldexp(1.0, -126)), &exponent);
+  return std::ldexp(1.0, exponent - 8);
+}
+
+/// A bfloat16 matrix inside a larger buffer, viewed with arbitrary strides.
+struct Bf16Matrix {
+  std::vector<uint16_t> storage;
+  int64_t rows, cols, offset, rowStride, colStride;
+  uint16_t &at(int64_t i, int64_t j) {
+    return storage[offset + i * rowStride + j * colStride];
+  }
+};
+
+/// `rows` x `cols` at offset 2 with the given strides; the elements are
+/// bfloat16 roundings of uniform values in [-1, 1), or small integers in
+/// [-8, 8] when `integers` (their float32 sums are exact in any order).
+Bf16Matrix makeBf16(int64_t rows, int64_t cols, int64_t rowStride,
+                    int64_t colStride, std::mt19937 &rng, bool integers) {
+  Bf16Matrix m{{}, rows, cols, 2, rowStride, colStride};
+  m.storage.resize(m.offset + (rows - 1) * rowStride + (cols - 1) * colStride +
+                   1 + 3);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> small(-8, 8);
+  for (uint16_t &v : m.storage)
+    v = roundBf16(integers ? (float)small(rng) : dist(rng));
+  return m;
+}
+
+void callGemmBf16(Bf16Matrix &a, Bf16Matrix &b, Bf16Matrix &c, int tA, int tB) {
+  zbrt_gemm_bf16_memref(
+      a.storage.data(), a.storage.data(), a.offset, a.rows, a.cols, a.rowStride,
+      a.colStride, b.storage.data(), b.storage.data(), b.offset, b.rows, b.cols,
+      b.rowStride, b.colStride, c.storage.data(), c.storage.data(), c.offset,
+      c.rows, c.cols, c.rowStride, c.colStride, tA, tB);
+}
+
+struct Bf16Layout {
+  const char *name;
+  int64_t rowPad, colStride; // colStride 0: column-major (a transposed view)
+};
+const Bf16Layout kBf16Layouts[] = {{"row-major", 0, 1},
+                                   {"padded rows", 5, 1},
+                                   {"column-major", 0, 0},
+                                   {"strided", 1, 2}};
+
+Bf16Matrix makeBf16(int64_t rows, int64_t cols, const Bf16Layout &l,
+                    std::mt19937 &rng, bool integers) {
+  if (l.colStride == 0)
+    return makeBf16(rows, cols, 1, rows + l.rowPad, rng, integers);
+  return makeBf16(rows, cols, cols * l.colStride + l.rowPad, l.colStride, rng,
+                  integers);
+}
+
+// Every transpose and layout (padded rows, transposed views, strided views
+// that are copied) against a float64 reference of the same bfloat16 inputs:
+// within one bfloat16 ulp plus float32's accumulation error; for K <= 2
+// (whose float32 sum does not depend on the order of the additions) and for
+// integer inputs (exact float32 sums), bit for bit the float32 sum rounded
+// once to bfloat16 (ties to even). C's padding is never written.
+TEST(GemmBf16Memref, Float32AccumulationRoundedOnce) {
+  std::mt19937 rng(11);
+  int cases = 0;
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
+                         {3, 5, 2},
+                         {4, 3, 1},
+                         {5, 4, 7},
+                         {7, 6, 33},
+                         {2, 9, 130}})
+    for (bool integers : {false, true})
+      for (int tA = 0; tA < 2; ++tA)
+        for (int tB = 0; tB < 2; ++tB)
+          for (const Bf16Layout &la : kBf16Layouts)
+            for (const Bf16Layout &lc : kBf16Layouts) {
+              const Bf16Layout &lb = kBf16Layouts[(&la - kBf16Layouts + 1) %
+                                                  std::size(kBf16Layouts)];
+              SCOPED_TRACE(testing::Message()
+                           << M << "x" << N << "x" << K << " tA=" << tA
+                           << " tB=" << tB << " A " << la.name << ", B "
+                           << lb.name << ", C " << lc.name
+                           << (integers ? ", integers" : ""));
+              Bf16Matrix a = tA ? makeBf16(K, M, la, rng, integers)
+                                : makeBf16(M, K, la, rng, integers);
+              Bf16Matrix b = tB ? makeBf16(N, K, lb, rng, integers)
+                                : makeBf16(K, N, lb, rng, integers);
+              Bf16Matrix c = makeBf16(M, N, lc, rng, integers);
+              const std::vector<uint16_t> cBefore = c.storage;
+              callGemmBf16(a, b, c, tA, tB);
+              ++cases;
+              std::vector<bool> inC(c.storage.size(), false);
+              for (int64_t i = 0; i < M; ++i)
+                for (int64_t j = 0; j < N; ++j) {
+                  double exact = 0, magnitude = 0;
+                  float sum32 = 0.0f;
+                  for (int64_t k = 0; k < K; ++k) {
+                    float av = widen(tA ? a.at(k, i) : a.at(i, k));
+                    float bv = widen(tB ? b.at(j, k) : b.at(k, j));
+                    exact += (double)av * (double)bv;
+                    magnitude += std::fabs((double)av * (double)bv);
+                    sum32 += av * bv; // each product exact in float32
+                  }
+                  uint16_t got = c.at(i, j);
+                  inC[c.offset + i * c.rowStride + j * c.colStride] = true;
+                  double tol = bf16Ulp(exact) + K * std::ldexp(magnitude, -23);
+                  EXPECT_LE(std::fabs((double)widen(got) - exact), tol)
+                      << "at (" << i << ", " << j << ")";
+                  if (K <= 2 || integers) {
+                    EXPECT_EQ(got, roundBf16(sum32))
+                        << "at (" << i << ", " << j << "): " << widen(got)
+                        << " vs " << sum32;
+                  }
+                }
+              for (size_t e = 0; e < inC.size(); ++e)
+                if (!inC[e]) {
+                  EXPECT_EQ(c.storage[e], cBefore[e])
+                      << "padding element " << e << " written";
+                }
+            }
+  EXPECT_EQ(cases, 6 * 2 * 4 * 4 * 4);
+}
+
+// Ties are rounded to even once, from the float32 sum: 1 + 2^-8 (a tie
+// between 1 and 1 + 2^-7) gives 1, 1 + 3 * 2^-8 gives 1 + 2^-6; a sum beyond
+// the largest bfloat16 (plus half an ulp) is an infinity; K = 0 writes
+// zeros.
+TEST(GemmBf16Memref, TiesOverflowAndEmptyK) {
+  auto gemm = [](std::vector<uint16_t> a, std::vector<uint16_t> b) {
+    uint16_t c = 0x7fc0;
+    int64_t K = (int64_t)a.size();
+    zbrt_gemm_bf16_memref(a.data(), a.data(), 0, 1, K, K, 1, b.data(), b.data(),
+                          0, K, 1, 1, 1, &c, &c, 0, 1, 1, 1, 1, 0, 0);
+    return c;
+  };
+  const uint16_t one = 0x3f80, half = 0x3f00;
+  const uint16_t ulpOf1Over2 = roundBf16(std::ldexp(1.0f, -8)); // 2^-8
+  EXPECT_EQ(gemm({one, ulpOf1Over2}, {one, one}), one);
+  EXPECT_EQ(gemm({one, ulpOf1Over2}, {one, roundBf16(3.0f)}),
+            roundBf16(1.0f + std::ldexp(1.0f, -6)));
+  EXPECT_EQ(gemm({half, half}, {one, one}), one);
+  // The largest finite bfloat16 and 2^-8 of it: beyond the threshold.
+  const uint16_t maxBf16 = 0x7f7f;
+  EXPECT_EQ(gemm({maxBf16, maxBf16}, {one, roundBf16(std::ldexp(1.0f, -8))}),
+            0x7f80);
+  EXPECT_EQ(gemm({maxBf16}, {one}), maxBf16);
+  // NaN in, NaN out.
+  uint16_t nan = gemm({0x7fc0, one}, {one, one});
+  EXPECT_EQ(nan & 0x7f80, 0x7f80);
+  EXPECT_NE(nan & 0x7f, 0);
+  // K = 0: C = 0.
+  std::vector<uint16_t> c(6, 0x3f80);
+  uint16_t dummy = 0;
+  zbrt_gemm_bf16_memref(&dummy, &dummy, 0, 2, 0, 1, 1, &dummy, &dummy, 0, 0, 3,
+                        3, 1, c.data(), c.data(), 0, 2, 3, 3, 1, 0, 0);
+  EXPECT_EQ(c, std::vector<uint16_t>(6, 0));
+}
+
+// The batched form equals zbrt_gemm_bf16_memref per matrix, bit for bit.
+TEST(GemmBf16Memref, BatchedEqualsPerMatrixCalls) {
+  const int64_t batch = 3, M = 4, N = 5, K = 6;
+  std::mt19937 rng(19);
+  for (int tA = 0; tA < 2; ++tA)
+    for (int tB = 0; tB < 2; ++tB) {
+      SCOPED_TRACE(testing::Message() << "tA=" << tA << " tB=" << tB);
+      int64_t aRows = tA ? K : M, aCols = tA ? M : K;
+      int64_t bRows = tB ? N : K, bCols = tB ? K : N;
+      int64_t aStride = aRows * aCols + 7, bStride = bRows * bCols + 7,
+              cStride = M * N + 7;
+      Bf16Matrix a = makeBf16(1, batch * aStride, 1, 1, rng, false);
+      Bf16Matrix b = makeBf16(1, batch * bStride, 1, 1, rng, false);
+      std::vector<uint16_t> c(batch * cStride, 0), single(M * N);
+      uint16_t *ap = a.storage.data() + a.offset,
+               *bp = b.storage.data() + b.offset;
+      zbrt_gemm_bf16_batched_memref(ap, ap, 0, batch, aRows, aCols, aStride,
+                                    aCols, 1, bp, bp, 0, batch, bRows, bCols,
+                                    bStride, bCols, 1, c.data(), c.data(), 0,
+                                    batch, M, N, cStride, N, 1, tA, tB);
+      for (int64_t i = 0; i < batch; ++i) {
+        uint16_t *ai = ap + i * aStride, *bi = bp + i * bStride;
+        zbrt_gemm_bf16_memref(ai, ai, 0, aRows, aCols, aCols, 1, bi, bi, 0,
+                              bRows, bCols, bCols, 1, single.data(),
+                              single.data(), 0, M, N, N, 1, tA, tB);
+        for (int64_t e = 0; e < M * N; ++e)
+          EXPECT_EQ(c[i * cStride + e], single[e]) << "matrix " << i;
+        for (int64_t e = M * N; e < cStride; ++e)
+          EXPECT_EQ(c[i * cStride + e], 0) << "padding of matrix " << i;
+      }
+    }
+}
+
+TEST(GemmBf16MemrefDeathTest, MismatchedShapesAreFatal) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::vector<uint16_t> a(16), b(16), c(16);
+  // A 2x3 times B 4x2.
+  EXPECT_EXIT(zbrt_gemm_bf16_memref(a.data(), a.data(), 0, 2, 3, 3, 1, b.data(),
+                                    b.data(), 0, 4, 2, 2, 1, c.data(), c.data(),
+                                    0, 2, 2, 2, 1, 0, 0),
+              testing::ExitedWithCode(1),
+              "zbrt_gemm_bf16_memref: shape mismatch: A 2x3, B 4x2, C 2x2");
+  // A^T (3x2 stored) times B 3x2 into C 2x3.
+  EXPECT_EXIT(
+      zbrt_gemm_bf16_memref(a.data(), a.data(), 0, 3, 2, 2, 1, b.data(),
+                            b.data(), 0, 3, 2, 2, 1, c.data(), c.data(), 0, 2,
+                            3, 3, 1, 1, 0),
+      testing::ExitedWithCode(1),
+      "zbrt_gemm_bf16_memref: shape mismatch: A 3x2 \\(transposed\\), B 3x2, "
+      "C 2x3");
+  EXPECT_EXIT(zbrt_gemm_bf16_batched_memref(a.data(), a.data(), 0, 2, 2, 2, 4,
+                                            2, 1, b.data(), b.data(), 0, 3, 2,
+                                            2, 4, 2, 1, c.data(), c.data(), 0,
+                                            2, 2, 2, 4, 2, 1, 0, 0),
+              testing::ExitedWithCode(1),
+              "zbrt_gemm_bf16_batched_memref: batch sizes differ: A 2, B 3, "
+              "C 2");
 }
 
 } // namespace

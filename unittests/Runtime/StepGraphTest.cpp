@@ -6,10 +6,12 @@
 // whose SGD kernel and GEMMs compute on the host. A "step" here is what
 // zb-run's step is to the backend: zbrt::traceBeginStep(), launches from
 // MLIR's host code (mgpuLaunchKernel on the compute stream) and GEMMs
-// (zbrt_sgemm), zbrt_step_end(). The reference is the same arithmetic done
-// here step by step (OptimizerMath.h's SGD in float, the product in
-// double), so a replay that skips, repeats or reorders work, runs stale
-// arguments or loses a divergence's matched prefix fails.
+// (zbrt_sgemm, and a bfloat16 one: zbrt_gemm_bf16_memref), zbrt_step_end().
+// The reference is the same arithmetic done here step by step
+// (OptimizerMath.h's SGD in float, the product in double, the bfloat16
+// product of small integers exactly), so a replay that skips, repeats or
+// reorders work, runs stale arguments or loses a divergence's matched
+// prefix fails.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,12 +19,14 @@
 #include "zbrt/Trace.h"
 #include "zbrt/zbrt.h"
 
+#include "../../runtime/lib/Bfloat16.h"
 #include "../../runtime/lib/OptimizerMath.h"
 
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -37,6 +41,10 @@ struct Fixture {
   void *sgd = nullptr;
   float *param, *grad, *b, *c;
   std::vector<float> refParam;
+  /// C16 = A16 (kRows x kCols) * B16 (kCols x kCols) in bfloat16, and its
+  /// expected value (small integers: exact, whatever the order).
+  uint16_t *a16, *b16, *c16;
+  std::vector<uint16_t> refC16;
 
   Fixture() {
     for (const char *var : {"ZBRT_CUDA_DRIVER", "ZBRT_CUBLAS", "ZBRT_NCCL"})
@@ -61,6 +69,25 @@ struct Fixture {
     for (int64_t i = 0; i < kCols * kCols; ++i)
       b[i] = (i % 3 == 0) ? 0.5f : -0.25f;
     refParam.assign(param, param + kN);
+    auto alloc16 = [](int64_t n) {
+      return static_cast<uint16_t *>(
+          zbrt_host_buffer_alloc(n * sizeof(uint16_t)));
+    };
+    a16 = alloc16(kN);
+    b16 = alloc16(kCols * kCols);
+    c16 = alloc16(kN);
+    for (int64_t i = 0; i < kN; ++i)
+      a16[i] = zbrt::floatToBf16((float)(i % 5) - 2.0f);
+    for (int64_t i = 0; i < kCols * kCols; ++i)
+      b16[i] = zbrt::floatToBf16((float)(i % 7) - 3.0f);
+    for (int64_t r = 0; r < kRows; ++r)
+      for (int64_t j = 0; j < kCols; ++j) {
+        float sum = 0;
+        for (int64_t k = 0; k < kCols; ++k)
+          sum += zbrt::bf16ToFloat(a16[r * kCols + k]) *
+                 zbrt::bf16ToFloat(b16[k * kCols + j]);
+        refC16.push_back(zbrt::floatToBf16(sum));
+      }
   }
 
   /// mgpuLaunchKernel of zbrt_sgd_kernel(param, grad, n, scale, 0) on the
@@ -83,12 +110,22 @@ struct Fixture {
                0, 1.0f, 0.0f, kCols, kCols, kCols);
   }
 
-  /// One step: two SGD launches around a GEMM; `hostWait` puts a host wait
-  /// (a segment boundary) between them.
+  /// C16 = A16 * B16 (cublasGemmEx).
+  void gemmBf16() {
+    zbrt_gemm_bf16_memref(a16, a16, 0, kRows, kCols, kCols, 1, b16, b16, 0,
+                          kCols, kCols, kCols, 1, c16, c16, 0, kRows, kCols,
+                          kCols, 1, 0, 0);
+  }
+
+  /// One step: two SGD launches around the GEMMs; `hostWait` puts a host
+  /// wait (a segment boundary) between them. C16 is cleared first (a NaN
+  /// pattern), so a replay that skips the bfloat16 GEMM leaves it.
   void step(float scale1, float scale2, bool hostWait) {
+    std::fill(c16, c16 + kN, uint16_t(0xffff));
     zbrt::traceBeginStep();
     launchSgd(scale1);
     gemm();
+    gemmBf16();
     if (hostWait)
       zbrt_cuda_synchronize();
     launchSgd(scale2);
@@ -109,6 +146,8 @@ struct Fixture {
         ASSERT_NEAR(c[r * kCols + j], sum, 1e-5)
             << what << ", C[" << r << "][" << j << "]";
       }
+    for (int64_t i = 0; i < kN; ++i)
+      ASSERT_EQ(c16[i], refC16[i]) << what << ", C16 element " << i;
   }
 
   std::vector<float> afterFirst;

@@ -15,6 +15,7 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
+#include <type_traits>
 
 using namespace mlir;
 using namespace zb;
@@ -153,14 +154,37 @@ Value causalMask(OpBuilder &b, Location l, Operation *op, ValueRange a) {
                                  floatConst(b, l, x.getType(), fill), x);
 }
 
+/// Whether `t` is a float type narrower than f32 (bf16 under autocast).
+bool isNarrowFloat(Type t) {
+  auto f = llvm::dyn_cast<FloatType>(t);
+  return f && f.getWidth() < 32;
+}
+
 template <typename SourceOp, ScalarFn Scalar>
 Value lowerElementwise(OpBuilder &b, SourceOp op,
                        typename SourceOp::Adaptor adaptor) {
   auto resultTy = llvm::cast<RankedTensorType>(op->getResult(0).getType());
-  return elementwise(b, op.getLoc(), resultTy, adaptor.getOperands(),
-                     [&](OpBuilder &nb, Location l, ValueRange args) {
-                       return Scalar(nb, l, op, args);
-                     });
+  return elementwise(
+      b, op.getLoc(), resultTy, adaptor.getOperands(),
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        // An op on bf16 computes its whole scalar form in f32 and rounds
+        // once (torch's bfloat16 kernels: gelu, silu, ... in float), not
+        // once per arith op of the form. zb.cast converts by itself.
+        if (std::is_same_v<SourceOp, CastOp> ||
+            llvm::none_of(args.getTypes(), isNarrowFloat))
+          return Scalar(nb, l, op, args);
+        SmallVector<Value> wide;
+        for (Value a : args)
+          wide.push_back(isNarrowFloat(a.getType())
+                             ? arith::ExtFOp::create(nb, l, nb.getF32Type(), a)
+                                   .getResult()
+                             : a);
+        Value r = Scalar(nb, l, op, wide);
+        Type elem = resultTy.getElementType();
+        return isNarrowFloat(elem)
+                   ? arith::TruncFOp::create(nb, l, elem, r).getResult()
+                   : r;
+      });
 }
 
 /// The pattern of the elementwise op `SourceOp` with scalar form `Scalar`.

@@ -23,9 +23,10 @@ using namespace mlir;
 namespace zb {
 
 double GpuKernelLaunch::rooflineSeconds(const GpuSpec &gpu, bool tf32) const {
-  double peak = kind == "gemm" && (tf32 || gpu.tf32Gemms)
-                    ? gpu.peaks.tf32FlopsPerSecond
-                                       : gpu.peaks.fp32FlopsPerSecond;
+  double peak = kind == "gemm" && bf16 ? gpu.peaks.bf16FlopsPerSecond
+                 : kind == "gemm" && (tf32 || gpu.tf32Gemms)
+                     ? gpu.peaks.tf32FlopsPerSecond
+                     : gpu.peaks.fp32FlopsPerSecond;
   return std::max((bytesRead + bytesWritten) / gpu.peaks.memBytesPerSecond,
                   flops / peak);
 }
@@ -176,6 +177,7 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module,
         g.kernel = bf16 ? (batched ? "gemm_bf16_strided_batched" : "gemm_bf16")
                         : (batched ? "sgemm_strided_batched" : "sgemm");
         g.kind = "gemm";
+        g.bf16 = bf16;
         g.launches = hostLoops(call);
         auto a = dyn_cast<MemRefType>(throughCasts(call.getOperand(0)).getType());
         auto c = dyn_cast<MemRefType>(throughCasts(call.getOperand(2)).getType());

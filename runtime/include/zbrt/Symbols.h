@@ -27,8 +27,11 @@
 ///  - zbrt_sgemm_memref: f32 matmul (convert-zb-to-runtime, zb.matmul);
 ///  - zbrt_sgemm_batched_memref: f32 batched matmul (zb.batch_matmul, batch
 ///    dimensions collapsed into one);
-///  - zbrt_{send,recv}_memref[_i64|_i32]: zb.send / zb.recv of f32, i64, i32
-///    tensors (convert-zb-to-runtime);
+///  - zbrt_gemm_bf16_memref, zbrt_gemm_bf16_batched_memref: the same
+///    matmuls under --precision bf16 (bf16 operands and result, float32
+///    accumulation);
+///  - zbrt_{send,recv}_memref[_i64|_i32|_bf16]: zb.send / zb.recv of f32,
+///    i64, i32, bf16 tensors (convert-zb-to-runtime);
 ///  - zbrt_action_{begin,end}: trace markers around every scheduled action
 ///    (zb-lower-pipeline);
 ///  - zbrt_validate_optimizer: the post-validation point of a step
@@ -36,12 +39,16 @@
 #define ZBRT_GENERATED_CODE_FUNCTIONS(X)                                       \
   X(SgemmMemref, zbrt_sgemm_memref)                                            \
   X(SgemmBatchedMemref, zbrt_sgemm_batched_memref)                             \
+  X(GemmBf16Memref, zbrt_gemm_bf16_memref)                                     \
+  X(GemmBf16BatchedMemref, zbrt_gemm_bf16_batched_memref)                      \
   X(SendMemref, zbrt_send_memref)                                              \
   X(RecvMemref, zbrt_recv_memref)                                              \
   X(SendMemrefI64, zbrt_send_memref_i64)                                       \
   X(RecvMemrefI64, zbrt_recv_memref_i64)                                       \
   X(SendMemrefI32, zbrt_send_memref_i32)                                       \
   X(RecvMemrefI32, zbrt_recv_memref_i32)                                       \
+  X(SendMemrefBf16, zbrt_send_memref_bf16)                                     \
+  X(RecvMemrefBf16, zbrt_recv_memref_bf16)                                     \
   X(ActionBegin, zbrt_action_begin)                                            \
   X(ActionEnd, zbrt_action_end)                                                \
   X(ValidateOptimizer, zbrt_validate_optimizer)

@@ -226,7 +226,7 @@ void zbrt_use_cuda_memory(void);
 // one device: the local rank among the ranks of its node (MPI shared-memory
 // split) modulo the visible devices. On it: a compute stream (every kernel
 // the rank program launches: its mgpuStreamCreate returns this stream),
-// a cuBLAS handle on that stream (zbrt_sgemm / zbrt_sgemm_memref run
+// a cuBLAS handle on that stream (zbrt_sgemm and the memref GEMMs run
 // there), and per ring neighbour (ranks r +- 1 mod p) a two-rank NCCL
 // communicator and stream per direction (zbrt_send / zbrt_recv: a send
 // copies into a staging block on the compute stream, so the caller may
@@ -414,6 +414,56 @@ void zbrt_send_memref_i32(int32_t *allocated, int32_t *aligned,
 void zbrt_recv_memref_i32(int32_t *allocated, int32_t *aligned,
                           int64_t offset, int64_t size, int64_t stride,
                           int32_t peer, int32_t tag);
+
+/// bfloat16 (mixed precision: zb-compile --precision bf16, PyTorch
+/// autocast's matmul). A bfloat16 is a uint16_t holding the top 16 bits of
+/// an IEEE-754 float32 (sign, 8 exponent bits, 7 fraction bits).
+///
+/// C = round_bf16(op(A) * op(B)) with C freshly written: the shapes, strides
+/// (elements, any), transposes and errors of zbrt_sgemm_memref (mismatched
+/// shapes are a fatal error naming them and zbrt_gemm_bf16_memref; a size
+/// or row stride beyond the BLAS integer range is fatal). Every element of
+/// A and B is widened to float32 (exactly), the K products of an element of
+/// C are summed in float32, and the sum is rounded once to bfloat16, to
+/// nearest with ties to even (a NaN stays a NaN; a sum beyond the largest
+/// bfloat16 becomes an infinity). The order of the float32 additions is the
+/// library's: the CPU backend widens into float32 copies and calls OpenBLAS's
+/// sgemm, the CUDA backend calls cublasGemmEx (A, B, C in CUDA_R_16BF,
+/// CUBLAS_COMPUTE_32F, reductions in float32).
+void zbrt_gemm_bf16_memref(
+    uint16_t *aAllocated, uint16_t *aAligned, int64_t aOffset, int64_t aSize0,
+    int64_t aSize1, int64_t aStride0, int64_t aStride1, uint16_t *bAllocated,
+    uint16_t *bAligned, int64_t bOffset, int64_t bSize0, int64_t bSize1,
+    int64_t bStride0, int64_t bStride1, uint16_t *cAllocated,
+    uint16_t *cAligned, int64_t cOffset, int64_t cSize0, int64_t cSize1,
+    int64_t cStride0, int64_t cStride1, int32_t transA, int32_t transB);
+/// zbrt_gemm_bf16_memref for every matrix i of three rank-3 memrefs (batch,
+/// rows, cols), as zbrt_sgemm_batched_memref: the CPU backend computes the
+/// matrices in order, the CUDA backend makes one cublasGemmStridedBatchedEx
+/// call when every operand's matrices lie at a constant batch stride in a
+/// BLAS layout. Each matrix's arithmetic is zbrt_gemm_bf16_memref's.
+/// Mismatched batch sizes are a fatal error naming them and
+/// zbrt_gemm_bf16_batched_memref, mismatched matrix shapes one naming
+/// zbrt_gemm_bf16_memref.
+void zbrt_gemm_bf16_batched_memref(
+    uint16_t *aAllocated, uint16_t *aAligned, int64_t aOffset, int64_t aSize0,
+    int64_t aSize1, int64_t aSize2, int64_t aStride0, int64_t aStride1,
+    int64_t aStride2, uint16_t *bAllocated, uint16_t *bAligned,
+    int64_t bOffset, int64_t bSize0, int64_t bSize1, int64_t bSize2,
+    int64_t bStride0, int64_t bStride1, int64_t bStride2,
+    uint16_t *cAllocated, uint16_t *cAligned, int64_t cOffset, int64_t cSize0,
+    int64_t cSize1, int64_t cSize2, int64_t cStride0, int64_t cStride1,
+    int64_t cStride2, int32_t transA, int32_t transB);
+/// zbrt_send / zbrt_recv of the `size` bfloat16 values (2 bytes each, bits
+/// unchanged) of a 1-D memref, as the _i32 forms: any stride (packed through
+/// a temporary), a size outside [0, 2^29] elements is fatal, a receive must
+/// get exactly size * 2 bytes.
+void zbrt_send_memref_bf16(uint16_t *allocated, uint16_t *aligned,
+                           int64_t offset, int64_t size, int64_t stride,
+                           int32_t peer, int32_t tag);
+void zbrt_recv_memref_bf16(uint16_t *allocated, uint16_t *aligned,
+                           int64_t offset, int64_t size, int64_t stride,
+                           int32_t peer, int32_t tag);
 
 /// Memref descriptors of rank 1 and 2 (MLIR's C interface layout).
 typedef struct {

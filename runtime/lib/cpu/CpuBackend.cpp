@@ -5,9 +5,12 @@
 #include "HostMessages.h"
 #include "HostOptimizer.h"
 
+#include "../Bfloat16.h"
+
 #include <cblas.h>
 
 #include <cstdlib>
+#include <vector>
 
 using namespace zbrt;
 using namespace zbrt::cpu;
@@ -42,6 +45,35 @@ public:
                 g.c, (int)g.ldc);
   }
 
+  /// bf16 inputs, float32 accumulation (autocast's matmul): A and B widened
+  /// exactly into float32 scratch (as stored, rows packed), one cblas_sgemm
+  /// into a float32 C, each element rounded to bf16 (nearest even).
+  void gemmBf16(const GemmBf16 &g) override {
+    const int64_t M = g.M, N = g.N, K = g.K;
+    if (M == 0 || N == 0)
+      return;
+    float *c = grow(scratchC, (size_t)(M * N));
+    if (g.beta != 0.0f)
+      convertBf16ToFloat2D(g.c, g.ldc, c, N, M, N);
+    if (K == 0) {
+      // C = beta * C (BLAS would reject lda < 1 here).
+      for (int64_t i = 0; i < M * N; ++i)
+        c[i] = g.beta == 0.0f ? 0.0f : g.beta * c[i];
+    } else {
+      // Stored shapes: A is M x K (K x M when transposed), B is K x N.
+      const int64_t aRows = g.transA ? K : M, aCols = g.transA ? M : K;
+      const int64_t bRows = g.transB ? N : K, bCols = g.transB ? K : N;
+      float *a = grow(scratchA, (size_t)(aRows * aCols));
+      float *b = grow(scratchB, (size_t)(bRows * bCols));
+      convertBf16ToFloat2D(g.a, g.lda, a, aCols, aRows, aCols);
+      convertBf16ToFloat2D(g.b, g.ldb, b, bCols, bRows, bCols);
+      cblas_sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
+                  g.transB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
+                  g.alpha, a, (int)aCols, b, (int)bCols, g.beta, c, (int)N);
+    }
+    convertFloatToBf162D(c, N, g.c, g.ldc, M, N);
+  }
+
   void sgd(float *param, const float *grad, int64_t n, float scale,
            bool rollback) override {
     cpu::sgd(param, grad, n, scale, rollback);
@@ -64,6 +96,17 @@ public:
     return std::calloc(bytes ? bytes : 1, 1);
   }
   void freeTemporary(void *p, const char *) override { std::free(p); }
+
+private:
+  /// `v` with at least `n` elements (grown, never shrunk: the GEMMs of a
+  /// step reuse the scratch of the previous step).
+  static float *grow(std::vector<float> &v, size_t n) {
+    if (v.size() < n)
+      v.resize(n);
+    return v.data();
+  }
+  /// gemmBf16's float32 operands and result.
+  std::vector<float> scratchA, scratchB, scratchC;
 };
 
 } // namespace

@@ -4,8 +4,11 @@
 // ZBRT_CUBLAS), no header: a handle on the compute stream, fp32 math unless
 // the plan allows TF32 (ZBRT_CUDA_ALLOW_TF32), pedantic under
 // ZBRT_CUDA_DETERMINISTIC. zbrt_sgemm's row-major contract maps onto
-// cuBLAS's column-major calls. Errors end the job with the call, the pass
-// and cuBLAS's status.
+// cuBLAS's column-major calls; the bfloat16 GEMMs are cublasGemmEx and
+// cublasGemmStridedBatchedEx with A, B and C in CUDA_R_16BF and
+// CUBLAS_COMPUTE_32F (float32 accumulation; the handle disallows
+// reductions in the output type). Errors end the job with the call, the
+// pass and cuBLAS's status.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBRT_LIB_CUDA_BLAS_H
@@ -25,6 +28,9 @@ public:
   void sgemm(const Gemm &g);
   void sgemmStridedBatched(const Gemm &g, int64_t strideA, int64_t strideB,
                            int64_t strideC, int64_t batch);
+  void gemmBf16(const GemmBf16 &g);
+  void gemmBf16StridedBatched(const GemmBf16 &g, int64_t strideA,
+                              int64_t strideB, int64_t strideC, int64_t batch);
   void finalize();
 
 private:
@@ -43,6 +49,17 @@ private:
                                float *, int, long long, int);
     const char *(*statusString)(int);
     int (*setWorkspace)(CublasHandle, void *, size_t);
+    // cublasGemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda,
+    // B, Btype, ldb, beta, C, Ctype, ldc, computeType, algo)
+    int (*gemmEx)(CublasHandle, int, int, int, int, int, const void *,
+                  const void *, int, int, const void *, int, int, const void *,
+                  void *, int, int, int, int);
+    // cublasGemmStridedBatchedEx: cublasGemmEx's arguments with strideA,
+    // strideB, strideC after lda, ldb, ldc and batchCount after strideC.
+    int (*gemmStridedBatchedEx)(CublasHandle, int, int, int, int, int,
+                                const void *, const void *, int, int, long long,
+                                const void *, int, int, long long, const void *,
+                                void *, int, int, long long, int, int, int);
   };
   void check(int status, const char *call);
   Api api{};

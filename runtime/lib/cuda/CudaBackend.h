@@ -48,6 +48,10 @@ public:
   void sgemm(const Gemm &g) override;
   bool sgemmStridedBatched(const Gemm &g, int64_t strideA, int64_t strideB,
                            int64_t strideC, int64_t batch) override;
+  void gemmBf16(const GemmBf16 &g) override;
+  bool gemmBf16StridedBatched(const GemmBf16 &g, int64_t strideA,
+                              int64_t strideB, int64_t strideC,
+                              int64_t batch) override;
   void sgd(float *param, const float *grad, int64_t n, float scale,
            bool rollback) override;
   void adamw(float *param, const float *grad, float *m, float *v, int64_t n,
@@ -101,6 +105,8 @@ private:
   std::string graphsOffReason() const;
   void launchNow(const KernelLaunch &k);
   void gemmNow(const GemmCall &g);
+  /// A GEMM: into the step graph, or issued now.
+  void gemm(const GemmCall &g);
 };
 
 } // namespace cuda

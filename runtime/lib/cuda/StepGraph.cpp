@@ -24,7 +24,7 @@ bool sameGemm(const GemmCall &x, const GemmCall &y) {
          a.lda == b.lda && a.ldb == b.ldb && a.ldc == b.ldc &&
          x.batched == y.batched && x.strideA == y.strideA &&
          x.strideB == y.strideB && x.strideC == y.strideC &&
-         x.batch == y.batch;
+         x.batch == y.batch && x.bf16 == y.bf16;
 }
 
 } // namespace

@@ -66,11 +66,14 @@ struct KernelLaunch {
 };
 
 /// A GEMM of the CUDA backend: one product, or `batch` products at constant
-/// element strides (sgemmStridedBatched) when batched.
+/// element strides (sgemmStridedBatched) when batched. With bf16 the
+/// operands are bfloat16 (a GemmBf16: its pointers held, as addresses, in
+/// gemm's a, b, c; Backend::gemmBf16).
 struct GemmCall {
   Gemm gemm;
   bool batched = false;
   int64_t strideA = 0, strideB = 0, strideC = 0, batch = 1;
+  bool bf16 = false;
 };
 
 class StepGraph {

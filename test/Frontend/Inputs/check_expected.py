@@ -15,7 +15,11 @@ Usage: check_expected.py GOT.json EXPECTED.json [--loss-rtol 1e-5]
      "loss_f32": float32 loss, "grad_norms_f32": {name: float32 norm},
      "aliases": {name: [other state_dict names of the same tensor]}
      (optional: tied weights), ... metadata (model, inputs, versions)}
-  --f32 compares with the float32 numbers instead of the float64 ones.
+  --f32 compares with the float32 numbers instead of the float64 ones;
+  --bf16 with PyTorch's bfloat16 autocast numbers ("bf16": {"loss",
+  "grad_norms", "cuda_policy": {"loss", "grad_norms"}}, from
+  python/export/hf_fixtures.py): the CUDA policy's (the one zb-autocast
+  implements) where the fixture has it, else CPU autocast's.
   A quantity fails if its relative error |got - want| / |want| exceeds the
   rtol; a gradient norm passes anyway if |got - want| <= --grad-atol (for
   norms that are zero in exact arithmetic; --grad-atol 0: relative only).
@@ -55,6 +59,7 @@ def main():
                          "exact arithmetic (e.g. an attention key bias: "
                          "softmax is invariant to it), both sides roundoff")
     ap.add_argument("--f32", action="store_true")
+    ap.add_argument("--bf16", action="store_true")
     ap.add_argument("--loss-only", action="store_true")
     args = ap.parse_args()
     loss, norms = read_got(args.got)
@@ -62,6 +67,14 @@ def main():
         exp = json.load(f)
     keys = ("loss_f32", "grad_norms_f32") if args.f32 else ("loss",
                                                              "grad_norms")
+    if args.bf16:
+        if "bf16" not in exp:
+            sys.exit("check_expected.py: %s has no \"bf16\" reference "
+                     "(hf_fixtures.py --bf16-reference-only writes it)"
+                     % args.expected)
+        ref = exp["bf16"].get("cuda_policy", exp["bf16"])
+        exp = dict(exp, loss=ref["loss"], grad_norms=ref["grad_norms"])
+        keys = ("loss", "grad_norms")
     for key in keys:
         if key not in exp:
             sys.exit("check_expected.py: %s has no \"%s\" (layout: see "

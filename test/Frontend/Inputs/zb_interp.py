@@ -28,7 +28,11 @@ Usage:
 As a module: evaluate(text, inputs) -> (list of results, list of result
 attribute dicts, list of argument names) for use by other test scripts.
 All arithmetic is float64 (the f32 types of the IR are ignored), so the
-numbers are a float64 reference of the computation the IR describes.
+numbers are a float64 reference of the computation the IR describes;
+a value whose IR type is bf16 (zb-compile --precision bf16, zb-autocast)
+is rounded to bfloat16 where it is produced (through float32, round to
+nearest even: the value zb's float32 compute then stores), so an autocast
+module evaluates as bfloat16 storage with exact arithmetic between.
 Unknown ops, a missing @func or text not in generic op form are errors
 (exit status 1 with a message naming the op / function), not a crash.
 """
@@ -103,6 +107,15 @@ def as_compute(a):
     if a.dtype.kind == "f":
         return a.astype(np.float64)
     return a
+
+
+def round_bf16(a):
+    """float64 -> float32 -> bfloat16 (round to nearest even, NaN kept), as
+    float64: the value zb stores for a bf16 result it computed in float32."""
+    f = np.asarray(a, dtype=np.float32)
+    u = f.view(np.uint32).astype(np.uint64)
+    r = (((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16).astype(np.uint32)
+    return np.where(np.isnan(f), f, r.view(np.float32)).astype(np.float64)
 
 
 def ints(text):
@@ -345,6 +358,8 @@ def evaluate(text, inputs, func="main"):
         for k, (value, t) in enumerate(zip(results, types)):
             shape, elt = parse_type(t)
             value = as_compute(value)
+            if elt == "bf16":
+                value = round_bf16(value)
             if tuple(value.shape) != shape:
                 raise SystemExit("zb_interp.py: %s computed shape %s, the IR "
                                  "says %s" % (line, value.shape, shape))

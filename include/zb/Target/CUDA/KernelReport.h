@@ -58,8 +58,12 @@ struct GpuKernelLaunch {
   /// Calls of the enclosing function per training step (microbatches the
   /// rank runs that pass for); 1 in the step function itself.
   int64_t callsPerStep = 1;
-  /// Roofline time of one launch in seconds: GEMMs at the fp32 peak (TF32
-  /// with `tf32`), kernels at the fp32 peak.
+  /// A GEMM on bfloat16 operands (--precision bf16: zbrt_gemm_bf16_memref,
+  /// cuBLAS on the BF16 tensor cores).
+  bool bf16 = false;
+  /// Roofline time of one launch in seconds: bf16 GEMMs at the BF16
+  /// tensor-core peak, other GEMMs at the fp32 peak (TF32 with `tf32`),
+  /// kernels at the fp32 peak.
   double rooflineSeconds(const GpuSpec &gpu, bool tf32 = false) const;
   /// Predicted time of one launch in seconds: the roofline plus the
   /// launch overhead (GpuSpec::launchSeconds).
