@@ -163,6 +163,93 @@ struct ZBSplitBackwardPass
     return count;
   }
 
+  /// Casts of parameters (zb-autocast's bfloat16 weight copies) that
+  /// backward ops read are rebuilt in the backward, before the first user of
+  /// each (origin, phase), instead of being saved per microbatch: the slice
+  /// from parameters and constants to the cast (cheap ops only) is cloned
+  /// with the user's origin and phase. torch.autocast keeps one such copy
+  /// per step (its weight cache); zb would otherwise keep one per
+  /// microbatch in flight. Returns how many values were rebuilt.
+  int64_t rebuildParameterCasts(func::FuncOp func, int64_t &numB,
+                                int64_t &numW) {
+    Block &body = func.getBody().front();
+    llvm::DenseSet<Value> fromParameters;
+    for (BlockArgument a : body.getArguments())
+      if (func.getArgAttr(a.getArgNumber(), kParamAttr))
+        fromParameters.insert(a);
+    int64_t count = 0;
+    SmallVector<Operation *> forwardCasts;
+    for (Operation &op : body.without_terminator()) {
+      if (op.hasAttr(kOriginAttr))
+        continue;
+      bool allParams = op.getNumOperands() > 0 &&
+                       llvm::all_of(op.getOperands(), [&](Value v) {
+                         return fromParameters.contains(v) ||
+                                (v.getDefiningOp() &&
+                                 isa<ConstantOp>(v.getDefiningOp()));
+                       });
+      if (!allParams || !isFusible(&op) || op.getNumRegions() != 0)
+        continue;
+      for (Value r : op.getResults())
+        fromParameters.insert(r);
+      if (isa<CastOp>(op))
+        forwardCasts.push_back(&op);
+    }
+    for (Operation *cast : forwardCasts) {
+      Value r = cast->getResult(0);
+      // The slice: r's parameter-only producers, in block order.
+      llvm::SetVector<Operation *> slice;
+      std::function<void(Operation *)> visit = [&](Operation *op) {
+        if (slice.contains(op))
+          return;
+        for (Value v : op->getOperands())
+          if (Operation *def = v.getDefiningOp())
+            if (!isa<ConstantOp>(def))
+              visit(def);
+        slice.insert(op);
+      };
+      visit(cast);
+      SmallVector<Operation *> ordered(slice.begin(), slice.end());
+      llvm::sort(ordered, [](Operation *a, Operation *b) {
+        return a->isBeforeInBlock(b);
+      });
+      std::map<std::pair<int64_t, bool>, Operation *> firstUser;
+      for (Operation *u : r.getUsers()) {
+        if (!u->hasAttr(kOriginAttr))
+          continue;
+        int64_t origin =
+            llvm::cast<IntegerAttr>(u->getAttr(kOriginAttr)).getInt();
+        bool isW = llvm::cast<PhaseAttr>(u->getAttr(kPhaseAttr)).getValue() ==
+                   Phase::W;
+        Operation *&first = firstUser[{origin, isW}];
+        if (!first || u->isBeforeInBlock(first))
+          first = u;
+      }
+      for (auto [key, user] : firstUser) {
+        OpBuilder b(user);
+        IRMapping map;
+        Attribute originAttr = user->getAttr(kOriginAttr);
+        Attribute phaseAttr = user->getAttr(kPhaseAttr);
+        for (Operation *op : ordered) {
+          Operation *c = b.clone(*op, map);
+          c->setAttr(kPhaseAttr, phaseAttr);
+          c->setAttr(kOriginAttr, originAttr);
+          c->removeAttr(kIdAttr);
+          ++(key.second ? numW : numB);
+        }
+        Value rebuilt = map.lookup(r);
+        r.replaceUsesWithIf(rebuilt, [&](OpOperand &use) {
+          Operation *u = use.getOwner();
+          return u->getAttr(kOriginAttr) == originAttr &&
+                 u->getAttr(kPhaseAttr) == phaseAttr;
+        });
+      }
+      if (!firstUser.empty())
+        ++count;
+    }
+    return count;
+  }
+
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
@@ -203,8 +290,16 @@ struct ZBSplitBackwardPass
       if (!any)
         continue;
       int64_t numRecomputed = 0, bytesBefore = residualBytes(weightOps);
-      if (recompute)
+      if (recompute) {
+        rebuildParameterCasts(func, numB, numW);
+        // The rebuilt W casts are W ops.
+        for (Operation &op : body.without_terminator())
+          if (op.hasAttr(kOriginAttr) &&
+              llvm::cast<PhaseAttr>(op.getAttr(kPhaseAttr)).getValue() ==
+                  Phase::W)
+            weightOps.insert(&op);
         numRecomputed = recomputeInW(body, weightOps, numB, numW);
+      }
       if (!report)
         continue;
       int64_t bytes = residualBytes(weightOps);

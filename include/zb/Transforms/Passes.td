@@ -69,7 +69,11 @@ def ZBSplitBackward : Pass<"zb-split-backward", "mlir::ModuleOp"> {
     such as gelu'(x) of a saved activation, a broadcast - is rebuilt in W
     from those values instead of being kept from B, when the forward
     activations it needs that W does not already read take fewer bytes than
-    the residual; B ops left unused are erased. With `report`, prints per
+    the residual; B ops left unused are erased. Also with `recompute`, a
+    `zb.cast` of parameters (zb-autocast's bfloat16 weight copies) that
+    backward ops read is rebuilt before them (one per origin and phase)
+    instead of being saved per microbatch (torch.autocast keeps one copy per
+    step). With `report`, prints per
     function the number of B and W ops and the bytes of residuals crossing
     from B to W (zb-report prints them per stage as M_W).
   }];
