@@ -15,9 +15,10 @@
 #   onnx-{gpt2,llama,bert}-p{1,2,4}  the ONNX fixtures with constant tensors
 #                        of test/Integration/cuda-emu-onnx-models.test (1
 #                        microbatch, 1f1b), checked against their expected.json
-#   g8-fp32, g8-tf32     the GPT of issue 30 (make_model.py --layers 8 --dim
-#                        512 --heads 8 --seq 128 --batch 8; 8 microbatches,
-#                        AdamW lr 3e-4), without and with --allow-tf32
+#   g8-fp32, g8-tf32,    the GPT of issue 30 (make_model.py --layers 8 --dim
+#   g8-bf16              512 --heads 8 --seq 128 --batch 8; 8 microbatches,
+#                        AdamW lr 3e-4), without and with --allow-tf32, and
+#                        with --precision bf16 (issue 37)
 # runs the CPU references here (ref/*.json: gpt2-cpu and demo-cpu 10 steps,
 # g8-cpu 2 steps), and writes OUT with scripts/gpu-bundle.sh (zb-run, libzbrt,
 # Open MPI, env.sh) plus bin/zbrt-cuda-smoke. The g8 plans travel without
@@ -98,6 +99,8 @@ compile_plans() {
   compile g8-fp32 "$plans" "$tmp/g8.mlir" "${g8[@]}" "${cuda[@]}"
   compile g8-tf32 "$plans" "$tmp/g8.mlir" "${g8[@]}" "${cuda[@]}" --allow-tf32 \
     --gpu-report
+  compile g8-bf16 "$plans" "$tmp/g8.mlir" "${g8[@]}" "${cuda[@]}" \
+    --precision bf16
   compile g8-cpu "$tmp/cpu" "$tmp/g8.mlir" "${g8[@]}"
 }
 
@@ -106,7 +109,8 @@ compile_plans() {
 check_params() {
   local a b
   for a in "$tmp/cpu/gpt2-cpu:$plans/gpt2-p1" "$plans/demo-cpu:$plans/demo-p1" \
-           "$tmp/cpu/g8-cpu:$plans/g8-fp32" "$plans/g8-tf32:$plans/g8-fp32"; do
+           "$tmp/cpu/g8-cpu:$plans/g8-fp32" "$plans/g8-tf32:$plans/g8-fp32" \
+           "$plans/g8-bf16:$plans/g8-fp32"; do
     b=${a#*:}; a=${a%%:*}
     cmp -s "$a/params.bin" "$b/params.bin" ||
       die "$(basename "$a")'s params.bin differs from $(basename "$b")'s"
@@ -118,7 +122,8 @@ check_params() {
   "$py" "$root/benchmarks/GPU/make_params.py" "$plans/g8-fp32" \
     --out "$tmp/g8.params.bin" --sha256 "$(cat "$tmp/ref/g8.params.sha256")" \
     > /dev/null || die "make_params.py does not reproduce g8's params.bin"
-  rm -f "$tmp/g8.params.bin" "$plans/g8-fp32/params.bin" "$plans/g8-tf32/params.bin"
+  rm -f "$tmp/g8.params.bin" "$plans/g8-fp32/params.bin" "$plans/g8-tf32/params.bin" \
+    "$plans/g8-bf16/params.bin"
 }
 
 cpu_reference() { # NAME PLAN STEPS
@@ -272,20 +277,21 @@ part_fixtures() {
 g8_params() {
   local pyn
   pyn=$(pick_python numpy) || pyn=python3
-  [ -f "$out/plans/g8-tf32/params.bin" ] && return 0
+  [ -f "$out/plans/g8-tf32/params.bin" ] && [ -f "$out/plans/g8-bf16/params.bin" ] && return 0
   if ! timeout 300 "$pyn" "$root/benchmarks/GPU/make_params.py" "$out/plans/g8-fp32" \
       --sha256 "$(cat "$out/ref/g8.params.sha256")" > "$res/make_params.log" 2>&1; then
     echo "    g8: params.bin not written ($pyn): $(tail -1 "$res/make_params.log")"
     return 1
   fi
   cp "$out/plans/g8-fp32/params.bin" "$out/plans/g8-tf32/params.bin"
+  cp "$out/plans/g8-fp32/params.bin" "$out/plans/g8-bf16/params.bin"
 }
 
 part_speed() {
   local v g t tpy mode
   echo "(4) speed: the g8 GPT (8 layers, d 512, 8 microbatches of 8x128), 20 steps"
   if g8_params; then
-    for v in fp32 tf32; do
+    for v in fp32 tf32 bf16; do
       for g in on off; do
         zbrun "g8-$v-graphs-$g" 150 "g8-$v" --backend cuda --steps 20 \
           --cuda-graphs "$g" --data "$text" --profile "$res/g8-$v-graphs-$g.profile.json" &&
@@ -295,6 +301,7 @@ part_speed() {
     echo "  g8 losses (2 steps) vs the CPU backend (ref/g8-cpu.json):"
     rep losses "$out/ref/g8-cpu.json" "$res/g8-fp32-graphs-on.out"
     rep losses "$out/ref/g8-cpu.json" "$res/g8-tf32-graphs-on.out"
+    rep losses "$out/ref/g8-cpu.json" "$res/g8-bf16-graphs-on.out"
   fi
   if [ "$fake" = 1 ]; then
     echo "  PyTorch: skipped (ZB_GPU_CHECK_FAKE=1)"
@@ -303,7 +310,7 @@ part_speed() {
   elif [ ! -f "$out/plans/g8-fp32/params.bin" ]; then
     echo "  PyTorch: skipped (no params.bin for g8)"
   else
-    for mode in eager fast; do
+    for mode in eager fast bf16; do
       t=$(allow 120) || { echo "    PyTorch $mode: skipped (time budget spent)"; continue; }
       if timeout -k 10 "$t" "$tpy" "$root/benchmarks/GPU/torch_gpt_step.py" \
           "$out/plans/g8-fp32" --data "$text" --heads 8 --steps 20 --mode "$mode" \
@@ -319,6 +326,9 @@ part_speed() {
     [ -s "$res/torch-fast.out" ] && [ -s "$res/g8-tf32-graphs-on.out" ] &&
       rep compare "zb TF32 (graphs on) / PyTorch SDPA+TF32+fused AdamW" \
         "$res/g8-tf32-graphs-on.out" "$res/torch-fast.out"
+    [ -s "$res/torch-bf16.out" ] && [ -s "$res/g8-bf16-graphs-on.out" ] &&
+      rep compare "zb bf16 (graphs on) / PyTorch autocast bf16+SDPA+fused AdamW" \
+        "$res/g8-bf16-graphs-on.out" "$res/torch-bf16.out"
   fi
   echo "  demo-size GPT (4 layers, d 64, 8 microbatches of 4x32), 20 steps:"
   zbrun demo-gpu 90 demo-p1 --backend cuda --steps 20 --data "$text" \

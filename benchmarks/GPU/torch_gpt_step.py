@@ -2,7 +2,7 @@
 """PyTorch's training step of the GPT of examples/gpt/make_model.py, for
 comparing zb's step time on the same GPU (issue 30; scripts/gpu-check.sh).
 
-    torch_gpt_step.py PLAN_DIR --data TEXT [--mode eager|fast] [--steps N]
+    torch_gpt_step.py PLAN_DIR --data TEXT [--mode eager|fast|bf16] [--steps N]
                       [--params FILE] [--device cuda] [--seed K]
 
 The model is read from a zb-compile output of that model (plan.json: the
@@ -26,11 +26,14 @@ decay) and zero_grad. Modes:
          torch.optim.AdamW's default implementation
   fast   F.scaled_dot_product_attention(is_causal=True), TF32 matmuls,
          AdamW(fused=True)
+  bf16   fast inside torch.autocast("cuda", dtype=torch.bfloat16) (float32
+         master weights): what zb-compile --precision bf16 is compared with
 Timing: torch.cuda.synchronize() before and after each step; prints one
 JSON line: mode, device, losses, step_ms, median_step_ms and mean_step_ms
 over steps 2..N.
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -113,7 +116,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("plan_dir")
     ap.add_argument("--data", required=True)
-    ap.add_argument("--mode", choices=["eager", "fast"], default="eager")
+    ap.add_argument("--mode", choices=["eager", "fast", "bf16"],
+                    default="eager")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--params")
@@ -121,7 +125,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     plan = json.load(open(os.path.join(a.plan_dir, "plan.json")))
-    fast = a.mode == "fast"
+    fast = a.mode in ("fast", "bf16")
+    autocast = (torch.autocast(a.device, dtype=torch.bfloat16)
+                if a.mode == "bf16" else contextlib.nullcontext())
     torch.backends.cuda.matmul.allow_tf32 = fast
     torch.backends.cudnn.allow_tf32 = fast
     dev = torch.device(a.device)
@@ -146,8 +152,9 @@ def main():
         t0 = time.perf_counter()
         total = torch.zeros((), device=dev)
         for i in range(M):
-            loss = forward(P, layers, a.heads, toks[i * B:(i + 1) * B],
-                           tgts[i * B:(i + 1) * B], fast) / M
+            with autocast:
+                loss = forward(P, layers, a.heads, toks[i * B:(i + 1) * B],
+                               tgts[i * B:(i + 1) * B], fast) / M
             loss.backward()
             total += loss.detach()
         opt.step()

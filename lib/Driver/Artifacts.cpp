@@ -122,10 +122,23 @@ llvm::Error writeParams(llvm::StringRef path, const PipelineInfo &info,
         continue;
       }
       auto value = paramValues.getAs<DenseElementsAttr>(p.name);
-      if (!value || value.getType() != p.type)
+      // A parameter exported in bfloat16 is a float32 master weight under
+      // --precision bf16 (zb-autocast): its values widen exactly.
+      bool widen = value && value.getElementType().isBF16() &&
+                   value.getType().getShape() == p.type.getShape();
+      if (!value || (value.getType() != p.type && !widen))
         return llvm::createStringError(
             "no value of type " + llvm::formatv("{0}", p.type).str() +
             " for parameter '" + p.name + "' in zb.param_values");
+      if (widen) {
+        for (llvm::APFloat f : value.getValues<llvm::APFloat>()) {
+          bool lost = false;
+          f.convert(llvm::APFloat::IEEEsingle(),
+                    llvm::APFloat::rmNearestTiesToEven, &lost);
+          writeFloat(os, f.convertToFloat());
+        }
+        continue;
+      }
       for (float f : value.getValues<float>())
         writeFloat(os, f);
     }

@@ -386,23 +386,32 @@ LogicalResult Compilation::run() {
 }
 
 /// zb trains in float32 (parameters, gradients, optimizer state and the
-/// runtime's buffers are float32): a model that computes in another float
-/// type would run with its values reinterpreted. The first argument (by its
-/// model name) or op with such a type is an error. (The dialect itself also
-/// computes in float64: the gradient checks use it.)
-static LogicalResult checkFloat32(ModuleOp module) {
-  auto other = [](Type t) -> const char * {
+/// runtime's buffers), or with --precision bf16 in bfloat16 and float32
+/// (zb-autocast: bfloat16 parameters become float32 master weights): a model
+/// that computes in another float type would run with its values
+/// reinterpreted. The first argument (by its model name) or op with such a
+/// type is an error. (The dialect itself also computes in float64: the
+/// gradient checks use it.)
+static LogicalResult checkFloatTypes(ModuleOp module, Precision precision) {
+  auto other = [&](Type t) -> const char * {
     auto s = dyn_cast<ShapedType>(t);
     Type e = s ? s.getElementType() : t;
-    if (!isa<FloatType>(e) || e.isF32())
+    if (!isa<FloatType>(e) || e.isF32() ||
+        (e.isBF16() && precision == Precision::Bf16))
       return nullptr;
     return e.isF64() ? "float64" : e.isF16() ? "float16"
            : e.isBF16()         ? "bfloat16"
                                 : "a float type other than float32";
   };
-  const char *advice = ": zb trains in float32 only; export the model in "
-                       "float32 (PyTorch: model.float(); JAX: leave "
-                       "jax_enable_x64 off, float32 parameters)";
+  const char *advice =
+      precision == Precision::Bf16
+          ? ": zb trains in float32 or, with --precision bf16, in bfloat16 "
+            "and float32; export the model in float32 or bfloat16"
+          : ": zb trains in float32 unless compiled with --precision bf16 "
+            "(torch.autocast's bfloat16 policy, float32 master weights: "
+            "bfloat16 models and casts train with it); else export the "
+            "model in float32 (PyTorch: model.float(); JAX: leave "
+            "jax_enable_x64 off, float32 parameters)";
   WalkResult walk = module.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (auto f = dyn_cast<func::FuncOp>(op)) {
       for (unsigned i = 0; i < f.getNumArguments(); ++i)
@@ -431,7 +440,7 @@ LogicalResult Compilation::frontHalf() {
   progress("importing " + options.inputFile);
   module = loadModel(options.inputFile, context.get(), options.dataArgs,
                      options.loss, options.targets);
-  if (!module || failed(checkFloat32(*module)))
+  if (!module || failed(checkFloatTypes(*module, options.precision)))
     return failure();
   // The model's size, checked before the work that grows with it.
   int64_t numOps = 0;

@@ -25,8 +25,8 @@
 //     operand is an activation. The second is how an exported linear layer
 //     (MatMul then Add of the bias) keeps torch's `linear`/`addmm`
 //     semantics: the bias joins the bfloat16 product, as inside addmm.
-// Parameters stay float32 (the master weights); each use in bfloat16 reads
-// one cast of it. The function's results keep their types (the loss is
+// Parameters stay float32 (the master weights; parameters exported in
+// bfloat16 become float32 ones); each use in bfloat16 reads one cast of it. The function's results keep their types (the loss is
 // float32).
 //
 //===----------------------------------------------------------------------===//
@@ -105,6 +105,23 @@ struct ZBAutocastPass : public zb::impl::ZBAutocastBase<ZBAutocastPass> {
     FloatType low = BFloat16Type::get(ctx);
     FloatType f32 = Float32Type::get(ctx);
     Block &body = func.getBody().front();
+
+    // Parameters exported in bfloat16 (PyTorch model.bfloat16(), JAX
+    // bf16 params) become float32 master weights: their values widen
+    // exactly (the driver writes params.bin in float32); each use reads a
+    // cast by the policy below.
+    SmallVector<Type> argTypes(func.getArgumentTypes());
+    for (BlockArgument arg : body.getArguments()) {
+      FloatType t = floatElementOf(arg.getType());
+      if (!func.getArgAttr(arg.getArgNumber(), kParamAttr) || !t ||
+          t.getWidth() >= 32)
+        continue;
+      Type master = cast<ShapedType>(arg.getType()).clone(f32);
+      arg.setType(master);
+      argTypes[arg.getArgNumber()] = master;
+    }
+    func.setFunctionType(
+        FunctionType::get(ctx, argTypes, func.getFunctionType().getResults()));
 
     // Values computed from parameters and constants alone.
     llvm::DenseSet<Value> parameterOnly;

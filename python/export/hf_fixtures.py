@@ -43,10 +43,33 @@ outside the repository (docs/frontends.md says how on a CPU-only machine):
                         shape of Llama 3.2 1B, batch 1, sequence 256
   --layers N            override the number of layers (real sizes)
   --no-reference        export only (expected.json without PyTorch's numbers)
+  --dtype float32|bfloat16
+                        bfloat16: the same random model as for float32,
+                        then `model.bfloat16()` (parameters and floating-
+                        point buffers), exported the same way: model.onnx
+                        holds BFLOAT16 initializers and computes in bfloat16
+                        as the model does (transformers' own float32 upcasts
+                        included). The references are then those of the
+                        bfloat16 weights: "loss"/"grad_norms" from
+                        `model.double()` (the bfloat16 values widened
+                        exactly, float64 compute), "loss_f32"/
+                        "grad_norms_f32" from `model.float()`, "bf16" the
+                        autocast numbers below with `model.float()` as the
+                        float32 master weights (training a bfloat16
+                        checkpoint with float32 master weights),
+                        expected.json says "dtype": "bfloat16", and
+                        "onnx_f64": {"how", "loss", "grad_norms"} are the
+                        numbers of model.onnx itself in float64 (its
+                        bfloat16 constants widened exactly: the exporter
+                        rounds the attention scale, GELU constants, rotary
+                        tables to bfloat16, which "loss" from the torch
+                        model does not; see onnx_f64_reference). Default
+                        float32 (no "dtype" in expected.json).
   --bf16-reference-only add the "bf16" entry (below) to the existing fixture
                         in OUTDIR and change nothing else: rebuilds the torch
                         model from its expected.json ("family", "size",
-                        "seed", "attn"; the README's --layers if any; the
+                        "seed", "attn", "dtype" if any; the README's
+                        --layers if any; the
                         model options above are then ignored), reads the
                         committed OUTDIR/input_<i>.pb, refuses (exit 1)
                         unless its float32 loss equals "loss_f32" within 1e-6
@@ -66,7 +89,8 @@ test/Frontend/Inputs/check_expected.py):
                   "buffers", "family",
                   "config", "attn", "optimize", "torch", "transformers",
                   "opset", "bf16"}; the float64 numbers from a float64 copy
-                  of the same float32 weights.
+                  of the same float32 weights (--dtype bfloat16: of the
+                  bfloat16 weights, and "dtype").
                   "bf16": PyTorch's mixed precision (automatic mixed precision,
                   torch.autocast) on the same float32 weights (master weights)
                   and inputs, one forward in torch.autocast("cpu",
@@ -518,6 +542,247 @@ def bf16_reference(wrapper, inputs):
                             "grad_norms": cuda_norms}}
 
 
+ONNX_F64_HOW = ("model.onnx as exported, evaluated in float64 by "
+                "hf_fixtures.py onnx_f64_reference: every floating-point "
+                "initializer and constant widened exactly (bfloat16 values "
+                "kept, e.g. the rounded attention scale, GELU constants, "
+                "rotary tables), every Cast to a floating type a Cast to "
+                "float64; gradients of the initializers that hold a parameter "
+                "(or its transpose, reshape or leading slice) summed into "
+                "that parameter")
+
+
+def _onnx_op(op, a, x, dtype):
+    """One ONNX node on torch tensors (floating values in `dtype`): the ops
+    that the exported transformers graphs use; others raise."""
+    import torch.nn.functional as F
+    from onnx import TensorProto as T
+    floats = (T.FLOAT, T.BFLOAT16, T.FLOAT16, T.DOUBLE)
+    ints = {T.INT64: torch.int64, T.INT32: torch.int32, T.BOOL: torch.bool}
+    unary = {"Neg": torch.neg, "Sqrt": torch.sqrt, "Reciprocal": torch.reciprocal,
+             "Tanh": torch.tanh, "Sigmoid": torch.sigmoid, "Erf": torch.erf,
+             "Exp": torch.exp, "Log": torch.log, "Relu": torch.relu,
+             "Sin": torch.sin, "Cos": torch.cos, "IsNaN": torch.isnan,
+             "Not": torch.logical_not, "Abs": torch.abs}
+    binary = {"Add": torch.add, "Sub": torch.sub, "Mul": torch.mul,
+              "Div": torch.div, "Pow": torch.pow, "MatMul": torch.matmul,
+              "Equal": torch.eq, "Less": torch.lt, "Greater": torch.gt,
+              "And": torch.logical_and, "Or": torch.logical_or,
+              "Max": torch.maximum, "Min": torch.minimum}
+
+    def ints_of(t):
+        return [int(v) for v in t.reshape(-1)]
+
+    if op in unary:
+        return unary[op](x[0])
+    if op in binary:
+        if op == "Div" and not x[0].is_floating_point():
+            return torch.div(x[0], x[1], rounding_mode="trunc")
+        return binary[op](x[0], x[1])
+    if op == "Cast":
+        return x[0].to(dtype if a["to"] in floats else ints[a["to"]])
+    if op == "Where":
+        return torch.where(x[0], x[1], x[2])
+    if op == "Gemm":
+        A = x[0].T if a.get("transA") else x[0]
+        B = x[1].T if a.get("transB") else x[1]
+        y = a.get("alpha", 1.0) * (A @ B)
+        return y if len(x) < 3 or x[2] is None else y + a.get("beta", 1.0) * x[2]
+    if op == "Gather":
+        ax = a.get("axis", 0) % x[0].dim()
+        idx = x[1] % x[0].shape[ax]
+        y = torch.index_select(x[0], ax, idx.reshape(-1))
+        return y.reshape(*x[0].shape[:ax], *idx.shape, *x[0].shape[ax + 1:])
+    if op == "Reshape":
+        shape = ints_of(x[1])
+        if not a.get("allowzero", 0):
+            shape = [x[0].shape[i] if s == 0 else s for i, s in enumerate(shape)]
+        return x[0].reshape(shape)
+    if op == "Transpose":
+        return x[0].permute(*(a.get("perm") or reversed(range(x[0].dim()))))
+    if op in ("Unsqueeze", "Squeeze"):
+        axes = ints_of(x[1]) if len(x) > 1 and x[1] is not None else None
+        if op == "Squeeze":
+            return x[0].squeeze() if axes is None else x[0].squeeze(axes)
+        y, rank = x[0], x[0].dim() + len(axes)
+        for ax in sorted(v % rank for v in axes):
+            y = y.unsqueeze(ax)
+        return y
+    if op == "Expand":
+        return x[0].expand(torch.broadcast_shapes(x[0].shape, ints_of(x[1])))
+    if op == "Concat":
+        return torch.cat(x, dim=a["axis"])
+    if op == "Split":
+        ax = a.get("axis", 0)
+        if len(x) > 1 and x[1] is not None:
+            sizes = ints_of(x[1])
+        else:
+            n = a["num_outputs"]
+            sizes = [-(-x[0].shape[ax] // n)] * n
+            sizes[-1] = x[0].shape[ax] - sum(sizes[:-1])
+        return list(torch.split(x[0], sizes, dim=ax))
+    if op == "Slice":
+        y = x[0]
+        starts, ends = ints_of(x[1]), ints_of(x[2])
+        axes = ints_of(x[3]) if len(x) > 3 and x[3] is not None else \
+            list(range(len(starts)))
+        steps = ints_of(x[4]) if len(x) > 4 and x[4] is not None else \
+            [1] * len(axes)
+        idx = [slice(None)] * y.dim()
+        for s, e, ax, st in zip(starts, ends, axes, steps):
+            if st != 1:
+                raise NotImplementedError("Slice with step %d" % st)
+            D = y.shape[ax]
+            s = max(0, min(D, s + D if s < 0 else s))
+            e = max(0, min(D, e + D if e < 0 else e))
+            idx[ax] = slice(s, e)
+        return y[tuple(idx)]
+    if op == "Pad":
+        if a.get("mode", b"constant") not in (b"constant", "constant") or \
+                (len(x) > 3 and x[3] is not None):
+            raise NotImplementedError("Pad %s" % a)
+        p = ints_of(x[1])
+        r = len(p) // 2
+        pads = []
+        for i in reversed(range(r)):
+            pads += [p[i], p[i + r]]
+        value = x[2].item() if len(x) > 2 and x[2] is not None else 0
+        return F.pad(x[0], pads, value=value)
+    if op in ("Softmax", "LogSoftmax"):
+        f = torch.softmax if op == "Softmax" else torch.log_softmax
+        return f(x[0], dim=a.get("axis", -1))
+    if op in ("ReduceMean", "ReduceSum", "ReduceMax"):
+        axes = ints_of(x[1]) if len(x) > 1 and x[1] is not None else []
+        keep = bool(a.get("keepdims", 1))
+        if not axes:
+            if a.get("noop_with_empty_axes", 0):
+                return x[0]
+            axes = list(range(x[0].dim()))
+        if op == "ReduceMax":
+            return torch.amax(x[0], dim=axes, keepdim=keep)
+        f = torch.mean if op == "ReduceMean" else torch.sum
+        return f(x[0], dim=axes, keepdim=keep)
+    if op == "LayerNormalization":
+        ax = a.get("axis", -1) % x[0].dim()
+        return F.layer_norm(x[0], x[0].shape[ax:], x[1],
+                            x[2] if len(x) > 2 else None,
+                            eps=a.get("epsilon", 1e-5))
+    if op == "SoftmaxCrossEntropyLoss":
+        if len(x) > 2 and x[2] is not None:
+            raise NotImplementedError("SoftmaxCrossEntropyLoss with weights")
+        red = a.get("reduction", b"mean")
+        red = red.decode() if isinstance(red, bytes) else red
+        return F.cross_entropy(x[0], x[1], reduction=red,
+                               ignore_index=a.get("ignore_index", -100))
+    raise NotImplementedError("ONNX op %s" % op)
+
+
+def onnx_f64_reference(out, wrapper):
+    """expected.json's "onnx_f64" (--dtype bfloat16): the loss and the
+    parameters' gradient norms of OUT/model.onnx itself, in float64 with its
+    bfloat16 values widened exactly (ONNX_F64_HOW). The torch model's
+    float64 numbers ("loss") use the exact constants (1/sqrt(head_dim),
+    0.044715, the rotary tables) where the exported graph holds them rounded
+    to bfloat16. None (and a message) where the graph has an op that
+    _onnx_op lacks or an initializer of a parameter is not found."""
+    import onnx
+    from onnx import numpy_helper, TensorProto as T
+    floats = (T.FLOAT, T.BFLOAT16, T.FLOAT16, T.DOUBLE)
+    dtype = torch.float64
+    m = onnx.load(os.path.join(out, "model.onnx"))
+    params = {n: p.detach().to(dtype) for n, p in wrapper.named_parameters()}
+
+    def find(v):  # (name, how) of the parameter that initializer v holds
+        for n, p in params.items():
+            if p.shape == v.shape and torch.equal(p, v):
+                return n, "same"
+        for n, p in params.items():
+            if p.dim() == 2 and p.T.shape == v.shape and torch.equal(p.T, v):
+                return n, "transpose"
+        for n, p in params.items():
+            if p.numel() == v.numel() and torch.equal(p.reshape(-1), v.reshape(-1)):
+                return n, "reshape"
+        w = v
+        while w.dim() > 1 and w.shape[0] == 1:
+            w = w[0]
+        for n, p in params.items():
+            if w.dim() == p.dim() and w.shape[1:] == p.shape[1:] and \
+                    0 < w.shape[0] < p.shape[0] and torch.equal(p[:w.shape[0]], w):
+                return n, "slice"
+        return None, None
+
+    env, held = {}, []
+    for init in m.graph.initializer:
+        arr = numpy_helper.to_array(init)
+        if init.data_type in floats:
+            t = torch.from_numpy(np.array(arr.astype(np.float64)))
+            n, how = find(t)
+            if n is not None:
+                t.requires_grad_(True)
+                held.append((t, n, how))
+            env[init.name] = t
+        else:
+            env[init.name] = torch.from_numpy(np.array(arr))
+    missing = set(params) - {n for _, n, _ in held}
+    if missing:
+        print("onnx_f64: no initializer holds %s; no \"onnx_f64\" entry"
+              % sorted(missing))
+        return None
+    for gi, arr in zip(m.graph.input, zb_export.load_inputs(out)):
+        env[gi.name] = torch.from_numpy(np.array(arr))
+    try:
+        for node in m.graph.node:
+            a = {at.name: onnx.helper.get_attribute_value(at)
+                 for at in node.attribute}
+            if node.op_type in ("Constant", "ConstantOfShape"):
+                t = a.get("value")
+                if t is not None:
+                    arr = numpy_helper.to_array(t)
+                    if t.data_type in floats:
+                        arr = arr.astype(np.float64)
+                elif node.op_type == "ConstantOfShape":
+                    arr = np.zeros(1, np.float64)
+                elif "value_float" in a or "value_floats" in a:
+                    arr = np.array(a.get("value_float", a.get("value_floats")),
+                                   np.float64)
+                elif "value_int" in a or "value_ints" in a:
+                    arr = np.array(a.get("value_int", a.get("value_ints")),
+                                   np.int64)
+                else:
+                    raise NotImplementedError("Constant %s" % sorted(a))
+                y = torch.from_numpy(np.array(arr))
+                if node.op_type == "ConstantOfShape":
+                    y = y.reshape(()).expand(
+                        [int(v) for v in env[node.input[0]]]).clone()
+            else:
+                y = _onnx_op(node.op_type, a, [env[i] if i else None
+                                               for i in node.input], dtype)
+            for o, v in zip(node.output, y if isinstance(y, list) else [y]):
+                env[o] = v
+    except Exception as e:  # noqa: BLE001 (an op this evaluator gets wrong)
+        print("onnx_f64: node %s (%s): %s: %s; no \"onnx_f64\" entry" % (
+            node.name, node.op_type, type(e).__name__, e))
+        return None
+    loss = env[m.graph.output[0].name]
+    loss.backward()
+    grads = {n: torch.zeros_like(p) for n, p in params.items()}
+    for t, n, how in held:
+        if t.grad is None:
+            continue
+        g = t.grad
+        if how == "transpose":
+            grads[n] += g.T
+        elif how == "reshape":
+            grads[n] += g.reshape(grads[n].shape)
+        elif how == "slice":
+            g = g.reshape(-1, *grads[n].shape[1:])
+            grads[n][:g.shape[0]] += g
+        else:
+            grads[n] += g
+    return {"how": ONNX_F64_HOW, "loss": float(loss.detach()),
+            "grad_norms": {n: float(g.norm()) for n, g in grads.items()}}
+
+
 def export(family, out, args):
     import onnx
     import transformers
@@ -529,6 +794,8 @@ def export(family, out, args):
     for f in os.listdir(out):
         os.remove(os.path.join(out, f))
     model = make_model(family, s, args.attn)
+    if args.dtype == "bfloat16":
+        model = model.bfloat16()
     wrapper = (MaskedWrapper if family in MASKED else CausalWrapper)(model).eval()
     input_names, inputs = make_inputs(family, s, args.seed,
                                       model.config.vocab_size)
@@ -580,21 +847,36 @@ def export(family, out, args):
                 "grad_norms": g64, "grad_norms_f32": g32}
     if bf16 is not None:
         expected["bf16"] = bf16
+    if args.dtype != "float32":
+        expected["dtype"] = args.dtype
+        if not args.no_reference:
+            onnx_f64 = onnx_f64_reference(out, wrapper)
+            if onnx_f64 is not None:
+                expected["onnx_f64"] = onnx_f64
     write_expected(out, expected)
     with open(os.path.join(out, "README.txt"), "w") as f:
         f.write("Generated by: python/export/hf_fixtures.py %s <this dir> --attn %s"
-                "%s%s --size %s%s --seed %d\n(torch %s, transformers %s, onnx %s, "
+                "%s%s --size %s%s --seed %d%s\n(torch %s, transformers %s, onnx %s, "
                 "onnxscript %s; opset %d). See that script's docstring.\n" % (
                     family, args.attn, "" if args.optimize else " --no-optimize",
                     " --torchscript" if args.torchscript else "", args.size,
                     " --layers %d" % args.layers if args.layers else "",
-                    args.seed, torch.__version__,
+                    args.seed, "" if args.dtype == "float32" else
+                    " --dtype " + args.dtype, torch.__version__,
                     transformers.__version__, onnx.__version__,
                     __import__("onnxscript").__version__, opset))
     print("%s: %s, opset %d, loss %.8f (float32 %.8f), %d parameters, ops %s" % (
         family, type(model).__name__, opset, loss64, loss32, len(g64), " ".join(ops)))
     if bf16 is not None:
         print_bf16(family, expected)
+    if "onnx_f64" in expected:
+        o = expected["onnx_f64"]
+        rel = max(abs(o["grad_norms"][n] - w) / abs(w)
+                  for n, w in expected["grad_norms"].items() if abs(w) > 1e-9)
+        print("%s: model.onnx in float64 (onnx_f64): loss %.10f (relative to "
+              "\"loss\" %.2e), gradient norms vs \"grad_norms\": max %.2e" % (
+                  family, o["loss"], abs(o["loss"] - expected["loss"]) /
+                  abs(expected["loss"]), rel), flush=True)
 
 
 def write_expected(out, expected):
@@ -645,6 +927,8 @@ def add_bf16_reference(family, out):
         s["layers"] = layers
     torch.manual_seed(expected["seed"])
     model = make_model(family, s, expected["attn"])
+    if expected.get("dtype", "float32") == "bfloat16":
+        model = model.bfloat16()
     wrapper = (MaskedWrapper if family in MASKED else CausalWrapper)(model).eval()
     inputs = [np.array(a) for a in zb_export.load_inputs(out)]  # writable
     if len(inputs) != len(expected["inputs"]):
@@ -684,6 +968,8 @@ def main():
     p.add_argument("--layers", type=int, help="override the number of layers")
     p.add_argument("--no-reference", action="store_true",
                    help="export only: no PyTorch loss and gradients")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
+                   help="bfloat16: export model.bfloat16() (see the docstring)")
     p.add_argument("--bf16-reference-only", action="store_true",
                    help="add the bfloat16 autocast reference (\"bf16\") to "
                         "the existing fixture's expected.json, nothing else")

@@ -285,7 +285,7 @@ NB_MODULE(_zb, m) {
          std::vector<std::string> dataArgs, const std::string &target,
          const std::string &optimizer, double lr,
          const std::string &data, const std::string &profile, int optLevel,
-         unsigned jobs, bool verbose) {
+         unsigned jobs, bool verbose, const std::string &precision) {
         zb::driver::CompileOptions o;
         o.inputFile = model;
         o.outputDir = output;
@@ -297,7 +297,7 @@ NB_MODULE(_zb, m) {
         o.dataArgs = std::move(dataArgs);
         if (llvm::Error error = zb::driver::parseTextOptions(
                 o, target, optimizer,
-                zb::sched::optimizerSyncName(o.optimizerSync)))
+                zb::sched::optimizerSyncName(o.optimizerSync), precision))
           raise(std::move(error));
         o.learningRate = lr;
         o.dataDir = data;
@@ -310,5 +310,5 @@ NB_MODULE(_zb, m) {
       "microbatches"_a, "schedule"_a, "memory_limits"_a, "data_args"_a,
       "target"_a,
       "optimizer"_a, "lr"_a, "data"_a, "profile"_a, "opt_level"_a, "jobs"_a,
-      "verbose"_a);
+      "verbose"_a, "precision"_a = "fp32");
 }

@@ -52,3 +52,19 @@ def test_compile_errors_carry_the_diagnostic(tmp_path):
 def test_run_errors_are_value_errors(tmp_path, mpi_env):
     with pytest.raises(ValueError, match="cannot read"):
         zb.run(str(tmp_path / "nowhere"), ranks=1)
+
+
+def test_bf16_precision_equals_the_cli(tmp_path, mpi_env):
+    plan = zb.compile(MLP, tmp_path / "py", stages=2, microbatches=4,
+                      precision="bf16")
+    assert plan.plan["precision"] == "bf16"
+    run_tool(tool("zb-compile"), MLP, "--stages", 2, "--microbatches", 4,
+             "--precision", "bf16", "-o", tmp_path / "cli", "--quiet")
+    report = zb.run(plan, steps=3, deterministic=True)
+    proc = run_tool(tool("zb-run"), tmp_path / "cli", "--ranks", 2,
+                    "--steps", 3, "--deterministic", "--report-format",
+                    "json")
+    assert report.losses == [s["loss"] for s in
+                             json.loads(proc.stdout)["steps"]]
+    with pytest.raises(ValueError, match="--precision must be fp32 or bf16"):
+        zb.compile(MLP, tmp_path / "out", precision="fp16")

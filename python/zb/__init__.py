@@ -324,7 +324,8 @@ def compile(model: str, output: str, *, stages: int = 2,
             data_args: Sequence[str] = (),
             target: str = "cpu", optimizer: str = "sgd", lr: float = 0.05,
             data: str = "", profile: str = "", opt_level: int = 1,
-            jobs: int = 0, verbose: bool = False) -> Plan:
+            jobs: int = 0, verbose: bool = False,
+            precision: str = "fp32") -> Plan:
     """Compiles a model (.onnx, JAX StableHLO text, or zb .mlir) as
     zb-compile does, into ``output``.
 
@@ -336,6 +337,10 @@ def compile(model: str, output: str, *, stages: int = 2,
             are always data).
         target: "cpu", "cuda" (GPU kernels) or "h100" (CPU code, H100
             costs).
+        precision: "fp32", or "bf16": torch.autocast's bfloat16 policy
+            (bfloat16 matmuls with float32 accumulation and activations,
+            float32 master weights, gradients and optimizer;
+            docs/precision.md).
     Raises:
         ValueError: with zb-compile's diagnostics (file, op, node).
     """
@@ -343,7 +348,7 @@ def compile(model: str, output: str, *, stages: int = 2,
                 virtual_stages or 0, microbatches, schedule,
                 _as_list("memory_limit", memory_limit),
                 [str(d) for d in data_args], target, optimizer,
-                lr, data, profile, opt_level, jobs, verbose)
+                lr, data, profile, opt_level, jobs, verbose, precision)
     with open(_os.path.join(output, "plan.json")) as f:
         ranks = _json.load(f)["num_ranks"]
     return Plan(_os.fspath(output), ranks, schedule)

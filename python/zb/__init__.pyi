@@ -103,7 +103,8 @@ def compile(model: str, output: str, *, stages: int = ...,
             data_args: Sequence[str] = ...,
             target: str = ..., optimizer: str = ..., lr: float = ...,
             data: str = ..., profile: str = ..., opt_level: int = ...,
-            jobs: int = ..., verbose: bool = ...) -> Plan: ...
+            jobs: int = ..., verbose: bool = ...,
+            precision: str = ...) -> Plan: ...
 
 @dataclass
 class RunReport:

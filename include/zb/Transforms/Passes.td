@@ -19,7 +19,9 @@ def ZBAutocast : Pass<"zb-autocast", "mlir::ModuleOp"> {
     parameters alone next to an activation (a linear layer's bias), adopt
     the others' type. Operands are converted with `zb.cast`, one per value
     and type. Parameters stay float32 (master weights: their gradients come
-    back through the casts in float32); the function's result types are
+    back through the casts in float32); a parameter exported in bfloat16
+    becomes a float32 argument (its values widen exactly); explicit casts of
+    the model (`x.astype(jnp.bfloat16)`) are kept. The function's result types are
     kept. An op that is not valid in the type it is given is an error at
     the op.
   }];

@@ -171,11 +171,13 @@ Value lowerElementwise(OpBuilder &b, SourceOp op,
         // once (torch's bfloat16 kernels: gelu, silu, ... in float), not
         // once per arith op of the form. zb.cast converts by itself.
         if (std::is_same_v<SourceOp, CastOp> ||
-            llvm::none_of(args.getTypes(), isNarrowFloat))
+            llvm::none_of(args.drop_back().getTypes(), isNarrowFloat))
           return Scalar(nb, l, op, args);
+        // The inputs widened; the output's element (unused) as it is.
         SmallVector<Value> wide;
-        for (Value a : args)
-          wide.push_back(isNarrowFloat(a.getType())
+        size_t numInputs = adaptor.getOperands().size();
+        for (auto [i, a] : llvm::enumerate(args))
+          wide.push_back(i < numInputs && isNarrowFloat(a.getType())
                              ? arith::ExtFOp::create(nb, l, nb.getF32Type(), a)
                                    .getResult()
                              : a);

@@ -35,9 +35,10 @@ using zb::frontend::StableHLOImportOptions;
 // Float types zb does not train in
 //===----------------------------------------------------------------------===//
 
-/// "float64", "float16", "bfloat16" for a float element type zb does not
-/// compute in (zb trains in float32: parameters, gradients, optimizer state
-/// and the runtime's buffers); nullopt otherwise.
+/// "float64", "float16" for a float element type zb does not compute in
+/// (zb trains in float32, or with --precision bf16 in bfloat16 and float32:
+/// bfloat16 is imported, and zb-compile refuses it without --precision
+/// bf16); nullopt otherwise.
 std::optional<StringRef>
 zb::frontend::stablehlo_import::unsupportedFloat(Type t) {
   auto r = dyn_cast<ShapedType>(t);
@@ -46,8 +47,6 @@ zb::frontend::stablehlo_import::unsupportedFloat(Type t) {
     return StringRef("float64");
   if (e.isF16())
     return StringRef("float16");
-  if (e.isBF16())
-    return StringRef("bfloat16");
   return std::nullopt;
 }
 

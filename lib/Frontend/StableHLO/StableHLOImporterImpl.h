@@ -89,9 +89,9 @@ std::string pytreeName(llvm::StringRef info);
 /// The comparison direction of a stablehlo.compare ("LT", ...), or "".
 std::string compareDirection(mlir::Operation *op);
 
-/// "float64", "float16", "bfloat16" for a float element type (of `t`, or of
-/// the shaped type `t`) zb does not compute in; nullopt otherwise
-/// (StableHLOImporter.cpp).
+/// "float64", "float16" for a float element type (of `t`, or of the shaped
+/// type `t`) zb does not compute in; nullopt otherwise (bfloat16 imports:
+/// zb-compile --precision bf16 trains it) (StableHLOImporter.cpp).
 std::optional<llvm::StringRef> unsupportedFloat(mlir::Type t);
 /// The advice appended to every error about float type `type` (a name
 /// unsupportedFloat returns): how to export in float32.

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Checks framework-exported fixtures (model.onnx, input_<i>.pb,
-expected.json: python/export/hf_fixtures.py's layout) against zb, one line per
-fixture, with the one checker of the frontend tests (check_expected.py).
+expected.json: python/export/hf_fixtures.py's layout; or a JAX export,
+model.stablehlo.mlir with input_<i>.pb: python/export/export_jax_gpt.py's)
+against zb, one line per fixture, with the one checker of the frontend tests
+(check_expected.py).
 
 Usage:
   check_fixtures.py ir  --bin DIR [--tmp DIR] FIXTURE...
@@ -49,11 +51,13 @@ BF16_GRAD_RTOL = 5.5e-2
 BF16_GRAD_ATOL = 1e-6
 # zb's lowering against the IR's bfloat16 semantics in float64 (every zb op
 # computes in float32 and rounds its bf16 result once; zb_interp.py in
-# float64, rounding at the same points): they differ only where float32 and
-# float64 round a value to different bfloat16 neighbours, which is rare.
-# Measured on the 25 fixtures: loss within 1.4e-7, gradient norms within
-# 1.7e-6; the float32 run checks' 1e-4 applies.
-BF16_RUN_RTOL = 1e-4
+# float64, rounding at the same points): they differ where float32 and
+# float64 (and the order of a sum) round a value to different bfloat16
+# neighbours. Such a flip moves that element by 2^-8 (3.9e-3), a gradient
+# norm summed over N >= 16 tokens by at most about 2.4e-4; 1e-3 allows a few
+# to coincide. Measured: the Hugging Face fixtures (d 16) within 1.4e-7
+# (loss) and 1.7e-6 (gradient norms), the JAX GPT (d 32) within 2.1e-4.
+BF16_RUN_RTOL = 1e-3
 
 
 def run(cmd, what):
@@ -65,11 +69,20 @@ def run(cmd, what):
     return proc.stdout
 
 
+def model_file(fixture):
+    """The fixture's model: model.onnx, else model.stablehlo.mlir (JAX)."""
+    onnx = os.path.join(fixture, "model.onnx")
+    return onnx if os.path.exists(onnx) else \
+        os.path.join(fixture, "model.stablehlo.mlir")
+
+
 def check_ir(bindir, fixture, tmp, precision="fp32"):
     mlir = os.path.join(tmp, "model.mlir")
     grad = os.path.join(tmp, "grad.mlir")
-    run([os.path.join(bindir, "zb-translate"), "--import-onnx",
-         os.path.join(fixture, "model.onnx"), "-o", mlir], "import")
+    flag = "--import-onnx" if model_file(fixture).endswith(".onnx") \
+        else "--import-stablehlo"
+    run([os.path.join(bindir, "zb-translate"), flag, model_file(fixture),
+         "-o", mlir], "import")
     autocast = ["--zb-autocast"] if precision == "bf16" else []
     run([os.path.join(bindir, "zb-opt")] + autocast + ["--zb-autodiff", mlir,
          "--mlir-print-op-generic",
@@ -85,7 +98,7 @@ def check_ir(bindir, fixture, tmp, precision="fp32"):
 def check_run(bindir, fixture, tmp, stages, target, precision="fp32"):
     out = os.path.join(tmp, "plan")
     run([os.path.join(bindir, "zb-compile"),
-         os.path.join(fixture, "model.onnx"), "--stages", str(stages),
+         model_file(fixture), "--stages", str(stages),
          "--microbatches", "1", "--schedule", "1f1b", "--target", target,
          "--precision", precision, "-o", out, "--quiet"],
         "zb-compile")

@@ -72,6 +72,9 @@ def parse_scalar(text, elt):
             return np.frombuffer(bits.to_bytes(8, "little"), np.float64)[0]
         if elt == "f16":
             return np.frombuffer(bits.to_bytes(2, "little"), np.float16)[0]
+        if elt == "bf16":
+            return np.frombuffer((bits << 16).to_bytes(4, "little"),
+                                 np.float32)[0]
         return np.frombuffer(bits.to_bytes(4, "little"), np.float32)[0]
     return float(text) if elt in FLOAT_TYPES else int(text)
 
@@ -88,6 +91,9 @@ def parse_dense(body, type_text):
             if data.size != count:  # bit-packed
                 data = np.unpackbits(data, bitorder="little")[:count]
             data = data.astype(np.bool_)
+        elif elt == "bf16":  # the top 16 bits of a float32
+            data = (np.frombuffer(raw, np.uint16).astype(np.uint32)
+                    << 16).view(np.float32)
         else:
             data = np.frombuffer(raw, dtype)
         if data.size == 1:
