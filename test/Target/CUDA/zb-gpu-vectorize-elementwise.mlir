@@ -82,3 +82,52 @@ func.func @left_alone(%a: memref<16x6xf32>, %v: memref<16x64xf32, strided<[64, 1
   }
   return
 }
+
+// -----
+
+// bf16 storage (--precision bf16): a loop whose vectorised accesses are all
+// 16-bit takes 8 lanes, one 16-byte vector<8xbf16> per access.
+// CHECK-LABEL: func.func @bf16_add
+// CHECK:           vector.load %{{.+}} {alignment = 16 : i64} : memref<4x64xbf16>, vector<8xbf16>
+// CHECK:           vector.load %{{.+}} {alignment = 16 : i64} : memref<4x64xbf16>, vector<8xbf16>
+// CHECK-COUNT-8:   arith.addf
+// CHECK:           vector.store %{{.+}} {alignment = 16 : i64} : memref<4x64xbf16>, vector<8xbf16>
+func.func @bf16_add(%a: memref<4x64xbf16>, %b: memref<4x64xbf16>, %o: memref<4x64xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c64) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<4x64xbf16>
+    %y = memref.load %b[%i, %j] : memref<4x64xbf16>
+    %xf = arith.extf %x : bf16 to f32
+    %yf = arith.extf %y : bf16 to f32
+    %s = arith.addf %xf, %yf : f32
+    %r = arith.truncf %s : f32 to bf16
+    memref.store %r, %o[%i, %j] : memref<4x64xbf16>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A cast from f32 to bf16 mixes the widths: 4 lanes, the f32 load 16 bytes,
+// the bf16 store vector<4xbf16> of 8 bytes (aligned to 8).
+// CHECK-LABEL: func.func @to_bf16
+// CHECK:           vector.load %{{.+}} {alignment = 16 : i64} : memref<4x64xf32>, vector<4xf32>
+// CHECK-COUNT-4:   arith.truncf
+// CHECK:           vector.store %{{.+}} {alignment = 8 : i64} : memref<4x64xbf16>, vector<4xbf16>
+func.func @to_bf16(%a: memref<4x64xf32>, %o: memref<4x64xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c64) step (%c1, %c1) {
+    %x = memref.load %a[%i, %j] : memref<4x64xf32>
+    %r = arith.truncf %x : f32 to bf16
+    memref.store %r, %o[%i, %j] : memref<4x64xbf16>
+    scf.reduce
+  }
+  return
+}

@@ -296,7 +296,11 @@ def ZBGpuVectorizeElementwise : Pass<"zb-gpu-vectorize-elementwise"> {
     everything else is repeated per lane with the induction variable
     4k + lane. Consecutive threads then access consecutive 16-byte vectors
     (coalesced) and each element is computed by the same scalar operations
-    in the same order as before: results are bit-identical.
+    in the same order as before: results are bit-identical. 16-bit elements
+    (bf16 under --precision bf16) are vectorised too: a loop whose every
+    such access is 16-bit takes 8 lanes (vector<8>, 16 bytes, leading strides
+    and offset multiples of 8), a loop mixing them with 32-bit ones 4 (the
+    16-bit vectors then claim 8-byte alignment).
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", /*default=*/"16",
