@@ -66,11 +66,14 @@ void printRates(raw_ostream &os, const std::vector<double> &rates) {
 
 void printPredicted(raw_ostream &os, const Plan &plan) {
   os << format("schedule %s: %d rank%s, %d stage%s, %lld microbatches of "
-               "%lld\n",
+               "%lld%s\n",
                plan.schedule.empty() ? "?" : plan.schedule.c_str(),
                plan.numRanks, plan.numRanks == 1 ? "" : "s", plan.numStages,
                plan.numStages == 1 ? "" : "s", (long long)plan.numMicrobatches,
-               (long long)plan.microbatchSize);
+               (long long)plan.microbatchSize,
+               plan.precision == zb::Precision::Bf16
+                   ? ", bf16 (float32 master weights)"
+                   : "");
   size_t width = 0;
   for (const PredictedInfo &p : plan.predicted)
     width = std::max(width, p.schedule.size());
@@ -171,6 +174,8 @@ void zb::host::printJsonReport(raw_ostream &os, const Plan &plan,
     j.attribute("plan", plan.path);
     j.attribute("schedule", plan.schedule);
     j.attribute("num_ranks", plan.numRanks);
+    if (plan.precision != zb::Precision::Fp32)
+      j.attribute("precision", zb::precisionName(plan.precision));
     j.attribute("num_stages", plan.numStages);
     j.attribute("num_microbatches", plan.numMicrobatches);
     j.attributeArray("steps", [&] {
