@@ -403,15 +403,20 @@ static LogicalResult checkFloatTypes(ModuleOp module, Precision precision) {
            : e.isBF16()         ? "bfloat16"
                                 : "a float type other than float32";
   };
-  const char *advice =
-      precision == Precision::Bf16
-          ? ": zb trains in float32 or, with --precision bf16, in bfloat16 "
-            "and float32; export the model in float32 or bfloat16"
-          : ": zb trains in float32 unless compiled with --precision bf16 "
-            "(torch.autocast's bfloat16 policy, float32 master weights: "
-            "bfloat16 models and casts train with it); else export the "
-            "model in float32 (PyTorch: model.float(); JAX: leave "
-            "jax_enable_x64 off, float32 parameters)";
+  // bfloat16 without --precision bf16 is one flag away; float64 and
+  // float16 need another export.
+  auto advice = [&](StringRef kind) -> std::string {
+    if (kind == "bfloat16")
+      return ": zb trains in float32 unless compiled with --precision bf16 "
+             "(torch.autocast's bfloat16 policy, float32 master weights: "
+             "bfloat16 models and casts train with it)";
+    return std::string(precision == Precision::Bf16
+                           ? ": zb trains in float32, or bfloat16 with "
+                             "float32 master weights (--precision bf16)"
+                           : ": zb trains in float32 only") +
+           "; export the model in float32 (PyTorch: model.float(); JAX: "
+           "leave jax_enable_x64 off, float32 parameters)";
+  };
   WalkResult walk = module.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (auto f = dyn_cast<func::FuncOp>(op)) {
       for (unsigned i = 0; i < f.getNumArguments(); ++i)
@@ -420,14 +425,15 @@ static LogicalResult checkFloatTypes(ModuleOp module, Precision precision) {
           f.emitError("argument '")
               << (name ? name.getValue() : StringRef("#" + std::to_string(i)))
               << "' is " << kind << " (" << f.getArgumentTypes()[i] << ")"
-              << advice;
+              << advice(kind);
           return WalkResult::interrupt();
         }
       return WalkResult::advance();
     }
     for (Type t : op->getResultTypes())
       if (const char *kind = other(t)) {
-        op->emitError("computes in ") << kind << " (" << t << ")" << advice;
+        op->emitError("computes in ")
+            << kind << " (" << t << ")" << advice(kind);
         return WalkResult::interrupt();
       }
     return WalkResult::advance();
