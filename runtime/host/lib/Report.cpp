@@ -7,6 +7,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace llvm;
 using namespace zb::host;
@@ -56,6 +57,14 @@ std::string cudaTransportsText(const ZbrtCudaStats &c) {
       text +=
           (text.empty() ? "rank " : ", rank ") + std::to_string(p) + " " + t;
   return text;
+}
+
+/// A number of the JSON reports: null where it is not finite (a NaN loss of a
+/// skipped step, an infinite gradient norm), which JSON cannot hold.
+json::Value jsonNumber(double v) {
+  if (std::isfinite(v))
+    return v;
+  return nullptr;
 }
 
 /// " %.4f" per value.
@@ -182,8 +191,8 @@ void zb::host::printJsonReport(raw_ostream &os, const Plan &plan,
       for (const StepResult &r : report.steps)
         j.object([&] {
           j.attribute("step", r.step);
-          j.attribute("loss", r.loss);
-          j.attribute("time_ms", r.timeMs);
+          j.attribute("loss", jsonNumber(r.loss));
+          j.attribute("time_ms", jsonNumber(r.timeMs));
         });
     });
     j.attributeObject("predicted", [&] {
@@ -260,10 +269,10 @@ void zb::host::printGradientReport(raw_ostream &os, double loss,
   if (json) {
     json::OStream j(os, 2);
     j.object([&] {
-      j.attribute("loss", loss);
+      j.attribute("loss", jsonNumber(loss));
       j.attributeObject("grad_norm", [&] {
         for (size_t i = 0; i < plan.params.size(); ++i)
-          j.attribute(plan.params[i].name, norms[i]);
+          j.attribute(plan.params[i].name, jsonNumber(norms[i]));
       });
     });
     os << "\n";
