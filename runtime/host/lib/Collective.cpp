@@ -181,13 +181,20 @@ bool zb::host::writeCheckpoint(const RankProgram &rp, const Plan &plan,
   if (!agree(std::move(made)))
     return false;
   auto file = [&](StringRef f) { return tmp + "/" + f.str(); };
+  // A write that failed (a full disk) leaves no temporary directory behind
+  // to fill the disk further; the previous checkpoints are kept.
+  auto abandon = [&] {
+    if (zbrt_rank() == 0)
+      (void)sys::fs::remove_directories(tmp);
+    return false;
+  };
   if (!saveTensors(rp.params, plan, file("params.bin"),
                    file("model.safetensors"), "--checkpoint"))
-    return false;
+    return abandon();
   if (info.optimizer == zb::Optimizer::AdamW &&
       (!saveTensors(rp.adamM, plan, file("adam_m.bin"), "", "--checkpoint") ||
        !saveTensors(rp.adamV, plan, file("adam_v.bin"), "", "--checkpoint")))
-    return false;
+    return abandon();
   Error done = Error::success();
   if (zbrt_rank() == 0) {
     std::string why;
