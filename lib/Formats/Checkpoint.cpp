@@ -15,6 +15,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
 
 using namespace llvm;
 using namespace zb::host;
@@ -52,6 +53,12 @@ std::string zb::host::checkpointJSON(const CheckpointInfo &info) {
                  {"seed", std::to_string(info.seed)},
                  {"num_ranks", info.numRanks},
                  {"plan_hash", info.planHash}};
+  if (!info.checksums.empty()) {
+    json::Object sums;
+    for (const auto &[name, sum] : info.checksums)
+      sums[name] = sum;
+    o["checksums"] = std::move(sums);
+  }
   return formatv("{0:2}\n", json::Value(std::move(o))).str();
 }
 
@@ -102,8 +109,48 @@ Expected<CheckpointInfo> zb::host::parseCheckpoint(StringRef text,
   if (!hash || hash->size() != 16)
     return fail(path, "\"plan_hash\" must be 16 hex digits");
   info.planHash = hash->str();
+  if (const json::Value *sums = o->get("checksums")) {
+    const json::Object *m = sums->getAsObject();
+    if (!m)
+      return fail(path, "\"checksums\" must be an object of file names to "
+                        "16 hex digits");
+    for (const auto &[name, sum] : *m) {
+      std::optional<StringRef> s = sum.getAsString();
+      StringRef file = name;
+      if (!s || s->size() != 16 || file.empty() || file.contains('/') ||
+          file.contains('\\') || file == "." || file == "..")
+        return fail(path, "\"checksums\": entry '" + file +
+                              "' must name a file of the directory and hold "
+                              "16 hex digits");
+      info.checksums[file.str()] = s->str();
+    }
+  }
   info.dir = sys::path::parent_path(path).str();
   return info;
+}
+
+Expected<std::string> zb::host::fileChecksum(StringRef path) {
+  auto buffer = MemoryBuffer::getFile(path, /*IsText=*/false,
+                                      /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return fail(path, "cannot read: " + buffer.getError().message());
+  return formatv("{0:x-16}", xxh3_64bits((*buffer)->getBuffer())).str();
+}
+
+Error zb::host::verifyCheckpointFiles(const CheckpointInfo &info) {
+  for (const auto &[name, want] : info.checksums) {
+    SmallString<256> file(info.dir);
+    sys::path::append(file, name);
+    Expected<std::string> got = fileChecksum(file);
+    if (!got)
+      return got.takeError();
+    if (*got != want)
+      return fail(file, formatv("damaged: its checksum is {0}, checkpoint.json "
+                                "records {1} (the file changed after it was "
+                                "written; resume from another checkpoint)",
+                                *got, want));
+  }
+  return Error::success();
 }
 
 static Expected<CheckpointInfo> readCheckpointDir(StringRef dir) {

@@ -5,7 +5,8 @@
 // 8 digits) holding:
 //   checkpoint.json  {"format": "zb-checkpoint", "version": 1,
 //                     "step": S, "optimizer_step": t, "optimizer": "adamw",
-//                     "seed": K, "num_ranks": p, "plan_hash": "<16 hex>"}
+//                     "seed": K, "num_ranks": p, "plan_hash": "<16 hex>",
+//                     "checksums": {"params.bin": "<16 hex>", ...}}
 //   params.bin       the parameters in the plan's params.bin layout
 //   model.safetensors the same parameters as safetensors (for other tools;
 //                    resuming reads params.bin)
@@ -16,7 +17,12 @@
 // kept. `optimizer_step` is AdamW's t (skipped steps do not count); the
 // data position is the step (batches are a function of seed and step);
 // plan_hash is FNV-1a 64 of the plan as zb-run reads it (toJSON), so a
-// checkpoint only resumes the plan it was written for.
+// checkpoint only resumes the plan it was written for. `checksums` holds the
+// XXH3-64 (llvm::xxh3_64bits) of every other file of the checkpoint as
+// written; --resume checks each before reading any and refuses a file that
+// differs (a flipped bit, a truncated or replaced file), naming it. A
+// checkpoint without `checksums` (written before they existed) resumes
+// unchecked.
 //
 // zb-run PLAN --resume DIR|DIR/step-<S> --steps N continues with steps
 // S+1 .. S+N: the same losses and bit-identical parameters as one run.
@@ -32,6 +38,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace zb::host {
@@ -44,7 +51,18 @@ struct CheckpointInfo {
   uint64_t seed = 0;         ///< zb-run --seed of the text batches
   int32_t numRanks = 0;
   std::string planHash; ///< planHash() of the plan it was written for
+  /// "checksums": file name in the directory -> fileChecksum() of it.
+  std::map<std::string, std::string> checksums;
 };
+
+/// XXH3-64 of the file at `path` as 16 hex digits; an error naming the file
+/// when it cannot be read.
+llvm::Expected<std::string> fileChecksum(llvm::StringRef path);
+
+/// Checks every file of `info.checksums` in `info.dir` against its checksum.
+/// Errors: "checkpoint 'DIR/params.bin': damaged: its checksum is X,
+/// checkpoint.json records Y (...)", or a file that cannot be read.
+llvm::Error verifyCheckpointFiles(const CheckpointInfo &info);
 
 /// FNV-1a 64 of toJSON(plan) printed compactly, as 16 hex digits.
 std::string planHash(const Plan &plan);

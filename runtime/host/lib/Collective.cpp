@@ -198,12 +198,26 @@ bool zb::host::writeCheckpoint(const RankProgram &rp, const Plan &plan,
   Error done = Error::success();
   if (zbrt_rank() == 0) {
     std::string why;
-    if (Error e = writeFileAtomically(file("checkpoint.json"),
-                                      [&](raw_ostream &os) {
-                                        os << checkpointJSON(info);
-                                        return Error::success();
-                                      }))
-      why = toString(std::move(e));
+    // The checksums of the files as written (read back), for --resume.
+    CheckpointInfo withSums = info;
+    for (const char *name :
+         {"params.bin", "model.safetensors", "adam_m.bin", "adam_v.bin"}) {
+      if (!sys::fs::exists(file(name)))
+        continue;
+      Expected<std::string> sum = fileChecksum(file(name));
+      if (!sum) {
+        why = toString(sum.takeError());
+        break;
+      }
+      withSums.checksums[name] = *sum;
+    }
+    if (why.empty())
+      if (Error e = writeFileAtomically(file("checkpoint.json"),
+                                        [&](raw_ostream &os) {
+                                          os << checkpointJSON(withSums);
+                                          return Error::success();
+                                        }))
+        why = toString(std::move(e));
     std::error_code ec;
     if (why.empty() && sys::fs::exists(final))
       ec = sys::fs::remove_directories(final);

@@ -163,6 +163,8 @@ std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
     Expected<CheckpointInfo> info = findCheckpoint(o.resumeDir);
     Error e = info ? checkResumable(*info, *plan, o.data.seed)
                    : info.takeError();
+    if (!e)
+      e = verifyCheckpointFiles(*info);
     if (!agree(std::move(e)))
       return nullptr;
     resumed = *info;
