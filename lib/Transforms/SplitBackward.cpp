@@ -64,6 +64,49 @@ struct ZBSplitBackwardPass
     return bytes;
   }
 
+  /// Clones `ordered` (the ops computing `r`, in block order) before the
+  /// first of r's users that `isTarget` accepts, once per (origin, phase) of
+  /// those users, each clone taking that user's origin and phase (no id, no
+  /// act_grad mark: the rebuilt value belongs to its consumers' stage and
+  /// pass, zb-partition-stages places backward ops by origin), and makes the
+  /// users of each group read their own copy. `onClone` sees every clone.
+  /// Returns whether any user was rebuilt for.
+  static bool rebuildForUsers(Value r, ArrayRef<Operation *> ordered,
+                              function_ref<bool(Operation *)> isTarget,
+                              function_ref<void(Operation *)> onClone) {
+    std::map<std::pair<int64_t, bool>, Operation *> firstUser;
+    auto keyOf = [](Operation *u) {
+      return std::make_pair(
+          llvm::cast<IntegerAttr>(u->getAttr(kOriginAttr)).getInt(),
+          llvm::cast<PhaseAttr>(u->getAttr(kPhaseAttr)).getValue() ==
+              Phase::W);
+    };
+    for (Operation *u : r.getUsers()) {
+      if (!isTarget(u))
+        continue;
+      Operation *&first = firstUser[keyOf(u)];
+      if (!first || u->isBeforeInBlock(first))
+        first = u;
+    }
+    for (auto [key, user] : firstUser) {
+      OpBuilder b(user);
+      IRMapping map;
+      for (Operation *op : ordered) {
+        Operation *c = b.clone(*op, map);
+        c->setAttr(kPhaseAttr, user->getAttr(kPhaseAttr));
+        c->setAttr(kOriginAttr, user->getAttr(kOriginAttr));
+        c->removeAttr(kActGradAttr);
+        c->removeAttr(kIdAttr);
+        onClone(c);
+      }
+      Value rebuilt = map.lookup(r);
+      r.replaceUsesWithIf(rebuilt, [&, key = key](OpOperand &use) {
+        return isTarget(use.getOwner()) && keyOf(use.getOwner()) == key;
+      });
+    }
+    return !firstUser.empty();
+  }
+
   /// Rebuilds cheap residuals in W (see the file comment). Returns how many.
   int64_t recomputeInW(Block &body, llvm::DenseSet<Operation *> &weightOps,
                        int64_t &numB, int64_t &numW) {
@@ -120,34 +163,12 @@ struct ZBSplitBackwardPass
       llvm::sort(ordered, [](Operation *a, Operation *b) {
         return a->isBeforeInBlock(b);
       });
-      std::map<int64_t, Operation *> firstUserByOrigin;
-      for (Operation *u : r.getUsers()) {
-        if (!weightOps.contains(u))
-          continue;
-        int64_t origin =
-            llvm::cast<IntegerAttr>(u->getAttr(kOriginAttr)).getInt();
-        Operation *&first = firstUserByOrigin[origin];
-        if (!first || u->isBeforeInBlock(first))
-          first = u;
-      }
-      for (auto [origin, firstUser] : firstUserByOrigin) {
-        OpBuilder b(firstUser);
-        IRMapping map;
-        Attribute originAttr = firstUser->getAttr(kOriginAttr);
-        for (Operation *op : ordered) {
-          Operation *c = b.clone(*op, map);
-          c->setAttr(kPhaseAttr, PhaseAttr::get(b.getContext(), Phase::W));
-          c->setAttr(kOriginAttr, originAttr);
-          c->removeAttr(kActGradAttr);
-          weightOps.insert(c);
-          ++numW;
-        }
-        Value rebuilt = map.lookup(r);
-        r.replaceUsesWithIf(rebuilt, [&](OpOperand &use) {
-          Operation *u = use.getOwner();
-          return weightOps.contains(u) && u->getAttr(kOriginAttr) == originAttr;
-        });
-      }
+      rebuildForUsers(r, ordered,
+                      [&](Operation *u) { return weightOps.contains(u); },
+                      [&](Operation *c) {
+                        weightOps.insert(c);
+                        ++numW;
+                      });
       for (Value v : leaves)
         if (v.getDefiningOp() && !llvm::isa<ConstantOp>(v.getDefiningOp()))
           readByW.insert(v);
@@ -213,38 +234,15 @@ struct ZBSplitBackwardPass
       llvm::sort(ordered, [](Operation *a, Operation *b) {
         return a->isBeforeInBlock(b);
       });
-      std::map<std::pair<int64_t, bool>, Operation *> firstUser;
-      for (Operation *u : r.getUsers()) {
-        if (!u->hasAttr(kOriginAttr))
-          continue;
-        int64_t origin =
-            llvm::cast<IntegerAttr>(u->getAttr(kOriginAttr)).getInt();
-        bool isW = llvm::cast<PhaseAttr>(u->getAttr(kPhaseAttr)).getValue() ==
-                   Phase::W;
-        Operation *&first = firstUser[{origin, isW}];
-        if (!first || u->isBeforeInBlock(first))
-          first = u;
-      }
-      for (auto [key, user] : firstUser) {
-        OpBuilder b(user);
-        IRMapping map;
-        Attribute originAttr = user->getAttr(kOriginAttr);
-        Attribute phaseAttr = user->getAttr(kPhaseAttr);
-        for (Operation *op : ordered) {
-          Operation *c = b.clone(*op, map);
-          c->setAttr(kPhaseAttr, phaseAttr);
-          c->setAttr(kOriginAttr, originAttr);
-          c->removeAttr(kIdAttr);
-          ++(key.second ? numW : numB);
-        }
-        Value rebuilt = map.lookup(r);
-        r.replaceUsesWithIf(rebuilt, [&](OpOperand &use) {
-          Operation *u = use.getOwner();
-          return u->getAttr(kOriginAttr) == originAttr &&
-                 u->getAttr(kPhaseAttr) == phaseAttr;
-        });
-      }
-      if (!firstUser.empty())
+      bool rebuilt = rebuildForUsers(
+          r, ordered, [](Operation *u) { return u->hasAttr(kOriginAttr); },
+          [&](Operation *c) {
+            ++(llvm::cast<PhaseAttr>(c->getAttr(kPhaseAttr)).getValue() ==
+                       Phase::W
+                   ? numW
+                   : numB);
+          });
+      if (rebuilt)
         ++count;
     }
     return count;

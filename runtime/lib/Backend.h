@@ -48,29 +48,40 @@ struct ChannelMessage {
 };
 
 /// Row-major C[M x N] = alpha op(A) op(B) + beta C with row strides in
-/// elements (zbrt_sgemm's contract; the ABI has checked the sizes).
-struct Gemm {
-  const float *a, *b;
-  float *c;
+/// elements, on elements of type T (the ABI has checked the sizes):
+///  - Gemm (float): zbrt_sgemm's contract;
+///  - GemmBf16 (bfloat16, Bfloat16.h: uint16_t, the top half of a float32):
+///    C = round_bf16(alpha op(A) op(B) + beta C) with A, B (and C when
+///    beta != 0) widened exactly, products summed in float32, one rounding
+///    to nearest even per element of C (zbrt_gemm_bf16_memref's contract,
+///    autocast's matmul).
+template <typename T> struct GemmOf {
+  const T *a, *b;
+  T *c;
   int64_t M, N, K;
   bool transA, transB;
   float alpha, beta;
   int64_t lda, ldb, ldc;
+  /// The same call with its pointers as U (StepGraph records every GEMM in
+  /// one type; the pointers are addresses there, never read as U).
+  template <typename U> GemmOf<U> as() const {
+    return {reinterpret_cast<const U *>(a),
+            reinterpret_cast<const U *>(b),
+            reinterpret_cast<U *>(c),
+            M,
+            N,
+            K,
+            transA,
+            transB,
+            alpha,
+            beta,
+            lda,
+            ldb,
+            ldc};
+  }
 };
-
-/// The same product on bfloat16 operands (Bfloat16.h: uint16_t, the top
-/// half of a float32): C = round_bf16(alpha op(A) op(B) + beta C) with A, B
-/// (and C when beta != 0) widened exactly, products summed in float32, one
-/// rounding to nearest even per element of C (zbrt_gemm_bf16_memref's
-/// contract, autocast's matmul; the ABI has checked the sizes).
-struct GemmBf16 {
-  const uint16_t *a, *b;
-  uint16_t *c;
-  int64_t M, N, K;
-  bool transA, transB;
-  float alpha, beta;
-  int64_t lda, ldb, ldc;
-};
+using Gemm = GemmOf<float>;
+using GemmBf16 = GemmOf<uint16_t>;
 
 class Backend {
 public:

@@ -22,6 +22,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
+#include <string>
 
 using namespace zbfake;
 
@@ -54,6 +56,44 @@ uint16_t toBf16(float f) {
   if (low > 0x8000u || (low == 0x8000u && (high & 1u)))
     ++high; // may carry into the exponent, up to the infinity
   return (uint16_t)high;
+}
+
+/// What cuBLAS checks of a column-major GEMM before computing it, after the
+/// stand-in's injected failure (ZB_FAKE_CUDA_FAIL_GEMM=N: the N-th GEMM
+/// fails): sizes, leading dimensions, and A, B, C device memory of
+/// `elemBytes`-byte elements over their extents (named "<name> A" ...). A
+/// status to return at once (0 where m or n is 0, or kernels are no-ops),
+/// or nullopt: compute the product.
+std::optional<int> checkGemm(const char *name, size_t elemBytes, int transa,
+                             int transb, int m, int n, int k, const void *a,
+                             int lda, const void *b, int ldb, const void *c,
+                             int ldc) {
+  ++gStats.gemms;
+  long failAt = envLong("ZB_FAKE_CUDA_FAIL_GEMM", 0);
+  if (failAt > 0 && gStats.gemms == failAt && faultsHere())
+    return 13; // CUBLAS_STATUS_EXECUTION_FAILED
+  if (m < 0 || n < 0 || k < 0 || ldc < (m > 1 ? m : 1) ||
+      lda < ((transa ? k : m) > 1 ? (transa ? k : m) : 1) ||
+      ldb < ((transb ? n : k) > 1 ? (transb ? n : k) : 1))
+    return kInvalidValueStatus;
+  if (m == 0 || n == 0)
+    return 0;
+  // The extent of each operand in elements (last column's end).
+  auto extent = [](int rows, int cols, int ld) {
+    return (size_t)(cols - 1) * (size_t)ld + (size_t)rows;
+  };
+  std::string what(name);
+  if ((k > 0 &&
+       (!isDevice(a, elemBytes * extent(transa ? k : m, transa ? m : k, lda),
+                  (what + " A").c_str()) ||
+        !isDevice(b, elemBytes * extent(transb ? n : k, transb ? k : n, ldb),
+                  (what + " B").c_str()))) ||
+      !isDevice(c, elemBytes * extent(m, n, ldc), (what + " C").c_str()))
+    return kInvalidValueStatus;
+  // No-op kernels (FakeKernels.cpp): GEMMs are checked, not computed.
+  if (zbfake::noopKernels())
+    return 0;
+  return std::nullopt;
 }
 
 } // namespace
@@ -110,30 +150,9 @@ int cublasSgemm_v2(void *handle, int transa, int transb, int m, int n, int k,
     zbfake::digest(alpha, sizeof *alpha);
     zbfake::digest(beta, sizeof *beta);
   }
-  ++gStats.gemms;
-  long failAt = envLong("ZB_FAKE_CUDA_FAIL_GEMM", 0);
-  if (failAt > 0 && gStats.gemms == failAt && faultsHere())
-    return 13; // CUBLAS_STATUS_EXECUTION_FAILED
-  if (m < 0 || n < 0 || k < 0 || ldc < (m > 1 ? m : 1) ||
-      lda < ((transa ? k : m) > 1 ? (transa ? k : m) : 1) ||
-      ldb < ((transb ? n : k) > 1 ? (transb ? n : k) : 1))
-    return 7;
-  if (m == 0 || n == 0)
-    return 0;
-  // The extent of each operand in elements (last column's end).
-  auto extent = [](int rows, int cols, int ld) {
-    return (size_t)(cols - 1) * (size_t)ld + (size_t)rows;
-  };
-  if ((k > 0 &&
-       (!isDevice(a, 4 * extent(transa ? k : m, transa ? m : k, lda),
-                  "cublasSgemm A") ||
-        !isDevice(b, 4 * extent(transb ? n : k, transb ? k : n, ldb),
-                  "cublasSgemm B"))) ||
-      !isDevice(c, 4 * extent(m, n, ldc), "cublasSgemm C"))
-    return 7;
-  // No-op kernels (FakeKernels.cpp): GEMMs are checked, not computed.
-  if (zbfake::noopKernels())
-    return 0;
+  if (std::optional<int> status = checkGemm("cublasSgemm", 4, transa, transb,
+                                             m, n, k, a, lda, b, ldb, c, ldc))
+    return *status;
   zbfake::DeviceAccess open;
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < m; ++i) {
@@ -210,27 +229,10 @@ int cublasGemmEx(void *handle, int transa, int transb, int m, int n, int k,
     zbfake::digest(&al, sizeof al);
     zbfake::digest(&be, sizeof be);
   }
-  ++gStats.gemms;
-  long failAt = envLong("ZB_FAKE_CUDA_FAIL_GEMM", 0);
-  if (failAt > 0 && gStats.gemms == failAt && faultsHere())
-    return 13; // CUBLAS_STATUS_EXECUTION_FAILED
-  if (m < 0 || n < 0 || k < 0 || ldc < (m > 1 ? m : 1) ||
-      lda < ((transa ? k : m) > 1 ? (transa ? k : m) : 1) ||
-      ldb < ((transb ? n : k) > 1 ? (transb ? n : k) : 1))
-    return kInvalidValueStatus;
-  if (m == 0 || n == 0)
-    return 0;
-  auto extent = [](int rows, int cols, int ld) {
-    return (size_t)(cols - 1) * (size_t)ld + (size_t)rows;
-  };
-  if ((k > 0 && (!isDevice(a, 2 * extent(transa ? k : m, transa ? m : k, lda),
-                           "cublasGemmEx A") ||
-                 !isDevice(b, 2 * extent(transb ? n : k, transb ? k : n, ldb),
-                           "cublasGemmEx B"))) ||
-      !isDevice(c, 2 * extent(m, n, ldc), "cublasGemmEx C"))
-    return kInvalidValueStatus;
-  if (zbfake::noopKernels())
-    return 0;
+  if (std::optional<int> status = checkGemm("cublasGemmEx", 2, transa,
+                                             transb, m, n, k, a, lda, b, ldb,
+                                             c, ldc))
+    return *status;
   zbfake::DeviceAccess open;
   const auto *A = static_cast<const uint16_t *>(a);
   const auto *B = static_cast<const uint16_t *>(b);

@@ -290,37 +290,6 @@ extern "C" void zbrt_gemm_bf16_batched_memref(
               transB != 0);
 }
 
-extern "C" void zbrt_send_memref(float *, float *aligned, int64_t offset,
-                                 int64_t size, int64_t stride, int32_t peer,
-                                 int32_t tag) {
-  checkSize("zbrt_send_memref", size);
-  const float *data = aligned + offset;
-  if (stride == 1 || size <= 1) {
-    zbrt_send((int64_t)data, size * 4, peer, tag);
-    return;
-  }
-  Temp<float> tmp((size_t)size);
-  for (int64_t i = 0; i < size; ++i)
-    tmp.data[i] = data[i * stride];
-  zbrt_send((int64_t)tmp.data, size * 4, peer, tag);
-}
-
-extern "C" void zbrt_recv_memref(float *, float *aligned, int64_t offset,
-                                 int64_t size, int64_t stride, int32_t peer,
-                                 int32_t tag) {
-  checkSize("zbrt_recv_memref", size);
-  float *data = aligned + offset;
-  if (stride == 1 || size <= 1) {
-    zbrt_recv((int64_t)data, size * 4, peer, tag);
-    return;
-  }
-  Temp<float> tmp((size_t)size);
-  zbrt_recv((int64_t)tmp.data, size * 4, peer, tag);
-  Temp<float>::sync();
-  for (int64_t i = 0; i < size; ++i)
-    data[i * stride] = tmp.data[i];
-}
-
 namespace {
 /// zbrt_send / zbrt_recv of `size` elements of T at `data` with `stride`
 /// (packed through a temporary when strided).
@@ -352,6 +321,18 @@ void recvStrided(const char *fn, T *data, int64_t size, int64_t stride,
     data[i * stride] = tmp.data[i];
 }
 } // namespace
+
+extern "C" void zbrt_send_memref(float *, float *aligned, int64_t offset,
+                                 int64_t size, int64_t stride, int32_t peer,
+                                 int32_t tag) {
+  sendStrided("zbrt_send_memref", aligned + offset, size, stride, peer, tag);
+}
+
+extern "C" void zbrt_recv_memref(float *, float *aligned, int64_t offset,
+                                 int64_t size, int64_t stride, int32_t peer,
+                                 int32_t tag) {
+  recvStrided("zbrt_recv_memref", aligned + offset, size, stride, peer, tag);
+}
 
 extern "C" void zbrt_send_memref_i64(int64_t *, int64_t *aligned,
                                      int64_t offset, int64_t size,

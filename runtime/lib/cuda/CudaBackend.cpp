@@ -52,25 +52,6 @@ bool sameDeviceOverNccl() {
   return true;
 }
 
-/// A GemmBf16 held in a GemmCall's Gemm (StepGraph.h: the pointers as
-/// addresses, never read as floats), and back.
-Gemm floatGemm(const GemmBf16 &g) {
-  Gemm f{nullptr,  nullptr, nullptr, g.M,   g.N,   g.K,  g.transA,
-         g.transB, g.alpha, g.beta,  g.lda, g.ldb, g.ldc};
-  f.a = reinterpret_cast<const float *>(g.a);
-  f.b = reinterpret_cast<const float *>(g.b);
-  f.c = reinterpret_cast<float *>(g.c);
-  return f;
-}
-GemmBf16 bf16Gemm(const Gemm &g) {
-  GemmBf16 h{nullptr,  nullptr, nullptr, g.M,   g.N,   g.K,  g.transA,
-             g.transB, g.alpha, g.beta,  g.lda, g.ldb, g.ldc};
-  h.a = reinterpret_cast<const uint16_t *>(g.a);
-  h.b = reinterpret_cast<const uint16_t *>(g.b);
-  h.c = reinterpret_cast<uint16_t *>(g.c);
-  return h;
-}
-
 /// The world ranks on `device` of this rank's node: every rank's node (the
 /// world rank of its node's first rank) and device, gathered over MPI.
 std::vector<int32_t> sameDevicePeers(int device) {
@@ -155,7 +136,7 @@ void CudaBackend::launchKernel(void *function, const unsigned grid[3],
 
 void CudaBackend::gemmNow(const GemmCall &g) {
   if (g.bf16) {
-    const GemmBf16 b = bf16Gemm(g.gemm);
+    const GemmBf16 b = g.gemm.as<uint16_t>();
     if (g.batched)
       blas.gemmBf16StridedBatched(b, g.strideA, g.strideB, g.strideC, g.batch);
     else
@@ -303,7 +284,7 @@ bool CudaBackend::sgemmStridedBatched(const Gemm &g, int64_t strideA,
 void CudaBackend::gemmBf16(const GemmBf16 &g) {
   // As sgemm, with cublasGemmEx.
   GemmCall c;
-  c.gemm = floatGemm(g);
+  c.gemm = g.as<float>();
   c.gemm.lda = std::max<int64_t>(g.lda, 1);
   c.gemm.ldb = std::max<int64_t>(g.ldb, 1);
   c.bf16 = true;
@@ -313,7 +294,7 @@ void CudaBackend::gemmBf16(const GemmBf16 &g) {
 bool CudaBackend::gemmBf16StridedBatched(const GemmBf16 &g, int64_t strideA,
                                          int64_t strideB, int64_t strideC,
                                          int64_t batch) {
-  gemm(GemmCall{floatGemm(g), true, strideA, strideB, strideC, batch,
+  gemm(GemmCall{g.as<float>(), true, strideA, strideB, strideC, batch,
                 /*bf16=*/true});
   return true;
 }
