@@ -23,11 +23,23 @@ function(zb_add_layering_test name target probe expect)
     PASS_REGULAR_EXPRESSION "${expect}.*(No such file|file not found)")
 endfunction()
 
-foreach(target ZBSchedule zbrt ZBFormatsSupport ZBFormats ZBHostRunner)
+# The MLIR-free libraries, bottom up: zbrt (runtime/), ZBSupport, ZBSchedule,
+# ZBFormats, ZBRunner (docs/architecture.md). None sees MLIR; each sees its
+# own headers and none of a layer above it.
+#   ZBLayering.<target>.no-<layer> the header of a layer above is not found
+foreach(target zbrt ZBSupport ZBSchedule ZBFormats ZBRunner)
   zb_add_layering_test(no-mlir ${target} mlir_probe.cpp "mlir/IR/Builders.h")
   zb_add_layering_test(no-zb-mlir ${target} zb_dialect_probe.cpp
                        "zb/Dialect/ZB/IR/ZBDialect.h")
 endforeach()
-zb_add_layering_test(own ZBSchedule schedule_probe.cpp compiles)
 zb_add_layering_test(own zbrt zbrt_probe.cpp compiles)
+zb_add_layering_test(own ZBSupport support_probe.cpp compiles)
+zb_add_layering_test(own ZBSchedule schedule_probe.cpp compiles)
 zb_add_layering_test(own ZBFormats formats_probe.cpp compiles)
+zb_add_layering_test(own ZBRunner runner_probe.cpp compiles)
+zb_add_layering_test(no-support zbrt support_probe.cpp "zb/Support/AtomicFile.h")
+zb_add_layering_test(no-schedule ZBSupport schedule_probe.cpp
+                     "zb/Schedule/Schedule.h")
+zb_add_layering_test(no-formats ZBSchedule formats_probe.cpp
+                     "zb/Formats/Checkpoint.h")
+zb_add_layering_test(no-runner ZBFormats runner_probe.cpp "zb/Runner/Runner.h")

@@ -1,6 +1,6 @@
 # LLVM Support for the MLIR-free layers, linked as the executable needs it.
 #
-# The MLIR-free libraries (lib/Formats, lib/Schedule, runtime/host) use LLVM's
+# The MLIR-free libraries (lib/Formats, lib/Schedule, lib/Runner) use LLVM's
 # Support library (ADT, JSON, raw_ostream, Error). The compiler (zb-compile,
 # zb-opt, the Python module) links them together with libMLIR.so/libLLVM.so,
 # so there they must use the same libLLVM.so: a second copy of Support in one

@@ -1,6 +1,6 @@
 //===- CheckpointFuzzer.cpp - libFuzzer target for checkpoint.json --------===//
 //
-// Arbitrary bytes to zb::host::parseCheckpoint (zb-run --resume). An
+// Arbitrary bytes to zb::formats::parseCheckpoint (zb-run --resume). An
 // accepted checkpoint has a step >= 1, an optimizer step within it, 16 hex
 // digits of plan hash and checksums that name plain files of the directory
 // with 16 hex digits each. Seed corpus fuzz/corpus/checkpoint.
@@ -14,7 +14,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::StringRef text(reinterpret_cast<const char *>(data), size);
-  auto info = zb::host::parseCheckpoint(text, "fuzz/step-1/checkpoint.json");
+  auto info = zb::formats::parseCheckpoint(text, "fuzz/step-1/checkpoint.json");
   if (!info) {
     llvm::consumeError(info.takeError());
     return 0;

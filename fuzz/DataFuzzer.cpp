@@ -1,19 +1,19 @@
 //===- DataFuzzer.cpp - libFuzzer target for zb-run's training data -------===//
 //
 // Arbitrary bytes as zb-run's data: an input_<i>.pb TensorProto
-// (zb::host::parseDataset, for float32, int64 and int32 inputs of sample
-// shape [2] and [3, 2]) and a text file (zb::host::makeText, bytes and UTF-8
+// (zb::runner::parseDataset, for float32, int64 and int32 inputs of sample
+// shape [2] and [3, 2]) and a text file (zb::runner::makeText, bytes and UTF-8
 // characters). An accepted dataset holds exactly numSamples x
 // sampleElements elements. Seed corpus fuzz/corpus/data.
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbhost/Data.h"
+#include "zb/Runner/Data.h"
 
 #include <cstdint>
 #include <cstdlib>
 
-using namespace zb::host;
+using namespace zb::runner;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::StringRef bytes(reinterpret_cast<const char *>(data), size);

@@ -1,14 +1,14 @@
 //===- ParamsFuzzer.cpp - libFuzzer target for params.bin -----------------===//
 //
 // Arbitrary bytes as the params.bin of a fixed plan: every parameter is read
-// with zb::host::readParam (the reader zb-run uses), which must either fill
+// with zb::runner::readParam (the reader zb-run uses), which must either fill
 // it or say which parameter does not fit; values it returns are finite (it
 // refuses NaN/Inf). The first 8 bytes choose the parameters' offsets and
 // element counts, the rest is the file. Seed corpus fuzz/corpus/params.
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbhost/Data.h"
+#include "zb/Runner/Data.h"
 
 #include <cmath>
 #include <cstdint>
@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int64_t offset = (int64_t)layout[2 * p] * 4;
     int64_t count = layout[2 * p + 1];
     std::vector<float> out(count > 0 ? count : 0);
-    llvm::Error e = zb::host::readParam("fuzz/params.bin", bytes, "w", offset,
+    llvm::Error e = zb::runner::readParam("fuzz/params.bin", bytes, "w", offset,
                                         count, out.data());
     if (e) {
       llvm::consumeError(std::move(e));

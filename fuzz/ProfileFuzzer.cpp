@@ -1,6 +1,6 @@
 //===- ProfileFuzzer.cpp - libFuzzer target for profile.json --------------===//
 //
-// Arbitrary bytes to zb::host::parseProfile (zb-compile --profile,
+// Arbitrary bytes to zb::formats::parseProfile (zb-compile --profile,
 // zb-schedule profile=). An accepted profile has finite, non-negative costs.
 // Seed corpus fuzz/corpus/profile.
 //
@@ -14,7 +14,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::StringRef text(reinterpret_cast<const char *>(data), size);
-  auto profile = zb::host::parseProfile(text, "fuzz/profile.json");
+  auto profile = zb::formats::parseProfile(text, "fuzz/profile.json");
   if (!profile) {
     llvm::consumeError(profile.takeError());
     return 0;

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zb/Schedule/Formats.h"
+#include "zb/Schedule/IO.h"
 #include "zb/Schedule/OptimizerSync.h"
 
 #include "llvm/Support/raw_ostream.h"

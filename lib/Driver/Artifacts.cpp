@@ -1,7 +1,7 @@
 //===- Artifacts.cpp - pipeline.mlir, params.bin, schedule, plan.json -----===//
 #include "zb/Driver/Driver.h"
-#include "zb/Formats/AtomicFile.h"
-#include "zb/Schedule/Formats.h"
+#include "zb/Support/AtomicFile.h"
+#include "zb/Schedule/IO.h"
 #include "zb/Formats/Plan.h"
 #include "zbrt/Symbols.h"
 
@@ -31,8 +31,8 @@ std::string outputPath(const CompileOptions &options, llvm::StringRef name) {
 static llvm::Error
 withOutputFile(llvm::StringRef path,
                llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write) {
-  // Atomic: a temporary file renamed over `path` (zb/Formats/AtomicFile.h).
-  return host::writeFileAtomically(path, write);
+  // Atomic: a temporary file renamed over `path` (zb/Support/AtomicFile.h).
+  return zb::support::writeFileAtomically(path, write);
 }
 
 llvm::Error writeText(llvm::StringRef path, llvm::StringRef text) {
@@ -166,13 +166,13 @@ llvm::Expected<std::string> inputDType(const ModelValueInfo &input) {
 
 /// plan.json "params": name, shape, first stage and its rank, byte offset in
 /// params.bin; tied parameters list every copy.
-static std::vector<host::ParamInfo> planParams(const LoweredPipeline &pipeline) {
+static std::vector<formats::ParamInfo> planParams(const LoweredPipeline &pipeline) {
   const std::vector<int> &stageToRank = pipeline.schedule.stageToRank;
-  std::vector<host::ParamInfo> params;
+  std::vector<formats::ParamInfo> params;
   int64_t offset = 0;
   for (const ModelValueInfo &p : pipeline.info.params) {
     int64_t stage = p.stages.empty() ? 0 : p.stages.front();
-    host::ParamInfo entry;
+    formats::ParamInfo entry;
     entry.name = p.name;
     entry.shape.assign(p.type.getShape().begin(), p.type.getShape().end());
     entry.stage = static_cast<int32_t>(stage);
@@ -189,9 +189,9 @@ static std::vector<host::ParamInfo> planParams(const LoweredPipeline &pipeline) 
 }
 
 /// plan.json "inputs": name, dtype, shape of one sample, stage and rank.
-static llvm::Expected<std::vector<host::InputInfo>>
+static llvm::Expected<std::vector<formats::InputInfo>>
 planInputs(const LoweredPipeline &pipeline) {
-  std::vector<host::InputInfo> inputs;
+  std::vector<formats::InputInfo> inputs;
   for (const ModelValueInfo &in : pipeline.info.inputs) {
     llvm::Expected<std::string> dtype = inputDType(in);
     if (!dtype)
@@ -200,9 +200,9 @@ planInputs(const LoweredPipeline &pipeline) {
     llvm::ArrayRef<int64_t> shape = in.type.getShape();
     if (!shape.empty())
       shape = shape.drop_front();
-    host::InputInfo entry;
+    formats::InputInfo entry;
     entry.name = in.name;
-    entry.dtype = *host::dtypeFromName(*dtype);
+    entry.dtype = *formats::dtypeFromName(*dtype);
     entry.sampleShape.assign(shape.begin(), shape.end());
     entry.stage = static_cast<int32_t>(stage);
     entry.rank = pipeline.schedule.stageToRank[stage];
@@ -221,9 +221,9 @@ planInputs(const LoweredPipeline &pipeline) {
 }
 
 /// plan.json "stages": rank, T_F/T_B/T_W/T_comm (ms), M_B/M_W (bytes).
-static std::vector<host::StageCostInfo>
+static std::vector<formats::StageCostInfo>
 planStages(const LoweredPipeline &pipeline) {
-  std::vector<host::StageCostInfo> stages;
+  std::vector<formats::StageCostInfo> stages;
   for (const StageInfo &s : pipeline.info.stages)
     stages.push_back({static_cast<int32_t>(s.stage),
                       pipeline.schedule.stageToRank[s.stage], s.tF, s.tB,
@@ -233,17 +233,17 @@ planStages(const LoweredPipeline &pipeline) {
 
 /// plan.json "predicted": per schedule, the simulated bubble rates (and the
 /// jitter).
-static std::vector<host::PredictedInfo>
+static std::vector<formats::PredictedInfo>
 planPredicted(llvm::ArrayRef<Prediction> predictions) {
-  std::vector<host::PredictedInfo> predicted;
+  std::vector<formats::PredictedInfo> predicted;
   for (const Prediction &p : predictions) {
-    host::PredictedInfo entry;
+    formats::PredictedInfo entry;
     entry.schedule = p.schedule;
     entry.bubbleRate = p.simulation.bubbleRate;
     entry.makespanMs = p.simulation.makespan;
     entry.rankBubbleRate = p.simulation.rankBubbleRate;
     if (p.jitter)
-      entry.jitter = host::JitterInfo{p.jitter->samples, p.jitter->bubbleRate,
+      entry.jitter = formats::JitterInfo{p.jitter->samples, p.jitter->bubbleRate,
                                       p.jitter->makespan,
                                       p.jitter->rankBubbleRate};
     predicted.push_back(std::move(entry));
@@ -255,16 +255,16 @@ planPredicted(llvm::ArrayRef<Prediction> predictions) {
 }
 
 /// plan.json "ranks": the library, entry and step arguments of every rank.
-static std::vector<host::RankInfo> planRanks(const LoweredPipeline &pipeline) {
-  std::vector<host::RankInfo> ranks;
+static std::vector<formats::RankInfo> planRanks(const LoweredPipeline &pipeline) {
+  std::vector<formats::RankInfo> ranks;
   for (auto [r, rankArgs] : llvm::enumerate(pipeline.rankArgs)) {
-    host::RankInfo rank;
+    formats::RankInfo rank;
     rank.rank = static_cast<int32_t>(r);
     rank.library = llvm::formatv("rank{0}.so", r).str();
     rank.entry = zbrt::symbols::RankEntry;
     for (const RankArg &a : rankArgs)
       rank.args.push_back(
-          {*host::argKindFromName(a.kind), a.index ? *a.index : -1});
+          {*formats::argKindFromName(a.kind), a.index ? *a.index : -1});
     if (r < pipeline.rankSends.size())
       rank.sends = pipeline.rankSends[r];
     ranks.push_back(std::move(rank));
@@ -287,20 +287,20 @@ static std::string dataPath(const CompileOptions &options) {
   return std::string(data);
 }
 
-static host::OptimizerInfo planOptimizer(const CompileOptions &options) {
-  host::OptimizerInfo opt; // AdamW's betas, eps and weight decay: defaults
+static formats::OptimizerInfo planOptimizer(const CompileOptions &options) {
+  formats::OptimizerInfo opt; // AdamW's betas, eps and weight decay: defaults
   opt.kind = options.optimizer;
   opt.lr = options.learningRate;
   return opt;
 }
 
-llvm::Expected<host::Plan> buildPlan(const CompileOptions &options,
+llvm::Expected<formats::Plan> buildPlan(const CompileOptions &options,
                                      const LoweredPipeline &pipeline,
                                      llvm::ArrayRef<Prediction> predictions) {
-  llvm::Expected<std::vector<host::InputInfo>> inputs = planInputs(pipeline);
+  llvm::Expected<std::vector<formats::InputInfo>> inputs = planInputs(pipeline);
   if (!inputs)
     return inputs.takeError();
-  host::Plan plan;
+  formats::Plan plan;
   for (const ModelValueInfo &in : pipeline.info.inputs)
     if (in.type.getRank() > 0)
       plan.microbatchSize = in.type.getDimSize(0);
@@ -339,10 +339,10 @@ llvm::Expected<host::Plan> buildPlan(const CompileOptions &options,
 llvm::Error writePlan(llvm::StringRef path, const CompileOptions &options,
                       const LoweredPipeline &pipeline,
                       llvm::ArrayRef<Prediction> predictions) {
-  llvm::Expected<host::Plan> plan = buildPlan(options, pipeline, predictions);
+  llvm::Expected<formats::Plan> plan = buildPlan(options, pipeline, predictions);
   if (!plan)
     return plan.takeError();
-  return host::writePlan(*plan, path);
+  return formats::writePlan(*plan, path);
 }
 
 } // namespace zb::driver

@@ -1,6 +1,6 @@
 //===- Codegen.cpp - per-rank lowering, LLVM IR, objects, linking ---------===//
 #include "zb/Driver/Driver.h"
-#include "zb/Formats/AtomicFile.h"
+#include "zb/Support/AtomicFile.h"
 #include "zb/Pipelines/Pipelines.h"
 #include "zb/Transforms/Passes.h"
 
@@ -48,8 +48,8 @@ lowerRankToLLVM(ModuleOp pipeline, int64_t rank,
   gpu.blockSize = options.gpuBlockSize;
   gpu.reductionThreads = options.gpuReductionThreads;
   if (kernels)
-    gpu.inspectKernels = [kernels](ModuleOp module) {
-      *kernels = collectGpuKernelLaunches(module);
+    gpu.reportKernels = [kernels](std::vector<GpuKernelLaunch> launches) {
+      *kernels = std::move(launches);
     };
   buildLowerToLLVMPipeline(pm, options.fuseElementwise,
                            options.gpuKernels() ? &gpu : nullptr);
@@ -68,9 +68,10 @@ LogicalResult collectStageKernels(ModuleOp partitioned,
   GpuCodegenOptions gpu;
   gpu.blockSize = options.gpuBlockSize;
   gpu.reductionThreads = options.gpuReductionThreads;
-  gpu.inspectKernels = [&kernels](ModuleOp module) {
-    kernels = collectGpuKernelLaunches(module, /*everyStageFunction=*/true);
+  gpu.reportKernels = [&kernels](std::vector<GpuKernelLaunch> launches) {
+    kernels = std::move(launches);
   };
+  gpu.reportEveryStageFunction = true;
   buildLowerToGpuKernelsPipeline(pm, options.fuseElementwise, gpu);
   return pm.run(*copy);
 }
@@ -290,7 +291,7 @@ llvm::Error linkShared(llvm::ArrayRef<std::string> objects,
     return llvm::createStringError(ec, "cannot resolve " + library);
   // Linked next to the target and renamed over it: a failed link leaves
   // the previous library, a symlink at the path is replaced.
-  return host::replaceFileAtomically(
+  return zb::support::replaceFileAtomically(
       absLibrary, [&](llvm::StringRef tmp) -> llvm::Error {
         SmallVector<StringRef> args{*cc, "-shared", "-o", tmp};
         for (const std::string &object : absObjects)

@@ -1,6 +1,6 @@
 //===- Driver.cpp - options, context, model loading, compile() ------------===//
 #include "zb/Driver/Driver.h"
-#include "zb/Schedule/Formats.h"
+#include "zb/Schedule/IO.h"
 #include "zb/Schedule/Registry.h"
 #include "zb/Dialect/ZB/IR/ZBDialect.h"
 #include "zb/Frontend/ONNX/ONNXImporter.h"
@@ -81,7 +81,7 @@ llvm::Error validateOptions(const CompileOptions &options) {
           sched::optimizerSyncName(options.optimizerSync));
       !sync)
     return error("--optimizer-sync " + llvm::toString(sync.takeError()));
-  if (!zb::host::isValidLearningRate(options.learningRate))
+  if (!zb::formats::isValidLearningRate(options.learningRate))
     return error(llvm::formatv("--lr must be a finite float32 number > 0 "
                                "(at most 3.4e38), got {0}",
                                llvm::format("%g", options.learningRate))
@@ -347,7 +347,7 @@ private:
   std::optional<LoweredPipeline> pipeline;
   std::vector<Prediction> predictions;
   /// plan.json's document (built after the artifacts, before the back half).
-  std::optional<host::Plan> plan;
+  std::optional<formats::Plan> plan;
 };
 } // namespace
 
@@ -372,13 +372,13 @@ LogicalResult Compilation::run() {
     return failure();
   // plan.json's document, once: the rank programs' fingerprints come from
   // it, and it is written last (a plan.json means the programs are there).
-  llvm::Expected<host::Plan> built = buildPlan(options, *pipeline, predictions);
+  llvm::Expected<formats::Plan> built = buildPlan(options, *pipeline, predictions);
   if (!built)
     return report(built.takeError());
   plan = std::move(*built);
   if (failed(backHalf()))
     return failure();
-  if (llvm::Error error = host::writePlan(*plan, path("plan.json")))
+  if (llvm::Error error = formats::writePlan(*plan, path("plan.json")))
     return report(std::move(error));
   progress("wrote " + options.outputDir + "/plan.json; run: zb-run " +
            options.outputDir + " --ranks " + llvm::Twine(pipeline->numRanks()));
@@ -546,12 +546,12 @@ LogicalResult Compilation::applyCosts() {
 LogicalResult Compilation::writeGpuCosts() {
   if (!gpuCosts)
     return success();
-  host::Profile profile;
+  formats::Profile profile;
   profile.plan =
       "zb-compile --gpu-costs (" + std::string(gpuSpecOf(options).peaks.name) +
       " roofline)";
   for (auto [s, c] : llvm::enumerate(*gpuCosts)) {
-    host::ProfiledStage p;
+    formats::ProfiledStage p;
     p.stage = static_cast<int64_t>(s);
     p.rank = pipeline->schedule.stageToRank[s];
     p.tF = c.tF;
@@ -561,7 +561,7 @@ LogicalResult Compilation::writeGpuCosts() {
     profile.stages.push_back(p);
   }
   std::string file = path("gpu_costs.json");
-  if (llvm::Error error = host::writeProfile(profile, file))
+  if (llvm::Error error = formats::writeProfile(profile, file))
     return report(std::move(error));
   progress("GPU costs written to " + file + "; scheduling with them");
   return success();
@@ -628,7 +628,7 @@ LogicalResult Compilation::backHalf() {
     // plan.json): zb_rank_fingerprint, a NUL-terminated JSON string.
     llvm::Module &m = *llvmModule->module;
     auto *text = llvm::ConstantDataArray::getString(
-        m.getContext(), host::rankFingerprint(*plan, (int32_t)r));
+        m.getContext(), formats::rankFingerprint(*plan, (int32_t)r));
     new llvm::GlobalVariable(m, text->getType(), /*isConstant=*/true,
                              llvm::GlobalValue::ExternalLinkage, text,
                              zbrt::symbols::RankFingerprint);

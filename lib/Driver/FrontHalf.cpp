@@ -10,7 +10,7 @@
 #include "zb/Driver/Driver.h"
 #include "zb/Formats/Profile.h"
 #include "zb/Pipelines/Pipelines.h"
-#include "zb/Schedule/Formats.h"
+#include "zb/Schedule/IO.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -65,11 +65,11 @@ LogicalResult scheduleModel(ModuleOp module, const CompileOptions &options,
 
 llvm::Expected<std::vector<StageCostOverride>>
 readProfileCosts(llvm::StringRef path) {
-  llvm::Expected<host::Profile> profile = host::readProfile(path);
+  llvm::Expected<formats::Profile> profile = formats::readProfile(path);
   if (!profile)
     return profile.takeError();
   std::vector<StageCostOverride> costs;
-  for (const host::ProfiledStage &p : profile->stages)
+  for (const formats::ProfiledStage &p : profile->stages)
     costs.push_back({p.tF, p.tB, p.tW, p.tComm, p.cvF, p.cvB, p.cvW});
   return costs;
 }

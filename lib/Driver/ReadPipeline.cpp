@@ -43,7 +43,7 @@ FailureOr<SmallVector<RankArg>> readRankArgs(func::FuncOp step,
 /// left empty when absent.
 static LogicalResult
 readSends(func::FuncOp step,
-          std::optional<std::vector<host::SentMessage>> &sends) {
+          std::optional<std::vector<formats::SentMessage>> &sends) {
   auto list = step->getAttrOfType<ArrayAttr>(kChannelOrderAttr);
   if (!list)
     return success();

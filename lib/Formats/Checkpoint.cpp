@@ -6,8 +6,8 @@
 
 #include "zb/Formats/Checkpoint.h"
 
-#include "zb/Formats/JSON.h"
-#include "zb/Schedule/Formats.h"
+#include "zb/Support/JSON.h"
+#include "zb/Schedule/IO.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -18,7 +18,7 @@
 #include "llvm/Support/xxhash.h"
 
 using namespace llvm;
-using namespace zb::host;
+using namespace zb::formats;
 
 namespace {
 Error fail(StringRef path, const Twine &message) {
@@ -27,7 +27,7 @@ Error fail(StringRef path, const Twine &message) {
 }
 } // namespace
 
-std::string zb::host::planHash(const Plan &plan) {
+std::string zb::formats::planHash(const Plan &plan) {
   std::string text;
   raw_string_ostream os(text);
   os << json::Value(toJSON(plan));
@@ -39,11 +39,11 @@ std::string zb::host::planHash(const Plan &plan) {
   return formatv("{0:x-16}", h).str();
 }
 
-std::string zb::host::checkpointDirName(int64_t step) {
+std::string zb::formats::checkpointDirName(int64_t step) {
   return formatv("step-{0:d8}", step).str();
 }
 
-std::string zb::host::checkpointJSON(const CheckpointInfo &info) {
+std::string zb::formats::checkpointJSON(const CheckpointInfo &info) {
   json::Object o{{"format", "zb-checkpoint"},
                  {"version", 1},
                  {"step", info.step},
@@ -62,9 +62,9 @@ std::string zb::host::checkpointJSON(const CheckpointInfo &info) {
   return formatv("{0:2}\n", json::Value(std::move(o))).str();
 }
 
-Expected<CheckpointInfo> zb::host::parseCheckpoint(StringRef text,
+Expected<CheckpointInfo> zb::formats::parseCheckpoint(StringRef text,
                                                    StringRef path) {
-  if (Error e = checkJSONNesting(text, ("checkpoint '" + path + "'").str()))
+  if (Error e = zb::support::checkJSONNesting(text, ("checkpoint '" + path + "'").str()))
     return std::move(e);
   Expected<json::Value> doc = json::parse(text);
   if (!doc)
@@ -129,7 +129,7 @@ Expected<CheckpointInfo> zb::host::parseCheckpoint(StringRef text,
   return info;
 }
 
-Expected<std::string> zb::host::fileChecksum(StringRef path) {
+Expected<std::string> zb::formats::fileChecksum(StringRef path) {
   auto buffer = MemoryBuffer::getFile(path, /*IsText=*/false,
                                       /*RequiresNullTerminator=*/false);
   if (!buffer)
@@ -137,7 +137,7 @@ Expected<std::string> zb::host::fileChecksum(StringRef path) {
   return formatv("{0:x-16}", xxh3_64bits((*buffer)->getBuffer())).str();
 }
 
-Error zb::host::verifyCheckpointFiles(const CheckpointInfo &info) {
+Error zb::formats::verifyCheckpointFiles(const CheckpointInfo &info) {
   for (const auto &[name, want] : info.checksums) {
     SmallString<256> file(info.dir);
     sys::path::append(file, name);
@@ -162,7 +162,7 @@ static Expected<CheckpointInfo> readCheckpointDir(StringRef dir) {
   return parseCheckpoint((*buffer)->getBuffer(), file);
 }
 
-Expected<CheckpointInfo> zb::host::findCheckpoint(StringRef path) {
+Expected<CheckpointInfo> zb::formats::findCheckpoint(StringRef path) {
   if (!sys::fs::is_directory(path))
     return fail(path, "no such directory");
   SmallString<256> direct(path);
@@ -187,7 +187,7 @@ Expected<CheckpointInfo> zb::host::findCheckpoint(StringRef path) {
   return readCheckpointDir(best);
 }
 
-Error zb::host::checkResumable(const CheckpointInfo &info, const Plan &plan,
+Error zb::formats::checkResumable(const CheckpointInfo &info, const Plan &plan,
                                uint64_t seed) {
   const std::string where = info.dir + "/checkpoint.json";
   if (info.planHash != planHash(plan))

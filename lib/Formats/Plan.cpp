@@ -13,7 +13,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
-using namespace zb::host;
+using namespace zb::formats;
 
 static int64_t product(const std::vector<int64_t> &dims) {
   int64_t n = 1;
@@ -59,19 +59,19 @@ std::optional<E> valueOf(const std::pair<E, const char *> (&table)[N],
 
 } // namespace
 
-const char *zb::host::dtypeName(DType t) { return nameOf(kDTypeNames, t); }
+const char *zb::formats::dtypeName(DType t) { return nameOf(kDTypeNames, t); }
 
-int64_t zb::host::dtypeBytes(DType t) { return t == DType::Int64 ? 8 : 4; }
+int64_t zb::formats::dtypeBytes(DType t) { return t == DType::Int64 ? 8 : 4; }
 
-std::optional<DType> zb::host::dtypeFromName(StringRef name) {
+std::optional<DType> zb::formats::dtypeFromName(StringRef name) {
   return valueOf(kDTypeNames, name);
 }
 
-const char *zb::host::argKindName(ArgKind k) {
+const char *zb::formats::argKindName(ArgKind k) {
   return nameOf(kArgKindNames, k);
 }
 
-std::optional<ArgKind> zb::host::argKindFromName(StringRef name) {
+std::optional<ArgKind> zb::formats::argKindFromName(StringRef name) {
   return valueOf(kArgKindNames, name);
 }
 
@@ -121,7 +121,7 @@ const PredictedInfo *Plan::predictedForThisPlan() const {
 // Rank program fingerprints
 //===----------------------------------------------------------------------===//
 
-std::string zb::host::rankFingerprint(const Plan &plan, int32_t rank) {
+std::string zb::formats::rankFingerprint(const Plan &plan, int32_t rank) {
   json::Array args;
   for (const ArgInfo &a : plan.ranks[rank].args) {
     json::Object o{{"kind", argKindName(a.kind)}};
@@ -213,7 +213,7 @@ static std::string firstDifference(const json::Value &a, const json::Value &b,
   return at.empty() ? "(the document)" : at;
 }
 
-Error zb::host::checkRankFingerprint(const Plan &plan, int32_t rank,
+Error zb::formats::checkRankFingerprint(const Plan &plan, int32_t rank,
                                      StringRef programFingerprint) {
   const std::string expected = rankFingerprint(plan, rank);
   if (programFingerprint == expected)

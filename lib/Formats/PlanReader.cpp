@@ -9,8 +9,8 @@
 #include "zb/Formats/Plan.h"
 
 #include <cmath>
-#include "zb/Formats/JSON.h"
-#include "zb/Schedule/Formats.h"
+#include "zb/Support/JSON.h"
+#include "zb/Schedule/IO.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
@@ -23,7 +23,7 @@
 #include <limits>
 
 using namespace llvm;
-using namespace zb::host;
+using namespace zb::formats;
 
 #define ZB_ASSIGN(lhs, expr)                                                   \
   do {                                                                         \
@@ -582,8 +582,8 @@ Error PlanParser::ranks() {
 
 } // namespace
 
-Expected<Plan> zb::host::parsePlan(StringRef text, StringRef path) {
-  if (Error e = checkJSONNesting(text, path))
+Expected<Plan> zb::formats::parsePlan(StringRef text, StringRef path) {
+  if (Error e = zb::support::checkJSONNesting(text, path))
     return std::move(e);
   Expected<json::Value> parsed = json::parse(text);
   if (!parsed)
@@ -596,7 +596,7 @@ Expected<Plan> zb::host::parsePlan(StringRef text, StringRef path) {
   return PlanParser(path, *root).parse();
 }
 
-Expected<Plan> zb::host::loadPlan(StringRef dir) {
+Expected<Plan> zb::formats::loadPlan(StringRef dir) {
   SmallString<256> path(dir);
   sys::path::append(path, "plan.json");
   ErrorOr<std::unique_ptr<MemoryBuffer>> buf = MemoryBuffer::getFile(path);

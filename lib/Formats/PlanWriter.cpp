@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zb/Formats/AtomicFile.h"
+#include "zb/Support/AtomicFile.h"
 #include "zb/Formats/Plan.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -15,7 +15,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
-using namespace zb::host;
+using namespace zb::formats;
 
 namespace {
 
@@ -121,7 +121,7 @@ json::Array arrayOf(const std::vector<T> &items, Fn convert) {
 
 } // namespace
 
-json::Value zb::host::toJSON(const PredictedInfo &p) {
+json::Value zb::formats::toJSON(const PredictedInfo &p) {
   json::Object o = bubbleJSON(p.bubbleRate, p.makespanMs, p.rankBubbleRate);
   if (p.jitter) {
     json::Object j = bubbleJSON(p.jitter->bubbleRate, p.jitter->makespanMs,
@@ -133,7 +133,7 @@ json::Value zb::host::toJSON(const PredictedInfo &p) {
   return o;
 }
 
-json::Value zb::host::toJSON(const Plan &plan) {
+json::Value zb::formats::toJSON(const Plan &plan) {
   json::Object root{{"format", "zb-plan"},
                       {"version", 1},
                       {"model", plan.model},
@@ -168,8 +168,8 @@ json::Value zb::host::toJSON(const Plan &plan) {
   return root;
 }
 
-Error zb::host::writePlan(const Plan &plan, StringRef path) {
-  return writeFileAtomically(path, [&](raw_ostream &os) {
+Error zb::formats::writePlan(const Plan &plan, StringRef path) {
+  return zb::support::writeFileAtomically(path, [&](raw_ostream &os) {
     os << formatv("{0:2}", toJSON(plan)) << "\n";
     return Error::success();
   });

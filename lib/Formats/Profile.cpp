@@ -5,10 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zb/Formats/AtomicFile.h"
+#include "zb/Support/AtomicFile.h"
 #include "zb/Formats/Profile.h"
-#include "zb/Formats/JSON.h"
-#include "zb/Schedule/Formats.h"
+#include "zb/Support/JSON.h"
+#include "zb/Schedule/IO.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -18,7 +18,7 @@
 #include <cmath>
 
 using namespace llvm;
-using namespace zb::host;
+using namespace zb::formats;
 
 namespace {
 
@@ -106,8 +106,8 @@ Expected<ProfiledStage> readStage(StringRef path, const json::Value &v,
 
 } // namespace
 
-Expected<Profile> zb::host::parseProfile(StringRef text, StringRef path) {
-  if (Error e = checkJSONNesting(text, path))
+Expected<Profile> zb::formats::parseProfile(StringRef text, StringRef path) {
+  if (Error e = zb::support::checkJSONNesting(text, path))
     return std::move(e);
   Expected<json::Value> json = json::parse(text);
   if (!json)
@@ -156,14 +156,14 @@ Expected<Profile> zb::host::parseProfile(StringRef text, StringRef path) {
   return profile;
 }
 
-Expected<Profile> zb::host::readProfile(StringRef path) {
+Expected<Profile> zb::formats::readProfile(StringRef path) {
   auto buffer = MemoryBuffer::getFile(path);
   if (!buffer)
     return profileError(path, "cannot read: " + buffer.getError().message());
   return parseProfile((*buffer)->getBuffer(), path);
 }
 
-void zb::host::writeProfile(raw_ostream &os, const Profile &profile) {
+void zb::formats::writeProfile(raw_ostream &os, const Profile &profile) {
   json::OStream j(os, 2);
   j.object([&] {
     j.attribute("format", "zb-profile");
@@ -189,8 +189,8 @@ void zb::host::writeProfile(raw_ostream &os, const Profile &profile) {
   os << "\n";
 }
 
-Error zb::host::writeProfile(const Profile &profile, StringRef path) {
-  return writeFileAtomically(path, [&](raw_ostream &os) {
+Error zb::formats::writeProfile(const Profile &profile, StringRef path) {
+  return zb::support::writeFileAtomically(path, [&](raw_ostream &os) {
     writeProfile(os, profile);
     return Error::success();
   });

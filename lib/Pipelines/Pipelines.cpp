@@ -62,62 +62,9 @@ void buildPipelineParallelPipeline(OpPassManager &pm,
   buildSchedulePipeline(pm, options);
 }
 
-namespace {
-/// Calls a function on the module (GpuCodegenOptions::inspectKernels).
-struct InspectPass
-    : public PassWrapper<InspectPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(InspectPass)
-  explicit InspectPass(std::function<void(ModuleOp)> fn) : fn(std::move(fn)) {}
-  StringRef getArgument() const override { return "zb-inspect-kernels"; }
-  void runOnOperation() override { fn(getOperation()); }
-  std::function<void(ModuleOp)> fn;
-};
-
-/// Fails when a parallel loop is left in host code after
-/// convert-parallel-loops-to-gpu: on the GPU target it would run on the
-/// host on device buffers.
-struct CheckHostLoopsPass
-    : public PassWrapper<CheckHostLoopsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CheckHostLoopsPass)
-  StringRef getArgument() const override { return "zb-gpu-check-host-loops"; }
-  void runOnOperation() override {
-    WalkResult r = getOperation().walk([](scf::ParallelOp loop) {
-      if (loop->getParentOfType<gpu::GPUModuleOp>())
-        return WalkResult::advance();
-      loop.emitError("zb: a parallel loop was not mapped to a GPU kernel "
-                     "(convert-parallel-loops-to-gpu left it in host code)");
-      return WalkResult::interrupt();
-    });
-    if (r.wasInterrupted())
-      return signalPassFailure();
-    // Host code reads and writes no element data (zb-gpu-wrap-scalar-ops,
-    // zb-gpu-sink-serial-loops): it only allocates, launches and calls the
-    // runtime, so the host never has to wait for the GPU to see data.
-    // Index and i1 buffers are the deallocation helper's host lists.
-    r = getOperation().walk([](Operation *op) {
-      if (!isa<memref::LoadOp, memref::StoreOp>(op) ||
-          op->getParentOfType<gpu::GPUModuleOp>())
-        return WalkResult::advance();
-      Value memref = isa<memref::LoadOp>(op)
-                         ? cast<memref::LoadOp>(op).getMemRef()
-                         : cast<memref::StoreOp>(op).getMemRef();
-      Type element = cast<MemRefType>(memref.getType()).getElementType();
-      if (element.isIndex() || element.isInteger(1))
-        return WalkResult::advance();
-      op->emitError("zb: host code ")
-          << (isa<memref::LoadOp>(op) ? "reads" : "writes")
-          << " device memory outside a GPU kernel (" << op->getName() << ")";
-      return WalkResult::interrupt();
-    });
-    if (r.wasInterrupted())
-      signalPassFailure();
-  }
-};
-} // namespace
-
 /// The GPU part of buildTensorsToLLVMPipeline up to outlined kernels
 /// (GpuCodegenOptions): reductions as kernels, flattened and tiled parallel
-/// loops, gpu-kernel-outlining, the host-loop check, inspectKernels.
+/// loops, gpu-kernel-outlining, the host-loop check, the kernel report.
 static void addGpuKernelPasses(OpPassManager &pm,
                                const GpuCodegenOptions &gpu) {
   OpPassManager &fn = pm.nest<func::FuncOp>();
@@ -143,10 +90,11 @@ static void addGpuKernelPasses(OpPassManager &pm,
   // the fatbin, never a host pointer handed to a kernel.
   pm.addNestedPass<func::FuncOp>(createZBGpuSinkConstants());
   pm.addPass(createGpuKernelOutliningPass());
-  pm.addPass(std::make_unique<CheckHostLoopsPass>());
+  pm.addPass(createZBGpuCheckHostLoops());
   pm.addPass(createZBGpuCheckDeviceMemory());
-  if (gpu.inspectKernels)
-    pm.addPass(std::make_unique<InspectPass>(gpu.inspectKernels));
+  if (gpu.reportKernels)
+    pm.addPass(createZBGpuReportKernels(gpu.reportKernels,
+                                        gpu.reportEveryStageFunction));
   // Index arithmetic on the launches' constants, in 32 bits where it fits
   // (after the report, which it leaves unchanged).
   pm.addPass(createZBGpuNarrowIndex());

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zb/Schedule/Report.h"
-#include "zb/Schedule/Formats.h"
+#include "zb/Schedule/IO.h"
 #include "zb/Schedule/Registry.h"
 
 #include "llvm/ADT/SmallVector.h"

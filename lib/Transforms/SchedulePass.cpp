@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "zb/Formats/Profile.h"
-#include "zb/Schedule/Formats.h"
+#include "zb/Schedule/IO.h"
 #include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 #include "zb/Transforms/Passes.h"
@@ -30,11 +30,11 @@ using namespace zb;
 
 /// zb-opt's `profile=FILE`: the file's costs applied to `zb.pipeline`.
 static LogicalResult applyProfileFile(ModuleOp module, StringRef path) {
-  llvm::Expected<host::Profile> profile = host::readProfile(path);
+  llvm::Expected<formats::Profile> profile = formats::readProfile(path);
   if (!profile)
     return module.emitError(llvm::toString(profile.takeError()));
   SmallVector<StageCostOverride> costs;
-  for (const host::ProfiledStage &p : profile->stages)
+  for (const formats::ProfiledStage &p : profile->stages)
     costs.push_back({p.tF, p.tB, p.tW, p.tComm, p.cvF, p.cvB, p.cvW});
   return applyStageCosts(module, costs, ("profile '" + path + "'").str());
 }

@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zb/Driver/Driver.h"
-#include "zb/Schedule/Formats.h"
+#include "zb/Schedule/IO.h"
 #include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 

@@ -14,11 +14,11 @@
 // program, feeds it the step's samples, calls it once per training step,
 // applies the optimizer to its parameters, and rank 0 reports loss and time
 // per step, then the predicted (plan.json) and realized bubble rates.
-// Option parsing only: the runner is runtime/host (zbhost/Runner.h).
+// Option parsing only: the runner is lib/Runner (zb/Runner/Runner.h).
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbhost/Runner.h"
+#include "zb/Runner/Runner.h"
 
 #include "llvm/Support/CommandLine.h"
 
@@ -26,7 +26,7 @@
 #include <tuple>
 
 using namespace llvm;
-using namespace zb::host;
+using namespace zb::runner;
 
 namespace {
 

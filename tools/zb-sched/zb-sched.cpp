@@ -9,11 +9,11 @@
 // Costs and memory are per rank (comma-separated lists: one value = every
 // rank). --memory-limit takes an absolute value or a multiple of p*M_B
 // ("1p", "2p", "1.5p"). Option parsing only: the work is lib/Schedule
-// (zb/Schedule/Report.h); -o is written atomically (zb/Formats/AtomicFile.h).
+// (zb/Schedule/Report.h); -o is written atomically (zb/Support/AtomicFile.h).
 //
 //===----------------------------------------------------------------------===//
 
-#include "zb/Formats/AtomicFile.h"
+#include "zb/Support/AtomicFile.h"
 #include "zb/Schedule/Report.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -157,7 +157,7 @@ int writeOutput(llvm::StringRef text) {
                                         ec.message()));
   }
   llvm::Error e =
-      zb::host::writeFileAtomically(outputFile, [&](llvm::raw_ostream &os) {
+      zb::support::writeFileAtomically(outputFile, [&](llvm::raw_ostream &os) {
         os << text;
         return llvm::Error::success();
       });

@@ -1,10 +1,10 @@
 //===- LauncherTest.cpp - zb-run's filter of mpirun's stderr --------------===//
 
-#include "zbhost/Launcher.h"
+#include "zb/Runner/Launcher.h"
 
 #include "gtest/gtest.h"
 
-using zb::host::MpirunStderrFilter;
+using zb::runner::MpirunStderrFilter;
 
 namespace {
 

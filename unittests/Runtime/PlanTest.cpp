@@ -21,7 +21,7 @@
 #include <functional>
 #include <string>
 
-using namespace zb::host;
+using namespace zb::formats;
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include <cstdio>
 #include <string>
 
-using namespace zb::host;
+using namespace zb::formats;
 
 namespace {
 

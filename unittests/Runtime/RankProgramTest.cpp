@@ -1,6 +1,6 @@
 //===- RankProgramTest.cpp - one rank's program, buffers and data ---------===//
 //
-// zbhost/RankProgram.h without MPI, on the fixture fake1 (plan.json of
+// zb/Runner/RankProgram.h without MPI, on the fixture fake1 (plan.json of
 // Inputs/fake1, params.bin and input_0.pb from MakeFixtures.cpp, the rank
 // program fake_rank0.so): what loadRankProgram reads, the memref
 // descriptors it builds, the samples fillInputs feeds per step
@@ -11,11 +11,12 @@
 
 #include "FakeData.h"
 
-#include "zbhost/RankProgram.h"
+#include "zb/Runner/RankProgram.h"
 
 #include "gtest/gtest.h"
 
-using namespace zb::host;
+using namespace zb::formats;
+using namespace zb::runner;
 using namespace zbtest;
 
 namespace {

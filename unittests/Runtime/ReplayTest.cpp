@@ -1,15 +1,15 @@
 //===- ReplayTest.cpp - zb-run's measured pass times and replay -----------===//
 //
-// zbhost/Replay.h without MPI: the per-stage statistics of traced passes
+// zb/Runner/Replay.h without MPI: the per-stage statistics of traced passes
 // (means, population coefficient of variation, shortest receive), the replay
 // of a schedule with traced durations and T_comm = 0, and the prediction at
 // the measured costs, against timelines worked out by hand.
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbhost/Replay.h"
+#include "zb/Runner/Replay.h"
 
-#include "zb/Schedule/Formats.h"
+#include "zb/Schedule/IO.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -18,7 +18,8 @@
 
 #include <unistd.h>
 
-using namespace zb::host;
+using namespace zb::formats;
+using namespace zb::runner;
 using zbrt::EventKind;
 using zbrt::TraceEvent;
 

@@ -1,18 +1,19 @@
 //===- ReportTest.cpp - what zb-run's rank 0 prints -----------------------===//
 //
-// zbhost/Report.h on a report filled by hand: the exact text lines (the
+// zb/Runner/Report.h on a report filled by hand: the exact text lines (the
 // formats test/Tools/zb-compile-output.test and ZbRunTest.cpp match), the
 // JSON document read back, and the gradient report in both formats.
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbhost/Report.h"
+#include "zb/Runner/Report.h"
 
 #include "llvm/Support/JSON.h"
 
 #include "gtest/gtest.h"
 
-using namespace zb::host;
+using namespace zb::formats;
+using namespace zb::runner;
 
 namespace {
 

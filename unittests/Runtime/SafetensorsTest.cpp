@@ -1,12 +1,12 @@
 //===- SafetensorsTest.cpp - parameters as a safetensors file -------------===//
 //
-// zbhost/Safetensors.h on a plan filled by hand: the exact bytes of the
+// zb/Runner/Safetensors.h on a plan filled by hand: the exact bytes of the
 // file (header length, sorted JSON header padded to 8 bytes, the tensors in
 // the header's order), and the names it refuses.
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbhost/Safetensors.h"
+#include "zb/Runner/Safetensors.h"
 
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
@@ -16,7 +16,8 @@
 
 #include <cstring>
 
-using namespace zb::host;
+using namespace zb::formats;
+using namespace zb::runner;
 
 namespace {
 

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbhost/Data.h"
+#include "zb/Runner/Data.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -25,7 +25,8 @@
 #include <string>
 #include <vector>
 
-using namespace zb::host;
+using namespace zb::formats;
+using namespace zb::runner;
 
 namespace {
 

@@ -376,7 +376,7 @@ struct LoweredPipeline {
   std::vector<llvm::SmallVector<RankArg>> rankArgs;
   /// Per rank: the messages its step function sends, in program order
   /// (zb-lower-pipeline's zb.channel_order; none when absent).
-  std::vector<std::optional<std::vector<host::SentMessage>>> rankSends;
+  std::vector<std::optional<std::vector<formats::SentMessage>>> rankSends;
   /// Batch input index -> the range its integer values must lie in (the
   /// rows of the table a zb.gather indexes, the classes of a
   /// zb.cross_entropy or zb.one_hot it feeds; the smallest over its uses).
@@ -426,7 +426,7 @@ llvm::Error writeModule(llvm::StringRef path, mlir::ModuleOp module);
 /// Writes `text` to `path` (atomically).
 llvm::Error writeText(llvm::StringRef path, llvm::StringRef text);
 /// The plan's schedule with the costs it was planned with, "zb-schedule"
-/// JSON (include/zb/Schedule/Formats.h); zb-run re-simulates it.
+/// JSON (include/zb/Schedule/IO.h); zb-run re-simulates it.
 llvm::Error writeScheduleJSON(llvm::StringRef path,
                               const LoweredPipeline &pipeline);
 /// The plan's schedule as a picture (zb::sched::writeSVG).
@@ -444,7 +444,7 @@ llvm::Error writeParams(llvm::StringRef path, const PipelineInfo &info,
 /// "int64" or "int32"; an error naming the input otherwise.
 llvm::Expected<std::string> inputDType(const ModelValueInfo &input);
 /// The plan.json document (docs/plan-json.md), the contract with zb-run.
-llvm::Expected<host::Plan> buildPlan(const CompileOptions &options,
+llvm::Expected<formats::Plan> buildPlan(const CompileOptions &options,
                                      const LoweredPipeline &pipeline,
                                      llvm::ArrayRef<Prediction> predictions);
 /// buildPlan written to `path`.

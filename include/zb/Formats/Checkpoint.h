@@ -41,7 +41,7 @@
 #include <map>
 #include <string>
 
-namespace zb::host {
+namespace zb::formats {
 
 struct CheckpointInfo {
   std::string dir;           ///< the step-<S> directory (not written)
@@ -88,6 +88,6 @@ llvm::Expected<CheckpointInfo> findCheckpoint(llvm::StringRef path);
 llvm::Error checkResumable(const CheckpointInfo &info, const Plan &plan,
                            uint64_t seed);
 
-} // namespace zb::host
+} // namespace zb::formats
 
 #endif // ZB_FORMATS_CHECKPOINT_H

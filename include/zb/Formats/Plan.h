@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-namespace zb::host {
+namespace zb::formats {
 
 /// Where a copy of a parameter or an input lives.
 struct Placement {
@@ -242,6 +242,6 @@ llvm::json::Value toJSON(const PredictedInfo &predicted);
 /// Error: "cannot write <path>: <reason>".
 llvm::Error writePlan(const Plan &plan, llvm::StringRef path);
 
-} // namespace zb::host
+} // namespace zb::formats
 
 #endif // ZB_FORMATS_PLAN_H

@@ -16,7 +16,7 @@
 //
 // t_x: mean cost (ms) of the stage's x passes over the measured steps (a
 // pass's duration plus its rank's own work on the messages it receives and
-// sends, zb::host::passCosts); cv_x: their coefficient of variation
+// sends, zb::formats::passCosts); cv_x: their coefficient of variation
 // (population standard deviation / mean); t_comm: the shortest wait of a
 // receive of the stage's rank (ms, a latency estimate); count_x: passes
 // measured. cv_x and count_x are optional
@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-namespace zb::host {
+namespace zb::formats {
 
 /// One entry of "stages": what was measured for one pipeline stage.
 struct ProfiledStage {
@@ -74,6 +74,6 @@ void writeProfile(llvm::raw_ostream &os, const Profile &profile);
 /// Writes it to `path`; error "cannot open '<path>': <reason>".
 llvm::Error writeProfile(const Profile &profile, llvm::StringRef path);
 
-} // namespace zb::host
+} // namespace zb::formats
 
 #endif // ZB_FORMATS_PROFILE_H

@@ -3,6 +3,7 @@
 #define ZB_PIPELINES_PIPELINES_H
 
 #include "zb/Schedule/Schedule.h"
+#include "zb/Target/CUDA/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -125,9 +126,13 @@ struct GpuCodegenOptions {
   /// every reduction is one thread per output with a serial loop.
   int64_t reductionThreads = 256;
   bool emulate = false;         ///< kernels as host loops (no toolkit used)
-  /// Called on the module right after gpu-kernel-outlining (e.g. for
-  /// zb::collectGpuKernelLaunches); not called when empty.
-  std::function<void(mlir::ModuleOp)> inspectKernels;
+  /// zb-gpu-report-kernels right after gpu-kernel-outlining hands the
+  /// module's kernel launches and GEMMs to this callback (zb-compile
+  /// --gpu-report, --gpu-costs); no report when empty.
+  KernelReportCallback reportKernels;
+  /// The report counts every stage function once (a module before
+  /// zb-lower-pipeline, for --gpu-costs), not a step function's calls.
+  bool reportEveryStageFunction = false;
 };
 
 /// The CUDA target up to outlined kernels (before emulation or NVVM):

@@ -5,7 +5,7 @@
 // the schedule built by name or read from a file (zb's JSON or PyTorch's
 // CSV) and verified, the communication checks under every send semantics
 // and channel matching, the steady state of every optimizer sync mode, the
-// report in every output format (zb/Schedule/Formats.h, with the ILP's,
+// report in every output format (zb/Schedule/IO.h, with the ILP's,
 // communication's and optimizer sync's parts in text and JSON), and the
 // --compare table of every schedule. Error messages name zb-sched's flags
 // ("--cost-b: 'x' is not a number"). Times are ms, memory in the unit of
@@ -95,9 +95,9 @@ enum class ReportFormat { Text, JSON, CSV, CSVComm, Trace, SVG };
 std::optional<ReportFormat> parseReportFormat(llvm::StringRef name);
 
 /// Writes the report of one schedule in \p format: writeText or the JSON
-/// document of Formats.h with, when given, the ILP run (status, bounds,
+/// document of IO.h with, when given, the ILP run (status, bounds,
 /// gap), the communication checks and the optimizer sync; CSV, trace and
-/// SVG as Formats.h writes them (trace and SVG draw \p sync's selected
+/// SVG as IO.h writes them (trace and SVG draw \p sync's selected
 /// mode). \p ilp is reported only when its status is set.
 void writeReport(llvm::raw_ostream &os, ReportFormat format,
                  const Problem &problem, const Schedule &schedule,

@@ -71,7 +71,7 @@ inline constexpr const char RankEntry[] = "zb_rank_main";
 using RankEntryFn = void (*)(void **argv);
 
 /// The NUL-terminated JSON string a rank program from zb-compile exports:
-/// what it was compiled for (zb::host::rankFingerprint); zb-run checks it
+/// what it was compiled for (zb::formats::rankFingerprint); zb-run checks it
 /// against plan.json before running.
 inline constexpr const char RankFingerprint[] = "zb_rank_fingerprint";
 

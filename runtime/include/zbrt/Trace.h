@@ -68,7 +68,7 @@ void traceRecord(const TraceEvent &event);
 /// and the rank's own work on messages (a send, a receive from the moment
 /// its message was there: TraceEvent::workFromUs), the union of their
 /// intervals within that span; waiting for a peer is idle. A profiled pass
-/// cost includes the same message work (zb::host::StageProfile), so this is
+/// cost includes the same message work (zb::runner::StageProfile), so this is
 /// the per-rank form of the bubble rate of Qi et al. 2024 (Section 3) at the
 /// costs the plan was scheduled with, measured instead of simulated.
 struct BubbleStats {

@@ -16,9 +16,25 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include <functional>
+#include <vector>
+
 namespace zb {
 #define GEN_PASS_DECL
 #include "zb/Target/CUDA/Passes.h.inc"
+
+struct GpuKernelLaunch;
+
+/// What zb-gpu-report-kernels hands the driver: every kernel launch and
+/// runtime GEMM of the module (zb/Target/CUDA/KernelReport.h).
+using KernelReportCallback =
+    std::function<void(std::vector<GpuKernelLaunch> launches)>;
+
+/// zb-gpu-report-kernels with a callback instead of the printed table
+/// (zb-compile's --gpu-report and --gpu-costs).
+std::unique_ptr<mlir::Pass>
+createZBGpuReportKernels(KernelReportCallback callback,
+                         bool everyStageFunction = false);
 
 #define GEN_PASS_REGISTRATION
 #include "zb/Target/CUDA/Passes.h.inc"

@@ -246,6 +246,53 @@ def ZBGpuCheckDeviceMemory : Pass<"zb-gpu-check-device-memory", "mlir::ModuleOp"
   }];
 }
 
+def ZBGpuCheckHostLoops : Pass<"zb-gpu-check-host-loops", "mlir::ModuleOp"> {
+  let summary = "Refuses host code that computes on device memory";
+  let description = [{
+    For the CUDA target, after convert-parallel-loops-to-gpu and
+    gpu-kernel-outlining: the rank program's host code only allocates,
+    launches kernels and calls the runtime, so the host never waits for the
+    GPU to see data (zb-gpu-wrap-scalar-ops and zb-gpu-sink-serial-loops put
+    every element access into a kernel). The pass fails with an error at
+    the operation
+    - on an `scf.parallel` left outside a `gpu.module` ("a parallel loop was
+      not mapped to a GPU kernel"): it would run on the host, on device
+      buffers;
+    - on a `memref.load` or `memref.store` of a float or integer element
+      outside a `gpu.module` ("host code reads/writes device memory outside a
+      GPU kernel"). Index and i1 buffers are exempt: they are the host lists
+      of the ownership-based deallocation.
+    The IR is unchanged.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def ZBGpuReportKernels : Pass<"zb-gpu-report-kernels", "mlir::ModuleOp"> {
+  let summary = "The kernel report: every kernel launch and runtime GEMM with its roofline cost";
+  let description = [{
+    For the CUDA target, right after gpu-kernel-outlining (where the
+    launches' grids and the kernels' bodies are still visible): collects
+    every `gpu.launch_func` and runtime GEMM of the module with its grid,
+    block, bytes read and written and FLOPs (zb::collectGpuKernelLaunches,
+    zb/Target/CUDA/KernelReport.h) and hands them to the caller: zb-compile
+    builds the pass with a callback (zb::createZBGpuReportKernels(callback),
+    for --gpu-report and --gpu-costs). Built from its name (zb-opt), the pass
+    prints the report's table on stdout (zb::gpuReportText: per kernel the
+    H100 roofline time plus `launch-us` microseconds, then the F/B/W sums
+    per stage). `every-stage-function`: count every function with a
+    `zb.stage` once (a module of stage functions before zb-lower-pipeline,
+    as --gpu-costs lowers it), not the calls of a step function. The IR is
+    unchanged.
+  }];
+  let options = [
+    Option<"everyStageFunction", "every-stage-function", "bool",
+           /*default=*/"false",
+           "Count every stage function once (before zb-lower-pipeline)">,
+    Option<"launchUs", "launch-us", "double", /*default=*/"3.0",
+           "Microseconds added to every kernel launch and GEMM">,
+  ];
+}
+
 def ZBGpuNarrowIndex : Pass<"zb-gpu-narrow-index", "mlir::ModuleOp"> {
   let summary = "Kernel index arithmetic on constants and in 32 bits where it fits";
   let description = [{

@@ -1,0 +1,90 @@
+//===- Report.h - zb-run: what rank 0 prints ---------------------*- C++
+//-*-===//
+//
+// The per-step lines and the end-of-run report of zb-run, as text or as one
+// JSON document (--report-format json; docs/plan-json.md, "What zb-run
+// reports about the bubble"), and the gradient report of
+// --report-gradients. Pure formatting: no MPI, no clock.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZB_RUNNER_REPORT_H
+#define ZB_RUNNER_REPORT_H
+
+#include "zb/Runner/GradSync.h"
+#include "zb/Formats/Plan.h"
+#include "zb/Runner/Replay.h"
+#include "zbrt/zbrt.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zb::runner {
+
+// The plan's types and readers (lib/Formats), which the runner speaks.
+using formats::Plan;
+
+/// One training step as rank 0 reports it.
+struct StepResult {
+  int64_t step = 0;  ///< 1-based
+  double loss = 0;   ///< loss / num_microbatches of the loss rank
+  double timeMs = 0; ///< max over ranks of the step's wall time
+};
+
+/// Everything of the end-of-run report (rank 0).
+struct RunReport {
+  std::vector<StepResult> steps;
+  /// Per rank: mean realized bubble rate over the measured steps
+  /// (zbrt::computeBubble); std::nullopt for a rank without traced actions.
+  std::vector<std::optional<double>> realizedBubbleRate;
+  /// Per rank: mean replayed bubble rate (replayStep) over replaySteps
+  /// steps; empty when no step was replayed.
+  std::vector<double> replayedBubbleRate;
+  int64_t replaySteps = 0;
+  std::optional<MeasuredPrediction> atMeasured;
+  std::vector<int64_t> peakHeapBytes; ///< per rank (zbrt_pool_stats)
+  /// Per rank under --backend cuda (zbrt_cuda_stats); empty otherwise.
+  std::vector<ZbrtCudaStats> cuda;
+  std::string traceFile;              ///< "" when no trace was written
+  std::string profileFile;            ///< "" when no profile was written
+  /// Clipped / skipped steps and rollbacks (mode "none" without checks).
+  GradSyncReport gradSync;
+  /// --overlap-steps: wall-clock ms per step from the start of step 2 to
+  /// the end of the last (the slowest rank), iterations overlapping.
+  std::optional<double> wallStepTimeMs;
+
+  /// Mean step time (ms) of the measured steps: all but the run's first
+  /// (it warms up), or the first alone.
+  double meanStepTimeMs() const;
+  /// "steps 2-S" or "step 1" (from the first step of a resumed run).
+  std::string measuredSteps() const;
+};
+
+/// "step   3  loss 0.412000  time 1.62 ms".
+void printStepLine(llvm::raw_ostream &os, const StepResult &step);
+
+/// The text report: schedule, predicted bubble rates, realized step time,
+/// realized/predicted bubble per rank, replayed and at-measured bubble,
+/// peak heap, trace and profile files.
+void printTextReport(llvm::raw_ostream &os, const Plan &plan,
+                     const RunReport &report);
+
+/// The same as one JSON document (plan, schedule, num_ranks, num_stages,
+/// num_microbatches, steps, predicted, mean_step_time_ms,
+/// replayed_bubble_rate, at_measured_costs, peak_heap_bytes,
+/// realized_bubble_rate, trace, profile).
+void printJsonReport(llvm::raw_ostream &os, const Plan &plan,
+                     const RunReport &report);
+
+/// --report-gradients: the loss and the L2 norm of every parameter's mean
+/// gradient (norms[i] for plan.params[i]), as "loss X" / "grad_norm NAME X"
+/// lines or {"loss": X, "grad_norm": {NAME: X, ...}}.
+void printGradientReport(llvm::raw_ostream &os, double loss, const Plan &plan,
+                         const std::vector<double> &norms, bool json);
+
+} // namespace zb::runner
+
+#endif // ZB_RUNNER_REPORT_H

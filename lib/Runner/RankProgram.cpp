@@ -1,0 +1,432 @@
+//===- RankProgram.cpp - zb-run: one rank's program and buffers -----------===//
+
+#include "zb/Runner/RankProgram.h"
+
+#include "zbrt/zbrt.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+using namespace llvm;
+using namespace zb::runner;
+using namespace zb::formats;
+
+namespace {
+
+Error makeError(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+std::string resolvePath(StringRef base, StringRef path) {
+  if (sys::path::is_absolute(path))
+    return path.str();
+  SmallString<256> p(base);
+  sys::path::append(p, path);
+  return std::string(p);
+}
+
+// AddressSanitizer refuses RTLD_DEEPBIND (it would bypass its interceptors):
+// sanitized builds (scripts/test-sanitized.sh) load without it.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kDeepBind = 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr int kDeepBind = 0;
+#else
+constexpr int kDeepBind = RTLD_DEEPBIND;
+#endif
+#else
+constexpr int kDeepBind = RTLD_DEEPBIND;
+#endif
+
+/// ranks[rank].library: dlopen and the entry symbol.
+Error loadLibrary(RankProgram &rp, const Plan &plan, bool forRun) {
+  const RankInfo &info = plan.ranks[rp.rank];
+  std::string lib = resolvePath(plan.dir, info.library);
+  if (!sys::fs::exists(lib))
+    return makeError(formatv("{0}: ranks[{1}].library: '{2}' not found",
+                             plan.path, rp.rank, lib));
+  // No symlink out of the plan directory: the program's real path must be
+  // inside the directory's.
+  SmallString<256> realLib, realDir;
+  if (sys::fs::real_path(lib, realLib) ||
+      sys::fs::real_path(plan.dir.empty() ? "." : plan.dir, realDir) ||
+      sys::path::parent_path(realLib) != realDir)
+    return makeError(formatv("{0}: ranks[{1}].library: '{2}' resolves to "
+                             "'{3}', outside the plan directory",
+                             plan.path, rp.rank, info.library, realLib));
+  dlerror();
+  // RTLD_DEEPBIND: the program's own functions win over same-named ones
+  // already loaded (libc exports `step`, for one); zbrt_* still resolve
+  // from the libzbrt.so zb-run is linked with.
+  rp.handle = dlopen(lib.c_str(), RTLD_NOW | kDeepBind |
+                                      (forRun ? RTLD_GLOBAL : RTLD_LOCAL));
+  if (!rp.handle) {
+    const char *why = dlerror();
+    return makeError(formatv("{0}: cannot load rank program: {1}", lib,
+                             why ? why : "unknown error"));
+  }
+  // A program from zb-compile says what it was compiled for; hand-written
+  // ones (the runtime's test fixtures) carry no fingerprint.
+  if (const auto *fingerprint = static_cast<const char *>(
+          dlsym(rp.handle, zbrt::symbols::RankFingerprint)))
+    if (Error e = checkRankFingerprint(plan, rp.rank, fingerprint))
+      return e;
+  rp.entry = reinterpret_cast<zbrt::symbols::RankEntryFn>(dlsym(rp.handle, info.entry.c_str()));
+  if (!rp.entry)
+    return makeError(formatv("{0}: entry symbol '{1}' (ranks[{2}].entry) "
+                             "not found",
+                             lib, info.entry, rp.rank));
+  return Error::success();
+}
+
+/// Parameters (initial values from params.bin), gradient and AdamW buffers.
+/// A params.bin-layout file must be exactly as long as the plan's
+/// parameters (a longer one is another model's, or a plan edited to fewer
+/// parameters).
+static Error checkParamsFileSize(StringRef file, StringRef bytes,
+                                 const Plan &plan) {
+  int64_t end = 0;
+  for (const ParamInfo &p : plan.params)
+    end = std::max(end, p.offsetBytes + 4 * p.numElements());
+  if ((int64_t)bytes.size() > end)
+    return makeError(formatv("{0}: {1} bytes, but plan.json's parameters end "
+                             "at byte {2} (a file of another model?)",
+                             file, bytes.size(), end)
+                         .str());
+  return Error::success();
+}
+
+/// One buffer for every gradient of `grads`, each a view of it at a 64-byte
+/// aligned offset (in the order of the parameter indices).
+Buffer gradientArena(const Plan &plan, std::map<int64_t, Buffer> &grads) {
+  auto padded = [](int64_t n) { return (uint64_t)(4 * n + 63) / 64 * 64; };
+  uint64_t total = 0;
+  for (auto &[index, g] : grads)
+    total += padded(plan.params[index].numElements());
+  Buffer arena((int64_t)(total / 4));
+  uint64_t at = 0;
+  for (auto &[index, g] : grads) {
+    int64_t n = plan.params[index].numElements();
+    g = Buffer(arena, at, n);
+    at += padded(n);
+  }
+  return arena;
+}
+
+Error loadParams(RankProgram &rp, const Plan &plan, StringRef paramsFile) {
+  std::unique_ptr<MemoryBuffer> paramsBin;
+  std::string paramsPath = paramsFile.empty()
+                               ? resolvePath(plan.dir, "params.bin")
+                               : paramsFile.str();
+  for (const ArgInfo &a : plan.ranks[rp.rank].args) {
+    if (a.kind != ArgKind::Param && a.kind != ArgKind::Grad)
+      continue;
+    const ParamInfo &p = plan.params[a.index];
+    if (a.kind == ArgKind::Grad) {
+      if (!rp.grads.count(a.index))
+        rp.grads.emplace(a.index, Buffer()); // a view of the arena, below
+      continue;
+    }
+    if (rp.params.count(a.index))
+      continue;
+    if (!paramsBin) {
+      auto buf = MemoryBuffer::getFile(paramsPath, /*IsText=*/false,
+                                       /*RequiresNullTerminator=*/false);
+      if (!buf)
+        return makeError(paramsPath +
+                         ": cannot read: " + buf.getError().message());
+      paramsBin = std::move(*buf);
+      if (Error e = checkParamsFileSize(paramsPath, paramsBin->getBuffer(),
+                                        plan))
+        return e;
+    }
+    Buffer buf(p.numElements());
+    if (Error e = readParam(paramsPath, paramsBin->getBuffer(), p.name,
+                            p.offsetBytes, p.numElements(), buf.data()))
+      return e;
+    rp.params.emplace(a.index, std::move(buf));
+  }
+  rp.gradArena = gradientArena(plan, rp.grads);
+  for (auto &[index, g] : rp.grads) {
+    if (!rp.params.count(index))
+      return makeError(formatv("{0}: ranks[{1}] has a grad argument for "
+                               "parameter {2} ('{3}') but no param argument",
+                               plan.path, rp.rank, index,
+                               plan.params[index].name));
+    if (plan.optimizer.kind == zb::Optimizer::AdamW) {
+      rp.adamM.emplace(index, Buffer(g.size()));
+      rp.adamV.emplace(index, Buffer(g.size()));
+    }
+  }
+  return Error::success();
+}
+
+/// Text data: input 0 = tokens, input 1 = the same text shifted by one.
+Error loadText(RankProgram &rp, const Plan &plan, StringRef file,
+               TextVocab vocab) {
+  if (plan.inputs.size() != 2 || plan.inputs[0].sampleShape.size() != 1 ||
+      plan.inputs[0].sampleShape != plan.inputs[1].sampleShape)
+    return makeError(formatv(
+        "{0}: text data needs a language model with two inputs (tokens, "
+        "targets) of sample shape [seq]; {1} has {2} input(s)",
+        file, plan.path, plan.inputs.size()));
+  if (rp.text)
+    return Error::success();
+  Expected<TextData> text =
+      readText(file, plan.inputs[0].sampleShape[0], vocab);
+  if (!text)
+    return text.takeError();
+  if (Error e = checkTextVocabulary(*text, plan))
+    return e;
+  rp.text = std::make_unique<TextData>(std::move(*text));
+  return Error::success();
+}
+
+/// Training data: input_<i>.pb datasets, or a text file.
+Error loadData(RankProgram &rp, const Plan &plan, const DataOptions &data) {
+  for (const ArgInfo &a : plan.ranks[rp.rank].args) {
+    if (a.kind != ArgKind::Input || rp.inputs.count(a.index))
+      continue;
+    Expected<std::string> dir = dataPath(plan, data);
+    if (!dir)
+      return dir.takeError();
+    const InputInfo &in = plan.inputs[a.index];
+    rp.inputs.emplace(
+        a.index,
+        Buffer(plan.numMicrobatches * plan.microbatchSize * in.sampleElements(),
+               dtypeBytes(in.dtype)));
+    if (sys::fs::is_regular_file(*dir)) {
+      if (Error e = loadText(rp, plan, *dir, data.textVocab))
+        return e;
+      continue;
+    }
+    std::string path =
+        resolvePath(*dir, formatv("input_{0}.pb", a.index).str());
+    Expected<Dataset> ds = readDataset(path, in.name, in.sampleShape, in.dtype);
+    if (!ds)
+      return ds.takeError();
+    if (in.indexRange > 0 && in.dtype != DType::Float32) {
+      // An index outside the table would read (or write) outside it.
+      for (int64_t i = 0, n = ds->numSamples * ds->sampleElements; i < n;
+           ++i) {
+        int64_t v = in.dtype == DType::Int64
+                        ? reinterpret_cast<const int64_t *>(ds->bytes.data())[i]
+                        : reinterpret_cast<const int32_t *>(ds->bytes.data())[i];
+        if ((v < 0 || v >= in.indexRange) && v != in.indexIgnore)
+          return makeError(formatv(
+              "{0}: sample {1} position {2}: value {3} of input '{4}' is "
+              "outside [0, {5}) (the rows or classes it indexes){6}",
+              path, i / ds->sampleElements, i % ds->sampleElements, v,
+              in.name, in.indexRange,
+              in.indexIgnore
+                  ? formatv(" and is not the ignored label {0}",
+                            *in.indexIgnore)
+                        .str()
+                  : std::string()));
+      }
+    }
+    rp.datasets.emplace(a.index, std::move(*ds));
+  }
+  return Error::success();
+}
+
+/// Memref descriptors, in argument order.
+void buildDescriptors(RankProgram &rp, const Plan &plan) {
+  for (const ArgInfo &a : plan.ranks[rp.rank].args) {
+    void *data = nullptr;
+    switch (a.kind) {
+    case ArgKind::Param:
+      data = rp.params.at(a.index).data();
+      break;
+    case ArgKind::Grad:
+      data = rp.grads.at(a.index).data();
+      break;
+    case ArgKind::Input:
+      data = rp.inputs.at(a.index).bytes();
+      break;
+    case ArgKind::Loss:
+      data = rp.loss.data();
+      rp.hasLoss = true;
+      break;
+    }
+    rp.descriptors.push_back(makeDescriptor(data, plan.argShape(a)));
+  }
+  for (auto &d : rp.descriptors)
+    rp.argv.push_back(d.data());
+}
+
+} // namespace
+
+Expected<std::string> zb::runner::dataPath(const Plan &plan,
+                                         const DataOptions &options) {
+  if (!options.data.empty() && !options.inputs.empty())
+    return makeError("give --data or --inputs, not both");
+  if (!options.data.empty())
+    return options.data;
+  if (!options.inputs.empty())
+    return options.inputs;
+  if (!plan.data.empty())
+    return resolvePath(plan.dir, plan.data);
+  return makeError(plan.path +
+                   ": no \"data\" directory given: pass --data DIR");
+}
+
+Buffer::Buffer(int64_t n, int64_t elemBytes) : count(n), elemBytes(elemBytes) {
+  // Zeroed and 64-byte aligned; CUDA managed memory under --backend cuda.
+  storage.reset(static_cast<char *>(zbrt_host_buffer_alloc(
+                    (uint64_t)std::max<int64_t>(n, 1) * elemBytes)),
+                zbrt_host_buffer_free);
+  ptr = storage.get();
+}
+
+Buffer::Buffer(const Buffer &arena, uint64_t offsetBytes, int64_t n,
+               int64_t elemBytes)
+    : storage(arena.storage), ptr(arena.ptr + offsetBytes), count(n),
+      elemBytes(elemBytes) {
+  if (offsetBytes + byteSize() > arena.byteSize())
+    zbrt_fatal("zb-run: a buffer view past the end of its storage");
+}
+
+void Buffer::zero() { zbrt_buffer_zero(ptr, byteSize()); }
+
+void Buffer::upload(const void *from) {
+  zbrt_buffer_upload(ptr, from, byteSize());
+}
+
+void Buffer::download(void *to) const {
+  zbrt_buffer_download(to, ptr, byteSize());
+}
+
+std::vector<int64_t>
+zb::runner::makeDescriptor(void *data, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> d;
+  d.push_back((int64_t)(intptr_t)data);
+  d.push_back((int64_t)(intptr_t)data);
+  d.push_back(0);
+  d.insert(d.end(), shape.begin(), shape.end());
+  std::vector<int64_t> strides(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  d.insert(d.end(), strides.begin(), strides.end());
+  return d;
+}
+
+RankProgram::~RankProgram() {
+  if (handle)
+    dlclose(handle);
+}
+
+Expected<std::unique_ptr<RankProgram>>
+zb::runner::loadRankProgram(const Plan &plan, int32_t rank,
+                          const DataOptions &data, bool forRun,
+                          StringRef paramsFile) {
+  auto rp = std::make_unique<RankProgram>();
+  rp->plan = &plan;
+  rp->rank = rank;
+  rp->seed = data.seed;
+  if (Error e = loadLibrary(*rp, plan, forRun))
+    return std::move(e);
+  if (Error e = loadParams(*rp, plan, paramsFile))
+    return std::move(e);
+  if (Error e = loadData(*rp, plan, data))
+    return std::move(e);
+  buildDescriptors(*rp, plan);
+  return std::move(rp);
+}
+
+void zb::runner::fillInputs(RankProgram &rp, int64_t step) {
+  const Plan &plan = *rp.plan;
+  const int64_t batch = plan.numMicrobatches * plan.microbatchSize;
+  // Cut on the host, then one copy into the buffer (on a GPU, host writes
+  // into managed memory would move its pages to the host every step).
+  std::vector<char> host;
+  for (auto &[index, buf] : rp.inputs) {
+    host.assign(buf.byteSize(), 0);
+    if (rp.text) {
+      const InputInfo &in = plan.inputs[index];
+      cutText(*rp.text, rp.seed, step, batch, in.sampleShape[0],
+              /*shift=*/index, in.dtype, host.data());
+    } else {
+      const Dataset &ds = rp.datasets.at(index);
+      for (int64_t t = 0; t < batch; ++t) {
+        int64_t sample = (step * batch + t) % ds.numSamples;
+        std::memcpy(host.data() + t * ds.sampleBytes(),
+                    ds.bytes.data() + sample * ds.sampleBytes(),
+                    (size_t)ds.sampleBytes());
+      }
+    }
+    buf.upload(host.data());
+  }
+}
+
+void zb::runner::applyOptimizer(RankProgram &rp, const OptimizerInfo &opt,
+                              int64_t step) {
+  const float gradScale = 1.0f / (float)rp.plan->numMicrobatches;
+  for (auto &[index, g] : rp.grads) {
+    Buffer &p = rp.params.at(index);
+    if (opt.kind == zb::Optimizer::AdamW)
+      zbrt_adamw_step(p.data(), g.data(), rp.adamM.at(index).data(),
+                      rp.adamV.at(index).data(), g.size(), step + 1,
+                      (float)opt.lr, (float)opt.beta1, (float)opt.beta2,
+                      (float)opt.eps, (float)opt.weightDecay, gradScale);
+    else
+      zbrt_sgd_step(p.data(), g.data(), g.size(), (float)opt.lr, gradScale);
+  }
+}
+
+Error zb::runner::readParamLayout(const RankProgram &rp, StringRef file,
+                                std::map<int64_t, Buffer> &into) {
+  auto buf = MemoryBuffer::getFile(file, /*IsText=*/false,
+                                   /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return makeError(file + ": cannot read: " + buf.getError().message());
+  if (Error e = checkParamsFileSize(file, (*buf)->getBuffer(), *rp.plan))
+    return e;
+  for (const auto &[index, p] : rp.params) {
+    const ParamInfo &info = rp.plan->params[index];
+    Buffer out(info.numElements());
+    if (Error e = readParam(file, (*buf)->getBuffer(), info.name,
+                            info.offsetBytes, info.numElements(), out.data()))
+      return e;
+    into[index] = std::move(out);
+  }
+  return Error::success();
+}
+
+void RankProgram::swapGradientBuffers() {
+  if (!gradArenaPrevious.bytes()) { // the first swap (also with no gradients)
+    for (auto &[index, g] : grads)
+      gradsPrevious[index] = Buffer();
+    gradArenaPrevious = gradientArena(*plan, gradsPrevious);
+  }
+  std::swap(grads, gradsPrevious);
+  std::swap(gradArena, gradArenaPrevious);
+  const auto &args = plan->ranks[rank].args;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].kind == ArgKind::Grad) {
+      // { allocated, aligned, offset, sizes..., strides... }
+      auto data = (int64_t)(intptr_t)grads.at(args[i].index).data();
+      descriptors[i][0] = data;
+      descriptors[i][1] = data;
+    }
+}
+
+void zb::runner::clearOutputs(RankProgram &rp) {
+  rp.gradArena.zero();
+  rp.loss.zero();
+}

@@ -1,0 +1,619 @@
+//===- Runner.cpp - zb-run: the launcher and the step loop ----------------===//
+//
+// What all ranks do together outside the step (agreeing on errors, writing
+// --save-params and checkpoints through rank 0, gradient norms) is in
+// Collective.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zb/Runner/Runner.h"
+
+#include "zb/Support/AtomicFile.h"
+#include "zb/Formats/Checkpoint.h"
+#include "zb/Runner/Collective.h"
+#include "zb/Runner/Launcher.h"
+#include "zb/Runner/Replay.h"
+#include "zb/Runner/Report.h"
+
+#include "zbrt/Trace.h"
+#include "zbrt/zbrt.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mpi.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+using namespace llvm;
+using namespace zb::runner;
+using namespace zb::formats;
+
+namespace {
+
+Error makeError(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+/// The launcher's way to fail: "zb-run: error: <message>", exit code 1.
+int reportError(Error err) {
+  std::fflush(stdout);
+  errs() << "zb-run: error: " << toString(std::move(err)) << "\n";
+  errs().flush();
+  return 1;
+}
+
+void fatalSignalHandler(int sig) {
+  char buf[160];
+  int len = std::snprintf(buf, sizeof(buf),
+                          "zb-run: rank %d: fatal signal %d (%s) in the rank "
+                          "program or runtime\n",
+                          zbrt_rank(), sig, strsignal(sig));
+  if (len > 0)
+    (void)!write(2, buf, (size_t)len);
+  _exit(128 + sig);
+}
+
+double nowMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Outside MPI: checks the plan against --ranks and every rank's files
+/// before anything is launched (one clean line instead of mpirun noise),
+/// then runs the job under mpirun and returns its exit code, or returns
+/// std::nullopt for a one-rank plan, which runs in this process (an MPI
+/// singleton).
+Expected<std::optional<int>> launch(const RunOptions &o, const Plan &plan,
+                                    int argc, char **argv) {
+  if (Expected<Backend> b = resolveBackend(o.backend, plan); !b)
+    return b.takeError();
+  if (o.ranksGiven && o.numRanks != plan.numRanks)
+    return makeError(formatv("--ranks {0}, but {1} needs num_ranks = {2}",
+                             o.numRanks, plan.path, plan.numRanks));
+  if (!o.ranksGiven && plan.numRanks != 1)
+    return makeError(formatv("{0} needs {1} ranks: run `zb-run {2} --ranks "
+                             "{1}` or `mpirun -np {1} zb-run {2}`",
+                             plan.path, plan.numRanks, o.planDir));
+  for (int32_t r = 0; r < plan.numRanks; ++r) {
+    auto rp = loadRankProgram(plan, r, o.data, /*forRun=*/false);
+    if (!rp)
+      return rp.takeError();
+  }
+  if (o.deterministic) {
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    setenv("OMP_NUM_THREADS", "1", 1);
+  }
+  if (plan.numRanks > 1) {
+    Expected<int> code = runUnderMpirun(argc, argv, plan.numRanks);
+    if (!code)
+      return code.takeError();
+    return std::optional<int>(*code);
+  }
+  setenv("OPENBLAS_NUM_THREADS", "1", 0);
+  return std::nullopt;
+}
+
+/// Hands the message order of every channel from or to `rank` (plan.json
+/// ranks[r].sends) to the runtime: the CUDA backend's transport needs it
+/// (NCCL has no tags). Plans without "sends" hand nothing over.
+void setChannelOrders(const Plan &plan, int32_t rank) {
+  for (const RankInfo &from : plan.ranks) {
+    if (!from.sends)
+      continue;
+    for (int32_t to = 0; to < plan.numRanks; ++to) {
+      if (to == from.rank || (to != rank && from.rank != rank))
+        continue;
+      std::vector<int64_t> order;
+      for (const SentMessage &m : *from.sends)
+        if (m.peer == to)
+          order.insert(order.end(), {m.tag, m.bytes});
+      zbrt_set_channel_order(from.rank, to, order.data(),
+                             (int64_t)order.size() / 2);
+    }
+  }
+}
+
+/// Inside MPI: the plan, the job's size and the backend, then this rank's
+/// program, each agreed on by all ranks. nullptr when any rank failed.
+std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
+                                       Expected<Plan> &plan, bool inMPI,
+                                       int32_t rank, int32_t worldSize,
+                                       std::optional<CheckpointInfo> &resumed) {
+  if (!agree(plan.takeError()))
+    return nullptr;
+  Error job = Error::success();
+  if (inMPI && o.ranksGiven && o.numRanks != worldSize)
+    job = makeError(formatv("--ranks {0}, but this MPI job has {1} ranks",
+                            o.numRanks, worldSize));
+  else if (worldSize != plan->numRanks)
+    job = makeError(formatv("{0} needs num_ranks = {1}, but this MPI job has "
+                            "{2} ranks (mpirun -np {1})",
+                            plan->path, plan->numRanks, worldSize));
+  if (!agree(std::move(job)))
+    return nullptr;
+  Expected<Backend> backend = resolveBackend(o.backend, *plan);
+  if (!agree(backend ? Error::success() : backend.takeError()))
+    return nullptr;
+  // The rank's device, streams, cuBLAS and NCCL, and every buffer in
+  // managed memory, before the first one; then the channels' orders.
+  if (*backend == Backend::Cuda) {
+    zbrt_cuda_start(
+        (plan->target == zb::Target::CudaEmu ? ZBRT_CUDA_HOST_KERNELS : 0) |
+        (plan->allowTf32 ? ZBRT_CUDA_ALLOW_TF32 : 0) |
+        (o.deterministic ? ZBRT_CUDA_DETERMINISTIC : 0) |
+        (o.cudaGraphs ? 0 : ZBRT_CUDA_NO_GRAPHS) |
+        (plan->hostReadsDeviceMemory ? 0 : ZBRT_CUDA_HOST_CODE_LAUNCHES_ONLY));
+    setChannelOrders(*plan, rank);
+  }
+  std::string paramsFile;
+  DataOptions data = o.data;
+  if (!o.resumeDir.empty()) {
+    Expected<CheckpointInfo> info = findCheckpoint(o.resumeDir);
+    Error e = info ? checkResumable(*info, *plan, o.data.seed)
+                   : info.takeError();
+    if (!e)
+      e = verifyCheckpointFiles(*info);
+    if (!agree(std::move(e)))
+      return nullptr;
+    resumed = *info;
+    paramsFile = info->dir + "/params.bin";
+    data.seed = info->seed;
+  }
+  auto rp = loadRankProgram(*plan, rank, data, /*forRun=*/true, paramsFile);
+  if (!agree(rp ? Error::success() : rp.takeError()))
+    return nullptr;
+  if (resumed && resumed->optimizer == zb::Optimizer::AdamW) {
+    Error e = readParamLayout(**rp, resumed->dir + "/adam_m.bin", (*rp)->adamM);
+    if (!e)
+      e = readParamLayout(**rp, resumed->dir + "/adam_v.bin", (*rp)->adamV);
+    if (!agree(std::move(e)))
+      return nullptr;
+  }
+  return std::move(*rp);
+}
+
+/// Combines all ranks' accumulators on rank 0 (collective).
+void reduceOnRankZero(StageProfile &profile) {
+  auto red = [&](std::vector<double> &v, MPI_Op op) {
+    std::vector<double> out(v.size());
+    MPI_Reduce(v.data(), out.data(), (int)v.size(), MPI_DOUBLE, op, 0,
+               MPI_COMM_WORLD);
+    if (zbrt_rank() == 0)
+      v = out;
+  };
+  red(profile.sumMs, MPI_SUM);
+  red(profile.sumSqMs, MPI_SUM);
+  red(profile.count, MPI_SUM);
+  red(profile.rank, MPI_MAX);
+  red(profile.minRecvMs, MPI_MIN);
+}
+
+/// What every rank sends to rank 0 after a step.
+struct StepSample {
+  double loss;       ///< loss buffer (sum over microbatches) or 0
+  double hasLoss;    ///< 1 on the loss rank
+  double timeMs;     ///< this rank's step wall time
+  double bubble;     ///< realized bubble rate of this step
+  double numActions; ///< F/B/W actions traced in this step
+};
+static_assert(sizeof(StepSample) == 5 * sizeof(double), "packed");
+
+/// The training steps of one rank and what rank 0 makes of them.
+class StepLoop {
+public:
+  StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
+           int32_t worldSize, const std::optional<CheckpointInfo> &resumed);
+  /// Announces text data, runs every step, then reports. Returns the exit
+  /// code.
+  int run();
+
+private:
+  void announceText();
+  void runStep(int64_t step);
+  void dumpBatch();
+  void gatherTrace(int64_t step, bool measured);
+  void gatherOverlappedSteps();
+  void recordStep(int64_t step, bool measured);
+  int finishGradients();
+  int finishTraining();
+
+  const RunOptions &o;
+  const Plan &plan;
+  RankProgram &rp;
+  const int32_t rank, worldSize;
+  const int64_t numSteps;
+  /// Steps done before this run (--resume): steps are numbered from
+  /// firstStep + 1, the data continues there.
+  const int64_t firstStep;
+  void checkpoint(int64_t stepsDone);
+  OptimizerInfo opt;
+  std::vector<StepSample> samples; ///< rank 0: this step's, per rank
+  /// --overlap-steps: this rank's samples of every step (gathered at the
+  /// end) and its wall clock from the start of step 2 to the last step's
+  /// end.
+  std::vector<StepSample> mySamples;
+  double wallStart = 0, wallEnd = 0;
+  StageProfile profile;
+  /// Peak bytes of the memory pool (the generated code's heap buffers:
+  /// activations, stashes, temporaries) over all steps.
+  int64_t myPeakHeap = 0;
+  /// Replay of every measured step (rank 0; needs the trace of all ranks).
+  std::optional<PlannedSchedule> planned;
+  int replayWanted = 0;
+  std::vector<double> bubbleTotal, replayTotal;
+  std::vector<int64_t> bubbleSteps;
+  RunReport report; ///< rank 0
+  GradSync gradSync;
+};
+
+StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
+                   int32_t worldSize,
+                   const std::optional<CheckpointInfo> &resumed)
+    : o(o), plan(plan), rp(rp), rank(rp.rank), worldSize(worldSize),
+      numSteps(o.reportGradients ? 1 : o.steps),
+      firstStep(resumed ? resumed->step : 0), opt(plan.optimizer),
+      samples(rp.rank == 0 ? worldSize : 0), profile(plan.numStages),
+      bubbleTotal(worldSize, 0.0), replayTotal(worldSize, 0.0),
+      bubbleSteps(worldSize, 0), gradSync(o.gradSync, rp, opt, rank, worldSize,
+               o.reportFormat == ReportFormat::Text ? &outs() : nullptr) {
+  if (o.lr)
+    opt.lr = *o.lr;
+  if (rank == 0)
+    planned = readPlannedSchedule(plan);
+  replayWanted = planned ? 1 : 0;
+  MPI_Bcast(&replayWanted, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (resumed)
+    gradSync.setOptimizerStep(resumed->optimizerStep);
+}
+
+void StepLoop::checkpoint(int64_t stepsDone) {
+  gradSync.settleBetweenSteps();
+  zbrt_cuda_synchronize();
+  CheckpointInfo info;
+  info.step = stepsDone;
+  info.optimizerStep = gradSync.optimizerStep();
+  info.optimizer = opt.kind;
+  info.seed = rp.seed;
+  info.numRanks = worldSize;
+  info.planHash = planHash(plan);
+  if (!writeCheckpoint(rp, plan, o.checkpointDir, info))
+    zbrt_fatal("--checkpoint failed (see above)");
+  if (rank == 0 && o.reportFormat == ReportFormat::Text) {
+    outs() << "checkpoint " << o.checkpointDir << "/"
+           << checkpointDirName(stepsDone) << "\n";
+    outs().flush();
+  }
+}
+
+int StepLoop::run() {
+  announceText();
+  for (int64_t step = firstStep; step < firstStep + numSteps; ++step) {
+    runStep(step);
+    const int64_t done = step + 1;
+    if (!o.checkpointDir.empty() && !o.reportGradients &&
+        ((o.checkpointEvery > 0 && done % o.checkpointEvery == 0) ||
+         done == firstStep + numSteps))
+      checkpoint(done);
+  }
+  return o.reportGradients ? finishGradients() : finishTraining();
+}
+
+void StepLoop::announceText() {
+  if (rank != 0 || !rp.text)
+    return;
+  (o.reportFormat == ReportFormat::Json ? errs() : outs())
+      << describeText(*rp.text) << "\n";
+  outs().flush();
+  if (!o.saveParams.empty() && o.data.textVocab == TextVocab::Chars)
+    if (Error e = writeVocabularyJson(*rp.text, o.saveParams + ".vocab.json"))
+      zbrt_fatal(toString(std::move(e)).c_str());
+}
+
+void StepLoop::dumpBatch() {
+  std::vector<BatchInput> ins;
+  std::vector<std::vector<char>> host;
+  host.reserve(rp.inputs.size());
+  for (auto &[index, buf] : rp.inputs) {
+    host.emplace_back(buf.byteSize());
+    buf.download(host.back().data());
+    ins.push_back({&plan.inputs[index], host.back().data()});
+  }
+  if (Error e = writeBatchJson(o.dumpBatch, 1,
+                               plan.numMicrobatches * plan.microbatchSize, ins))
+    zbrt_fatal(toString(std::move(e)).c_str());
+}
+
+void StepLoop::runStep(int64_t step) {
+  // Post-validation: the previous step is validated here or, when the
+  // program validates, its gradients are kept for the validation.
+  gradSync.beforeStep();
+  fillInputs(rp, step);
+  if (step == firstStep && rank == 0 && !o.dumpBatch.empty())
+    dumpBatch();
+  clearOutputs(rp);
+
+  zbrt_pool_reset_counters();
+  if (!o.overlapSteps) {
+    MPI_Request barrier;
+    MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
+    std::string what =
+        formatv("the other ranks at the barrier before step {0}", step + 1)
+            .str();
+    zbrt_wait(&barrier, what.c_str());
+  }
+  zbrt_cuda_step_variant(rp.argumentsKey());
+  zbrt::traceBeginStep();
+  double t0 = nowMs();
+  if (step == firstStep + std::min<int64_t>(1, numSteps - 1))
+    wallStart = t0;
+  rp.call();
+  zbrt_step_end();
+  if (gradSync.redoStep()) {
+    // The previous step was amended after this step's passes had started:
+    // run them again on the corrected parameters (every rank does).
+    clearOutputs(rp);
+    zbrt::traceBeginStep();
+    t0 = nowMs();
+    rp.call();
+    zbrt_step_end();
+  }
+  if (!o.reportGradients)
+    gradSync.afterStep(step);
+  // The optimizer's kernels (CUDA backend) before the host reads anything.
+  zbrt_cuda_synchronize();
+  double t1 = nowMs();
+
+  zbrt::BubbleStats bubble = zbrt::computeBubble(zbrt::traceEvents(), rank);
+  ZbrtPoolStats pool;
+  zbrt_pool_stats(&pool);
+  myPeakHeap = std::max(myPeakHeap, pool.peakBytesInUse);
+  float loss = 0;
+  if (rp.hasLoss)
+    rp.loss.download(&loss);
+  StepSample mine{(double)loss,
+                  rp.hasLoss ? 1.0 : 0.0, t1 - t0, bubble.bubbleRate,
+                  (double)bubble.numActions};
+  // Step 1 warms up caches and MPI connections and is left out of the
+  // measurements when there is more than one step.
+  const bool measured = numSteps == 1 || step > firstStep;
+  if (measured)
+    profile.add(zbrt::traceEvents(), rank);
+  if (o.overlapSteps) { // no collective between steps
+    mySamples.push_back(mine);
+    wallEnd = t1;
+    return;
+  }
+  MPI_Gather(&mine, 5, MPI_DOUBLE, samples.data(), 5, MPI_DOUBLE, 0,
+             MPI_COMM_WORLD);
+  gatherTrace(step, measured);
+  if (rank == 0)
+    recordStep(step, measured);
+}
+
+/// --overlap-steps: every step's samples on rank 0 at the end, recorded as
+/// runStep would have; the wall clock per step (the slowest rank).
+void StepLoop::gatherOverlappedSteps() {
+  std::vector<StepSample> all(rank == 0 ? numSteps * worldSize : 0);
+  MPI_Gather(mySamples.data(), 5 * numSteps, MPI_DOUBLE, all.data(),
+             5 * numSteps, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  double span = wallEnd - wallStart, maxSpan = 0;
+  MPI_Reduce(&span, &maxSpan, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (rank != 0)
+    return;
+  for (int64_t i = 0; i < numSteps; ++i) {
+    for (int32_t r = 0; r < worldSize; ++r)
+      samples[r] = all[r * numSteps + i];
+    recordStep(firstStep + i, numSteps == 1 || i > 0);
+  }
+  report.wallStepTimeMs = maxSpan / (double)std::max<int64_t>(1, numSteps - 1);
+}
+
+/// All ranks' events on rank 0 (one collective), for the replay of every
+/// measured step and the --trace file of the last one.
+void StepLoop::gatherTrace(int64_t step, bool measured) {
+  const bool replayThis = replayWanted && measured;
+  const bool traceThis =
+      step + 1 == firstStep + numSteps && !o.traceFile.empty();
+  if (!replayThis && !traceThis)
+    return;
+  std::vector<zbrt::TraceEvent> all = zbrt::gatherTrace(zbrt::traceEvents(), 0);
+  if (rank != 0)
+    return;
+  if (replayThis) {
+    std::vector<double> b = replayStep(*planned, all);
+    if (b.size() == (size_t)worldSize) {
+      for (int32_t r = 0; r < worldSize; ++r)
+        replayTotal[r] += b[r];
+      ++report.replaySteps;
+    }
+  }
+  if (traceThis) {
+    Error err = zb::support::writeFileAtomically(o.traceFile, [&](raw_ostream &os) {
+      std::ostringstream trace;
+      zbrt::writeChromeTrace(trace, all, worldSize, step + 1);
+      os << trace.str();
+      return Error::success();
+    });
+    if (err)
+      zbrt_fatal(("--trace: " + toString(std::move(err))).c_str());
+    report.traceFile = o.traceFile;
+  }
+}
+
+/// Rank 0: the step's loss and time, the realized bubble (mean over the
+/// measured steps), the step line.
+void StepLoop::recordStep(int64_t step, bool measured) {
+  StepResult res{step + 1, 0.0, 0.0};
+  for (const StepSample &s : samples) {
+    if (s.hasLoss != 0)
+      res.loss = s.loss / (double)plan.numMicrobatches;
+    res.timeMs = std::max(res.timeMs, s.timeMs);
+  }
+  report.steps.push_back(res);
+  if (measured)
+    for (int32_t r = 0; r < worldSize; ++r)
+      if (samples[r].numActions > 0) {
+        bubbleTotal[r] += samples[r].bubble;
+        ++bubbleSteps[r];
+      }
+  const bool lastStep = step + 1 == firstStep + numSteps;
+  if (o.reportFormat == ReportFormat::Text && !o.reportGradients &&
+      (step == firstStep || lastStep || (step + 1) % o.printEvery == 0)) {
+    printStepLine(outs(), res);
+    outs().flush();
+  }
+}
+
+int StepLoop::finishGradients() {
+  std::vector<double> norms = gradientNorms(rp, plan);
+  if (rank == 0) {
+    printGradientReport(outs(), report.steps.back().loss, plan, norms,
+                        o.reportFormat == ReportFormat::Json);
+    outs().flush();
+  }
+  return 0;
+}
+
+int StepLoop::finishTraining() {
+  gradSync.settle();
+  zbrt_cuda_synchronize();
+  if (o.overlapSteps)
+    gatherOverlappedSteps();
+  report.gradSync = gradSync.finish();
+  if (!o.saveParams.empty() && !saveFinalParams(rp, plan, o.saveParams))
+    return 1;
+  report.peakHeapBytes.assign(worldSize, 0);
+  MPI_Gather(&myPeakHeap, 1, MPI_INT64_T, report.peakHeapBytes.data(), 1,
+             MPI_INT64_T, 0, MPI_COMM_WORLD);
+  if (zbrt_cuda_started()) {
+    ZbrtCudaStats mine{};
+    zbrt_cuda_stats(&mine);
+    report.cuda.assign(worldSize, ZbrtCudaStats{});
+    MPI_Gather(&mine, sizeof mine, MPI_BYTE, report.cuda.data(), sizeof mine,
+               MPI_BYTE, 0, MPI_COMM_WORLD);
+  }
+  reduceOnRankZero(profile);
+  if (rank != 0)
+    return 0;
+  if (planned)
+    report.atMeasured = predictAtMeasuredCosts(plan, *planned, profile);
+  if (!o.profileFile.empty()) {
+    if (Error e =
+            writeProfile(profile.toProfile(plan.path, numSteps), o.profileFile))
+      zbrt_fatal(("--profile: " + toString(std::move(e))).c_str());
+    report.profileFile = o.profileFile;
+  }
+  for (int32_t r = 0; r < worldSize; ++r) {
+    report.realizedBubbleRate.push_back(
+        bubbleSteps[r] ? std::optional<double>(bubbleTotal[r] / bubbleSteps[r])
+                       : std::nullopt);
+    if (report.replaySteps)
+      report.replayedBubbleRate.push_back(replayTotal[r] / report.replaySteps);
+  }
+  if (o.reportFormat == ReportFormat::Json)
+    printJsonReport(outs(), plan, report);
+  else
+    printTextReport(outs(), plan, report);
+  outs().flush();
+  return 0;
+}
+
+} // namespace
+
+Error zb::runner::checkOptions(const RunOptions &o) {
+  if (o.steps < 1)
+    return makeError("--steps must be >= 1");
+  if (o.printEvery < 1)
+    return makeError("--print-every must be >= 1");
+  if (!(o.commTimeoutSeconds >= 0) || !std::isfinite(o.commTimeoutSeconds))
+    return makeError(formatv("--comm-timeout must be a finite number of "
+                             "seconds >= 0 (0: wait forever), got {0}",
+                             o.commTimeoutSeconds));
+  if (o.checkpointEvery < 0)
+    return makeError("--checkpoint-every must be >= 0");
+  if (o.checkpointEvery > 0 && o.checkpointDir.empty())
+    return makeError("--checkpoint-every needs --checkpoint DIR");
+  if (o.overlapSteps && (!o.traceFile.empty() || o.reportGradients))
+    return makeError("--overlap-steps does not go with --trace or "
+                     "--report-gradients (they need the steps aligned)");
+  if (o.ranksGiven && o.numRanks < 1)
+    return makeError("--ranks must be >= 1");
+  if (o.lr && !isValidLearningRate(*o.lr))
+    return makeError(formatv("--lr must be a finite float32 number > 0 (at "
+                             "most 3.4e38), got {0}",
+                             llvm::format("%g", *o.lr)));
+  return Error::success();
+}
+
+Expected<Backend> zb::runner::resolveBackend(Backend requested,
+                                           const Plan &plan) {
+  bool cudaPlan = plan.target == zb::Target::Cuda;
+  Backend backend =
+      requested == Backend::Auto ? (cudaPlan ? Backend::Cuda : Backend::Cpu)
+                                 : requested;
+  const char *flag = requested == Backend::Auto ? "--backend auto"
+                     : backend == Backend::Cuda ? "--backend cuda"
+                                                : "--backend cpu";
+  if (backend == Backend::Cpu && cudaPlan)
+    return makeError(formatv("{0}: {1} was compiled with --target cuda (its "
+                             "rank programs launch GPU kernels): run it with "
+                             "--backend cuda on a machine with a GPU",
+                             flag, plan.path));
+  // A cuda-emu plan's kernels run on the host: on the CPU backend, or on
+  // the CUDA backend with its GEMMs, messages and memory on the GPU (the
+  // runtime's CUDA path without the compiled kernels).
+  if (backend == Backend::Cuda && !cudaPlan &&
+      plan.target != zb::Target::CudaEmu)
+    return makeError(formatv("{0}: {1} was compiled for target '{2}', not "
+                             "cuda: recompile with zb-compile --target cuda",
+                             flag, plan.path,
+                             plan.target ? plan.targetText() : "cpu"));
+  if (backend == Backend::Cuda) {
+    char msg[512];
+    if (zbrt_cuda_available(msg, sizeof(msg)) != 0)
+      return makeError(Twine(flag) + ": " + msg);
+  }
+  return backend;
+}
+
+int zb::runner::runZbRun(const RunOptions &o, int argc, char **argv) {
+  if (Error e = checkOptions(o))
+    return reportError(std::move(e));
+  Expected<Plan> plan = loadPlan(o.planDir);
+  const bool inMPI = insideMPIJob();
+  if (!inMPI) {
+    if (!plan)
+      return reportError(plan.takeError());
+    Expected<std::optional<int>> launched = launch(o, *plan, argc, argv);
+    if (!launched)
+      return reportError(launched.takeError());
+    if (*launched)
+      return **launched;
+  }
+
+  int32_t worldSize = 0;
+  const int32_t rank = zbrt_init(&argc, &argv, &worldSize);
+  zbrt_set_comm_timeout(o.commTimeoutSeconds);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL})
+    signal(sig, fatalSignalHandler);
+  // The rank program stays loaded until after MPI_Finalize.
+  std::optional<CheckpointInfo> resumed;
+  std::unique_ptr<RankProgram> rp =
+      setUpRank(o, plan, inMPI, rank, worldSize, resumed);
+  int code = rp ? StepLoop(o, *plan, *rp, worldSize, resumed).run() : 1;
+  zbrt_finalize();
+  return code;
+}

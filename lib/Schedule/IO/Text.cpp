@@ -1,0 +1,58 @@
+//===- IO/Text.cpp - Human-readable schedules -----------------------------===//
+//
+// writeText: statistics and one line per rank (zb/Schedule/IO.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "zb/Schedule/IO.h"
+
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace zb::sched;
+
+static std::string actionLabel(const Action &a, int numRanks, bool chunks) {
+  std::string s = (kindName(a.kind) + llvm::Twine(a.microbatch)).str();
+  if (chunks)
+    s += "." + std::to_string(a.stage);
+  (void)numRanks;
+  return s;
+}
+
+/// Integers without decimals, other values with 6 significant digits.
+static std::string num(double v) {
+  if (std::fabs(v) < 1e15 && v == std::floor(v))
+    return llvm::formatv("{0}", static_cast<long long>(v)).str();
+  return llvm::formatv("{0}", llvm::format("%.6g", v)).str();
+}
+
+void zb::sched::writeText(llvm::raw_ostream &os, const Problem &problem,
+                          const Schedule &schedule, const SimResult &sim) {
+  os << "schedule " << schedule.name << ": p=" << problem.numRanks
+     << " m=" << problem.numMicrobatches;
+  if (problem.numChunks > 1)
+    os << " V=" << problem.numChunks;
+  os << "\n";
+  os << llvm::formatv("  bubble rate {0:F4} (cost {1} = {2}, ideal {3})\n",
+                      sim.bubbleRate, num(sim.cost),
+                      schedule.costConvention == CostConvention::Makespan
+                          ? "makespan"
+                          : "max stage span",
+                      num(sim.idealTime));
+  os << llvm::formatv("  makespan {0}, max stage span {1}\n", num(sim.makespan),
+                      num(sim.stageSpan));
+  os << "  peak memory per rank:";
+  for (double m : sim.peakMemory)
+    os << " " << num(m);
+  os << "\n";
+  bool chunks = problem.numChunks > 1;
+  for (size_t r = 0; r < schedule.perRank.size(); ++r) {
+    os << llvm::formatv("  rank {0,-3}:", r);
+    for (const Action &a : schedule.perRank[r])
+      os << " " << actionLabel(a, problem.numRanks, chunks);
+    os << "\n";
+  }
+}
