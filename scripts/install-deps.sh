@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the system packages zb needs (Debian 12 + LLVM/MLIR 22), only those that are missing.
-# Idempotent and non-interactive. See ../shared/design/TOOLCHAIN.md for why each package is here.
+# Idempotent and non-interactive. See docs/toolchain.md for why each package is here.
 set -euo pipefail
 
 PKGS=(

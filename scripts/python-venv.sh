@@ -4,7 +4,7 @@
 # nanobind, numpy, matplotlib, pytest, scikit-build-core and jax (with
 # absl-py and flatbuffers, which jax.export needs) from PyPI, pinned, and
 # NVIDIA's cuobjdump and nvdisasm wheels when PyPI has them.
-# Never Debian's python3-numpy/torch in it (TOOLCHAIN.md). Prints the venv's
+# Never Debian's python3-numpy/torch in it (docs/toolchain.md). Prints the venv's
 # python on stdout; exits non-zero (and prints nothing) when PyPI cannot be
 # reached, so that the build goes on without the Python package.
 # Usage: scripts/python-venv.sh VENV_DIR

@@ -1,10 +1,10 @@
 //===- Table5Data.h - The paper's Table 5 with its inputs --------*- C++
 //-*-===//
 //
-// ../shared/reference/zb_paper_table5.csv: Table 5 (bubble rates) of the Zero
-// Bubble paper with the Table 6 profiles (ms, converted to integer us as the
-// authors did) and the memory units of Table 1 (M_B = 34h + 5as, M_W = 32h,
-// s = 1024). Shared by the benchmark and the unit tests.
+// Inputs/zb_paper_table5.csv (docs/references.md): Table 5 (bubble rates) of
+// the Zero Bubble paper with the Table 6 profiles (ms, converted to integer us
+// as the authors did) and the memory units of Table 1 (M_B = 34h + 5as, M_W =
+// 32h, s = 1024). Shared by the benchmark and the unit tests.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,17 +1,16 @@
 //===- VShape.cpp - V-shape schedules against the authors' numbers --------===//
 //
-// Every row of ../shared/reference/v-shape.md: the authors' published bubble
-// rates of 1F1B, ZB-H1, ZB-H2 (stage costs 2x the chunk costs), ZB-V (at
-// 2p M_B(chunk), 1F1B's activation memory), V-Half and V-Min next to ours, as
-// "ours/reference"; '!' marks a row where ours is worse by more than 0.0005.
-// Memory per chunk: M_B = 1, M_W = 0.5 (F adds M_B, B adds M_W - M_B, W
-// frees M_W); the peak column is ZB-V's largest per-rank peak against its
-// limit 2p. Then the time to build (and verify) ZB-V, V-Half and V-Min at
-// p=32, m=256. Then, beyond the authors: "+search" (BuildOptions::
+// Every row of the ZB-V note's table (docs/references.md): the authors'
+// published bubble rates of 1F1B, ZB-H1, ZB-H2 (stage costs 2x the chunk
+// costs), ZB-V (at 2p M_B(chunk), 1F1B's activation memory), V-Half and V-Min
+// next to ours, as "ours/reference"; '!' marks a row where ours is worse by
+// more than 0.0005. Memory per chunk: M_B = 1, M_W = 0.5 (F adds M_B, B adds
+// M_W - M_B, W frees M_W); the peak column is ZB-V's largest per-rank peak
+// against its limit 2p. Then the time to build (and verify) ZB-V, V-Half and
+// V-Min at p=32, m=256. Then, beyond the authors: "+search" (BuildOptions::
 // localSearch: the construction's order improved by iterated local search
-// without raising its memory) on every row, and the ILP on the V-shape
-// mapping (V = 2, warm-started from ZB-V) on small problems with CBC's
-// bound and gap.
+// without raising its memory) on every row, and the ILP on the V-shape mapping
+// (V = 2, warm-started from ZB-V) on small problems with CBC's bound and gap.
 //
 // Usage: zb-bench-vshape [search evaluations (default 2000; 0 = skip)]
 //                        [ILP seconds (default 30; 0 = skip)]

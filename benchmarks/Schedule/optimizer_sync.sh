@@ -3,7 +3,8 @@
 # (lib/Schedule/OptimizerSync, zb-sched --optimizer-sync) for the paper's
 # Table 7 runs (Appendix E: ZB-2p with post-validation versus with an
 # all-reduce before the optimizer step), with the profiled T_F/T_B/T_W/T_comm
-# and M_B/M_W of reference/zb_paper_table5.csv, memory limit 2p * M_B.
+# and M_B/M_W of the paper's Table 5 (Inputs/zb_paper_table5.csv; the
+# columns and cost conventions: docs/references.md), memory limit 2p * M_B.
 # Prints the steady-state iteration time of each mode and the all-reduce's
 # slowdown next to the paper's measured throughput ratio.
 #
@@ -11,8 +12,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${1:-$root/build}"
-CSV="$root/../shared/reference/zb_paper_table5.csv"
-[[ -f "$CSV" ]] || CSV="$root/shared/reference/zb_paper_table5.csv"
+CSV="$root/benchmarks/Schedule/Inputs/zb_paper_table5.csv"
 printf "%-6s %3s %3s  %12s %12s %12s  %9s  %s\n" model p m "none (ms)" \
   "all-reduce" "post-valid." "AR / PV" "paper: PV / AR throughput (Table 7)"
 # model p m paper-post-validation paper-all-reduce (samples/GPU/s)

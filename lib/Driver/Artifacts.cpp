@@ -1,5 +1,5 @@
 //===- Artifacts.cpp - pipeline.mlir, params.bin, schedule, plan.json -----===//
-#include "zb/Driver/Driver.h"
+#include "Phases.h"
 #include "zb/Support/AtomicFile.h"
 #include "zb/Schedule/IO.h"
 #include "zb/Formats/Plan.h"
@@ -316,11 +316,11 @@ llvm::Expected<formats::Plan> buildPlan(const CompileOptions &options,
   plan.target = options.target;
   if (options.target == Target::Cuda) {
     llvm::SmallVector<llvm::StringRef> archs;
-    llvm::StringRef(options.gpuArch).split(archs, ',', -1, false);
+    llvm::StringRef(options.cuda.arch).split(archs, ',', -1, false);
     for (llvm::StringRef a : archs)
       plan.gpuArchs.push_back(a.trim().str());
   }
-  plan.allowTf32 = options.gpuKernels() && options.allowTf32;
+  plan.allowTf32 = options.gpuKernels() && options.cuda.allowTf32;
   plan.precision = options.precision;
   // The GPU pipeline's host check refuses host loads and stores of element
   // data (Pipelines.cpp, CheckHostLoopsPass).

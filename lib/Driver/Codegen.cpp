@@ -1,5 +1,5 @@
 //===- Codegen.cpp - per-rank lowering, LLVM IR, objects, linking ---------===//
-#include "zb/Driver/Driver.h"
+#include "Phases.h"
 #include "zb/Support/AtomicFile.h"
 #include "zb/Pipelines/Pipelines.h"
 #include "zb/Transforms/Passes.h"
@@ -41,12 +41,7 @@ lowerRankToLLVM(ModuleOp pipeline, int64_t rank,
   ZBExtractRankOptions extract;
   extract.rank = rank;
   pm.addPass(createZBExtractRank(extract));
-  GpuCodegenOptions gpu;
-  gpu.chip = options.gpuArch;
-  gpu.toolkit = cudaToolkitRoot(options);
-  gpu.emulate = options.target == Target::CudaEmu;
-  gpu.blockSize = options.gpuBlockSize;
-  gpu.reductionThreads = options.gpuReductionThreads;
+  GpuCodegenOptions gpu = gpuCodegenOptions(options);
   if (kernels)
     gpu.reportKernels = [kernels](std::vector<GpuKernelLaunch> launches) {
       *kernels = std::move(launches);
@@ -56,24 +51,6 @@ lowerRankToLLVM(ModuleOp pipeline, int64_t rank,
   if (failed(pm.run(*rankModule)))
     return failure();
   return rankModule;
-}
-
-LogicalResult collectStageKernels(ModuleOp partitioned,
-                                  const CompileOptions &options,
-                                  std::vector<GpuKernelLaunch> &kernels) {
-  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(partitioned->clone()));
-  PassManager pm = PassManager::on<ModuleOp>(partitioned.getContext());
-  if (options.timing)
-    pm.enableTiming();
-  GpuCodegenOptions gpu;
-  gpu.blockSize = options.gpuBlockSize;
-  gpu.reductionThreads = options.gpuReductionThreads;
-  gpu.reportKernels = [&kernels](std::vector<GpuKernelLaunch> launches) {
-    kernels = std::move(launches);
-  };
-  gpu.reportEveryStageFunction = true;
-  buildLowerToGpuKernelsPipeline(pm, options.fuseElementwise, gpu);
-  return pm.run(*copy);
 }
 
 llvm::Expected<RankLLVMModule> translateToLLVMIR(ModuleOp module) {

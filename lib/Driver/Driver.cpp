@@ -1,5 +1,5 @@
 //===- Driver.cpp - options, context, model loading, compile() ------------===//
-#include "zb/Driver/Driver.h"
+#include "Phases.h"
 #include "zb/Schedule/IO.h"
 #include "zb/Schedule/Registry.h"
 #include "zb/Dialect/ZB/IR/ZBDialect.h"
@@ -40,16 +40,6 @@ using namespace mlir;
 
 namespace zb::driver {
 
-std::string cudaToolkitRoot(const CompileOptions &options) {
-  if (!options.cudaPath.empty())
-    return options.cudaPath;
-#ifdef ZB_CUDA_TOOLKIT_ROOT
-  return ZB_CUDA_TOOLKIT_ROOT;
-#else
-  return "";
-#endif
-}
-
 llvm::Error validateOptions(const CompileOptions &options) {
   auto error = [](const llvm::Twine &msg) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
@@ -89,56 +79,8 @@ llvm::Error validateOptions(const CompileOptions &options) {
   if (options.optLevel < 0 || options.optLevel > 3)
     return error("--opt-level must be 0, 1, 2 or 3, got " +
                  llvm::Twine(options.optLevel));
-  if (options.gpuBlockSize < 32 || options.gpuBlockSize > 1024 ||
-      options.gpuBlockSize % 32 != 0)
-    return error("--gpu-block-size must be a multiple of 32 in 32 .. 1024, "
-                 "got " +
-                 llvm::Twine(options.gpuBlockSize));
-  if (options.gpuReductionThreads != 0 &&
-      (options.gpuReductionThreads < 32 || options.gpuReductionThreads > 1024 ||
-       !llvm::isPowerOf2_64(
-           static_cast<uint64_t>(options.gpuReductionThreads))))
-    return error("--gpu-reduction-threads must be 0 or a power of two in "
-                 "32 .. 1024, got " +
-                 llvm::Twine(options.gpuReductionThreads));
-  if (!std::isfinite(options.gpuLaunchUs) || options.gpuLaunchUs < 0 ||
-      options.gpuLaunchUs > 1e6)
-    return error("--gpu-launch-us must be a number of microseconds in 0 .. "
-                 "1e6, got " +
-                 llvm::formatv("{0}", options.gpuLaunchUs).str());
-  if (options.allowTf32 && !options.gpuKernels())
-    return error("--allow-tf32 needs --target cuda or cuda-emu (TF32 is a "
-                 "cuBLAS math mode of the CUDA runtime)");
-  if (options.gpuReport && !options.gpuKernels())
-    return error("--gpu-report needs --target cuda or cuda-emu (the report "
-                 "lists the GPU kernels)");
-  if (options.target == Target::Cuda) {
-    llvm::SmallVector<llvm::StringRef> archs;
-    llvm::StringRef(options.gpuArch).split(archs, ',', -1, false);
-    if (archs.empty())
-      return error("--gpu-arch must name an architecture like sm_90, got '" +
-                   options.gpuArch + "'");
-    for (llvm::StringRef arch : archs)
-      if (!arch.starts_with("sm_") || arch.size() < 5 ||
-          !llvm::all_of(arch.drop_front(3), llvm::isDigit))
-        return error("--gpu-arch must name an architecture like sm_90, got '" +
-                     arch.str() + "'");
-    if (!llvm::is_sorted(archs, [](llvm::StringRef a, llvm::StringRef b) {
-          return a.size() < b.size() || (a.size() == b.size() && a < b);
-        }))
-      return error("--gpu-arch: name the architectures in increasing order "
-                   "(the PTX embedded is the first one's), got '" +
-                   options.gpuArch + "'");
-    std::string toolkit = cudaToolkitRoot(options);
-    if (toolkit.empty())
-      return error("--target cuda: no CUDA toolkit (zb was built without "
-                   "one): pass --cuda-path DIR");
-    llvm::SmallString<256> ptxas(toolkit);
-    llvm::sys::path::append(ptxas, "bin", "ptxas");
-    if (!llvm::sys::fs::can_execute(ptxas))
-      return error("--target cuda: no CUDA toolkit at '" + toolkit +
-                   "' (" + ptxas + " not found): pass --cuda-path DIR");
-  }
+  if (llvm::Error error = validateCudaOptions(options.cuda, options.target))
+    return error;
   return llvm::Error::success();
 }
 
@@ -526,7 +468,7 @@ LogicalResult Compilation::applyCosts() {
     return applyStageCosts(*module, *costs,
                            "profile '" + options.profile + "'");
   }
-  if (!options.gpuKernels() || !options.gpuCosts ||
+  if (!options.gpuKernels() || !options.cuda.costs ||
       !options.scheduleFile.empty())
     return success();
   progress("GPU costs: lowering the stages to kernels to measure T_F, T_B, "
@@ -546,20 +488,8 @@ LogicalResult Compilation::applyCosts() {
 LogicalResult Compilation::writeGpuCosts() {
   if (!gpuCosts)
     return success();
-  formats::Profile profile;
-  profile.plan =
-      "zb-compile --gpu-costs (" + std::string(gpuSpecOf(options).peaks.name) +
-      " roofline)";
-  for (auto [s, c] : llvm::enumerate(*gpuCosts)) {
-    formats::ProfiledStage p;
-    p.stage = static_cast<int64_t>(s);
-    p.rank = pipeline->schedule.stageToRank[s];
-    p.tF = c.tF;
-    p.tB = c.tB;
-    p.tW = c.tW;
-    p.tComm = c.tComm;
-    profile.stages.push_back(p);
-  }
+  formats::Profile profile = gpuCostsProfile(
+      *gpuCosts, pipeline->schedule.stageToRank, options.cuda.spec());
   std::string file = path("gpu_costs.json");
   if (llvm::Error error = formats::writeProfile(profile, file))
     return report(std::move(error));
@@ -607,7 +537,7 @@ LogicalResult Compilation::backHalf() {
     progress(llvm::formatv("rank {0}/{1}: lowering to LLVM", r, numRanks));
     auto start = Clock::now();
     FailureOr<OwningOpRef<ModuleOp>> rankModule = lowerRankToLLVM(
-        *module, r, options, options.gpuReport ? &kernels[r] : nullptr);
+        *module, r, options, options.cuda.report ? &kernels[r] : nullptr);
     if (failed(rankModule))
       return report(llvm::createStringError(
           llvm::formatv("lowering rank {0} failed", r).str()));
@@ -635,19 +565,13 @@ LogicalResult Compilation::backHalf() {
     llvmModules.push_back(std::move(*llvmModule));
     phaseTime(llvm::formatv("rank {0}: translation to LLVM IR", r), start);
   }
-  if (options.gpuReport) {
-    GpuSpec gpu = gpuSpecOf(options);
-    if (llvm::Error error =
-            writeText(path("gpu_report.json"),
-                      llvm::formatv("{0:2}\n", gpuReportJSON(kernels, gpu))
-                          .str()))
-      return report(std::move(error));
-    std::string table = gpuReportText(kernels, gpu);
-    if (llvm::Error error = writeText(path("gpu_report.txt"), table))
-      return report(std::move(error));
+  if (options.cuda.report) {
+    llvm::Expected<std::string> table = writeGpuReport(options, kernels);
+    if (!table)
+      return report(table.takeError());
     progress("GPU report: " + path("gpu_report.txt"));
     if (callbacks.gpuReport)
-      callbacks.gpuReport(table);
+      callbacks.gpuReport(*table);
   }
   auto start = Clock::now();
   if (llvm::Error error = emitRankLibraries(llvmModules, options, callbacks))

@@ -5,7 +5,7 @@
 // training those is wrong. See CompileOptions::trainable / frozen.
 //
 //===----------------------------------------------------------------------===//
-#include "zb/Driver/Driver.h"
+#include "Phases.h"
 
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 #include "zb/Frontend/ImportedModule.h"

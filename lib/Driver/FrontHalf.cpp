@@ -7,7 +7,7 @@
 // --schedule-file schedule parsed once, zb-lower-pipeline).
 //
 //===----------------------------------------------------------------------===//
-#include "zb/Driver/Driver.h"
+#include "Phases.h"
 #include "zb/Formats/Profile.h"
 #include "zb/Pipelines/Pipelines.h"
 #include "zb/Schedule/IO.h"
@@ -19,13 +19,6 @@
 using namespace mlir;
 
 namespace zb::driver {
-
-GpuSpec gpuSpecOf(const CompileOptions &options) {
-  GpuSpec gpu;
-  gpu.tf32Gemms = options.allowTf32;
-  gpu.launchSeconds = options.gpuLaunchUs * 1e-6;
-  return gpu;
-}
 
 /// The front half's pass options from the compile options.
 static void setPipelineOptions(PipelineOptions &pipeline,
@@ -71,36 +64,6 @@ readProfileCosts(llvm::StringRef path) {
   std::vector<StageCostOverride> costs;
   for (const formats::ProfiledStage &p : profile->stages)
     costs.push_back({p.tF, p.tB, p.tW, p.tComm, p.cvF, p.cvB, p.cvW});
-  return costs;
-}
-
-llvm::Expected<std::vector<StageCostOverride>>
-gpuStageCosts(ModuleOp partitioned, const CompileOptions &options) {
-  auto loweringFailed = [] {
-    return llvm::createStringError("--gpu-costs: lowering the stages to "
-                                   "kernels failed (errors above)");
-  };
-  FailureOr<PipelineInfo> info = PipelineInfo::read(partitioned);
-  std::vector<GpuKernelLaunch> kernels;
-  if (failed(info) ||
-      failed(collectStageKernels(partitioned, options, kernels)))
-    return loweringFailed();
-  std::map<int64_t, std::array<double, 3>> seconds =
-      gpuStagePassSeconds({kernels}, gpuSpecOf(options));
-  std::vector<StageCostOverride> costs;
-  for (const StageInfo &s : info->stages) {
-    auto it = seconds.find(s.stage);
-    if (it == seconds.end())
-      return llvm::createStringError(
-          llvm::formatv("--gpu-costs: stage {0} has no kernels", s.stage)
-              .str());
-    StageCostOverride c;
-    c.tF = it->second[0] * 1e3;
-    c.tB = it->second[1] * 1e3;
-    c.tW = it->second[2] * 1e3;
-    c.tComm = s.tComm; // the cost model's transfer time
-    costs.push_back(c);
-  }
   return costs;
 }
 

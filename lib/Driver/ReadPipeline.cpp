@@ -1,6 +1,6 @@
 //===- Pipeline.cpp - what the back half reads from the pipeline module ---===//
 #include "zb/Dialect/ZB/IR/ZBOps.h"
-#include "zb/Driver/Driver.h"
+#include "Phases.h"
 #include "zb/Schedule/Registry.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

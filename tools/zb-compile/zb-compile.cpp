@@ -3,7 +3,7 @@
 // zb-compile MODEL -o DIR [--stages P] [--microbatches M] [--schedule NAME]
 //
 // Imports the model (ONNX, JAX StableHLO, or a zb-dialect .mlir file), runs
-// the compiler (DESIGN.md steps 2-7: autodiff, B/W split, stage partition,
+// the compiler (docs/design.md: autodiff, B/W split, stage partition,
 // schedule, per-rank lowering, CPU codegen) and writes DIR/plan.json,
 // DIR/params.bin, DIR/rank<R>.so (native code, entry `zb_rank_main`),
 // DIR/pipeline.mlir, DIR/schedule.json and DIR/schedule.svg. zb-run executes
@@ -133,7 +133,7 @@ static cl::opt<std::string, true>
                                  "comma-separated in increasing order: one "
                                  "fatbin with a cubin for each plus the "
                                  "first one's PTX (default sm_90)"),
-            cl::location(options.gpuArch), cl::init(defaults.gpuArch),
+            cl::location(options.cuda.arch), cl::init(defaults.cuda.arch),
             cl::cat(category));
 static cl::opt<bool, true> gpuCosts(
     "gpu-costs",
@@ -142,34 +142,34 @@ static cl::opt<bool, true> gpuCosts(
              "T_F/T_B/T_W (the stages are lowered to kernels once to measure "
              "them; OUTDIR/gpu_costs.json) instead of the zb-level cost "
              "model; --gpu-costs=false keeps the cost model"),
-    cl::location(options.gpuCosts), cl::init(true), cl::cat(category));
+    cl::location(options.cuda.costs), cl::init(true), cl::cat(category));
 static cl::opt<bool, true> allowTf32(
     "allow-tf32",
     cl::desc("With --target cuda/cuda-emu: fp32 GEMMs may run on TF32 tensor "
              "cores (cuBLAS TF32 math; 10-bit mantissa products, fp32 "
              "accumulation; plan.json allow_tf32; the GPU report times GEMMs "
              "at the TF32 peak)"),
-    cl::location(options.allowTf32), cl::init(false), cl::cat(category));
+    cl::location(options.cuda.allowTf32), cl::init(false), cl::cat(category));
 static cl::opt<int64_t, true> gpuBlockSize(
     "gpu-block-size",
     cl::desc("Threads per block of the elementwise kernels of --target "
              "cuda/cuda-emu (a multiple of 32, default 256)"),
-    cl::location(options.gpuBlockSize), cl::init(defaults.gpuBlockSize),
+    cl::location(options.cuda.blockSize), cl::init(defaults.cuda.blockSize),
     cl::cat(category));
 static cl::opt<int64_t, true> gpuReductionThreads(
     "gpu-reduction-threads",
     cl::desc("Most threads of a block reduction of --target cuda/cuda-emu (a "
              "power of two, default 256; 0: one thread per output row with a "
              "serial loop, the CPU backend's arithmetic)"),
-    cl::location(options.gpuReductionThreads),
-    cl::init(defaults.gpuReductionThreads), cl::cat(category));
+    cl::location(options.cuda.reductionThreads),
+    cl::init(defaults.cuda.reductionThreads), cl::cat(category));
 static cl::opt<double, true> gpuLaunchUs(
     "gpu-launch-us",
     cl::desc("With --target cuda/cuda-emu: microseconds added to every "
              "kernel launch and GEMM in the GPU report and the --gpu-costs "
              "T_F/T_B/T_W (the host's cost of issuing a launch and the gap "
              "between kernels; default 3, 0: the pure roofline)"),
-    cl::location(options.gpuLaunchUs), cl::init(defaults.gpuLaunchUs),
+    cl::location(options.cuda.launchUs), cl::init(defaults.cuda.launchUs),
     cl::cat(category));
 static cl::opt<bool, true> gpuReport(
     "gpu-report",
@@ -177,12 +177,12 @@ static cl::opt<bool, true> gpuReport(
              "each rank program (grid, block, bytes, FLOPs, H100 roofline "
              "time) and the T_F/T_B/T_W sums per stage; also written to "
              "gpu_report.txt and gpu_report.json"),
-    cl::location(options.gpuReport), cl::init(false), cl::cat(category));
+    cl::location(options.cuda.report), cl::init(false), cl::cat(category));
 static cl::opt<std::string, true>
     cudaPath("cuda-path",
              cl::desc("CUDA toolkit root for --target cuda (default: the "
                       "toolkit zb was built with)"),
-             cl::location(options.cudaPath), cl::init(defaults.cudaPath),
+             cl::location(options.cuda.toolkitPath), cl::init(defaults.cuda.toolkitPath),
              cl::cat(category));
 static cl::opt<std::string>
     optimizer("optimizer", cl::desc("sgd | adamw (default sgd)"),

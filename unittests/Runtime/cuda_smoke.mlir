@@ -1,6 +1,6 @@
 // The kernels of the CUDA smoke test (CudaSmoke.cpp): a fused bias + x*tanh(x)
 // elementwise chain and a row sum, in upstream linalg, lowered at build time
-// with the pipeline of ../shared/design/TOOLCHAIN.md ("GPU compilation") to
+// with the pipeline of docs/toolchain.md ("GPU compilation") to
 // host code that calls the mgpu* functions of libzbrt (zbrt/Mgpu.h) with an
 // embedded fatbin (sm_90 cubin and PTX: H100/H200; one fatbin holding several
 // architectures is the CUDA target issue's work).

@@ -1,8 +1,8 @@
 //===- VShapeTest.cpp - ZB-V, V-Half, V-Min against the authors and bounds ===//
 //
-// References independent of our code: the authors' published bubble rates
-// (../shared/reference/v-shape.md), a lower bound derived below, and ZB-H1 /
-// ZB-H2 (the paper's handcrafted schedules) on random problems.
+// References independent of our code: the authors' published bubble rates (the
+// ZB-V note's table, docs/references.md), a lower bound derived below, and
+// ZB-H1 / ZB-H2 (the paper's handcrafted schedules) on random problems.
 //
 //===----------------------------------------------------------------------===//
 

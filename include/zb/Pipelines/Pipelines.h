@@ -14,7 +14,8 @@
 
 namespace zb {
 
-/// Options of the compiler front half (DESIGN.md steps 2-6).
+/// Options of the compiler front half (docs/design.md: autodiff to per-rank
+/// step functions).
 struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<int64_t> numStages{*this, "num-stages",
                             llvm::cl::desc("Pipeline stages (= ranks)"),
@@ -115,8 +116,7 @@ void buildLowerToLLVMPipeline(mlir::OpPassManager &pm,
 /// toolkit at `toolkit` (ptxas, libdevice), embedded in the host code, which
 /// calls the mgpu* functions of libzbrt (runtime/include/zbrt/Mgpu.h).
 /// Buffers come from the zbrt pool, which the CUDA backend of zb-run
-/// allocates as managed memory (../shared/design/TOOLCHAIN.md, "GPU
-/// compilation").
+/// allocates as managed memory (docs/toolchain.md, "GPU compilation").
 struct GpuCodegenOptions {
   std::string chip = "sm_90";   ///< e.g. sm_80, sm_90
   std::string features = "+ptx80";

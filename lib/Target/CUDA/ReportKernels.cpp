@@ -1,4 +1,4 @@
-//===- ReportKernels.cpp - zb-gpu-report-kernels ---------------------------===//
+//===- ReportKernels.cpp - zb-gpu-report-kernels --------------------------===//
 //
 // Collects the kernel launches and runtime GEMMs of a module right after
 // gpu-kernel-outlining (KernelReport.h) and hands them to the driver's

@@ -2,7 +2,7 @@
 //
 // The CUDA driver is opened with dlopen("libcuda.so.1") instead of being
 // linked (-lcuda), so that a machine without a driver starts fine and gets a
-// clear message only when the CUDA backend is asked for (TOOLCHAIN.md).
+// clear message only when the CUDA backend is asked for (docs/toolchain.md).
 // ZBRT_CUDA_DRIVER=<path> overrides the library (tests use the toolkit's
 // stub library to exercise the cuInit path, and the host-memory stand-in).
 // zbrt_cuda_available's probe and the loading for use open it the same way

@@ -3,7 +3,7 @@
 // Not installed. The driver functions zbrt uses, resolved from libcuda.so.1
 // (or ZBRT_CUDA_DRIVER) with dlopen through one symbol table (Driver.cpp):
 // cuda.h is not included and -lcuda not linked, so libzbrt loads and runs on
-// machines without a driver (TOOLCHAIN.md, "GPU compilation"). The one
+// machines without a driver (docs/toolchain.md, "GPU compilation"). The one
 // probe of the driver (zbrt_cuda_available) and the loading for use share
 // that table. The `_v2` entry points are looked up under the names cuda.h
 // aliases.

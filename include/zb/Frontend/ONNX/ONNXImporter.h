@@ -1,6 +1,6 @@
 //===- ONNXImporter.h - ONNX model -> zb dialect ----------------*- C++ -*-===//
 //
-// Step 1 of the compilation flow (see docs in ../shared/design/DESIGN.md):
+// Step 1 of the compilation flow (docs/design.md, docs/frontends.md):
 // reads an ONNX ModelProto (libonnx + protobuf) holding a model's forward
 // graph *and its loss*, as exported by torch.onnx.export with static shapes,
 // and builds one function
