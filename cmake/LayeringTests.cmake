@@ -43,3 +43,19 @@ zb_add_layering_test(no-schedule ZBSupport schedule_probe.cpp
 zb_add_layering_test(no-formats ZBSchedule formats_probe.cpp
                      "zb/Formats/Checkpoint.h")
 zb_add_layering_test(no-runner ZBFormats runner_probe.cpp "zb/Runner/Runner.h")
+
+# The IR is the bottom of the MLIR libraries: the dialect links no scheduler
+# and includes no zb layer above it (its schedule enums are its own,
+# ZBAttributes.td; lib/Transforms converts them to zb::sched's).
+get_target_property(zb_dialect_libs ZBDialect LINK_LIBRARIES)
+foreach(lib ZBSchedule ZBFormats ZBSupport ZBTransforms)
+  if(lib IN_LIST zb_dialect_libs)
+    message(FATAL_ERROR "ZBDialect links ${lib}: the IR must not depend on a "
+                        "layer above it (docs/architecture.md)")
+  endif()
+endforeach()
+add_test(NAME ZBLayering.ZBDialect.no-upper-includes
+  COMMAND ${CMAKE_COMMAND}
+          "-DDIRS=${PROJECT_SOURCE_DIR}/lib/Dialect;${PROJECT_SOURCE_DIR}/include/zb/Dialect"
+          "-DFORBIDDEN=zb/(Schedule|Formats|Support|Runner|Transforms|Conversion|Codegen|Target|Pipelines|Driver|Frontend)/"
+          -P ${ZB_LAYERING_PROBES}/check_includes.cmake)

@@ -70,7 +70,7 @@ struct Result {
 };
 
 Result run(const Row &r, llvm::StringRef name) {
-  int chunks = defaultChunks(name);
+  int chunks = defaultChunks(llvm::cantFail(parseScheduleKind(name)));
   Problem pr = problemOf(r, chunks);
   auto s = buildSchedule(pr, name);
   if (!s) {

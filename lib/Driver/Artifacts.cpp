@@ -309,7 +309,7 @@ llvm::Expected<formats::Plan> buildPlan(const CompileOptions &options,
   plan.numStages = static_cast<int32_t>(pipeline.info.numStages);
   plan.numChunks = pipeline.info.numChunks;
   plan.numMicrobatches = pipeline.numMicrobatches;
-  plan.schedule = options.schedule;
+  plan.schedule = options.scheduleName();
   // The code target (cuda: rank programs with GPU kernels, for zb-run
   // --backend cuda; cuda-emu: those kernels emulated on the CPU; cpu; h100:
   // CPU code scheduled with H100 costs).

@@ -64,9 +64,6 @@ llvm::Error validateOptions(const CompileOptions &options) {
   if (options.maxOpsPerStage < 1)
     return error("--max-ops-per-stage must be >= 1, got " +
                  llvm::Twine(options.maxOpsPerStage));
-  if (options.scheduleFile.empty() &&
-      !llvm::is_contained(sched::scheduleNames(), options.schedule))
-    return error("unknown --schedule '" + options.schedule + "'");
   if (llvm::Expected<sched::OptimizerSync> sync = parseCompiledOptimizerSync(
           sched::optimizerSyncName(options.optimizerSync));
       !sync)
@@ -87,7 +84,8 @@ llvm::Error validateOptions(const CompileOptions &options) {
 llvm::Error parseTextOptions(CompileOptions &options, llvm::StringRef target,
                              llvm::StringRef optimizer,
                              llvm::StringRef optimizerSync,
-                             llvm::StringRef precision) {
+                             llvm::StringRef precision,
+                             llvm::StringRef schedule) {
   auto named = [](llvm::StringRef flag, llvm::Error error) {
     return llvm::createStringError(flag + " " + llvm::toString(std::move(error)));
   };
@@ -104,6 +102,15 @@ llvm::Error parseTextOptions(CompileOptions &options, llvm::StringRef target,
   llvm::Expected<Precision> p = parsePrecision(precision);
   if (!p)
     return named("--precision", p.takeError());
+  // With --schedule-file the file's schedule replaces --schedule's.
+  llvm::Expected<sched::ScheduleKind> kind = sched::parseScheduleKind(schedule);
+  if (!kind) {
+    llvm::consumeError(kind.takeError());
+    if (options.scheduleFile.empty())
+      return llvm::createStringError("unknown --schedule '" + schedule + "'");
+  } else {
+    options.schedule = *kind;
+  }
   options.target = *t;
   options.optimizer = *o;
   options.precision = *p;
@@ -427,7 +434,7 @@ LogicalResult Compilation::frontHalf() {
   progress(llvm::formatv("autodiff, B/W split, {0} stages on {1} ranks, "
                          "schedule {2} with {3} microbatches",
                          options.numRanks * options.chunks(),
-                         options.numRanks, options.schedule,
+                         options.numRanks, options.scheduleName(),
                          options.microbatches));
   auto start = Clock::now();
   if (failed(partitionModel(*module, options)) || failed(applyCosts()) ||

@@ -29,10 +29,9 @@ static void setPipelineOptions(PipelineOptions &pipeline,
   pipeline.schedule = options.schedule;
   pipeline.scheduleFile = options.scheduleFile;
   pipeline.memoryLimit = options.memoryLimits;
-  pipeline.target = targetName(options.costTarget()).str();
-  pipeline.precision = precisionName(options.precision).str();
-  pipeline.optimizerSync =
-      sched::optimizerSyncName(options.optimizerSync).str();
+  pipeline.target = options.costTarget();
+  pipeline.precision = options.precision;
+  pipeline.optimizerSync = options.optimizerSync;
 }
 
 LogicalResult partitionModel(ModuleOp module, const CompileOptions &options) {
@@ -121,7 +120,9 @@ llvm::Expected<sched::Schedule> resolveScheduleFile(CompileOptions &o) {
                                chunks, o.virtualStages)
                      .str());
   o.virtualStages = chunks;
-  o.schedule = "file:" + name;
+  o.fileScheduleName = name;
+  // The plan's and the IR's name of it (zb.schedule, plan.json "schedule").
+  schedule.name = o.scheduleName();
   return std::move(schedule);
 }
 

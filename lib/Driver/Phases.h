@@ -50,7 +50,7 @@ mlir::LogicalResult partitionModel(mlir::ModuleOp module,
                                    const CompileOptions &options);
 /// zb-schedule and zb-lower-pipeline on a partitioned module, with
 /// `fileSchedule` (--schedule-file's, from resolveScheduleFile) or else the
-/// schedule named options.schedule.
+/// schedule of options.schedule.
 mlir::LogicalResult scheduleModel(mlir::ModuleOp module,
                                   const CompileOptions &options,
                                   const sched::Schedule *fileSchedule = nullptr);
@@ -59,8 +59,8 @@ mlir::LogicalResult scheduleModel(mlir::ModuleOp module,
 /// CostConvention::StageSpan), after the checks that need no model (ranks
 /// versus --stages, microbatches versus --microbatches, chunks versus
 /// --virtual-stages); sets options.virtualStages to the file's chunks and
-/// options.schedule to "file:<name>" (the JSON's schedule name, else the
-/// file name). Errors: "--schedule-file FILE: <why>".
+/// options.fileScheduleName to the JSON's schedule name, else the file name
+/// (the plan's schedule is then "file:<name>"). Errors: "--schedule-file FILE: <why>".
 llvm::Expected<sched::Schedule> resolveScheduleFile(CompileOptions &options);
 
 /// --profile: the per-stage costs of a `zb-run --profile` file (entry i is

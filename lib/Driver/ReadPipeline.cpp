@@ -147,18 +147,32 @@ FailureOr<LoweredPipeline> readPipeline(ModuleOp module,
 llvm::Expected<std::vector<Prediction>>
 predictBubbleRates(const LoweredPipeline &pipeline,
                    const CompileOptions &options) {
-  SmallVector<std::string> names{"1f1b", "zb-h1"};
-  if (!llvm::is_contained(names, options.schedule))
-    names.push_back(options.schedule);
+  // 1F1B and ZB-H1 for comparison, then this plan's schedule unless it is
+  // one of them.
+  struct Entry {
+    std::string name;
+    std::optional<sched::ScheduleKind> kind; ///< none: this plan's
+  };
+  SmallVector<Entry> entries;
+  bool listed = false;
+  for (sched::ScheduleKind kind :
+       {sched::ScheduleKind::OneFOneB, sched::ScheduleKind::ZBH1}) {
+    bool thisPlan = options.scheduleFile.empty() && kind == options.schedule;
+    listed |= thisPlan;
+    entries.push_back({sched::scheduleName(kind).str(),
+                       thisPlan ? std::nullopt : std::optional(kind)});
+  }
+  if (!listed)
+    entries.push_back({options.scheduleName(), std::nullopt});
   std::vector<Prediction> predictions;
-  for (const std::string &name : names) {
+  for (const Entry &entry : entries) {
+    const std::string &name = entry.name;
     // This plan: the schedule as zb-lower-pipeline lowered it (not built a
     // second time: an ILP would run again). The others: the paper's
     // schedules, for comparison.
     llvm::Expected<sched::Schedule> schedule =
-        name == options.schedule
-            ? llvm::Expected<sched::Schedule>(pipeline.schedule)
-            : sched::buildSchedule(pipeline.problem, name);
+        !entry.kind ? llvm::Expected<sched::Schedule>(pipeline.schedule)
+                    : sched::buildSchedule(pipeline.problem, *entry.kind);
     if (!schedule) {
       llvm::consumeError(schedule.takeError());
       continue;

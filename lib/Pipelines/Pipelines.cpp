@@ -26,26 +26,27 @@ namespace zb {
 
 void buildPartitionPipeline(OpPassManager &pm,
                             const PipelineOptions &options) {
-  if (options.precision == "bf16")
+  if (options.precision == Precision::Bf16)
     pm.addPass(createZBAutocast());
   pm.addPass(createZBAutodiff());
   pm.addPass(createZBSplitBackward());
   ZBPartitionStagesOptions partition;
   partition.numStages = options.numStages;
   partition.virtualStages = options.virtualStages;
-  partition.target = options.target;
+  partition.target = targetName(options.target).str();
   pm.addPass(createZBPartitionStages(partition));
 }
 
 void buildSchedulePipeline(OpPassManager &pm, const PipelineOptions &options,
                            const sched::Schedule *fileSchedule) {
   ZBScheduleOptions schedule;
-  schedule.algorithm = options.schedule;
+  schedule.algorithm = sched::scheduleName(options.schedule).str();
   schedule.microbatches = options.microbatches;
   schedule.memoryLimits.assign(options.memoryLimit.begin(),
                                options.memoryLimit.end());
   schedule.profile = options.profile;
-  schedule.optimizerSync = options.optimizerSync;
+  schedule.optimizerSync =
+      sched::optimizerSyncName(options.optimizerSync).str();
   if (fileSchedule) {
     pm.addPass(
         createZBSchedule(schedule, *fileSchedule, options.scheduleFile));

@@ -10,6 +10,7 @@
 #define ZB_LIB_SCHEDULE_BUILDERS_H
 
 #include "zb/Schedule/BuildOptions.h"
+#include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 
 #include <optional>
@@ -22,14 +23,16 @@ llvm::Expected<Schedule> build1F1B(const Problem &problem);
 llvm::Expected<Schedule> buildInterleaved1F1B(const Problem &problem);
 llvm::Expected<Schedule> buildZBH1(const Problem &problem);
 llvm::Expected<Schedule> buildZBH2(const Problem &problem);
+/// zb-auto, zb-1p or zb-2p (`kind`).
 llvm::Expected<Schedule> buildHeuristic(const Problem &problem,
-                                        llvm::StringRef name,
+                                        ScheduleKind kind,
                                         const BuildOptions &options);
 llvm::Expected<Schedule> buildIlp(const Problem &problem,
                                   const BuildOptions &options,
                                   IlpReport *report);
+/// zb-v, v-half, v-min or v-auto (`kind`).
 llvm::Expected<Schedule> buildVShape(const Problem &problem,
-                                     llvm::StringRef name,
+                                     ScheduleKind kind,
                                      const BuildOptions &options);
 
 /// Iterated local search on the per-rank order (LocalSearch.cpp): the

@@ -13,10 +13,10 @@
 
 using namespace zb::sched;
 
-static Schedule makeSchedule(llvm::StringRef name, const Problem &problem,
+static Schedule makeSchedule(ScheduleKind kind, const Problem &problem,
                              CostConvention convention, bool fused) {
   Schedule s;
-  s.name = name.str();
+  s.name = scheduleName(kind).str();
   s.perRank.resize(problem.numRanks);
   s.stageToRank = interleavedStageToRank(problem.numRanks, problem.numChunks);
   s.costConvention = convention;
@@ -25,7 +25,8 @@ static Schedule makeSchedule(llvm::StringRef name, const Problem &problem,
 }
 
 llvm::Expected<Schedule> detail::buildGPipe(const Problem &problem) {
-  Schedule s = makeSchedule("gpipe", problem, CostConvention::Makespan, true);
+  Schedule s = makeSchedule(ScheduleKind::GPipe, problem,
+                            CostConvention::Makespan, true);
   int m = problem.numMicrobatches;
   for (int r = 0; r < problem.numRanks; ++r) {
     auto &list = s.perRank[r];
@@ -66,7 +67,8 @@ static void fillOneFOneB(Schedule &s, const Problem &problem, int warmupFactor,
 }
 
 llvm::Expected<Schedule> detail::build1F1B(const Problem &problem) {
-  Schedule s = makeSchedule("1f1b", problem, CostConvention::Makespan, true);
+  Schedule s = makeSchedule(ScheduleKind::OneFOneB, problem,
+                            CostConvention::Makespan, true);
   fillOneFOneB(s, problem, 1, true);
   return s;
 }
@@ -78,7 +80,8 @@ llvm::Expected<Schedule> detail::buildZBH1(const Problem &problem) {
         llvm::formatv("zb-h1 needs at least p={0} microbatches, got m={1}", p,
                       m)
             .str());
-  Schedule s = makeSchedule("zb-h1", problem, CostConvention::Makespan, false);
+  Schedule s = makeSchedule(ScheduleKind::ZBH1, problem,
+                            CostConvention::Makespan, false);
   fillOneFOneB(s, problem, 1, false);
   return s;
 }
@@ -91,7 +94,8 @@ llvm::Expected<Schedule> detail::buildZBH2(const Problem &problem) {
         llvm::formatv("zb-h2 needs at least 2p-1={0} microbatches, got m={1}",
                       need, m)
             .str());
-  Schedule s = makeSchedule("zb-h2", problem, CostConvention::StageSpan, false);
+  Schedule s = makeSchedule(ScheduleKind::ZBH2, problem,
+                            CostConvention::StageSpan, false);
   fillOneFOneB(s, problem, 2, false);
   return s;
 }
@@ -108,7 +112,8 @@ llvm::Expected<Schedule> detail::buildInterleaved1F1B(const Problem &problem) {
                       "multiple of p={0} (at least {0}), got m={1}",
                       p, m)
             .str());
-  Schedule s = makeSchedule("1f1b-i", problem, CostConvention::Makespan, true);
+  Schedule s = makeSchedule(ScheduleKind::Interleaved1F1B, problem,
+                            CostConvention::Makespan, true);
   int total = m * v;
   auto forward = [&](int r, int k) {
     int chunk = (k / p) % v;

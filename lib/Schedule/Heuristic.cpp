@@ -301,9 +301,10 @@ heuristicOrder(const StageCosts &costs, const std::vector<double> &limits,
 } // namespace zb::sched::detail
 
 llvm::Expected<Schedule> detail::buildHeuristic(const Problem &problem,
-                                                llvm::StringRef name,
+                                                ScheduleKind kind,
                                                 const BuildOptions &options) {
   int p = problem.numRanks, m = problem.numMicrobatches;
+  llvm::StringRef name = scheduleName(kind);
   Schedule s;
   s.name = name.str();
   s.stageToRank = interleavedStageToRank(p, 1);
@@ -313,9 +314,9 @@ llvm::Expected<Schedule> detail::buildHeuristic(const Problem &problem,
   double inf = std::numeric_limits<double>::infinity();
   std::vector<double> limits(p, inf);
   for (int j = 0; j < p; ++j) {
-    if (name == "zb-1p")
+    if (kind == ScheduleKind::ZB1P)
       limits[j] = p * costs.memB[j];
-    else if (name == "zb-2p")
+    else if (kind == ScheduleKind::ZB2P)
       limits[j] = 2 * p * costs.memB[j];
     if (problem.memoryLimitOf(j) > 0)
       limits[j] = std::min(limits[j], problem.memoryLimitOf(j));

@@ -552,7 +552,7 @@ Schedule IlpFormulation::decode(const CbcOutcome &out, IlpReport &rep) const {
   const double *sol = out.hasSolution ? out.solution.data() : nullptr;
   double cbcObjective = out.objective * tUnit;
   Schedule result = warm;
-  result.name = "ilp";
+  result.name = scheduleName(ScheduleKind::Ilp).str();
   result.costConvention = CostConvention::StageSpan;
   if (sol) {
     // Per rank: sort by the solved end times (ties: the order variables).
@@ -608,8 +608,9 @@ llvm::Expected<Schedule> detail::buildIlp(const Problem &problem,
   // two chunks per rank, ZB-V (the authors' construction) on the V-shape
   // mapping.
   llvm::Expected<Schedule> warm =
-      problem.numChunks == 2 ? buildVShape(problem, "zb-v", BuildOptions())
-                             : buildHeuristic(problem, "zb-auto", options);
+      problem.numChunks == 2
+          ? buildVShape(problem, ScheduleKind::ZBV, BuildOptions())
+          : buildHeuristic(problem, ScheduleKind::ZBAuto, options);
   if (!warm)
     return warm.takeError();
   SimResult warmSim = simulate(problem, *warm);

@@ -1,8 +1,8 @@
-//===- Registry.cpp - Schedules by name
-//------------------------------------===//
+//===- Registry.cpp - Schedules by kind and name --------------------------===//
 //
-// The name -> builder dispatch (zb/Schedule/Registry.h): validates the
-// problem and the name's constraints, calls the builder (Builders.h), checks
+// The schedule table and the kind -> builder dispatch (zb/Schedule/
+// Registry.h): the only place that knows a schedule's name. Validates the
+// problem and the kind's constraints, calls the builder (Builders.h), checks
 // the memory limit and verifies the result. Depends on the base layer
 // (Schedule.cpp) and the builders; neither depends on it.
 //
@@ -17,11 +17,62 @@
 
 using namespace zb::sched;
 
+namespace {
+using K = ScheduleKind;
+using P = StagePlacement;
+/// The one list of the schedules, in zb-sched --compare's order.
+constexpr ScheduleInfo kSchedules[] = {
+    {K::GPipe, "gpipe", P::Sequential, 1},
+    {K::OneFOneB, "1f1b", P::Sequential, 1},
+    {K::Interleaved1F1B, "1f1b-i", P::Interleaved, 2},
+    {K::ZBH1, "zb-h1", P::Sequential, 1},
+    {K::ZBH2, "zb-h2", P::Sequential, 1},
+    {K::ZBAuto, "zb-auto", P::Sequential, 1},
+    {K::ZB1P, "zb-1p", P::Sequential, 1},
+    {K::ZB2P, "zb-2p", P::Sequential, 1},
+    {K::Ilp, "ilp", P::Either, 1},
+    {K::ZBV, "zb-v", P::VShape, 2},
+    {K::VHalf, "v-half", P::VShape, 2},
+    {K::VMin, "v-min", P::VShape, 2},
+    {K::VAuto, "v-auto", P::VShape, 2},
+};
+} // namespace
+
+llvm::ArrayRef<ScheduleInfo> zb::sched::scheduleTable() { return kSchedules; }
+
+const ScheduleInfo &zb::sched::scheduleInfo(ScheduleKind kind) {
+  for (const ScheduleInfo &info : kSchedules)
+    if (info.kind == kind)
+      return info;
+  llvm_unreachable("a ScheduleKind without a row in the schedule table");
+}
+
+llvm::StringRef zb::sched::scheduleName(ScheduleKind kind) {
+  return scheduleInfo(kind).name;
+}
+
 llvm::ArrayRef<llvm::StringRef> zb::sched::scheduleNames() {
-  static const llvm::StringRef names[] = {
-      "gpipe", "1f1b",  "1f1b-i", "zb-h1", "zb-h2",  "zb-auto",
-      "zb-1p", "zb-2p", "ilp",    "zb-v",  "v-half", "v-min", "v-auto"};
+  static const std::vector<llvm::StringRef> names = [] {
+    std::vector<llvm::StringRef> list;
+    for (const ScheduleInfo &info : kSchedules)
+      list.push_back(info.name);
+    return list;
+  }();
   return names;
+}
+
+llvm::Expected<ScheduleKind> zb::sched::parseScheduleKind(llvm::StringRef name) {
+  for (const ScheduleInfo &info : kSchedules)
+    if (info.name == name)
+      return info.kind;
+  return llvm::createStringError(
+      llvm::formatv("unknown schedule '{0}'; expected one of: {1}", name,
+                    llvm::join(scheduleNames(), ", "))
+          .str());
+}
+
+int zb::sched::defaultChunks(ScheduleKind kind) {
+  return scheduleInfo(kind).defaultChunks;
 }
 
 llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
@@ -35,17 +86,24 @@ llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
                                                   IlpReport *ilpReport) {
   if (llvm::Error e = validateProblem(problem))
     return std::move(e);
-  if (!llvm::is_contained(scheduleNames(), name))
-    return llvm::createStringError(
-        llvm::formatv("unknown schedule '{0}'; expected one of: {1}", name,
-                      llvm::join(scheduleNames(), ", "))
-            .str());
+  llvm::Expected<ScheduleKind> kind = parseScheduleKind(name);
+  if (!kind)
+    return kind.takeError();
+  return buildSchedule(problem, *kind, options, ilpReport);
+}
 
+llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
+                                                  ScheduleKind kind,
+                                                  const BuildOptions &options,
+                                                  IlpReport *ilpReport) {
+  if (llvm::Error e = validateProblem(problem))
+    return std::move(e);
+  const ScheduleInfo &info = scheduleInfo(kind);
+  llvm::StringRef name = info.name;
   int p = problem.numRanks, v = problem.numChunks;
-  bool interleaved = name == "1f1b-i";
-  bool vShape = name == "zb-v" || name == "v-half" || name == "v-min" ||
-                name == "v-auto" ||
-                (name == "ilp" && v == 2);
+  bool interleaved = info.placement == StagePlacement::Interleaved;
+  bool vShape = info.placement == StagePlacement::VShape ||
+                (info.placement == StagePlacement::Either && v == 2);
   if (interleaved && v < 2)
     return llvm::createStringError(
         llvm::formatv("1f1b-i needs at least 2 virtual stages per rank, got "
@@ -84,22 +142,37 @@ llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
   }
 
   llvm::Expected<Schedule> result = llvm::createStringError("unreachable");
-  if (name == "gpipe")
+  switch (kind) {
+  case K::GPipe:
     result = detail::buildGPipe(problem);
-  else if (name == "1f1b")
+    break;
+  case K::OneFOneB:
     result = detail::build1F1B(problem);
-  else if (name == "1f1b-i")
+    break;
+  case K::Interleaved1F1B:
     result = detail::buildInterleaved1F1B(problem);
-  else if (name == "zb-h1")
+    break;
+  case K::ZBH1:
     result = detail::buildZBH1(problem);
-  else if (name == "zb-h2")
+    break;
+  case K::ZBH2:
     result = detail::buildZBH2(problem);
-  else if (name == "zb-auto" || name == "zb-1p" || name == "zb-2p")
-    result = detail::buildHeuristic(problem, name, options);
-  else if (name == "ilp")
+    break;
+  case K::ZBAuto:
+  case K::ZB1P:
+  case K::ZB2P:
+    result = detail::buildHeuristic(problem, kind, options);
+    break;
+  case K::Ilp:
     result = detail::buildIlp(problem, options, ilpReport);
-  else
-    result = detail::buildVShape(problem, name, options);
+    break;
+  case K::ZBV:
+  case K::VHalf:
+  case K::VMin:
+  case K::VAuto:
+    result = detail::buildVShape(problem, kind, options);
+    break;
+  }
   if (!result)
     return result.takeError();
   if (problem.hasMemoryLimit()) {
@@ -122,11 +195,4 @@ llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
                       name, llvm::toString(std::move(e)))
             .str());
   return result;
-}
-
-int zb::sched::defaultChunks(llvm::StringRef name) {
-  return name == "1f1b-i" || name == "zb-v" || name == "v-half" ||
-                 name == "v-min" || name == "v-auto"
-             ? 2
-             : 1;
 }

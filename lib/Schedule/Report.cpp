@@ -22,10 +22,10 @@ using namespace zb::sched;
 // The problem
 //===----------------------------------------------------------------------===//
 
-int ProblemFlags::chunksFor(llvm::StringRef name) const {
+int ProblemFlags::chunksFor(ScheduleKind kind) const {
   if (virtualStages > 0)
     return virtualStages;
-  return defaultChunks(name);
+  return defaultChunks(kind);
 }
 
 /// A comma-separated list of numbers (empty text: none).
@@ -392,12 +392,19 @@ llvm::Error zb::sched::writeScheduleReport(llvm::raw_ostream &os,
     if (llvm::Error e = readInput(options, problem, schedule))
       return e;
   } else {
+    // The problem's errors first, then the name's (as before the kinds).
+    llvm::Expected<ScheduleKind> kind = parseScheduleKind(options.scheduleName);
     auto p = parseProblem(options.problem,
-                          options.problem.chunksFor(options.scheduleName));
-    if (!p)
+                          kind ? options.problem.chunksFor(*kind)
+                               : std::max(options.problem.virtualStages, 1));
+    if (!p) {
+      llvm::consumeError(kind.takeError());
       return p.takeError();
+    }
     problem = *p;
-    auto s = buildSchedule(problem, options.scheduleName, options.build, &ilp);
+    if (!kind)
+      return kind.takeError();
+    auto s = buildSchedule(problem, *kind, options.build, &ilp);
     if (!s)
       return s.takeError();
     schedule = std::move(*s);
@@ -439,13 +446,14 @@ llvm::Error zb::sched::writeComparison(llvm::raw_ostream &os,
   os << llvm::formatv("{0,-8} {1,11} {2,14} {3,14} {4,14}  {5,-15} {6}\n",
                       "schedule", "bubble", "cost", "makespan", "peak memory",
                       "comm needs", "note");
-  for (llvm::StringRef name : scheduleNames()) {
+  for (const ScheduleInfo &info : scheduleTable()) {
+    llvm::StringRef name = info.name;
     auto problem =
-        parseProblem(options.problem, options.problem.chunksFor(name));
+        parseProblem(options.problem, options.problem.chunksFor(info.kind));
     if (!problem)
       return problem.takeError();
     IlpReport ilp;
-    auto schedule = buildSchedule(*problem, name, options.build, &ilp);
+    auto schedule = buildSchedule(*problem, info.kind, options.build, &ilp);
     if (!schedule) {
       os << llvm::formatv("{0,-8} {1,11} {2,14} {3,14} {4,14}  {5,-15} {6}\n",
                           name, "-", "-", "-", "-", "-",

@@ -194,19 +194,19 @@ static bool fitsProblemLimits(const Problem &problem,
   return true;
 }
 
-/// The order of the named V-shape schedule: the authors' construction
+/// The order of the V-shape schedule `kind`: the authors' construction
 /// (ZB-V; V-Half / V-Min building blocks when they fit the problem's limit),
 /// else the greedy list scheduler under `limits`; empty when none fits.
 static std::vector<std::vector<Action>>
-constructOrder(const Problem &problem, llvm::StringRef name,
+constructOrder(const Problem &problem, ScheduleKind kind,
                const StageCosts &control,
                const std::vector<double> &limits,
                const std::vector<int> &stageToRank) {
-  if (name == "zb-v") {
+  if (kind == ScheduleKind::ZBV) {
     if (auto order = detail::constructZBV(problem, control, limits))
       return std::move(*order);
-  } else if (auto order =
-                 detail::constructVPattern(problem, name == "v-half")) {
+  } else if (auto order = detail::constructVPattern(
+                 problem, kind == ScheduleKind::VHalf)) {
     // The building blocks fix the memory; keep them when they fit the
     // problem's limit.
     Schedule probe;
@@ -222,9 +222,13 @@ constructOrder(const Problem &problem, llvm::StringRef name,
 }
 
 llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
-                                             llvm::StringRef name,
+                                             ScheduleKind kind,
                                              const BuildOptions &options) {
   int p = problem.numRanks;
+  llvm::StringRef name = scheduleName(kind);
+  // ZB-V (and v-auto, which starts from its budget) run at any limit the
+  // user gives; V-Half and V-Min keep their own budgets.
+  bool userLimit = kind == ScheduleKind::ZBV || kind == ScheduleKind::VAuto;
   Schedule s;
   s.name = name.str();
   s.stageToRank = vShapeStageToRank(p);
@@ -239,9 +243,9 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
     std::fill(control.memB.begin(), control.memB.end(), 0.5);
     std::fill(control.memW.begin(), control.memW.end(), 0.0);
   }
-  double factor = name == "zb-v" || name == "v-auto" ? p
-                  : name == "v-half"                  ? p / 2.0 + 1
-                                                      : p / 3.0 + 1;
+  double factor = userLimit                     ? p
+                  : kind == ScheduleKind::VHalf ? p / 2.0 + 1
+                                                : p / 3.0 + 1;
   std::vector<double> limits(p);
   for (int r = 0; r < p; ++r) {
     double rankMB = control.memB[r] + control.memB[2 * p - 1 - r];
@@ -250,9 +254,7 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
     // V-Half and V-Min keep their budgets, capped by the limit.
     double user = problem.memoryLimitOf(r);
     if (user > 0 && !noMemory)
-      limits[r] = name == "zb-v" || name == "v-auto"
-                      ? user
-                      : std::min(limits[r], user);
+      limits[r] = userLimit ? user : std::min(limits[r], user);
     // Never below one microbatch in flight (both chunks, then B of the
     // second chunk).
     double minimum = std::max(rankMB, rankMB - control.memB[2 * p - 1 - r] +
@@ -260,7 +262,7 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
     if (limits[r] < minimum && user == 0)
       limits[r] = minimum;
   }
-  if (name == "v-auto") {
+  if (kind == ScheduleKind::VAuto) {
     // The controllable-memory family under the user's limits: every
     // construction that fits them, the shortest simulated stage span.
     std::vector<double> userLimits = limits;
@@ -268,7 +270,8 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
       if (problem.memoryLimitOf(r) > 0)
         userLimits[r] = problem.memoryLimitOf(r);
     double best = std::numeric_limits<double>::infinity();
-    for (llvm::StringRef candidate : {"zb-v", "v-half", "v-min"}) {
+    for (ScheduleKind candidate :
+         {ScheduleKind::ZBV, ScheduleKind::VHalf, ScheduleKind::VMin}) {
       Schedule c = s;
       c.perRank = constructOrder(problem, candidate, control, userLimits,
                                  s.stageToRank);
@@ -283,7 +286,7 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
     }
   } else {
     s.perRank =
-        constructOrder(problem, name, control, limits, s.stageToRank);
+        constructOrder(problem, kind, control, limits, s.stageToRank);
   }
   if (s.perRank.empty()) {
     std::vector<double> need(p);
@@ -303,9 +306,7 @@ llvm::Expected<Schedule> detail::buildVShape(const Problem &problem,
     std::vector<double> searchLimits(p,
                                      std::numeric_limits<double>::infinity());
     if (!noMemory) {
-      searchLimits = name == "zb-v" || name == "v-auto"
-                         ? limits
-                         : simulate(problem, s).peakMemory;
+      searchLimits = userLimit ? limits : simulate(problem, s).peakMemory;
       for (int r = 0; r < p; ++r)
         if (problem.memoryLimitOf(r) > 0)
           searchLimits[r] = std::min(searchLimits[r], problem.memoryLimitOf(r));

@@ -137,16 +137,17 @@ ScheduleAttr scheduleToAttr(MLIRContext *ctx, const sched::Schedule &s,
       validate.push_back(static_cast<int64_t>(r.validateBefore));
   // How the schedule is costed and where its gradients leave (1F1B, GPipe
   // and 1F1B-I send the gradient after the whole backward, B then W).
-  StringRef convention = s.costConvention == sched::CostConvention::StageSpan
-                             ? "stage_span"
-                             : "makespan";
+  ScheduleCostConvention convention =
+      s.costConvention == sched::CostConvention::StageSpan
+          ? ScheduleCostConvention::StageSpan
+          : ScheduleCostConvention::Makespan;
   return ScheduleAttr::get(
       ctx, s.name, microbatches, llvm::APFloat(sim.bubbleRate),
       llvm::APFloat(sim.makespan), b.getDenseF64ArrayAttr(sim.peakMemory),
       b.getDenseI64ArrayAttr(stageToRank), s.fusedBackward, convention,
       b.getArrayAttr(ranks),
-      sched::optimizerSyncName(sync ? sched::OptimizerSync::PostValidation
-                                    : sched::OptimizerSync::None),
+      sync ? ScheduleOptimizerSync::PostValidation
+           : ScheduleOptimizerSync::None,
       sync ? b.getDenseI64ArrayAttr(validate) : DenseI64ArrayAttr());
 }
 
@@ -172,9 +173,10 @@ FailureOr<sched::Schedule> readSchedule(ModuleOp module,
   ArrayRef<int64_t> s2r = attr.getStageToRank().asArrayRef();
   s.stageToRank.assign(s2r.begin(), s2r.end());
   s.fusedBackward = attr.getFusedBackward();
-  s.costConvention = attr.getCostConvention() == "stage_span"
-                         ? sched::CostConvention::StageSpan
-                         : sched::CostConvention::Makespan;
+  s.costConvention =
+      attr.getCostConvention() == ScheduleCostConvention::StageSpan
+          ? sched::CostConvention::StageSpan
+          : sched::CostConvention::Makespan;
   *microbatches = attr.getMicrobatches();
   for (auto row : attr.getRanks().getAsRange<ArrayAttr>()) {
     std::vector<sched::Action> actions;

@@ -72,7 +72,10 @@ struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
     if (!read)
       return fail(llvm::toString(read.takeError()));
     sched::Schedule schedule = std::move(*read);
-    schedule.name = algorithm;
+    // zb-compile names a schedule it read itself ("file:<name>"); from
+    // zb-opt the schedule takes the `algorithm` option as its name.
+    if (!given)
+      schedule.name = algorithm;
     if (static_cast<int>(schedule.stageToRank.size()) != problem.numStages())
       return fail(llvm::formatv("{0} stages, the pipeline has {1} ({2} "
                                 "ranks x {3} chunks)",
@@ -115,7 +118,7 @@ struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
     }
     if (llvm::Error err = sched::verify(problem, *schedule)) {
       module.emitError("zb-schedule: schedule '")
-          << algorithm
+          << schedule->name
           << "' failed verification: " << llvm::toString(std::move(err));
       return signalPassFailure();
     }

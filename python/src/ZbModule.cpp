@@ -206,8 +206,15 @@ NB_MODULE(_zb, m) {
       out.push_back(n.str());
     return out;
   });
-  m.def("default_chunks",
-        [](const std::string &name) { return defaultChunks(name); });
+  // 1 for an unknown name: build_schedule then reports it.
+  m.def("default_chunks", [](const std::string &name) {
+    llvm::Expected<ScheduleKind> kind = parseScheduleKind(name);
+    if (!kind) {
+      llvm::consumeError(kind.takeError());
+      return 1;
+    }
+    return defaultChunks(*kind);
+  });
   m.def(
       "build_schedule",
       [](const Problem &problem, const std::string &name, double timeLimit,
@@ -225,8 +232,11 @@ NB_MODULE(_zb, m) {
         }();
         Schedule out = take(std::move(s));
         std::optional<IlpReport> ilp;
-        if (name == "ilp")
+        llvm::Expected<ScheduleKind> kind = parseScheduleKind(name);
+        if (kind && *kind == ScheduleKind::Ilp)
           ilp = report;
+        else if (!kind)
+          llvm::consumeError(kind.takeError());
         return std::make_pair(out, ilp);
       },
       "problem"_a, "name"_a, "time_limit"_a = 60.0, "local_search"_a = false,
@@ -292,12 +302,12 @@ NB_MODULE(_zb, m) {
         o.numRanks = stages;
         o.virtualStages = virtualStages;
         o.microbatches = microbatches;
-        o.schedule = schedule;
         o.memoryLimits = std::move(memoryLimits);
         o.dataArgs = std::move(dataArgs);
         if (llvm::Error error = zb::driver::parseTextOptions(
                 o, target, optimizer,
-                zb::sched::optimizerSyncName(o.optimizerSync), precision))
+                zb::sched::optimizerSyncName(o.optimizerSync), precision,
+                schedule))
           raise(std::move(error));
         o.learningRate = lr;
         o.dataDir = data;

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "zb/Driver/Driver.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -52,11 +53,16 @@ static cl::opt<int64_t, true>
                  cl::desc("Microbatches per training step (default 8, at most 512)"),
                  cl::location(options.microbatches),
                  cl::init(defaults.microbatches), cl::cat(category));
-static cl::opt<std::string, true>
-    schedule("schedule",
-             cl::desc("Schedule: gpipe 1f1b zb-h1 zb-h2 zb-auto zb-1p zb-2p "
-                      "ilp 1f1b-i zb-v v-half v-min v-auto (default zb-h1)"),
-             cl::location(options.schedule), cl::init(defaults.schedule),
+/// --schedule's help from the schedule table.
+static const std::string &scheduleHelp() {
+  static const std::string help =
+      "Schedule: " + llvm::join(zb::sched::scheduleNames(), " ") +
+      " (default " + zb::sched::scheduleName(defaults.schedule).str() + ")";
+  return help;
+}
+static cl::opt<std::string>
+    schedule("schedule", cl::desc(scheduleHelp()),
+             cl::init(zb::sched::scheduleName(defaults.schedule).str()),
              cl::cat(category));
 static cl::list<std::string, std::vector<std::string>> trainable(
     "trainable",
@@ -268,9 +274,8 @@ int main(int argc, char **argv) {
       "Example: zb-compile examples/mlp/mlp.onnx --stages 2 --microbatches 8 "
       "--schedule zb-h1 -o out\n");
 
-  if (llvm::Error error = zb::driver::parseTextOptions(options, target,
-                                                      optimizer, optimizerSync,
-                                                      precision)) {
+  if (llvm::Error error = zb::driver::parseTextOptions(
+          options, target, optimizer, optimizerSync, precision, schedule)) {
     llvm::errs() << "zb-compile: error: " << llvm::toString(std::move(error))
                  << "\n";
     return 1;

@@ -16,6 +16,7 @@
 #include "zb/Support/AtomicFile.h"
 #include "zb/Schedule/Report.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/WithColor.h"
 
@@ -61,11 +62,15 @@ cl::opt<std::string, true> memoryLimit(
              "a comma-separated list with one per rank (e.g. 2p,1.5p,1p,1p); "
              "0 = unlimited"),
     cl::location(opts.problem.memoryLimit), cl::init("0"), cl::cat(category));
+/// "gpipe 1f1b ... v-auto" from the schedule table.
+const std::string &scheduleList() {
+  static const std::string list = llvm::join(zb::sched::scheduleNames(), " ");
+  return list;
+}
 cl::opt<std::string, true> scheduleName(
-    "schedule",
-    cl::desc("gpipe 1f1b 1f1b-i zb-h1 zb-h2 zb-auto zb-1p zb-2p ilp zb-v "
-             "v-half v-min v-auto"),
-    cl::location(opts.scheduleName), cl::init("zb-auto"), cl::cat(category));
+    "schedule", cl::desc(scheduleList()), cl::location(opts.scheduleName),
+    cl::init(zb::sched::scheduleName(zb::sched::ScheduleKind::ZBAuto).str()),
+    cl::cat(category));
 cl::opt<std::string>
     format("format",
            cl::desc("Output format: text|json|csv|csv-comm (PyTorch CSV with "

@@ -75,7 +75,7 @@ protected:
     o.outputDir = path("out");
     o.numRanks = 2;
     o.microbatches = 4;
-    o.schedule = "zb-h1";
+    o.schedule = zb::sched::ScheduleKind::ZBH1;
     o.jobs = 1; // the test machine is shared
     return o;
   }
@@ -149,9 +149,11 @@ TEST(DriverOptions, Validation) {
   llvm::Error parsed = parseTextOptions(o, "cpu", "adam", "post-validation");
   EXPECT_EQ(parsed ? llvm::toString(std::move(parsed)) : std::string("ok"),
             "--optimizer must be sgd or adamw, got 'adam'");
+  // --schedule too.
   o = CompileOptions();
-  o.schedule = "2f2b";
-  EXPECT_EQ(message(o), "unknown --schedule '2f2b'");
+  parsed = parseTextOptions(o, "cpu", "sgd", "none", "fp32", "2f2b");
+  EXPECT_EQ(parsed ? llvm::toString(std::move(parsed)) : std::string("ok"),
+            "unknown --schedule '2f2b'");
   o = CompileOptions();
   o.optLevel = 4;
   EXPECT_EQ(message(o), "--opt-level must be 0, 1, 2 or 3, got 4");

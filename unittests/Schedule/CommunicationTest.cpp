@@ -136,9 +136,10 @@ TEST(Communication, EveryBuiltScheduleWorksWithBufferedSends) {
   for (int iter = 0; iter < 150; ++iter) {
     int p = 1 + rng() % 6, m = 1 + rng() % 12;
     for (llvm::StringRef name : scheduleNames()) {
-      if (name == "ilp")
+      ScheduleKind kind = llvm::cantFail(parseScheduleKind(name));
+      if (kind == ScheduleKind::Ilp)
         continue;
-      bool twoChunks = defaultChunks(name) == 2;
+      bool twoChunks = defaultChunks(kind) == 2;
       Problem pr = uniform(p, m, twoChunks ? 2 : 1);
       pr.costF = {double(1 + rng() % 5)};
       pr.costB = {double(1 + rng() % 5)};

@@ -65,7 +65,7 @@ TEST(MemoryLimits, PerRankLimitsRespected) {
     for (const char *name : {"zb-auto", "zb-1p", "zb-2p", "zb-v", "v-half",
                              "v-min"}) {
       Problem q = pr;
-      q.numChunks = defaultChunks(name);
+      q.numChunks = defaultChunks(llvm::cantFail(parseScheduleKind(name)));
       auto s = buildSchedule(q, name);
       if (!s) {
         std::string msg = errorOf(s.takeError());
@@ -89,7 +89,7 @@ TEST(MemoryLimits, UniformListEqualsScalar) {
     Problem scalar;
     scalar.numRanks = 4;
     scalar.numMicrobatches = 8;
-    scalar.numChunks = defaultChunks(name);
+    scalar.numChunks = defaultChunks(llvm::cantFail(parseScheduleKind(name)));
     scalar.costF = {3};
     scalar.costB = {3.5};
     scalar.costW = {2};

@@ -56,10 +56,10 @@ TEST(Report, ProblemErrorsNameTheFlag) {
 
 TEST(Report, ChunksAndNames) {
   ProblemFlags flags;
-  EXPECT_EQ(flags.chunksFor("zb-v"), 2);
-  EXPECT_EQ(flags.chunksFor("zb-h1"), 1);
+  EXPECT_EQ(flags.chunksFor(ScheduleKind::ZBV), 2);
+  EXPECT_EQ(flags.chunksFor(ScheduleKind::ZBH1), 1);
   flags.virtualStages = 3;
-  EXPECT_EQ(flags.chunksFor("zb-h1"), 3);
+  EXPECT_EQ(flags.chunksFor(ScheduleKind::ZBH1), 3);
 
   EXPECT_EQ(parseReportFormat("csv-comm"), ReportFormat::CSVComm);
   EXPECT_EQ(parseReportFormat("xml"), std::nullopt);

@@ -89,8 +89,17 @@ struct CompileOptions {
   static constexpr int64_t kMaxMicrobatches = 512;
   /// Microbatches per training step M (--microbatches), 1 .. 512.
   int64_t microbatches = 8;
-  /// Schedule name, one of zb::sched::scheduleNames() (--schedule).
-  std::string schedule = "zb-h1";
+  /// The schedule (--schedule; zb/Schedule/Registry.h).
+  sched::ScheduleKind schedule = sched::ScheduleKind::ZBH1;
+  /// With --schedule-file: the file's schedule name (the JSON's "name",
+  /// else the file name), set by compile() when it reads the file.
+  std::string fileScheduleName;
+  /// The plan's name of its schedule (plan.json "schedule"): `schedule`'s
+  /// name, or "file:<fileScheduleName>" with --schedule-file.
+  std::string scheduleName() const {
+    return scheduleFile.empty() ? sched::scheduleName(schedule).str()
+                                : "file:" + fileScheduleName;
+  }
   /// --trainable / --frozen (glob patterns on parameter model names, e.g.
   /// "blocks.*.attn.*", "rope_*"): a parameter trains when it matches a
   /// --trainable pattern (or none is given) and no --frozen pattern; the
@@ -191,21 +200,24 @@ struct CompileCallbacks {
   std::function<void(mlir::Diagnostic &diagnostic)> diagnostic;
 };
 
-/// Checks ranges and names: P, V, M >= 1, the schedule name, the opt level
-/// (0-3), the optimizer sync (not all-reduce). Returns the first problem
-/// ("--stages must be >= 1, got 0", "unknown --schedule 'x'").
+/// Checks ranges: P, V, M >= 1, the opt level (0-3), the optimizer sync
+/// (not all-reduce), the CUDA options. Returns the first problem
+/// ("--stages must be >= 1, got 0").
 llvm::Error validateOptions(const CompileOptions &options);
 
-/// The text forms of --target, --optimizer, --optimizer-sync and --precision (zb-compile's
-/// flags, the Python binding's arguments) parsed into `options` with the
-/// parsers of zb/Formats/Options.h. Errors name the flag: "--target must be
-/// cpu, cuda, cuda-emu or h100, got 'tpu'", "--optimizer must be sgd or
-/// adamw, got 'adam'", "--optimizer-sync must be post-validation or none,
-/// got 'x'", "--precision must be fp32 or bf16, got 'fp16'".
+/// The text forms of --target, --optimizer, --optimizer-sync, --precision
+/// and --schedule (zb-compile's flags, the Python binding's arguments)
+/// parsed into `options` with the parsers of zb/Formats/Options.h and
+/// zb/Schedule/Registry.h. Errors name the flag: "--target must be cpu,
+/// cuda, cuda-emu or h100, got 'tpu'", "--optimizer must be sgd or adamw,
+/// got 'adam'", "--optimizer-sync must be post-validation or none, got 'x'",
+/// "--precision must be fp32 or bf16, got 'fp16'", "unknown --schedule
+/// 'x'" (not an error with --schedule-file, whose schedule replaces it).
 llvm::Error parseTextOptions(CompileOptions &options, llvm::StringRef target,
                              llvm::StringRef optimizer,
                              llvm::StringRef optimizerSync,
-                             llvm::StringRef precision = "fp32");
+                             llvm::StringRef precision = "fp32",
+                             llvm::StringRef schedule = "zb-h1");
 
 /// Runs every phase as zb-compile does and writes the outputs. Creates its
 /// own MLIRContext. Every error is reported once, as a diagnostic (errors

@@ -2,6 +2,8 @@
 #ifndef ZB_PIPELINES_PIPELINES_H
 #define ZB_PIPELINES_PIPELINES_H
 
+#include "zb/Formats/Options.h"
+#include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 #include "zb/Target/CUDA/Passes.h"
 
@@ -13,6 +15,40 @@
 #include <string>
 
 namespace zb {
+
+/// The parser of a pass-pipeline option over one of zb's named enums: the
+/// text is parsed and printed by the enum's own functions (Target,
+/// Precision: zb/Formats/Options.h; sched::ScheduleKind:
+/// zb/Schedule/Registry.h; sched::OptimizerSync: zb/Schedule/
+/// OptimizerSync.h), so a pipeline's text form ("schedule=zb-h1") is the
+/// flags' and the names live in one list each. A bad name is the parser's
+/// error ("must be cpu, cuda, cuda-emu or h100, got 'tpu'").
+template <typename T, llvm::Expected<T> (*Parse)(llvm::StringRef),
+          llvm::StringRef (*Name)(T)>
+struct NamedEnumParser : public llvm::cl::parser<T> {
+  using llvm::cl::parser<T>::parser;
+  /// Hides cl::parser<T>'s lookup in a cl::values list (there is none).
+  bool parse(llvm::cl::Option &option, llvm::StringRef, llvm::StringRef arg,
+             T &value) {
+    llvm::Expected<T> parsed = Parse(arg);
+    if (!parsed)
+      return option.error(llvm::toString(parsed.takeError()));
+    value = *parsed;
+    return false;
+  }
+  /// How mlir::PassOptions prints the value (the pipeline's text form).
+  static void print(llvm::raw_ostream &os, T value) { os << Name(value); }
+};
+
+using TargetParser = NamedEnumParser<Target, parseTarget, targetName>;
+using PrecisionParser =
+    NamedEnumParser<Precision, parsePrecision, precisionName>;
+using ScheduleKindParser =
+    NamedEnumParser<sched::ScheduleKind, sched::parseScheduleKind,
+                    sched::scheduleName>;
+using OptimizerSyncParser =
+    NamedEnumParser<sched::OptimizerSync, sched::parseOptimizerSync,
+                    sched::optimizerSyncName>;
 
 /// Options of the compiler front half (docs/design.md: autodiff to per-rank
 /// step functions).
@@ -27,9 +63,10 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<int64_t> microbatches{*this, "microbatches",
                                llvm::cl::desc("Microbatches per step"),
                                llvm::cl::init(8)};
-  Option<std::string> schedule{*this, "schedule",
-                               llvm::cl::desc("Schedule name (lib/Schedule)"),
-                               llvm::cl::init("zb-h1")};
+  Option<sched::ScheduleKind, ScheduleKindParser> schedule{
+      *this, "schedule",
+      llvm::cl::desc("Schedule name (zb/Schedule/Registry.h)"),
+      llvm::cl::init(sched::ScheduleKind::ZBH1)};
   ListOption<double> memoryLimit{
       *this, "memory-limit",
       llvm::cl::desc("Activation memory limit in bytes: one value for every "
@@ -38,25 +75,25 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       *this, "profile",
       llvm::cl::desc("zb-run --profile JSON: schedule with measured costs"),
       llvm::cl::init("")};
-  Option<std::string> target{*this, "target",
-                             llvm::cl::desc("Cost model target: cpu | h100"),
-                             llvm::cl::init("cpu")};
+  Option<Target, TargetParser> target{
+      *this, "target", llvm::cl::desc("Cost model target: cpu | h100"),
+      llvm::cl::init(Target::Cpu)};
   Option<std::string> scheduleFile{
       *this, "schedule-file",
       llvm::cl::desc("A schedule from a file (PyTorch CSV or zb JSON) "
                      "instead of --schedule's (zb-schedule)"),
       llvm::cl::init("")};
-  Option<std::string> precision{
+  Option<Precision, PrecisionParser> precision{
       *this, "precision",
       llvm::cl::desc("fp32 | bf16: bf16 runs zb-autocast (torch.autocast's "
                      "bfloat16 policy) before zb-autodiff"),
-      llvm::cl::init("fp32")};
-  Option<std::string> optimizerSync{
+      llvm::cl::init(Precision::Fp32)};
+  Option<sched::OptimizerSync, OptimizerSyncParser> optimizerSync{
       *this, "optimizer-sync",
       llvm::cl::desc("none | post-validation: the rank programs validate the "
                      "previous optimizer step where the schedule expects the "
                      "fully reduced state (zb-schedule)"),
-      llvm::cl::init("none")};
+      llvm::cl::init(sched::OptimizerSync::None)};
 };
 
 /// [zb-autocast,] zb-autodiff, zb-split-backward, zb-partition-stages, zb-schedule,

@@ -1,7 +1,7 @@
-//===- Registry.h - Schedules by name ----------------------------*- C++
-//-*-===//
+//===- Registry.h - Schedules by kind and name ------------------*- C++ -*-===//
 //
-// The name -> builder dispatch of zb's schedules (gpipe, 1f1b, ..., ilp, zb-v):
+// The one table of zb's schedules (gpipe, 1f1b, ..., ilp, zb-v) and the
+// kind -> builder dispatch:
 // the layer above the base (zb/Schedule/Schedule.h: problem, simulation,
 // verification) and the builders (lib/Schedule/Builders.h). Every schedule a
 // caller gets by name has been validated and verified here. No MLIR
@@ -17,16 +17,60 @@
 
 namespace zb::sched {
 
+/// Every schedule zb builds. The one list of their names and properties is
+/// the table of Registry.cpp (scheduleInfo); nothing else compares a
+/// schedule's name.
+enum class ScheduleKind {
+  GPipe,           ///< "gpipe": all F, then all B+W (Huang et al., 2019)
+  OneFOneB,        ///< "1f1b": one F, one B+W (PipeDream-Flush)
+  Interleaved1F1B, ///< "1f1b-i": 1F1B over V >= 2 chunks (Megatron-LM)
+  ZBH1,            ///< "zb-h1": the paper's handcrafted ZB-H1 (Section 2)
+  ZBH2,            ///< "zb-h2": ZB-H2 (Section 2)
+  ZBAuto,          ///< "zb-auto": the heuristic (Section 3.1) at the limit
+  ZB1P,            ///< "zb-1p": the heuristic at p M_B
+  ZB2P,            ///< "zb-2p": the heuristic at 2p M_B
+  Ilp,             ///< "ilp": the ILP of Section 3 / Appendix G with CBC
+  ZBV,             ///< "zb-v": ZB-V (the ZB-V note)
+  VHalf,           ///< "v-half": V-Half
+  VMin,            ///< "v-min": V-Min
+  VAuto,           ///< "v-auto": the best V-shape schedule that fits
+};
+
+/// How a schedule places the P x V global stages on the ranks.
+enum class StagePlacement {
+  Sequential,  ///< V = 1: stage s on rank s
+  Interleaved, ///< V >= 2: stage s on rank s mod P (1f1b-i)
+  VShape,      ///< V = 2: chunk 0 down the ranks, chunk 1 back up
+  Either,      ///< ilp: Sequential with V = 1, VShape with V = 2
+};
+
+/// One row of the schedule table.
+struct ScheduleInfo {
+  ScheduleKind kind;
+  llvm::StringRef name;       ///< the name of --schedule and the files
+  StagePlacement placement;
+  int defaultChunks;          ///< V when none is given
+};
+
+/// The row of `kind`.
+const ScheduleInfo &scheduleInfo(ScheduleKind kind);
+/// Every row, in the order zb-sched --compare prints them.
+llvm::ArrayRef<ScheduleInfo> scheduleTable();
+/// "gpipe", "1f1b", ..., "v-auto".
+llvm::StringRef scheduleName(ScheduleKind kind);
+/// The kind named `name`; error "unknown schedule '<name>'; expected one
+/// of: gpipe, 1f1b, ...".
+llvm::Expected<ScheduleKind> parseScheduleKind(llvm::StringRef name);
+
 /// Names accepted by buildSchedule, in the order zb-sched --compare prints
 /// them.
 llvm::ArrayRef<llvm::StringRef> scheduleNames();
 
 /// Chunks per rank V a schedule uses when none is given: 2 for 1f1b-i and
-/// the V-shape schedules (zb-v, v-half, v-min), 1 otherwise.
-int defaultChunks(llvm::StringRef name);
+/// the V-shape schedules (zb-v, v-half, v-min, v-auto), 1 otherwise.
+int defaultChunks(ScheduleKind kind);
 
-/// Builds the named schedule: gpipe 1f1b 1f1b-i zb-h1 zb-h2 zb-auto zb-1p
-/// zb-2p ilp zb-v v-half v-min v-auto.
+/// Builds a schedule of `kind`:
 ///   - gpipe, 1f1b, zb-h1, zb-h2, zb-auto, zb-1p, zb-2p need V = 1; ilp takes
 ///     V = 1 or V = 2 (the V-shape mapping, warm-started from ZB-V);
 ///     1f1b-i needs V >= 2 and m a multiple of p; zb-v, v-half, v-min, v-auto
@@ -39,6 +83,11 @@ int defaultChunks(llvm::StringRef name);
 ///     it is returned.
 /// On invalid parameters returns an error that states the minimum that would
 /// work (e.g. "zb-h1 needs at least p=4 microbatches, got m=2").
+llvm::Expected<Schedule> buildSchedule(const Problem &problem,
+                                       ScheduleKind kind,
+                                       const BuildOptions &options = {},
+                                       IlpReport *ilpReport = nullptr);
+/// The same by name (parseScheduleKind's error for an unknown one).
 llvm::Expected<Schedule> buildSchedule(const Problem &problem,
                                        llvm::StringRef name);
 llvm::Expected<Schedule> buildSchedule(const Problem &problem,

@@ -18,6 +18,7 @@
 
 #include "zb/Schedule/BuildOptions.h"
 #include "zb/Schedule/OptimizerSync.h"
+#include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 
 #include "llvm/Support/Error.h"
@@ -43,8 +44,8 @@ struct ProblemFlags {
   /// Chunks per rank V; 0: the schedule's default (defaultChunks).
   int virtualStages = 0;
 
-  /// V for the schedule \p name: virtualStages, or its default.
-  int chunksFor(llvm::StringRef name) const;
+  /// V for a schedule of \p kind: virtualStages, or its default.
+  int chunksFor(ScheduleKind kind) const;
 };
 
 /// The problem of \p flags with \p chunks chunks per rank, validated.

@@ -99,7 +99,10 @@ module attributes {zb.schedule = #zb.schedule<name = "s", microbatches = 1, bubb
 
 // -----
 
-// expected-error @+1 {{#zb.schedule: cost_convention must be "makespan" or "stage_span", not "wall"}}
+// The schedule's enums are the dialect's own (ScheduleCostConvention,
+// ScheduleOptimizerSync): a name outside them fails to parse.
+// expected-error @+2 {{#zb.schedule: cost_convention must be "makespan" or "stage_span", not "wall"}}
+// expected-error @+1 {{failed to parse ZB_ScheduleAttr parameter 'cost_convention'}}
 module attributes {zb.schedule = #zb.schedule<name = "s", microbatches = 1, bubble_rate = 0.0, makespan_ms = 0.0, peak_memory = [0.0], stage_to_rank = [0], cost_convention = "wall", ranks = [[]]>} {
 }
 
@@ -191,7 +194,8 @@ func.func @bad_phase() attributes {zb.x = #zb.phase<F>} {
 
 // -----
 
-// expected-error @+1 {{#zb.schedule: optimizer_sync must be "none" or "post-validation", not "all-reduce"}}
+// expected-error @+2 {{#zb.schedule: optimizer_sync must be "none" or "post-validation", not "all-reduce"}}
+// expected-error @+1 {{failed to parse ZB_ScheduleAttr parameter 'optimizer_sync'}}
 module attributes {zb.schedule = #zb.schedule<name = "s", microbatches = 1, bubble_rate = 0.0, makespan_ms = 0.0, peak_memory = [0.0], stage_to_rank = [0], ranks = [[]], optimizer_sync = "all-reduce">} {
 }
 

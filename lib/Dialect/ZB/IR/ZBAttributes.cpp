@@ -8,7 +8,6 @@
 //===----------------------------------------------------------------------===//
 #include "zb/Dialect/ZB/IR/ZBAttributes.h"
 #include "zb/Dialect/ZB/IR/ZBDialect.h"
-#include "zb/Schedule/OptimizerSync.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -75,16 +74,12 @@ LogicalResult ScheduleAttr::verify(EmitFn emitError, StringRef,
                                    int64_t microbatches, APFloat, APFloat,
                                    DenseF64ArrayAttr peakMemory,
                                    DenseI64ArrayAttr stageToRank, bool,
-                                   StringRef costConvention, ArrayAttr ranks,
-                                   StringRef optimizerSync,
+                                   ScheduleCostConvention, ArrayAttr ranks,
+                                   ScheduleOptimizerSync optimizerSync,
                                    DenseI64ArrayAttr validateBefore) {
   if (microbatches <= 0)
     return emitError() << "#zb.schedule: microbatches must be > 0, not "
                        << microbatches;
-  if (costConvention != "makespan" && costConvention != "stage_span")
-    return emitError() << "#zb.schedule: cost_convention must be \"makespan\" "
-                          "or \"stage_span\", not \""
-                       << costConvention << "\"";
   for (int64_t r : stageToRank.asArrayRef())
     if (r < 0 || r >= static_cast<int64_t>(ranks.size()))
       return emitError() << "#zb.schedule: stage_to_rank names rank " << r
@@ -97,16 +92,8 @@ LogicalResult ScheduleAttr::verify(EmitFn emitError, StringRef,
     if (failed(verifyRankRow(emitError, row, rank, stageToRank.asArrayRef(),
                              microbatches)))
       return failure();
-  llvm::Expected<sched::OptimizerSync> sync =
-      sched::parseOptimizerSync(optimizerSync);
-  if (!sync || *sync == sched::OptimizerSync::AllReduce) {
-    if (!sync)
-      llvm::consumeError(sync.takeError());
-    return emitError() << "#zb.schedule: optimizer_sync must be \"none\" or "
-                          "\"post-validation\", not \""
-                       << optimizerSync << "\"";
-  }
-  if ((*sync == sched::OptimizerSync::PostValidation) != bool(validateBefore))
+  if ((optimizerSync == ScheduleOptimizerSync::PostValidation) !=
+      bool(validateBefore))
     return emitError() << "#zb.schedule: validate_before goes with "
                           "optimizer_sync = \"post-validation\" (and only "
                           "with it)";

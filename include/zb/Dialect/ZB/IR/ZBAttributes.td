@@ -41,6 +41,24 @@ def ZB_ActionKind : I32EnumAttr<"ActionKind", "kind of a scheduled pass", [
   let genSpecializedAttr = 0;
 }
 
+def ZB_ScheduleCostConvention : I32EnumAttr<"ScheduleCostConvention",
+    "how a schedule's cost is measured (reference/README: the paper's Table 5)", [
+    I32EnumAttrCase<"Makespan", 0, "makespan">,
+    I32EnumAttrCase<"StageSpan", 1, "stage_span">
+  ]> {
+  let cppNamespace = "::zb";
+  let genSpecializedAttr = 0;
+}
+
+def ZB_ScheduleOptimizerSync : I32EnumAttr<"ScheduleOptimizerSync",
+    "how a compiled schedule synchronises the optimizer step (Section 4)", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"PostValidation", 1, "post-validation">
+  ]> {
+  let cppNamespace = "::zb";
+  let genSpecializedAttr = 0;
+}
+
 def ZB_StageFuncKind : I32EnumAttr<"StageFuncKind", "kind of a stage function", [
     I32EnumAttrCase<"forward", 0>, I32EnumAttrCase<"backward_input", 1>,
     I32EnumAttrCase<"backward_weight", 2>
@@ -97,6 +115,28 @@ class ZB_F64Parameter<string desc, string default = "">
 }
 
 // A bool printed and parsed as `true` / `false` (default false, elided).
+// An enum parameter written as a quoted string ("makespan",
+// "post-validation"; names with '-' are not MLIR keywords): an unknown name
+// is a parse error naming the parameter and the names it takes.
+class ZB_QuotedEnumParameter<string enumName, string desc, string paramName,
+                             string choices, string default>
+    : AttrParameter<"::zb::" # enumName, desc> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<::zb::}] # enumName # [{> {
+    ::llvm::SMLoc loc = $_parser.getCurrentLocation();
+    std::string text;
+    if ($_parser.parseString(&text))
+      return ::mlir::failure();
+    if (auto value = ::zb::symbolize}] # enumName # [{(text))
+      return *value;
+    return $_parser.emitError(loc, "#zb.schedule: }] # paramName #
+        [{ must be }] # choices # [{, not \"" + text + "\""),
+           ::mlir::failure();
+  }() }];
+  let printer = [{ $_printer << '"' << ::zb::stringify}] # enumName #
+                [{($_self) << '"' }];
+  let defaultValue = default;
+}
+
 class ZB_BoolParameter<string desc> : AttrParameter<"bool", desc> {
   let parser = [{ [&]() -> ::mlir::FailureOr<bool> {
     ::llvm::StringRef word;
@@ -141,7 +181,7 @@ def ZB_ScheduleAttr : AttrDef<ZB_Dialect, "Schedule"> {
     `bubble_rate`, `makespan_ms` (ms) and `peak_memory` (bytes per rank) are
     the simulator's prediction (lib/Schedule). `fused_backward`: B and W run
     as one pass and the gradient leaves after both (1F1B, GPipe, 1F1B-I);
-    `cost_convention`: "makespan" or "stage_span" (reference/README).
+    `cost_convention`: "makespan" or "stage_span" (docs/references.md).
     `optimizer_sync` = "post-validation" (the paper's Section 4; default
     "none"): `validate_before` holds per rank the index of the action before
     which the rank program validates the previous step's optimizer step
@@ -157,9 +197,13 @@ def ZB_ScheduleAttr : AttrDef<ZB_Dialect, "Schedule"> {
     "::mlir::DenseF64ArrayAttr":$peak_memory,
     "::mlir::DenseI64ArrayAttr":$stage_to_rank,
     ZB_BoolParameter<"B and W fused">:$fused_backward,
-    StringRefParameter<"cost convention", "\"makespan\"">:$cost_convention,
+    ZB_QuotedEnumParameter<"ScheduleCostConvention", "cost convention",
+      "cost_convention", [{\"makespan\" or \"stage_span\"}],
+      "::zb::ScheduleCostConvention::Makespan">:$cost_convention,
     "::mlir::ArrayAttr":$ranks,
-    StringRefParameter<"optimizer sync", "\"none\"">:$optimizer_sync,
+    ZB_QuotedEnumParameter<"ScheduleOptimizerSync", "optimizer sync",
+      "optimizer_sync", [{\"none\" or \"post-validation\"}],
+      "::zb::ScheduleOptimizerSync::None">:$optimizer_sync,
     OptionalParameter<"::mlir::DenseI64ArrayAttr">:$validate_before);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
