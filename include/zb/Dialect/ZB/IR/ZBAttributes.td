@@ -42,7 +42,7 @@ def ZB_ActionKind : I32EnumAttr<"ActionKind", "kind of a scheduled pass", [
 }
 
 def ZB_ScheduleCostConvention : I32EnumAttr<"ScheduleCostConvention",
-    "how a schedule's cost is measured (reference/README: the paper's Table 5)", [
+    "how a schedule's cost is measured (docs/references.md: the paper's Table 5)", [
     I32EnumAttrCase<"Makespan", 0, "makespan">,
     I32EnumAttrCase<"StageSpan", 1, "stage_span">
   ]> {
