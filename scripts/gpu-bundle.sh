@@ -30,7 +30,7 @@
 # Open MPI 4 (libmpi.so.40, mpirun on PATH) is used.
 #   --build DIR   the configured and built zb tree (default: $ZB_BUILD_DIR,
 #                 else build/ beside scripts/); zb-run and zbrt must be built
-# Test: test/Tools/gpu-bundle.test. README.md, "GPUs".
+# Test: test/Tools/gpu-bundle.test. docs/cuda.md, "Shipping a plan to a GPU machine".
 set -euo pipefail
 
 die() { echo "gpu-bundle.sh: error: $*" >&2; exit 1; }

@@ -23,9 +23,14 @@ import os as _os
 import shutil as _shutil
 import subprocess as _subprocess
 from dataclasses import dataclass as _dataclass, field as _field
-from typing import Iterable, NamedTuple, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence, Union
 
 from . import _zb
+
+if TYPE_CHECKING:
+    import numpy
+
+    from . import export as export
 
 __all__ = [
     "Problem", "Schedule", "IlpReport", "Plan", "RunReport",
@@ -81,7 +86,7 @@ class Problem:
                  mem_b: Number | Sequence[Number] | None = None,
                  mem_w: Number | Sequence[Number] | None = None,
                  memory_limit: Number | Sequence[Number] | None = None,
-                 virtual_stages: int | None = None):
+                 virtual_stages: int | None = None) -> None:
         if not isinstance(stages, int) or not isinstance(microbatches, int):
             raise ValueError("stages and microbatches must be integers")
         self.stages = stages
@@ -145,7 +150,7 @@ class Schedule:
     """
 
     def __init__(self, problem: _zb.Problem, native: _zb.Schedule,
-                 ilp: IlpReport | None = None):
+                 ilp: IlpReport | None = None) -> None:
         self._problem = problem
         self._native = native
         self.ilp = ilp
@@ -312,7 +317,7 @@ class Plan:
     schedule: str
 
     @property
-    def plan(self) -> dict:
+    def plan(self) -> dict[str, Any]:
         with open(_os.path.join(self.path, "plan.json")) as f:
             return _json.load(f)
 
@@ -360,7 +365,7 @@ class RunReport:
     realized bubble rates (see docs/plan-json.md), the raw JSON."""
     losses: list[float]
     step_ms: list[float]
-    raw: dict = _field(repr=False)
+    raw: dict[str, Any] = _field(repr=False)
 
 
 def _tool(name: str) -> str:
@@ -529,7 +534,8 @@ def _load_params_bin(path: str, plan) -> dict:
     return out
 
 
-def load_params(path: str, plan: Plan | str | dict | None = None) -> dict:
+def load_params(path: str, plan: Plan | str | dict[str, Any] | None = None
+                ) -> dict[str, numpy.ndarray]:
     """The parameters of a file zb wrote, as {name: numpy.ndarray}.
 
     ``path`` ending in ``.safetensors`` (``zb-run --save-params
@@ -592,8 +598,8 @@ def _name_list(names: list[str], limit: int = 10) -> str:
     return ", ".join(names[:limit]) + more
 
 
-def load_into_torch(module, path: str, strict: bool = True, *,
-                    plan: Plan | str | dict | None = None,
+def load_into_torch(module: Any, path: str, strict: bool = True, *,
+                    plan: Plan | str | dict[str, Any] | None = None,
                     prefix: str = "") -> IncompatibleKeys:
     """Loads a file of trained parameters (``load_params``: safetensors or
     params.bin with ``plan``) into a torch.nn.Module by

@@ -12,6 +12,12 @@ plot_run(report):      the realized timeline of a zb-run trace next to the
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from . import Schedule
 
 # The paper's colours: F blue, B teal, W green (lighter for the second
 # chunk of V-shape and interleaved schedules).
@@ -56,7 +62,8 @@ def _gantt(ax, timeline, schedule, title: str, label_every: int = 1):
     ax.set_title(title)
 
 
-def plot(schedule, ax=None, title: str | None = None):
+def plot(schedule: Schedule, ax: Axes | None = None,
+         title: str | None = None) -> Axes:
     """Gantt chart of ``schedule`` (a zb.Schedule): F, B, W boxes with
     their microbatch numbers; grey where a rank idles. Returns the Axes."""
     plt = _pyplot()
@@ -74,7 +81,7 @@ def plot(schedule, ax=None, title: str | None = None):
     return ax
 
 
-def plot_memory(schedule, ax=None):
+def plot_memory(schedule: Schedule, ax: Axes | None = None) -> Axes:
     """Activation memory per rank over time (steps at each pass start: F
     adds M_B, B adds M_W - M_B, W frees M_W) with each rank's limit dashed.
     Returns the Axes."""
@@ -115,7 +122,8 @@ def plot_memory(schedule, ax=None):
     return ax
 
 
-def plot_run(trace, schedule=None, axes=None):
+def plot_run(trace: str | dict[str, Any], schedule: Schedule | None = None,
+             axes: Sequence[Axes] | None = None) -> Sequence[Axes]:
     """The realized timeline of a zb-run Perfetto trace (the path of
     ``zb-run --trace FILE`` or its parsed JSON) above the predicted one of
     ``schedule`` (optional). Returns the Axes."""

@@ -13,12 +13,18 @@ default (dynamo) exporter without its graph optimizer (optimize=False: every
 weight under its state_dict name and in its shape, so that the weights zb
 saves load back into the module), weights larger than 1 KB in
 ``<path>.data``; before, the TorchScript exporter, opset 17, constant
-folding off. The module is exported in eval mode (zb trains without
-dropout) and put back in the mode it had.
+folding off (``constant_folding=True`` turns it on). The module is exported
+in eval mode (zb trains without dropout) and put back in the mode it had.
+This is zb's one PyTorch exporter: python/export/zb_export.py (the fixture
+scripts' helper) calls it.
+save_inputs / load_inputs: a batch as input_0.pb, input_1.pb, ... (ONNX
+TensorProtos, the layout of ONNX's backend test data), what
+``zb-run --inputs DIR`` reads; describe_onnx: an ONNX file's inputs,
+parameters and nodes as text.
 jax_to_stablehlo: the StableHLO text of jax.jit(fn).lower(*args) in the
 generic op form (zb-translate --import-stablehlo).
 
-torch and jax are imported on use; neither is a dependency of zb. numpy
+torch, onnx and jax are imported on use; none is a dependency of zb. numpy
 arrays are accepted where tensors cross.
 """
 
@@ -29,7 +35,8 @@ import os
 
 def torch_to_onnx(module, example_inputs, path: str, *,
                   input_names=None, output_names=("loss",),
-                  opset: int | None = None, dynamo: bool | None = None) -> str:
+                  opset: int | None = None, dynamo: bool | None = None,
+                  constant_folding: bool = False) -> str:
     """Exports ``module(*example_inputs)`` (its forward and loss: a scalar)
     to ``path`` for ``zb-compile``/``zb.compile``. Parameters become ONNX
     initializers (trainable in zb) under their ``state_dict`` names; numpy
@@ -39,8 +46,12 @@ def torch_to_onnx(module, example_inputs, path: str, *,
 
     ``dynamo``: None picks the dynamo exporter (``optimize=False``) on torch
     >= 2.6 and the TorchScript one (constant folding off) before; ``opset``:
-    None is the exporter's default (dynamo) or 17 (TorchScript). Returns the
-    path. Raises what ``torch.onnx.export`` raises."""
+    None is the exporter's default (dynamo) or 17 (TorchScript).
+    ``constant_folding``: the TorchScript exporter's ``do_constant_folding``
+    (off by default: folding can merge a parameter into a constant that zb
+    then cannot train or load back; ValueError with the dynamo exporter,
+    whose optimizer is off). Returns the path. Raises what
+    ``torch.onnx.export`` raises."""
     import torch  # noqa: PLC0415
     inputs = tuple(torch.as_tensor(x) if not isinstance(x, torch.Tensor)
                    else x for x in (example_inputs if isinstance(
@@ -49,6 +60,9 @@ def torch_to_onnx(module, example_inputs, path: str, *,
         version = tuple(int(v) for v in
                         torch.__version__.split("+")[0].split(".")[:2])
         dynamo = version >= (2, 6)
+    if dynamo and constant_folding:
+        raise ValueError("constant_folding applies to the TorchScript "
+                         "exporter only (dynamo=False)")
     kwargs = dict(output_names=list(output_names))
     if input_names is not None:
         kwargs["input_names"] = list(input_names)
@@ -62,7 +76,8 @@ def torch_to_onnx(module, example_inputs, path: str, *,
             torch.onnx.export(module, inputs, os.fspath(path), dynamo=True,
                               optimize=False, external_data=True, **kwargs)
         else:
-            kwargs.update(export_params=True, do_constant_folding=False,
+            kwargs.update(export_params=True,
+                          do_constant_folding=constant_folding,
                           opset_version=17 if opset is None else opset)
             try:
                 torch.onnx.export(module, inputs, os.fspath(path),
@@ -73,6 +88,67 @@ def torch_to_onnx(module, example_inputs, path: str, *,
         if was_training and hasattr(module, "train"):
             module.train()
     return os.fspath(path)
+
+
+def save_inputs(directory: str, arrays) -> None:
+    """Writes ``arrays`` (numpy arrays, one per graph input, in order) to
+    ``directory`` as input_0.pb, input_1.pb, ...: serialized ONNX
+    TensorProtos, the layout of ONNX's backend test data, which
+    ``zb-run --inputs DIR`` reads. Creates the directory."""
+    import numpy as np  # noqa: PLC0415
+    from onnx import numpy_helper  # noqa: PLC0415
+    os.makedirs(directory, exist_ok=True)
+    for i, array in enumerate(arrays):
+        tensor = numpy_helper.from_array(np.ascontiguousarray(array))
+        with open(os.path.join(directory, "input_%d.pb" % i), "wb") as f:
+            f.write(tensor.SerializeToString())
+
+
+def load_inputs(directory: str) -> list:
+    """The arrays ``save_inputs`` wrote (input_0.pb, input_1.pb, ... until
+    the first missing one), as a list of numpy arrays."""
+    import onnx  # noqa: PLC0415
+    from onnx import numpy_helper  # noqa: PLC0415
+    arrays = []
+    i = 0
+    while True:
+        name = os.path.join(directory, "input_%d.pb" % i)
+        if not os.path.exists(name):
+            return arrays
+        tensor = onnx.TensorProto()
+        with open(name, "rb") as f:
+            tensor.ParseFromString(f.read())
+        arrays.append(numpy_helper.to_array(tensor))
+        i += 1
+
+
+def describe_onnx(path: str) -> str:
+    """An ONNX file as text, one line each: its opsets, the graph inputs
+    that are not initializers (with their shapes), the initializers
+    (``param``), every node with its non-tensor attributes, the outputs."""
+    import onnx  # noqa: PLC0415
+    model = onnx.load(path)
+    g = model.graph
+    lines = ["opset %s" % ", ".join("%s:%d" % (o.domain or "ai.onnx", o.version)
+                                    for o in model.opset_import)]
+    init_names = {t.name for t in g.initializer}
+    for vi in g.input:
+        if vi.name in init_names:
+            continue
+        dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        lines.append("input  %s %s" % (vi.name, dims))
+    for t in g.initializer:
+        lines.append("param  %s %s" % (t.name, list(t.dims)))
+    for i, n in enumerate(g.node):
+        attrs = ", ".join("%s=%s" % (a.name, onnx.helper.get_attribute_value(a))
+                          for a in n.attribute
+                          if a.type != onnx.AttributeProto.TENSOR)
+        lines.append("node #%d %s %s(%s) -> %s %s" % (
+            i, n.name, n.op_type, ", ".join(n.input), ", ".join(n.output),
+            "{" + attrs + "}" if attrs else ""))
+    for vi in g.output:
+        lines.append("output %s" % vi.name)
+    return "\n".join(lines)
 
 
 def _key_name(path) -> str:

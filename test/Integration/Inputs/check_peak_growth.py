@@ -5,7 +5,7 @@ Usage: check_peak_growth.py SMALL_PLAN_DIR SMALL_REPORT.json LARGE_PLAN_DIR LARG
 For each rank, the growth of zb-run's peak heap (memory pool, bytes) from the
 small to the large microbatch count must match the growth of the schedule's
 predicted peak activation memory (schedule.json peak_memory: the paper's M_B/M_W
-accounting, reference/) within 10 % + 16 KiB. Parameters, gradients and
+accounting, docs/references.md) within 10 % + 16 KiB. Parameters, gradients and
 temporaries do not depend on the microbatch count, so they cancel. Prints
 one line per rank; exits 1 on a mismatch.
 """
