@@ -1,8 +1,8 @@
 //===- VPattern.cpp - V-Half and V-Min from their building blocks ---------===//
 //
 // V-Half and V-Min of "Pipeline Parallelism with Controllable Memory" (Qi et
-// al., 2024), as ../shared/reference/v-shape.md describes the authors'
-// construction (written from that description):
+// al., 2024; docs/references.md), as the authors describe their construction
+// (written from that description):
 //
 //  1. A periodic pattern of 6 unit slots per microbatch. Rank i runs the
 //     passes F(chunk 0), F(chunk 1), B-chunk 0 (= stage 2p-1-i, first in the

@@ -1,7 +1,6 @@
 //===- VShape.cpp - ZB-V, V-Half, V-Min -----------------------------------===//
 //
-// The V-shape schedules of the ZB-V note (../shared/papers/
-// zero-bubble-blog-zbv.txt) and of "Pipeline Parallelism with Controllable
+// The V-shape schedules of the ZB-V note (docs/references.md) and of "Pipeline Parallelism with Controllable
 // Memory" (Qi et al., 2024): every rank holds 2 chunks, stage s on rank s for
 // s < p and on rank 2p-1-s otherwise, so the forward pass goes down the ranks
 // and back up (a "V") and the last stage sits on rank 0.

@@ -1,8 +1,7 @@
 //===- ZBV.cpp - The ZB-V construction ------------------------------------===//
 //
-// ZB-V as its authors build it (the ZB-V note, ../shared/papers/
-// zero-bubble-blog-zbv.txt, and the construction described in
-// ../shared/reference/v-shape.md; written from that description), extended
+// ZB-V as its authors build it (the ZB-V note and the construction its
+// authors describe, docs/references.md; written from that description), extended
 // to per-stage costs and memory and per-rank memory limits.
 //
 // Every rank i holds two chunks: F runs chunk 0 (stage i, forward going down

@@ -5,13 +5,14 @@
 // (handcrafted, heuristic, ILP), an event-driven simulator and a verifier.
 // No MLIR dependency; used by the compiler, zb-sched and the Python bindings.
 //
-// References (../shared/papers/zero-bubble-pipeline-parallelism.txt):
+// References (docs/references.md): Zero Bubble (Almost) Pipeline Parallelism
+// (Qi et al., ICLR 2024, arXiv:2401.10241):
 //   Section 2     handcrafted ZB-H1 / ZB-H2 and the 1F1B baseline,
 //   Section 3.1   the automatic heuristic (ZB-1p / ZB-2p),
 //   Section 5.3   the bubble rate and Table 5,
 //   Appendix B    the memory model (F adds M_B, B adds M_W - M_B, W adds -M_W),
 //   Appendix G    the ILP formulation,
-// and the ZB-V note (../shared/papers/zero-bubble-blog-zbv.txt).
+// and the ZB-V note (Qi et al., arXiv:2405.15362).
 //
 // Units: every time is in milliseconds (any consistent unit works; the
 // reference tables use integer microseconds), every memory quantity in bytes
@@ -105,7 +106,7 @@ struct Problem {
 };
 
 /// How the paper measures the cost of a schedule (Section 5.3 and
-/// ../shared/reference/README.md).
+/// docs/references.md, "Table 5").
 enum class CostConvention {
   /// End time of the last action, measured from t = 0 (1F1B, 1F1B-I, ZB-H1).
   Makespan,
