@@ -3,6 +3,7 @@
 #include "zb/Support/AtomicFile.h"
 #include "zb/Pipelines/Pipelines.h"
 #include "zb/Transforms/Passes.h"
+#include "zbrt/Symbols.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
@@ -179,7 +180,7 @@ static void splitStepAtActions(llvm::Module &stepModule) {
     for (llvm::Instruction &inst : llvm::instructions(f))
       if (auto *call = dyn_cast<llvm::CallInst>(&inst))
         if (llvm::Function *callee = call->getCalledFunction())
-          if (callee->getName() == "zbrt_action_begin" &&
+          if (callee->getName() == zbrt::symbols::ActionBegin &&
               call != &call->getParent()->front())
             begins.push_back(call);
     for (llvm::Instruction *begin : llvm::reverse(begins))

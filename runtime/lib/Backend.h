@@ -213,6 +213,12 @@ public:
   /// MLIR's host code is about to put other work on the compute stream (a
   /// copy, a memset, an event) or allocate: work a step graph cannot hold.
   virtual void uncapturedWork() {}
+  /// zbrt_cuda_emulated_kernel_argument: checks that `pointer`, argument
+  /// `argument` of the emulated kernel `kernel`, is device memory where the
+  /// driver can tell (ends the job otherwise); nothing to check on the CPU.
+  virtual void checkEmulatedKernelArgument(const char *kernel,
+                                           int64_t argument,
+                                           const void *pointer) {}
 };
 
 } // namespace zbrt

@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "zb/Target/CUDA/Passes.h"
+#include "zbrt/Symbols.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Utils/GPUUtils.h"
@@ -100,7 +101,7 @@ struct ZBGpuEmulatePass
         memrefs.push_back({(int64_t)i, v});
     if (memrefs.empty())
       return;
-    constexpr StringLiteral kHook = "zbrt_cuda_emulated_kernel_argument";
+    constexpr StringLiteral kHook = zbrt::symbols::CudaEmulatedKernelArgument;
     auto hook = module.lookupSymbol<func::FuncOp>(kHook);
     if (!hook) {
       OpBuilder m = OpBuilder::atBlockEnd(module.getBody());

@@ -35,7 +35,10 @@
 ///  - zbrt_action_{begin,end}: trace markers around every scheduled action
 ///    (zb-lower-pipeline);
 ///  - zbrt_validate_optimizer: the post-validation point of a step
-///    (zb-lower-pipeline, from zb-schedule's validate_before).
+///    (zb-lower-pipeline, from zb-schedule's validate_before);
+///  - zbrt_cuda_emulated_kernel_argument: the device-memory check of each
+///    argument of an emulated kernel launch (zb-gpu-emulate, --target
+///    cuda-emu).
 #define ZBRT_GENERATED_CODE_FUNCTIONS(X)                                       \
   X(SgemmMemref, zbrt_sgemm_memref)                                            \
   X(SgemmBatchedMemref, zbrt_sgemm_batched_memref)                             \
@@ -51,7 +54,8 @@
   X(RecvMemrefBf16, zbrt_recv_memref_bf16)                                     \
   X(ActionBegin, zbrt_action_begin)                                            \
   X(ActionEnd, zbrt_action_end)                                                \
-  X(ValidateOptimizer, zbrt_validate_optimizer)
+  X(ValidateOptimizer, zbrt_validate_optimizer)                                \
+  X(CudaEmulatedKernelArgument, zbrt_cuda_emulated_kernel_argument)
 
 namespace zbrt {
 namespace symbols {

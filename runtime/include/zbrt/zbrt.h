@@ -299,6 +299,16 @@ void zbrt_cuda_synchronize(void);
 void zbrt_cuda_step_variant(uint64_t key);
 /// Nonzero after zbrt_cuda_start (until zbrt_finalize).
 int32_t zbrt_cuda_started(void);
+/// Called by a --target cuda-emu rank program before each emulated kernel
+/// launch, once per memref argument (zb-gpu-emulate): `kernel` the kernel's
+/// name, `argument` the argument's index, `pointer` its aligned pointer.
+/// Under the CUDA backend, a driver that knows its allocations (the GPU
+/// stand-in) checks that the pointer is device memory, as a GPU's kernel
+/// could read nothing else, and the job ends naming the kernel and the
+/// argument when it is not; a real driver has no such check. No-op without
+/// the CUDA backend.
+void zbrt_cuda_emulated_kernel_argument(const char *kernel, int64_t argument,
+                                        const void *pointer);
 /// Calls of one entry point of the CUDA driver, cuBLAS or NCCL.
 typedef struct ZbrtCallCount {
   char name[48]; ///< the exported name ("cuLaunchKernel"), NUL-terminated

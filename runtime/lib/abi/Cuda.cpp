@@ -41,6 +41,12 @@ extern "C" void zbrt_cuda_synchronize(void) {
 
 extern "C" int32_t zbrt_cuda_started(void) { return cudaBackendStarted(); }
 
+extern "C" void zbrt_cuda_emulated_kernel_argument(const char *kernel,
+                                                   int64_t argument,
+                                                   const void *pointer) {
+  backend().checkEmulatedKernelArgument(kernel, argument, pointer);
+}
+
 extern "C" void zbrt_cuda_step_variant(uint64_t key) {
   backend().setStepVariant(key);
 }

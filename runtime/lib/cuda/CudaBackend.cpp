@@ -391,6 +391,12 @@ void CudaBackend::hostAccess(const char *what) {
   synchronize(what, /*computeOnly=*/true);
 }
 
+void CudaBackend::checkEmulatedKernelArgument(const char *kernel,
+                                              int64_t argument,
+                                              const void *pointer) {
+  cuda::checkEmulatedKernelArgument(kernel, argument, pointer);
+}
+
 void CudaBackend::synchronizeComputeStream() {
   // Host code that only launches and calls the runtime has nothing to wait
   // for: the runtime's calls are ordered on the device.

@@ -80,6 +80,8 @@ public:
                     const unsigned block[3], unsigned sharedBytes,
                     void **params) override;
   void uncapturedWork() override { graph.boundary(); }
+  void checkEmulatedKernelArgument(const char *kernel, int64_t argument,
+                                   const void *pointer) override;
 
 private:
   /// Waits, under the watchdog, until the compute stream (and, unless

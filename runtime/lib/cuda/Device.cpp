@@ -99,17 +99,9 @@ void zbrt::cuda::addCallCounts(ZbrtCudaStats &out) {
   out.hostDeviceBytes += hostDeviceBytes();
 }
 
-/// Called by a --target cuda-emu plan before each emulated kernel launch, for
-/// each memref argument (zb-gpu-emulate, lib/Target/CUDA/Emulate.cpp): under
-/// the CUDA backend, a driver that knows its allocations checks that the
-/// argument is device memory, as a GPU's kernel could read nothing else (the
-/// stand-in's zb_fake_cuda_check_kernel_argument: 0, or 700 with its message;
-/// a real driver has no such entry point and nothing is checked).
-extern "C" __attribute__((visibility("default"))) void
-zbrt_cuda_emulated_kernel_argument(const char *kernel, int64_t argument,
-                                   const void *pointer) {
-  if (!zbrt_cuda_started())
-    return;
+void zbrt::cuda::checkEmulatedKernelArgument(const char *kernel,
+                                              int64_t argument,
+                                              const void *pointer) {
   using Check = CUresult (*)(const char *, int64_t, const void *);
   static const Check checkArgument = []() -> Check {
     void *lib = dlopen(zbrt::libraryFromEnv("ZBRT_CUDA_DRIVER", "libcuda.so.1"),

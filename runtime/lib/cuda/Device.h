@@ -68,6 +68,14 @@ private:
 /// hostSynchronizations (the backend counts its own polling waits).
 void addCallCounts(ZbrtCudaStats &out);
 
+/// Backend::checkEmulatedKernelArgument of the CUDA backend: a driver that
+/// knows its allocations (the stand-in's zb_fake_cuda_check_kernel_argument:
+/// 0, or 700 with its message) checks that `pointer` is device memory; a
+/// real driver has no such entry point and nothing is checked. Ends the job
+/// through check() on an error.
+void checkEmulatedKernelArgument(const char *kernel, int64_t argument,
+                                 const void *pointer);
+
 } // namespace cuda
 } // namespace zbrt
 

@@ -41,49 +41,16 @@ const Driver *gLoading = nullptr;
 /// Opens `library` and fills `d`'s entry points (null and `error` set when
 /// it cannot).
 void *openDriver(const char *library, Driver &d, std::string &error) {
-  return openLibrary(library,
-                     {{"cuGetErrorName", d.cuGetErrorName},
-                      {"cuGetErrorString", d.cuGetErrorString},
-                      {"cuInit", d.cuInit},
-                      {"cuDeviceGet", d.cuDeviceGet},
-                      {"cuDeviceGetCount", d.cuDeviceGetCount},
-                      {"cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain},
-                      {"cuCtxSetCurrent", d.cuCtxSetCurrent},
-                      {"cuModuleLoadData", d.cuModuleLoadData},
-                      {"cuModuleUnload", d.cuModuleUnload},
-                      {"cuModuleGetFunction", d.cuModuleGetFunction},
-                      {"cuLaunchKernel", d.cuLaunchKernel},
-                      {"cuStreamCreate", d.cuStreamCreate},
-                      {"cuStreamDestroy_v2", d.cuStreamDestroy},
-                      {"cuStreamSynchronize", d.cuStreamSynchronize},
-                      {"cuStreamQuery", d.cuStreamQuery},
-                      {"cuStreamWaitEvent", d.cuStreamWaitEvent},
-                      {"cuEventCreate", d.cuEventCreate},
-                      {"cuEventDestroy_v2", d.cuEventDestroy},
-                      {"cuEventSynchronize", d.cuEventSynchronize},
-                      {"cuEventQuery", d.cuEventQuery},
-                      {"cuEventRecord", d.cuEventRecord},
-                      {"cuEventElapsedTime", d.cuEventElapsedTime},
-                      {"cuMemAlloc_v2", d.cuMemAlloc},
-                      {"cuMemAllocManaged", d.cuMemAllocManaged},
-                      {"cuMemFree_v2", d.cuMemFree},
-                      {"cuMemHostAlloc", d.cuMemHostAlloc},
-                      {"cuMemFreeHost", d.cuMemFreeHost},
-                      {"cuMemcpyAsync", d.cuMemcpyAsync},
-                      {"cuMemsetD32Async", d.cuMemsetD32Async},
-                      {"cuMemsetD16Async", d.cuMemsetD16Async},
-                      {"cuMemsetD8Async", d.cuMemsetD8Async},
-                      {"cuMemcpyHtoDAsync_v2", d.cuMemcpyHtoDAsync},
-                      {"cuMemcpyDtoH_v2", d.cuMemcpyDtoH},
-                      {"cuFuncGetParamInfo", d.cuFuncGetParamInfo, true},
-                      {"cuStreamBeginCapture_v2", d.cuStreamBeginCapture, true},
-                      {"cuStreamEndCapture", d.cuStreamEndCapture, true},
-                      {"cuGraphInstantiateWithFlags",
-                       d.cuGraphInstantiateWithFlags, true},
-                      {"cuGraphLaunch", d.cuGraphLaunch, true},
-                      {"cuGraphExecDestroy", d.cuGraphExecDestroy, true},
-                      {"cuGraphDestroy", d.cuGraphDestroy, true}},
-                     error);
+#define ZBRT_CUDA_DRIVER_ROW(field, symbol, params) {symbol, d.field},
+#define ZBRT_CUDA_DRIVER_OPTIONAL_ROW(field, symbol, params)                    \
+  {symbol, d.field, /*optional=*/true},
+  return openLibrary(
+      library,
+      {ZBRT_CUDA_DRIVER_FUNCTIONS(ZBRT_CUDA_DRIVER_ROW)
+           ZBRT_CUDA_DRIVER_OPTIONAL_FUNCTIONS(ZBRT_CUDA_DRIVER_OPTIONAL_ROW)},
+      error);
+#undef ZBRT_CUDA_DRIVER_ROW
+#undef ZBRT_CUDA_DRIVER_OPTIONAL_ROW
 }
 
 int32_t report(char *msg, int64_t cap, int32_t code, const char *format, ...)

@@ -26,52 +26,75 @@ using Handle = void *;
 constexpr CUresult kSuccess = 0;
 constexpr CUresult kNotReady = 600; // CUDA_ERROR_NOT_READY
 
+/// The driver functions zbrt calls, one row each: X(field, exported symbol,
+/// parameters); every one returns CUresult. The Driver struct's fields and
+/// the rows openDriver (Driver.cpp) resolves are both generated from these
+/// lists (as IREE's dynamic_symbol_tables.h), so a function is named once.
+/// The exported symbol is the versioned one where the driver has several
+/// (cuMemAlloc_v2).
+#define ZBRT_CUDA_DRIVER_FUNCTIONS(X)                                          \
+  X(cuGetErrorName, "cuGetErrorName", (CUresult, const char **))               \
+  X(cuGetErrorString, "cuGetErrorString", (CUresult, const char **))           \
+  X(cuInit, "cuInit", (unsigned))                                              \
+  X(cuDeviceGet, "cuDeviceGet", (CUdevice *, int))                             \
+  X(cuDeviceGetCount, "cuDeviceGetCount", (int *))                             \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain",                      \
+    (Handle *, CUdevice))                                                      \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent", (Handle))                              \
+  X(cuModuleLoadData, "cuModuleLoadData", (Handle *, const void *))            \
+  X(cuModuleUnload, "cuModuleUnload", (Handle))                                \
+  X(cuModuleGetFunction, "cuModuleGetFunction",                                \
+    (Handle *, Handle, const char *))                                          \
+  X(cuLaunchKernel, "cuLaunchKernel",                                          \
+    (Handle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,       \
+     unsigned, Handle, void **, void **))                                      \
+  X(cuStreamCreate, "cuStreamCreate", (Handle *, unsigned))                    \
+  X(cuStreamDestroy, "cuStreamDestroy_v2", (Handle))                           \
+  X(cuStreamSynchronize, "cuStreamSynchronize", (Handle))                      \
+  X(cuStreamQuery, "cuStreamQuery", (Handle))                                  \
+  X(cuStreamWaitEvent, "cuStreamWaitEvent", (Handle, Handle, unsigned))        \
+  X(cuEventCreate, "cuEventCreate", (Handle *, unsigned))                      \
+  X(cuEventDestroy, "cuEventDestroy_v2", (Handle))                             \
+  X(cuEventSynchronize, "cuEventSynchronize", (Handle))                        \
+  X(cuEventQuery, "cuEventQuery", (Handle))                                    \
+  X(cuEventRecord, "cuEventRecord", (Handle, Handle))                          \
+  X(cuEventElapsedTime, "cuEventElapsedTime", (float *, Handle, Handle))       \
+  X(cuMemAlloc, "cuMemAlloc_v2", (CUdeviceptr *, size_t))                      \
+  X(cuMemAllocManaged, "cuMemAllocManaged",                                    \
+    (CUdeviceptr *, size_t, unsigned))                                         \
+  X(cuMemFree, "cuMemFree_v2", (CUdeviceptr))                                  \
+  X(cuMemHostAlloc, "cuMemHostAlloc", (void **, size_t, unsigned))             \
+  X(cuMemFreeHost, "cuMemFreeHost", (void *))                                  \
+  X(cuMemcpyAsync, "cuMemcpyAsync",                                            \
+    (CUdeviceptr, CUdeviceptr, size_t, Handle))                                \
+  X(cuMemsetD32Async, "cuMemsetD32Async",                                      \
+    (CUdeviceptr, unsigned, size_t, Handle))                                   \
+  X(cuMemsetD16Async, "cuMemsetD16Async",                                      \
+    (CUdeviceptr, unsigned short, size_t, Handle))                             \
+  X(cuMemsetD8Async, "cuMemsetD8Async",                                        \
+    (CUdeviceptr, unsigned char, size_t, Handle))                              \
+  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2",                                 \
+    (CUdeviceptr, const void *, size_t, Handle))                               \
+  X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void *, CUdeviceptr, size_t))
+/// CUDA graphs (StepGraph.h) and the kernel parameter layout its tape
+/// compares: optional, null when the driver lacks them (graphs are off).
+#define ZBRT_CUDA_DRIVER_OPTIONAL_FUNCTIONS(X)                                 \
+  X(cuFuncGetParamInfo, "cuFuncGetParamInfo",                                  \
+    (Handle, size_t, size_t *, size_t *))                                      \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", (Handle, int))            \
+  X(cuStreamEndCapture, "cuStreamEndCapture", (Handle, Handle *))              \
+  X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags",                \
+    (Handle *, Handle, unsigned long long))                                    \
+  X(cuGraphLaunch, "cuGraphLaunch", (Handle, Handle))                          \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy", (Handle))                        \
+  X(cuGraphDestroy, "cuGraphDestroy", (Handle))
+
 /// The driver functions zbrt calls (see the file comment).
 struct Driver {
-  CUresult (*cuInit)(unsigned);
-  CUresult (*cuDeviceGet)(CUdevice *, int);
-  CUresult (*cuDeviceGetCount)(int *);
-  CUresult (*cuDevicePrimaryCtxRetain)(Handle *, CUdevice);
-  CUresult (*cuCtxSetCurrent)(Handle);
-  CUresult (*cuModuleLoadData)(Handle *, const void *);
-  CUresult (*cuModuleUnload)(Handle);
-  CUresult (*cuModuleGetFunction)(Handle *, Handle, const char *);
-  CUresult (*cuLaunchKernel)(Handle, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, unsigned, Handle, void **,
-                             void **);
-  CUresult (*cuStreamCreate)(Handle *, unsigned);
-  CUresult (*cuStreamDestroy)(Handle);
-  CUresult (*cuStreamSynchronize)(Handle);
-  CUresult (*cuStreamQuery)(Handle);
-  CUresult (*cuStreamWaitEvent)(Handle, Handle, unsigned);
-  CUresult (*cuEventCreate)(Handle *, unsigned);
-  CUresult (*cuEventDestroy)(Handle);
-  CUresult (*cuEventSynchronize)(Handle);
-  CUresult (*cuEventQuery)(Handle);
-  CUresult (*cuEventRecord)(Handle, Handle);
-  CUresult (*cuEventElapsedTime)(float *, Handle, Handle);
-  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
-  CUresult (*cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned);
-  CUresult (*cuMemFree)(CUdeviceptr);
-  CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
-  CUresult (*cuMemFreeHost)(void *);
-  CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, Handle);
-  CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, Handle);
-  CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t, Handle);
-  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, Handle);
-  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, Handle);
-  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
-  // CUDA graphs (StepGraph.h) and the kernel parameter layout its tape
-  // compares: optional, null when the driver lacks them (graphs are off).
-  CUresult (*cuFuncGetParamInfo)(Handle, size_t, size_t *, size_t *);
-  CUresult (*cuStreamBeginCapture)(Handle, int);
-  CUresult (*cuStreamEndCapture)(Handle, Handle *);
-  CUresult (*cuGraphInstantiateWithFlags)(Handle *, Handle, unsigned long long);
-  CUresult (*cuGraphLaunch)(Handle, Handle);
-  CUresult (*cuGraphExecDestroy)(Handle);
-  CUresult (*cuGraphDestroy)(Handle);
-  CUresult (*cuGetErrorName)(CUresult, const char **);
-  CUresult (*cuGetErrorString)(CUresult, const char **);
+#define ZBRT_CUDA_DRIVER_FIELD(field, symbol, params) CUresult(*field) params;
+  ZBRT_CUDA_DRIVER_FUNCTIONS(ZBRT_CUDA_DRIVER_FIELD)
+  ZBRT_CUDA_DRIVER_OPTIONAL_FUNCTIONS(ZBRT_CUDA_DRIVER_FIELD)
+#undef ZBRT_CUDA_DRIVER_FIELD
   Handle context = nullptr;
   int device = 0;
 };
