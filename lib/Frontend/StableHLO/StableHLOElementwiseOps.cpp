@@ -277,8 +277,8 @@ LogicalResult Importer::importConvert(const OpDef &, Operation *op,
 /// Booleans on data (masks: the bounds checks of JAX's gathers, jnp.where
 /// conditions): through floats 0/1, `and` = a * b != 0, `or` = max(a, b) !=
 /// 0, `xor` = a != b, `not` = a == 0. No gradient flows through booleans.
-FailureOr<SmallVector<Value, 2>>
-Importer::booleansAsFloats(Operation *op, ArrayRef<Val> in) {
+FailureOr<SmallVector<Value, 2>> Importer::booleansAsFloats(Operation *op,
+                                                            ArrayRef<Val> in) {
   SmallVector<Value, 2> x;
   for (const Val &v : in) {
     if (!v.type.getElementType().isInteger(1)) {

@@ -20,8 +20,8 @@ using namespace zb::frontend::stablehlo_import;
 using zb::frontend::formatShape;
 using zb::frontend::HostTensor;
 
-LogicalResult Importer::fold(const OpDef &def, Operation *op,
-                             ArrayRef<Val> in, Val &out) {
+LogicalResult Importer::fold(const OpDef &def, Operation *op, ArrayRef<Val> in,
+                             Val &out) {
   FailureOr<HostTensor> r = (this->*def.fold)(def, op, in, out.type);
   if (failed(r))
     return failure();
@@ -75,8 +75,7 @@ static Type firstOperandType(ArrayRef<Val> in, RankedTensorType type) {
   return in.empty() ? type.getElementType() : in[0].c->type;
 }
 
-FailureOr<HostTensor> Importer::foldElementwise(const OpDef &def,
-                                                Operation *op,
+FailureOr<HostTensor> Importer::foldElementwise(const OpDef &def, Operation *op,
                                                 ArrayRef<Val> in,
                                                 RankedTensorType type) {
   if (!def.scalar)
@@ -98,12 +97,10 @@ FailureOr<HostTensor> Importer::foldNot(const OpDef &, Operation *op,
                                         ArrayRef<Val> in,
                                         RankedTensorType type) {
   if (firstOperandType(in, type).isInteger(1))
-    return foldElementwiseWith(op, in, type, [](ArrayRef<double> a) {
-      return a[0] == 0 ? 1.0 : 0.0;
-    });
-  return foldElementwiseWith(op, in, type, [](ArrayRef<double> a) {
-    return (double)~(int64_t)a[0];
-  });
+    return foldElementwiseWith(
+        op, in, type, [](ArrayRef<double> a) { return a[0] == 0 ? 1.0 : 0.0; });
+  return foldElementwiseWith(
+      op, in, type, [](ArrayRef<double> a) { return (double)~(int64_t)a[0]; });
 }
 
 FailureOr<HostTensor> Importer::foldCompare(const OpDef &, Operation *op,
@@ -120,8 +117,8 @@ FailureOr<HostTensor> Importer::foldCompare(const OpDef &, Operation *op,
   if (cmp < 0)
     return badComparison(op);
   return foldElementwiseWith(op, in, type, [cmp](ArrayRef<double> a) {
-    bool r[] = {a[0] == a[1], a[0] != a[1], a[0] < a[1],
-                a[0] <= a[1], a[0] > a[1],  a[0] >= a[1]};
+    bool r[] = {a[0] == a[1], a[0] != a[1], a[0]<a[1], a[0] <= a[1], a[0]> a[1],
+                a[0] >= a[1]};
     return r[cmp] ? 1.0 : 0.0;
   });
 }
@@ -131,8 +128,7 @@ FailureOr<HostTensor> Importer::foldCompare(const OpDef &, Operation *op,
 //===----------------------------------------------------------------------===//
 
 FailureOr<HostTensor> Importer::foldIota(const OpDef &, Operation *op,
-                                         ArrayRef<Val>,
-                                         RankedTensorType type) {
+                                         ArrayRef<Val>, RankedTensorType type) {
   ArrayRef<int64_t> shape = type.getShape();
   FailureOr<SmallVector<int64_t>> dim = i64Array(op, "iota_dimension");
   if (failed(dim))
@@ -142,8 +138,7 @@ FailureOr<HostTensor> Importer::foldIota(const OpDef &, Operation *op,
   return zb::frontend::iotaHost(shape, (*dim)[0], type.getElementType());
 }
 
-FailureOr<HostTensor> Importer::foldBroadcastInDim(const OpDef &,
-                                                   Operation *op,
+FailureOr<HostTensor> Importer::foldBroadcastInDim(const OpDef &, Operation *op,
                                                    ArrayRef<Val> in,
                                                    RankedTensorType type) {
   FailureOr<SmallVector<int64_t>> dims = i64Array(op, "broadcast_dimensions");
@@ -187,8 +182,7 @@ FailureOr<HostTensor> Importer::foldReverse(const OpDef &, Operation *op,
   FailureOr<SmallVector<int64_t>> dims = i64Array(op, "dimensions");
   if (failed(dims))
     return failure();
-  return zb::frontend::reverseHost(*in[0].c, *dims,
-                                   [&] { return error(op); });
+  return zb::frontend::reverseHost(*in[0].c, *dims, [&] { return error(op); });
 }
 
 FailureOr<HostTensor> Importer::foldDynamicSlice(const OpDef &, Operation *op,
@@ -238,8 +232,7 @@ FailureOr<HostTensor> Importer::foldConcatenate(const OpDef &, Operation *op,
   SmallVector<HostTensor> inputs;
   for (const Val &v : in)
     inputs.push_back(*v.c);
-  return zb::frontend::concatHost(inputs, (*dim)[0],
-                                  [&] { return error(op); });
+  return zb::frontend::concatHost(inputs, (*dim)[0], [&] { return error(op); });
 }
 
 //===----------------------------------------------------------------------===//

@@ -139,9 +139,9 @@ struct OpDef;
 /// Imports `op`, an operand of which is not a constant, into `out` (whose
 /// source type is set); reports its own errors.
 using ImportFn = mlir::LogicalResult (Importer::*)(const OpDef &def,
-                                                  mlir::Operation *op,
-                                                  llvm::ArrayRef<Val> in,
-                                                  Val &out);
+                                                   mlir::Operation *op,
+                                                   llvm::ArrayRef<Val> in,
+                                                   Val &out);
 /// Folds `op`, all operands of which are constants, to a tensor of `type`'s
 /// shape; reports its own errors.
 using FoldFn = mlir::FailureOr<HostTensor> (Importer::*)(
@@ -150,8 +150,8 @@ using FoldFn = mlir::FailureOr<HostTensor> (Importer::*)(
 /// Imports an op that defines its results itself (a call, a loop), at call
 /// depth `depth`, before the checks of a one-result op.
 using ControlFn = mlir::LogicalResult (Importer::*)(mlir::Operation *op,
-                                                   llvm::ArrayRef<Val> in,
-                                                   int depth);
+                                                    llvm::ArrayRef<Val> in,
+                                                    int depth);
 /// The zb ops of an elementwise op on float data (one value per operand).
 using BuildFn = mlir::Value (*)(zb::ZBBuilder &zbb,
                                 llvm::ArrayRef<mlir::Value> x);
@@ -416,8 +416,7 @@ public:
                                       llvm::ArrayRef<Val> in,
                                       mlir::RankedTensorType type);
   /// compare by its comparison_direction (1.0 true, 0.0 false).
-  mlir::FailureOr<HostTensor> foldCompare(const OpDef &def,
-                                          mlir::Operation *op,
+  mlir::FailureOr<HostTensor> foldCompare(const OpDef &def, mlir::Operation *op,
                                           llvm::ArrayRef<Val> in,
                                           mlir::RankedTensorType type);
   // The ops that move or combine elements.
@@ -428,8 +427,7 @@ public:
                                                  mlir::Operation *op,
                                                  llvm::ArrayRef<Val> in,
                                                  mlir::RankedTensorType type);
-  mlir::FailureOr<HostTensor> foldReshape(const OpDef &def,
-                                          mlir::Operation *op,
+  mlir::FailureOr<HostTensor> foldReshape(const OpDef &def, mlir::Operation *op,
                                           llvm::ArrayRef<Val> in,
                                           mlir::RankedTensorType type);
   mlir::FailureOr<HostTensor> foldTranspose(const OpDef &def,
@@ -439,8 +437,7 @@ public:
   mlir::FailureOr<HostTensor> foldSlice(const OpDef &def, mlir::Operation *op,
                                         llvm::ArrayRef<Val> in,
                                         mlir::RankedTensorType type);
-  mlir::FailureOr<HostTensor> foldReverse(const OpDef &def,
-                                          mlir::Operation *op,
+  mlir::FailureOr<HostTensor> foldReverse(const OpDef &def, mlir::Operation *op,
                                           llvm::ArrayRef<Val> in,
                                           mlir::RankedTensorType type);
   mlir::FailureOr<HostTensor> foldDynamicSlice(const OpDef &def,

@@ -141,8 +141,7 @@ LogicalResult Importer::importDynamicSlice(const OpDef &, Operation *op,
 /// concatenated between the operand's slices before and after it when they
 /// differ in one dimension (a scan's stacked outputs), else zb.pad of the
 /// update selected into the operand with a constant mask.
-LogicalResult Importer::importDynamicUpdateSlice(const OpDef &,
-                                                 Operation *op,
+LogicalResult Importer::importDynamicUpdateSlice(const OpDef &, Operation *op,
                                                  ArrayRef<Val> in, Val &out) {
   RankedTensorType bt = in[0].type, ut = in[1].type;
   if (bt.getRank() != ut.getRank())

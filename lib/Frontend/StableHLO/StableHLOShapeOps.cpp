@@ -101,8 +101,7 @@ LogicalResult Importer::importSlice(const OpDef &, Operation *op,
     return error(op) << "start_indices, limit_indices and strides need "
                      << shape.size() << " entries each (the operand rank)";
   for (size_t d = 0; d < shape.size(); ++d)
-    if ((*s)[d] < 0 || (*s)[d] > (*l)[d] || (*l)[d] > shape[d] ||
-        (*st)[d] < 1)
+    if ((*s)[d] < 0 || (*s)[d] > (*l)[d] || (*l)[d] > shape[d] || (*st)[d] < 1)
       return error(op) << "dimension " << d << ": start " << (*s)[d]
                        << ", limit " << (*l)[d] << ", stride " << (*st)[d]
                        << " do not fit 0 <= start <= limit <= " << shape[d]
