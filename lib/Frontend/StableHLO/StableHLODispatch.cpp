@@ -318,8 +318,7 @@ const OpDef *OpTable::lookup(StringRef name) const {
   return it == ops.end() ? nullptr : it->second;
 }
 
-/// The rows of every op family, built once.
-static const OpTable &opTable() {
+const OpTable &zb::frontend::stablehlo_import::opTable() {
   static const OpTable table = [] {
     using I = Importer;
     // The ops of the walk itself.

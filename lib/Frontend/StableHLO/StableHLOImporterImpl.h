@@ -201,6 +201,9 @@ void populateShapeOps(OpTable &table);
 void populateMatMulOps(OpTable &table);
 void populateReductionOps(OpTable &table);
 void populateLoopOps(OpTable &table);
+/// Every op's row (the families' and the walk's own: stablehlo.constant,
+/// func.call), built once (StableHLODispatch.cpp).
+const OpTable &opTable();
 
 /// The importer of one module.
 class Importer {
