@@ -323,7 +323,8 @@ const OpTable &zb::frontend::stablehlo_import::opTable() {
     using I = Importer;
     // The ops of the walk itself.
     static const OpDef walkOps[] = {
-        {"stablehlo.constant", nullptr, &I::importConstant},
+        {"stablehlo.constant", &I::importConstantWithOperands,
+         &I::importConstant},
         {"func.call", nullptr, nullptr, nullptr, nullptr, &I::importCall},
     };
     OpTable t;
@@ -359,6 +360,18 @@ FailureOr<HostTensor> Importer::importConstant(const OpDef &, Operation *op,
   if ((int64_t)c.data.size() != c.numElements())
     return error(op) << "constant size does not match its type";
   return c;
+}
+
+/// A stablehlo.constant given operands (malformed generic text): they are
+/// ignored, as by importConstant.
+LogicalResult Importer::importConstantWithOperands(const OpDef &def,
+                                                   Operation *op,
+                                                   ArrayRef<Val> in, Val &out) {
+  FailureOr<HostTensor> c = importConstant(def, op, in, out.type);
+  if (failed(c))
+    return failure();
+  out.c = std::make_shared<HostTensor>(std::move(*c));
+  return success();
 }
 
 LogicalResult Importer::importOp(Operation *op, int depth) {

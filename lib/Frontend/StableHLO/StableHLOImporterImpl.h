@@ -347,6 +347,12 @@ public:
                                              mlir::Operation *op,
                                              llvm::ArrayRef<Val> in,
                                              mlir::RankedTensorType type);
+  /// importConstant of a stablehlo.constant given operands (malformed text:
+  /// they are ignored).
+  mlir::LogicalResult importConstantWithOperands(const OpDef &def,
+                                                 mlir::Operation *op,
+                                                 llvm::ArrayRef<Val> in,
+                                                 Val &out);
 
   // Elementwise ops on data (StableHLOElementwiseOps.cpp).
   /// Float arithmetic by `def.build`; integer data unsupported.
