@@ -1,11 +1,13 @@
 //===- StableHLODispatch.cpp - One StableHLO op -> a fold or zb ops -------===//
 //
-// The import of one op of the source: which ops are known, the dispatch of
-// each to a fold (all operands constant, StableHLOFolding.cpp) or to the
-// import of its family on data (StableHLO*Ops.cpp, StableHLOLoops.cpp),
-// the source's values and types in the target context, and the reading of
-// op attributes (i64 arrays, dimension lists, the text of opaque
-// #stablehlo attributes). See StableHLOImporterImpl.h.
+// The import of one op of the source: the op table (every op the importer
+// knows, one row each: StableHLOImporterImpl.h), the lookup of the op in it
+// and the choice between its fold (all operands constant,
+// StableHLOFolding.cpp) and its import on data (StableHLO*Ops.cpp,
+// StableHLOLoops.cpp); stablehlo.constant; the source's values and types in
+// the target context, and the reading of op attributes (i64 arrays,
+// dimension lists, the text of opaque #stablehlo attributes). See
+// StableHLOImporterImpl.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +17,8 @@
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringSwitch.h"
+
+#include <cassert>
 
 using namespace mlir;
 using namespace zb::frontend::stablehlo_import;
@@ -291,10 +294,6 @@ Importer::dimensionsAttr(Operation *op, StringRef name, int64_t rank,
   return dims;
 }
 
-//===----------------------------------------------------------------------===//
-// The dispatch of each op
-//===----------------------------------------------------------------------===//
-
 LogicalResult Importer::badComparison(Operation *op) {
   return error(op) << "cannot parse comparison_direction '"
                    << (op->getAttr("comparison_direction")
@@ -303,86 +302,76 @@ LogicalResult Importer::badComparison(Operation *op) {
                    << "'";
 }
 
-/// The ops the importer knows: on data or on constants.
-static bool isSupported(StringRef name) {
-  static const char *const kSupported[] = {
-      "stablehlo.iota", "stablehlo.add", "stablehlo.subtract",
-      "stablehlo.multiply", "stablehlo.divide", "stablehlo.maximum",
-      "stablehlo.minimum", "stablehlo.power", "stablehlo.negate",
-      "stablehlo.exponential", "stablehlo.exponential_minus_one",
-      "stablehlo.log", "stablehlo.log_plus_one", "stablehlo.tanh",
-      "stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.logistic", "chlo.erf",
-      "chlo.erfc", "chlo.square", "stablehlo.abs", "stablehlo.is_finite",
-      "stablehlo.sign",
-      "stablehlo.compare", "stablehlo.select",
-      "stablehlo.convert", "stablehlo.broadcast_in_dim", "stablehlo.reshape",
-      "stablehlo.transpose", "stablehlo.slice", "stablehlo.concatenate",
-      "stablehlo.dot_general", "stablehlo.reduce", "stablehlo.gather",
-      "stablehlo.and", "stablehlo.or", "stablehlo.xor", "stablehlo.not",
-      "stablehlo.clamp", "stablehlo.dynamic_slice",
-      "stablehlo.dynamic_update_slice",
-      // Constant operands only:
-      "stablehlo.cosine", "stablehlo.sine", "stablehlo.floor",
-      "stablehlo.ceil", "stablehlo.remainder", "stablehlo.reverse"};
-  return llvm::is_contained(kSupported, name);
+//===----------------------------------------------------------------------===//
+// The op table
+//===----------------------------------------------------------------------===//
+
+void OpTable::add(ArrayRef<OpDef> defs) {
+  for (const OpDef &def : defs) {
+    [[maybe_unused]] bool inserted = ops.try_emplace(def.name, &def).second;
+    assert(inserted && "an op has two rows in the op table");
+  }
 }
 
-/// The ops folded only (their operands must be constants).
-static bool isFoldOnly(StringRef name) {
-  return llvm::StringSwitch<bool>(name)
-      .Cases({"stablehlo.iota", "stablehlo.cosine", "stablehlo.sine",
-              "stablehlo.floor", "stablehlo.ceil"},
-             true)
-      .Cases({"stablehlo.remainder", "stablehlo.reverse"}, true)
-      .Default(false);
+const OpDef *OpTable::lookup(StringRef name) const {
+  auto it = ops.find(name);
+  return it == ops.end() ? nullptr : it->second;
 }
 
-/// stablehlo.constant: a HostTensor of the result's type.
-LogicalResult Importer::importConstant(Operation *op, RankedTensorType type) {
+const OpTable &zb::frontend::stablehlo_import::opTable() {
+  static const OpTable table = [] {
+    using I = Importer;
+    // The ops of the walk itself.
+    static const OpDef walkOps[] = {
+        {"stablehlo.constant", &I::importConstantWithOperands,
+         &I::importConstant},
+        {"func.call", nullptr, nullptr, nullptr, nullptr, &I::importCall},
+    };
+    OpTable t;
+    t.add(walkOps);
+    populateElementwiseOps(t);
+    populateShapeOps(t);
+    populateMatMulOps(t);
+    populateReductionOps(t);
+    populateLoopOps(t);
+    return t;
+  }();
+  return table;
+}
+
+//===----------------------------------------------------------------------===//
+// The dispatch of each op
+//===----------------------------------------------------------------------===//
+
+/// stablehlo.constant: a HostTensor of the result's type (no operands, so
+/// it is imported as a fold).
+FailureOr<HostTensor> Importer::importConstant(const OpDef &, Operation *op,
+                                               ArrayRef<Val>,
+                                               RankedTensorType type) {
   auto value = dyn_cast_or_null<DenseElementsAttr>(op->getAttr("value"));
   if (!value)
     return error(op) << "missing or non-dense 'value'";
   if (!isa<FloatType, IntegerType>(value.getElementType()))
     return error(op) << "unsupported constant element type";
-  auto c = std::make_shared<HostTensor>(HostTensor::fromAttr(value));
+  HostTensor c = HostTensor::fromAttr(value);
   // The values of the source context, shape and element type of the target.
-  c->shape.assign(type.getShape().begin(), type.getShape().end());
-  c->type = type.getElementType();
-  if ((int64_t)c->data.size() != c->numElements())
+  c.shape.assign(type.getShape().begin(), type.getShape().end());
+  c.type = type.getElementType();
+  if ((int64_t)c.data.size() != c.numElements())
     return error(op) << "constant size does not match its type";
-  Val out;
-  out.type = type;
-  out.c = c;
-  scopes.back()[op->getResult(0)] = out;
-  return success();
+  return c;
 }
 
-/// An op with an operand that is not a constant: the zb ops computing it.
-LogicalResult Importer::importOnData(Operation *op, ArrayRef<Val> in,
-                                     Val &out) {
-  StringRef name = op->getName().getStringRef();
-  if (name == "stablehlo.dot_general")
-    return importDotGeneral(op, in, out);
-  if (name == "stablehlo.reduce")
-    return importReduce(op, in, out);
-  if (name == "stablehlo.gather")
-    return importGather(op, in, out);
-  if (name == "stablehlo.dynamic_slice")
-    return importDynamicSlice(op, in, out);
-  if (name == "stablehlo.dynamic_update_slice")
-    return importDynamicUpdateSlice(op, in, out);
-  if (name == "stablehlo.broadcast_in_dim")
-    return importBroadcastInDim(op, in, out);
-  if (llvm::StringSwitch<bool>(name)
-          .Cases({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.slice",
-                  "stablehlo.concatenate"},
-                 true)
-          .Default(false))
-    return importShapeOp(op, in, out);
-  if (isFoldOnly(name))
-    return emitError(loc) << "unsupported StableHLO op '" << name
-                          << "' on data (only constant operands are folded)";
-  return importElementwise(op, in, out);
+/// A stablehlo.constant given operands (malformed generic text): they are
+/// ignored, as by importConstant.
+LogicalResult Importer::importConstantWithOperands(const OpDef &def,
+                                                   Operation *op,
+                                                   ArrayRef<Val> in, Val &out) {
+  FailureOr<HostTensor> c = importConstant(def, op, in, out.type);
+  if (failed(c))
+    return failure();
+  out.c = std::make_shared<HostTensor>(std::move(*c));
+  return success();
 }
 
 LogicalResult Importer::importOp(Operation *op, int depth) {
@@ -396,16 +385,15 @@ LogicalResult Importer::importOp(Operation *op, int depth) {
       return failure();
     in.push_back(*x);
   }
-  if (name == "func.call")
-    return importCall(op, in, depth);
-  if (name == "stablehlo.while")
-    return importWhile(op, in, depth);
+  const OpDef *def = opTable().lookup(name);
+  if (def && def->control)
+    return (this->*def->control)(op, in, depth);
 
-  if (name == "stablehlo.reduce" && op->getNumResults() != 1)
-    return error(op) << "reductions of several operands together (such as "
-                        "jnp.argmax / argmin) are not supported";
-  if (op->getNumResults() != 1)
+  if (op->getNumResults() != 1) {
+    if (def && !def->severalResults.empty())
+      return error(op) << def->severalResults;
     return error(op) << "unsupported StableHLO op (expected one result)";
+  }
   if (std::optional<StringRef> f =
           unsupportedFloat(op->getResult(0).getType()))
     return emitError(loc) << "'" << name << "' computes in " << *f << " ("
@@ -416,23 +404,24 @@ LogicalResult Importer::importOp(Operation *op, int depth) {
     return emitError(loc) << "unsupported StableHLO op '" << name
                           << "' (result type " << op->getResult(0).getType()
                           << " is not a static tensor)";
-  if (name == "stablehlo.constant")
-    return importConstant(op, *type);
-  if (!isSupported(name))
+  if (!def)
     return emitError(loc) << "unsupported StableHLO op '" << name << "'";
 
   Val out;
   out.type = *type;
   bool allConst =
       llvm::all_of(in, [](const Val &v) { return v.c && !v.unsupported; });
-  if (allConst && name != "stablehlo.dot_general") {
+  if (allConst && def->fold) {
     // fold() reports its errors.
-    if (failed(fold(op, in, out)))
+    if (failed(fold(*def, op, in, out)))
       return failure();
     scopes.back()[op->getResult(0)] = out;
     return success();
   }
-  if (failed(importOnData(op, in, out)))
+  if (!def->onData)
+    return emitError(loc) << "unsupported StableHLO op '" << name
+                          << "' on data (only constant operands are folded)";
+  if (failed((this->*def->onData)(*def, op, in, out)))
     return failure();
   if (out.v && !out.unsupported) {
     // zb ops infer their result types; check against the source.

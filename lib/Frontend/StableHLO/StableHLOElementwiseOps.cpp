@@ -4,8 +4,9 @@
 // float arithmetic and math functions, compare (and jax.nn.one_hot's compare
 // with an iota as zb.one_hot), select, convert, the booleans (and, or, xor,
 // not) and clamp. Integer arithmetic on data is recorded as unsupported
-// (Val::unsupported) and is an error only where it is used. See
-// StableHLOImporterImpl.h.
+// (Val::unsupported) and is an error only where it is used. The rows of
+// these ops (populateElementwiseOps, at the end) hold the zb ops and the
+// function of doubles of each. See StableHLOImporterImpl.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,63 +18,91 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
-#include <functional>
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
 using namespace zb::frontend::stablehlo_import;
 
-LogicalResult Importer::importElementwise(Operation *op, ArrayRef<Val> in,
-                                          Val &out) {
-  StringRef name = op->getName().getStringRef();
-  if (name == "stablehlo.compare")
-    return importCompare(op, in, out);
-  if (name == "stablehlo.select")
-    return importSelect(op, in, out);
-  if (name == "stablehlo.convert")
-    return importConvert(op, in, out);
-  if (name == "stablehlo.sign" && isa<FloatType>(out.type.getElementType())) {
-    // sign(x) = x > 0 ? 1 : (x < 0 ? -1 : x): +-0 and NaN pass through as
-    // in HLO; no gradient flows through the comparisons (sign' = 0).
-    zb::ZBBuilder zbb(b, loc);
-    FailureOr<Value> x = materialize(in[0]);
-    if (failed(x))
-      return failure();
-    Value zero = zbb.splat(*x, 0.0);
-    Value neg = zbb.select(zbb.compare("lt", *x, zero), zbb.splat(*x, -1.0),
-                           zbb.mul(*x, zero));
-    out.v = zbb.select(zbb.compare("gt", *x, zero), zbb.splat(*x, 1.0), neg);
-    return success();
-  }
-  if (name == "stablehlo.is_finite") {
-    // |x| < +inf: false for NaN (ordered compare) and for +-inf.
-    zb::ZBBuilder zbb(b, loc);
-    FailureOr<Value> x = materialize(in[0]);
-    if (failed(x))
-      return failure();
-    Value abs = zbb.max(*x, zbb.neg(*x));
-    out.v = zbb.compare("lt", abs,
-                        zbb.splat(abs, std::numeric_limits<double>::infinity()));
-    return success();
-  }
-  bool logical = name == "stablehlo.and" || name == "stablehlo.or" ||
-                 name == "stablehlo.xor" || name == "stablehlo.not";
-  if (logical && out.type.getElementType().isInteger(1))
-    return importLogical(op, in, out);
-  if (name == "stablehlo.clamp" && isa<FloatType>(out.type.getElementType()))
-    return importClamp(op, in, out);
-  if (!isa<FloatType>(out.type.getElementType())) {
-    // Integer arithmetic on data: only allowed where a pattern removes it.
-    out.unsupported = op;
-    // `i + n` (n a constant): the shift of the index normalisation.
-    if (name == "stablehlo.add" && in.size() == 2)
-      for (int i = 0; i < 2; ++i)
-        if (in[i].v && !in[i].unsupported && in[1 - i].c)
-          out.shiftedOf = in[i].v;
-    return success();
-  }
-  return importArithmetic(op, in, out);
+//===----------------------------------------------------------------------===//
+// Arithmetic, sign, is_finite
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::unsupportedInteger(Operation *op, Val &out) {
+  out.unsupported = op;
+  return success();
 }
+
+LogicalResult Importer::buildOnData(Operation *op, ArrayRef<Val> in, Val &out,
+                                    BuildFn build) {
+  zb::ZBBuilder zbb(b, loc);
+  SmallVector<Value, 2> x;
+  for (const Val &v : in) {
+    FailureOr<Value> m = materialize(v);
+    if (failed(m))
+      return failure();
+    x.push_back(*m);
+  }
+  if (!build)
+    return error(op) << "unsupported on data (operands that are not "
+                        "compile-time constants)";
+  out.v = build(zbb, x);
+  return success();
+}
+
+/// Float arithmetic and math functions.
+LogicalResult Importer::importArithmetic(const OpDef &def, Operation *op,
+                                         ArrayRef<Val> in, Val &out) {
+  if (!isa<FloatType>(out.type.getElementType()))
+    return unsupportedInteger(op, out);
+  return buildOnData(op, in, out, def.build);
+}
+
+LogicalResult Importer::importAdd(const OpDef &def, Operation *op,
+                                  ArrayRef<Val> in, Val &out) {
+  if (!isa<FloatType>(out.type.getElementType()) && in.size() == 2) {
+    // `i + n` (n a constant): the shift of the index normalisation.
+    for (int i = 0; i < 2; ++i)
+      if (in[i].v && !in[i].unsupported && in[1 - i].c)
+        out.shiftedOf = in[i].v;
+  }
+  return importArithmetic(def, op, in, out);
+}
+
+/// sign(x) = x > 0 ? 1 : (x < 0 ? -1 : x): +-0 and NaN pass through as in
+/// HLO; no gradient flows through the comparisons (sign' = 0).
+LogicalResult Importer::importSign(const OpDef &, Operation *op,
+                                   ArrayRef<Val> in, Val &out) {
+  if (!isa<FloatType>(out.type.getElementType()))
+    return unsupportedInteger(op, out);
+  zb::ZBBuilder zbb(b, loc);
+  FailureOr<Value> x = materialize(in[0]);
+  if (failed(x))
+    return failure();
+  Value zero = zbb.splat(*x, 0.0);
+  Value neg = zbb.select(zbb.compare("lt", *x, zero), zbb.splat(*x, -1.0),
+                         zbb.mul(*x, zero));
+  out.v = zbb.select(zbb.compare("gt", *x, zero), zbb.splat(*x, 1.0), neg);
+  return success();
+}
+
+/// |x| < +inf: false for NaN (ordered compare) and for +-inf.
+LogicalResult Importer::importIsFinite(const OpDef &, Operation *,
+                                       ArrayRef<Val> in, Val &out) {
+  zb::ZBBuilder zbb(b, loc);
+  FailureOr<Value> x = materialize(in[0]);
+  if (failed(x))
+    return failure();
+  Value abs = zbb.max(*x, zbb.neg(*x));
+  out.v = zbb.compare("lt", abs,
+                      zbb.splat(abs, std::numeric_limits<double>::infinity()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// compare, select, convert
+//===----------------------------------------------------------------------===//
 
 /// jax.nn.one_hot(x, C): `compare EQ` of the integer data x broadcast along
 /// the class axis with an iota along it (a constant of the result's shape).
@@ -142,8 +171,8 @@ std::optional<Value> Importer::oneHotCompare(Operation *op, int side,
 }
 
 /// compare on floats (integers compared as floats, exact below 2^24).
-LogicalResult Importer::importCompare(Operation *op, ArrayRef<Val> in,
-                                      Val &out) {
+LogicalResult Importer::importCompare(const OpDef &, Operation *op,
+                                      ArrayRef<Val> in, Val &out) {
   zb::ZBBuilder zbb(b, loc);
   std::string dir = compareDirection(op);
   StringRef pred = llvm::StringSwitch<StringRef>(dir)
@@ -177,8 +206,8 @@ LogicalResult Importer::importCompare(Operation *op, ArrayRef<Val> in,
 }
 
 /// select of floats; of integers only the index normalisation of table[x].
-LogicalResult Importer::importSelect(Operation *op, ArrayRef<Val> in,
-                                     Val &out) {
+LogicalResult Importer::importSelect(const OpDef &, Operation *op,
+                                     ArrayRef<Val> in, Val &out) {
   zb::ZBBuilder zbb(b, loc);
   Type resultElem = out.type.getElementType();
   if (!isa<FloatType>(resultElem)) {
@@ -215,8 +244,8 @@ LogicalResult Importer::importSelect(Operation *op, ArrayRef<Val> in,
 }
 
 /// convert to a float type (zb.cast), or between integer widths (no op).
-LogicalResult Importer::importConvert(Operation *op, ArrayRef<Val> in,
-                                      Val &out) {
+LogicalResult Importer::importConvert(const OpDef &, Operation *op,
+                                      ArrayRef<Val> in, Val &out) {
   zb::ZBBuilder zbb(b, loc);
   Type resultElem = out.type.getElementType();
   Type src = in[0].type.getElementType();
@@ -241,90 +270,70 @@ LogicalResult Importer::importConvert(Operation *op, ArrayRef<Val> in,
                    << " is not supported";
 }
 
-/// Float arithmetic and math functions.
-LogicalResult Importer::importArithmetic(Operation *op, ArrayRef<Val> in,
-                                         Val &out) {
-  StringRef name = op->getName().getStringRef();
-  zb::ZBBuilder zbb(b, loc);
-  SmallVector<Value, 2> x;
-  for (const Val &v : in) {
-    FailureOr<Value> m = materialize(v);
-    if (failed(m))
-      return failure();
-    x.push_back(*m);
-  }
-  Value r =
-      llvm::StringSwitch<std::function<Value()>>(name)
-          .Case("stablehlo.add", [&] { return zbb.add(x[0], x[1]); })
-          .Case("stablehlo.subtract", [&] { return zbb.sub(x[0], x[1]); })
-          .Case("stablehlo.multiply", [&] { return zbb.mul(x[0], x[1]); })
-          .Case("stablehlo.divide", [&] { return zbb.div(x[0], x[1]); })
-          .Case("stablehlo.maximum", [&] { return zbb.max(x[0], x[1]); })
-          .Case("stablehlo.minimum",
-                [&] { return zbb.neg(zbb.max(zbb.neg(x[0]), zbb.neg(x[1]))); })
-          .Case("stablehlo.power", [&] { return zbb.pow(x[0], x[1]); })
-          .Case("stablehlo.negate", [&] { return zbb.neg(x[0]); })
-          .Case("stablehlo.exponential", [&] { return zbb.exp(x[0]); })
-          .Case("stablehlo.exponential_minus_one",
-                [&] { return zbb.sub(zbb.exp(x[0]), zbb.splat(x[0], 1.0)); })
-          .Case("stablehlo.log", [&] { return zbb.log(x[0]); })
-          .Case("stablehlo.log_plus_one",
-                [&] { return zbb.log(zbb.add(x[0], zbb.splat(x[0], 1.0))); })
-          .Case("stablehlo.tanh", [&] { return zbb.tanh(x[0]); })
-          .Case("stablehlo.sqrt", [&] { return zbb.sqrt(x[0]); })
-          .Case("stablehlo.rsqrt", [&] { return zbb.rsqrt(x[0]); })
-          .Case("stablehlo.logistic", [&] { return zbb.sigmoid(x[0]); })
-          .Case("chlo.erf", [&] { return zbb.erf(x[0]); })
-          .Case("chlo.erfc",
-                [&] { return zbb.sub(zbb.splat(x[0], 1.0), zbb.erf(x[0])); })
-          .Case("stablehlo.abs",
-                [&] { return zbb.max(x[0], zbb.neg(x[0])); })
-          .Case("chlo.square", [&] { return zbb.mul(x[0], x[0]); })
-          .Default([] { return Value(); })();
-  if (!r)
-    return error(op) << "unsupported on data (operands that are not "
-                        "compile-time constants)";
-  out.v = r;
-  return success();
-}
+//===----------------------------------------------------------------------===//
+// Booleans and clamp
+//===----------------------------------------------------------------------===//
 
 /// Booleans on data (masks: the bounds checks of JAX's gathers, jnp.where
 /// conditions): through floats 0/1, `and` = a * b != 0, `or` = max(a, b) !=
 /// 0, `xor` = a != b, `not` = a == 0. No gradient flows through booleans.
-LogicalResult Importer::importLogical(Operation *op, ArrayRef<Val> in,
-                                      Val &out) {
-  StringRef name = op->getName().getStringRef();
-  zb::ZBBuilder zbb(b, loc);
+FailureOr<SmallVector<Value, 2>> Importer::booleansAsFloats(Operation *op,
+                                                            ArrayRef<Val> in) {
   SmallVector<Value, 2> x;
   for (const Val &v : in) {
-    if (!v.type.getElementType().isInteger(1))
-      return error(op) << "operands must be booleans (i1)";
+    if (!v.type.getElementType().isInteger(1)) {
+      error(op) << "operands must be booleans (i1)";
+      return failure();
+    }
     FailureOr<Value> f = asFloat(v);
     if (failed(f))
       return failure();
     x.push_back(*f);
   }
-  if (name == "stablehlo.not") {
-    out.v = zbb.compare("eq", x[0], zbb.splat(x[0], 0.0));
-    return success();
+  return x;
+}
+
+LogicalResult Importer::importLogical(const OpDef &def, Operation *op,
+                                      ArrayRef<Val> in, Val &out) {
+  if (!out.type.getElementType().isInteger(1)) {
+    // Bitwise on integers or floats: integer data unsupported, floats an
+    // error.
+    if (!isa<FloatType>(out.type.getElementType()))
+      return unsupportedInteger(op, out);
+    return buildOnData(op, in, out, nullptr);
   }
-  if (x.size() != 2 || x[0].getType() != x[1].getType())
+  FailureOr<SmallVector<Value, 2>> x = booleansAsFloats(op, in);
+  if (failed(x))
+    return failure();
+  if (x->size() != 2 || (*x)[0].getType() != (*x)[1].getType())
     return error(op) << "operands must have the same shape";
-  if (name == "stablehlo.xor") {
-    out.v = zbb.compare("ne", x[0], x[1]);
-    return success();
+  zb::ZBBuilder zbb(b, loc);
+  out.v = def.build(zbb, *x);
+  return success();
+}
+
+LogicalResult Importer::importNot(const OpDef &, Operation *op,
+                                  ArrayRef<Val> in, Val &out) {
+  if (!out.type.getElementType().isInteger(1)) {
+    if (!isa<FloatType>(out.type.getElementType()))
+      return unsupportedInteger(op, out);
+    return buildOnData(op, in, out, nullptr);
   }
-  Value r = name == "stablehlo.and" ? zbb.mul(x[0], x[1]) : zbb.max(x[0], x[1]);
-  Value zero = zbb.splat(r, 0.0);
-  out.v = zbb.compare("ne", r, zero);
+  FailureOr<SmallVector<Value, 2>> x = booleansAsFloats(op, in);
+  if (failed(x))
+    return failure();
+  zb::ZBBuilder zbb(b, loc);
+  out.v = zbb.compare("eq", (*x)[0], zbb.splat((*x)[0], 0.0));
   return success();
 }
 
 /// clamp(min, x, max) = min(max(x, min), max) elementwise; a scalar min or
 /// max is broadcast. The gradient flows to x where it is inside the bounds
 /// (and to data bounds where they are active).
-LogicalResult Importer::importClamp(Operation *op, ArrayRef<Val> in,
-                                    Val &out) {
+LogicalResult Importer::importClamp(const OpDef &, Operation *op,
+                                    ArrayRef<Val> in, Val &out) {
+  if (!isa<FloatType>(out.type.getElementType()))
+    return unsupportedInteger(op, out);
   zb::ZBBuilder zbb(b, loc);
   SmallVector<Value, 3> x;
   for (const Val &v : in) {
@@ -343,4 +352,118 @@ LogicalResult Importer::importClamp(Operation *op, ArrayRef<Val> in,
   Value lo = zbb.max(x[1], x[0]);
   out.v = zbb.neg(zbb.max(zbb.neg(lo), zbb.neg(x[2])));
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The rows of the elementwise ops
+//===----------------------------------------------------------------------===//
+
+void zb::frontend::stablehlo_import::populateElementwiseOps(OpTable &table) {
+  using I = Importer;
+  using Z = zb::ZBBuilder;
+  using Vs = ArrayRef<Value>;
+  using Ds = ArrayRef<double>;
+  // name, on data, on constants, then the zb ops on floats and the function
+  // of doubles that importArithmetic / importLogical and foldElementwise use
+  // (no function of doubles: "cannot fold").
+  static const OpDef defs[] = {
+      {"stablehlo.add", &I::importAdd, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.add(x[0], x[1]); },
+       [](Ds a) { return a[0] + a[1]; }},
+      {"stablehlo.subtract", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.sub(x[0], x[1]); },
+       [](Ds a) { return a[0] - a[1]; }},
+      {"stablehlo.multiply", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.mul(x[0], x[1]); },
+       [](Ds a) { return a[0] * a[1]; }},
+      {"stablehlo.divide", &I::importArithmetic, &I::foldDivide,
+       [](Z &z, Vs x) { return z.div(x[0], x[1]); },
+       [](Ds a) { return a[0] / a[1]; }},
+      {"stablehlo.maximum", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.max(x[0], x[1]); },
+       [](Ds a) { return std::max(a[0], a[1]); }},
+      {"stablehlo.minimum", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.neg(z.max(z.neg(x[0]), z.neg(x[1]))); },
+       [](Ds a) { return std::min(a[0], a[1]); }},
+      {"stablehlo.power", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.pow(x[0], x[1]); },
+       [](Ds a) { return std::pow(a[0], a[1]); }},
+      {"stablehlo.negate", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.neg(x[0]); }, [](Ds a) { return -a[0]; }},
+      {"stablehlo.exponential", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.exp(x[0]); },
+       [](Ds a) { return std::exp(a[0]); }},
+      {"stablehlo.exponential_minus_one", &I::importArithmetic,
+       &I::foldElementwise,
+       [](Z &z, Vs x) { return z.sub(z.exp(x[0]), z.splat(x[0], 1.0)); },
+       [](Ds a) { return std::expm1(a[0]); }},
+      {"stablehlo.log", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.log(x[0]); },
+       [](Ds a) { return std::log(a[0]); }},
+      {"stablehlo.log_plus_one", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.log(z.add(x[0], z.splat(x[0], 1.0))); },
+       [](Ds a) { return std::log1p(a[0]); }},
+      {"stablehlo.tanh", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.tanh(x[0]); },
+       [](Ds a) { return std::tanh(a[0]); }},
+      {"stablehlo.sqrt", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.sqrt(x[0]); },
+       [](Ds a) { return std::sqrt(a[0]); }},
+      {"stablehlo.rsqrt", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.rsqrt(x[0]); },
+       [](Ds a) { return 1.0 / std::sqrt(a[0]); }},
+      {"stablehlo.logistic", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.sigmoid(x[0]); },
+       [](Ds a) { return 1.0 / (1.0 + std::exp(-a[0])); }},
+      {"chlo.erf", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.erf(x[0]); },
+       [](Ds a) { return std::erf(a[0]); }},
+      {"chlo.erfc", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.sub(z.splat(x[0], 1.0), z.erf(x[0])); }},
+      {"stablehlo.abs", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.max(x[0], z.neg(x[0])); },
+       [](Ds a) { return std::fabs(a[0]); }},
+      {"chlo.square", &I::importArithmetic, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.mul(x[0], x[0]); },
+       [](Ds a) { return a[0] * a[0]; }},
+      {"stablehlo.sign", &I::importSign, &I::foldElementwise},
+      {"stablehlo.is_finite", &I::importIsFinite, &I::foldElementwise},
+      {"stablehlo.compare", &I::importCompare, &I::foldCompare},
+      {"stablehlo.select", &I::importSelect, &I::foldElementwise, nullptr,
+       [](Ds a) { return a[0] != 0 ? a[1] : a[2]; }},
+      {"stablehlo.convert", &I::importConvert, &I::foldElementwise, nullptr,
+       [](Ds a) { return a[0]; }},
+      // Booleans on data through 0/1 floats; bitwise on integer constants.
+      {"stablehlo.and", &I::importLogical, &I::foldElementwise,
+       [](Z &z, Vs x) {
+         Value r = z.mul(x[0], x[1]);
+         return z.compare("ne", r, z.splat(r, 0.0));
+       },
+       [](Ds a) { return (double)((int64_t)a[0] & (int64_t)a[1]); }},
+      {"stablehlo.or", &I::importLogical, &I::foldElementwise,
+       [](Z &z, Vs x) {
+         Value r = z.max(x[0], x[1]);
+         return z.compare("ne", r, z.splat(r, 0.0));
+       },
+       [](Ds a) { return (double)((int64_t)a[0] | (int64_t)a[1]); }},
+      {"stablehlo.xor", &I::importLogical, &I::foldElementwise,
+       [](Z &z, Vs x) { return z.compare("ne", x[0], x[1]); },
+       [](Ds a) { return (double)((int64_t)a[0] ^ (int64_t)a[1]); }},
+      {"stablehlo.not", &I::importNot, &I::foldNot},
+      // clamp(min, x, max)
+      {"stablehlo.clamp", &I::importClamp, &I::foldElementwise, nullptr,
+       [](Ds a) { return std::min(std::max(a[1], a[0]), a[2]); }},
+      // Constant operands only.
+      {"stablehlo.cosine", nullptr, &I::foldElementwise, nullptr,
+       [](Ds a) { return std::cos(a[0]); }},
+      {"stablehlo.sine", nullptr, &I::foldElementwise, nullptr,
+       [](Ds a) { return std::sin(a[0]); }},
+      {"stablehlo.floor", nullptr, &I::foldElementwise, nullptr,
+       [](Ds a) { return std::floor(a[0]); }},
+      {"stablehlo.ceil", nullptr, &I::foldElementwise, nullptr,
+       [](Ds a) { return std::ceil(a[0]); }},
+      {"stablehlo.remainder", nullptr, &I::foldElementwise, nullptr,
+       [](Ds a) { return std::fmod(a[0], a[1]); }},
+  };
+  table.add(defs);
 }

@@ -2,8 +2,9 @@
 //
 // Every op whose operands are all compile-time constants (masks, iota
 // arithmetic, cosine/sine tables) is folded at import on HostTensors, in
-// double precision rounded to the result's element type. See
-// StableHLOImporterImpl.h.
+// double precision rounded to the result's element type: the folds the op
+// table's rows name (OpDef::fold; an elementwise op's function of doubles
+// is in its row). See StableHLOImporterImpl.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,120 +20,9 @@ using namespace zb::frontend::stablehlo_import;
 using zb::frontend::formatShape;
 using zb::frontend::HostTensor;
 
-/// Elementwise function of doubles for the ops that fold.
-static std::optional<std::function<double(ArrayRef<double>)>>
-elementwiseFn(StringRef name, bool isInt, bool isBool, StringRef direction) {
-  using F = std::function<double(ArrayRef<double>)>;
-  auto u = [](double (*f)(double)) -> F {
-    return [f](ArrayRef<double> a) { return f(a[0]); };
-  };
-  if (name == "stablehlo.add")
-    return F([](ArrayRef<double> a) { return a[0] + a[1]; });
-  if (name == "stablehlo.subtract")
-    return F([](ArrayRef<double> a) { return a[0] - a[1]; });
-  if (name == "stablehlo.multiply")
-    return F([](ArrayRef<double> a) { return a[0] * a[1]; });
-  if (name == "stablehlo.divide") {
-    if (isInt)
-      return F([](ArrayRef<double> a) {
-        return a[1] == 0 ? -1.0 : std::trunc(a[0] / a[1]);
-      });
-    return F([](ArrayRef<double> a) { return a[0] / a[1]; });
-  }
-  if (name == "stablehlo.remainder")
-    return F([](ArrayRef<double> a) { return std::fmod(a[0], a[1]); });
-  if (name == "stablehlo.maximum")
-    return F([](ArrayRef<double> a) { return std::max(a[0], a[1]); });
-  if (name == "stablehlo.minimum")
-    return F([](ArrayRef<double> a) { return std::min(a[0], a[1]); });
-  if (name == "stablehlo.power")
-    return F([](ArrayRef<double> a) { return std::pow(a[0], a[1]); });
-  if (name == "stablehlo.and")
-    return F([](ArrayRef<double> a) {
-      return (double)((int64_t)a[0] & (int64_t)a[1]);
-    });
-  if (name == "stablehlo.or")
-    return F([](ArrayRef<double> a) {
-      return (double)((int64_t)a[0] | (int64_t)a[1]);
-    });
-  if (name == "stablehlo.xor")
-    return F([](ArrayRef<double> a) {
-      return (double)((int64_t)a[0] ^ (int64_t)a[1]);
-    });
-  if (name == "stablehlo.not") {
-    if (isBool)
-      return F([](ArrayRef<double> a) { return a[0] == 0 ? 1.0 : 0.0; });
-    return F([](ArrayRef<double> a) { return (double)~(int64_t)a[0]; });
-  }
-  if (name == "stablehlo.clamp") // clamp(min, x, max)
-    return F([](ArrayRef<double> a) {
-      return std::min(std::max(a[1], a[0]), a[2]);
-    });
-  if (name == "stablehlo.negate")
-    return F([](ArrayRef<double> a) { return -a[0]; });
-  if (name == "stablehlo.exponential")
-    return u(std::exp);
-  if (name == "stablehlo.log")
-    return u(std::log);
-  if (name == "stablehlo.tanh")
-    return u(std::tanh);
-  if (name == "stablehlo.sqrt")
-    return u(std::sqrt);
-  if (name == "stablehlo.cosine")
-    return u(std::cos);
-  if (name == "stablehlo.sine")
-    return u(std::sin);
-  if (name == "stablehlo.abs")
-    return u(std::fabs);
-  if (name == "stablehlo.floor")
-    return u(std::floor);
-  if (name == "stablehlo.ceil")
-    return u(std::ceil);
-  if (name == "chlo.erf")
-    return u(std::erf);
-  if (name == "stablehlo.exponential_minus_one")
-    return u(std::expm1);
-  if (name == "stablehlo.log_plus_one")
-    return u(std::log1p);
-  if (name == "stablehlo.rsqrt")
-    return F([](ArrayRef<double> a) { return 1.0 / std::sqrt(a[0]); });
-  if (name == "stablehlo.logistic")
-    return F([](ArrayRef<double> a) { return 1.0 / (1.0 + std::exp(-a[0])); });
-  if (name == "chlo.square")
-    return F([](ArrayRef<double> a) { return a[0] * a[0]; });
-  if (name == "stablehlo.convert")
-    return F([](ArrayRef<double> a) { return a[0]; });
-  if (name == "stablehlo.select")
-    return F([](ArrayRef<double> a) { return a[0] != 0 ? a[1] : a[2]; });
-  if (name == "stablehlo.compare") {
-    auto cmp = llvm::StringSwitch<int>(direction)
-                   .Case("EQ", 0)
-                   .Case("NE", 1)
-                   .Case("LT", 2)
-                   .Case("LE", 3)
-                   .Case("GT", 4)
-                   .Case("GE", 5)
-                   .Default(-1);
-    if (cmp < 0)
-      return std::nullopt;
-    return F([cmp](ArrayRef<double> a) {
-      bool r[] = {a[0] == a[1], a[0] != a[1],
-                  a[0]<a[1], a[0] <= a[1], a[0]> a[1], a[0] >= a[1]};
-      return r[cmp] ? 1.0 : 0.0;
-    });
-  }
-  return std::nullopt;
-}
-
-LogicalResult Importer::fold(Operation *op, ArrayRef<Val> in, Val &out) {
-  StringRef name = op->getName().getStringRef();
-  std::optional<FailureOr<HostTensor>> structural =
-      foldStructural(op, in, out.type);
-  FailureOr<HostTensor> r =
-      structural                        ? std::move(*structural)
-      : name == "stablehlo.gather"      ? foldGather(op, in, out.type)
-      : name == "stablehlo.reduce"      ? foldReduce(op, in, out.type)
-                                        : foldElementwise(op, in, out.type);
+LogicalResult Importer::fold(const OpDef &def, Operation *op, ArrayRef<Val> in,
+                             Val &out) {
+  FailureOr<HostTensor> r = (this->*def.fold)(def, op, in, out.type);
   if (failed(r))
     return failure();
   // The folded result must have the declared result shape.
@@ -144,107 +34,19 @@ LogicalResult Importer::fold(Operation *op, ArrayRef<Val> in, Val &out) {
   return success();
 }
 
-std::optional<FailureOr<HostTensor>>
-Importer::foldStructural(Operation *op, ArrayRef<Val> in,
-                         RankedTensorType type) {
-  StringRef name = op->getName().getStringRef();
-  ArrayRef<int64_t> shape = type.getShape();
-  Type elem = type.getElementType();
-  auto err = [&] { return error(op); };
-  if (name == "stablehlo.iota") {
-    FailureOr<SmallVector<int64_t>> dim = i64Array(op, "iota_dimension");
-    if (failed(dim))
-      return failure();
-    if (dim->size() != 1 || (*dim)[0] < 0 || (*dim)[0] >= (int64_t)shape.size())
-      return error(op) << "bad iota_dimension";
-    return zb::frontend::iotaHost(shape, (*dim)[0], elem);
-  }
-  if (name == "stablehlo.broadcast_in_dim") {
-    FailureOr<SmallVector<int64_t>> dims = i64Array(op, "broadcast_dimensions");
-    if (failed(dims))
-      return failure();
-    return zb::frontend::broadcastInDimHost(*in[0].c, shape, *dims, err);
-  }
-  if (name == "stablehlo.reshape")
-    return zb::frontend::reshapeHost(*in[0].c, shape, err);
-  if (name == "stablehlo.transpose") {
-    FailureOr<SmallVector<int64_t>> perm = i64Array(op, "permutation");
-    if (failed(perm))
-      return failure();
-    return zb::frontend::transposeHost(*in[0].c, *perm, err);
-  }
-  if (name == "stablehlo.slice") {
-    FailureOr<SmallVector<int64_t>> start = i64Array(op, "start_indices");
-    FailureOr<SmallVector<int64_t>> step = i64Array(op, "strides");
-    if (failed(start) || failed(step))
-      return failure();
-    return zb::frontend::sliceHost(*in[0].c, *start, *step, shape, err);
-  }
-  if (name == "stablehlo.reverse") {
-    FailureOr<SmallVector<int64_t>> dims = i64Array(op, "dimensions");
-    if (failed(dims))
-      return failure();
-    return zb::frontend::reverseHost(*in[0].c, *dims, err);
-  }
-  if (name == "stablehlo.dynamic_slice") {
-    FailureOr<SmallVector<int64_t>> sizes = i64Array(op, "slice_sizes");
-    if (failed(sizes))
-      return failure();
-    FailureOr<SmallVector<int64_t>> start =
-        staticStarts(op, in, 1, in[0].c->shape, *sizes);
-    if (failed(start))
-      return failure();
-    SmallVector<int64_t> step(start->size(), 1);
-    return zb::frontend::sliceHost(*in[0].c, *start, step, shape, err);
-  }
-  if (name == "stablehlo.dynamic_update_slice") {
-    const HostTensor &base = *in[0].c, &upd = *in[1].c;
-    if (upd.shape.size() != base.shape.size())
-      return error(op) << "update rank differs from the operand's";
-    FailureOr<SmallVector<int64_t>> start =
-        staticStarts(op, in, 2, base.shape, upd.shape);
-    if (failed(start))
-      return failure();
-    HostTensor r = base;
-    for (int64_t i = 0, n = upd.numElements(); i < n; ++i) {
-      SmallVector<int64_t> idx = zb::frontend::delinearize(i, upd.shape);
-      for (size_t d = 0; d < idx.size(); ++d)
-        idx[d] += (*start)[d];
-      r.data[zb::frontend::linearize(idx, base.shape)] = upd.data[i];
-    }
-    return r;
-  }
-  if (name == "stablehlo.concatenate") {
-    FailureOr<SmallVector<int64_t>> dim = i64Array(op, "dimension");
-    if (failed(dim))
-      return failure();
-    if (dim->size() != 1)
-      return error(op) << "bad dimension";
-    SmallVector<HostTensor> inputs;
-    for (const Val &v : in)
-      inputs.push_back(*v.c);
-    return zb::frontend::concatHost(inputs, (*dim)[0], err);
-  }
-  return std::nullopt;
-}
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
 
 /// Operands of the result's size read element i, one-element operands
 /// (scalars) element 0.
-FailureOr<HostTensor> Importer::foldElementwise(Operation *op, ArrayRef<Val> in,
-                                                RankedTensorType type) {
-  StringRef name = op->getName().getStringRef();
+FailureOr<HostTensor>
+Importer::foldElementwiseWith(Operation *op, ArrayRef<Val> in,
+                              RankedTensorType type,
+                              function_ref<double(ArrayRef<double>)> fn) {
   ArrayRef<int64_t> shape = type.getShape();
   Type elem = type.getElementType();
   auto err = [&] { return error(op); };
-  Type firstType = in.empty() ? elem : in[0].c->type;
-  bool isInt = isa<IntegerType>(firstType);
-  auto fn = elementwiseFn(name, isInt, firstType.isInteger(1),
-                          compareDirection(op));
-  if (!fn) {
-    if (name == "stablehlo.compare")
-      return badComparison(op);
-    return error(op) << "cannot fold";
-  }
   int64_t n = zb::frontend::numElements(shape);
   SmallVector<HostTensor> operands;
   SmallVector<const HostTensor *> ptrs;
@@ -265,10 +67,180 @@ FailureOr<HostTensor> Importer::foldElementwise(Operation *op, ArrayRef<Val> in,
   }
   for (const HostTensor &t : operands)
     ptrs.push_back(&t);
-  return zb::frontend::elementwiseHost(ptrs, shape, elem, *fn, err);
+  return zb::frontend::elementwiseHost(ptrs, shape, elem, fn, err);
 }
 
-FailureOr<HostTensor> Importer::foldGather(Operation *op, ArrayRef<Val> in,
+/// The element type of the first operand (of the result without operands).
+static Type firstOperandType(ArrayRef<Val> in, RankedTensorType type) {
+  return in.empty() ? type.getElementType() : in[0].c->type;
+}
+
+FailureOr<HostTensor> Importer::foldElementwise(const OpDef &def, Operation *op,
+                                                ArrayRef<Val> in,
+                                                RankedTensorType type) {
+  if (!def.scalar)
+    return error(op) << "cannot fold";
+  return foldElementwiseWith(op, in, type, def.scalar);
+}
+
+FailureOr<HostTensor> Importer::foldDivide(const OpDef &def, Operation *op,
+                                           ArrayRef<Val> in,
+                                           RankedTensorType type) {
+  if (!isa<IntegerType>(firstOperandType(in, type)))
+    return foldElementwise(def, op, in, type);
+  return foldElementwiseWith(op, in, type, [](ArrayRef<double> a) {
+    return a[1] == 0 ? -1.0 : std::trunc(a[0] / a[1]);
+  });
+}
+
+FailureOr<HostTensor> Importer::foldNot(const OpDef &, Operation *op,
+                                        ArrayRef<Val> in,
+                                        RankedTensorType type) {
+  if (firstOperandType(in, type).isInteger(1))
+    return foldElementwiseWith(
+        op, in, type, [](ArrayRef<double> a) { return a[0] == 0 ? 1.0 : 0.0; });
+  return foldElementwiseWith(
+      op, in, type, [](ArrayRef<double> a) { return (double)~(int64_t)a[0]; });
+}
+
+FailureOr<HostTensor> Importer::foldCompare(const OpDef &, Operation *op,
+                                            ArrayRef<Val> in,
+                                            RankedTensorType type) {
+  int cmp = llvm::StringSwitch<int>(compareDirection(op))
+                .Case("EQ", 0)
+                .Case("NE", 1)
+                .Case("LT", 2)
+                .Case("LE", 3)
+                .Case("GT", 4)
+                .Case("GE", 5)
+                .Default(-1);
+  if (cmp < 0)
+    return badComparison(op);
+  return foldElementwiseWith(op, in, type, [cmp](ArrayRef<double> a) {
+    bool r[] = {a[0] == a[1], a[0] != a[1], a[0]<a[1], a[0] <= a[1], a[0]> a[1],
+                a[0] >= a[1]};
+    return r[cmp] ? 1.0 : 0.0;
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// The ops that move or combine elements
+//===----------------------------------------------------------------------===//
+
+FailureOr<HostTensor> Importer::foldIota(const OpDef &, Operation *op,
+                                         ArrayRef<Val>, RankedTensorType type) {
+  ArrayRef<int64_t> shape = type.getShape();
+  FailureOr<SmallVector<int64_t>> dim = i64Array(op, "iota_dimension");
+  if (failed(dim))
+    return failure();
+  if (dim->size() != 1 || (*dim)[0] < 0 || (*dim)[0] >= (int64_t)shape.size())
+    return error(op) << "bad iota_dimension";
+  return zb::frontend::iotaHost(shape, (*dim)[0], type.getElementType());
+}
+
+FailureOr<HostTensor> Importer::foldBroadcastInDim(const OpDef &, Operation *op,
+                                                   ArrayRef<Val> in,
+                                                   RankedTensorType type) {
+  FailureOr<SmallVector<int64_t>> dims = i64Array(op, "broadcast_dimensions");
+  if (failed(dims))
+    return failure();
+  return zb::frontend::broadcastInDimHost(*in[0].c, type.getShape(), *dims,
+                                          [&] { return error(op); });
+}
+
+FailureOr<HostTensor> Importer::foldReshape(const OpDef &, Operation *op,
+                                            ArrayRef<Val> in,
+                                            RankedTensorType type) {
+  return zb::frontend::reshapeHost(*in[0].c, type.getShape(),
+                                   [&] { return error(op); });
+}
+
+FailureOr<HostTensor> Importer::foldTranspose(const OpDef &, Operation *op,
+                                              ArrayRef<Val> in,
+                                              RankedTensorType) {
+  FailureOr<SmallVector<int64_t>> perm = i64Array(op, "permutation");
+  if (failed(perm))
+    return failure();
+  return zb::frontend::transposeHost(*in[0].c, *perm,
+                                     [&] { return error(op); });
+}
+
+FailureOr<HostTensor> Importer::foldSlice(const OpDef &, Operation *op,
+                                          ArrayRef<Val> in,
+                                          RankedTensorType type) {
+  FailureOr<SmallVector<int64_t>> start = i64Array(op, "start_indices");
+  FailureOr<SmallVector<int64_t>> step = i64Array(op, "strides");
+  if (failed(start) || failed(step))
+    return failure();
+  return zb::frontend::sliceHost(*in[0].c, *start, *step, type.getShape(),
+                                 [&] { return error(op); });
+}
+
+FailureOr<HostTensor> Importer::foldReverse(const OpDef &, Operation *op,
+                                            ArrayRef<Val> in,
+                                            RankedTensorType) {
+  FailureOr<SmallVector<int64_t>> dims = i64Array(op, "dimensions");
+  if (failed(dims))
+    return failure();
+  return zb::frontend::reverseHost(*in[0].c, *dims, [&] { return error(op); });
+}
+
+FailureOr<HostTensor> Importer::foldDynamicSlice(const OpDef &, Operation *op,
+                                                 ArrayRef<Val> in,
+                                                 RankedTensorType type) {
+  FailureOr<SmallVector<int64_t>> sizes = i64Array(op, "slice_sizes");
+  if (failed(sizes))
+    return failure();
+  FailureOr<SmallVector<int64_t>> start =
+      staticStarts(op, in, 1, in[0].c->shape, *sizes);
+  if (failed(start))
+    return failure();
+  SmallVector<int64_t> step(start->size(), 1);
+  return zb::frontend::sliceHost(*in[0].c, *start, step, type.getShape(),
+                                 [&] { return error(op); });
+}
+
+FailureOr<HostTensor> Importer::foldDynamicUpdateSlice(const OpDef &,
+                                                       Operation *op,
+                                                       ArrayRef<Val> in,
+                                                       RankedTensorType) {
+  const HostTensor &base = *in[0].c, &upd = *in[1].c;
+  if (upd.shape.size() != base.shape.size())
+    return error(op) << "update rank differs from the operand's";
+  FailureOr<SmallVector<int64_t>> start =
+      staticStarts(op, in, 2, base.shape, upd.shape);
+  if (failed(start))
+    return failure();
+  HostTensor r = base;
+  for (int64_t i = 0, n = upd.numElements(); i < n; ++i) {
+    SmallVector<int64_t> idx = zb::frontend::delinearize(i, upd.shape);
+    for (size_t d = 0; d < idx.size(); ++d)
+      idx[d] += (*start)[d];
+    r.data[zb::frontend::linearize(idx, base.shape)] = upd.data[i];
+  }
+  return r;
+}
+
+FailureOr<HostTensor> Importer::foldConcatenate(const OpDef &, Operation *op,
+                                                ArrayRef<Val> in,
+                                                RankedTensorType) {
+  FailureOr<SmallVector<int64_t>> dim = i64Array(op, "dimension");
+  if (failed(dim))
+    return failure();
+  if (dim->size() != 1)
+    return error(op) << "bad dimension";
+  SmallVector<HostTensor> inputs;
+  for (const Val &v : in)
+    inputs.push_back(*v.c);
+  return zb::frontend::concatHost(inputs, (*dim)[0], [&] { return error(op); });
+}
+
+//===----------------------------------------------------------------------===//
+// gather and reduce
+//===----------------------------------------------------------------------===//
+
+FailureOr<HostTensor> Importer::foldGather(const OpDef &, Operation *op,
+                                           ArrayRef<Val> in,
                                            RankedTensorType type) {
   const HostTensor &operand = *in[0].c, &indices = *in[1].c;
   FailureOr<GatherDims> dims =
@@ -318,7 +290,8 @@ FailureOr<HostTensor> Importer::foldGather(Operation *op, ArrayRef<Val> in,
   return r;
 }
 
-FailureOr<HostTensor> Importer::foldReduce(Operation *op, ArrayRef<Val> in,
+FailureOr<HostTensor> Importer::foldReduce(const OpDef &, Operation *op,
+                                           ArrayRef<Val> in,
                                            RankedTensorType type) {
   std::string kind = reduceKind(op);
   if (kind.empty())

@@ -9,14 +9,25 @@
 // the target context. Private functions are imported at each call site with
 // a fresh value map (inlining).
 //
+// Every op the importer knows is one row of the op table (OpDef below): its
+// name, its import on data (an operand that is not a constant), its fold on
+// constants (all operands constants). importOp looks the op up once by name;
+// an op with no row is an unsupported op. Each op family adds its rows
+// (populate*Ops) in the file of its import on data; the folds live in
+// StableHLOFolding.cpp.
+//
 // The files:
 //   StableHLOImporter.cpp  entry points, @main's signature, the walk over
 //                          blocks and calls
-//   StableHLODispatch.cpp  one op: dispatch to a fold or to its family on
-//                          data; values and types; op attributes (the text
-//                          of opaque attributes)
+//   StableHLODispatch.cpp  one op: the op table, the lookup and the choice
+//                          between a fold and the import on data;
+//                          stablehlo.constant and func.call; values and
+//                          types; op attributes (the text of opaque
+//                          attributes)
 //   StableHLOElementwiseOps.cpp  ops on data: elementwise arithmetic,
-//                          compare/select/convert, booleans, clamp
+//                          compare/select/convert, booleans, clamp (their
+//                          rows carry the zb ops and the function of
+//                          doubles of each)
 //   StableHLOShapeOps.cpp  broadcast_in_dim, the shape ops, gather
 //   StableHLOMatMulOps.cpp dot_general
 //   StableHLOReductionOps.cpp  reduce
@@ -37,7 +48,9 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <memory>
@@ -47,6 +60,10 @@
 namespace mlir::func {
 class FuncOp;
 } // namespace mlir::func
+
+namespace zb {
+class ZBBuilder;
+} // namespace zb
 
 namespace zb::frontend::stablehlo_import {
 
@@ -112,6 +129,82 @@ mlir::FailureOr<GatherDims> parseGatherDims(mlir::Operation *op,
                                             llvm::ArrayRef<int64_t> indices,
                                             llvm::ArrayRef<int64_t> result);
 
+//===----------------------------------------------------------------------===//
+// The op table
+//===----------------------------------------------------------------------===//
+
+class Importer;
+struct OpDef;
+
+/// Imports `op`, an operand of which is not a constant, into `out` (whose
+/// source type is set); reports its own errors.
+using ImportFn = mlir::LogicalResult (Importer::*)(const OpDef &def,
+                                                   mlir::Operation *op,
+                                                   llvm::ArrayRef<Val> in,
+                                                   Val &out);
+/// Folds `op`, all operands of which are constants, to a tensor of `type`'s
+/// shape; reports its own errors.
+using FoldFn = mlir::FailureOr<HostTensor> (Importer::*)(
+    const OpDef &def, mlir::Operation *op, llvm::ArrayRef<Val> in,
+    mlir::RankedTensorType type);
+/// Imports an op that defines its results itself (a call, a loop), at call
+/// depth `depth`, before the checks of a one-result op.
+using ControlFn = mlir::LogicalResult (Importer::*)(mlir::Operation *op,
+                                                    llvm::ArrayRef<Val> in,
+                                                    int depth);
+/// The zb ops of an elementwise op on float data (one value per operand).
+using BuildFn = mlir::Value (*)(zb::ZBBuilder &zbb,
+                                llvm::ArrayRef<mlir::Value> x);
+/// An elementwise op on the doubles of its operands (one per operand).
+using ScalarFn = double (*)(llvm::ArrayRef<double> a);
+
+/// One row of the op table: an op the importer knows. Rows are written
+/// positionally; the fields after `fold` are for the ops that need them.
+struct OpDef {
+  /// The generic op name ("stablehlo.add", "chlo.erf", "func.call").
+  llvm::StringLiteral name;
+  /// The import on data; null for an op folded only (its operands must be
+  /// constants: "unsupported StableHLO op '...' on data").
+  ImportFn onData;
+  /// The fold on constants; null for an op imported on data even when its
+  /// operands are constants (dot_general).
+  FoldFn fold;
+  /// Elementwise ops: the zb ops on floats (importArithmetic,
+  /// importLogical) and the function of doubles (foldElementwise; null:
+  /// "cannot fold").
+  BuildFn build = nullptr;
+  ScalarFn scalar = nullptr;
+  /// func.call, stablehlo.while: the import of the whole op, before the
+  /// one-result checks (onData and fold are then null).
+  ControlFn control = nullptr;
+  /// The error for the op with several results; "" for the generic one
+  /// ("unsupported StableHLO op (expected one result)").
+  llvm::StringLiteral severalResults = "";
+};
+
+/// The ops the importer knows, by name, built once from the families' rows.
+class OpTable {
+public:
+  /// Adds rows that outlive the table (static arrays); each name once.
+  void add(llvm::ArrayRef<OpDef> defs);
+  /// The row of `name`, or null for an op the importer does not know.
+  const OpDef *lookup(llvm::StringRef name) const;
+
+private:
+  llvm::StringMap<const OpDef *> ops;
+};
+
+/// The op families: each adds its rows to the table (in the file of its
+/// import on data).
+void populateElementwiseOps(OpTable &table);
+void populateShapeOps(OpTable &table);
+void populateMatMulOps(OpTable &table);
+void populateReductionOps(OpTable &table);
+void populateLoopOps(OpTable &table);
+/// Every op's row (the families' and the walk's own: stablehlo.constant,
+/// func.call), built once (StableHLODispatch.cpp).
+const OpTable &opTable();
+
 /// The importer of one module.
 class Importer {
 public:
@@ -176,37 +269,33 @@ private:
   mlir::LogicalResult importBlock(mlir::Block &block, llvm::ArrayRef<Val> args,
                                   llvm::SmallVectorImpl<Val> &results,
                                   int depth);
-  mlir::LogicalResult importCall(mlir::Operation *op, llvm::ArrayRef<Val> in,
-                                 int depth);
 
   //===--- The dispatch of one op (StableHLODispatch.cpp) -----------------===//
   mlir::LogicalResult importOp(mlir::Operation *op, int depth);
-  mlir::LogicalResult importConstant(mlir::Operation *op,
-                                     mlir::RankedTensorType type);
-  mlir::LogicalResult importOnData(mlir::Operation *op, llvm::ArrayRef<Val> in,
-                                   Val &out);
+  /// The fold of `op` by `def` into `out.c`, checked against `out.type`.
+  mlir::LogicalResult fold(const OpDef &def, mlir::Operation *op,
+                           llvm::ArrayRef<Val> in, Val &out);
 
-  //===--- Ops on data (StableHLO{Elementwise,Shape,MatMul,Reduction}Ops) -===//
-  mlir::LogicalResult importElementwise(mlir::Operation *op,
-                                        llvm::ArrayRef<Val> in, Val &out);
-  mlir::LogicalResult importCompare(mlir::Operation *op, llvm::ArrayRef<Val> in,
-                                    Val &out);
-  mlir::LogicalResult importSelect(mlir::Operation *op, llvm::ArrayRef<Val> in,
-                                   Val &out);
-  mlir::LogicalResult importConvert(mlir::Operation *op, llvm::ArrayRef<Val> in,
-                                    Val &out);
-  mlir::LogicalResult importArithmetic(mlir::Operation *op,
-                                       llvm::ArrayRef<Val> in, Val &out);
-  mlir::LogicalResult importBroadcastInDim(mlir::Operation *op,
-                                           llvm::ArrayRef<Val> in, Val &out);
-  mlir::LogicalResult importShapeOp(mlir::Operation *op, llvm::ArrayRef<Val> in,
-                                    Val &out);
-  mlir::LogicalResult importDotGeneral(mlir::Operation *op,
-                                       llvm::ArrayRef<Val> in, Val &out);
-  mlir::LogicalResult importReduce(mlir::Operation *op, llvm::ArrayRef<Val> in,
-                                   Val &out);
-  mlir::LogicalResult importGather(mlir::Operation *op, llvm::ArrayRef<Val> in,
-                                   Val &out);
+  //===--- Helpers of the ops on data (StableHLOElementwiseOps.cpp) -------===//
+  /// Integer arithmetic on data: recorded in `out` as unsupported, an error
+  /// only where it is used (a pattern such as the index normalisation
+  /// removes it).
+  mlir::LogicalResult unsupportedInteger(mlir::Operation *op, Val &out);
+  /// `build` on the operands (materialized); a null `build` is the error
+  /// "unsupported on data".
+  mlir::LogicalResult buildOnData(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                                  Val &out, BuildFn build);
+  /// The operands of a boolean op as 0/1 floats; failure (reported) unless
+  /// they are booleans.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value, 2>>
+  booleansAsFloats(mlir::Operation *op, llvm::ArrayRef<Val> in);
+  /// jax.nn.one_hot's compare of broadcast indices with an iota as
+  /// zb.one_hot (operand `side` is the broadcast); nullopt otherwise.
+  std::optional<mlir::Value> oneHotCompare(mlir::Operation *op, int side,
+                                           llvm::ArrayRef<Val> in,
+                                           mlir::RankedTensorType type);
+
+  //===--- Helpers of gather (StableHLOShapeOps.cpp) ----------------------===//
   /// The checks of importGather: the dimension numbers of `op` (into `g`)
   /// and its index operand (into `indices`) in a supported form; returns the
   /// operand axis indexed, or failure (reported).
@@ -220,58 +309,165 @@ private:
                                                GatherDims &g,
                                                mlir::RankedTensorType idxT,
                                                Val &indices);
-  /// jax.nn.one_hot's compare of broadcast indices with an iota as
-  /// zb.one_hot (operand `side` is the broadcast); nullopt otherwise.
-  std::optional<mlir::Value> oneHotCompare(mlir::Operation *op, int side,
-                                           llvm::ArrayRef<Val> in,
-                                           mlir::RankedTensorType type);
-  /// and / or / xor / not of booleans (through floats).
-  mlir::LogicalResult importLogical(mlir::Operation *op, llvm::ArrayRef<Val> in,
-                                    Val &out);
-  /// clamp(min, x, max) of floats (min and max may be scalars).
-  mlir::LogicalResult importClamp(mlir::Operation *op, llvm::ArrayRef<Val> in,
-                                  Val &out);
 
-  //===--- Loops and dynamic slices (StableHLOLoops.cpp) ------------------===//
-  /// stablehlo.while: the body imported once per iteration while the
-  /// condition folds to true; a condition on data is an error.
-  mlir::LogicalResult importWhile(mlir::Operation *op, llvm::ArrayRef<Val> in,
-                                  int depth);
+  //===--- Helpers of loops and reductions --------------------------------===//
   /// The start indices of a dynamic_slice / dynamic_update_slice (operands
   /// from `first` on), which must be constants, clamped as in StableHLO to
-  /// [0, dim - size].
+  /// [0, dim - size] (StableHLOLoops.cpp).
   mlir::FailureOr<llvm::SmallVector<int64_t>>
   staticStarts(mlir::Operation *op, llvm::ArrayRef<Val> in, unsigned first,
                llvm::ArrayRef<int64_t> dims, llvm::ArrayRef<int64_t> sizes);
-  mlir::LogicalResult importDynamicSlice(mlir::Operation *op,
+  /// The combiner of a reduce body with one binary op on its two arguments
+  /// ("stablehlo.add", ...), or "" (error reported) when the body has
+  /// another form (StableHLOReductionOps.cpp).
+  std::string reduceKind(mlir::Operation *op);
+  /// The elementwise fold of `op` with `fn` (StableHLOFolding.cpp).
+  mlir::FailureOr<HostTensor>
+  foldElementwiseWith(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                      mlir::RankedTensorType type,
+                      llvm::function_ref<double(llvm::ArrayRef<double>)> fn);
+
+public:
+  //===--- The op table's entries -----------------------------------------===//
+  // Public so that the families' rows (populate*Ops) can name them; see
+  // ImportFn, FoldFn and ControlFn for their contracts.
+
+  /// func.call of a private function: its body imported in place
+  /// (StableHLOImporter.cpp).
+  mlir::LogicalResult importCall(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                                 int depth);
+  /// stablehlo.while: the body imported once per iteration while the
+  /// condition folds to true; a condition on data is an error
+  /// (StableHLOLoops.cpp).
+  mlir::LogicalResult importWhile(mlir::Operation *op, llvm::ArrayRef<Val> in,
+                                  int depth);
+  /// stablehlo.constant: its `value` as a HostTensor of the result's type
+  /// (StableHLODispatch.cpp).
+  mlir::FailureOr<HostTensor> importConstant(const OpDef &def,
+                                             mlir::Operation *op,
+                                             llvm::ArrayRef<Val> in,
+                                             mlir::RankedTensorType type);
+  /// importConstant of a stablehlo.constant given operands (malformed text:
+  /// they are ignored).
+  mlir::LogicalResult importConstantWithOperands(const OpDef &def,
+                                                 mlir::Operation *op,
+                                                 llvm::ArrayRef<Val> in,
+                                                 Val &out);
+
+  // Elementwise ops on data (StableHLOElementwiseOps.cpp).
+  /// Float arithmetic by `def.build`; integer data unsupported.
+  mlir::LogicalResult importArithmetic(const OpDef &def, mlir::Operation *op,
+                                       llvm::ArrayRef<Val> in, Val &out);
+  /// importArithmetic, and on integer data `i + n` (n a constant) recorded
+  /// as the shift of the index normalisation.
+  mlir::LogicalResult importAdd(const OpDef &def, mlir::Operation *op,
+                                llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importSign(const OpDef &def, mlir::Operation *op,
+                                 llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importIsFinite(const OpDef &def, mlir::Operation *op,
+                                     llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importCompare(const OpDef &def, mlir::Operation *op,
+                                    llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importSelect(const OpDef &def, mlir::Operation *op,
+                                   llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importConvert(const OpDef &def, mlir::Operation *op,
+                                    llvm::ArrayRef<Val> in, Val &out);
+  /// and / or / xor of booleans by `def.build` (through floats).
+  mlir::LogicalResult importLogical(const OpDef &def, mlir::Operation *op,
+                                    llvm::ArrayRef<Val> in, Val &out);
+  /// not of booleans (through floats).
+  mlir::LogicalResult importNot(const OpDef &def, mlir::Operation *op,
+                                llvm::ArrayRef<Val> in, Val &out);
+  /// clamp(min, x, max) of floats (min and max may be scalars).
+  mlir::LogicalResult importClamp(const OpDef &def, mlir::Operation *op,
+                                  llvm::ArrayRef<Val> in, Val &out);
+
+  // Shape ops and gather on data (StableHLOShapeOps.cpp).
+  mlir::LogicalResult importBroadcastInDim(const OpDef &def,
+                                           mlir::Operation *op,
+                                           llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importReshape(const OpDef &def, mlir::Operation *op,
+                                    llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importTranspose(const OpDef &def, mlir::Operation *op,
+                                      llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importSlice(const OpDef &def, mlir::Operation *op,
+                                  llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importConcatenate(const OpDef &def, mlir::Operation *op,
+                                        llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importGather(const OpDef &def, mlir::Operation *op,
+                                   llvm::ArrayRef<Val> in, Val &out);
+
+  // dot_general, reduce, dynamic slices (StableHLOMatMulOps.cpp,
+  // StableHLOReductionOps.cpp, StableHLOLoops.cpp).
+  mlir::LogicalResult importDotGeneral(const OpDef &def, mlir::Operation *op,
+                                       llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importReduce(const OpDef &def, mlir::Operation *op,
+                                   llvm::ArrayRef<Val> in, Val &out);
+  mlir::LogicalResult importDynamicSlice(const OpDef &def, mlir::Operation *op,
                                          llvm::ArrayRef<Val> in, Val &out);
-  mlir::LogicalResult importDynamicUpdateSlice(mlir::Operation *op,
+  mlir::LogicalResult importDynamicUpdateSlice(const OpDef &def,
+                                               mlir::Operation *op,
                                                llvm::ArrayRef<Val> in,
                                                Val &out);
 
-  //===--- Folds (StableHLOFolding.cpp) -----------------------------------===//
-  mlir::LogicalResult fold(mlir::Operation *op, llvm::ArrayRef<Val> in,
-                           Val &out);
-  /// Folds the ops that move or combine elements (iota, broadcast_in_dim,
-  /// reshape, transpose, slice, reverse, concatenate); nullopt for other ops.
-  std::optional<mlir::FailureOr<HostTensor>>
-  foldStructural(mlir::Operation *op, llvm::ArrayRef<Val> in,
-                 mlir::RankedTensorType type);
-  mlir::FailureOr<HostTensor> foldElementwise(mlir::Operation *op,
+  // Folds on constants (StableHLOFolding.cpp).
+  /// Elementwise by `def.scalar`; a null one is "cannot fold".
+  mlir::FailureOr<HostTensor> foldElementwise(const OpDef &def,
+                                              mlir::Operation *op,
+                                              llvm::ArrayRef<Val> in,
+                                              mlir::RankedTensorType type);
+  /// divide: truncating on integers (x / 0 = -1), else `def.scalar`.
+  mlir::FailureOr<HostTensor> foldDivide(const OpDef &def, mlir::Operation *op,
+                                         llvm::ArrayRef<Val> in,
+                                         mlir::RankedTensorType type);
+  /// not: logical on booleans, bitwise on integers.
+  mlir::FailureOr<HostTensor> foldNot(const OpDef &def, mlir::Operation *op,
+                                      llvm::ArrayRef<Val> in,
+                                      mlir::RankedTensorType type);
+  /// compare by its comparison_direction (1.0 true, 0.0 false).
+  mlir::FailureOr<HostTensor> foldCompare(const OpDef &def, mlir::Operation *op,
+                                          llvm::ArrayRef<Val> in,
+                                          mlir::RankedTensorType type);
+  // The ops that move or combine elements.
+  mlir::FailureOr<HostTensor> foldIota(const OpDef &def, mlir::Operation *op,
+                                       llvm::ArrayRef<Val> in,
+                                       mlir::RankedTensorType type);
+  mlir::FailureOr<HostTensor> foldBroadcastInDim(const OpDef &def,
+                                                 mlir::Operation *op,
+                                                 llvm::ArrayRef<Val> in,
+                                                 mlir::RankedTensorType type);
+  mlir::FailureOr<HostTensor> foldReshape(const OpDef &def, mlir::Operation *op,
+                                          llvm::ArrayRef<Val> in,
+                                          mlir::RankedTensorType type);
+  mlir::FailureOr<HostTensor> foldTranspose(const OpDef &def,
+                                            mlir::Operation *op,
+                                            llvm::ArrayRef<Val> in,
+                                            mlir::RankedTensorType type);
+  mlir::FailureOr<HostTensor> foldSlice(const OpDef &def, mlir::Operation *op,
+                                        llvm::ArrayRef<Val> in,
+                                        mlir::RankedTensorType type);
+  mlir::FailureOr<HostTensor> foldReverse(const OpDef &def, mlir::Operation *op,
+                                          llvm::ArrayRef<Val> in,
+                                          mlir::RankedTensorType type);
+  mlir::FailureOr<HostTensor> foldDynamicSlice(const OpDef &def,
+                                               mlir::Operation *op,
+                                               llvm::ArrayRef<Val> in,
+                                               mlir::RankedTensorType type);
+  mlir::FailureOr<HostTensor>
+  foldDynamicUpdateSlice(const OpDef &def, mlir::Operation *op,
+                         llvm::ArrayRef<Val> in, mlir::RankedTensorType type);
+  mlir::FailureOr<HostTensor> foldConcatenate(const OpDef &def,
+                                              mlir::Operation *op,
                                               llvm::ArrayRef<Val> in,
                                               mlir::RankedTensorType type);
   /// gather (any dimension numbers) and reduce (add, maximum, minimum,
   /// multiply, and, or bodies) of constants.
-  mlir::FailureOr<HostTensor> foldGather(mlir::Operation *op,
+  mlir::FailureOr<HostTensor> foldGather(const OpDef &def, mlir::Operation *op,
                                          llvm::ArrayRef<Val> in,
                                          mlir::RankedTensorType type);
-  mlir::FailureOr<HostTensor> foldReduce(mlir::Operation *op,
+  mlir::FailureOr<HostTensor> foldReduce(const OpDef &def, mlir::Operation *op,
                                          llvm::ArrayRef<Val> in,
                                          mlir::RankedTensorType type);
-  /// The combiner of a reduce body with one binary op on its two arguments
-  /// ("stablehlo.add", ...), or "" (error reported) when the body has
-  /// another form.
-  std::string reduceKind(mlir::Operation *op);
 };
 
 } // namespace zb::frontend::stablehlo_import

@@ -115,8 +115,8 @@ Importer::staticStarts(Operation *op, ArrayRef<Val> in, unsigned first,
 }
 
 /// dynamic_slice of data with constant start indices: zb.slice.
-LogicalResult Importer::importDynamicSlice(Operation *op, ArrayRef<Val> in,
-                                           Val &out) {
+LogicalResult Importer::importDynamicSlice(const OpDef &, Operation *op,
+                                           ArrayRef<Val> in, Val &out) {
   FailureOr<SmallVector<int64_t>> sizes = i64Array(op, "slice_sizes");
   if (failed(sizes))
     return failure();
@@ -141,7 +141,7 @@ LogicalResult Importer::importDynamicSlice(Operation *op, ArrayRef<Val> in,
 /// concatenated between the operand's slices before and after it when they
 /// differ in one dimension (a scan's stacked outputs), else zb.pad of the
 /// update selected into the operand with a constant mask.
-LogicalResult Importer::importDynamicUpdateSlice(Operation *op,
+LogicalResult Importer::importDynamicUpdateSlice(const OpDef &, Operation *op,
                                                  ArrayRef<Val> in, Val &out) {
   RankedTensorType bt = in[0].type, ut = in[1].type;
   if (bt.getRank() != ut.getRank())
@@ -208,4 +208,19 @@ LogicalResult Importer::importDynamicUpdateSlice(Operation *op,
                                    DenseElementsAttr::get(maskT, mask));
   out.v = zbb.select(m, padded, *base);
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The rows of the loop ops
+//===----------------------------------------------------------------------===//
+
+void zb::frontend::stablehlo_import::populateLoopOps(OpTable &table) {
+  using I = Importer;
+  static const OpDef defs[] = {
+      {"stablehlo.while", nullptr, nullptr, nullptr, nullptr, &I::importWhile},
+      {"stablehlo.dynamic_slice", &I::importDynamicSlice, &I::foldDynamicSlice},
+      {"stablehlo.dynamic_update_slice", &I::importDynamicUpdateSlice,
+       &I::foldDynamicUpdateSlice},
+  };
+  table.add(defs);
 }

@@ -102,8 +102,8 @@ static Value toMatrices(zb::ZBBuilder &zbb, Value v, ArrayRef<int64_t> bd,
   return zbb.reshape(v, shape);
 }
 
-LogicalResult Importer::importDotGeneral(Operation *op, ArrayRef<Val> in,
-                                         Val &out) {
+LogicalResult Importer::importDotGeneral(const OpDef &, Operation *op,
+                                         ArrayRef<Val> in, Val &out) {
   Attribute a = op->getAttr("dot_dimension_numbers");
   std::string text = a ? attrText(a) : "";
   FailureOr<DotDims> dims = parseDotDims(text);
@@ -148,4 +148,13 @@ LogicalResult Importer::importDotGeneral(Operation *op, ArrayRef<Val> in,
     prod = zbb.reshape(prod, out.type.getShape());
   out.v = prod;
   return success();
+}
+
+void zb::frontend::stablehlo_import::populateMatMulOps(OpTable &table) {
+  using I = Importer;
+  // On data even when both operands are constants (no fold).
+  static const OpDef defs[] = {
+      {"stablehlo.dot_general", &I::importDotGeneral, nullptr},
+  };
+  table.add(defs);
 }

@@ -61,8 +61,8 @@ std::string Importer::reduceKind(Operation *op) {
 /// reduce of floats (add -> zb.reduce_sum, maximum -> zb.reduce_max,
 /// minimum -> -reduce_max(-x)) and of booleans (jnp.all / jnp.any, the
 /// bounds masks of JAX's gathers: and -> min, or -> max over 0/1 floats).
-LogicalResult Importer::importReduce(Operation *op, ArrayRef<Val> in,
-                                     Val &out) {
+LogicalResult Importer::importReduce(const OpDef &, Operation *op,
+                                     ArrayRef<Val> in, Val &out) {
   std::string kind = reduceKind(op);
   if (kind.empty())
     return failure();
@@ -121,4 +121,15 @@ LogicalResult Importer::importReduce(Operation *op, ArrayRef<Val> in,
     r = zbb.reshape(r, out.type.getShape());
   out.v = r;
   return success();
+}
+
+void zb::frontend::stablehlo_import::populateReductionOps(OpTable &table) {
+  using I = Importer;
+  static const OpDef defs[] = {
+      {"stablehlo.reduce", &I::importReduce, &I::foldReduce, nullptr, nullptr,
+       nullptr,
+       "reductions of several operands together (such as jnp.argmax / "
+       "argmin) are not supported"},
+  };
+  table.add(defs);
 }

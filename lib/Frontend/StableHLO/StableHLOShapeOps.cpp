@@ -3,7 +3,8 @@
 // Ops on data that move elements: broadcast_in_dim, reshape, transpose,
 // slice, concatenate, and gather (table[indices], jnp.take_along_axis,
 // x[jnp.arange(n), t]; parseGatherDims checks the dimension numbers, which
-// the fold of gather uses too). See StableHLOImporterImpl.h.
+// the fold of gather uses too); the rows of these ops and of iota and
+// reverse (folded only). See StableHLOImporterImpl.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,8 +24,8 @@ using namespace zb::frontend::stablehlo_import;
 
 /// broadcast_in_dim of floats; of integer data a reshape when it only inserts
 /// size-1 dimensions, else a broadcast through floats.
-LogicalResult Importer::importBroadcastInDim(Operation *op, ArrayRef<Val> in,
-                                             Val &out) {
+LogicalResult Importer::importBroadcastInDim(const OpDef &, Operation *op,
+                                             ArrayRef<Val> in, Val &out) {
   zb::ZBBuilder zbb(b, loc);
   FailureOr<SmallVector<int64_t>> dims = i64Array(op, "broadcast_dimensions");
   if (failed(dims))
@@ -63,50 +64,55 @@ LogicalResult Importer::importBroadcastInDim(Operation *op, ArrayRef<Val> in,
   return success();
 }
 
-/// reshape, transpose, slice and concatenate of data.
-LogicalResult Importer::importShapeOp(Operation *op, ArrayRef<Val> in,
-                                      Val &out) {
-  StringRef name = op->getName().getStringRef();
+LogicalResult Importer::importReshape(const OpDef &, Operation *,
+                                      ArrayRef<Val> in, Val &out) {
   zb::ZBBuilder zbb(b, loc);
-  if (name == "stablehlo.reshape") {
-    FailureOr<Value> x = materialize(in[0]);
-    if (failed(x))
-      return failure();
-    out.v = zbb.reshape(*x, out.type.getShape());
-    return success();
-  }
-  if (name == "stablehlo.transpose") {
-    auto perm = dimensionsAttr(op, "permutation", in[0].type.getRank(),
-                               /*permutation=*/true);
-    FailureOr<Value> x = materialize(in[0]);
-    if (failed(perm) || failed(x))
-      return failure();
-    out.v = zbb.transpose(*x, *perm);
-    return success();
-  }
-  if (name == "stablehlo.slice") {
-    auto s = i64Array(op, "start_indices");
-    auto l = i64Array(op, "limit_indices");
-    auto st = i64Array(op, "strides");
-    FailureOr<Value> x = materialize(in[0]);
-    if (failed(s) || failed(l) || failed(st) || failed(x))
-      return failure();
-    ArrayRef<int64_t> shape = in[0].type.getShape();
-    if (s->size() != shape.size() || l->size() != shape.size() ||
-        st->size() != shape.size())
-      return error(op) << "start_indices, limit_indices and strides need "
-                       << shape.size() << " entries each (the operand rank)";
-    for (size_t d = 0; d < shape.size(); ++d)
-      if ((*s)[d] < 0 || (*s)[d] > (*l)[d] || (*l)[d] > shape[d] ||
-          (*st)[d] < 1)
-        return error(op) << "dimension " << d << ": start " << (*s)[d]
-                         << ", limit " << (*l)[d] << ", stride " << (*st)[d]
-                         << " do not fit 0 <= start <= limit <= " << shape[d]
-                         << ", stride >= 1";
-    out.v = zbb.slice(*x, *s, *l, *st);
-    return success();
-  }
-  // stablehlo.concatenate
+  FailureOr<Value> x = materialize(in[0]);
+  if (failed(x))
+    return failure();
+  out.v = zbb.reshape(*x, out.type.getShape());
+  return success();
+}
+
+LogicalResult Importer::importTranspose(const OpDef &, Operation *op,
+                                        ArrayRef<Val> in, Val &out) {
+  zb::ZBBuilder zbb(b, loc);
+  auto perm = dimensionsAttr(op, "permutation", in[0].type.getRank(),
+                             /*permutation=*/true);
+  FailureOr<Value> x = materialize(in[0]);
+  if (failed(perm) || failed(x))
+    return failure();
+  out.v = zbb.transpose(*x, *perm);
+  return success();
+}
+
+LogicalResult Importer::importSlice(const OpDef &, Operation *op,
+                                    ArrayRef<Val> in, Val &out) {
+  zb::ZBBuilder zbb(b, loc);
+  auto s = i64Array(op, "start_indices");
+  auto l = i64Array(op, "limit_indices");
+  auto st = i64Array(op, "strides");
+  FailureOr<Value> x = materialize(in[0]);
+  if (failed(s) || failed(l) || failed(st) || failed(x))
+    return failure();
+  ArrayRef<int64_t> shape = in[0].type.getShape();
+  if (s->size() != shape.size() || l->size() != shape.size() ||
+      st->size() != shape.size())
+    return error(op) << "start_indices, limit_indices and strides need "
+                     << shape.size() << " entries each (the operand rank)";
+  for (size_t d = 0; d < shape.size(); ++d)
+    if ((*s)[d] < 0 || (*s)[d] > (*l)[d] || (*l)[d] > shape[d] || (*st)[d] < 1)
+      return error(op) << "dimension " << d << ": start " << (*s)[d]
+                       << ", limit " << (*l)[d] << ", stride " << (*st)[d]
+                       << " do not fit 0 <= start <= limit <= " << shape[d]
+                       << ", stride >= 1";
+  out.v = zbb.slice(*x, *s, *l, *st);
+  return success();
+}
+
+LogicalResult Importer::importConcatenate(const OpDef &, Operation *op,
+                                          ArrayRef<Val> in, Val &out) {
+  zb::ZBBuilder zbb(b, loc);
   auto dim = i64Array(op, "dimension");
   if (failed(dim) || dim->size() != 1)
     return error(op) << "missing 'dimension'";
@@ -449,8 +455,8 @@ static Value toGatherResult(zb::ZBBuilder &zbb, Value r, const GatherDims &g,
 /// assumed in range (StableHLO clamps them; zb.gather is undefined out of
 /// range and the one-hot form gives 0), as JAX's default `fill` and
 /// `promise_in_bounds` modes need for in-range indices.
-LogicalResult Importer::importGather(Operation *op, ArrayRef<Val> in,
-                                     Val &out) {
+LogicalResult Importer::importGather(const OpDef &, Operation *op,
+                                     ArrayRef<Val> in, Val &out) {
   GatherDims g;
   Val indexVal;
   FailureOr<int64_t> axis = checkGatherForm(op, in, out.type, g, indexVal);
@@ -493,4 +499,26 @@ LogicalResult Importer::importGather(Operation *op, ArrayRef<Val> in,
   r = zbb.reshape(r, shape);
   out.v = toGatherResult(zbb, r, g, ib.size(), out.type);
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The rows of the shape ops
+//===----------------------------------------------------------------------===//
+
+void zb::frontend::stablehlo_import::populateShapeOps(OpTable &table) {
+  using I = Importer;
+  // name, on data, on constants.
+  static const OpDef defs[] = {
+      {"stablehlo.broadcast_in_dim", &I::importBroadcastInDim,
+       &I::foldBroadcastInDim},
+      {"stablehlo.reshape", &I::importReshape, &I::foldReshape},
+      {"stablehlo.transpose", &I::importTranspose, &I::foldTranspose},
+      {"stablehlo.slice", &I::importSlice, &I::foldSlice},
+      {"stablehlo.concatenate", &I::importConcatenate, &I::foldConcatenate},
+      {"stablehlo.gather", &I::importGather, &I::foldGather},
+      // Constant operands only.
+      {"stablehlo.iota", nullptr, &I::foldIota},
+      {"stablehlo.reverse", nullptr, &I::foldReverse},
+  };
+  table.add(defs);
 }

@@ -37,7 +37,9 @@
 //
 // The function must return one scalar floating-point value (the loss).
 //
-// Supported ops (stablehlo unless noted; docs/frontends.md has the table):
+// Supported ops (stablehlo unless noted; one row each in the importer's op
+// table, lib/Frontend/StableHLO/StableHLOImporterImpl.h; docs/frontends.md
+// has the table):
 // constant, iota (folded), add subtract multiply divide maximum minimum power
 // negate exponential log tanh sqrt rsqrt logistic exponential_minus_one
 // log_plus_one clamp abs sign is_finite, chlo.square chlo.erf chlo.erfc,
