@@ -23,6 +23,7 @@
 
 #include "zbrt/zbrt.h"
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -83,17 +84,25 @@ template <typename T> struct GemmOf {
 using Gemm = GemmOf<float>;
 using GemmBf16 = GemmOf<uint16_t>;
 
+/// When a backend began its own work on a message (MessageWork{}: it does
+/// not say, e.g. the message moves on the device). The ABI traces it as the
+/// message's TraceEvent::workFromUs (zbrt/Trace.h).
+using MessageWork = std::chrono::steady_clock::time_point;
+
 class Backend {
 public:
   virtual ~Backend() = default;
 
   //===-- Messages (zbrt_send / zbrt_recv, checked by the ABI) ------------===//
   /// Sends `bytes` at `buf` to `peer`; the caller may reuse `buf` at once.
-  virtual void send(const void *buf, int64_t bytes, int32_t peer,
-                    int32_t tag) = 0;
+  /// Returns when this rank's work on the send began (the host copy).
+  virtual MessageWork send(const void *buf, int64_t bytes, int32_t peer,
+                           int32_t tag) = 0;
   /// Receives exactly `bytes` from `peer` into `buf`: usable by the next
   /// operation of this backend (not necessarily by the host: hostAccess).
-  virtual void recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) = 0;
+  /// Returns when this rank's work on it began (the message had arrived).
+  virtual MessageWork recv(void *buf, int64_t bytes, int32_t peer,
+                           int32_t tag) = 0;
   /// zbrt_set_channel_order: the messages the channel from rank `from` to
   /// rank `to` carries in every step, in order (this rank is one of them).
   /// Before the first step; a backend that matches messages by tag ignores

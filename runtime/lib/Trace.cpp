@@ -35,8 +35,6 @@ struct TraceState {
   std::vector<TraceEvent> events;
   /// Indices into `events` of actions begun and not yet ended.
   std::vector<size_t> open;
-  /// traceMessageWorkFrom's time for the message being traced (< 0: none).
-  double messageWorkFromUs = -1.0;
 };
 
 TraceState &state() {
@@ -79,7 +77,6 @@ void zbrt::detail::traceReset() {
   TraceState &s = state();
   s.events.clear();
   s.open.clear();
-  s.messageWorkFromUs = -1.0;
   s.origin = std::chrono::steady_clock::now();
 }
 
@@ -100,19 +97,25 @@ double zbrt::traceNowUs() {
 
 const std::vector<TraceEvent> &zbrt::traceEvents() { return state().events; }
 
-void zbrt::detail::traceMessageWorkFrom(double us) {
-  state().messageWorkFromUs = us;
+double zbrt::detail::traceUsAt(std::chrono::steady_clock::time_point time) {
+  return std::chrono::duration<double, std::micro>(time - state().origin)
+      .count();
+}
+
+void zbrt::detail::traceRecordMessage(
+    const TraceEvent &event, std::chrono::steady_clock::time_point work) {
+  TraceEvent e = event;
+  if (work != std::chrono::steady_clock::time_point{}) {
+    double workFromUs = traceUsAt(work);
+    if (workFromUs >= e.beginUs && (e.endUs < 0 || workFromUs <= e.endUs))
+      e.workFromUs = workFromUs;
+  }
+  traceRecord(e);
 }
 
 void zbrt::traceRecord(const TraceEvent &event) {
   TraceState &s = state();
   TraceEvent e = event;
-  const bool message = e.kind == EventKind::Send || e.kind == EventKind::Recv;
-  // The backend's note belongs to this message when it lies within it.
-  if (message && e.workFromUs < 0 && s.messageWorkFromUs >= e.beginUs &&
-      (e.endUs < 0 || s.messageWorkFromUs <= e.endUs))
-    e.workFromUs = s.messageWorkFromUs;
-  s.messageWorkFromUs = -1.0;
   if (s.events.size() < kMaxEventsPerStep)
     s.events.push_back(e);
 }

@@ -2,13 +2,18 @@
 //
 // Not installed. The in-memory trace of the current step (Trace.cpp), as
 // the ABI (abi/Trace.cpp, abi/Comm.cpp) fills it. The trace calls no
-// backend: a backend that measures actions on a device returns their times
-// from Backend::stepEnd, and the ABI stores them here.
+// backend, and no backend calls it: a backend that measures actions on a
+// device returns their times from Backend::stepEnd, and one that moves a
+// message returns when its work on it began (Backend::send/recv); the ABI
+// stores them here.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBRT_LIB_TRACELOG_H
 #define ZBRT_LIB_TRACELOG_H
 
+#include "zbrt/Trace.h"
+
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -31,11 +36,14 @@ size_t traceActionEnd(int32_t kind, int32_t stage, int32_t microbatch);
 /// Replaces the host times of event `index` (microseconds since the step's
 /// origin; from a backend's device timeline).
 void traceSetDeviceTimes(size_t index, double beginUs, double endUs);
-/// A backend that moves a message on the rank's own timeline (the CPU
-/// backend) notes when its work on the message being sent or received began
-/// (a receive: when the message was there); the next send/recv event traced
-/// takes it as TraceEvent::workFromUs.
-void traceMessageWorkFrom(double us);
+/// `time` on the trace's clock (microseconds since the step's origin): for
+/// a message's TraceEvent::workFromUs, when the backend's own work on it
+/// began (Backend::send/recv's MessageWork; abi/Comm.cpp).
+double traceUsAt(std::chrono::steady_clock::time_point time);
+/// Records a send/recv event with the backend's `work` on it (none: the
+/// default time point) as its workFromUs when it lies within the event.
+void traceRecordMessage(const TraceEvent &event,
+                        std::chrono::steady_clock::time_point work);
 
 } // namespace detail
 } // namespace zbrt

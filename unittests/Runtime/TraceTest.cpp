@@ -76,19 +76,23 @@ TEST(TraceBubble, MessageWorkIsBusyWaitingIsIdle) {
   EXPECT_DOUBLE_EQ(s.bubbleRate, 15.0 / 44.0);
 }
 
-TEST(TraceRecording, TheBackendsNoteBecomesTheMessagesWork) {
+TEST(TraceRecording, TheBackendsWorkBecomesTheMessagesWork) {
   traceBeginStep();
-  detail::traceMessageWorkFrom(3);
-  traceRecord(message(EventKind::Recv, 0, 1, 1, 5)); // note within: taken
-  traceRecord(message(EventKind::Send, 0, 1, 5, 6)); // no note
-  detail::traceMessageWorkFrom(9);
-  traceRecord(message(EventKind::Send, 0, 1, 6, 8)); // note outside
-  detail::traceMessageWorkFrom(9);
-  traceRecord(action(EventKind::Forward, 0, 8, 10));   // not a message
-  traceRecord(message(EventKind::Send, 0, 1, 10, 12)); // the note was used
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point work = Clock::now();
+  double at = detail::traceUsAt(work);
+  // traceUsAt is the trace's clock: a later time point is later by as much.
+  EXPECT_NEAR(detail::traceUsAt(work + std::chrono::microseconds(250)) - at,
+              250.0, 1e-6);
+  detail::traceRecordMessage(message(EventKind::Recv, 0, 1, at - 2, at + 4),
+                             work); // within: taken
+  detail::traceRecordMessage(message(EventKind::Send, 0, 1, at + 4, at + 6),
+                             Clock::time_point{}); // the backend does not say
+  detail::traceRecordMessage(message(EventKind::Send, 0, 1, at + 6, at + 8),
+                             work); // before the event: not taken
   const std::vector<TraceEvent> &events = traceEvents();
-  ASSERT_EQ(events.size(), 5u);
-  EXPECT_DOUBLE_EQ(events[0].workFromUs, 3);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_DOUBLE_EQ(events[0].workFromUs, at);
   for (size_t i = 1; i < events.size(); ++i)
     EXPECT_LT(events[i].workFromUs, 0) << i;
   traceBeginStep();

@@ -1,7 +1,8 @@
 //===- BackendSelection.cpp - zb runtime: which backend runs --------------===//
 //
 // The one place that chooses the backend: the CPU backend from the start,
-// the CUDA backend from zbrt_cuda_start to zbrt_finalize.
+// the CUDA backend from zbrt_cuda_start to zbrt_finalize; and where the
+// memory pool's blocks come from (host, CUDA managed or device memory).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,7 @@ struct Selection {
   /// counters.
   std::unique_ptr<cuda::CudaBackend> cuda;
   Backend *active = nullptr;
+  MemoryPlacement memory = MemoryPlacement::Host;
 };
 
 Selection &selection() {
@@ -45,6 +47,13 @@ void zbrt::startCudaBackend(int32_t flags) {
     detail::fatalf("zbrt_cuda_start: the CUDA backend is already running");
   s.cuda = std::make_unique<cuda::CudaBackend>(flags);
   s.active = s.cuda.get();
+}
+
+MemoryPlacement zbrt::memoryPlacement() { return selection().memory; }
+
+void zbrt::useCudaMemory(bool poolOnDevice) {
+  selection().memory = poolOnDevice ? MemoryPlacement::CudaPoolOnDevice
+                                    : MemoryPlacement::CudaManaged;
 }
 
 bool zbrt::cudaBackendStarted() { return selection().active != nullptr; }

@@ -24,6 +24,15 @@ void startCudaBackend(int32_t flags);
 bool cudaBackendStarted();
 /// The CUDA backend's counters (zeros before zbrt_cuda_start).
 void cudaBackendStats(ZbrtCudaStats &out);
+/// Where the memory pool and the runner's buffers come from (abi/Memory.cpp
+/// allocates, this chooses): host memory (malloc) until zbrt_use_cuda_memory
+/// or zbrt_cuda_start, then CUDA managed memory, or for the pool only device
+/// memory when the rank program's host code reads no element data.
+enum class MemoryPlacement { Host, CudaManaged, CudaPoolOnDevice };
+MemoryPlacement memoryPlacement();
+/// zbrt_use_cuda_memory (poolOnDevice false) and zbrt_cuda_start: the
+/// placement from now on.
+void useCudaMemory(bool poolOnDevice);
 /// zbrt_finalize: finalizes the active backend, and the CPU backend beneath
 /// it; the CPU backend is active afterwards.
 void finalizeBackends();

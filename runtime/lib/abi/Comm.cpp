@@ -35,6 +35,13 @@ void checkMessage(const char *what, const char *direction, int32_t peer,
            peer, tag, (long long)bytes);
 }
 
+/// Ends `event` now and records it with the backend's work on the message
+/// (Backend::send/recv).
+void recordMessage(TraceEvent &event, MessageWork work) {
+  event.endUs = traceNowUs();
+  detail::traceRecordMessage(event, work);
+}
+
 } // namespace
 
 extern "C" void zbrt_fatal(const char *message) { detail::fatal(message); }
@@ -71,9 +78,9 @@ extern "C" void zbrt_send(int64_t buf, int64_t bytes, int32_t peer,
   checkMessage("zbrt_send", "to", peer, tag, bytes);
   TraceEvent event{EventKind::Send, detail::rank(), -1,  -1, peer, tag,
                    bytes,           traceNowUs(),   -1.0};
-  backend().send(reinterpret_cast<const void *>(buf), bytes, peer, tag);
-  event.endUs = traceNowUs();
-  traceRecord(event);
+  MessageWork work =
+      backend().send(reinterpret_cast<const void *>(buf), bytes, peer, tag);
+  recordMessage(event, work);
 }
 
 extern "C" void zbrt_recv(int64_t buf, int64_t bytes, int32_t peer,
@@ -81,7 +88,7 @@ extern "C" void zbrt_recv(int64_t buf, int64_t bytes, int32_t peer,
   checkMessage("zbrt_recv", "from", peer, tag, bytes);
   TraceEvent event{EventKind::Recv, detail::rank(), -1,  -1, peer, tag,
                    bytes,           traceNowUs(),   -1.0};
-  backend().recv(reinterpret_cast<void *>(buf), bytes, peer, tag);
-  event.endUs = traceNowUs();
-  traceRecord(event);
+  MessageWork work =
+      backend().recv(reinterpret_cast<void *>(buf), bytes, peer, tag);
+  recordMessage(event, work);
 }

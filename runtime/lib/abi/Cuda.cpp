@@ -5,7 +5,6 @@
 #include "../cuda/Device.h"
 #include "../cuda/Driver.h"
 #include "BackendSelection.h"
-#include "Memory.h"
 
 #include <vector>
 
@@ -21,7 +20,7 @@ extern "C" void zbrt_cuda_start(int32_t flags) {
   // The driver is loaded: no second probe. Device memory for the pool where
   // nothing on the host reads it: no kernel runs on the host (cuda-emu) and
   // the host code only launches.
-  detail::useCudaMemory(
+  useCudaMemory(
       /*poolOnDevice=*/(flags & ZBRT_CUDA_HOST_CODE_LAUNCHES_ONLY) &&
       !(flags & ZBRT_CUDA_HOST_KERNELS));
 }

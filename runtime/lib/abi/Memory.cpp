@@ -14,7 +14,6 @@
 
 #include "../Internal.h"
 #include "BackendSelection.h"
-#include "Memory.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -26,20 +25,27 @@
 
 namespace {
 
-/// Where the pool and the runner's buffers get memory: malloc, or CUDA
-/// managed memory after zbrt_use_cuda_memory, or (the pool only) CUDA device
-/// memory when the rank program's host code touches no element data.
-bool gCudaMemory = false;
-bool gPoolOnDevice = false;
+/// Whether the pool and the runner's buffers are CUDA memory (the placement
+/// is BackendSelection's choice).
+bool cudaMemory() {
+  return zbrt::memoryPlacement() != zbrt::MemoryPlacement::Host;
+}
 
+/// A block of the pool: malloc, CUDA managed memory, or device memory.
 void *systemAlloc(uint64_t bytes) {
-  if (gCudaMemory)
-    return mgpuMemAlloc(bytes, nullptr, /*isHostShared=*/!gPoolOnDevice);
-  return std::malloc(bytes);
+  switch (zbrt::memoryPlacement()) {
+  case zbrt::MemoryPlacement::Host:
+    return std::malloc(bytes);
+  case zbrt::MemoryPlacement::CudaManaged:
+    return mgpuMemAlloc(bytes, nullptr, /*isHostShared=*/true);
+  case zbrt::MemoryPlacement::CudaPoolOnDevice:
+    return mgpuMemAlloc(bytes, nullptr, /*isHostShared=*/false);
+  }
+  return nullptr;
 }
 
 void systemFree(void *p) {
-  if (gCudaMemory)
+  if (cudaMemory())
     mgpuMemFree(p, nullptr);
   else
     std::free(p);
@@ -178,23 +184,18 @@ extern "C" void zbrt_pool_reset_counters(void) {
 
 extern "C" void zbrt_pool_trim(void) { pool().trim(); }
 
-void zbrt::detail::useCudaMemory(bool poolOnDevice) {
-  gCudaMemory = true;
-  gPoolOnDevice = poolOnDevice;
-}
-
 extern "C" void zbrt_use_cuda_memory(void) {
   char why[256];
   if (zbrt_cuda_available(why, sizeof why) != 0)
     zbrt::detail::fatalf("the CUDA backend cannot start: %s", why);
-  zbrt::detail::useCudaMemory(/*poolOnDevice=*/false);
+  zbrt::useCudaMemory(/*poolOnDevice=*/false);
 }
 
-extern "C" int32_t zbrt_cuda_memory_enabled(void) { return gCudaMemory; }
+extern "C" int32_t zbrt_cuda_memory_enabled(void) { return cudaMemory(); }
 
 extern "C" void *zbrt_host_buffer_alloc(uint64_t bytes) {
   uint64_t rounded = (std::max<uint64_t>(bytes, 1) + 63) / 64 * 64;
-  void *p = gCudaMemory ? mgpuMemAlloc(rounded, nullptr, true)
+  void *p = cudaMemory() ? mgpuMemAlloc(rounded, nullptr, true)
                         : std::aligned_alloc(64, rounded);
   if (!p)
     zbrt::detail::fatalf("out of memory allocating %llu bytes",

@@ -6,7 +6,9 @@
 // libmlir_cuda_runtime, and a rank program must not depend on MLIR at run
 // time, so zbrt provides them here, over the CUDA driver API loaded with
 // dlopen (never linked: a machine without a driver starts fine, see
-// Driver.cpp). Semantics follow MLIR's CudaRuntimeWrappers:
+// cuda/Driver.cpp). Each entry decides whether the work is the CUDA
+// backend's (the compute stream) and makes one call: of the backend, or of
+// cuda/Mgpu.h, which does the driver work. Semantics follow MLIR's CudaRuntimeWrappers:
 //   - one primary context of the default device (mgpuSetDefaultDevice,
 //     default 0), made current on every call's thread;
 //   - modules are loaded lazily and once: the global constructor that MLIR
@@ -37,61 +39,14 @@
 
 #include "../FaultInjection.h"
 #include "../cuda/Driver.h"
+#include "../cuda/Mgpu.h"
 #include "BackendSelection.h"
 
 #include <cstdint>
-#include <mutex>
-#include <string>
-#include <unordered_map>
-#include <utility>
-#include <vector>
+
+namespace mgpu = zbrt::cuda::mgpu;
 
 namespace {
-
-using namespace zbrt::cuda;
-
-/// A module as MLIR's global constructor registers it: the blob, loaded by
-/// the driver at the first use, and its kernels, resolved at their first
-/// use (by name pointer: the host code's names are constants; the text is
-/// compared too).
-struct LazyModule {
-  const void *blob;
-  int registrations = 0;
-  Handle module = nullptr;
-  std::once_flag loaded;
-  std::unordered_map<const char *, std::pair<std::string, Handle>> functions;
-};
-
-std::mutex gMutex;
-/// blob -> its module (never freed: unloaded by global destructors).
-std::unordered_map<const void *, LazyModule *> &gModules =
-    *new std::unordered_map<const void *, LazyModule *>;
-/// Streams and events the host code destroyed, handed out again.
-std::vector<Handle> &gFreeStreams = *new std::vector<Handle>;
-std::vector<Handle> &gFreeEvents = *new std::vector<Handle>;
-
-LazyModule *registerModule(const void *data) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  LazyModule *&m = gModules[data];
-  if (!m)
-    m = new LazyModule{data};
-  ++m->registrations;
-  return m;
-}
-
-Handle takeFrom(std::vector<Handle> &pool) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  if (pool.empty())
-    return nullptr;
-  Handle h = pool.back();
-  pool.pop_back();
-  return h;
-}
-
-void giveBack(std::vector<Handle> &pool, Handle h) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  pool.push_back(h);
-}
 
 /// Under zb-run --backend cuda every stream MLIR's host code creates is the
 /// rank's compute stream (zbrt.h, "CUDA backend"): kernels, cuBLAS GEMMs and
@@ -100,92 +55,62 @@ bool isComputeStream(void *stream) {
   return stream && stream == zbrt::backend().computeStream();
 }
 
+/// Work on the compute stream that is not a kernel launch ends the CUDA
+/// graph's segment first (Backend::uncapturedWork).
+void beforeOtherWork(void *stream) {
+  if (isComputeStream(stream))
+    zbrt::backend().uncapturedWork();
+}
+
 } // namespace
 
 extern "C" {
 
 void *mgpuModuleLoad(void *data, size_t /*gpuBlobSize*/) {
-  return registerModule(data);
+  return mgpu::registerModule(data);
 }
 
 void *mgpuModuleLoadJIT(void *data, int /*optLevel*/) {
-  return registerModule(data);
+  return mgpu::registerModule(data);
 }
 
-void mgpuModuleUnload(void *module) {
-  auto *m = static_cast<LazyModule *>(module);
-  {
-    std::lock_guard<std::mutex> lock(gMutex);
-    if (--m->registrations > 0)
-      return;
-    gModules.erase(m->blob);
-  }
-  // Called from global destructors: only unload what was loaded.
-  if (m->module)
-    driver().cuModuleUnload(m->module);
-  delete m;
-}
+void mgpuModuleUnload(void *module) { mgpu::unregisterModule(module); }
 
 void *mgpuModuleGetFunction(void *module, const char *name) {
-  auto *m = static_cast<LazyModule *>(module);
-  {
-    std::lock_guard<std::mutex> lock(gMutex);
-    auto it = m->functions.find(name);
-    if (it != m->functions.end() && it->second.first == name)
-      return it->second.second;
-  }
-  const Driver &d = driver();
-  std::call_once(m->loaded, [&] {
-    check(d.cuModuleLoadData(&m->module, m->blob), "cuModuleLoadData");
-  });
-  Handle function = nullptr;
-  check(d.cuModuleGetFunction(&function, m->module, name),
-        "cuModuleGetFunction");
-  std::lock_guard<std::mutex> lock(gMutex);
-  m->functions[name] = {name, function};
-  return function;
+  return mgpu::moduleFunction(module, name);
 }
 
 void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t gridZ, intptr_t blockX, intptr_t blockY,
                       intptr_t blockZ, int32_t smem, void *stream,
                       void **params, void **extra, size_t /*paramsCount*/) {
-  const Driver &d = driver();
   // The N-th launch of this rank gets an empty grid, which the driver
   // refuses (FaultInjection.h).
   static long launches = 0;
   if (zbrt::faults().launchError(++launches))
     gridX = 0;
+  const unsigned grid[3] = {(unsigned)gridX, (unsigned)gridY, (unsigned)gridZ};
+  const unsigned block[3] = {(unsigned)blockX, (unsigned)blockY,
+                             (unsigned)blockZ};
   if (isComputeStream(stream)) {
     // The backend launches it, or replays it with the step's graph.
-    const unsigned grid[3] = {(unsigned)gridX, (unsigned)gridY,
-                              (unsigned)gridZ};
-    const unsigned block[3] = {(unsigned)blockX, (unsigned)blockY,
-                               (unsigned)blockZ};
     zbrt::backend().launchKernel(function, grid, block, (unsigned)smem,
                                  params);
     return;
   }
-  check(d.cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY, blockZ,
-                         smem, stream, params, extra),
-        "cuLaunchKernel");
+  mgpu::launchKernel(function, grid, block, (unsigned)smem, stream, params,
+                     extra);
 }
 
 void *mgpuStreamCreate() {
   if (void *compute = zbrt::backend().computeStream())
     return compute;
-  if (Handle stream = takeFrom(gFreeStreams))
-    return stream;
-  const Driver &d = driver();
-  Handle stream = nullptr;
-  check(d.cuStreamCreate(&stream, kStreamNonBlocking), "cuStreamCreate");
-  return stream;
+  return mgpu::createStream();
 }
 
 void mgpuStreamDestroy(void *stream) {
-  // The stream's work goes on; work of its next user is ordered after it.
   if (stream && !isComputeStream(stream))
-    giveBack(gFreeStreams, stream);
+    mgpu::destroyStream(stream);
 }
 
 void mgpuStreamSynchronize(void *stream) {
@@ -193,92 +118,53 @@ void mgpuStreamSynchronize(void *stream) {
     zbrt::backend().synchronizeComputeStream();
     return;
   }
-  const Driver &d = driver();
-  check(d.cuStreamSynchronize(stream), "cuStreamSynchronize");
+  mgpu::synchronizeStream(stream);
 }
 
 void mgpuStreamWaitEvent(void *stream, void *event) {
-  if (isComputeStream(stream))
-    zbrt::backend().uncapturedWork();
-  const Driver &d = driver();
-  check(d.cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent");
+  beforeOtherWork(stream);
+  mgpu::streamWaitEvent(stream, event);
 }
 
-void *mgpuEventCreate() {
-  if (Handle event = takeFrom(gFreeEvents))
-    return event;
-  const Driver &d = driver();
-  Handle event = nullptr;
-  check(d.cuEventCreate(&event, kEventDisableTiming), "cuEventCreate");
-  return event;
-}
+void *mgpuEventCreate() { return mgpu::createEvent(); }
 
 void mgpuEventDestroy(void *event) {
-  // A later cuEventRecord replaces what it captured, as for a new event.
   if (event)
-    giveBack(gFreeEvents, event);
+    mgpu::destroyEvent(event);
 }
 
-void mgpuEventSynchronize(void *event) {
-  const Driver &d = driver();
-  check(d.cuEventSynchronize(event), "cuEventSynchronize");
-}
+void mgpuEventSynchronize(void *event) { mgpu::synchronizeEvent(event); }
 
 void mgpuEventRecord(void *event, void *stream) {
-  if (isComputeStream(stream))
-    zbrt::backend().uncapturedWork();
-  const Driver &d = driver();
-  check(d.cuEventRecord(event, stream), "cuEventRecord");
+  beforeOtherWork(stream);
+  mgpu::recordEvent(event, stream);
 }
 
 void *mgpuMemAlloc(uint64_t sizeBytes, void * /*stream*/, bool isHostShared) {
   zbrt::backend().uncapturedWork();
-  const Driver &d = driver();
-  CUdeviceptr ptr = 0;
-  if (sizeBytes == 0)
-    return nullptr;
-  if (isHostShared)
-    check(d.cuMemAllocManaged(&ptr, sizeBytes, kMemAttachGlobal),
-          "cuMemAllocManaged");
-  else
-    check(d.cuMemAlloc(&ptr, sizeBytes), "cuMemAlloc");
-  return reinterpret_cast<void *>(ptr);
+  return mgpu::allocate(sizeBytes, isHostShared);
 }
 
 void mgpuMemFree(void *ptr, void * /*stream*/) {
   if (!ptr)
     return;
   zbrt::backend().uncapturedWork();
-  const Driver &d = driver();
-  check(d.cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuMemFree");
+  mgpu::release(ptr);
 }
 
 void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
-  if (isComputeStream(stream))
-    zbrt::backend().uncapturedWork();
-  const Driver &d = driver();
-  countHostDeviceBytes(sizeBytes);
-  check(d.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
-                        reinterpret_cast<CUdeviceptr>(src), sizeBytes, stream),
-        "cuMemcpyAsync");
+  beforeOtherWork(stream);
+  mgpu::copy(dst, src, sizeBytes, stream);
 }
 
 void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream) {
-  if (isComputeStream(stream))
-    zbrt::backend().uncapturedWork();
-  const Driver &d = driver();
-  check(d.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
-                           stream),
-        "cuMemsetD32Async");
+  beforeOtherWork(stream);
+  mgpu::fill32(dst, value, count, stream);
 }
 
 void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream) {
-  if (isComputeStream(stream))
-    zbrt::backend().uncapturedWork();
-  const Driver &d = driver();
-  check(d.cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
-                           stream),
-        "cuMemsetD16Async");
+  beforeOtherWork(stream);
+  mgpu::fill16(dst, value, count, stream);
 }
 
 void mgpuSetDefaultDevice(int32_t device) { zbrt::cuda::setDevice(device); }

@@ -19,12 +19,13 @@ namespace {
 
 class CpuBackend final : public Backend {
 public:
-  void send(const void *buf, int64_t bytes, int32_t peer,
-            int32_t tag) override {
-    hostMessages().send(buf, bytes, peer, tag);
+  MessageWork send(const void *buf, int64_t bytes, int32_t peer,
+                   int32_t tag) override {
+    return hostMessages().send(buf, bytes, peer, tag);
   }
-  void recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) override {
-    hostMessages().recv(buf, bytes, peer, tag);
+  MessageWork recv(void *buf, int64_t bytes, int32_t peer,
+                   int32_t tag) override {
+    return hostMessages().recv(buf, bytes, peer, tag);
   }
   void waitRequest(void *mpiRequest, const char *what) override {
     hostMessages().wait(mpiRequest, what);

@@ -3,8 +3,6 @@
 #include "HostMessages.h"
 
 #include "../Internal.h"
-#include "../TraceLog.h"
-#include "zbrt/Trace.h"
 
 #include <mpi.h>
 
@@ -96,10 +94,10 @@ HostMessages &zbrt::cpu::hostMessages() {
   return messages;
 }
 
-void HostMessages::send(const void *buf, int64_t bytes, int32_t peer,
-                        int32_t tag) {
+MessageWork HostMessages::send(const void *buf, int64_t bytes, int32_t peer,
+                               int32_t tag) {
   // All of a send is this rank's work (a copy and MPI_Isend).
-  detail::traceMessageWorkFrom(traceNowUs());
+  MessageWork work = std::chrono::steady_clock::now();
   PendingSends &sends = pendingSends();
   sends.reap(/*wait=*/false);
   SendBuffer b = sends.take(bytes);
@@ -110,9 +108,11 @@ void HostMessages::send(const void *buf, int64_t bytes, int32_t peer,
             &request);
   sends.inFlight.push_back(std::move(b));
   sends.requests.push_back(request);
+  return work;
 }
 
-void HostMessages::recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) {
+MessageWork HostMessages::recv(void *buf, int64_t bytes, int32_t peer,
+                               int32_t tag) {
   // Let our own sends progress while we wait (a peer may need them first).
   pendingSends().reap(/*wait=*/false);
   MPI_Status status;
@@ -129,7 +129,7 @@ void HostMessages::recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) {
                std::to_string(peer);
       });
   // The message is there: from now on the receive is this rank's work.
-  detail::traceMessageWorkFrom(traceNowUs());
+  MessageWork work = std::chrono::steady_clock::now();
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);
   if (count != bytes) {
@@ -140,6 +140,7 @@ void HostMessages::recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) {
            peer, what, (long long)bytes, count);
   }
   MPI_Recv(buf, count, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  return work;
 }
 
 void HostMessages::wait(void *mpiRequest, const char *what) {

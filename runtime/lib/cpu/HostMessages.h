@@ -14,6 +14,8 @@
 #ifndef ZBRT_LIB_CPU_HOSTMESSAGES_H
 #define ZBRT_LIB_CPU_HOSTMESSAGES_H
 
+#include "../Backend.h"
+
 #include <cstdint>
 
 namespace zbrt {
@@ -22,8 +24,10 @@ namespace cpu {
 /// This process's MPI messages (one per process).
 class HostMessages {
 public:
-  void send(const void *buf, int64_t bytes, int32_t peer, int32_t tag);
-  void recv(void *buf, int64_t bytes, int32_t peer, int32_t tag);
+  /// Both return when this rank's work on the message began (Backend.h:
+  /// the whole send; a receive once the message was there).
+  MessageWork send(const void *buf, int64_t bytes, int32_t peer, int32_t tag);
+  MessageWork recv(void *buf, int64_t bytes, int32_t peer, int32_t tag);
   /// Waits for `mpiRequest` (an MPI_Request *) under the watchdog while
   /// the pending sends progress (a peer may need them first).
   void wait(void *mpiRequest, const char *what);

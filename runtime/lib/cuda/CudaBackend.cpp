@@ -217,29 +217,30 @@ void CudaBackend::synchronize(const char *what, bool computeOnly) {
     t->receivesArrived();
 }
 
-void CudaBackend::send(const void *buf, int64_t bytes, int32_t peer,
-                       int32_t tag) {
+MessageWork CudaBackend::send(const void *buf, int64_t bytes, int32_t peer,
+                              int32_t tag) {
   graph.boundary();
   for (auto &t : transports)
     if (t->send(buf, bytes, peer, tag))
-      return;
+      return MessageWork{};
   // No device channel: the host copies the (managed) buffer.
   synchronize("a send over MPI", /*computeOnly=*/true);
-  cpu::hostMessages().send(buf, bytes, peer, tag);
+  return cpu::hostMessages().send(buf, bytes, peer, tag);
 }
 
-void CudaBackend::recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) {
+MessageWork CudaBackend::recv(void *buf, int64_t bytes, int32_t peer,
+                              int32_t tag) {
   graph.boundary();
   for (auto &t : transports)
     if (t->recv(buf, bytes, peer, tag)) {
       // Kernels emulated on the host (a cuda-emu plan) read it next.
       if (device.hostKernels())
         synchronize("a receive", /*computeOnly=*/true);
-      return;
+      return MessageWork{};
     }
   // No device channel: earlier kernels may still read the buffer.
   synchronize("a receive over MPI", /*computeOnly=*/true);
-  cpu::hostMessages().recv(buf, bytes, peer, tag);
+  return cpu::hostMessages().recv(buf, bytes, peer, tag);
 }
 
 void CudaBackend::setChannelOrder(int32_t from, int32_t to,

@@ -40,8 +40,10 @@ public:
   explicit CudaBackend(int32_t flags);
   const ZbrtCudaStats &stats() const { return device.stats; }
 
-  void send(const void *buf, int64_t bytes, int32_t peer, int32_t tag) override;
-  void recv(void *buf, int64_t bytes, int32_t peer, int32_t tag) override;
+  MessageWork send(const void *buf, int64_t bytes, int32_t peer,
+                   int32_t tag) override;
+  MessageWork recv(void *buf, int64_t bytes, int32_t peer,
+                   int32_t tag) override;
   void setChannelOrder(int32_t from, int32_t to,
                        const std::vector<ChannelMessage> &order) override;
   void waitRequest(void *mpiRequest, const char *what) override;
