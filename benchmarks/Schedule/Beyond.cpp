@@ -49,15 +49,15 @@ struct Outcome {
 
 double rate(double span, double work) { return (span - work) / span; }
 
-Outcome evaluate(const Problem &pr, llvm::StringRef name, int evaluations,
+Outcome evaluate(const Problem &pr, ScheduleKind kind, int evaluations,
                  double ilpSeconds) {
   Outcome o;
-  auto heur = buildSchedule(pr, name);
+  auto heur = buildSchedule(pr, kind);
   BuildOptions search;
   search.localSearch = true;
   search.searchEvaluations = evaluations;
   auto t0 = std::chrono::steady_clock::now();
-  auto ours = buildSchedule(pr, name, search);
+  auto ours = buildSchedule(pr, kind, search);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
@@ -81,9 +81,9 @@ Outcome evaluate(const Problem &pr, llvm::StringRef name, int evaluations,
   double work = h.idealTime;
   o.heuristic = rate(h.stageSpan, work);
   o.ours = rate(s.stageSpan, work);
-  double limit = name == "zb-1p"   ? pr.numRanks * pr.memB[0]
-                 : name == "zb-2p" ? 2 * pr.numRanks * pr.memB[0]
-                                   : pr.memoryLimit;
+  double limit = kind == ScheduleKind::ZB1P   ? pr.numRanks * pr.memB[0]
+                 : kind == ScheduleKind::ZB2P ? 2 * pr.numRanks * pr.memB[0]
+                                              : pr.memoryLimit;
   std::vector<double> limits(pr.numRanks, limit);
   double bound = stageSpanLowerBound(pr, limits);
   double best = s.stageSpan;
@@ -94,7 +94,7 @@ Outcome evaluate(const Problem &pr, llvm::StringRef name, int evaluations,
     BuildOptions options;
     options.timeLimitSeconds = ilpSeconds;
     IlpReport rep;
-    auto ilp = buildSchedule(ilpProblem, "ilp", options, &rep);
+    auto ilp = buildSchedule(ilpProblem, ScheduleKind::Ilp, options, &rep);
     if (ilp) {
       double span = simulate(pr, *ilp).stageSpan;
       o.ilp = rate(span, work);
@@ -160,17 +160,19 @@ int main(int argc, char **argv) {
   os << "Table 5 rows (bubble rates; ZB-1p limit p*M_B, ZB-2p 2p*M_B)\n";
   printHeader(os);
   for (const table5::Row &row : table5::rows) {
-    for (llvm::StringRef name : {"zb-1p", "zb-2p"}) {
+    for (ScheduleKind kind : {ScheduleKind::ZB1P, ScheduleKind::ZB2P}) {
+      llvm::StringRef name = scheduleName(kind);
       Problem pr = table5::makeProblem(row);
       // Keep the search affordable on the largest rows.
       int budget = row.p >= 32 ? evaluations / 10 : evaluations;
       double ilp = row.p == 8 && row.m == 24 ? ilpBig : 0;
-      Outcome o = evaluate(pr, name, budget, ilp);
+      Outcome o = evaluate(pr, kind, budget, ilp);
       printRow(
           os,
           llvm::formatv("{0} p={1} m={2} {3}", row.model, row.p, row.m, name)
               .str(),
-          name == "zb-1p" ? row.bubble1p : row.bubble2p, o, beaten, proven);
+          kind == ScheduleKind::ZB1P ? row.bubble1p : row.bubble2p, o, beaten,
+          proven);
       ++rows;
     }
   }
@@ -182,7 +184,7 @@ int main(int argc, char **argv) {
     Problem pr = table5::makeProblem(row);
     pr.numRanks = 4;
     pr.numMicrobatches = 8;
-    Outcome o = evaluate(pr, "zb-2p", evaluations, ilpSmall);
+    Outcome o = evaluate(pr, ScheduleKind::ZB2P, evaluations, ilpSmall);
     printRow(
         os,
         llvm::formatv("{0} m={1} costs p=4 m=8 zb-2p", row.model, row.m).str(),
@@ -214,7 +216,7 @@ int main(int argc, char **argv) {
     pr.memB = {1};
     pr.memW = {0.5};
     pr.memoryLimit = s.limitP * s.p;
-    Outcome o = evaluate(pr, "zb-auto", evaluations, ilpSmall);
+    Outcome o = evaluate(pr, ScheduleKind::ZBAuto, evaluations, ilpSmall);
     printRow(os,
              llvm::formatv("p={0} m={1} F{2} B{3} W{4} c{5} {6}p", s.p, s.m,
                            s.f, s.b, s.w, s.c, s.limitP)

@@ -32,6 +32,24 @@ llvm::StringRef zb::sched::kindName(ActionKind kind) {
   return "?";
 }
 
+llvm::StringRef zb::sched::costConventionName(CostConvention convention) {
+  switch (convention) {
+  case CostConvention::Makespan:
+    return "makespan";
+  case CostConvention::StageSpan:
+    return "stage_span";
+  }
+  return "?";
+}
+
+std::optional<CostConvention>
+zb::sched::parseCostConvention(llvm::StringRef name) {
+  for (CostConvention c : {CostConvention::Makespan, CostConvention::StageSpan})
+    if (name == costConventionName(c))
+      return c;
+  return std::nullopt;
+}
+
 std::vector<int> zb::sched::interleavedStageToRank(int numRanks,
                                                    int numChunks) {
   std::vector<int> map(numRanks * numChunks);

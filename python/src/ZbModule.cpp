@@ -129,16 +129,14 @@ NB_MODULE(_zb, m) {
       .def_prop_rw(
           "cost_convention",
           [](const Schedule &s) {
-            return s.costConvention == CostConvention::Makespan
-                       ? "makespan"
-                       : "stage_span";
+            return costConventionName(s.costConvention).str();
           },
           [](Schedule &s, const std::string &c) {
-            if (c != "makespan" && c != "stage_span")
+            std::optional<CostConvention> convention = parseCostConvention(c);
+            if (!convention)
               throw nb::value_error(
                   "cost_convention must be 'makespan' or 'stage_span'");
-            s.costConvention = c == "makespan" ? CostConvention::Makespan
-                                               : CostConvention::StageSpan;
+            s.costConvention = *convention;
           })
       .def_prop_rw(
           "actions",

@@ -6,6 +6,8 @@
 
 #include "gtest/gtest.h"
 
+#include <cstring>
+
 using namespace zb::sched;
 
 namespace {
@@ -47,6 +49,30 @@ TEST(ScheduleIO, JSONRoundTrip) {
   EXPECT_NE(text.find("\"bubble_rate\""), std::string::npos);
   EXPECT_NE(text.find("\"peak_memory\""), std::string::npos);
   EXPECT_NE(text.find("\"makespan\""), std::string::npos);
+}
+
+TEST(ScheduleIO, CostConventionNames) {
+  for (CostConvention c : {CostConvention::Makespan, CostConvention::StageSpan})
+    EXPECT_EQ(parseCostConvention(costConventionName(c)), c);
+  EXPECT_EQ(costConventionName(CostConvention::StageSpan), "stage_span");
+  EXPECT_EQ(parseCostConvention("stage-span"), std::nullopt);
+  // The JSON reader takes any other text for the stage span.
+  Problem pr = smallProblem();
+  Schedule s = llvm::cantFail(buildSchedule(pr, "zb-h1"));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  writeJSON(os, pr, s, simulate(pr, s));
+  EXPECT_NE(text.find("\"cost_convention\": \"makespan\""), std::string::npos)
+      << text;
+  Problem back;
+  Schedule read;
+  ASSERT_FALSE(static_cast<bool>(readJSON(text, back, read)));
+  EXPECT_EQ(read.costConvention, CostConvention::Makespan);
+  size_t at = text.find("\"makespan\",");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, std::strlen("\"makespan\","), "\"other\",");
+  ASSERT_FALSE(static_cast<bool>(readJSON(text, back, read)));
+  EXPECT_EQ(read.costConvention, CostConvention::StageSpan);
 }
 
 TEST(ScheduleIO, CSVRoundTripSplitAndFused) {

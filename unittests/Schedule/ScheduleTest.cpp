@@ -309,6 +309,28 @@ TEST(Errors, UnknownNameAndBadProblem) {
             std::string::npos);
 }
 
+// The schedule table is the one list of names: every kind has one row, its
+// name parses back to it, and the schedule it builds carries that name.
+TEST(Registry, NamesRoundTrip) {
+  ASSERT_EQ(scheduleTable().size(), scheduleNames().size());
+  for (const ScheduleInfo &info : scheduleTable()) {
+    EXPECT_EQ(scheduleName(info.kind), info.name);
+    EXPECT_EQ(&scheduleInfo(info.kind), &info);
+    llvm::Expected<ScheduleKind> kind = parseScheduleKind(info.name);
+    ASSERT_TRUE(static_cast<bool>(kind)) << llvm::toString(kind.takeError());
+    EXPECT_EQ(*kind, info.kind);
+    Problem pr = uniform(4, 8, 1, 1, 1, 0, 1, 0.5);
+    pr.numChunks = defaultChunks(info.kind);
+    llvm::Expected<Schedule> s = buildSchedule(pr, info.kind);
+    ASSERT_TRUE(static_cast<bool>(s)) << llvm::toString(s.takeError());
+    EXPECT_EQ(s->name, info.name.str());
+  }
+  EXPECT_EQ(errorOf(parseScheduleKind("ZB-H1").takeError()),
+            "unknown schedule 'ZB-H1'; expected one of: gpipe, 1f1b, 1f1b-i, "
+            "zb-h1, zb-h2, zb-auto, zb-1p, zb-2p, ilp, zb-v, v-half, v-min, "
+            "v-auto");
+}
+
 //===----------------------------------------------------------------------===//
 // Heuristic
 //===----------------------------------------------------------------------===//

@@ -115,6 +115,12 @@ enum class CostConvention {
   StageSpan,
 };
 
+/// "makespan" or "stage_span": the convention's name in zb's schedule JSON
+/// (the `cost_convention` field) and the Python bindings.
+llvm::StringRef costConventionName(CostConvention convention);
+/// The convention named `name`, or std::nullopt for any other text.
+std::optional<CostConvention> parseCostConvention(llvm::StringRef name);
+
 /// A schedule: for every rank the ordered list of actions it executes.
 struct Schedule {
   std::string name;

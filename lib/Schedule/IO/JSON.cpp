@@ -66,9 +66,7 @@ json::Value zb::sched::toJSON(const Problem &problem, const Schedule &schedule,
       {"name", schedule.name},
       {"problem", std::move(prob)},
       {"stage_to_rank", std::move(stageToRank)},
-      {"cost_convention", schedule.costConvention == CostConvention::Makespan
-                              ? "makespan"
-                              : "stage_span"},
+      {"cost_convention", costConventionName(schedule.costConvention)},
       {"fused_backward", schedule.fusedBackward},
       {"cost", sim.cost},
       {"makespan", sim.makespan},
@@ -185,9 +183,10 @@ llvm::Error zb::sched::readJSON(llvm::StringRef text, Problem &problem,
     schedule.stageToRank =
         interleavedStageToRank(problem.numRanks, problem.numChunks);
   }
+  // Any text but "makespan" reads as the stage span (as zb always read it).
   if (std::optional<llvm::StringRef> c = root->getString("cost_convention"))
     schedule.costConvention =
-        *c == "makespan" ? CostConvention::Makespan : CostConvention::StageSpan;
+        parseCostConvention(*c).value_or(CostConvention::StageSpan);
   if (std::optional<bool> f = root->getBoolean("fused_backward"))
     schedule.fusedBackward = *f;
   const json::Array *ranks = root->getArray("ranks");
