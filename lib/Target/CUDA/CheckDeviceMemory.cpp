@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "zb/Target/CUDA/DeviceMemory.h"
 #include "zb/Target/CUDA/Passes.h"
+#include "zbrt/Symbols.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -59,7 +60,7 @@ struct ZBGpuCheckDeviceMemoryPass
     auto call = dyn_cast<func::CallOp>(user);
     if (!call)
       return nullptr;
-    if (call.getCallee().starts_with("zbrt_")) {
+    if (call.getCallee().starts_with(zbrt::symbols::FunctionPrefix)) {
       InFlightDiagnostic diag =
           call.emitError("zb: runtime call @")
           << call.getCallee() << " would read host memory through operand #"

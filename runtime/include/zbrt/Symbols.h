@@ -60,9 +60,25 @@
 namespace zbrt {
 namespace symbols {
 
+/// The prefix of zbrt's own functions, every name of the list above among
+/// them (checked below; MLIR's _mlir_memref_to_llvm_* allocator hooks that
+/// zbrt.h also defines keep MLIR's names): the compiler tells a runtime call
+/// from a call of generated code by it (zb-gpu-check-device-memory).
+inline constexpr const char FunctionPrefix[] = "zbrt_";
+
+/// Whether `name` starts with FunctionPrefix.
+constexpr bool hasFunctionPrefix(const char *name) {
+  for (const char *p = FunctionPrefix; *p; ++p, ++name)
+    if (*name != *p)
+      return false;
+  return true;
+}
+
 #define ZBRT_DEFINE_SYMBOL_NAME(Name, function)                                \
   static_assert(std::is_function<decltype(::function)>::value,                 \
                 #function " must be a function declared in zbrt/zbrt.h");      \
+  static_assert(hasFunctionPrefix(#function),                                  \
+                #function " must start with zbrt_ (FunctionPrefix)");          \
   inline constexpr const char Name[] = #function;
 ZBRT_GENERATED_CODE_FUNCTIONS(ZBRT_DEFINE_SYMBOL_NAME)
 #undef ZBRT_DEFINE_SYMBOL_NAME

@@ -44,20 +44,12 @@ void Blas::check(int status, const char *call) {
 void Blas::start(Handle compute, int32_t flags) {
   const char *name = libraryFromEnv("ZBRT_CUBLAS", "libcublas.so.13");
   std::string error;
-  if (!openLibrary(name,
-                   {{"cublasCreate_v2", api.create},
-                    {"cublasDestroy_v2", api.destroy},
-                    {"cublasSetStream_v2", api.setStream},
-                    {"cublasSetMathMode", api.setMathMode},
-                    {"cublasSgemm_v2", api.sgemm},
-                    {"cublasSgemmStridedBatched", api.sgemmStridedBatched},
-                    {"cublasGetStatusString", api.statusString,
-                     /*optional=*/true},
-                    {"cublasSetWorkspace_v2", api.setWorkspace,
-                     /*optional=*/true},
-                    {"cublasGemmEx", api.gemmEx},
-                    {"cublasGemmStridedBatchedEx", api.gemmStridedBatchedEx}},
-                   error))
+#define ZBRT_CUBLAS_ROW(field, symbol, optional, result, params)               \
+  {symbol, api.field, optional},
+  void *library =
+      openLibrary(name, {ZBRT_CUBLAS_FUNCTIONS(ZBRT_CUBLAS_ROW)}, error);
+#undef ZBRT_CUBLAS_ROW
+  if (!library)
     fatalf("the CUDA backend needs cuBLAS: %s", error.c_str());
   check(api.create(&handle), "cublasCreate");
   check(api.setStream(handle, compute), "cublasSetStream");

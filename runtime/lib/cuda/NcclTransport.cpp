@@ -43,15 +43,11 @@ struct NcclUniqueId {
   char internal[128];
 };
 using NcclComm = void *;
+/// The NCCL entry points (ZBRT_NCCL_FUNCTIONS, NcclTransport.h).
 struct Nccl {
-  int (*getUniqueId)(NcclUniqueId *);
-  int (*commInitRank)(NcclComm *, int, NcclUniqueId, int);
-  int (*send)(const void *, size_t, int, int, NcclComm, Handle);
-  int (*recv)(void *, size_t, int, int, NcclComm, Handle);
-  int (*commGetAsyncError)(NcclComm, int *);
-  int (*commAbort)(NcclComm);
-  int (*commDestroy)(NcclComm);
-  const char *(*errorString)(int);
+#define ZBRT_NCCL_FIELD(field, symbol, result, params) result(*field) params;
+  ZBRT_NCCL_FUNCTIONS(ZBRT_NCCL_FIELD)
+#undef ZBRT_NCCL_FIELD
 };
 constexpr int kNcclInt8 = 0;
 constexpr int kNcclInProgress = 7;
@@ -398,16 +394,10 @@ std::unique_ptr<Transport> zbrt::cuda::createNcclTransport(
     return nullptr;
   }
   Nccl nccl{};
-  if (!openLibrary(name,
-                   {{"ncclGetUniqueId", nccl.getUniqueId},
-                    {"ncclCommInitRank", nccl.commInitRank},
-                    {"ncclSend", nccl.send},
-                    {"ncclRecv", nccl.recv},
-                    {"ncclCommGetAsyncError", nccl.commGetAsyncError},
-                    {"ncclCommAbort", nccl.commAbort},
-                    {"ncclCommDestroy", nccl.commDestroy},
-                    {"ncclGetErrorString", nccl.errorString}},
-                   why))
+#define ZBRT_NCCL_ROW(field, symbol, result, params) {symbol, nccl.field},
+  void *library = openLibrary(name, {ZBRT_NCCL_FUNCTIONS(ZBRT_NCCL_ROW)}, why);
+#undef ZBRT_NCCL_ROW
+  if (!library)
     return nullptr;
   auto transport = std::make_unique<NcclTransport>(device, nccl);
   transport->createChannels({excluded.begin(), excluded.end()});

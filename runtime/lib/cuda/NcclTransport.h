@@ -23,6 +23,26 @@
 namespace zbrt {
 namespace cuda {
 
+/// The NCCL functions the transport calls, one row each: X(field of the
+/// transport's Nccl table, exported symbol, result type, parameters), all
+/// required. The table's fields and the rows createNcclTransport resolves
+/// are both generated from this list (as the CUDA driver's, Driver.h), so
+/// a function is named once; the rows keep this order (the order of
+/// zb-run's driver_calls_by_name). nccl.h's types, without the header:
+/// `NcclUniqueId` (128 opaque bytes, passed by value), `NcclComm` (a
+/// communicator) and `Handle` (a CUDA stream); send and recv take (buffer,
+/// count, ncclDataType_t, peer, communicator, stream).
+#define ZBRT_NCCL_FUNCTIONS(X)                                                 \
+  X(getUniqueId, "ncclGetUniqueId", int, (NcclUniqueId *))                     \
+  X(commInitRank, "ncclCommInitRank", int,                                     \
+    (NcclComm *, int, NcclUniqueId, int))                                      \
+  X(send, "ncclSend", int, (const void *, size_t, int, int, NcclComm, Handle)) \
+  X(recv, "ncclRecv", int, (void *, size_t, int, int, NcclComm, Handle))       \
+  X(commGetAsyncError, "ncclCommGetAsyncError", int, (NcclComm, int *))        \
+  X(commAbort, "ncclCommAbort", int, (NcclComm))                               \
+  X(commDestroy, "ncclCommDestroy", int, (NcclComm))                           \
+  X(errorString, "ncclGetErrorString", const char *, (int))
+
 /// The NCCL transport on `device` with its communicators (collective over
 /// MPI_COMM_WORLD), or null with the reason in `why` when NCCL cannot be
 /// loaded. No communicator with the world ranks in `excluded` (the peers on
