@@ -293,15 +293,17 @@ FailureOr<SmallVector<Value, 2>> Importer::booleansAsFloats(Operation *op,
   return x;
 }
 
+LogicalResult Importer::importBitwise(Operation *op, ArrayRef<Val> in,
+                                      Val &out) {
+  if (!isa<FloatType>(out.type.getElementType()))
+    return unsupportedInteger(op, out);
+  return buildOnData(op, in, out, nullptr);
+}
+
 LogicalResult Importer::importLogical(const OpDef &def, Operation *op,
                                       ArrayRef<Val> in, Val &out) {
-  if (!out.type.getElementType().isInteger(1)) {
-    // Bitwise on integers or floats: integer data unsupported, floats an
-    // error.
-    if (!isa<FloatType>(out.type.getElementType()))
-      return unsupportedInteger(op, out);
-    return buildOnData(op, in, out, nullptr);
-  }
+  if (!out.type.getElementType().isInteger(1))
+    return importBitwise(op, in, out);
   FailureOr<SmallVector<Value, 2>> x = booleansAsFloats(op, in);
   if (failed(x))
     return failure();
@@ -314,11 +316,8 @@ LogicalResult Importer::importLogical(const OpDef &def, Operation *op,
 
 LogicalResult Importer::importNot(const OpDef &, Operation *op,
                                   ArrayRef<Val> in, Val &out) {
-  if (!out.type.getElementType().isInteger(1)) {
-    if (!isa<FloatType>(out.type.getElementType()))
-      return unsupportedInteger(op, out);
-    return buildOnData(op, in, out, nullptr);
-  }
+  if (!out.type.getElementType().isInteger(1))
+    return importBitwise(op, in, out);
   FailureOr<SmallVector<Value, 2>> x = booleansAsFloats(op, in);
   if (failed(x))
     return failure();

@@ -289,6 +289,10 @@ private:
   /// they are booleans.
   mlir::FailureOr<llvm::SmallVector<mlir::Value, 2>>
   booleansAsFloats(mlir::Operation *op, llvm::ArrayRef<Val> in);
+  /// and, or, xor, not on non-boolean values: integer data unsupported,
+  /// floats through buildOnData without a scalar function (its error).
+  mlir::LogicalResult importBitwise(mlir::Operation *op,
+                                    llvm::ArrayRef<Val> in, Val &out);
   /// jax.nn.one_hot's compare of broadcast indices with an iota as
   /// zb.one_hot (operand `side` is the broadcast); nullopt otherwise.
   std::optional<mlir::Value> oneHotCompare(mlir::Operation *op, int side,
