@@ -8,7 +8,7 @@ PKGS=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22
   coinor-libcbc-dev libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin libopenblas-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libtomlplusplus-dev
   python3-dev python3-venv python3-numpy python3-onnx
 )
 # Optional extras (exporting fixtures): ZB_WITH_TORCH=1 installs Debian's torch 1.13.

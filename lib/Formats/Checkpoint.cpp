@@ -59,6 +59,8 @@ std::string zb::formats::checkpointJSON(const CheckpointInfo &info) {
       sums[name] = sum;
     o["checksums"] = std::move(sums);
   }
+  if (info.training)
+    o["training"] = toJSON(*info.training);
   return formatv("{0:2}\n", json::Value(std::move(o))).str();
 }
 
@@ -124,6 +126,13 @@ Expected<CheckpointInfo> zb::formats::parseCheckpoint(StringRef text,
                               "16 hex digits");
       info.checksums[file.str()] = s->str();
     }
+  }
+  if (const json::Value *training = o->get("training")) {
+    Expected<TrainingSettings> t =
+        parseTrainingSettings(*training, ("checkpoint '" + path + "'").str());
+    if (!t)
+      return t.takeError();
+    info.training = *t;
   }
   info.dir = sys::path::parent_path(path).str();
   return info;

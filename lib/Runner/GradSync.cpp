@@ -40,9 +40,10 @@ enum StateTag { PartialTag = 1, FullTag = 2 };
 } // namespace
 
 GradSync::GradSync(const GradSyncOptions &options, RankProgram &rp,
-                   const OptimizerInfo &opt, int32_t rank, int32_t worldSize,
-                   raw_ostream *log)
-    : options(options), rp(rp), opt(opt), rank(rank), worldSize(worldSize),
+                   const TrainingSettings &settings, std::vector<bool> decay,
+                   int32_t rank, int32_t worldSize, raw_ostream *log)
+    : options(options), rp(rp), settings(settings), decay(std::move(decay)),
+      rank(rank), worldSize(worldSize),
       log(log), gradScale(1.0f / (float)rp.plan->numMicrobatches) {
   report.clipNorm = options.clipNorm;
   report.mode = checks() ? options.sync : OptimizerSync::None;
@@ -105,54 +106,51 @@ GradSync::GlobalState GradSync::local() const {
   return s;
 }
 
-namespace {
-
-/// The optimizer's tensors of `grads`: each parameter with its gradient
-/// (and AdamW's moments).
-std::vector<ZbrtOptimizerTensor>
-optimizerTensors(RankProgram &rp, const std::map<int64_t, Buffer> &grads,
-                 bool adamw) {
-  std::vector<ZbrtOptimizerTensor> tensors;
-  tensors.reserve(grads.size());
+// Every tensor of a weight-decay group in one call (one kernel launch
+// under the CUDA backend).
+void GradSync::optimizerCall(const Grads &grads, double factor, int64_t t,
+                             int64_t step, bool undo) {
+  const float scale = (float)(gradScale * factor);
+  const float lr = (float)settings.lr.at(step + 1);
+  const bool adamw = settings.optimizer == zb::Optimizer::AdamW;
+  std::vector<ZbrtOptimizerTensor> groups[2]; // [decayed]
   for (auto &[index, g] : grads) {
-    ZbrtOptimizerTensor t{rp.params.at(index).data(), g.data(), nullptr,
-                          nullptr, g.size()};
+    ZbrtOptimizerTensor tensor{rp.params.at(index).data(), g.data(), nullptr,
+                               nullptr, g.size()};
     if (adamw) {
-      t.m = rp.adamM.at(index).data();
-      t.v = rp.adamV.at(index).data();
+      tensor.m = rp.adamM.at(index).data();
+      tensor.v = rp.adamV.at(index).data();
     }
-    tensors.push_back(t);
+    groups[adamw && settings.weightDecay > 0 && decay[index]].push_back(tensor);
   }
-  return tensors;
+  for (int decayed = 0; decayed < 2; ++decayed) {
+    const std::vector<ZbrtOptimizerTensor> &ts = groups[decayed];
+    if (ts.empty())
+      continue;
+    const float wd = decayed ? (float)settings.weightDecay : 0.0f;
+    const auto b1 = (float)settings.beta1, b2 = (float)settings.beta2,
+               eps = (float)settings.eps;
+    if (adamw && undo)
+      zbrt_adamw_rollback_many(ts.data(), (int64_t)ts.size(), t, lr, b1, b2,
+                               eps, wd, scale);
+    else if (adamw)
+      zbrt_adamw_step_many(ts.data(), (int64_t)ts.size(), t, lr, b1, b2, eps,
+                           wd, scale);
+    else if (undo)
+      zbrt_sgd_rollback_many(ts.data(), (int64_t)ts.size(), lr, scale);
+    else
+      zbrt_sgd_step_many(ts.data(), (int64_t)ts.size(), lr, scale);
+  }
 }
 
-} // namespace
-
-// Every tensor in one call (one kernel launch under the CUDA backend).
-void GradSync::apply(const Grads &grads, double factor, int64_t t) {
-  const float scale = (float)(gradScale * factor);
-  const bool adamw = opt.kind == zb::Optimizer::AdamW;
-  std::vector<ZbrtOptimizerTensor> tensors = optimizerTensors(rp, grads, adamw);
-  if (adamw)
-    zbrt_adamw_step_many(tensors.data(), (int64_t)tensors.size(), t,
-                         (float)opt.lr, (float)opt.beta1, (float)opt.beta2,
-                         (float)opt.eps, (float)opt.weightDecay, scale);
-  else
-    zbrt_sgd_step_many(tensors.data(), (int64_t)tensors.size(), (float)opt.lr,
-                       scale);
+void GradSync::apply(const Grads &grads, double factor, int64_t t,
+                     int64_t step) {
+  optimizerCall(grads, factor, t, step, /*undo=*/false);
 }
 
-void GradSync::rollback(const Grads &grads, double factor, int64_t t) {
-  const float scale = (float)(gradScale * factor);
-  const bool adamw = opt.kind == zb::Optimizer::AdamW;
-  std::vector<ZbrtOptimizerTensor> tensors = optimizerTensors(rp, grads, adamw);
-  if (adamw)
-    zbrt_adamw_rollback_many(tensors.data(), (int64_t)tensors.size(), t,
-                             (float)opt.lr, (float)opt.beta1, (float)opt.beta2,
-                             (float)opt.eps, (float)opt.weightDecay, scale);
-  else
-    zbrt_sgd_rollback_many(tensors.data(), (int64_t)tensors.size(),
-                           (float)opt.lr, scale);
+void GradSync::rollback(const Grads &grads, double factor, int64_t t,
+                        int64_t step) {
+  optimizerCall(grads, factor, t, step, /*undo=*/true);
   ++myRollbacks;
 }
 
@@ -160,7 +158,9 @@ bool GradSync::decide(int64_t step, const GlobalState &global, bool eager,
                       const Grads &grads) {
   GradSyncEvent event;
   event.step = step + 1;
+  decided = Decision{step + 1};
   if (global.firstBad != kNoneBad && options.nonFinite != NonFinite::Ignore) {
+    decided.skipped = true;
     event.skipped = true;
     event.rank = (int32_t)(global.firstBad >> 32);
     int64_t index = global.firstBad & 0xffffffff;
@@ -173,23 +173,24 @@ bool GradSync::decide(int64_t step, const GlobalState &global, bool eager,
     if (options.nonFinite == NonFinite::Stop)
       return true;
     if (eager) { // undo this rank's eager step
-      rollback(grads, 1.0, applied);
+      rollback(grads, 1.0, applied, step);
       --applied;
     }
   } else {
     double norm = std::sqrt(global.sumSquares);
+    decided.norm = norm;
     bool clip = options.clipNorm > 0 && norm > options.clipNorm;
     double factor = clip ? options.clipNorm / norm : 1.0;
     if (!clip) {
       if (!eager)
-        apply(grads, 1.0, ++applied);
+        apply(grads, 1.0, ++applied, step);
       return false;
     }
     if (eager)
-      rollback(grads, 1.0, applied);
+      rollback(grads, 1.0, applied, step);
     else
       ++applied;
-    apply(grads, factor, applied);
+    apply(grads, factor, applied, step);
     event.norm = norm;
   }
   report.events.push_back(event);
@@ -227,7 +228,7 @@ bool GradSync::isEager(const GlobalState &partial) const {
 void GradSync::afterStep(int64_t step) {
   inject(step);
   if (!checks()) {
-    apply(rp.grads, 1.0, ++applied);
+    apply(rp.grads, 1.0, ++applied, step);
     return;
   }
   GlobalState mine = local();
@@ -277,7 +278,7 @@ void GradSync::afterStep(int64_t step) {
     pending->step = step;
     pending->eager = isEager(partial);
     if (pending->eager)
-      apply(rp.grads, 1.0, ++applied);
+      apply(rp.grads, 1.0, ++applied, step);
     MPI_Irecv(&pending->full, sizeof(GlobalState), MPI_BYTE, worldSize - 1,
               FullTag, comm, &pending->request);
     return;

@@ -173,28 +173,111 @@ Error loadParams(RankProgram &rp, const Plan &plan, StringRef paramsFile) {
   return Error::success();
 }
 
-/// Text data: input 0 = tokens, input 1 = the same text shifted by one.
-Error loadText(RankProgram &rp, const Plan &plan, StringRef file,
-               TextVocab vocab) {
+/// Checks that the plan is a language model fed by token data: two inputs
+/// (tokens, targets) of sample shape [seq].
+Error checkLanguageModel(const Plan &plan, StringRef file) {
   if (plan.inputs.size() != 2 || plan.inputs[0].sampleShape.size() != 1 ||
       plan.inputs[0].sampleShape != plan.inputs[1].sampleShape)
     return makeError(formatv(
-        "{0}: text data needs a language model with two inputs (tokens, "
-        "targets) of sample shape [seq]; {1} has {2} input(s)",
+        "{0}: text and token data need a language model with two inputs "
+        "(tokens, targets) of sample shape [seq]; {1} has {2} input(s)",
         file, plan.path, plan.inputs.size()));
-  if (rp.text)
-    return Error::success();
-  Expected<TextData> text =
-      readText(file, plan.inputs[0].sampleShape[0], vocab);
-  if (!text)
-    return text.takeError();
-  if (Error e = checkTextVocabulary(*text, plan))
-    return e;
-  rp.text = std::make_unique<TextData>(std::move(*text));
   return Error::success();
 }
 
-/// Training data: input_<i>.pb datasets, or a text file.
+/// The tokens of a text or token file (Tokens.h): input 0 = tokens, input
+/// 1 = the same shifted by one.
+Expected<TokenSource> loadTokens(const Plan &plan, StringRef file,
+                                 const DataOptions &data) {
+  const int64_t seqLen = plan.inputs[0].sampleShape[0];
+  if (isTokenFile(file)) {
+    Expected<std::unique_ptr<TokenFile>> f = TokenFile::open(file, data.dataDType);
+    if (!f)
+      return f.takeError();
+    if ((*f)->numTokens() < seqLen + 2)
+      return makeError(formatv("{0}: {1} token ids, but sequences of {2} "
+                               "tokens need at least {3}",
+                               file, (*f)->numTokens(), seqLen, seqLen + 2));
+    return wholeSource(std::shared_ptr<const TokenFile>(std::move(*f)));
+  }
+  Expected<TextData> text = readText(file, seqLen, data.textVocab);
+  if (!text)
+    return text.takeError();
+  if (Error e = checkTextVocabulary(*text, plan))
+    return std::move(e);
+  return wholeSource(std::make_shared<const TextData>(std::move(*text)));
+}
+
+/// The training (and validation) tokens of a language model, once per rank.
+Error loadTokenData(RankProgram &rp, const Plan &plan, StringRef file,
+                    const DataOptions &data) {
+  if (Error e = checkLanguageModel(plan, file))
+    return e;
+  if (rp.trainTokens)
+    return Error::success();
+  Expected<TokenSource> all = loadTokens(plan, file, data);
+  if (!all)
+    return all.takeError();
+  rp.text = all->text;
+  const int64_t seqLen = plan.inputs[0].sampleShape[0];
+  if (data.valSplit > 0) {
+    if (!data.valData.empty())
+      return makeError("give --val-data or --val-split, not both");
+    auto parts = splitSource(*all, data.valSplit, seqLen);
+    if (!parts)
+      return parts.takeError();
+    rp.trainTokens = std::move(parts->first);
+    rp.valTokens = std::move(parts->second);
+    return Error::success();
+  }
+  rp.trainTokens = std::move(*all);
+  if (data.valData.empty())
+    return Error::success();
+  if (!sys::fs::is_regular_file(data.valData))
+    return makeError(formatv("--val-data {0}: the training data is a file, "
+                             "so the validation data must be one too",
+                             data.valData));
+  if (rp.text && data.textVocab == TextVocab::Chars)
+    return makeError("--val-data with --text-vocab chars: the characters "
+                     "would be numbered differently; use --val-split");
+  Expected<TokenSource> val = loadTokens(plan, data.valData, data);
+  if (!val)
+    return val.takeError();
+  rp.valTokens = std::move(*val);
+  return Error::success();
+}
+
+/// Reads DIR/input_<index>.pb for input `index` and checks its values
+/// against the input's index range.
+Expected<Dataset> loadDataset(const Plan &plan, StringRef dir, int64_t index) {
+  const InputInfo &in = plan.inputs[index];
+  std::string path = resolvePath(dir, formatv("input_{0}.pb", index).str());
+  Expected<Dataset> ds = readDataset(path, in.name, in.sampleShape, in.dtype);
+  if (!ds)
+    return ds.takeError();
+  if (in.indexRange > 0 && in.dtype != DType::Float32) {
+    // An index outside the table would read (or write) outside it.
+    for (int64_t i = 0, n = ds->numSamples * ds->sampleElements; i < n; ++i) {
+      int64_t v = in.dtype == DType::Int64
+                      ? reinterpret_cast<const int64_t *>(ds->bytes.data())[i]
+                      : reinterpret_cast<const int32_t *>(ds->bytes.data())[i];
+      if ((v < 0 || v >= in.indexRange) && v != in.indexIgnore)
+        return makeError(formatv(
+            "{0}: sample {1} position {2}: value {3} of input '{4}' is "
+            "outside [0, {5}) (the rows or classes it indexes){6}",
+            path, i / ds->sampleElements, i % ds->sampleElements, v, in.name,
+            in.indexRange,
+            in.indexIgnore
+                ? formatv(" and is not the ignored label {0}", *in.indexIgnore)
+                      .str()
+                : std::string()));
+    }
+  }
+  return ds;
+}
+
+/// Training data: input_<i>.pb datasets, or a text or token file; and the
+/// validation data of the same form.
 Error loadData(RankProgram &rp, const Plan &plan, const DataOptions &data) {
   for (const ArgInfo &a : plan.ranks[rp.rank].args) {
     if (a.kind != ArgKind::Input || rp.inputs.count(a.index))
@@ -208,36 +291,29 @@ Error loadData(RankProgram &rp, const Plan &plan, const DataOptions &data) {
         Buffer(plan.numMicrobatches * plan.microbatchSize * in.sampleElements(),
                dtypeBytes(in.dtype)));
     if (sys::fs::is_regular_file(*dir)) {
-      if (Error e = loadText(rp, plan, *dir, data.textVocab))
+      if (Error e = loadTokenData(rp, plan, *dir, data))
         return e;
       continue;
     }
-    std::string path =
-        resolvePath(*dir, formatv("input_{0}.pb", a.index).str());
-    Expected<Dataset> ds = readDataset(path, in.name, in.sampleShape, in.dtype);
+    if (data.valSplit > 0)
+      return makeError(formatv("--val-split needs text or token data, not "
+                               "the directory {0} (give --val-data DIR)",
+                               *dir));
+    Expected<Dataset> ds = loadDataset(plan, *dir, a.index);
     if (!ds)
       return ds.takeError();
-    if (in.indexRange > 0 && in.dtype != DType::Float32) {
-      // An index outside the table would read (or write) outside it.
-      for (int64_t i = 0, n = ds->numSamples * ds->sampleElements; i < n;
-           ++i) {
-        int64_t v = in.dtype == DType::Int64
-                        ? reinterpret_cast<const int64_t *>(ds->bytes.data())[i]
-                        : reinterpret_cast<const int32_t *>(ds->bytes.data())[i];
-        if ((v < 0 || v >= in.indexRange) && v != in.indexIgnore)
-          return makeError(formatv(
-              "{0}: sample {1} position {2}: value {3} of input '{4}' is "
-              "outside [0, {5}) (the rows or classes it indexes){6}",
-              path, i / ds->sampleElements, i % ds->sampleElements, v,
-              in.name, in.indexRange,
-              in.indexIgnore
-                  ? formatv(" and is not the ignored label {0}",
-                            *in.indexIgnore)
-                        .str()
-                  : std::string()));
-      }
-    }
     rp.datasets.emplace(a.index, std::move(*ds));
+    if (data.valData.empty())
+      continue;
+    if (!sys::fs::is_directory(data.valData))
+      return makeError(formatv("--val-data {0}: the training data is the "
+                               "directory {1}, so the validation data must be "
+                               "one too (input_<i>.pb)",
+                               data.valData, *dir));
+    Expected<Dataset> val = loadDataset(plan, data.valData, a.index);
+    if (!val)
+      return val.takeError();
+    rp.valDatasets.emplace(a.index, std::move(*val));
   }
   return Error::success();
 }
@@ -349,20 +425,28 @@ zb::runner::loadRankProgram(const Plan &plan, int32_t rank,
   return std::move(rp);
 }
 
-void zb::runner::fillInputs(RankProgram &rp, int64_t step) {
+/// The seed of the validation batches: apart from the training batches'.
+static constexpr uint64_t kValidationSeedSalt = 0x76616c6964617465ull;
+
+Error zb::runner::fillInputs(RankProgram &rp, int64_t step, Split split) {
   const Plan &plan = *rp.plan;
   const int64_t batch = plan.numMicrobatches * plan.microbatchSize;
+  const bool val = split == Split::Validation;
   // Cut on the host, then one copy into the buffer (on a GPU, host writes
   // into managed memory would move its pages to the host every step).
   std::vector<char> host;
   for (auto &[index, buf] : rp.inputs) {
     host.assign(buf.byteSize(), 0);
-    if (rp.text) {
-      const InputInfo &in = plan.inputs[index];
-      cutText(*rp.text, rp.seed, step, batch, in.sampleShape[0],
-              /*shift=*/index, in.dtype, host.data());
+    const InputInfo &in = plan.inputs[index];
+    if (rp.trainTokens) {
+      const TokenSource &source = val ? *rp.valTokens : *rp.trainTokens;
+      if (Error e = cutTokens(source, val ? rp.seed ^ kValidationSeedSalt : rp.seed,
+                              step, batch, in.sampleShape[0],
+                              /*shift=*/index, in.dtype, host.data(),
+                              in.indexRange, in.name))
+        return e;
     } else {
-      const Dataset &ds = rp.datasets.at(index);
+      const Dataset &ds = (val ? rp.valDatasets : rp.datasets).at(index);
       for (int64_t t = 0; t < batch; ++t) {
         int64_t sample = (step * batch + t) % ds.numSamples;
         std::memcpy(host.data() + t * ds.sampleBytes(),
@@ -372,6 +456,7 @@ void zb::runner::fillInputs(RankProgram &rp, int64_t step) {
     }
     buf.upload(host.data());
   }
+  return Error::success();
 }
 
 void zb::runner::applyOptimizer(RankProgram &rp, const OptimizerInfo &opt,

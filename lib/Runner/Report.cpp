@@ -34,9 +34,25 @@ std::string RunReport::measuredSteps() const {
                    .str();
 }
 
-void zb::runner::printStepLine(raw_ostream &os, const StepResult &step) {
-  os << format("step %3lld  loss %.6f  time %.2f ms\n", (long long)step.step,
-               step.loss, step.timeMs);
+void zb::runner::printStepLine(raw_ostream &os, const StepResult &step,
+                               bool newline) {
+  os << format("step %3lld  loss %.6f  time %.2f ms  lr %.2e",
+               (long long)step.step, step.loss, step.timeMs, step.lr);
+  if (step.skipped)
+    os << "  skipped";
+  else if (step.gradNorm && std::isfinite(*step.gradNorm))
+    os << format("  norm %.4f", *step.gradNorm);
+  if (step.tokensPerSecond)
+    os << format("  %.0f tok/s", *step.tokensPerSecond);
+  if (step.etaSeconds) {
+    auto s = (long long)std::llround(*step.etaSeconds);
+    if (s >= 3600)
+      os << format("  eta %lldh%02lldm", s / 3600, s / 60 % 60);
+    else
+      os << format("  eta %lldm%02llds", s / 60, s % 60);
+  }
+  if (newline)
+    os << "\n";
 }
 
 namespace {
@@ -194,8 +210,20 @@ void zb::runner::printJsonReport(raw_ostream &os, const Plan &plan,
           j.attribute("step", r.step);
           j.attribute("loss", jsonNumber(r.loss));
           j.attribute("time_ms", jsonNumber(r.timeMs));
+          j.attribute("lr", jsonNumber(r.lr));
+          j.attribute("grad_norm",
+                      r.gradNorm ? jsonNumber(*r.gradNorm) : json::Value(nullptr));
         });
     });
+    if (!report.evals.empty())
+      j.attributeArray("evals", [&] {
+        for (const EvalResult &e : report.evals)
+          j.object([&] {
+            j.attribute("step", e.step);
+            j.attribute("val_loss", jsonNumber(e.loss));
+            j.attribute("batches", e.batches);
+          });
+      });
     j.attributeObject("predicted", [&] {
       for (const PredictedInfo &p : plan.predicted)
         j.attribute(p.schedule, toJSON(p));

@@ -22,6 +22,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <mpi.h>
@@ -71,6 +72,36 @@ double nowMs() {
       .count();
 }
 
+/// "1" when the launcher's stdout is a terminal, else "0" (set by the
+/// launcher for its ranks).
+constexpr const char *kTerminalEnv = "ZB_RUN_STDOUT_IS_TERMINAL";
+
+/// What a run trains with beyond the plan: a resumed checkpoint, the
+/// optimizer settings and AdamW's weight-decay groups.
+struct RunSetup {
+  std::optional<CheckpointInfo> resumed;
+  TrainingSettings settings;
+  std::vector<bool> decay; ///< by plan.json parameter
+};
+
+Expected<RunSetup> resolveRunSetup(const RunOptions &o, const Plan &plan,
+                                   std::optional<CheckpointInfo> resumed) {
+  RunSetup setup;
+  const int64_t lastStep = (resumed ? resumed->step : 0) + o.steps;
+  Expected<TrainingSettings> settings = resolveTrainingSettings(
+      o.training, plan, resumed ? resumed->training : std::nullopt, lastStep);
+  if (!settings)
+    return settings.takeError();
+  Expected<std::vector<bool>> decay =
+      weightDecayMask(plan, settings->noDecay);
+  if (!decay)
+    return decay.takeError();
+  setup.resumed = std::move(resumed);
+  setup.settings = std::move(*settings);
+  setup.decay = std::move(*decay);
+  return setup;
+}
+
 /// Outside MPI: checks the plan against --ranks and every rank's files
 /// before anything is launched (one clean line instead of mpirun noise),
 /// then runs the job under mpirun and returns its exit code, or returns
@@ -87,6 +118,18 @@ Expected<std::optional<int>> launch(const RunOptions &o, const Plan &plan,
     return makeError(formatv("{0} needs {1} ranks: run `zb-run {2} --ranks "
                              "{1}` or `mpirun -np {1} zb-run {2}`",
                              plan.path, plan.numRanks, o.planDir));
+  // The optimizer flags (with a readable checkpoint's settings; the ranks
+  // report a bad checkpoint).
+  std::optional<CheckpointInfo> resumed;
+  if (!o.resumeDir.empty()) {
+    Expected<CheckpointInfo> info = findCheckpoint(o.resumeDir);
+    if (info)
+      resumed = *info;
+    else
+      consumeError(info.takeError());
+  }
+  if (Expected<RunSetup> setup = resolveRunSetup(o, plan, resumed); !setup)
+    return setup.takeError();
   for (int32_t r = 0; r < plan.numRanks; ++r) {
     auto rp = loadRankProgram(plan, r, o.data, /*forRun=*/false);
     if (!rp)
@@ -96,6 +139,9 @@ Expected<std::optional<int>> launch(const RunOptions &o, const Plan &plan,
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
     setenv("OMP_NUM_THREADS", "1", 1);
   }
+  // Whether rank 0 writes a progress line: mpirun gives the ranks a pty
+  // whatever the launcher's stdout is, so the launcher decides.
+  setenv(kTerminalEnv, sys::Process::StandardOutIsDisplayed() ? "1" : "0", 1);
   if (plan.numRanks > 1) {
     Expected<int> code = runUnderMpirun(argc, argv, plan.numRanks);
     if (!code)
@@ -131,7 +177,7 @@ void setChannelOrders(const Plan &plan, int32_t rank) {
 std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
                                        Expected<Plan> &plan, bool inMPI,
                                        int32_t rank, int32_t worldSize,
-                                       std::optional<CheckpointInfo> &resumed) {
+                                       RunSetup &setup) {
   if (!agree(plan.takeError()))
     return nullptr;
   Error job = Error::success();
@@ -160,6 +206,7 @@ std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
   }
   std::string paramsFile;
   DataOptions data = o.data;
+  std::optional<CheckpointInfo> resumed;
   if (!o.resumeDir.empty()) {
     Expected<CheckpointInfo> info = findCheckpoint(o.resumeDir);
     Error e = info ? checkResumable(*info, *plan, o.data.seed)
@@ -172,6 +219,10 @@ std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
     paramsFile = info->dir + "/params.bin";
     data.seed = info->seed;
   }
+  Expected<RunSetup> resolved = resolveRunSetup(o, *plan, resumed);
+  if (!agree(resolved ? Error::success() : resolved.takeError()))
+    return nullptr;
+  setup = std::move(*resolved);
   auto rp = loadRankProgram(*plan, rank, data, /*forRun=*/true, paramsFile);
   if (!agree(rp ? Error::success() : rp.takeError()))
     return nullptr;
@@ -208,21 +259,32 @@ struct StepSample {
   double timeMs;     ///< this rank's step wall time
   double bubble;     ///< realized bubble rate of this step
   double numActions; ///< F/B/W actions traced in this step
+  /// The step's global gradient norm and whether it was skipped, from a
+  /// rank that decided the step within it (GradSync::lastDecision); NaN
+  /// and -1 from the others.
+  double gradNorm;
+  double skipped;
 };
-static_assert(sizeof(StepSample) == 5 * sizeof(double), "packed");
+constexpr int kSampleDoubles = 7;
+static_assert(sizeof(StepSample) == kSampleDoubles * sizeof(double),
+              "packed");
 
 /// The training steps of one rank and what rank 0 makes of them.
 class StepLoop {
 public:
   StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
-           int32_t worldSize, const std::optional<CheckpointInfo> &resumed);
+           int32_t worldSize, const RunSetup &setup);
   /// Announces text data, runs every step, then reports. Returns the exit
   /// code.
   int run();
 
 private:
   void announceText();
+  void announceSettings();
   void runStep(int64_t step);
+  void evaluate(int64_t stepsDone);
+  void openMetrics();
+  void writeMetrics(const json::Object &line);
   void dumpBatch();
   void gatherTrace(int64_t step, bool measured);
   void gatherOverlappedSteps();
@@ -239,7 +301,14 @@ private:
   /// firstStep + 1, the data continues there.
   const int64_t firstStep;
   void checkpoint(int64_t stepsDone);
-  OptimizerInfo opt;
+  const TrainingSettings &settings;
+  /// Token ids per step (language models on text or token data), else 0.
+  int64_t tokensPerStep = 0;
+  /// Rank 0: the --metrics file; the wall clock when the run's steps began
+  /// (the progress line's ETA); whether stdout is a terminal.
+  std::unique_ptr<raw_fd_ostream> metrics;
+  double runStartMs = 0;
+  bool terminal = false;
   std::vector<StepSample> samples; ///< rank 0: this step's, per rank
   /// --overlap-steps: this rank's samples of every step (gathered at the
   /// end) and its wall clock from the start of step 2 to the last step's
@@ -260,17 +329,26 @@ private:
 };
 
 StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
-                   int32_t worldSize,
-                   const std::optional<CheckpointInfo> &resumed)
+                   int32_t worldSize, const RunSetup &setup)
     : o(o), plan(plan), rp(rp), rank(rp.rank), worldSize(worldSize),
       numSteps(o.reportGradients ? 1 : o.steps),
-      firstStep(resumed ? resumed->step : 0), opt(plan.optimizer),
-      samples(rp.rank == 0 ? worldSize : 0), profile(plan.numStages),
-      bubbleTotal(worldSize, 0.0), replayTotal(worldSize, 0.0),
-      bubbleSteps(worldSize, 0), gradSync(o.gradSync, rp, opt, rank, worldSize,
+      firstStep(setup.resumed ? setup.resumed->step : 0),
+      settings(setup.settings), samples(rp.rank == 0 ? worldSize : 0),
+      profile(plan.numStages), bubbleTotal(worldSize, 0.0),
+      replayTotal(worldSize, 0.0), bubbleSteps(worldSize, 0),
+      gradSync(o.gradSync, rp, setup.settings, setup.decay, rank, worldSize,
                o.reportFormat == ReportFormat::Text ? &outs() : nullptr) {
-  if (o.lr)
-    opt.lr = *o.lr;
+  const std::optional<CheckpointInfo> &resumed = setup.resumed;
+  Expected<std::string> data = dataPath(plan, o.data);
+  if (data && sys::fs::is_regular_file(*data) && !plan.inputs.empty())
+    tokensPerStep = plan.numMicrobatches * plan.microbatchSize *
+                    plan.inputs[0].sampleElements();
+  else if (!data)
+    consumeError(data.takeError());
+  const char *isTerminal = std::getenv(kTerminalEnv);
+  terminal = rank == 0 && o.reportFormat == ReportFormat::Text &&
+             (isTerminal ? StringRef(isTerminal) == "1"
+                         : sys::Process::StandardOutIsDisplayed());
   if (rank == 0)
     planned = readPlannedSchedule(plan);
   replayWanted = planned ? 1 : 0;
@@ -285,7 +363,8 @@ void StepLoop::checkpoint(int64_t stepsDone) {
   CheckpointInfo info;
   info.step = stepsDone;
   info.optimizerStep = gradSync.optimizerStep();
-  info.optimizer = opt.kind;
+  info.optimizer = settings.optimizer;
+  info.training = settings;
   info.seed = rp.seed;
   info.numRanks = worldSize;
   info.planHash = planHash(plan);
@@ -300,15 +379,130 @@ void StepLoop::checkpoint(int64_t stepsDone) {
 
 int StepLoop::run() {
   announceText();
-  for (int64_t step = firstStep; step < firstStep + numSteps; ++step) {
+  announceSettings();
+  openMetrics();
+  runStartMs = nowMs();
+  const int64_t last = firstStep + numSteps;
+  for (int64_t step = firstStep; step < last; ++step) {
     runStep(step);
     const int64_t done = step + 1;
-    if (!o.checkpointDir.empty() && !o.reportGradients &&
+    if (o.reportGradients)
+      continue;
+    if (o.evalEvery > 0 && (done % o.evalEvery == 0 || done == last))
+      evaluate(done);
+    if (!o.checkpointDir.empty() &&
         ((o.checkpointEvery > 0 && done % o.checkpointEvery == 0) ||
-         done == firstStep + numSteps))
+         done == last))
       checkpoint(done);
   }
   return o.reportGradients ? finishGradients() : finishTraining();
+}
+
+/// Rank 0: the optimizer, its lr schedule and weight-decay groups, in one
+/// line (stderr under --report-format json).
+void StepLoop::announceSettings() {
+  if (rank != 0 || o.reportGradients)
+    return;
+  raw_ostream &os = o.reportFormat == ReportFormat::Json ? errs() : outs();
+  const zb::formats::LrSchedule &lr = settings.lr;
+  os << zb::optimizerName(settings.optimizer)
+     << formatv(" lr {0}", llvm::format("%g", lr.lr));
+  if (lr.warmupSteps > 0)
+    os << formatv(", warmup {0} steps", lr.warmupSteps);
+  if (lr.kind != zb::formats::LrScheduleKind::Constant)
+    os << ", " << zb::formats::lrScheduleName(lr.kind)
+       << formatv(" decay to {0} at step {1}", llvm::format("%g", lr.minLr),
+                  lr.decaySteps);
+  if (settings.optimizer == zb::Optimizer::AdamW) {
+    os << format(", betas %g,%g, eps %g", settings.beta1, settings.beta2,
+                 settings.eps);
+    if (settings.weightDecay > 0) {
+      Expected<std::vector<bool>> decay =
+          weightDecayMask(plan, settings.noDecay);
+      int64_t decayed = decay ? llvm::count(*decay, true) : 0;
+      if (!decay)
+        consumeError(decay.takeError());
+      os << format(", weight decay %g", settings.weightDecay)
+         << formatv(" on {0} of {1} parameters (--no-decay '{2}')", decayed,
+                    plan.params.size(), settings.noDecay);
+    }
+  }
+  os << "\n";
+  os.flush();
+}
+
+/// Rank 0: opens --metrics (appending when resuming, so that the file holds
+/// the whole run).
+void StepLoop::openMetrics() {
+  if (rank != 0 || o.metricsFile.empty() || o.reportGradients)
+    return;
+  std::error_code ec;
+  metrics = std::make_unique<raw_fd_ostream>(
+      o.metricsFile, ec,
+      firstStep > 0 ? sys::fs::OF_Append : sys::fs::OF_None);
+  if (ec)
+    zbrt_fatal(("--metrics " + o.metricsFile + ": cannot write: " +
+                ec.message())
+                   .c_str());
+}
+
+void StepLoop::writeMetrics(const json::Object &line) {
+  if (!metrics)
+    return;
+  *metrics << json::Value(json::Object(line)) << "\n";
+  metrics->flush();
+  if (metrics->has_error()) {
+    std::string why = metrics->error().message();
+    metrics->clear_error();
+    zbrt_fatal(("--metrics " + o.metricsFile + ": cannot write: " + why)
+                   .c_str());
+  }
+}
+
+/// JSON of a number, null when it is not finite (NaN: unknown).
+static json::Value jsonOrNull(double x) {
+  return std::isfinite(x) ? json::Value(x) : json::Value(nullptr);
+}
+
+/// --eval-every: the mean loss of --eval-steps validation batches, each a
+/// whole step's batch through the same program (its gradients are
+/// discarded; no optimizer step). The pending optimizer step is settled
+/// first, so the loss is that of the parameters after step `stepsDone`.
+void StepLoop::evaluate(int64_t stepsDone) {
+  gradSync.settleBetweenSteps();
+  zbrt_cuda_synchronize();
+  double sum = 0;
+  for (int64_t k = 0; k < o.evalSteps; ++k) {
+    if (Error e = fillInputs(rp, k, Split::Validation))
+      zbrt_fatal(("validation data: " + toString(std::move(e))).c_str());
+    clearOutputs(rp);
+    zbrt_cuda_step_variant(rp.argumentsKey());
+    zbrt::traceBeginStep();
+    rp.call();
+    zbrt_step_end();
+    zbrt_cuda_synchronize();
+    if (rp.hasLoss) {
+      float loss = 0;
+      rp.loss.download(&loss);
+      sum += (double)loss / (double)plan.numMicrobatches;
+    }
+  }
+  double mine = rp.hasLoss ? sum : 0, total = 0;
+  MPI_Reduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank != 0)
+    return;
+  EvalResult ev{stepsDone, total / (double)o.evalSteps, o.evalSteps};
+  report.evals.push_back(ev);
+  if (o.reportFormat == ReportFormat::Text) {
+    if (terminal)
+      outs() << "\r\033[K";
+    outs() << format("step %3lld  val loss %.6f  (%lld batches)\n",
+                     (long long)ev.step, ev.loss, (long long)ev.batches);
+    outs().flush();
+  }
+  writeMetrics(json::Object{{"step", ev.step},
+                            {"val_loss", jsonOrNull(ev.loss)},
+                            {"val_batches", ev.batches}});
 }
 
 void StepLoop::announceText() {
@@ -340,7 +534,8 @@ void StepLoop::runStep(int64_t step) {
   // Post-validation: the previous step is validated here or, when the
   // program validates, its gradients are kept for the validation.
   gradSync.beforeStep();
-  fillInputs(rp, step);
+  if (Error e = fillInputs(rp, step))
+    zbrt_fatal(("training data: " + toString(std::move(e))).c_str());
   if (step == firstStep && rank == 0 && !o.dumpBatch.empty())
     dumpBatch();
   clearOutputs(rp);
@@ -383,9 +578,16 @@ void StepLoop::runStep(int64_t step) {
   float loss = 0;
   if (rp.hasLoss)
     rp.loss.download(&loss);
+  const GradSync::Decision &decided = gradSync.lastDecision();
+  const bool decidedNow = decided.step == step + 1;
   StepSample mine{(double)loss,
-                  rp.hasLoss ? 1.0 : 0.0, t1 - t0, bubble.bubbleRate,
-                  (double)bubble.numActions};
+                  rp.hasLoss ? 1.0 : 0.0,
+                  t1 - t0,
+                  bubble.bubbleRate,
+                  (double)bubble.numActions,
+                  decidedNow ? decided.norm
+                             : std::numeric_limits<double>::quiet_NaN(),
+                  decidedNow ? (decided.skipped ? 1.0 : 0.0) : -1.0};
   // Step 1 warms up caches and MPI connections and is left out of the
   // measurements when there is more than one step.
   const bool measured = numSteps == 1 || step > firstStep;
@@ -396,8 +598,8 @@ void StepLoop::runStep(int64_t step) {
     wallEnd = t1;
     return;
   }
-  MPI_Gather(&mine, 5, MPI_DOUBLE, samples.data(), 5, MPI_DOUBLE, 0,
-             MPI_COMM_WORLD);
+  MPI_Gather(&mine, kSampleDoubles, MPI_DOUBLE, samples.data(),
+             kSampleDoubles, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   gatherTrace(step, measured);
   if (rank == 0)
     recordStep(step, measured);
@@ -407,8 +609,9 @@ void StepLoop::runStep(int64_t step) {
 /// runStep would have; the wall clock per step (the slowest rank).
 void StepLoop::gatherOverlappedSteps() {
   std::vector<StepSample> all(rank == 0 ? numSteps * worldSize : 0);
-  MPI_Gather(mySamples.data(), 5 * numSteps, MPI_DOUBLE, all.data(),
-             5 * numSteps, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  MPI_Gather(mySamples.data(), kSampleDoubles * numSteps, MPI_DOUBLE,
+             all.data(), kSampleDoubles * numSteps, MPI_DOUBLE, 0,
+             MPI_COMM_WORLD);
   double span = wallEnd - wallStart, maxSpan = 0;
   MPI_Reduce(&span, &maxSpan, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank != 0)
@@ -453,15 +656,29 @@ void StepLoop::gatherTrace(int64_t step, bool measured) {
   }
 }
 
-/// Rank 0: the step's loss and time, the realized bubble (mean over the
-/// measured steps), the step line.
+/// Rank 0: the step's loss, time, lr and gradient norm, the realized bubble
+/// (mean over the measured steps), the step line or progress line and the
+/// metrics line.
 void StepLoop::recordStep(int64_t step, bool measured) {
-  StepResult res{step + 1, 0.0, 0.0};
+  StepResult res;
+  res.step = step + 1;
+  res.lr = settings.lr.at(step + 1);
   for (const StepSample &s : samples) {
     if (s.hasLoss != 0)
       res.loss = s.loss / (double)plan.numMicrobatches;
     res.timeMs = std::max(res.timeMs, s.timeMs);
+    if (s.skipped >= 0) {
+      res.gradNorm = s.gradNorm;
+      res.skipped = s.skipped > 0;
+    }
   }
+  if (tokensPerStep > 0 && res.timeMs > 0)
+    res.tokensPerSecond = (double)tokensPerStep / (res.timeMs / 1000);
+  const int64_t last = firstStep + numSteps;
+  if (!o.overlapSteps && step + 1 < last)
+    res.etaSeconds = (nowMs() - runStartMs) / 1000 /
+                     (double)(step + 1 - firstStep) *
+                     (double)(last - step - 1);
   report.steps.push_back(res);
   if (measured)
     for (int32_t r = 0; r < worldSize; ++r)
@@ -469,12 +686,27 @@ void StepLoop::recordStep(int64_t step, bool measured) {
         bubbleTotal[r] += samples[r].bubble;
         ++bubbleSteps[r];
       }
-  const bool lastStep = step + 1 == firstStep + numSteps;
-  if (o.reportFormat == ReportFormat::Text && !o.reportGradients &&
-      (step == firstStep || lastStep || (step + 1) % o.printEvery == 0)) {
-    printStepLine(outs(), res);
-    outs().flush();
+  const bool lastStep = step + 1 == last;
+  if (o.reportFormat == ReportFormat::Text && !o.reportGradients) {
+    const bool line =
+        step == firstStep || lastStep || (step + 1) % o.printEvery == 0;
+    if (line || terminal) {
+      if (terminal)
+        outs() << "\r\033[K";
+      printStepLine(outs(), res, /*newline=*/line);
+      outs().flush();
+    }
   }
+  if (!o.reportGradients)
+    writeMetrics(json::Object{
+        {"step", res.step},
+        {"loss", jsonOrNull(res.loss)},
+        {"lr", res.lr},
+        {"grad_norm", jsonOrNull(res.gradNorm ? *res.gradNorm : NAN)},
+        {"tokens_per_s",
+         jsonOrNull(res.tokensPerSecond ? *res.tokensPerSecond : NAN)},
+        {"time_ms", jsonOrNull(res.timeMs)},
+        {"skipped", res.skipped}});
 }
 
 int StepLoop::finishGradients() {
@@ -551,10 +783,22 @@ Error zb::runner::checkOptions(const RunOptions &o) {
                      "--report-gradients (they need the steps aligned)");
   if (o.ranksGiven && o.numRanks < 1)
     return makeError("--ranks must be >= 1");
-  if (o.lr && !isValidLearningRate(*o.lr))
+  if (o.training.lr && !isValidLearningRate(*o.training.lr))
     return makeError(formatv("--lr must be a finite float32 number > 0 (at "
                              "most 3.4e38), got {0}",
-                             llvm::format("%g", *o.lr)));
+                             llvm::format("%g", *o.training.lr)));
+  if (o.evalEvery < 0)
+    return makeError("--eval-every must be >= 0");
+  if (o.evalSteps < 1)
+    return makeError("--eval-steps must be >= 1");
+  if (o.evalEvery > 0 && !o.data.hasValidation())
+    return makeError("--eval-every needs validation data: --val-data "
+                     "FILE|DIR or --val-split F");
+  if (o.data.valSplit != 0 && !(o.data.valSplit > 0 && o.data.valSplit < 1))
+    return makeError(formatv("--val-split must be in (0, 1), got {0}",
+                             o.data.valSplit));
+  if (o.evalEvery > 0 && o.reportGradients)
+    return makeError("--eval-every does not go with --report-gradients");
   return Error::success();
 }
 
@@ -589,6 +833,38 @@ Expected<Backend> zb::runner::resolveBackend(Backend requested,
   return backend;
 }
 
+Expected<TrainingSettings> zb::runner::resolveTrainingSettings(
+    const TrainingFlags &f, const Plan &plan,
+    const std::optional<TrainingSettings> &resumed, int64_t lastStep) {
+  TrainingSettings s =
+      resumed ? *resumed : zb::formats::trainingSettings(plan.optimizer);
+  s.optimizer = plan.optimizer.kind;
+  if (f.lr)
+    s.lr.lr = *f.lr;
+  if (f.lrSchedule)
+    s.lr.kind = *f.lrSchedule;
+  if (f.warmupSteps)
+    s.lr.warmupSteps = *f.warmupSteps;
+  if (f.decaySteps)
+    s.lr.decaySteps = *f.decaySteps;
+  else if (s.lr.kind == zb::formats::LrScheduleKind::Constant)
+    s.lr.decaySteps = 0;
+  else if (s.lr.decaySteps == 0)
+    s.lr.decaySteps = lastStep;
+  if (f.minLr)
+    s.lr.minLr = *f.minLr;
+  for (auto [flag, out] :
+       {std::pair{&f.weightDecay, &s.weightDecay}, {&f.beta1, &s.beta1},
+        {&f.beta2, &s.beta2}, {&f.eps, &s.eps}})
+    if (*flag)
+      *out = **flag;
+  if (f.noDecay)
+    s.noDecay = *f.noDecay;
+  if (Error e = zb::formats::checkTrainingSettings(s))
+    return std::move(e);
+  return s;
+}
+
 int zb::runner::runZbRun(const RunOptions &o, int argc, char **argv) {
   if (Error e = checkOptions(o))
     return reportError(std::move(e));
@@ -610,10 +886,10 @@ int zb::runner::runZbRun(const RunOptions &o, int argc, char **argv) {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL})
     signal(sig, fatalSignalHandler);
   // The rank program stays loaded until after MPI_Finalize.
-  std::optional<CheckpointInfo> resumed;
+  RunSetup setup;
   std::unique_ptr<RankProgram> rp =
-      setUpRank(o, plan, inMPI, rank, worldSize, resumed);
-  int code = rp ? StepLoop(o, *plan, *rp, worldSize, resumed).run() : 1;
+      setUpRank(o, plan, inMPI, rank, worldSize, setup);
+  int code = rp ? StepLoop(o, *plan, *rp, worldSize, setup).run() : 1;
   zbrt_finalize();
   return code;
 }

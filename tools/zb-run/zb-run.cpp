@@ -7,6 +7,12 @@
 //              [--text-vocab bytes|chars] [--dump-batch FILE] [--grad-clip NORM]
 //              [--optimizer-sync post-validation|all-reduce]
 //              [--nonfinite skip|stop|ignore] [--inject-nan STEP:RANK]
+//              [--lr-schedule constant|cosine|linear] [--warmup-steps N]
+//              [--decay-steps N] [--min-lr F] [--weight-decay F]
+//              [--betas B1,B2] [--eps F] [--no-decay SPEC]
+//              [--data-dtype uint16|uint32] [--val-data FILE|DIR]
+//              [--val-split F] [--eval-every N] [--eval-steps K]
+//              [--metrics FILE.jsonl] [--config FILE.toml|FILE.json]
 //
 // DIR is a zb-compile output directory (plan.json, params.bin, rank<R>.so;
 // docs/plan-json.md). Outside an MPI job, `--ranks N` runs zb-run under
@@ -18,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zb/Runner/Config.h"
 #include "zb/Runner/Runner.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -31,6 +38,7 @@ using namespace zb::runner;
 namespace {
 
 RunOptions opts;
+std::string configPath;
 cl::OptionCategory runCategory("zb-run options");
 
 cl::opt<std::string, true> planDir(cl::Positional, cl::Required,
@@ -48,7 +56,9 @@ cl::opt<int, true> numSteps("steps", cl::desc("Training steps (default 20)"),
                             cl::init(20), cl::cat(runCategory));
 cl::opt<std::string, true>
     dataDir("data",
-            cl::desc("Training data: a directory with input_<i>.pb, or a text "
+            cl::desc("Training data: a directory with input_<i>.pb, a token "
+                     "file (FILE.bin: uint16 ids as nanoGPT's train.bin, or "
+                     "llm.c's format; FILE.npy; docs/training.md), or a text "
                      "file whose bytes or characters (--text-vocab) are "
                      "tokens (inputs 0 and 1 = tokens and targets, shifted "
                      "by one; docs/plan-json.md). "
@@ -88,9 +98,101 @@ cl::opt<bool, true> deterministic(
              "thread per rank, reports reduced in rank order (the data order "
              "and gradient sums are fixed anyway)"),
     cl::location(opts.deterministic), cl::init(false), cl::cat(runCategory));
+cl::opt<TokenDType, true> dataDType(
+    "data-dtype", cl::desc("Token ids of a raw token file (--data FILE.bin)"),
+    cl::values(clEnumValN(TokenDType::UInt16, "uint16",
+                          "2 bytes per id, nanoGPT's train.bin (default)"),
+               clEnumValN(TokenDType::UInt32, "uint32",
+                          "4 bytes per id (vocabularies over 65536)")),
+    cl::location(opts.data.dataDType), cl::init(TokenDType::UInt16),
+    cl::cat(runCategory));
+cl::opt<std::string, true> configFile(
+    "config",
+    cl::desc("Read settings from a TOML (or .json) file: its keys are these "
+             "flags' names; flags on the command line win"),
+    cl::value_desc("FILE"), cl::location(configPath), cl::cat(runCategory));
+cl::opt<std::string, true> metricsFile(
+    "metrics",
+    cl::desc("Write one JSON line per step (step, loss, lr, grad_norm, "
+             "tokens_per_s, time_ms, skipped) and per evaluation (step, "
+             "val_loss) to FILE; appended to when resuming"),
+    cl::value_desc("FILE"), cl::location(opts.metricsFile),
+    cl::cat(runCategory));
+
+cl::OptionCategory optimizerCategory(
+    "Optimizer and learning-rate schedule (over plan.json's optimizer; a "
+    "resumed checkpoint's settings continue unless given)");
 cl::opt<double> lr("lr",
-                   cl::desc("Learning rate (overrides plan.json optimizer)"),
-                   cl::value_desc("F"), cl::init(0.0), cl::cat(runCategory));
+                   cl::desc("Base (peak) learning rate (overrides plan.json "
+                            "optimizer)"),
+                   cl::value_desc("F"), cl::init(0.0),
+                   cl::cat(optimizerCategory));
+cl::opt<zb::formats::LrScheduleKind> lrSchedule(
+    "lr-schedule", cl::desc("The learning rate after the warmup"),
+    cl::values(clEnumValN(zb::formats::LrScheduleKind::Constant, "constant",
+                          "the base lr (default)"),
+               clEnumValN(zb::formats::LrScheduleKind::Cosine, "cosine",
+                          "half a cosine down to --min-lr at --decay-steps"),
+               clEnumValN(zb::formats::LrScheduleKind::Linear, "linear",
+                          "a straight line down to --min-lr at "
+                          "--decay-steps")),
+    cl::cat(optimizerCategory));
+cl::opt<int64_t> warmupSteps(
+    "warmup-steps",
+    cl::desc("Linear warmup: step s <= N trains with lr * s / N (default 0)"),
+    cl::value_desc("N"), cl::cat(optimizerCategory));
+cl::opt<int64_t> decaySteps(
+    "decay-steps",
+    cl::desc("The step at which cosine and linear decay reach --min-lr "
+             "(default: the run's last step; give it for a run you will "
+             "resume)"),
+    cl::value_desc("N"), cl::cat(optimizerCategory));
+cl::opt<double> minLr("min-lr",
+                      cl::desc("The floor of the decay (default 0)"),
+                      cl::value_desc("F"), cl::cat(optimizerCategory));
+cl::opt<double> weightDecay(
+    "weight-decay",
+    cl::desc("AdamW's decoupled weight decay (default: plan.json's)"),
+    cl::value_desc("F"), cl::cat(optimizerCategory));
+cl::opt<std::string> betas("betas",
+                           cl::desc("AdamW's beta1,beta2 (default: "
+                                    "plan.json's, e.g. 0.9,0.999)"),
+                           cl::value_desc("B1,B2"),
+                           cl::cat(optimizerCategory));
+cl::opt<double> eps("eps", cl::desc("AdamW's epsilon (default: plan.json's)"),
+                    cl::value_desc("F"), cl::cat(optimizerCategory));
+cl::opt<std::string> noDecay(
+    "no-decay",
+    cl::desc("Parameters AdamW does not decay: a comma list of 1d "
+             "(biases, norm scales), embeddings (names *emb*, *wte*, *wpe*) "
+             "and name globs; '' decays all (default 1d,embeddings)"),
+    cl::value_desc("SPEC"), cl::cat(optimizerCategory));
+
+cl::OptionCategory evalCategory("Evaluation");
+cl::opt<std::string, true> valData(
+    "val-data",
+    cl::desc("Validation data, in the form of --data (a token or text file, "
+             "or a directory of input_<i>.pb)"),
+    cl::value_desc("FILE|DIR"), cl::location(opts.data.valData),
+    cl::cat(evalCategory));
+cl::opt<double, true> valSplit(
+    "val-split",
+    cl::desc("Validate on the last fraction F of the --data file and train "
+             "on the rest"),
+    cl::value_desc("F"), cl::location(opts.data.valSplit), cl::init(0.0),
+    cl::cat(evalCategory));
+cl::opt<int64_t, true> evalEvery(
+    "eval-every",
+    cl::desc("Every N steps and after the last: the mean loss over "
+             "--eval-steps validation batches (no optimizer step)"),
+    cl::value_desc("N"), cl::location(opts.evalEvery), cl::init(0),
+    cl::cat(evalCategory));
+cl::opt<int64_t, true> evalSteps(
+    "eval-steps",
+    cl::desc("Validation batches per evaluation (default 10; the same "
+             "batches every time)"),
+    cl::value_desc("K"), cl::location(opts.evalSteps), cl::init(10),
+    cl::cat(evalCategory));
 cl::opt<std::string, true> traceFile(
     "trace", cl::desc("Write a Chrome/Perfetto trace of the last step"),
     cl::value_desc("FILE"), cl::location(opts.traceFile), cl::cat(runCategory));
@@ -229,17 +331,91 @@ cl::opt<std::string> injectGradScale(
 
 } // namespace
 
+/// --config FILE in argv (either spelling), or "".
+std::string findConfigFlag(int argc, char **argv) {
+  std::string path;
+  for (int i = 1; i < argc; ++i) {
+    StringRef a = argv[i];
+    if (a == "--")
+      break;
+    for (StringRef flag : {"--config", "-config"}) {
+      if (a == flag && i + 1 < argc)
+        path = argv[i + 1];
+      else if (a.starts_with((flag + "=").str()))
+        path = a.drop_front(flag.size() + 1).str();
+    }
+  }
+  return path;
+}
+
+/// The optimizer flags that were given, into opts.training.
+bool collectTrainingFlags() {
+  TrainingFlags &t = opts.training;
+  if (lr.getNumOccurrences())
+    t.lr = lr;
+  if (lrSchedule.getNumOccurrences())
+    t.lrSchedule = lrSchedule;
+  if (warmupSteps.getNumOccurrences())
+    t.warmupSteps = warmupSteps;
+  if (decaySteps.getNumOccurrences())
+    t.decaySteps = decaySteps;
+  if (minLr.getNumOccurrences())
+    t.minLr = minLr;
+  if (weightDecay.getNumOccurrences())
+    t.weightDecay = weightDecay;
+  if (eps.getNumOccurrences())
+    t.eps = eps;
+  if (noDecay.getNumOccurrences())
+    t.noDecay = noDecay;
+  if (betas.getNumOccurrences()) {
+    auto [b1, b2] = StringRef(betas).split(',');
+    double x = 0, y = 0;
+    if (b1.trim().getAsDouble(x) || b2.trim().getAsDouble(y)) {
+      llvm::errs() << "zb-run: error: --betas: expected B1,B2 (e.g. "
+                      "0.9,0.95), got '"
+                   << betas << "'\n";
+      return false;
+    }
+    t.beta1 = x;
+    t.beta2 = y;
+  }
+  return true;
+}
+
 int main(int argc, char **argv) {
-  cl::HideUnrelatedOptions({&runCategory, &syncCategory});
+  cl::HideUnrelatedOptions(
+      {&runCategory, &optimizerCategory, &evalCategory, &syncCategory});
+  // --config FILE: its settings as flags before the command line's.
+  std::vector<std::string> configArgs;
+  std::vector<char *> args(argv, argv + argc);
+  if (std::string config = findConfigFlag(argc, argv); !config.empty()) {
+    auto &registered = cl::getRegisteredOptions();
+    auto parsed = configArguments(config, [&](StringRef name) {
+      return registered.count(name) > 0;
+    });
+    if (!parsed) {
+      llvm::errs() << "zb-run: error: " << llvm::toString(parsed.takeError())
+                   << "\n";
+      return 1;
+    }
+    configArgs = std::move(*parsed);
+    std::vector<char *> withConfig{argv[0]};
+    for (std::string &a : configArgs)
+      withConfig.push_back(a.data());
+    withConfig.insert(withConfig.end(), argv + 1, argv + argc);
+    args = std::move(withConfig);
+  }
   cl::ParseCommandLineOptions(
-      argc, argv,
+      (int)args.size(), args.data(),
       "zb-run: run a zb-compile output directory on MPI ranks\n\n"
       "  zb-run DIR --ranks N          launches mpirun -np N zb-run DIR\n"
-      "  mpirun -np N zb-run DIR       runs inside an existing MPI job\n");
+      "  mpirun -np N zb-run DIR       runs inside an existing MPI job\n"
+      "  zb-run DIR --config run.toml  flags from a TOML file "
+      "(docs/training.md)\n");
   opts.ranksGiven = numRanks.getNumOccurrences() > 0;
   opts.cudaGraphs = cudaGraphs == Toggle::On;
-  if (lr.getNumOccurrences())
-    opts.lr = lr;
+  if (!collectTrainingFlags())
+    return 1;
   if (!(opts.gradSync.clipNorm >= 0) || !std::isfinite(opts.gradSync.clipNorm)) {
     llvm::errs() << "zb-run: error: --grad-clip must be a finite number >= 0\n";
     return 1;

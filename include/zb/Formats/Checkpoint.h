@@ -6,7 +6,8 @@
 //   checkpoint.json  {"format": "zb-checkpoint", "version": 1,
 //                     "step": S, "optimizer_step": t, "optimizer": "adamw",
 //                     "seed": K, "num_ranks": p, "plan_hash": "<16 hex>",
-//                     "checksums": {"params.bin": "<16 hex>", ...}}
+//                     "checksums": {"params.bin": "<16 hex>", ...},
+//                     "training": {"lr_schedule": "cosine", ...}}
 //   params.bin       the parameters in the plan's params.bin layout
 //   model.safetensors the same parameters as safetensors (for other tools;
 //                    resuming reads params.bin)
@@ -22,7 +23,10 @@
 // written; --resume checks each before reading any and refuses a file that
 // differs (a flipped bit, a truncated or replaced file), naming it. A
 // checkpoint without `checksums` (written before they existed) resumes
-// unchecked.
+// unchecked. `training` holds the run's resolved optimizer settings
+// (zb/Formats/Training.h: the lr schedule with its decay end, betas, weight
+// decay and its groups); --resume continues with them unless zb-run's flags
+// say otherwise. A checkpoint without it resumes with the flags' settings.
 //
 // zb-run PLAN --resume DIR|DIR/step-<S> --steps N continues with steps
 // S+1 .. S+N: the same losses and bit-identical parameters as one run.
@@ -34,6 +38,7 @@
 #define ZB_FORMATS_CHECKPOINT_H
 
 #include "zb/Formats/Plan.h"
+#include "zb/Formats/Training.h"
 
 #include "llvm/Support/Error.h"
 
@@ -53,6 +58,8 @@ struct CheckpointInfo {
   std::string planHash; ///< planHash() of the plan it was written for
   /// "checksums": file name in the directory -> fileChecksum() of it.
   std::map<std::string, std::string> checksums;
+  /// "training": the run's optimizer settings (absent in older checkpoints).
+  std::optional<TrainingSettings> training;
 };
 
 /// XXH3-64 of the file at `path` as 16 hex digits; an error naming the file

@@ -44,12 +44,14 @@
 #define ZB_RUNNER_GRADSYNC_H
 
 #include "zb/Runner/RankProgram.h"
+#include "zb/Formats/Training.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <mpi.h>
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,7 +59,7 @@
 namespace zb::runner {
 
 // The plan's types and readers (lib/Formats), which the runner speaks.
-using formats::OptimizerInfo;
+using formats::TrainingSettings;
 
 /// zb-run --optimizer-sync: AllReduce or PostValidation (None: no checks).
 using OptimizerSync = zb::sched::OptimizerSync;
@@ -106,9 +108,12 @@ public:
   /// `worldSize`: the number of ranks. Collective (duplicates
   /// MPI_COMM_WORLD). Installs the zbrt_validate_optimizer hook when the
   /// plan's programs validate (plan.json "optimizer_sync").
+  /// `settings`: the optimizer, its lr schedule (the lr of a step is
+  /// settings.lr.at(step)) and hyper-parameters; `decay`: per plan.json
+  /// parameter, whether AdamW decays it (formats::weightDecayMask).
   GradSync(const GradSyncOptions &options, RankProgram &rp,
-           const OptimizerInfo &opt, int32_t rank, int32_t worldSize,
-           llvm::raw_ostream *log);
+           const TrainingSettings &settings, std::vector<bool> decay,
+           int32_t rank, int32_t worldSize, llvm::raw_ostream *log);
   ~GradSync();
 
   /// Before a step's program runs: validates a pending step here when the
@@ -139,6 +144,17 @@ public:
   /// Collective: the run's report (complete on rank 0).
   GradSyncReport finish();
 
+  /// What this rank last decided: the step (1-based; 0 before any), the
+  /// global L2 norm of its mean gradient (NaN when not computed: skipped or
+  /// without checks) and whether it was skipped. The last rank decides each
+  /// step within it; under post-validation the others one step later.
+  struct Decision {
+    int64_t step = 0;
+    double norm = std::numeric_limits<double>::quiet_NaN();
+    bool skipped = false;
+  };
+  const Decision &lastDecision() const { return decided; }
+
 private:
   struct GlobalState {
     double sumSquares = 0;       ///< of the mean gradient
@@ -154,8 +170,13 @@ private:
   /// The optimizer over this rank's parameters with the mean gradient
   /// scaled by `factor`, as optimizer step `t` (1-based).
   using Grads = std::map<int64_t, Buffer>;
-  void apply(const Grads &grads, double factor, int64_t t);
-  void rollback(const Grads &grads, double factor, int64_t t);
+  /// `step`: the training step (0-based), whose lr the schedule gives.
+  void apply(const Grads &grads, double factor, int64_t t, int64_t step);
+  void rollback(const Grads &grads, double factor, int64_t t, int64_t step);
+  /// AdamW (`adamw`) or SGD over `grads` with the lr of `step`: one
+  /// multi-tensor call per weight-decay group.
+  void optimizerCall(const Grads &grads, double factor, int64_t t,
+                     int64_t step, bool rollback);
   /// Acts on the reduced state of step `step` computed from `grads`;
   /// `eager` = this rank already stepped with factor 1. Returns true when
   /// the step was amended (skipped or clipped).
@@ -166,7 +187,9 @@ private:
 
   GradSyncOptions options;
   RankProgram &rp;
-  const OptimizerInfo &opt; ///< the caller's (zb-run --lr may change it)
+  const TrainingSettings &settings; ///< the caller's
+  std::vector<bool> decay;          ///< by parameter index
+  Decision decided;
   int32_t rank, worldSize;
   llvm::raw_ostream *log;
   MPI_Comm comm = MPI_COMM_NULL; ///< the state messages' own

@@ -11,6 +11,7 @@
 #define ZB_RUNNER_RANKPROGRAM_H
 
 #include "zb/Runner/Data.h"
+#include "zb/Runner/Tokens.h"
 #include "zb/Formats/Plan.h"
 #include "zbrt/Symbols.h"
 
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +37,16 @@ struct DataOptions {
   std::string data;   ///< --data DIR|FILE ("" when not given)
   std::string inputs; ///< --inputs DIR ("" when not given)
   TextVocab textVocab = TextVocab::Bytes;
-  uint64_t seed = 0; ///< of the text batches
+  /// --data-dtype: the ids of a raw token file (Tokens.h).
+  TokenDType dataDType = TokenDType::UInt16;
+  uint64_t seed = 0; ///< of the text and token batches
+  /// --val-data DIR|FILE: the validation data, in the form of --data ("":
+  /// none, or the --val-split part of --data).
+  std::string valData;
+  /// --val-split F: the last fraction F of a text or token file is
+  /// validation data, the rest training data (0: none).
+  double valSplit = 0;
+  bool hasValidation() const { return !valData.empty() || valSplit > 0; }
 };
 
 /// The data directory or text file: DataOptions::data or ::inputs, else
@@ -100,7 +111,14 @@ struct RankProgram {
   std::map<int64_t, Buffer> adamM, adamV;  ///< AdamW state by index
   std::map<int64_t, Dataset> datasets;     ///< by input index
   std::map<int64_t, Buffer> inputs;        ///< by input index
-  std::unique_ptr<TextData> text;          ///< text data instead of datasets
+  /// Text data (its vocabulary; the tokens are trainTokens').
+  std::shared_ptr<const TextData> text;
+  /// A language model's tokens (text or a token file) instead of datasets:
+  /// the training part and, with DataOptions::hasValidation, the
+  /// validation part.
+  std::optional<TokenSource> trainTokens, valTokens;
+  /// Validation datasets (--val-data DIR), by input index.
+  std::map<int64_t, Dataset> valDatasets;
   Buffer loss{1};
   bool hasLoss = false;
   std::vector<std::vector<int64_t>> descriptors;
@@ -144,9 +162,16 @@ loadRankProgram(const Plan &plan, int32_t rank, const DataOptions &data,
 llvm::Error readParamLayout(const RankProgram &rp, llvm::StringRef file,
                             std::map<int64_t, Buffer> &into);
 
-/// Copies the samples of step `step` (0-based) into the input buffers
-/// (docs/plan-json.md, "Data").
-void fillInputs(RankProgram &rp, int64_t step);
+/// Which data fillInputs takes.
+enum class Split { Train, Validation };
+
+/// Copies the samples of step `step` (0-based) of the training data, or of
+/// validation batch `step` (0-based within an evaluation; the same batches
+/// at every evaluation), into the input buffers (docs/plan-json.md,
+/// "Data"). Errors: a token file that cannot be read, a token outside the
+/// model's vocabulary; both name the file.
+llvm::Error fillInputs(RankProgram &rp, int64_t step,
+                       Split split = Split::Train);
 
 /// Applies the optimizer to every parameter with a gradient, with gradient
 /// scale 1 / num_microbatches (zbrt_sgd_step / zbrt_adamw_step; `step` is

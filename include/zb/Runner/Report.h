@@ -32,11 +32,28 @@ struct StepResult {
   int64_t step = 0;  ///< 1-based
   double loss = 0;   ///< loss / num_microbatches of the loss rank
   double timeMs = 0; ///< max over ranks of the step's wall time
+  double lr = 0;     ///< the learning rate of the step's optimizer step
+  /// The global L2 norm of the mean gradient (before clipping), where known.
+  std::optional<double> gradNorm;
+  bool skipped = false; ///< the optimizer step was skipped (non-finite)
+  /// Token ids per second of step time (text and token data).
+  std::optional<double> tokensPerSecond;
+  /// Estimated seconds until the run's last step (rank 0's wall clock).
+  std::optional<double> etaSeconds;
+};
+
+/// One evaluation (zb-run --eval-every): the mean loss of `batches`
+/// validation batches after step `step`.
+struct EvalResult {
+  int64_t step = 0;
+  double loss = 0;
+  int64_t batches = 0;
 };
 
 /// Everything of the end-of-run report (rank 0).
 struct RunReport {
   std::vector<StepResult> steps;
+  std::vector<EvalResult> evals;
   /// Per rank: mean realized bubble rate over the measured steps
   /// (zbrt::computeBubble); std::nullopt for a rank without traced actions.
   std::vector<std::optional<double>> realizedBubbleRate;
@@ -64,7 +81,11 @@ struct RunReport {
 };
 
 /// "step   3  loss 0.412000  time 1.62 ms".
-void printStepLine(llvm::raw_ostream &os, const StepResult &step);
+/// "step  12  loss 2.345678  time 8.40 ms  lr 3.00e-03  norm 1.2345
+/// 24381 tok/s  eta 1m04s" (norm, tok/s and eta where known), with a
+/// newline or (a terminal's progress line) without.
+void printStepLine(llvm::raw_ostream &os, const StepResult &step,
+                   bool newline = true);
 
 /// The text report: schedule, predicted bubble rates, realized step time,
 /// realized/predicted bubble per rank, replayed and at-measured bubble,

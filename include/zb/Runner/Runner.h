@@ -21,6 +21,7 @@
 #ifndef ZB_RUNNER_RUNNER_H
 #define ZB_RUNNER_RUNNER_H
 
+#include "zb/Formats/Training.h"
 #include "zb/Runner/GradSync.h"
 #include "zb/Runner/RankProgram.h"
 
@@ -37,6 +38,17 @@ using formats::Plan;
 enum class Backend { Cpu, Cuda, Auto };
 enum class ReportFormat { Text, Json };
 
+/// The optimizer flags of zb-run (std::nullopt: not given), over plan.json's
+/// optimizer and a resumed checkpoint's settings (resolveTrainingSettings).
+struct TrainingFlags {
+  std::optional<double> lr;                              ///< --lr
+  std::optional<formats::LrScheduleKind> lrSchedule;     ///< --lr-schedule
+  std::optional<int64_t> warmupSteps, decaySteps;        ///< --warmup-steps, --decay-steps
+  std::optional<double> minLr;                           ///< --min-lr
+  std::optional<double> weightDecay, beta1, beta2, eps;  ///< --weight-decay, --betas, --eps
+  std::optional<std::string> noDecay;                    ///< --no-decay
+};
+
 /// zb-run's options (tools/zb-run/zb-run.cpp documents each one).
 struct RunOptions {
   std::string planDir; ///< the zb-compile output directory
@@ -48,7 +60,16 @@ struct RunOptions {
   bool deterministic = false;
   /// --cuda-graphs on|off (the CUDA backend's step graphs).
   bool cudaGraphs = true;
-  std::optional<double> lr; ///< --lr, overriding plan.json's optimizer
+  /// --lr, --lr-schedule, --warmup-steps, ...: over plan.json's optimizer.
+  TrainingFlags training;
+  /// --eval-every N (0: no evaluation), --eval-steps K: every N steps and
+  /// after the last, the mean loss over K validation batches (no optimizer
+  /// step); the validation data is DataOptions::valData or ::valSplit.
+  int64_t evalEvery = 0;
+  int64_t evalSteps = 10;
+  /// --metrics FILE: JSON lines of every step and evaluation (rank 0;
+  /// appended to when resuming). "" = none.
+  std::string metricsFile;
   std::string traceFile;    ///< --trace FILE
   std::string profileFile;  ///< --profile FILE
   Backend backend = Backend::Auto;
@@ -71,8 +92,18 @@ struct RunOptions {
 };
 
 /// Checks the options that need no plan (--steps >= 1, --print-every >= 1,
-/// --ranks >= 1).
+/// --ranks >= 1, --eval-every needs validation data, ...).
 llvm::Error checkOptions(const RunOptions &options);
+
+/// The run's optimizer settings: plan.json's optimizer, then a resumed
+/// checkpoint's settings (`resumed`), then the flags. A cosine or linear
+/// schedule whose decay end neither the flags nor the checkpoint give
+/// decays until `lastStep` (the run's last step). Errors (checked by
+/// formats::checkTrainingSettings) name the flag.
+llvm::Expected<formats::TrainingSettings>
+resolveTrainingSettings(const TrainingFlags &flags, const Plan &plan,
+                        const std::optional<formats::TrainingSettings> &resumed,
+                        int64_t lastStep);
 
 /// The backend that runs `plan`: Auto follows the plan's target. A plan
 /// compiled for --target cuda runs only on the cuda backend and a cpu plan

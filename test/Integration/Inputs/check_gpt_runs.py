@@ -37,6 +37,8 @@ def main():
     ap.add_argument("--params-rel-tol", type=float, default=None,
                     help="instead of bit-identical final parameters across "
                          "runs: max |a - b| / max(|a|, 1) across runs")
+    ap.add_argument("--no-decay", default="1d,embeddings",
+                    help="zb-run --no-decay of the runs (AdamW's groups)")
     ap.add_argument("runs", nargs="+")
     a = ap.parse_args()
 
@@ -77,7 +79,8 @@ def main():
     plan = json.load(open(os.path.join(plan_dir, "plan.json")))
     p = ref.load_params(plan_dir, plan)
     batches = ref.batch_source(plan, a.text, a.data, a.seed)
-    optimizer = ref.Optimizer(plan["optimizer"], p)
+    optimizer = ref.Optimizer(plan["optimizer"], p, infos=plan["params"],
+                              no_decay=a.no_decay)
     ok = same_loss and same_params
     for step in range(a.steps):
         total, grads = ref.step_loss_and_grads(p, a.layers, a.heads, plan,

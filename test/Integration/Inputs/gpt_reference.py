@@ -221,9 +221,17 @@ class Optimizer:
     AdamW in the form of torch.optim.AdamW (Loshchilov & Hutter, ICLR 2019,
     Algorithm 2: decoupled weight decay, bias-corrected moments)."""
 
-    def __init__(self, opt, params, lr=None):
+    def __init__(self, opt, params, lr=None, infos=None,
+                 no_decay="1d,embeddings"):
+        """infos: plan.json's "params" (names and shapes), for zb-run's
+        weight-decay groups: with no_decay "1d,embeddings" (zb-run's default
+        --no-decay) parameters of fewer than 2 dimensions and those named
+        like *emb*, *wte*, *wpe* are not decayed; other comma items are
+        fnmatch globs; "" decays everything."""
         self.opt = opt
         self.lr = lr if lr is not None else opt["lr"]
+        self.decay = [decayed(info, no_decay) if infos else True
+                      for info in (infos or params)]
         self.m = [np.zeros_like(p) for p in params]
         self.v = [np.zeros_like(p) for p in params]
         self.t = 0
@@ -240,7 +248,8 @@ class Optimizer:
         for i, (p, g) in enumerate(zip(params, grads)):
             if opt["name"] == "adamw":
                 b1, b2 = opt["beta1"], opt["beta2"]
-                p *= 1 - lr * opt["weight_decay"]
+                if self.decay[i]:
+                    p *= 1 - lr * opt["weight_decay"]
                 self.m[i] = b1 * self.m[i] + (1 - b1) * g
                 self.v[i] = b2 * self.v[i] + (1 - b2) * g * g
                 mhat = self.m[i] / (1 - b1 ** self.t)
@@ -249,6 +258,23 @@ class Optimizer:
             else:
                 p -= lr * g
         return norm
+
+
+def decayed(info, no_decay):
+    """Whether zb-run's AdamW decays the plan.json parameter `info` under
+    --no-decay `no_decay` (docs/training.md)."""
+    import fnmatch
+    for item in (i.strip() for i in no_decay.split(",")):
+        if item in ("", "none"):
+            continue
+        if item == "1d":
+            if len(info["shape"]) < 2:
+                return False
+            continue
+        globs = ["*emb*", "*wte*", "*wpe*"] if item == "embeddings" else [item]
+        if any(fnmatch.fnmatchcase(info["name"], g) for g in globs):
+            return False
+    return True
 
 
 def main():
@@ -266,7 +292,7 @@ def main():
     plan = json.load(open(os.path.join(a.plan_dir, "plan.json")))
     params = load_params(a.plan_dir, plan)
     batches = batch_source(plan, a.text, a.data, a.seed)
-    optimizer = Optimizer(plan["optimizer"], params, a.lr)
+    optimizer = Optimizer(plan["optimizer"], params, a.lr, plan["params"])
     for step in range(1 if a.grads else a.steps):
         total, grads = step_loss_and_grads(params, a.layers, a.heads, plan,
                                            *batches(step))
