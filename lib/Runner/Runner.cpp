@@ -506,12 +506,19 @@ void StepLoop::evaluate(int64_t stepsDone) {
 }
 
 void StepLoop::announceText() {
-  if (rank != 0 || !rp.text)
+  if (rank != 0 || !rp.trainTokens)
     return;
-  (o.reportFormat == ReportFormat::Json ? errs() : outs())
-      << describeText(*rp.text) << "\n";
-  outs().flush();
-  if (!o.saveParams.empty() && o.data.textVocab == TextVocab::Chars)
+  raw_ostream &os = o.reportFormat == ReportFormat::Json ? errs() : outs();
+  os << describeSource(*rp.trainTokens);
+  if (rp.valTokens && rp.valTokens->path() == rp.trainTokens->path())
+    os << formatv("; training on [0, {0}), validating on [{0}, {1})",
+                  rp.trainTokens->end, rp.valTokens->end);
+  else if (rp.valTokens)
+    os << "; validating on " << describeSource(*rp.valTokens);
+  os << "\n";
+  os.flush();
+  if (rp.text && !o.saveParams.empty() &&
+      o.data.textVocab == TextVocab::Chars)
     if (Error e = writeVocabularyJson(*rp.text, o.saveParams + ".vocab.json"))
       zbrt_fatal(toString(std::move(e)).c_str());
 }

@@ -39,6 +39,20 @@ def main():
                          "runs: max |a - b| / max(|a|, 1) across runs")
     ap.add_argument("--no-decay", default="1d,embeddings",
                     help="zb-run --no-decay of the runs (AdamW's groups)")
+    ap.add_argument("--lr-schedule", default=None,
+                    help="zb-run --lr-schedule with --warmup-steps, "
+                         "--decay-steps, --min-lr")
+    ap.add_argument("--warmup-steps", type=int, default=0)
+    ap.add_argument("--decay-steps", type=int, default=0)
+    ap.add_argument("--min-lr", type=float, default=0.0)
+    ap.add_argument("--weight-decay", type=float, default=None)
+    ap.add_argument("--betas", default=None)
+    ap.add_argument("--val-split", type=float, default=0.0,
+                    help="zb-run --val-split: train on the first 1 - F of "
+                         "--text; with --eval-every N and --eval-steps K "
+                         "check the runs' \"evals\"")
+    ap.add_argument("--eval-every", type=int, default=0)
+    ap.add_argument("--eval-steps", type=int, default=10)
     ap.add_argument("runs", nargs="+")
     a = ap.parse_args()
 
@@ -78,20 +92,46 @@ def main():
     plan_dir = a.runs[0]
     plan = json.load(open(os.path.join(plan_dir, "plan.json")))
     p = ref.load_params(plan_dir, plan)
-    batches = ref.batch_source(plan, a.text, a.data, a.seed)
-    optimizer = ref.Optimizer(plan["optimizer"], p, infos=plan["params"],
+    part = ("train", a.val_split) if a.val_split else None
+    batches = ref.batch_source(plan, a.text, a.data, a.seed, part)
+    opt = dict(plan["optimizer"])
+    if a.weight_decay is not None:
+        opt["weight_decay"] = a.weight_decay
+    if a.betas:
+        opt["beta1"], opt["beta2"] = (float(b) for b in a.betas.split(","))
+    optimizer = ref.Optimizer(opt, p, infos=plan["params"],
                               no_decay=a.no_decay)
+    if a.lr_schedule:
+        optimizer.schedule = (a.lr_schedule, a.warmup_steps, a.decay_steps,
+                              a.min_lr)
+    evals = {}
+    if a.eval_every:
+        with open(a.runs[0] + ".json") as f:
+            evals = {e["step"]: e["val_loss"]
+                     for e in json.load(f).get("evals", [])}
+        val_batches = ref.batch_source(plan, a.text, None, a.seed,
+                                       ("val", a.val_split))
     ok = same_loss and same_params
     for step in range(a.steps):
         total, grads = ref.step_loss_and_grads(p, a.layers, a.heads, plan,
                                                *batches(step))
         if step + 1 not in skip:
-            optimizer.step(p, grads, a.grad_clip)
+            optimizer.step(p, grads, a.grad_clip, train_step=step + 1)
         diff = abs(losses[0][step] - total)
         good = diff <= a.tol
         ok = ok and good
         print(f"step {step + 1}: zb {losses[0][step]:.7f} reference "
               f"{total:.7f} diff {diff:.1e} {'ok' if good else 'MISMATCH'}")
+        if a.eval_every and ((step + 1) % a.eval_every == 0 or
+                             step + 1 == a.steps):
+            val = sum(ref.step_loss_and_grads(p, a.layers, a.heads, plan,
+                                              *val_batches(k))[0]
+                      for k in range(a.eval_steps)) / a.eval_steps
+            got = evals.get(step + 1)
+            good = got is not None and abs(got - val) <= a.tol
+            ok = ok and good
+            print(f"eval after step {step + 1}: zb {got} reference "
+                  f"{val:.7f} {'ok' if good else 'MISMATCH'}")
     # Final parameters against the reference (float32 vs float64).
     final = np.frombuffer(params[0], dtype="<f4")
     worst = 0.0

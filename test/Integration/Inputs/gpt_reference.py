@@ -183,14 +183,27 @@ def loss_and_grads(params, layers, heads, tokens, targets):
     return loss, grads
 
 
-def batch_source(plan, text=None, data=None, seed=0):
+# zb-run's validation batches use the seed XOR this (Tokens.h, RankProgram.cpp).
+VALIDATION_SEED_SALT = 0x76616c6964617465
+
+
+def batch_source(plan, text=None, data=None, seed=0, part=None):
     """step -> (tokens, targets) of that step's M * B sequences: text cut by
     text_batches (zb-run --data FILE.txt), or rows step*M*B.. of the
-    input_0.pb / input_1.pb of directory `data` (wrapping around)."""
+    input_0.pb / input_1.pb of directory `data` (wrapping around).
+    part: None (the whole text), ("train", F) or ("val", F): the first
+    1 - F or the last F of the text as zb-run --val-split F cuts it (the
+    validation batches with the seed XOR VALIDATION_SEED_SALT)."""
     M, B = plan["num_microbatches"], plan["microbatch_size"]
     T = plan["inputs"][0]["sample_shape"][0]
     if text:
         raw = np.frombuffer(open(text, "rb").read(), dtype=np.uint8)
+        if part:
+            split = len(raw) - int(len(raw) * part[1])
+            if part[0] == "train":
+                raw = raw[:split]
+            else:
+                raw, seed = raw[split:], seed ^ VALIDATION_SEED_SALT
         return lambda step: text_batches(raw, seed, step, M * B, T)
     toks_all, tgts_all = (read_pb(os.path.join(data, f"input_{i}.pb"))
                           for i in range(2))
@@ -232,19 +245,42 @@ class Optimizer:
         self.lr = lr if lr is not None else opt["lr"]
         self.decay = [decayed(info, no_decay) if infos else True
                       for info in (infos or params)]
+        self.schedule = None
         self.m = [np.zeros_like(p) for p in params]
         self.v = [np.zeros_like(p) for p in params]
         self.t = 0
 
-    def step(self, params, grads, clip=0.0):
+    def lr_at(self, step):
+        """The learning rate of step `step` (1-based); self.schedule is
+        (kind, warmup W, decay end D, floor m) or None (constant):
+        warmup L*s/W for s <= W, then with t = s-W-1, T = D-W-1 and
+        f = min(t, T)/T: cosine m + (L-m)(1+cos(pi f))/2, linear
+        L + (m-L) f (docs/training.md)."""
+        import math
+        if not self.schedule:
+            return self.lr
+        kind, w, d, m = self.schedule
+        if step <= w:
+            return self.lr * step / w
+        if kind == "constant":
+            return self.lr
+        t, total = step - w - 1, d - w - 1
+        f = 1.0 if total <= 0 else min(t, total) / total
+        if kind == "cosine":
+            return m + (self.lr - m) * (1 + math.cos(math.pi * f)) / 2
+        return self.lr + (m - self.lr) * f
+
+    def step(self, params, grads, clip=0.0, train_step=None):
         """One step; with clip > 0 the gradients are first scaled by
         clip / norm when their global L2 norm exceeds clip (zb-run
         --grad-clip). Returns the norm."""
-        opt, lr = self.opt, self.lr
+        opt = self.opt
         norm = float(np.sqrt(sum(float(np.sum(g * g)) for g in grads)))
         if clip > 0 and norm > clip:
             grads = [g * (clip / norm) for g in grads]
         self.t += 1
+        # The lr of the training step (1-based; skipped steps count).
+        lr = self.lr_at(train_step if train_step is not None else self.t)
         for i, (p, g) in enumerate(zip(params, grads)):
             if opt["name"] == "adamw":
                 b1, b2 = opt["beta1"], opt["beta2"]
