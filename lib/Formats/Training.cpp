@@ -8,6 +8,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/GlobPattern.h"
 
@@ -22,6 +23,9 @@ namespace {
 Error makeError(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
 }
+
+/// A number as %g prints it (formatv's default for doubles is fixed-point).
+std::string g(double x) { return llvm::formatv("{0}", llvm::format("%g", x)).str(); }
 
 constexpr std::pair<LrScheduleKind, StringLiteral> kLrSchedules[] = {
     {LrScheduleKind::Constant, "constant"},
@@ -62,10 +66,10 @@ Error zb::formats::checkLrSchedule(const LrSchedule &s) {
   if (!isValidLearningRate(s.lr))
     return makeError(formatv("--lr must be a finite float32 number > 0 (at "
                              "most 3.4e38), got {0}",
-                             s.lr));
+                             g(s.lr)));
   if (!(s.minLr >= 0) || !(s.minLr <= s.lr))
     return makeError(formatv("--min-lr must be in [0, lr = {0}], got {1}",
-                             s.lr, s.minLr));
+                             g(s.lr), g(s.minLr)));
   if (s.warmupSteps < 0)
     return makeError(
         formatv("--warmup-steps must be >= 0, got {0}", s.warmupSteps));
@@ -95,14 +99,14 @@ Error zb::formats::checkTrainingSettings(const TrainingSettings &s) {
     if (!(beta >= 0 && beta < 1))
       return makeError(formatv("--betas: the {0} beta must be in [0, 1), got "
                                "{1}",
-                               flag, beta));
+                               flag, g(beta)));
   if (!(s.eps > 0) || !std::isfinite(s.eps))
     return makeError(formatv("--eps must be a finite number > 0, got {0}",
-                             s.eps));
+                             g(s.eps)));
   if (!(s.weightDecay >= 0) || !std::isfinite(s.weightDecay))
     return makeError(formatv("--weight-decay must be a finite number >= 0, "
                              "got {0}",
-                             s.weightDecay));
+                             g(s.weightDecay)));
   if (s.weightDecay > 0 && s.optimizer != Optimizer::AdamW)
     return makeError("--weight-decay needs AdamW: compile the plan with "
                      "zb-compile --optimizer adamw");
@@ -110,7 +114,7 @@ Error zb::formats::checkTrainingSettings(const TrainingSettings &s) {
     return makeError(formatv("--weight-decay {0} with --lr {1}: AdamW "
                              "multiplies the parameters by 1 - lr * "
                              "weight_decay, which must stay > 0",
-                             s.weightDecay, s.lr.lr));
+                             g(s.weightDecay), g(s.lr.lr)));
   return Error::success();
 }
 

@@ -10,7 +10,7 @@
 
 #include "zb/Support/JSON.h"
 
-#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -47,15 +47,17 @@ public:
     if (!isFlag(name))
       return makeError(where + ": unknown setting '" + key +
                        "' (zb-run has no --" + name + "; see zb-run --help)");
-    if (!seen.insert(name).second)
-      return makeError(where + ": '" + key + "' is set twice");
+    auto [it, inserted] = seen.try_emplace(name, where);
+    if (!inserted)
+      return makeError(where + ": '" + key + "' is set twice (also at " +
+                       it->second + ")");
     args.push_back("--" + name + "=" + value.str());
     return Error::success();
   }
 
   StringRef path;
   function_ref<bool(StringRef)> isFlag;
-  StringSet<> seen;
+  StringMap<std::string> seen; ///< flag name -> where it was set
   std::vector<std::string> args;
 };
 

@@ -408,7 +408,8 @@ void StepLoop::announceSettings() {
   os << zb::optimizerName(settings.optimizer)
      << formatv(" lr {0}", llvm::format("%g", lr.lr));
   if (lr.warmupSteps > 0)
-    os << formatv(", warmup {0} steps", lr.warmupSteps);
+    os << formatv(", warmup {0} step{1}", lr.warmupSteps,
+                  lr.warmupSteps == 1 ? "" : "s");
   if (lr.kind != zb::formats::LrScheduleKind::Constant)
     os << ", " << zb::formats::lrScheduleName(lr.kind)
        << formatv(" decay to {0} at step {1}", llvm::format("%g", lr.minLr),
@@ -803,7 +804,7 @@ Error zb::runner::checkOptions(const RunOptions &o) {
                      "FILE|DIR or --val-split F");
   if (o.data.valSplit != 0 && !(o.data.valSplit > 0 && o.data.valSplit < 1))
     return makeError(formatv("--val-split must be in (0, 1), got {0}",
-                             o.data.valSplit));
+                             llvm::format("%g", o.data.valSplit)));
   if (o.evalEvery > 0 && o.reportGradients)
     return makeError("--eval-every does not go with --report-gradients");
   return Error::success();

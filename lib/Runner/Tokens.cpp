@@ -9,6 +9,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
@@ -97,6 +98,93 @@ bool zb::runner::isTokenFile(StringRef path) {
   return magic == kLlmcMagic16 || magic == kLlmcMagic32;
 }
 
+Expected<TokenFileLayout>
+zb::runner::parseTokenFileLayout(StringRef head, uint64_t size,
+                                 TokenDType rawDType, StringRef path) {
+  TokenFileLayout l;
+  char first[16] = {};
+  std::memcpy(first, head.data(), std::min<size_t>(head.size(), 16));
+  const int32_t magic = (int32_t)support::endian::read32le(first);
+  if (head.size() >= 10 && head.starts_with("\x93NUMPY")) {
+    // NumPy's format (numpy.lib.format): magic, version, header length, a
+    // Python dict literal padded with spaces.
+    l.format = TokenFileFormat::Npy;
+    const unsigned major = (unsigned char)first[6];
+    if (major < 1 || major > 3)
+      return fail(path, formatv("npy format version {0} is not 1, 2 or 3",
+                                major));
+    const uint64_t lenBytes = major == 1 ? 2 : 4;
+    const uint64_t headerLen = major == 1
+                                   ? support::endian::read16le(first + 8)
+                                   : support::endian::read32le(first + 8);
+    l.dataOffset = 8 + lenBytes + headerLen;
+    if (l.dataOffset > head.size() || l.dataOffset > size)
+      return fail(path, "npy header runs past the end of the file");
+    StringRef header = head.substr(8 + lenBytes, headerLen);
+    std::optional<StringRef> descr = npyField(header, "descr");
+    std::optional<StringRef> order = npyField(header, "fortran_order");
+    std::optional<StringRef> shape = npyField(header, "shape");
+    if (!descr || !order || !shape)
+      return fail(path, "npy header without descr, fortran_order or shape: " +
+                            header.trim());
+    StringRef d = descr->trim("'\" ");
+    if (d == "<u2")
+      l.idBytes = 2;
+    else if (d == "<u4")
+      l.idBytes = 4;
+    else if (d == "<i4")
+      l.idBytes = 4, l.isSigned = true;
+    else if (d == "<i8")
+      l.idBytes = 8, l.isSigned = true;
+    else
+      return fail(path, "npy dtype '" + d +
+                            "' is not a token id type (<u2, <u4, <i4, <i8)");
+    if (order->trim() != "False")
+      return fail(path, "npy array in Fortran order (write it C-ordered)");
+    SmallVector<StringRef> dims;
+    shape->split(dims, ',', -1, /*KeepEmpty=*/false);
+    uint64_t n = 0;
+    if (dims.size() != 1 || dims[0].trim().getAsInteger(10, n))
+      return fail(path, "npy array of shape (" + *shape +
+                            "): token data must be 1-D");
+    const uint64_t payload = size - l.dataOffset;
+    if (n > payload / (uint64_t)l.idBytes)
+      return fail(path, formatv("npy shape ({0},) needs {1} ids of {2} bytes, "
+                                "the file has {3} bytes of data",
+                                n, n, l.idBytes, payload));
+    l.numTokens = (int64_t)n;
+  } else if (size >= kLlmcHeaderBytes && head.size() >= 16 &&
+             (magic == kLlmcMagic16 || magic == kLlmcMagic32)) {
+    l.format = TokenFileFormat::LlmC;
+    const int32_t version = (int32_t)support::endian::read32le(first + 4);
+    const int64_t n = (int32_t)support::endian::read32le(first + 8);
+    const int32_t want =
+        magic == kLlmcMagic16 ? kLlmcVersion16 : kLlmcVersion32;
+    if (version != want)
+      return fail(path, formatv("llm.c header: magic {0} needs version {1}, "
+                                "got {2}",
+                                magic, want, version));
+    l.idBytes = magic == kLlmcMagic16 ? 2 : 4;
+    l.dataOffset = kLlmcHeaderBytes;
+    const uint64_t payload = size - kLlmcHeaderBytes;
+    if (n < 0 || (uint64_t)n * (uint64_t)l.idBytes != payload)
+      return fail(path, formatv("llm.c header says {0} tokens of {1} bytes, "
+                                "the file has {2} bytes after the header",
+                                n, l.idBytes, payload));
+    l.numTokens = n;
+  } else {
+    l.idBytes = rawDType == TokenDType::UInt32 ? 4 : 2;
+    if (size % (uint64_t)l.idBytes)
+      return fail(path, formatv("{0} bytes is not a whole number of {1} ids "
+                                "(--data-dtype {1})",
+                                size, tokenDTypeName(l.idBytes, false)));
+    l.numTokens = (int64_t)(size / (uint64_t)l.idBytes);
+  }
+  if (l.numTokens == 0)
+    return fail(path, "no token ids");
+  return l;
+}
+
 Expected<std::unique_ptr<TokenFile>> TokenFile::open(StringRef path,
                                                      TokenDType rawDType) {
   std::unique_ptr<TokenFile> f(new TokenFile);
@@ -109,90 +197,18 @@ Expected<std::unique_ptr<TokenFile>> TokenFile::open(StringRef path,
   if (std::error_code ec = sys::fs::status(f->fd, st))
     return fail(path, "cannot read token data: " + ec.message());
   const uint64_t size = st.getSize();
-  char head[16] = {};
-  if (size >= 16)
-    if (Error e = readAt(f->fd, path, 0, head, 16))
-      return std::move(e);
-  const int32_t magic = (int32_t)support::endian::read32le(head);
-  uint64_t payload = size;
-  if (size >= 6 && std::memcmp(head, "\x93NUMPY", 6) == 0) {
-    // NumPy's format (numpy.lib.format): magic, version, header length, a
-    // Python dict literal padded with spaces.
-    f->fileFormat = TokenFileFormat::Npy;
-    const unsigned major = (unsigned char)head[6];
-    if (major < 1 || major > 3)
-      return fail(path, formatv("npy format version {0} is not 1, 2 or 3",
-                                major));
-    const uint64_t lenBytes = major == 1 ? 2 : 4;
-    const uint64_t headerLen = major == 1
-                                   ? support::endian::read16le(head + 8)
-                                   : support::endian::read32le(head + 8);
-    f->dataOffset = 8 + lenBytes + headerLen;
-    if (f->dataOffset > size || headerLen > (1 << 20))
-      return fail(path, "npy header runs past the end of the file");
-    std::string header(headerLen, '\0');
-    if (Error e = readAt(f->fd, path, 8 + lenBytes, header.data(), headerLen))
-      return std::move(e);
-    std::optional<StringRef> descr = npyField(header, "descr");
-    std::optional<StringRef> order = npyField(header, "fortran_order");
-    std::optional<StringRef> shape = npyField(header, "shape");
-    if (!descr || !order || !shape)
-      return fail(path, "npy header without descr, fortran_order or shape: " +
-                            StringRef(header).trim());
-    StringRef d = descr->trim("'\" ");
-    if (d == "<u2" || d == "|u2")
-      f->idBytes = 2;
-    else if (d == "<u4")
-      f->idBytes = 4;
-    else if (d == "<i4")
-      f->idBytes = 4, f->isSigned = true;
-    else if (d == "<i8")
-      f->idBytes = 8, f->isSigned = true;
-    else
-      return fail(path, "npy dtype '" + d +
-                            "' is not a token id type (<u2, <u4, <i4, <i8)");
-    if (*order != "False")
-      return fail(path, "npy array in Fortran order (write it C-ordered)");
-    SmallVector<StringRef> dims;
-    shape->split(dims, ',', -1, /*KeepEmpty=*/false);
-    int64_t n = 0;
-    if (dims.size() != 1 || dims[0].trim().getAsInteger(10, n) || n < 0)
-      return fail(path, "npy array of shape (" + *shape +
-                            "): token data must be 1-D");
-    payload = size - f->dataOffset;
-    if ((uint64_t)n * f->idBytes > payload)
-      return fail(path, formatv("npy shape ({0},) needs {1} bytes of ids, the "
-                                "file has {2}",
-                                n, (uint64_t)n * f->idBytes, payload));
-    f->count = n;
-  } else if (size >= kLlmcHeaderBytes &&
-             (magic == kLlmcMagic16 || magic == kLlmcMagic32)) {
-    f->fileFormat = TokenFileFormat::LlmC;
-    const int32_t version = (int32_t)support::endian::read32le(head + 4);
-    const int64_t n = (int32_t)support::endian::read32le(head + 8);
-    const int32_t want = magic == kLlmcMagic16 ? kLlmcVersion16 : kLlmcVersion32;
-    if (version != want)
-      return fail(path, formatv("llm.c header: magic {0} needs version {1}, "
-                                "got {2}",
-                                magic, want, version));
-    f->idBytes = magic == kLlmcMagic16 ? 2 : 4;
-    f->dataOffset = kLlmcHeaderBytes;
-    payload = size - kLlmcHeaderBytes;
-    if (n < 0 || (uint64_t)n * f->idBytes != payload)
-      return fail(path, formatv("llm.c header says {0} tokens of {1} bytes, "
-                                "the file has {2} bytes after the header",
-                                n, f->idBytes, payload));
-    f->count = n;
-  } else {
-    f->idBytes = rawDType == TokenDType::UInt32 ? 4 : 2;
-    if (size % f->idBytes)
-      return fail(path, formatv("{0} bytes is not a whole number of {1} ids "
-                                "(--data-dtype {1})",
-                                size, f->dtypeName()));
-    f->count = (int64_t)(size / f->idBytes);
-  }
-  if (f->count == 0)
-    return fail(path, "no token ids");
+  std::string head(std::min(size, kTokenFileHeaderBytes), '\0');
+  if (Error e = readAt(f->fd, path, 0, head.data(), head.size()))
+    return std::move(e);
+  Expected<TokenFileLayout> layout =
+      parseTokenFileLayout(head, size, rawDType, path);
+  if (!layout)
+    return layout.takeError();
+  f->fileFormat = layout->format;
+  f->dataOffset = layout->dataOffset;
+  f->idBytes = layout->idBytes;
+  f->isSigned = layout->isSigned;
+  f->count = layout->numTokens;
   return std::move(f);
 }
 
@@ -201,10 +217,14 @@ TokenFile::~TokenFile() {
     sys::fs::closeFile(fd);
 }
 
-const char *TokenFile::dtypeName() const {
+const char *zb::runner::tokenDTypeName(int64_t idBytes, bool isSigned) {
   if (isSigned)
     return idBytes == 8 ? "int64" : "int32";
   return idBytes == 4 ? "uint32" : "uint16";
+}
+
+const char *TokenFile::dtypeName() const {
+  return tokenDTypeName(idBytes, isSigned);
 }
 
 Error TokenFile::read(int64_t first, int64_t n, int64_t *out) const {
@@ -270,7 +290,8 @@ zb::runner::splitSource(const TokenSource &all, double fraction,
                         int64_t seqLen) {
   if (!(fraction > 0 && fraction < 1))
     return fail(all.path(),
-                formatv("--val-split must be in (0, 1), got {0}", fraction));
+                formatv("--val-split must be in (0, 1), got {0}",
+                        format("%g", fraction)));
   const int64_t valTokens = (int64_t)((double)all.size() * fraction);
   TokenSource train = all, val = all;
   train.end = all.end - valTokens;
@@ -281,7 +302,8 @@ zb::runner::splitSource(const TokenSource &all, double fraction,
       return fail(all.path(),
                   formatv("--val-split {0} leaves {1} tokens for {2}, but "
                           "sequences of {3} tokens need at least {4}",
-                          fraction, part->size(), what, seqLen, seqLen + 2));
+                          format("%g", fraction), part->size(), what, seqLen,
+                          seqLen + 2));
   return std::make_pair(std::move(train), std::move(val));
 }
 

@@ -36,7 +36,9 @@
 namespace zb::runner {
 
 /// The command-line arguments of the settings in `path`, "--name=value"
-/// each, in the file's order. `isFlag(name)` says whether zb-run has the
+/// each, in the order of the keys (sorted within a table, as toml++ and
+/// llvm::json keep them: each flag may be set once, so the order does not
+/// matter). `isFlag(name)` says whether zb-run has the
 /// flag --name. Errors name the file, the line (TOML) and the key: a file
 /// that cannot be read or parsed, an unknown flag, a value that is not a
 /// string, number, boolean or array of them, tables nested more than one

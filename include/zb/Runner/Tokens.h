@@ -48,6 +48,27 @@ const char *tokenFileFormatName(TokenFileFormat format);
 /// .bin or .npy, or a file starting with llm.c's magic.
 bool isTokenFile(llvm::StringRef path);
 
+/// Where a token file keeps its ids.
+struct TokenFileLayout {
+  TokenFileFormat format = TokenFileFormat::Raw;
+  uint64_t dataOffset = 0; ///< bytes before the first id
+  int64_t idBytes = 2;     ///< 2, 4 or 8
+  bool isSigned = false;   ///< npy <i4 / <i8
+  int64_t numTokens = 0;   ///< >= 1; dataOffset + numTokens * idBytes <= size
+};
+
+/// The most bytes of a file parseTokenFileLayout looks at (an npy header is
+/// far shorter).
+constexpr uint64_t kTokenFileHeaderBytes = 65536;
+
+/// The layout of a token file of `size` bytes whose first bytes are `head`
+/// (min(size, kTokenFileHeaderBytes) of them): npy by its magic, llm.c by
+/// its magic, else raw ids of `rawDType`. Errors name `path`: a bad llm.c or
+/// npy header, a size that is not a whole number of ids, no ids.
+llvm::Expected<TokenFileLayout>
+parseTokenFileLayout(llvm::StringRef head, uint64_t size,
+                     TokenDType rawDType, llvm::StringRef path);
+
 /// An open token file. Reading is thread-compatible (pread).
 class TokenFile {
 public:
@@ -81,6 +102,9 @@ private:
   bool isSigned = false;
   int64_t count = 0;
 };
+
+/// "uint16", "uint32", "int32" or "int64" for ids of `idBytes` bytes.
+const char *tokenDTypeName(int64_t idBytes, bool isSigned);
 
 /// The tokens of one split of the data: ids [begin, end) of a text (held in
 /// memory) or of a token file. The training and validation parts of
