@@ -12,12 +12,13 @@ which the lr reaches min_lr m), training step s = 1, 2, ... (the lr the
 optimizer uses at step s):
 
   s <= W:  lr = L * s / W
-  s > W:   t = s - W - 1, T = D - W - 1 (D >= W + 2)
+  s > W:   t = s - W - 1, T = D - W - 1, f = min(t, T) / T (1 if T = 0)
     constant: lr = L
-    cosine:   lr = m + (L - m) * (1 + cos(pi * min(t, T) / T)) / 2
-    linear:   lr = L + (m - L) * min(t, T) / T
+    cosine:   lr = m + (L - m) * (1 + cos(pi * f)) / 2
+    linear:   lr = L + (m - L) * f
 
-so the lr is L at step W + 1 and m from step D on. In torch
+so the lr is L at step W + 1 and m from step D on (the fixtures have
+D >= W + 2: torch's schedulers divide by T = 0). In torch
 (schedulers()): warmup LinearLR(start_factor=1/W, end_factor=1,
 total_iters=W-1) (W = 1: ConstantLR(factor=1), the lr L at step 1; W = 0: no
 warmup), then, from step W + 1 (SequentialLR milestone W), ConstantLR(
@@ -70,9 +71,10 @@ def zb_lr(s, schedule, lr, warmup, decay, min_lr):
     if schedule == "constant":
         return lr
     t, T = s - warmup - 1, decay - warmup - 1
+    f = min(t, T) / T if T > 0 else 1.0  # D = W + 1: m right after warmup
     if schedule == "cosine":
-        return min_lr + (lr - min_lr) * (1 + math.cos(math.pi * min(t, T) / T)) / 2
-    return lr + (min_lr - lr) * min(t, T) / T
+        return min_lr + (lr - min_lr) * (1 + math.cos(math.pi * f)) / 2
+    return lr + (min_lr - lr) * f
 
 
 def schedulers(optimizer, schedule, lr, warmup, decay, min_lr):

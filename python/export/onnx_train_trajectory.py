@@ -27,7 +27,8 @@ and weight decay 0 for the parameters --no-decay names. SPEC is a comma
 list: `1d` = every parameter with fewer than 2 dimensions (biases, norm
 weights), `embeddings` = the names matching one of the globs *emb*, *wte*,
 *wpe*, any other item = a glob on the parameter name (fnmatchcase: shell
-wildcards, case-sensitive); '' (default) = decay everything.
+wildcards, case-sensitive); '' or `none` = decay everything. Default
+1d,embeddings, zb-run's --no-decay default.
 Learning-rate schedules (--lr-schedule, default constant): zb's warmup +
 constant | cosine | linear decay to --min-lr at step --decay-steps (default
 `steps`) as python/export/lr_schedule_fixtures.py defines them and builds
@@ -64,7 +65,8 @@ EMBEDDING_GLOBS = ("*emb*", "*wte*", "*wpe*")
 def no_decay_names(model, spec):
     """The names of the parameters --no-decay SPEC exempts (module
     docstring)."""
-    items = [i.strip() for i in spec.split(",") if i.strip()]
+    items = [i.strip() for i in spec.split(",")
+             if i.strip() and i.strip() != "none"]
     globs = [g for i in items if i != "1d"
              for g in (EMBEDDING_GLOBS if i == "embeddings" else (i,))]
     names = [n for n, p in model.named_parameters()
@@ -139,8 +141,9 @@ def main():
     ap.add_argument("--eps", type=float, default=1e-8)
     ap.add_argument("--weight-decay", type=float, default=None,
                     help="adamw only (default 0.01)")
-    ap.add_argument("--no-decay", default="", metavar="SPEC",
-                    help="adamw only: 1d, embeddings, globs (comma list)")
+    ap.add_argument("--no-decay", default=None, metavar="SPEC",
+                    help="adamw only: 1d, embeddings, globs (comma list; "
+                    "default 1d,embeddings)")
     ap.add_argument("--lr-schedule", choices=lrs_fx.SCHEDULES,
                     default="constant")
     ap.add_argument("--warmup-steps", type=int, default=0)
@@ -151,11 +154,14 @@ def main():
     ap.add_argument("--out", default="train_expected.json",
                     help="the file written in DIR")
     a = ap.parse_args()
-    if a.optimizer == "sgd" and (a.weight_decay is not None or a.no_decay):
+    if a.optimizer == "sgd" and (a.weight_decay is not None or
+                                 a.no_decay is not None):
         ap.error("--weight-decay and --no-decay are adamw's (zb's SGD has no "
                  "weight decay)")
     if a.weight_decay is None:
         a.weight_decay = 0.01
+    if a.no_decay is None:
+        a.no_decay = "1d,embeddings"
     if a.decay_steps is None:
         a.decay_steps = a.steps
     tokens = onnx.numpy_helper.to_array(

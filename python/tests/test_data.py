@@ -38,7 +38,7 @@ def test_bytes_all_formats(tmp_path, text, fmt, dtype):
     written = zb.data.tokenize(text, out, "bytes", dtype=dtype, fmt=fmt,
                                chunk_bytes=7)
     n = 10 * len(BYTES)
-    assert written == [(str(out), n)]
+    assert written == [(str(out), n, dtype or "uint16")]
     little = "<u4" if dtype == "uint32" else "<u2"
     ids, header = read_back(out, fmt, little)
     assert ids.dtype == np.dtype(little) and ids.shape == (n,)
@@ -59,7 +59,9 @@ def test_val_split(tmp_path, text, fmt):
     written = zb.data.tokenize(text, out, "bytes", val_fraction=0.1, fmt=fmt)
     train = int(n * 0.9)  # nanoGPT's split
     val_out = tmp_path / "shakespeare_val.bin"
-    assert written == [(str(out), train), (str(val_out), n - train)]
+    assert written == [(str(out), train, "uint16"),
+                       (str(val_out), n - train, "uint16")]
+    assert written[1].path == str(val_out) and written[1].tokens == n - train
     (a, ha), (b, hb) = read_back(out, fmt), read_back(val_out, fmt)
     np.testing.assert_array_equal(np.concatenate([a, b]), np.tile(BYTES, 10))
     if fmt == "llmc":
@@ -67,9 +69,9 @@ def test_val_split(tmp_path, text, fmt):
     # Without "train" in the name: <stem>.val<suffix>.
     written = zb.data.tokenize(text, tmp_path / "tokens.npy", "bytes",
                                val_fraction=0.25, fmt="npy")
-    assert [os.path.basename(p) for p, _ in written] == ["tokens.npy",
-                                                         "tokens.val.npy"]
-    assert [k for _, k in written] == [int(n * 0.75), n - int(n * 0.75)]
+    assert [os.path.basename(w.path) for w in written] == ["tokens.npy",
+                                                           "tokens.val.npy"]
+    assert [w.tokens for w in written] == [int(n * 0.75), n - int(n * 0.75)]
     assert zb.data.val_path("/d/train/x.bin") == "/d/train/x.val.bin"
 
 
@@ -99,7 +101,7 @@ def test_cli(tmp_path, text):
          "uint32", "--val-fraction", "0.5"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     n = 10 * len(BYTES)
-    assert f"wrote {out}: {n // 2} tokens" in proc.stdout
+    assert f"wrote {out}: {n // 2} tokens, uint32" in proc.stdout
     assert f"wrote {tmp_path / 'val.bin'}: {n - n // 2} tokens" in proc.stdout
     ids, header = read_back(tmp_path / "val.bin", "llmc", "<u4")
     assert list(header[:3]) == [20240801, 7, n - n // 2]
@@ -131,7 +133,7 @@ def test_tokenizer_json(tmp_path, text):
     for chunk in (1, 50, 1 << 22):
         out = tmp_path / f"t{chunk}.bin"
         written = zb.data.tokenize(text, out, str(tok_path), chunk_bytes=chunk)
-        assert written == [(str(out), len(expected))]
+        assert written == [(str(out), len(expected), "uint16")]
         np.testing.assert_array_equal(np.fromfile(out, "<u2"), expected)
     assert tok.decode(list(np.fromfile(out, "<u2"))) == text.read_text(
         encoding="utf-8")
@@ -156,7 +158,8 @@ def test_gpt2_through_tiktoken(tmp_path, text, monkeypatch):
     written = zb.data.tokenize(text, tmp_path / "sub" / "g.bin", "gpt2",
                                chunk_bytes=10)
     expected = FakeEncoding(50257).encode_ordinary(text.read_text("utf-8"))
-    assert written == [(str(tmp_path / "sub" / "g.bin"), len(expected))]
+    assert written == [(str(tmp_path / "sub" / "g.bin"), len(expected),
+                        "uint16")]
     np.testing.assert_array_equal(np.fromfile(tmp_path / "sub" / "g.bin",
                                               "<u2"), expected)
     # A vocabulary beyond uint16: uint32 by default, an error for uint16.

@@ -69,6 +69,14 @@ def test_read_metrics_errors(tmp_path):
     bad = write(tmp_path / "bad2.jsonl", [LINES[0], '{"step": 2,'])
     with pytest.raises(ValueError, match=r"bad2\.jsonl:2: not valid JSON"):
         zb.read_metrics(bad)
+    # A run killed mid-line, then resumed: its first line follows the
+    # fragment on the same line.
+    glued = write(tmp_path / "glued.jsonl", [
+        LINES[0], '{"loss": 4.25, "lr": 0.0006, "st' + json.dumps(LINES[1]),
+        LINES[2]])
+    with pytest.warns(UserWarning, match=r"glued\.jsonl:2: skipped a trunc"):
+        m = zb.read_metrics(glued)
+    assert m.step == [1, 2, 3] and m.loss == [4.5, 4.25, None]
     bad = write(tmp_path / "bad3.jsonl", [LINES[0], "[1, 2]"])
     with pytest.raises(ValueError, match=r"bad3\.jsonl:2: not a JSON object"):
         zb.read_metrics(bad)

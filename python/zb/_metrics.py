@@ -67,13 +67,29 @@ def _number(where: str, obj: dict, key: str) -> Optional[float]:
     return float(value)
 
 
+def _after_truncated(line: str) -> Optional[dict]:
+    """The object a resumed run appended to a truncated last line (the two
+    on one line: ``{"loss": 4.1, "st{"loss": 4.0, ...}``), or None."""
+    at = line.find("{", 1)
+    while at > 0:
+        try:
+            obj = json.loads(line[at:])
+            if isinstance(obj, dict):
+                return obj
+        except ValueError:
+            pass
+        at = line.find("{", at + 1)
+    return None
+
+
 def read_metrics(path: Union[str, os.PathLike]) -> Metrics:
     """Reads a metrics file of ``zb-run --metrics`` (the module docstring
     gives its lines) into a Metrics, sorted by step; where a step appears
     more than once (a resumed run appends), its last line wins.
 
     A last line that is not valid JSON and has no newline after it (a run
-    killed while writing it) is skipped with a ``warnings.warn``.
+    killed while writing it) is skipped with a ``warnings.warn``; so is such
+    a line's start where a resumed run appended its first line to it.
 
     Raises:
         ValueError: naming the file and the line (1-based): a line that is
@@ -98,7 +114,11 @@ def read_metrics(path: Union[str, os.PathLike]) -> Metrics:
                 warnings.warn(f"{where}: skipped a truncated last line "
                               f"({e})", stacklevel=2)
                 continue
-            raise ValueError(f"{where}: not valid JSON: {e}") from None
+            obj = _after_truncated(line)
+            if obj is None:
+                raise ValueError(f"{where}: not valid JSON: {e}") from None
+            warnings.warn(f"{where}: skipped a truncated line's start (a "
+                          "resumed run appended after it)", stacklevel=2)
         if not isinstance(obj, dict):
             raise ValueError(f"{where}: not a JSON object")
         if "loss" not in obj and "val_loss" not in obj:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Callable, Optional, Union
+from typing import Callable, NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -35,6 +35,15 @@ FORMATS = ("nanogpt", "llmc", "npy")
 # llm.c's header (dev/data/data_common.py HEADERS_INFO): (magic, version).
 _LLMC_HEADER = {"uint16": (20240520, 1), "uint32": (20240801, 7)}
 _LLMC_HEADER_INT32S = 256
+
+
+class TokenFileInfo(NamedTuple):
+    """A file ``tokenize`` wrote: its path, number of ids and their dtype
+    ("uint16" or "uint32"; a raw nanogpt file of uint32 ids is read with
+    ``zb-run --data-dtype uint32``)."""
+    path: str
+    tokens: int
+    dtype: str
 
 
 def _gpt2() -> tuple[Callable[[str], list[int]], int]:
@@ -154,7 +163,7 @@ def tokenize(text_path: Union[str, os.PathLike],
              out_path: Union[str, os.PathLike], tokenizer: str = "gpt2",
              dtype: Optional[str] = None, val_fraction: float = 0.0,
              fmt: str = "nanogpt", *, chunk_bytes: int = 1 << 18
-             ) -> list[tuple[str, int]]:
+             ) -> list[TokenFileInfo]:
     """Tokenizes the text file ``text_path`` into ``out_path`` (the module
     docstring gives the formats and tokenizers).
 
@@ -174,8 +183,8 @@ def tokenize(text_path: Union[str, os.PathLike],
             256 KiB); the ids wait in a temporary file next to
             ``out_path``. The output's directory is created if missing.
     Returns:
-        [(path, number of ids)]: the training file, then the validation
-        file when ``val_fraction`` > 0.
+        [TokenFileInfo(path, number of ids, dtype)]: the training file, then
+        the validation file when ``val_fraction`` > 0.
     Raises:
         ValueError: an unknown format, dtype, tokenizer or fraction; uint16
             for a vocabulary larger than 65536; a split that leaves a file
@@ -225,11 +234,12 @@ def tokenize(text_path: Union[str, os.PathLike],
                 raise ValueError(f"{text_path}: val_fraction {val_fraction} "
                                  f"of {count} tokens leaves a file without "
                                  "tokens")
-            written = [(out_path, train)]
+            written = [TokenFileInfo(out_path, train, dtype)]
             if train < count:
-                written.append((val_path(out_path), count - train))
+                written.append(TokenFileInfo(val_path(out_path),
+                                             count - train, dtype))
             first = 0
-            for path, n in written:
+            for path, n, _ in written:
                 _write(path, fmt, dtype, spool, first, n)
                 first += n
     return written
@@ -262,9 +272,11 @@ def _main(argv) -> int:
     except (ValueError, ImportError, RuntimeError, OSError) as e:
         print(f"zb.data: error: {e}", file=sys.stderr)
         return 1
-    for path, n in written:
-        print(f"wrote {path}: {n} tokens, {os.path.getsize(path)} bytes "
-              f"({args.format}, tokenizer {args.tokenizer})")
+    for path, n, dtype in written:
+        print(f"wrote {path}: {n} tokens, {dtype}, {os.path.getsize(path)} "
+              f"bytes ({args.format}, tokenizer {args.tokenizer})")
+    if args.format == "nanogpt" and written[0].dtype == "uint32":
+        print("(raw uint32 ids: zb-run --data-dtype uint32)")
     return 0
 
 
