@@ -30,13 +30,14 @@ from . import _zb
 if TYPE_CHECKING:
     import numpy
 
+    from . import data as data
     from . import export as export
 
 __all__ = [
     "Problem", "Schedule", "IlpReport", "Plan", "RunReport",
     "schedule", "simulate", "schedule_names", "compile", "run",
     "plot", "plot_memory", "plot_run", "load_params", "load_into_torch",
-    "IncompatibleKeys",
+    "IncompatibleKeys", "Metrics", "read_metrics", "plot_metrics",
 ]
 
 Number = Union[int, float]
@@ -654,11 +655,13 @@ def load_into_torch(module: Any, path: str, strict: bool = True, *,
 
 
 from ._plot import plot, plot_memory, plot_run  # noqa: E402
+from ._metrics import Metrics, plot_metrics, read_metrics  # noqa: E402
 
 
 def __getattr__(name):
-    # zb.export on first use (so that `python3 -m zb.export` runs it once).
-    if name == "export":
+    # zb.export and zb.data on first use (so that `python3 -m zb.export`
+    # runs it once).
+    if name in ("export", "data"):
         import importlib
-        return importlib.import_module(".export", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'zb' has no attribute {name!r}")
