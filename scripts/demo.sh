@@ -105,10 +105,18 @@ echo "[zb] 2. the zero-bubble schedule from the profile (zb-auto)"
 "$bin/zb-compile" "$model" "${common[@]}" --schedule zb-auto \
   --profile "$OUT/profile.json" -o "$OUT/zb"
 echo "[zb] 3. training: $ROUNDS rounds of $STEPS steps with each schedule, alternating"
+echo "[zb]    (AdamW, warmup 10 steps, cosine decay to lr/10, the last 10 % of the text for validation)"
+# The training loop of nanoGPT: warmup, cosine decay, weight decay on the
+# matrices only (the default --no-decay), a held-out part of the text
+# evaluated every 50 steps; the metrics of the zero-bubble run in
+# $OUT/metrics.jsonl (zb.plot_metrics).
+loop=(--lr-schedule cosine --warmup-steps 10 --min-lr 0.0003 --weight-decay 0.1
+      --val-split 0.1 --eval-every 50 --eval-steps 4)
 for ((round = 1; round <= ROUNDS; ++round)); do
-  quiet "$bin/zb-run" "$OUT/1f1b" --ranks "$RANKS" --steps "$STEPS" \
+  quiet "$bin/zb-run" "$OUT/1f1b" --ranks "$RANKS" --steps "$STEPS" "${loop[@]}" \
     --report-format json > "$OUT/1f1b.$round.json"
-  quiet "$bin/zb-run" "$OUT/zb" --ranks "$RANKS" --steps "$STEPS" \
+  quiet "$bin/zb-run" "$OUT/zb" --ranks "$RANKS" --steps "$STEPS" "${loop[@]}" \
+    --metrics "$OUT/metrics.jsonl" \
     --report-format json --trace "$OUT/trace.json" > "$OUT/zb.$round.json"
 done
 
@@ -129,9 +137,13 @@ def median_step_ms(run):
     """The median step time of steps 2..S (step 1 warms up)."""
     return statistics.median(s["time_ms"] for s in run["steps"][1:])
 
+evals = {e["step"]: e["val_loss"] for e in runs["zb-auto"][0].get("evals", [])}
 for s in runs["zb-auto"][0]["steps"]:
     if s["step"] == 1 or s["step"] % 20 == 0:
-        print(f"step {s['step']:4d}  loss {s['loss']:.4f}  (zb-auto)")
+        val = (f"  val loss {evals[s['step']]:.4f}" if s["step"] in evals
+               else "")
+        print(f"step {s['step']:4d}  loss {s['loss']:.4f}  lr {s['lr']:.2e}"
+              f"{val}  (zb-auto)")
 ranks = runs["zb-auto"][0]["num_ranks"]
 print()
 print(f"bubble rate per rank: predicted from the profiled costs / realized "
@@ -165,3 +177,4 @@ print(f"load average {load_before} before the runs, {load_after} after, on "
       f"{cores} cores")
 PY
 echo "[zb] schedule pictures: $OUT/1f1b/schedule.svg $OUT/zb/schedule.svg   trace (Perfetto): $OUT/trace.json"
+echo "[zb] metrics (JSON lines; zb.plot_metrics): $OUT/metrics.jsonl"

@@ -21,6 +21,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
@@ -445,6 +446,14 @@ void StepLoop::openMetrics() {
     zbrt_fatal(("--metrics " + o.metricsFile + ": cannot write: " +
                 ec.message())
                    .c_str());
+  // A run killed mid-line left a fragment: the resumed run's lines start on
+  // a line of their own (zb.read_metrics skips the fragment).
+  if (firstStep > 0)
+    if (auto existing = MemoryBuffer::getFile(o.metricsFile, /*IsText=*/false,
+                                              /*RequiresNullTerminator=*/false);
+        existing && !(*existing)->getBuffer().empty() &&
+        !(*existing)->getBuffer().ends_with("\n"))
+      *metrics << "\n";
 }
 
 void StepLoop::writeMetrics(const json::Object &line) {

@@ -5,7 +5,7 @@ zb-run's --lr-schedule unit test.
 Needs torch (any 2.x; CPU), e.g.
 
   /work/hfenv/bin/python python/export/lr_schedule_fixtures.py \
-      [test/Runner/Inputs/lr_schedules_torch.json]
+      [unittests/Runtime/Inputs/lr_schedules_torch.json]
 
 zb's definition: base lr L, warmup W >= 0 steps, decay end D (the step at
 which the lr reaches min_lr m), training step s = 1, 2, ... (the lr the
@@ -132,8 +132,8 @@ def rel_diff(a, b):
 
 def main():
     out = (sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "..", "test",
-        "Runner", "Inputs", "lr_schedules_torch.json"))
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "unittests",
+        "Runtime", "Inputs", "lr_schedules_torch.json"))
     rows, worst = [], 0.0
     for schedule, lr, warmup, decay, min_lr, steps in SETTINGS:
         lrs = torch_lrs(schedule, lr, warmup, decay, min_lr, steps)

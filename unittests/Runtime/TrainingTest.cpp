@@ -1,7 +1,7 @@
 //===- TrainingTest.cpp - lr schedules, weight-decay groups (Training.h) --===//
 //
 // The learning-rate schedules against PyTorch's schedulers stepped by
-// PyTorch itself (Inputs/lr_schedules_torch.json, written by
+// PyTorch itself (Inputs/lr_schedules_torch.json, 12 settings, written by
 // python/export/lr_schedule_fixtures.py with torch.optim.AdamW and
 // torch.optim.lr_scheduler), the weight-decay groups on hand-made plans, the
 // settings' JSON round trip and their errors, and zb-run's resolution of
@@ -38,7 +38,7 @@ TEST(LrScheduleTest, MatchesPyTorchSchedulers) {
   llvm::Expected<llvm::json::Value> doc =
       llvm::json::parse((*buffer)->getBuffer());
   ASSERT_TRUE(bool(doc)) << llvm::toString(doc.takeError());
-  const llvm::json::Array *cases = doc->getAsObject()->getArray("cases");
+  const llvm::json::Array *cases = doc->getAsObject()->getArray("schedules");
   ASSERT_TRUE(cases);
   ASSERT_GE(cases->size(), 6u);
   int kinds[3] = {0, 0, 0};

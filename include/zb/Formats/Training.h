@@ -50,8 +50,10 @@ llvm::Expected<LrScheduleKind> parseLrSchedule(llvm::StringRef name);
 /// SequentialLR([LinearLR(start_factor=1/W, total_iters=W-1),
 /// CosineAnnealingLR(T_max=T, eta_min=m) | LinearLR(1, m/L, total_iters=T)],
 /// milestones=[W]) (llm.c's and nanoGPT's loops differ only in where the
-/// decay ends); test/Runner/Inputs/lr_schedules_torch.json holds PyTorch's
-/// numbers. The lr reaches m at step D and stays there.
+/// decay ends); unittests/Runtime/Inputs/lr_schedules_torch.json holds
+/// PyTorch's numbers. The lr reaches m at step D and stays there (where
+/// CosineAnnealingLR would rise again: the fixture adds a constant phase
+/// from step D + 1).
 struct LrSchedule {
   LrScheduleKind kind = LrScheduleKind::Constant;
   double lr = 0.01;        ///< the base (peak) learning rate L
