@@ -139,7 +139,7 @@ def median_step_ms(run):
 
 evals = {e["step"]: e["val_loss"] for e in runs["zb-auto"][0].get("evals", [])}
 for s in runs["zb-auto"][0]["steps"]:
-    if s["step"] == 1 or s["step"] % 20 == 0:
+    if s["step"] == 1 or s["step"] % 20 == 0 or s["step"] in evals:
         val = (f"  val loss {evals[s['step']]:.4f}" if s["step"] in evals
                else "")
         print(f"step {s['step']:4d}  loss {s['loss']:.4f}  lr {s['lr']:.2e}"
