@@ -474,6 +474,9 @@ static json::Value jsonOrNull(double x) {
   return std::isfinite(x) ? json::Value(x) : json::Value(nullptr);
 }
 
+/// The CUDA step-graph variant of evaluations: apart from training steps'.
+constexpr uint64_t kEvaluationVariant = 0x6576616c75617465ull;
+
 /// --eval-every: the mean loss of --eval-steps validation batches, each a
 /// whole step's batch through the same program (its gradients are
 /// discarded; no optimizer step). The pending optimizer step is settled
@@ -486,7 +489,12 @@ void StepLoop::evaluate(int64_t stepsDone) {
     if (Error e = fillInputs(rp, k, Split::Validation))
       zbrt_fatal(("validation data: " + toString(std::move(e))).c_str());
     clearOutputs(rp);
-    zbrt_cuda_step_variant(rp.argumentsKey());
+    // As a training step: the memory pool hands out the same blocks to the
+    // same requests, and the step's CUDA graphs (its own: a training step's
+    // validation may launch the previous step's optimizer inside the step,
+    // an evaluation's never does) hold from one call to the next.
+    zbrt_pool_reset_counters();
+    zbrt_cuda_step_variant(rp.argumentsKey() ^ kEvaluationVariant);
     zbrt::traceBeginStep();
     rp.call();
     zbrt_step_end();
