@@ -51,6 +51,9 @@ def main():
                     help="zb-run --val-split: train on the first 1 - F of "
                          "--text; with --eval-every N and --eval-steps K "
                          "check the runs' \"evals\"")
+    ap.add_argument("--val-data", default=None,
+                    help="zb-run --val-data DIR (input_<i>.pb) for the "
+                         "evaluations, instead of --val-split")
     ap.add_argument("--eval-every", type=int, default=0)
     ap.add_argument("--eval-steps", type=int, default=10)
     ap.add_argument("runs", nargs="+")
@@ -109,8 +112,9 @@ def main():
         with open(a.runs[0] + ".json") as f:
             evals = {e["step"]: e["val_loss"]
                      for e in json.load(f).get("evals", [])}
-        val_batches = ref.batch_source(plan, a.text, None, a.seed,
-                                       ("val", a.val_split))
+        val_batches = (ref.batch_source(plan, None, a.val_data) if a.val_data
+                       else ref.batch_source(plan, a.text, None, a.seed,
+                                             ("val", a.val_split)))
     ok = same_loss and same_params
     for step in range(a.steps):
         total, grads = ref.step_loss_and_grads(p, a.layers, a.heads, plan,
