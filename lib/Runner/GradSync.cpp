@@ -195,6 +195,8 @@ bool GradSync::decide(int64_t step, const GlobalState &global, bool eager,
   }
   report.events.push_back(event);
   if (log && rank == 0) {
+    if (clearLine) // over the progress line on a terminal
+      *log << "\r\033[K";
     if (event.skipped)
       *log << formatv("step {0}: skipped (non-finite gradient of parameter "
                       "'{1}' on rank {2})\n",

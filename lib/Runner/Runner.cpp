@@ -350,6 +350,7 @@ StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
   terminal = rank == 0 && o.reportFormat == ReportFormat::Text &&
              (isTerminal ? StringRef(isTerminal) == "1"
                          : sys::Process::StandardOutIsDisplayed());
+  gradSync.setClearLine(terminal);
   if (rank == 0)
     planned = readPlannedSchedule(plan);
   replayWanted = planned ? 1 : 0;
@@ -713,8 +714,11 @@ void StepLoop::recordStep(int64_t step, bool measured) {
       }
   const bool lastStep = step + 1 == last;
   if (o.reportFormat == ReportFormat::Text && !o.reportGradients) {
-    const bool line =
-        step == firstStep || lastStep || (step + 1) % o.printEvery == 0;
+    // A step followed by an evaluation keeps its line above the validation
+    // loss.
+    const bool line = step == firstStep || lastStep ||
+                      (step + 1) % o.printEvery == 0 ||
+                      (o.evalEvery > 0 && (step + 1) % o.evalEvery == 0);
     if (line || terminal) {
       if (terminal)
         outs() << "\r\033[K";

@@ -154,6 +154,9 @@ public:
     bool skipped = false;
   };
   const Decision &lastDecision() const { return decided; }
+  /// The log is a terminal with a progress line: each message first clears
+  /// the line.
+  void setClearLine(bool clear) { clearLine = clear; }
 
 private:
   struct GlobalState {
@@ -190,6 +193,7 @@ private:
   const TrainingSettings &settings; ///< the caller's
   std::vector<bool> decay;          ///< by parameter index
   Decision decided;
+  bool clearLine = false;
   int32_t rank, worldSize;
   llvm::raw_ostream *log;
   MPI_Comm comm = MPI_COMM_NULL; ///< the state messages' own
