@@ -346,10 +346,11 @@ StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
                     plan.inputs[0].sampleElements();
   else if (!data)
     consumeError(data.takeError());
+  // Only the launcher knows (inside a user's own mpirun every rank has a
+  // pty, wherever mpirun's output goes): no progress line without it.
   const char *isTerminal = std::getenv(kTerminalEnv);
-  terminal = rank == 0 && o.reportFormat == ReportFormat::Text &&
-             (isTerminal ? StringRef(isTerminal) == "1"
-                         : sys::Process::StandardOutIsDisplayed());
+  terminal = rank == 0 && o.reportFormat == ReportFormat::Text && isTerminal &&
+             StringRef(isTerminal) == "1";
   gradSync.setClearLine(terminal);
   if (rank == 0)
     planned = readPlannedSchedule(plan);
@@ -401,12 +402,17 @@ int StepLoop::run() {
 }
 
 /// Rank 0: the optimizer, its lr schedule and weight-decay groups, in one
-/// line (stderr under --report-format json).
+/// line (stderr under --report-format json); nothing for SGD at a constant
+/// lr.
 void StepLoop::announceSettings() {
-  if (rank != 0 || o.reportGradients)
+  const zb::formats::LrSchedule &lr = settings.lr;
+  // Plain SGD at a constant lr says nothing beyond the plan.
+  if (rank != 0 || o.reportGradients ||
+      (settings.optimizer == zb::Optimizer::Sgd &&
+       lr.kind == zb::formats::LrScheduleKind::Constant &&
+       lr.warmupSteps == 0))
     return;
   raw_ostream &os = o.reportFormat == ReportFormat::Json ? errs() : outs();
-  const zb::formats::LrSchedule &lr = settings.lr;
   os << zb::optimizerName(settings.optimizer)
      << formatv(" lr {0}", llvm::format("%g", lr.lr));
   if (lr.warmupSteps > 0)

@@ -60,8 +60,26 @@ TEST(Report, MeasuredStepsLeaveTheFirstOut) {
 TEST(Report, StepLine) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  printStepLine(os, {3, 0.4119984, 1.625});
-  EXPECT_EQ(s, "step   3  loss 0.411998  time 1.62 ms\n");
+  StepResult step;
+  step.step = 3;
+  step.loss = 0.4119984;
+  step.timeMs = 1.625;
+  step.lr = 6e-4;
+  printStepLine(os, step);
+  EXPECT_EQ(s, "step   3  loss 0.411998  time 1.62 ms  lr 6.00e-04\n");
+  s.clear();
+  step.gradNorm = 1.23456;
+  step.tokensPerSecond = 24380.6;
+  step.etaSeconds = 3725;
+  printStepLine(os, step, /*newline=*/false);
+  EXPECT_EQ(s, "step   3  loss 0.411998  time 1.62 ms  lr 6.00e-04  norm 1.2346"
+               "  24381 tok/s  eta 1h02m");
+  s.clear();
+  step.skipped = true;
+  step.etaSeconds = 65;
+  printStepLine(os, step);
+  EXPECT_EQ(s, "step   3  loss 0.411998  time 1.62 ms  lr 6.00e-04  skipped"
+               "  24381 tok/s  eta 1m05s\n");
 }
 
 TEST(Report, TextLines) {

@@ -148,12 +148,14 @@ TEST(ZbRun, LearningRateOverrideAndPrintEvery) {
   EXPECT_EQ(steps, (std::vector<int>{1, 3, 6})) << r.output;
 }
 
-TEST(ZbRun, OneRankAdamWLossesArePredicted) {
-  const double lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.1;
+/// fake1 with AdamW (torch.optim.AdamW's update) and weight decay `wd` on
+/// every parameter.
+std::vector<double> expectedFake1AdamW(int steps, double wd) {
+  const double lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8;
   std::vector<float> init = fakeParams();
   std::vector<double> p(init.begin(), init.end()), m(4, 0.0), v(4, 0.0);
   std::vector<double> expected;
-  for (int k = 0; k < 5; ++k) {
+  for (int k = 0; k < steps; ++k) {
     double loss = 0;
     std::vector<double> g(4, 0.0);
     for (int64_t t = 0; t < kBatch; ++t) {
@@ -174,9 +176,18 @@ TEST(ZbRun, OneRankAdamWLossesArePredicted) {
               (std::sqrt(v[i] / (1 - std::pow(b2, k + 1))) + eps);
     }
   }
-  RunResult r = zbRun(fixture("fake1_adamw") + " --steps 5");
+  return expected;
+}
+
+TEST(ZbRun, OneRankAdamWLossesArePredicted) {
+  // plan.json's weight decay 0.1 on every parameter (--no-decay '').
+  RunResult r = zbRun(fixture("fake1_adamw") + " --steps 5 --no-decay ''");
   ASSERT_EQ(r.exitCode, 0) << r.output;
-  expectLosses(parseLosses(r.output), expected, r.output);
+  expectLosses(parseLosses(r.output), expectedFake1AdamW(5, 0.1), r.output);
+  // By default 1-D parameters are not decayed: fake1's are all 1-D.
+  r = zbRun(fixture("fake1_adamw") + " --steps 5");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  expectLosses(parseLosses(r.output), expectedFake1AdamW(5, 0.0), r.output);
 }
 
 TEST(ZbRun, ReportGradients) {
