@@ -7,6 +7,7 @@
 #include "zb/Frontend/StableHLO/StableHLOImporter.h"
 #include "zb/Pipelines/Pipelines.h"
 #include "zb/Formats/Profile.h"
+#include "zb/Support/Checksum.h"
 #include "zbrt/Symbols.h"
 
 #include "llvm/IR/Constants.h"
@@ -325,6 +326,12 @@ LogicalResult Compilation::run() {
   if (!built)
     return report(built.takeError());
   plan = std::move(*built);
+  // params.bin's checksum as written (read back), for zb-run to check.
+  llvm::Expected<std::string> paramsSum =
+      support::fileChecksum(path("params.bin"));
+  if (!paramsSum)
+    return report(paramsSum.takeError());
+  plan->paramsChecksum = *paramsSum;
   if (failed(backHalf()))
     return failure();
   if (llvm::Error error = formats::writePlan(*plan, path("plan.json")))

@@ -4,6 +4,7 @@
 #include "zb/Runner/Safetensors.h"
 
 #include "zb/Support/AtomicFile.h"
+#include "zb/Support/Checksum.h"
 
 #include "zbrt/zbrt.h"
 
@@ -162,9 +163,21 @@ bool zb::runner::agree(Error err) {
 
 bool zb::runner::saveFinalParams(const RankProgram &rp, const Plan &plan,
                                StringRef path) {
-  if (isSafetensorsPath(path))
-    return saveTensors(rp.params, plan, "", path, "--save-params");
-  return saveTensors(rp.params, plan, path, "", "--save-params");
+  bool saved = isSafetensorsPath(path)
+                   ? saveTensors(rp.params, plan, "", path, "--save-params")
+                   : saveTensors(rp.params, plan, path, "", "--save-params");
+  if (!saved)
+    return false;
+  // PATH.xxh3: the checksum of the file as written (read back); none for
+  // a device or FIFO written in place (/dev/null).
+  Error err = Error::success();
+  if (zbrt_rank() == 0 && sys::fs::is_regular_file(path)) {
+    Expected<std::string> sum = zb::support::fileChecksum(path);
+    err = sum ? zb::support::writeChecksumFile(path, *sum) : sum.takeError();
+    if (err)
+      err = makeError("--save-params: " + toString(std::move(err)));
+  }
+  return agree(std::move(err));
 }
 
 bool zb::runner::writeCheckpoint(const RankProgram &rp, const Plan &plan,

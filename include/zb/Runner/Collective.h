@@ -38,7 +38,9 @@ bool agree(llvm::Error err);
 /// leaves the previous file). False on every rank after a failure, named
 /// once: "--save-params: cannot write PATH: <reason> (the previous file is
 /// unchanged)". Rank 0 holds the whole file (the model's parameters, 4 bytes
-/// each) while it writes.
+/// each) while it writes. Then rank 0 writes PATH.xxh3, the XXH3-64 of PATH
+/// as written (zb/Support/Checksum.h: `xxhsum -c PATH.xxh3` checks it), when
+/// PATH is a regular file (not /dev/null).
 bool saveFinalParams(const RankProgram &rp, const Plan &plan,
                      llvm::StringRef path);
 
