@@ -161,6 +161,42 @@ bool zb::runner::agree(Error err) {
   return false;
 }
 
+namespace {
+/// The lock file zbrt_fatal removes (the kernel releases the lock itself).
+std::string fatalLockFile;
+void removeLockFileOnFatal() {
+  if (!fatalLockFile.empty())
+    (void)::unlink(fatalLockFile.c_str());
+}
+} // namespace
+
+zb::runner::CheckpointDirLock::~CheckpointDirLock() {
+  if (!lock)
+    return;
+  zbrt_set_fatal_cleanup(nullptr);
+  fatalLockFile.clear();
+}
+
+bool zb::runner::lockCheckpointDir(StringRef dir, CheckpointDirLock &held) {
+  Error err = Error::success();
+  if (zbrt_rank() == 0) {
+    auto taken = zb::support::DirectoryLock::acquire(dir, "zb-run");
+    if (!taken) {
+      err = makeError("--checkpoint: " + toString(taken.takeError()));
+    } else {
+      held.lock = std::move(*taken);
+      fatalLockFile = held.lock->lockFile();
+      zbrt_set_fatal_cleanup(removeLockFileOnFatal);
+      if (!held.lock->note().empty()) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "zb-run: note: %s\n", held.lock->note().c_str());
+        std::fflush(stderr);
+      }
+    }
+  }
+  return agree(std::move(err));
+}
+
 bool zb::runner::saveFinalParams(const RankProgram &rp, const Plan &plan,
                                StringRef path) {
   bool saved = isSafetensorsPath(path)
