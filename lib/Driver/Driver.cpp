@@ -7,6 +7,7 @@
 #include "zb/Frontend/StableHLO/StableHLOImporter.h"
 #include "zb/Pipelines/Pipelines.h"
 #include "zb/Formats/Profile.h"
+#include "zb/Support/Checksum.h"
 #include "zbrt/Symbols.h"
 
 #include "llvm/IR/Constants.h"
@@ -279,11 +280,25 @@ private:
         << llvm::toString(std::move(error));
     return failure();
   }
+  /// A file of the build directory (options.outputDir, once open).
   std::string path(llvm::StringRef name) const {
     return outputPath(options, name);
   }
+  /// Where the file `name` will be once the plan is in place (for
+  /// messages).
+  std::string finalPath(llvm::StringRef name) const {
+    llvm::SmallString<256> p(outputDir);
+    llvm::sys::path::append(p, name);
+    return std::string(p);
+  }
 
-  CompileOptions options; ///< a copy: --schedule-file resolves into it
+  /// A copy: --schedule-file resolves into it, and its outputDir is the
+  /// build directory of `output` while the phases run.
+  CompileOptions options;
+  /// -o DIR (options.outputDir as given).
+  std::string outputDir;
+  /// DIR, locked, with the build directory the phases write into.
+  std::unique_ptr<OutputDirectory> output;
   /// --schedule-file's schedule, read once (resolveScheduleFile).
   std::optional<sched::Schedule> fileSchedule;
   /// --gpu-costs: the stages' kernel costs the schedule was built with.
@@ -316,6 +331,17 @@ LogicalResult Compilation::run() {
   }
   if (llvm::Error error = validateOptions(options))
     return report(std::move(error));
+  // -o DIR: locked for this compile; the phases write into a build
+  // directory in it, moved into DIR whole once the plan is complete.
+  outputDir = options.outputDir;
+  llvm::Expected<std::unique_ptr<OutputDirectory>> opened =
+      OutputDirectory::open(outputDir);
+  if (!opened)
+    return report(opened.takeError());
+  output = std::move(*opened);
+  for (const std::string &note : output->openNotes())
+    emitRemark(UnknownLoc::get(context.get())) << note;
+  options.outputDir = output->buildDir();
   initializeNativeTarget();
   if (failed(frontHalf()) || failed(writeArtifacts()))
     return failure();
@@ -325,12 +351,20 @@ LogicalResult Compilation::run() {
   if (!built)
     return report(built.takeError());
   plan = std::move(*built);
+  // params.bin's checksum as written (read back), for zb-run to check.
+  llvm::Expected<std::string> paramsSum =
+      support::fileChecksum(path("params.bin"));
+  if (!paramsSum)
+    return report(paramsSum.takeError());
+  plan->paramsChecksum = *paramsSum;
   if (failed(backHalf()))
     return failure();
   if (llvm::Error error = formats::writePlan(*plan, path("plan.json")))
     return report(std::move(error));
-  progress("wrote " + options.outputDir + "/plan.json; run: zb-run " +
-           options.outputDir + " --ranks " + llvm::Twine(pipeline->numRanks()));
+  if (llvm::Error error = output->commit())
+    return report(std::move(error));
+  progress("wrote " + outputDir + "/plan.json; run: zb-run " + outputDir +
+           " --ranks " + llvm::Twine(pipeline->numRanks()));
   return success();
 }
 
@@ -442,9 +476,6 @@ LogicalResult Compilation::frontHalf() {
                            fileSchedule ? &*fileSchedule : nullptr)))
     return failure();
   phaseTime("autodiff, split, partition, schedule, zb-lower-pipeline", start);
-  if (std::error_code ec = llvm::sys::fs::create_directories(options.outputDir))
-    return report(llvm::createStringError(
-        ec, "cannot create " + options.outputDir + ": " + ec.message()));
   (*module)->removeAttr(frontend::kParamValuesAttr);
   if (llvm::Error error = writeModule(path("pipeline.mlir"), *module))
     return report(std::move(error));
@@ -500,7 +531,8 @@ LogicalResult Compilation::writeGpuCosts() {
   std::string file = path("gpu_costs.json");
   if (llvm::Error error = formats::writeProfile(profile, file))
     return report(std::move(error));
-  progress("GPU costs written to " + file + "; scheduling with them");
+  progress("GPU costs written to " + finalPath("gpu_costs.json") +
+           "; scheduling with them");
   return success();
 }
 
@@ -576,7 +608,7 @@ LogicalResult Compilation::backHalf() {
     llvm::Expected<std::string> table = writeGpuReport(options, kernels);
     if (!table)
       return report(table.takeError());
-    progress("GPU report: " + path("gpu_report.txt"));
+    progress("GPU report: " + finalPath("gpu_report.txt"));
     if (callbacks.gpuReport)
       callbacks.gpuReport(*table);
   }

@@ -15,6 +15,7 @@
 #include "zb/Driver/Driver.h"
 #include "zb/Formats/Profile.h"
 #include "zb/Pipelines/Pipelines.h"
+#include "zb/Support/DirectoryLock.h"
 
 namespace zb::driver {
 
@@ -115,6 +116,42 @@ formats::Profile gpuCostsProfile(llvm::ArrayRef<StageCostOverride> costs,
 llvm::Expected<std::string>
 writeGpuReport(const CompileOptions &options,
                const std::vector<std::vector<GpuKernelLaunch>> &ranks);
+
+//===----------------------------------------------------------------------===//
+// The output directory (OutputDirectory.cpp)
+//===----------------------------------------------------------------------===//
+
+/// -o DIR for one compile. open() creates DIR when missing, takes its lock
+/// for the whole compile (zb/Support/DirectoryLock.h: a second zb-compile
+/// into DIR is refused, a stale lock taken over with a note), removes the
+/// build directories of compiles that were killed, and makes a fresh one,
+/// DIR/.zb-build-XXXXXX (buildDir(): on DIR's file system), that the
+/// compile writes everything into. commit() moves the finished plan into
+/// DIR: every file but plan.json, then the previous plan's files the new
+/// one lacks (compile outputs only: zb-run's or the user's files stay) are
+/// removed, then plan.json. Destroyed without a commit (a failed compile),
+/// it removes the build directory and leaves DIR as it was, or removes DIR
+/// when this compile created it. With removeBuildOnInterrupt, a SIGINT,
+/// SIGTERM or SIGHUP removes the build directory and the lock file too.
+class OutputDirectory {
+public:
+  static llvm::Expected<std::unique_ptr<OutputDirectory>>
+  open(llvm::StringRef dir);
+  ~OutputDirectory();
+
+  const std::string &buildDir() const { return build; }
+  /// What open() took over or removed (a stale lock, a killed compile's
+  /// build directory), one line each.
+  const std::vector<std::string> &openNotes() const { return notes; }
+  /// Errors: "cannot move 'FROM' to 'TO': <reason> (...)".
+  llvm::Error commit();
+
+private:
+  OutputDirectory() = default;
+  std::unique_ptr<support::DirectoryLock> lock; ///< released last
+  std::string dir, build;
+  std::vector<std::string> notes;
+};
 
 //===----------------------------------------------------------------------===//
 // Artifact writers (Artifacts.cpp; paths are files, errors name the file)

@@ -6,6 +6,7 @@
 
 #include "zb/Formats/Checkpoint.h"
 
+#include "zb/Support/Checksum.h"
 #include "zb/Support/JSON.h"
 #include "zb/Schedule/IO.h"
 
@@ -15,7 +16,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
-#include "llvm/Support/xxhash.h"
 
 using namespace llvm;
 using namespace zb::formats;
@@ -28,9 +28,15 @@ Error fail(StringRef path, const Twine &message) {
 } // namespace
 
 std::string zb::formats::planHash(const Plan &plan) {
+  // Without "params_checksum": the hash names the plan a checkpoint's
+  // parameters fit (their layout, the schedule, the programs), not its
+  // initial values, and checkpoints written before plans carried the
+  // checksum still resume a plan recompiled unchanged.
+  json::Value doc = toJSON(plan);
+  doc.getAsObject()->erase("params_checksum");
   std::string text;
   raw_string_ostream os(text);
-  os << json::Value(toJSON(plan));
+  os << doc;
   uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : text) {
     h ^= c;
@@ -143,7 +149,7 @@ Expected<std::string> zb::formats::fileChecksum(StringRef path) {
                                       /*RequiresNullTerminator=*/false);
   if (!buffer)
     return fail(path, "cannot read: " + buffer.getError().message());
-  return formatv("{0:x-16}", xxh3_64bits((*buffer)->getBuffer())).str();
+  return zb::support::xxh3Hex((*buffer)->getBuffer());
 }
 
 Error zb::formats::verifyCheckpointFiles(const CheckpointInfo &info) {

@@ -300,6 +300,16 @@ Error PlanParser::header() {
   ZB_ASSIGN(plan.hostReadsDeviceMemory,
             root.boolean("host_reads_device_memory", true));
   ZB_ASSIGN(plan.data, root.string("data", StringRef()));
+  ZB_ASSIGN(plan.paramsChecksum, root.string("params_checksum", StringRef()));
+  if (root.has("params_checksum") &&
+      (plan.paramsChecksum.size() != 16 ||
+       !llvm::all_of(plan.paramsChecksum, [](char c) {
+         return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+       })))
+    return root.error("params_checksum",
+                      "must be 16 lower-case hex digits (the XXH3-64 of "
+                      "params.bin), got \"" +
+                          plan.paramsChecksum + "\"");
   std::string sync;
   ZB_ASSIGN(sync, root.string("optimizer_sync", StringRef()));
   if (sync.empty())

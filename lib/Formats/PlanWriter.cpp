@@ -165,6 +165,8 @@ json::Value zb::formats::toJSON(const Plan &plan) {
     root["precision"] = zb::precisionName(plan.precision);
   if (plan.target == zb::Target::Cuda)
     root["host_reads_device_memory"] = plan.hostReadsDeviceMemory;
+  if (!plan.paramsChecksum.empty())
+    root["params_checksum"] = plan.paramsChecksum;
   return root;
 }
 

@@ -4,6 +4,7 @@
 #include "zb/Runner/Safetensors.h"
 
 #include "zb/Support/AtomicFile.h"
+#include "zb/Support/Checksum.h"
 
 #include "zbrt/zbrt.h"
 
@@ -160,11 +161,59 @@ bool zb::runner::agree(Error err) {
   return false;
 }
 
+namespace {
+/// The lock file zbrt_fatal removes (the kernel releases the lock itself).
+std::string fatalLockFile;
+void removeLockFileOnFatal() {
+  if (!fatalLockFile.empty())
+    (void)::unlink(fatalLockFile.c_str());
+}
+} // namespace
+
+zb::runner::CheckpointDirLock::~CheckpointDirLock() {
+  if (!lock)
+    return;
+  zbrt_set_fatal_cleanup(nullptr);
+  fatalLockFile.clear();
+}
+
+bool zb::runner::lockCheckpointDir(StringRef dir, CheckpointDirLock &held) {
+  Error err = Error::success();
+  if (zbrt_rank() == 0) {
+    auto taken = zb::support::DirectoryLock::acquire(dir, "zb-run");
+    if (!taken) {
+      err = makeError("--checkpoint: " + toString(taken.takeError()));
+    } else {
+      held.lock = std::move(*taken);
+      fatalLockFile = held.lock->lockFile();
+      zbrt_set_fatal_cleanup(removeLockFileOnFatal);
+      if (!held.lock->note().empty()) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "zb-run: note: %s\n", held.lock->note().c_str());
+        std::fflush(stderr);
+      }
+    }
+  }
+  return agree(std::move(err));
+}
+
 bool zb::runner::saveFinalParams(const RankProgram &rp, const Plan &plan,
                                StringRef path) {
-  if (isSafetensorsPath(path))
-    return saveTensors(rp.params, plan, "", path, "--save-params");
-  return saveTensors(rp.params, plan, path, "", "--save-params");
+  bool saved = isSafetensorsPath(path)
+                   ? saveTensors(rp.params, plan, "", path, "--save-params")
+                   : saveTensors(rp.params, plan, path, "", "--save-params");
+  if (!saved)
+    return false;
+  // PATH.xxh3: the checksum of the file as written (read back); none for
+  // a device or FIFO written in place (/dev/null).
+  Error err = Error::success();
+  if (zbrt_rank() == 0 && sys::fs::is_regular_file(path)) {
+    Expected<std::string> sum = zb::support::fileChecksum(path);
+    err = sum ? zb::support::writeChecksumFile(path, *sum) : sum.takeError();
+    if (err)
+      err = makeError("--save-params: " + toString(std::move(err)));
+  }
+  return agree(std::move(err));
 }
 
 bool zb::runner::writeCheckpoint(const RankProgram &rp, const Plan &plan,

@@ -2,6 +2,8 @@
 
 #include "zb/Runner/RankProgram.h"
 
+#include "zb/Support/Checksum.h"
+
 #include "zbrt/zbrt.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -157,6 +159,17 @@ Error loadParams(RankProgram &rp, const Plan &plan, StringRef paramsFile) {
                             p.offsetBytes, p.numElements(), buf.data()))
       return e;
     rp.params.emplace(a.index, std::move(buf));
+  }
+  // The plan's own params.bin as zb-compile wrote it (a checkpoint's files
+  // have their own checksums); after the size and value checks, whose
+  // messages say more.
+  if (paramsBin && paramsFile.empty() && !plan.paramsChecksum.empty()) {
+    std::string sum = zb::support::xxh3Hex(paramsBin->getBuffer());
+    if (sum != plan.paramsChecksum)
+      return makeError(formatv(
+          "{0}: damaged: its checksum is {1}, {2} records {3} (the file "
+          "changed after zb-compile wrote it; compile the plan again)",
+          paramsPath, sum, plan.path, plan.paramsChecksum));
   }
   rp.gradArena = gradientArena(plan, rp.grads);
   for (auto &[index, g] : rp.grads) {

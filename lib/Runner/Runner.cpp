@@ -83,6 +83,8 @@ struct RunSetup {
   std::optional<CheckpointInfo> resumed;
   TrainingSettings settings;
   std::vector<bool> decay; ///< by plan.json parameter
+  /// --checkpoint DIR's lock, held by rank 0 for the whole run.
+  CheckpointDirLock checkpointLock;
 };
 
 Expected<RunSetup> resolveRunSetup(const RunOptions &o, const Plan &plan,
@@ -145,6 +147,10 @@ Expected<std::optional<int>> launch(const RunOptions &o, const Plan &plan,
   setenv(kTerminalEnv, sys::Process::StandardOutIsDisplayed() ? "1" : "0", 1);
   if (plan.numRanks > 1) {
     Expected<int> code = runUnderMpirun(argc, argv, plan.numRanks);
+    // A rank 0 killed by mpirun (another rank's MPI_Abort) leaves its lock
+    // file behind.
+    if (!o.checkpointDir.empty())
+      zb::support::DirectoryLock::removeStale(o.checkpointDir);
     if (!code)
       return code.takeError();
     return std::optional<int>(*code);
@@ -224,6 +230,9 @@ std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
   if (!agree(resolved ? Error::success() : resolved.takeError()))
     return nullptr;
   setup = std::move(*resolved);
+  if (!o.checkpointDir.empty() &&
+      !lockCheckpointDir(o.checkpointDir, setup.checkpointLock))
+    return nullptr;
   auto rp = loadRankProgram(*plan, rank, data, /*forRun=*/true, paramsFile);
   if (!agree(rp ? Error::success() : rp.takeError()))
     return nullptr;

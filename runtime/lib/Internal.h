@@ -22,6 +22,8 @@ namespace detail {
 /// zbrt_init), then aborts the job (MPI_Abort when MPI is up with several
 /// ranks, exit(1) otherwise). What zbrt_fatal does.
 [[noreturn]] void fatal(const char *message);
+/// What fatal() runs once before it ends the process (zbrt_set_fatal_cleanup).
+void setFatalCleanup(void (*cleanup)(void));
 /// printf-style fatal.
 [[noreturn]] void fatalf(const char *format, ...)
     __attribute__((format(printf, 1, 2)));

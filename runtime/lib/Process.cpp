@@ -10,6 +10,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdarg>
 #include <cstdio>
@@ -68,6 +69,12 @@ void detail::describeTag(int32_t tag, char *out, unsigned long cap) {
   fatal(message);
 }
 
+namespace {
+std::atomic<void (*)(void)> gFatalCleanup{nullptr};
+} // namespace
+
+void detail::setFatalCleanup(void (*cleanup)(void)) { gFatalCleanup = cleanup; }
+
 [[noreturn]] void detail::fatal(const char *message) {
   if (gRank >= 0)
     std::fprintf(stderr, "zb-run: rank %d: %s\n", gRank, message);
@@ -75,6 +82,8 @@ void detail::describeTag(int32_t tag, char *out, unsigned long cap) {
     std::fprintf(stderr, "zb-run: %s\n", message);
   std::fflush(stderr);
   std::fflush(stdout);
+  if (void (*cleanup)(void) = gFatalCleanup.exchange(nullptr))
+    cleanup();
   if (mpiIsUp() && gWorldSize > 1)
     MPI_Abort(MPI_COMM_WORLD, 1);
   // Alone (or without MPI) there is nobody to wake up: exit quietly.

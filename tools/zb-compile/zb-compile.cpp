@@ -290,5 +290,7 @@ int main(int argc, char **argv) {
                  << phase << "\n";
   };
   callbacks.gpuReport = [](llvm::StringRef table) { llvm::outs() << table; };
+  // Ctrl-C or a kill leaves OUTDIR as it was (no build directory, no lock).
+  zb::driver::removeBuildOnInterrupt();
   return failed(zb::driver::compile(options, callbacks)) ? 1 : 0;
 }

@@ -49,6 +49,7 @@ Plan fullPlan() {
   p.schedule = "zb-v";
   p.target = zb::Target::Cpu;
   p.data = "/data/gpt";
+  p.paramsChecksum = "0123456789abcdef";
   p.optimizer = {zb::Optimizer::AdamW, 0.125, 0.8, 0.95, 1e-6, 0.5};
   p.params.push_back({"wte", {32, 8}, 0, 0, 0, {{0, 0}, {3, 0}}});
   p.params.push_back({"ln.bias", {8}, 1, 2, 1024, {}});
@@ -97,6 +98,7 @@ void expectSamePlan(const Plan &a, const Plan &b) {
   EXPECT_EQ(a.optimizer.lr, b.optimizer.lr);
   EXPECT_EQ(a.optimizer.beta1, b.optimizer.beta1);
   EXPECT_EQ(a.optimizer.beta2, b.optimizer.beta2);
+  EXPECT_EQ(a.paramsChecksum, b.paramsChecksum);
   EXPECT_EQ(a.optimizer.eps, b.optimizer.eps);
   EXPECT_EQ(a.optimizer.weightDecay, b.optimizer.weightDecay);
   ASSERT_EQ(a.params.size(), b.params.size());
@@ -258,6 +260,11 @@ TEST(Plan, ReaderErrorsNameFileAndField) {
        "out/plan.json: num_stages: expected an integer"},
       {[](Object &o) { o["num_chunks"] = 0; },
        "out/plan.json: num_chunks: 0 out of range [1, 1024]"},
+      {[](Object &o) { o["params_checksum"] = "0123456789ABCDEF"; },
+       "out/plan.json: params_checksum: must be 16 lower-case hex digits "
+       "(the XXH3-64 of params.bin), got \"0123456789ABCDEF\""},
+      {[](Object &o) { o["params_checksum"] = 7; },
+       "out/plan.json: params_checksum: expected a string"},
       {[](Object &o) { (*o.getObject("optimizer"))["name"] = "lion"; },
        "out/plan.json: optimizer.name: unknown optimizer \"lion\" (expected "
        "\"sgd\" or \"adamw\")"},

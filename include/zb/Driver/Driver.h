@@ -14,7 +14,10 @@
 // plan.json, params.bin, rank<R>.so (entry `zb_rank_main`), pipeline.mlir
 // (the IR after zb-lower-pipeline), schedule.json ("zb-schedule" format,
 // docs/schedule-json.md), schedule.svg; with keepIntermediates also
-// rank<R>.llvm.mlir and rank<R>.o.
+// rank<R>.llvm.mlir and rank<R>.o. compile() holds the directory's lock
+// (DIR/.zb-lock) while it runs, builds in DIR/.zb-build-XXXXXX and moves
+// the finished plan into DIR at the end: a failed compile leaves DIR as it
+// was (lib/Driver/Phases.h, OutputDirectory).
 //
 // Errors: MLIR phases return LogicalResult and report through the context's
 // diagnostic handler; file and option errors are llvm::Error with the message
@@ -224,6 +227,12 @@ llvm::Error parseTextOptions(CompileOptions &options, llvm::StringRef target,
 /// that have no location have UnknownLoc); returns failure() after one.
 mlir::LogicalResult compile(const CompileOptions &options,
                             const CompileCallbacks &callbacks = {});
+
+/// For zb-compile (a process of its own; not for the Python package): a
+/// SIGINT, SIGTERM or SIGHUP during compile() removes its build directory
+/// (DIR/.zb-build-XXXXXX) and releases DIR's lock before the signal ends
+/// the process, leaving DIR as it was. Installs the signal handlers once.
+void removeBuildOnInterrupt();
 
 /// Prints `file[:line:col]: error: message` (or `tool: error: message`
 /// when the location names no file), adding "(node 'N')" when the location

@@ -17,9 +17,10 @@
 // complete, so a step-<S> directory is always whole; the two newest are
 // kept. `optimizer_step` is AdamW's t (skipped steps do not count); the
 // data position is the step (batches are a function of seed and step);
-// plan_hash is FNV-1a 64 of the plan as zb-run reads it (toJSON), so a
+// plan_hash is FNV-1a 64 of the plan as zb-run reads it (toJSON, without
+// "params_checksum": the initial values do not matter to a resume), so a
 // checkpoint only resumes the plan it was written for. `checksums` holds the
-// XXH3-64 (llvm::xxh3_64bits) of every other file of the checkpoint as
+// XXH3-64 (zb/Support/Checksum.h) of every other file of the checkpoint as
 // written; --resume checks each before reading any and refuses a file that
 // differs (a flipped bit, a truncated or replaced file), naming it. A
 // checkpoint without `checksums` (written before they existed) resumes
@@ -62,8 +63,8 @@ struct CheckpointInfo {
   std::optional<TrainingSettings> training;
 };
 
-/// XXH3-64 of the file at `path` as 16 hex digits; an error naming the file
-/// when it cannot be read.
+/// XXH3-64 of the file at `path` as 16 hex digits (zb::support::xxh3Hex);
+/// an error "checkpoint '<path>': cannot read: ..." when it cannot be read.
 llvm::Expected<std::string> fileChecksum(llvm::StringRef path);
 
 /// Checks every file of `info.checksums` in `info.dir` against its checksum.
@@ -71,7 +72,8 @@ llvm::Expected<std::string> fileChecksum(llvm::StringRef path);
 /// checkpoint.json records Y (...)", or a file that cannot be read.
 llvm::Error verifyCheckpointFiles(const CheckpointInfo &info);
 
-/// FNV-1a 64 of toJSON(plan) printed compactly, as 16 hex digits.
+/// FNV-1a 64 of toJSON(plan) without "params_checksum", printed compactly,
+/// as 16 hex digits.
 std::string planHash(const Plan &plan);
 
 /// "step-00000012".

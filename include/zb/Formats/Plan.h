@@ -188,6 +188,10 @@ struct Plan {
   /// stream; absent (older plans): true.
   bool hostReadsDeviceMemory = true;
   std::string data;   ///< default data directory ("" when absent)
+  /// "params_checksum": XXH3-64 of params.bin as zb-compile wrote it, 16
+  /// hex digits (zb/Support/Checksum.h); "" when absent (older plans).
+  /// zb-run refuses a params.bin that differs. Not part of planHash().
+  std::string paramsChecksum;
   /// "optimizer_sync": PostValidation ("post-validation") when the rank
   /// programs call zbrt_validate_optimizer at the point where the schedule
   /// expects the previous step's fully reduced optimizer state (zb-compile

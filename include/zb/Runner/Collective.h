@@ -13,9 +13,11 @@
 #include "zb/Formats/Checkpoint.h"
 #include "zb/Formats/Plan.h"
 #include "zb/Runner/RankProgram.h"
+#include "zb/Support/DirectoryLock.h"
 
 #include "llvm/Support/Error.h"
 
+#include <memory>
 #include <vector>
 
 namespace zb::runner {
@@ -29,6 +31,28 @@ using formats::Plan;
 /// gets false (no rank is left waiting).
 bool agree(llvm::Error err);
 
+/// Rank 0's hold on --checkpoint DIR (lockCheckpointDir), released when
+/// destroyed; a fatal error (zbrt_fatal) removes the lock file first.
+class CheckpointDirLock {
+public:
+  CheckpointDirLock() = default;
+  CheckpointDirLock(CheckpointDirLock &&) = default;
+  CheckpointDirLock &operator=(CheckpointDirLock &&) = default;
+  ~CheckpointDirLock();
+
+private:
+  friend bool lockCheckpointDir(llvm::StringRef dir, CheckpointDirLock &lock);
+  std::unique_ptr<zb::support::DirectoryLock> lock;
+};
+
+/// --checkpoint DIR: rank 0 creates DIR when missing and takes its lock
+/// (zb/Support/DirectoryLock.h) into `lock`, to hold for the whole run, so
+/// that a second job does not write checkpoints into DIR; a stale lock of a
+/// job that was killed is taken over with a note on stderr. False on every
+/// rank when refused, named once: "DIR is in use by zb-run (pid P on host
+/// H): wait for it to end, or use another directory".
+bool lockCheckpointDir(llvm::StringRef dir, CheckpointDirLock &lock);
+
 /// --save-params PATH: every rank sends its parameters to rank 0, which
 /// writes them in the plan's params.bin layout (offset_bytes of each
 /// parameter; a tied parameter's copies are equal), or, where PATH ends in
@@ -38,7 +62,9 @@ bool agree(llvm::Error err);
 /// leaves the previous file). False on every rank after a failure, named
 /// once: "--save-params: cannot write PATH: <reason> (the previous file is
 /// unchanged)". Rank 0 holds the whole file (the model's parameters, 4 bytes
-/// each) while it writes.
+/// each) while it writes. Then rank 0 writes PATH.xxh3, the XXH3-64 of PATH
+/// as written (zb/Support/Checksum.h: `xxhsum -c PATH.xxh3` checks it), when
+/// PATH is a regular file (not /dev/null).
 bool saveFinalParams(const RankProgram &rp, const Plan &plan,
                      llvm::StringRef path);
 

@@ -89,6 +89,10 @@ void zbrt_step_end(void);
 /// the message (pass direction, stage, microbatch) and the peer it waits
 /// on; 0 waits forever. Default 300 s.
 void zbrt_set_comm_timeout(double seconds);
+/// A function zbrt_fatal runs once before it ends the process (zb-run's
+/// rank 0 removes its --checkpoint DIR/.zb-lock); NULL: none. It runs
+/// outside any signal handler, so it may call anything.
+void zbrt_set_fatal_cleanup(void (*cleanup)(void));
 /// Waits for the MPI request at `mpiRequest` (an MPI_Request *) under the
 /// watchdog; `what` names it in the message ("the barrier before step 3").
 void zbrt_wait(void *mpiRequest, const char *what);

@@ -64,6 +64,10 @@ extern "C" void zbrt_set_comm_timeout(double seconds) {
   detail::setCommTimeoutSeconds(seconds);
 }
 
+extern "C" void zbrt_set_fatal_cleanup(void (*cleanup)(void)) {
+  detail::setFatalCleanup(cleanup);
+}
+
 extern "C" void zbrt_wait(void *mpiRequest, const char *what) {
   backend().waitRequest(mpiRequest, what);
 }
