@@ -904,6 +904,15 @@ Expected<TrainingSettings> zb::runner::resolveTrainingSettings(
       *out = **flag;
   if (f.noDecay)
     s.noDecay = *f.noDecay;
+  if (!f.decaySteps && !(resumed && resumed->lr.decaySteps > 0) &&
+      s.lr.kind != zb::formats::LrScheduleKind::Constant &&
+      s.lr.decaySteps <= s.lr.warmupSteps)
+    return makeError(formatv("the {0} decay ends at the run's last step, "
+                             "{1} (the default --decay-steps), which must "
+                             "exceed --warmup-steps {2}: give --decay-steps "
+                             "or more --steps",
+                             zb::formats::lrScheduleName(s.lr.kind),
+                             s.lr.decaySteps, s.lr.warmupSteps));
   if (Error e = zb::formats::checkTrainingSettings(s))
     return std::move(e);
   return s;

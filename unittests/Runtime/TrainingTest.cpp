@@ -228,6 +228,14 @@ TEST(TrainingSettingsTest, PlanThenCheckpointThenFlags) {
   ASSERT_TRUE(bool(s));
   EXPECT_EQ(s->lr.decaySteps, 200);
   EXPECT_EQ(s->lr.minLr, 0.001);
+  // A decay end that defaults to a run shorter than the warmup.
+  TrainingFlags shortRun;
+  shortRun.lrSchedule = LrScheduleKind::Linear;
+  shortRun.warmupSteps = 10;
+  EXPECT_EQ(errorOf(resolveTrainingSettings(shortRun, plan, std::nullopt, 4)),
+            "the linear decay ends at the run's last step, 4 (the default "
+            "--decay-steps), which must exceed --warmup-steps 10: give "
+            "--decay-steps or more --steps");
   more.warmupSteps = 300;
   EXPECT_EQ(errorOf(resolveTrainingSettings(more, plan, saved, 120)),
             "--decay-steps 200 must exceed --warmup-steps 300 (the cosine "
