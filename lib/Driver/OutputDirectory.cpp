@@ -66,7 +66,8 @@ void removeFlatDirectory(const char *dir) {
   }
 }
 
-void onInterrupt(int sig) {
+/// The build directory and the lock file of the compile in progress go.
+void removeArmed() {
   if (armed) {
     armed = 0;
     removeFlatDirectory(armedBuild);
@@ -74,6 +75,10 @@ void onInterrupt(int sig) {
     if (armedCreatedDir[0])
       (void)::rmdir(armedCreatedDir); // only when empty
   }
+}
+
+void onInterrupt(int sig) {
+  removeArmed();
   for (size_t i = 0; i < std::size(kSignals); ++i)
     if (kSignals[i] == sig)
       (void)::sigaction(sig, &previousActions[i], nullptr);
@@ -119,6 +124,8 @@ std::vector<std::string> listDirectory(llvm::StringRef dir,
 }
 
 } // namespace
+
+void removeBuildNow() { removeArmed(); }
 
 void removeBuildOnInterrupt() {
   if (handlersInstalled)

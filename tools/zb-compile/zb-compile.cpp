@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "zb/Driver/Driver.h"
+#include "zb/Support/FatalErrors.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -263,6 +264,10 @@ static cl::opt<bool> quiet("quiet", cl::desc("No progress messages"),
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // Out of memory or threads inside LLVM/MLIR: one line, not a stack dump,
+  // and OUTDIR as it was.
+  zb::support::installFatalErrorHandlers("zb-compile",
+                                         zb::driver::removeBuildNow);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,

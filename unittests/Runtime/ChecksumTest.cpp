@@ -8,7 +8,9 @@
 
 #include "zb/Formats/Checkpoint.h"
 #include "zb/Support/Checksum.h"
+#include "zb/Support/FatalErrors.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -77,6 +79,45 @@ TEST(Checksum, PlanHashLeavesOutTheParamsChecksum) {
   EXPECT_EQ(zb::formats::planHash(plan), without);
   plan.numMicrobatches = 4;
   EXPECT_NE(zb::formats::planHash(plan), without);
+}
+
+} // namespace
+
+namespace {
+
+TEST(FatalErrorsTest, OneLineWithAdvice) {
+  EXPECT_EQ(zb::support::fatalErrorLine("zb-compile", "pthread_create failed: "
+                                                      "Resource temporarily "
+                                                      "unavailable"),
+            "zb-compile: error: pthread_create failed: Resource temporarily "
+            "unavailable (the process hit a memory or thread limit: raise "
+            "`ulimit -v` or `ulimit -u`)");
+  EXPECT_EQ(zb::support::fatalErrorLine("zb-opt", "bad IR\n"),
+            "zb-opt: error: bad IR");
+}
+
+bool cleanedUp = false;
+void markCleanedUp() {
+  cleanedUp = true;
+  llvm::errs() << "cleanup ran\n";
+}
+
+TEST(FatalErrorsDeathTest, ReportFatalErrorIsOneLineAndExitCode1) {
+  EXPECT_EXIT(
+      {
+        zb::support::installFatalErrorHandlers("zb-tool", markCleanedUp);
+        llvm::report_fatal_error("something broke");
+      },
+      testing::ExitedWithCode(1),
+      "cleanup ran\nzb-tool: error: something broke\n$");
+  EXPECT_EXIT(
+      {
+        zb::support::installFatalErrorHandlers("zb-tool");
+        llvm::report_bad_alloc_error("Allocation failed");
+      },
+      testing::ExitedWithCode(1),
+      "^zb-tool: error: out of memory: Allocation failed \\(the process hit "
+      "a memory or thread limit");
 }
 
 } // namespace

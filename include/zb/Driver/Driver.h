@@ -233,6 +233,10 @@ mlir::LogicalResult compile(const CompileOptions &options,
 /// (DIR/.zb-build-XXXXXX) and releases DIR's lock before the signal ends
 /// the process, leaving DIR as it was. Installs the signal handlers once.
 void removeBuildOnInterrupt();
+/// What the interrupt handler does, now: the build directory and the lock
+/// file of the compile in progress are removed (zb-compile's handler of
+/// LLVM's fatal errors, zb/Support/FatalErrors.h).
+void removeBuildNow();
 
 /// Prints `file[:line:col]: error: message` (or `tool: error: message`
 /// when the location names no file), adding "(node 'N')" when the location
