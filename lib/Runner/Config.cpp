@@ -57,12 +57,44 @@ public:
 
   StringRef path;
   function_ref<bool(StringRef)> isFlag;
+  /// `text`: the value's flag text, std::nullopt when the value is of a kind
+  /// a flag cannot take.
+  Error addSetting(StringRef key, const std::optional<std::string> &text,
+                   const std::string &where) {
+    if (!text)
+      return makeError(where + ": '" + key +
+                       "' must be a string, number, boolean or an array of "
+                       "them");
+    return add(key, *text, where);
+  }
+
   StringMap<std::string> seen; ///< flag name -> where it was set
   std::vector<std::string> args;
 };
 
 std::string formatDouble(double d) {
   return formatv("{0}", format("%.17g", d)).str();
+}
+
+/// The flag text of an array: its scalars (`scalar` gives each one's text)
+/// joined by commas; std::nullopt when an element is not a scalar.
+template <typename Items, typename Scalar>
+std::optional<std::string> joinScalars(const Items &items, Scalar scalar) {
+  std::string text;
+  for (const auto &item : items) {
+    std::optional<std::string> s = scalar(item);
+    if (!s)
+      return std::nullopt;
+    text += (text.empty() ? "" : ",") + *s;
+  }
+  return text;
+}
+
+/// A table (TOML) or object (JSON) inside another: not a setting.
+Error nestedTooDeep(const std::string &where, StringRef kind, StringRef name) {
+  return makeError(where + ": " + kind + " '" + name + "' inside " +
+                   (kind == "object" ? "an " : "a ") + kind +
+                   ": zb-run's settings are one level deep");
 }
 
 //===-- TOML --------------------------------------------------------------===//
@@ -87,32 +119,15 @@ Error addToml(Arguments &args, const toml::table &table, int depth) {
     StringRef name(key.str().data(), key.str().size());
     if (const toml::table *sub = value.as_table()) {
       if (depth > 0)
-        return makeError(where + ": table '" + name +
-                         "' inside a table: zb-run's settings are one level "
-                         "deep");
+        return nestedTooDeep(where, "table", name);
       if (Error e = addToml(args, *sub, depth + 1))
         return e;
       continue;
     }
-    std::optional<std::string> text;
-    if (const toml::array *array = value.as_array()) {
-      text = "";
-      for (const toml::node &item : *array) {
-        std::optional<std::string> s = tomlScalar(item);
-        if (!s) {
-          text.reset();
-          break;
-        }
-        *text += (text->empty() ? "" : ",") + *s;
-      }
-    } else {
-      text = tomlScalar(value);
-    }
-    if (!text)
-      return makeError(where + ": '" + name +
-                       "' must be a string, number, boolean or an array of "
-                       "them");
-    if (Error e = args.add(name, *text, where))
+    const toml::array *array = value.as_array();
+    if (Error e = args.addSetting(
+            name, array ? joinScalars(*array, tomlScalar) : tomlScalar(value),
+            where))
       return e;
   }
   return Error::success();
@@ -157,32 +172,15 @@ Error addJson(Arguments &args, const json::Object &object, int depth) {
     const json::Value &value = *object.get(key);
     if (const json::Object *sub = value.getAsObject()) {
       if (depth > 0)
-        return makeError(where + ": object '" + key +
-                         "' inside an object: zb-run's settings are one "
-                         "level deep");
+        return nestedTooDeep(where, "object", key);
       if (Error e = addJson(args, *sub, depth + 1))
         return e;
       continue;
     }
-    std::optional<std::string> text;
-    if (const json::Array *array = value.getAsArray()) {
-      text = "";
-      for (const json::Value &item : *array) {
-        std::optional<std::string> s = jsonScalar(item);
-        if (!s) {
-          text.reset();
-          break;
-        }
-        *text += (text->empty() ? "" : ",") + *s;
-      }
-    } else {
-      text = jsonScalar(value);
-    }
-    if (!text)
-      return makeError(where + ": '" + key +
-                       "' must be a string, number, boolean or an array of "
-                       "them");
-    if (Error e = args.add(key, *text, where))
+    const json::Array *array = value.getAsArray();
+    if (Error e = args.addSetting(
+            key, array ? joinScalars(*array, jsonScalar) : jsonScalar(value),
+            where))
       return e;
   }
   return Error::success();

@@ -34,6 +34,12 @@ std::string RunReport::measuredSteps() const {
                    .str();
 }
 
+json::Value zb::runner::jsonNumber(double v) {
+  if (std::isfinite(v))
+    return v;
+  return nullptr;
+}
+
 void zb::runner::printStepLine(raw_ostream &os, const StepResult &step,
                                bool newline) {
   os << format("step %3lld  loss %.6f  time %.2f ms  lr %.2e",
@@ -74,14 +80,6 @@ std::string cudaTransportsText(const ZbrtCudaStats &c) {
       text +=
           (text.empty() ? "rank " : ", rank ") + std::to_string(p) + " " + t;
   return text;
-}
-
-/// A number of the JSON reports: null where it is not finite (a NaN loss of a
-/// skipped step, an infinite gradient norm), which JSON cannot hold.
-json::Value jsonNumber(double v) {
-  if (std::isfinite(v))
-    return v;
-  return nullptr;
 }
 
 /// " %.4f" per value.

@@ -312,6 +312,8 @@ private:
   const int64_t firstStep;
   void checkpoint(int64_t stepsDone);
   const TrainingSettings &settings;
+  /// Parameters AdamW decays (RunSetup::decay).
+  const int64_t decayed;
   /// Token ids per step (language models on text or token data), else 0.
   int64_t tokensPerStep = 0;
   /// Rank 0: the --metrics file; the wall clock when the run's steps began
@@ -343,7 +345,8 @@ StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
     : o(o), plan(plan), rp(rp), rank(rp.rank), worldSize(worldSize),
       numSteps(o.reportGradients ? 1 : o.steps),
       firstStep(setup.resumed ? setup.resumed->step : 0),
-      settings(setup.settings), samples(rp.rank == 0 ? worldSize : 0),
+      settings(setup.settings), decayed(llvm::count(setup.decay, true)),
+      samples(rp.rank == 0 ? worldSize : 0),
       profile(plan.numStages), bubbleTotal(worldSize, 0.0),
       replayTotal(worldSize, 0.0), bubbleSteps(worldSize, 0),
       gradSync(o.gradSync, rp, setup.settings, setup.decay, rank, worldSize,
@@ -435,11 +438,6 @@ void StepLoop::announceSettings() {
     os << format(", betas %g,%g, eps %g", settings.beta1, settings.beta2,
                  settings.eps);
     if (settings.weightDecay > 0) {
-      Expected<std::vector<bool>> decay =
-          weightDecayMask(plan, settings.noDecay);
-      int64_t decayed = decay ? llvm::count(*decay, true) : 0;
-      if (!decay)
-        consumeError(decay.takeError());
       os << format(", weight decay %g", settings.weightDecay)
          << formatv(" on {0} of {1} parameters (--no-decay '{2}')", decayed,
                     plan.params.size(), settings.noDecay);
@@ -483,11 +481,6 @@ void StepLoop::writeMetrics(const json::Object &line) {
     zbrt_fatal(("--metrics " + o.metricsFile + ": cannot write: " + why)
                    .c_str());
   }
-}
-
-/// JSON of a number, null when it is not finite (NaN: unknown).
-static json::Value jsonOrNull(double x) {
-  return std::isfinite(x) ? json::Value(x) : json::Value(nullptr);
 }
 
 /// The CUDA step-graph variant of evaluations: apart from training steps'.
@@ -535,7 +528,7 @@ void StepLoop::evaluate(int64_t stepsDone) {
     outs().flush();
   }
   writeMetrics(json::Object{{"step", ev.step},
-                            {"val_loss", jsonOrNull(ev.loss)},
+                            {"val_loss", jsonNumber(ev.loss)},
                             {"val_batches", ev.batches}});
 }
 
@@ -744,12 +737,12 @@ void StepLoop::recordStep(int64_t step, bool measured) {
   if (!o.reportGradients)
     writeMetrics(json::Object{
         {"step", res.step},
-        {"loss", jsonOrNull(res.loss)},
+        {"loss", jsonNumber(res.loss)},
         {"lr", res.lr},
-        {"grad_norm", jsonOrNull(res.gradNorm ? *res.gradNorm : NAN)},
+        {"grad_norm", jsonNumber(res.gradNorm ? *res.gradNorm : NAN)},
         {"tokens_per_s",
-         jsonOrNull(res.tokensPerSecond ? *res.tokensPerSecond : NAN)},
-        {"time_ms", jsonOrNull(res.timeMs)},
+         jsonNumber(res.tokensPerSecond ? *res.tokensPerSecond : NAN)},
+        {"time_ms", jsonNumber(res.timeMs)},
         {"skipped", res.skipped}});
 }
 

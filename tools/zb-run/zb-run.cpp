@@ -348,25 +348,25 @@ std::string findConfigFlag(int argc, char **argv) {
   return path;
 }
 
+/// `out` = the flag's value when it was given (on the command line or in
+/// --config).
+template <typename T, typename Out>
+void ifGiven(const cl::opt<T> &flag, std::optional<Out> &out) {
+  if (flag.getNumOccurrences())
+    out = flag;
+}
+
 /// The optimizer flags that were given, into opts.training.
 bool collectTrainingFlags() {
   TrainingFlags &t = opts.training;
-  if (lr.getNumOccurrences())
-    t.lr = lr;
-  if (lrSchedule.getNumOccurrences())
-    t.lrSchedule = lrSchedule;
-  if (warmupSteps.getNumOccurrences())
-    t.warmupSteps = warmupSteps;
-  if (decaySteps.getNumOccurrences())
-    t.decaySteps = decaySteps;
-  if (minLr.getNumOccurrences())
-    t.minLr = minLr;
-  if (weightDecay.getNumOccurrences())
-    t.weightDecay = weightDecay;
-  if (eps.getNumOccurrences())
-    t.eps = eps;
-  if (noDecay.getNumOccurrences())
-    t.noDecay = noDecay;
+  ifGiven(lr, t.lr);
+  ifGiven(lrSchedule, t.lrSchedule);
+  ifGiven(warmupSteps, t.warmupSteps);
+  ifGiven(decaySteps, t.decaySteps);
+  ifGiven(minLr, t.minLr);
+  ifGiven(weightDecay, t.weightDecay);
+  ifGiven(eps, t.eps);
+  ifGiven(noDecay, t.noDecay);
   if (betas.getNumOccurrences()) {
     auto [b1, b2] = StringRef(betas).split(',');
     double x = 0, y = 0;

@@ -15,6 +15,7 @@
 #include "zb/Runner/Replay.h"
 #include "zbrt/zbrt.h"
 
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
@@ -81,6 +82,11 @@ struct RunReport {
 };
 
 /// "step   3  loss 0.412000  time 1.62 ms".
+/// A number of the JSON reports and the --metrics file: null where it is
+/// not finite (a NaN loss of a skipped step, an unknown gradient norm),
+/// which JSON cannot hold.
+llvm::json::Value jsonNumber(double v);
+
 /// "step  12  loss 2.345678  time 8.40 ms  lr 3.00e-03  norm 1.2345
 /// 24381 tok/s  eta 1m04s" (norm, tok/s and eta where known), with a
 /// newline or (a terminal's progress line) without.
