@@ -428,6 +428,7 @@ zb::runner::loadRankProgram(const Plan &plan, int32_t rank,
   rp->plan = &plan;
   rp->rank = rank;
   rp->seed = data.seed;
+  rp->targetShift = data.targetShift;
   if (Error e = loadLibrary(*rp, plan, forRun))
     return std::move(e);
   if (Error e = loadParams(*rp, plan, paramsFile))
@@ -455,7 +456,8 @@ Error zb::runner::fillInputs(RankProgram &rp, int64_t step, Split split) {
       const TokenSource &source = val ? *rp.valTokens : *rp.trainTokens;
       if (Error e = cutTokens(source, val ? rp.seed ^ kValidationSeedSalt : rp.seed,
                               step, batch, in.sampleShape[0],
-                              /*shift=*/index, in.dtype, host.data(),
+                              /*shift=*/index * rp.targetShift, in.dtype,
+                              host.data(),
                               in.indexRange, in.name))
         return e;
     } else {

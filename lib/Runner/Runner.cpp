@@ -824,6 +824,9 @@ Error zb::runner::checkOptions(const RunOptions &o) {
     return makeError(formatv("--lr must be a finite float32 number > 0 (at "
                              "most 3.4e38), got {0}",
                              llvm::format("%g", *o.training.lr)));
+  if (o.data.targetShift != 0 && o.data.targetShift != 1)
+    return makeError(formatv("--target-shift must be 0 or 1, got {0}",
+                             o.data.targetShift));
   if (o.evalEvery < 0)
     return makeError("--eval-every must be >= 0");
   if (o.evalSteps < 1)

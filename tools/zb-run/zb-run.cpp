@@ -106,6 +106,14 @@ cl::opt<TokenDType, true> dataDType(
                           "4 bytes per id (vocabularies over 65536)")),
     cl::location(opts.data.dataDType), cl::init(TokenDType::UInt16),
     cl::cat(runCategory));
+cl::opt<int64_t, true> targetShift(
+    "target-shift",
+    cl::desc("Text and token data: the targets (input 1) are the tokens N "
+             "places after input 0's: 1 (default) for models that compare "
+             "logits with the given targets (nanoGPT, llm.c); 0 for Hugging "
+             "Face causal LMs, whose graph shifts labels = input_ids itself"),
+    cl::value_desc("0|1"), cl::location(opts.data.targetShift), cl::init(1),
+    cl::cat(runCategory));
 cl::opt<std::string, true> configFile(
     "config",
     cl::desc("Read settings from a TOML (or .json) file: its keys are these "

@@ -40,6 +40,11 @@ struct DataOptions {
   /// --data-dtype: the ids of a raw token file (Tokens.h).
   TokenDType dataDType = TokenDType::UInt16;
   uint64_t seed = 0; ///< of the text and token batches
+  /// --target-shift: input 1 (the targets) holds the tokens `targetShift`
+  /// places after input 0's: 1 for models whose graph compares logits with
+  /// the given targets (nanoGPT, llm.c, zb's examples), 0 for Hugging Face
+  /// causal LMs, whose exported graph shifts `labels` = `input_ids` itself.
+  int64_t targetShift = 1;
   /// --val-data DIR|FILE: the validation data, in the form of --data ("":
   /// none, or the --val-split part of --data).
   std::string valData;
@@ -99,6 +104,7 @@ struct RankProgram {
   const Plan *plan = nullptr;
   int32_t rank = 0;
   uint64_t seed = 0; ///< of the text batches
+  int64_t targetShift = 1; ///< DataOptions::targetShift
   void *handle = nullptr;
   zbrt::symbols::RankEntryFn entry = nullptr; ///< plan.json "entry"
   std::map<int64_t, Buffer> params, grads; ///< by parameter index
