@@ -9,7 +9,7 @@ PKGS=(
   coinor-libcbc-dev libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev libtomlplusplus-dev
-  python3-dev python3-venv python3-numpy python3-onnx libxxhash0
+  python3-dev python3-venv python3-numpy python3-onnx python3-psutil libxxhash0
 )
 # Optional extras (exporting fixtures): ZB_WITH_TORCH=1 installs Debian's torch 1.13.
 if [[ "${ZB_WITH_TORCH:-0}" == 1 ]]; then PKGS+=(python3-torch); fi

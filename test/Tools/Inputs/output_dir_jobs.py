@@ -47,6 +47,36 @@ def wait_for_lock(directory, proc, seconds=120):
     sys.exit("no lock in %s after %d s" % (directory, seconds))
 
 
+def release_reader(fifo, reader):
+    """Ends `reader`'s blocking open of `fifo` if the job it waited for
+    ended without opening its end (a job that failed early): an empty
+    writer lets the open return, so the script cannot hang."""
+    reader.join(timeout=5)
+    if reader.is_alive():
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+        reader.join(timeout=60)
+
+
+def write_fifo(fifo, text, proc):
+    """Writes `text` into `fifo` once `proc` has opened its end for reading;
+    gives up (returns False) if `proc` ends first."""
+    while True:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError:  # ENXIO: no reader yet
+            if proc.poll() is not None:
+                return False
+            time.sleep(0.02)
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "w") as dst:
+        dst.write(text)
+    return True
+
+
 def report_b(b, holder):
     print("B: exit %d" % b.returncode)
     sys.stdout.write(b.stderr)
@@ -64,8 +94,8 @@ def compile_twice(model, out, args):
         holder = wait_for_lock(out, a)
         b = subprocess.run(["zb-compile", model, "-o", out] + args,
                            stderr=subprocess.PIPE, text=True)
-        with open(model) as src, open(fifo, "w") as dst:
-            dst.write(src.read())
+        with open(model) as src:
+            write_fifo(fifo, src.read(), a)
         _, err = a.communicate()
         print("A: exit %d" % a.returncode)
         sys.stdout.write(err)
@@ -126,10 +156,11 @@ def run_twice(plan, ckdir, args):
                            text=True)
         lines = []
         reader = threading.Thread(
-            target=lambda: lines.extend(open(fifo).read().splitlines()))
+            target=lambda: lines.extend(open(fifo).read().splitlines()),
+            daemon=True)
         reader.start()
         _, err = a.communicate()
-        reader.join()
+        release_reader(fifo, reader)
         print("A: exit %d, %d metrics lines" % (a.returncode, len(lines)))
         sys.stdout.write(err)
         report_b(b, holder)
