@@ -17,7 +17,15 @@ if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
   else
     echo "[zb] no Python venv (PyPI unreachable?): building without the zb Python package"
   fi
-  cmake -G Ninja -S "$root" -B "$BUILD_DIR" \
+  # ccache, with paths under the source root hashed relative to the build
+  # directory: the wheel build of the Python package (ctest ZBPythonInstall,
+  # a sibling directory) then reuses this build's objects.
+  launcher=()
+  if command -v ccache > /dev/null; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="env;CCACHE_BASEDIR=$root;CCACHE_NOHASHDIR=1;ccache"
+              -DCMAKE_C_COMPILER_LAUNCHER="env;CCACHE_BASEDIR=$root;CCACHE_NOHASHDIR=1;ccache")
+  fi
+  cmake -G Ninja -S "$root" -B "$BUILD_DIR" "${launcher[@]}" \
     -DCMAKE_BUILD_TYPE=Release \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \

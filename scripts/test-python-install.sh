@@ -1,18 +1,27 @@
 #!/usr/bin/env bash
 # `pip install ./python` in a fresh virtual environment, then the examples and
 # a compile + run of the MLP with the installed package (ctest
-# ZBPythonInstall). Usage: scripts/test-python-install.sh WORK_DIR
+# ZBPythonInstall). Usage: scripts/test-python-install.sh WORK_DIR [WHEEL_BUILD_DIR]
+# WHEEL_BUILD_DIR (default WORK_DIR/wheel-build) is where CMake builds the
+# wheel: ctest gives a sibling of the main build directory, so that ccache
+# (scripts/build.sh) finds the main build's objects under the same relative
+# paths and the wheel build compiles almost nothing.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 work="$1"
-rm -rf "$work" && mkdir -p "$work"
+wheel_build="${2:-$work/wheel-build}"
+rm -rf "$work" "$wheel_build" && mkdir -p "$work"
+if command -v ccache > /dev/null; then
+  export CMAKE_CXX_COMPILER_LAUNCHER="env;CCACHE_BASEDIR=$root;CCACHE_NOHASHDIR=1;ccache"
+  export CMAKE_C_COMPILER_LAUNCHER="$CMAKE_CXX_COMPILER_LAUNCHER"
+fi
 /usr/bin/python3 -m venv "$work/venv"
 py="$work/venv/bin/python"
 "$py" -m pip install -q --disable-pip-version-check pyparsing==3.1.4 \
   matplotlib==3.9.2 numpy==2.1.3
 # The wheel builds in its own directory (not the developer's build/).
 "$py" -m pip install -q --disable-pip-version-check \
-  --config-settings=build-dir="$work/wheel-build" "$root/python"
+  --config-settings=build-dir="$wheel_build" "$root/python"
 cd "$work"
 export MPLBACKEND=Agg OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
   OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1

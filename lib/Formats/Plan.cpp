@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zb/Formats/Plan.h"
+#include "zb/Support/Limits.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -238,4 +239,97 @@ Error zb::formats::checkRankFingerprint(const Plan &plan, int32_t rank,
               "compilations (recompile with zb-compile)",
               plan.path, lib, rank, at, va, vb)
           .str());
+}
+
+namespace {
+/// "a shape's" check: each dimension and the element count (with
+/// `leading` samples in front of `dims` for an input's microbatch).
+llvm::Error checkShape(const std::string &what, int64_t leading,
+                       const std::vector<int64_t> &dims) {
+  int64_t elements = leading;
+  for (auto [i, d] : llvm::enumerate(dims)) {
+    if (d < 0 || d > zb::limits::kMaxDimension)
+      return createStringError(
+          formatv("{0}: dimension {1} is {2}; zb-run accepts dimensions up "
+                  "to {3}",
+                  what, i, d, zb::limits::kMaxDimension)
+              .str());
+    if (__builtin_mul_overflow(elements, d, &elements) ||
+        elements > zb::limits::kMaxTensorElements)
+      return createStringError(
+          formatv("{0}: more than {1} elements (2^40){2}; zb-run accepts at "
+                  "most that many in one tensor: use a smaller model or "
+                  "microbatch",
+                  what, zb::limits::kMaxTensorElements,
+                  leading > 1 ? " in a microbatch" : "")
+              .str());
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error outOfRange(StringRef what, int64_t value, int64_t max,
+                       StringRef fix) {
+  return createStringError(
+      formatv("{0} is {1}; zb-run accepts at most {2}: {3}", what, value, max,
+              fix)
+          .str());
+}
+} // namespace
+
+llvm::Error zb::formats::checkPlanLimits(const Plan &plan) {
+  namespace L = zb::limits;
+  if (plan.numRanks > L::kMaxRanks)
+    return outOfRange("the number of ranks", plan.numRanks, L::kMaxRanks,
+                      "use fewer --stages");
+  if (plan.numStages > L::kMaxStages)
+    return outOfRange("the number of stages", plan.numStages, L::kMaxStages,
+                      "use fewer --stages");
+  if (plan.numChunks > L::kMaxChunks)
+    return outOfRange("the number of chunks per rank", plan.numChunks,
+                      L::kMaxChunks, "use fewer chunks");
+  if (plan.numMicrobatches > L::kMaxMicrobatches)
+    return outOfRange("the number of microbatches", plan.numMicrobatches,
+                      L::kMaxMicrobatches, "use fewer --microbatches");
+  for (const InputInfo &in : plan.inputs)
+    if (plan.microbatchSize > L::kMaxMicrobatchSize)
+      return outOfRange("input '" + in.name +
+                            "': its first dimension, the microbatch size,",
+                        plan.microbatchSize, L::kMaxMicrobatchSize,
+                        "export the model with a smaller batch (its "
+                        "first dimension is one microbatch) and train with "
+                        "more --microbatches");
+  for (const ParamInfo &p : plan.params)
+    if (llvm::Error e = checkShape("parameter '" + p.name + "'", 1, p.shape))
+      return e;
+  for (const InputInfo &in : plan.inputs) {
+    if (llvm::Error e = checkShape("input '" + in.name + "'",
+                                   std::max<int64_t>(plan.microbatchSize, 1),
+                                   in.sampleShape))
+      return e;
+    // A step's batch of it, as zb-run reads it (every microbatch at once).
+    int64_t batch = 0;
+    if (__builtin_mul_overflow(plan.numMicrobatches, plan.microbatchSize,
+                               &batch) ||
+        __builtin_mul_overflow(batch, in.sampleElements(), &batch) ||
+        batch > L::kMaxTensorElements)
+      return createStringError(
+          formatv("input '{0}': a step's batch ({1} microbatches of {2} "
+                  "samples) is more than {3} elements (2^40); zb-run reads "
+                  "it whole: use fewer --microbatches or a smaller batch",
+                  in.name, plan.numMicrobatches, plan.microbatchSize,
+                  L::kMaxTensorElements)
+              .str());
+  }
+  for (const RankInfo &r : plan.ranks)
+    if (r.sends)
+      for (const SentMessage &m : *r.sends)
+        if (m.bytes > L::kMaxMessageBytes)
+          return outOfRange(formatv("a message from rank {0} to rank {1} "
+                                    "(tag {2}) in bytes",
+                                    r.rank, m.peer, m.tag)
+                                .str(),
+                            m.bytes, L::kMaxMessageBytes,
+                            "use a smaller microbatch, or more stages so "
+                            "that a stage boundary carries less");
+  return llvm::Error::success();
 }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zb/Formats/Plan.h"
+#include "zb/Support/Limits.h"
 
 #include <cmath>
 #include "zb/Support/JSON.h"
@@ -158,8 +159,8 @@ public:
     }
     return out;
   }
-  static constexpr int64_t kMaxElements = int64_t(1) << 40;
-  /// A list of dimensions, each in [0, INT32_MAX], at most 2^40 elements.
+  /// A list of dimensions, each in [0, zb::limits::kMaxDimension], at most
+  /// zb::limits::kMaxTensorElements elements.
   Expected<std::vector<int64_t>> shape(StringRef key) const {
     const json::Array *arr = nullptr;
     ZB_ASSIGN(arr, array(key));
@@ -167,14 +168,14 @@ public:
     for (auto [i, v] : enumerate(*arr)) {
       int64_t d = 0;
       ZB_ASSIGN(d, integerValue(v, field(key) + "[" + Twine(i) + "]", 0,
-                                std::numeric_limits<int32_t>::max()));
+                                zb::limits::kMaxDimension));
       dims.push_back(d);
     }
     // Element counts stay far from int64 overflow (2^60 elements claimed by
     // an edited shape used to wrap around).
     int64_t n = 1;
     for (int64_t d : dims)
-      if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)
+      if (__builtin_mul_overflow(n, d, &n) || n > zb::limits::kMaxTensorElements)
         return error(key, formatv("more than 2^40 elements").str());
     return dims;
   }
@@ -275,11 +276,14 @@ Error PlanParser::header() {
                               version)
                           .str());
   ZB_ASSIGN(plan.model, root.string("model", StringRef()));
-  ZB_ASSIGN(plan.numRanks, root.integer("num_ranks", 1, 4096));
-  ZB_ASSIGN(plan.numStages, root.integer("num_stages", 1, 1024));
-  ZB_ASSIGN(plan.numChunks, root.integer("num_chunks", 1, 1024, 1));
-  ZB_ASSIGN(plan.numMicrobatches, root.integer("num_microbatches", 1, 1 << 20));
-  ZB_ASSIGN(plan.microbatchSize, root.integer("microbatch_size", 1, 1 << 24));
+  ZB_ASSIGN(plan.numRanks, root.integer("num_ranks", 1, zb::limits::kMaxRanks));
+  ZB_ASSIGN(plan.numStages, root.integer("num_stages", 1, zb::limits::kMaxStages));
+  ZB_ASSIGN(plan.numChunks,
+            root.integer("num_chunks", 1, zb::limits::kMaxChunks, 1));
+  ZB_ASSIGN(plan.numMicrobatches,
+            root.integer("num_microbatches", 1, zb::limits::kMaxMicrobatches));
+  ZB_ASSIGN(plan.microbatchSize,
+            root.integer("microbatch_size", 1, zb::limits::kMaxMicrobatchSize));
   ZB_ASSIGN(plan.schedule, root.string("schedule", StringRef()));
   std::string target;
   ZB_ASSIGN(target, root.string("target", StringRef()));
@@ -424,7 +428,7 @@ Error PlanParser::inputs() {
     if (__builtin_mul_overflow(plan.numMicrobatches, plan.microbatchSize,
                                &batch) ||
         __builtin_mul_overflow(batch, in.sampleElements(), &batch) ||
-        batch > (int64_t(1) << 40))
+        batch > zb::limits::kMaxTensorElements)
       return f.error("sample_shape",
                      "num_microbatches x microbatch_size x the sample's "
                      "elements is more than 2^40");
@@ -539,7 +543,7 @@ Error PlanParser::rankSends(const Fields &f, RankInfo &r) {
       return m.error("peer", "a rank does not send to itself");
     constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
     ZB_ASSIGN(sent.tag, m.integer("tag", 0, kMaxInt32));
-    ZB_ASSIGN(sent.bytes, m.integer("bytes", 0, kMaxInt32));
+    ZB_ASSIGN(sent.bytes, m.integer("bytes", 0, zb::limits::kMaxMessageBytes));
     r.sends->push_back(sent);
     return Error::success();
   });

@@ -2,6 +2,7 @@
 
 #include "zb/Runner/Collective.h"
 #include "zb/Runner/Safetensors.h"
+#include "zb/Runner/Watched.h"
 
 #include "zb/Support/AtomicFile.h"
 #include "zb/Support/Checksum.h"
@@ -10,6 +11,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -68,15 +70,18 @@ struct FileImage {
 void receiveTensors(FileImage &image, MPI_Comm comm) {
   std::vector<float> staging;
   for (int32_t r = 1; r < zbrt_world_size(); ++r) {
+    std::string what =
+        formatv("rank {0}'s parameters (to save them)", r).str();
     int64_t count = 0;
-    MPI_Recv(&count, 1, MPI_INT64_T, r, 0, comm, MPI_STATUS_IGNORE);
+    watched::recv(&count, 1, MPI_INT64_T, r, 0, comm, what.c_str());
     for (int64_t i = 0; i < count; ++i) {
       int64_t header[2];
-      MPI_Recv(header, 2, MPI_INT64_T, r, 0, comm, MPI_STATUS_IGNORE);
+      watched::recv(header, 2, MPI_INT64_T, r, 0, comm, what.c_str());
       staging.resize((size_t)header[1]);
       for (int64_t at = 0; at < header[1]; at += kChunk)
-        MPI_Recv(staging.data() + at, (int)std::min(kChunk, header[1] - at),
-                 MPI_FLOAT, r, 0, comm, MPI_STATUS_IGNORE);
+        watched::recv(staging.data() + at,
+                      (int)std::min(kChunk, header[1] - at), MPI_FLOAT, r, 0,
+                      comm, what.c_str());
       image.put(header[0], staging.data(), header[1]);
     }
   }
@@ -85,13 +90,14 @@ void receiveTensors(FileImage &image, MPI_Comm comm) {
 /// The other ranks: their tensors to rank 0.
 void sendTensors(const std::map<int64_t, Buffer> &tensors, MPI_Comm comm) {
   int64_t count = (int64_t)tensors.size();
-  MPI_Send(&count, 1, MPI_INT64_T, 0, 0, comm);
+  const char *what = "rank 0 to take this rank's parameters (to save them)";
+  watched::send(&count, 1, MPI_INT64_T, 0, 0, comm, what);
   for (const auto &[index, buf] : tensors) {
     int64_t header[2] = {index, buf.size()};
-    MPI_Send(header, 2, MPI_INT64_T, 0, 0, comm);
+    watched::send(header, 2, MPI_INT64_T, 0, 0, comm, what);
     for (int64_t at = 0; at < buf.size(); at += kChunk)
-      MPI_Send(buf.data() + at, (int)std::min(kChunk, buf.size() - at),
-               MPI_FLOAT, 0, 0, comm);
+      watched::send(buf.data() + at, (int)std::min(kChunk, buf.size() - at),
+                    MPI_FLOAT, 0, 0, comm, what);
   }
 }
 
@@ -150,7 +156,8 @@ bool zb::runner::agree(Error err) {
   if (err)
     message = toString(std::move(err));
   int mine = message.empty() ? size : rank, first = size;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  watched::allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD,
+                     "the other ranks' outcome (all-reduce)");
   if (first == size)
     return true;
   if (rank == first) {
@@ -219,7 +226,8 @@ bool zb::runner::saveFinalParams(const RankProgram &rp, const Plan &plan,
 bool zb::runner::writeCheckpoint(const RankProgram &rp, const Plan &plan,
                                StringRef dir, const CheckpointInfo &info) {
   long long pid = (long long)getpid();
-  MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  watched::bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD,
+                 "rank 0's word to save a checkpoint (broadcast)");
   const std::string name = checkpointDirName(info.step);
   const std::string final = (dir + "/" + name).str();
   const std::string tmp = final + ".tmp." + std::to_string(pid);
@@ -300,8 +308,9 @@ std::vector<double> zb::runner::gradientNorms(const RankProgram &rp,
     }
     sq[index] = s;
   }
-  MPI_Reduce(sq.data(), total.data(), (int)sq.size(), MPI_DOUBLE, MPI_SUM, 0,
-             MPI_COMM_WORLD);
+  watched::reduce(sq.data(), total.data(), (int)sq.size(), MPI_DOUBLE,
+                  MPI_SUM, 0, MPI_COMM_WORLD,
+                  "the other ranks' gradient norms (reduce)");
   for (double &t : total)
     t = std::sqrt(t);
   return total;

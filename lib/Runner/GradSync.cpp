@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zb/Runner/GradSync.h"
+#include "zb/Runner/Watched.h"
 
 #include "zbrt/zbrt.h"
 
@@ -240,18 +241,21 @@ void GradSync::afterStep(int64_t step) {
   }
   if (options.sync == OptimizerSync::AllReduce) {
     GlobalState global;
-    MPI_Allreduce(&mine.sumSquares, &global.sumSquares, 1, MPI_DOUBLE,
-                  MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(&mine.firstBad, &global.firstBad, 1, MPI_INT64_T, MPI_MIN,
-                  MPI_COMM_WORLD);
+    std::string what =
+        formatv("the gradient norm of step {0} across the ranks (all-reduce)",
+                step + 1)
+            .str();
+    watched::allreduce(&mine.sumSquares, &global.sumSquares, 1, MPI_DOUBLE,
+                       MPI_SUM, MPI_COMM_WORLD, what.c_str());
+    watched::allreduce(&mine.firstBad, &global.firstBad, 1, MPI_INT64_T,
+                       MPI_MIN, MPI_COMM_WORLD, what.c_str());
     decide(step, global, /*eager=*/false, rp.grads);
     return;
   }
   // Post-validation. The previous step's state messages have long been
   // delivered (this rank validated it): complete their sends.
-  if (!sends.empty())
-    MPI_Waitall((int)sends.size(), sends.data(), MPI_STATUSES_IGNORE);
-  sends.clear();
+  watched::waitAll(sends, "the delivery of the previous step's optimizer "
+                          "state to the other ranks");
   sendBufs.clear();
   // The partial state from rank r-1, plus this rank's, on to rank r+1.
   GlobalState partial = mine;
@@ -329,8 +333,8 @@ bool GradSync::redoStep() {
 }
 
 GradSyncReport GradSync::finish() {
-  MPI_Reduce(&myRollbacks, &report.rollbacks, 1, MPI_INT64_T, MPI_SUM, 0,
-             MPI_COMM_WORLD);
+  watched::reduce(&myRollbacks, &report.rollbacks, 1, MPI_INT64_T, MPI_SUM, 0,
+                  MPI_COMM_WORLD, "the other ranks' rollback counts (reduce)");
   return report;
 }
 

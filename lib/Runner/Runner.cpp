@@ -14,6 +14,7 @@
 #include "zb/Runner/Launcher.h"
 #include "zb/Runner/Replay.h"
 #include "zb/Runner/Report.h"
+#include "zb/Runner/Watched.h"
 
 #include "zbrt/Trace.h"
 #include "zbrt/zbrt.h"
@@ -250,8 +251,8 @@ std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
 void reduceOnRankZero(StageProfile &profile) {
   auto red = [&](std::vector<double> &v, MPI_Op op) {
     std::vector<double> out(v.size());
-    MPI_Reduce(v.data(), out.data(), (int)v.size(), MPI_DOUBLE, op, 0,
-               MPI_COMM_WORLD);
+    watched::reduce(v.data(), out.data(), (int)v.size(), MPI_DOUBLE, op, 0,
+                    MPI_COMM_WORLD, "the other ranks' pass times (reduce)");
     if (zbrt_rank() == 0)
       v = out;
   };
@@ -367,7 +368,8 @@ StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
   if (rank == 0)
     planned = readPlannedSchedule(plan);
   replayWanted = planned ? 1 : 0;
-  MPI_Bcast(&replayWanted, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  watched::bcast(&replayWanted, 1, MPI_INT, 0, MPI_COMM_WORLD,
+                 "rank 0's word on the planned schedule (broadcast)");
   if (resumed)
     gradSync.setOptimizerStep(resumed->optimizerStep);
 }
@@ -515,7 +517,8 @@ void StepLoop::evaluate(int64_t stepsDone) {
     }
   }
   double mine = rp.hasLoss ? sum : 0, total = 0;
-  MPI_Reduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  watched::reduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD,
+                  "the other ranks' validation losses (reduce)");
   if (rank != 0)
     return;
   EvalResult ev{stepsDone, total / (double)o.evalSteps, o.evalSteps};
@@ -632,8 +635,13 @@ void StepLoop::runStep(int64_t step) {
     wallEnd = t1;
     return;
   }
-  MPI_Gather(&mine, kSampleDoubles, MPI_DOUBLE, samples.data(),
-             kSampleDoubles, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  {
+    std::string what =
+        formatv("the other ranks' times of step {0} (gather)", step + 1).str();
+    watched::gather(&mine, kSampleDoubles, MPI_DOUBLE, samples.data(),
+                    kSampleDoubles, MPI_DOUBLE, 0, MPI_COMM_WORLD,
+                    what.c_str());
+  }
   gatherTrace(step, measured);
   if (rank == 0)
     recordStep(step, measured);
@@ -643,11 +651,12 @@ void StepLoop::runStep(int64_t step) {
 /// runStep would have; the wall clock per step (the slowest rank).
 void StepLoop::gatherOverlappedSteps() {
   std::vector<StepSample> all(rank == 0 ? numSteps * worldSize : 0);
-  MPI_Gather(mySamples.data(), kSampleDoubles * numSteps, MPI_DOUBLE,
-             all.data(), kSampleDoubles * numSteps, MPI_DOUBLE, 0,
-             MPI_COMM_WORLD);
+  watched::gather(mySamples.data(), kSampleDoubles * numSteps, MPI_DOUBLE,
+                  all.data(), kSampleDoubles * numSteps, MPI_DOUBLE, 0,
+                  MPI_COMM_WORLD, "the other ranks' step times (gather)");
   double span = wallEnd - wallStart, maxSpan = 0;
-  MPI_Reduce(&span, &maxSpan, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  watched::reduce(&span, &maxSpan, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD,
+                  "the other ranks' run times (reduce)");
   if (rank != 0)
     return;
   for (int64_t i = 0; i < numSteps; ++i) {
@@ -765,14 +774,16 @@ int StepLoop::finishTraining() {
   if (!o.saveParams.empty() && !saveFinalParams(rp, plan, o.saveParams))
     return 1;
   report.peakHeapBytes.assign(worldSize, 0);
-  MPI_Gather(&myPeakHeap, 1, MPI_INT64_T, report.peakHeapBytes.data(), 1,
-             MPI_INT64_T, 0, MPI_COMM_WORLD);
+  watched::gather(&myPeakHeap, 1, MPI_INT64_T, report.peakHeapBytes.data(),
+                  1, MPI_INT64_T, 0, MPI_COMM_WORLD,
+                  "the other ranks' peak memory (gather)");
   if (zbrt_cuda_started()) {
     ZbrtCudaStats mine{};
     zbrt_cuda_stats(&mine);
     report.cuda.assign(worldSize, ZbrtCudaStats{});
-    MPI_Gather(&mine, sizeof mine, MPI_BYTE, report.cuda.data(), sizeof mine,
-               MPI_BYTE, 0, MPI_COMM_WORLD);
+    watched::gather(&mine, sizeof mine, MPI_BYTE, report.cuda.data(),
+                    sizeof mine, MPI_BYTE, 0, MPI_COMM_WORLD,
+                    "the other ranks' CUDA counters (gather)");
   }
   reduceOnRankZero(profile);
   if (rank != 0)

@@ -4,26 +4,58 @@
 
 #include "Internal.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 
 using namespace zbrt;
 using detail::fatalf;
 
+namespace {
+/// RANK:N from the environment variable `name` (unset: false; N >= 1 is
+/// called `what` in messages); a malformed value ends the job naming it.
+bool readRankPass(const char *name, long &rank, long &pass,
+                  const char *what = "PASS") {
+  const char *v = std::getenv(name);
+  if (!v || !*v)
+    return false;
+  char *end = nullptr;
+  rank = std::strtol(v, &end, 10);
+  if (end == v || *end != ':')
+    fatalf("%s='%s': expected RANK:%s (e.g. 1:5)", name, v, what);
+  const char *n = end + 1;
+  pass = std::strtol(n, &end, 10);
+  if (end == n || *end != '\0' || pass < 1 || rank < 0)
+    fatalf("%s='%s': expected RANK:%s, %s >= 1", name, v, what, what);
+  return true;
+}
+} // namespace
+
 FaultInjection::FaultInjection() {
-  if (const char *v = std::getenv("ZBRT_INJECT_KILL"); v && *v) {
-    char *end = nullptr;
-    long rank = std::strtol(v, &end, 10);
-    if (end == v || *end != ':')
-      fatalf("ZBRT_INJECT_KILL='%s': expected RANK:PASS (e.g. 1:5)", v);
-    const char *n = end + 1;
-    long pass = std::strtol(n, &end, 10);
-    if (end == n || *end != '\0' || pass < 1 || rank < 0)
-      fatalf("ZBRT_INJECT_KILL='%s': expected RANK:PASS, PASS >= 1", v);
-    killRank = rank;
-    killPass = pass;
-  }
+  readRankPass("ZBRT_INJECT_KILL", killRank, killPass);
+  readRankPass("ZBRT_INJECT_STOP", stopRank, stopPass);
+  readRankPass("ZBRT_INJECT_MEMORY_LIMIT", memoryRank, memoryHeadroomMiB,
+               "MIB");
   if (const char *v = std::getenv("ZBRT_INJECT_LAUNCH_ERROR"); v && *v)
     failedLaunch = std::atol(v);
+}
+
+void FaultInjection::limitAddressSpace(int32_t rank) const {
+  if (memoryHeadroomMiB <= 0 || rank != memoryRank)
+    return;
+  unsigned long long pages = 0;
+  std::FILE *f = std::fopen("/proc/self/statm", "r");
+  if (!f || std::fscanf(f, "%llu", &pages) != 1)
+    fatalf("ZBRT_INJECT_MEMORY_LIMIT: cannot read /proc/self/statm");
+  std::fclose(f);
+  struct rlimit limit;
+  limit.rlim_cur = limit.rlim_max =
+      pages * (rlim_t)sysconf(_SC_PAGESIZE) +
+      ((rlim_t)memoryHeadroomMiB << 20);
+  if (setrlimit(RLIMIT_AS, &limit) != 0)
+    fatalf("ZBRT_INJECT_MEMORY_LIMIT: setrlimit failed");
 }
 
 const FaultInjection &zbrt::faults() {

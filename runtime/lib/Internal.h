@@ -28,6 +28,28 @@ void setFatalCleanup(void (*cleanup)(void));
 [[noreturn]] void fatalf(const char *format, ...)
     __attribute__((format(printf, 1, 2)));
 
+/// Which memory an allocation that failed was for (fatalOutOfMemory).
+enum class MemoryKind { Host, Device, Managed };
+
+/// Ends the job on an allocation that failed, with one line naming the
+/// memory, the request (`bytes`, 0 when unknown), `context` (what this rank
+/// holds, the device's free memory; may be null) and, for host memory, the
+/// address-space limit (`ulimit -v`) and how much of it is mapped, then what
+/// to change. For example: "out of host memory: the memory pool asked for
+/// 1.0 GiB (1073741888 bytes); the pool holds 12.0 MiB; the address-space
+/// limit (ulimit -v) is 300.0 MiB, 256.4 MiB of it mapped: raise the limit,
+/// or ...". Issue 40: every way of running out of memory ends this way.
+[[noreturn]] void fatalOutOfMemory(MemoryKind kind, const char *what,
+                                   uint64_t bytes, const char *context);
+/// "1.5 GiB": `bytes` in B/KiB/MiB/GiB/TiB with one decimal.
+std::string formatBytes(uint64_t bytes);
+/// Makes the process's own failed allocations fatal errors of the job
+/// (fatalOutOfMemory) rather than aborts: C++'s operator new (a
+/// std::new_handler) and an uncaught exception such as a thread that could
+/// not be started (a std::terminate handler that names it). initProcess
+/// calls it.
+void installOutOfMemoryHandlers();
+
 /// MPI_Init unless MPI is up already; records rank, world size and the tag
 /// bound and installs the fatal MPI error handler. Returns the rank.
 int32_t initProcess(int *argc, char ***argv, int32_t *worldSize);

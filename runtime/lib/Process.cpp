@@ -105,6 +105,7 @@ int32_t detail::initProcess(int *argc, char ***argv, int32_t *worldSize) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   gRank = rank;
   gWorldSize = size;
+  installOutOfMemoryHandlers();
 
   MPI_Errhandler handler;
   MPI_Comm_create_errhandler(mpiErrorHandler, &handler);

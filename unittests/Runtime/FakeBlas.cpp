@@ -137,7 +137,7 @@ int cublasSgemm_v2(void *handle, int transa, int transb, int m, int n, int k,
     // The scalars are host memory, read when the call is captured.
     float scalars[2] = {*alpha, *beta};
     zbfake::captureNode(gBlasStream, [=] {
-      cublasSgemm_v2(handle, transa, transb, m, n, k, &scalars[0], a, lda, b,
+      return cublasSgemm_v2(handle, transa, transb, m, n, k, &scalars[0], a, lda, b,
                      ldb, &scalars[1], c, ldc);
     });
     return 0;
@@ -179,7 +179,7 @@ int cublasSgemmStridedBatched(void *handle, int transa, int transb, int m,
   if (zbfake::capturing(gBlasStream)) {
     float scalars[2] = {*alpha, *beta};
     zbfake::captureNode(gBlasStream, [=] {
-      cublasSgemmStridedBatched(handle, transa, transb, m, n, k, &scalars[0],
+      return cublasSgemmStridedBatched(handle, transa, transb, m, n, k, &scalars[0],
                                 a, lda, strideA, b, ldb, strideB, &scalars[1],
                                 c, ldc, strideC, batch);
     });
@@ -215,7 +215,7 @@ int cublasGemmEx(void *handle, int transa, int transb, int m, int n, int k,
   if (zbfake::capturing(gBlasStream)) {
     // The scalars are host memory, read when the call is captured.
     zbfake::captureNode(gBlasStream, [=] {
-      cublasGemmEx(handle, transa, transb, m, n, k, &al, a, aType, lda, b,
+      return cublasGemmEx(handle, transa, transb, m, n, k, &al, a, aType, lda, b,
                    bType, ldb, &be, c, cType, ldc, computeType, algo);
     });
     return 0;
@@ -272,7 +272,7 @@ int cublasGemmStridedBatchedEx(void *handle, int transa, int transb, int m,
     const float scalars[2] = {*static_cast<const float *>(alpha),
                               *static_cast<const float *>(beta)};
     zbfake::captureNode(gBlasStream, [=] {
-      cublasGemmStridedBatchedEx(handle, transa, transb, m, n, k, &scalars[0],
+      return cublasGemmStridedBatchedEx(handle, transa, transb, m, n, k, &scalars[0],
                                  a, aType, lda, strideA, b, bType, ldb, strideB,
                                  &scalars[1], c, cType, ldc, strideC, batch,
                                  computeType, algo);

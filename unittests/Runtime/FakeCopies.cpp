@@ -40,6 +40,8 @@ CUresult cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src,
 }
 
 CUresult cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t bytes) {
+  if (int sticky = stickyError())
+    return sticky;
   if (!isDevice(reinterpret_cast<void *>(src), bytes, "cuMemcpyDtoH src"))
     return kInvalidValue;
   ++gStats.memcpys;
@@ -52,7 +54,7 @@ CUresult cuMemsetD8Async(unsigned long long dst, unsigned char value,
                          size_t n, void *stream) {
   if (capturing(stream)) {
     captureNode(stream,
-                [dst, value, n] { cuMemsetD8Async(dst, value, n, nullptr); });
+                [dst, value, n] { return cuMemsetD8Async(dst, value, n, nullptr); });
     return kOk;
   }
   if (!isDevice(reinterpret_cast<void *>(dst), n, "cuMemsetD8Async"))

@@ -374,6 +374,8 @@ CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
           return cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY,
                                 blockZ, sharedBytes, stream, copy, extra);
         });
+  if (int sticky = zbfake::stickyError())
+    return sticky;
   if (function == &gTimestampKernel)
     return gridX == 1 && blockX == 1 ? launchTimestamp(stream, params)
                                      : kInvalidValue;
@@ -414,7 +416,7 @@ CUresult cuStreamSynchronize(void *stream) {
   if (stream)
     progress(static_cast<Stream *>(stream), LONG_MAX, /*block=*/true);
   lateStreamDone(stream);
-  return kOk;
+  return zbfake::stickyError();
 }
 CUresult cuStreamQuery(void *stream) {
   if (int r = zbfake::refuseWhileCapturing(stream, "cuStreamQuery"))
@@ -423,7 +425,7 @@ CUresult cuStreamQuery(void *stream) {
       !progress(static_cast<Stream *>(stream), LONG_MAX, /*block=*/false))
     return kNotReady;
   lateStreamDone(stream);
-  return kOk;
+  return zbfake::stickyError();
 }
 CUresult cuStreamWaitEvent(void *stream, void *event, unsigned) {
   ++gStats.waits;
@@ -466,9 +468,11 @@ CUresult cuEventSynchronize(void *event) {
   if (event)
     eventReady(static_cast<Event *>(event), /*block=*/true);
   lateEventDone(event);
-  return kOk;
+  return zbfake::stickyError();
 }
 CUresult cuEventQuery(void *event) {
+  if (int sticky = zbfake::stickyError())
+    return sticky;
   return !event || (eventReady(static_cast<Event *>(event), /*block=*/false) &&
                     !lateNotReady(event))
              ? kOk
@@ -478,7 +482,8 @@ CUresult cuEventRecord(void *event, void *stream) {
   if (!event)
     return kInvalidValue;
   if (zbfake::capturing(stream)) {
-    zbfake::captureNode(stream, [event] { cuEventRecord(event, nullptr); });
+    zbfake::captureNode(stream,
+                        [event] { return cuEventRecord(event, nullptr); });
     return kOk;
   }
   auto *e = static_cast<Event *>(event);
@@ -517,6 +522,11 @@ CUresult cuMemAlloc_v2(unsigned long long *ptr, size_t bytes) {
   ++gStats.allocations;
   *ptr = reinterpret_cast<uintptr_t>(p);
   return kOk;
+}
+CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
+  if (!free || !total)
+    return kInvalidValue;
+  return zbfake::deviceMemoryInfo(free, total) ? kOk : 2;
 }
 CUresult cuMemAllocManaged(unsigned long long *ptr, size_t bytes, unsigned) {
   ++gStats.managedAllocations;
@@ -560,7 +570,7 @@ CUresult cuMemcpyAsync(unsigned long long dst, unsigned long long src,
                        size_t bytes, void *stream) {
   if (zbfake::capturing(stream)) {
     zbfake::captureNode(stream, [dst, src, bytes] {
-      cuMemcpyAsync(dst, src, bytes, nullptr);
+      return cuMemcpyAsync(dst, src, bytes, nullptr);
     });
     return kOk;
   }
@@ -579,7 +589,7 @@ CUresult cuMemsetD32Async(unsigned long long dst, unsigned value, size_t n,
                           void *stream) {
   if (zbfake::capturing(stream)) {
     zbfake::captureNode(stream, [dst, value, n] {
-      cuMemsetD32Async(dst, value, n, nullptr);
+      return cuMemsetD32Async(dst, value, n, nullptr);
     });
     return kOk;
   }
@@ -595,7 +605,7 @@ CUresult cuMemsetD16Async(unsigned long long dst, unsigned short value,
                           size_t n, void *stream) {
   if (zbfake::capturing(stream)) {
     zbfake::captureNode(stream, [dst, value, n] {
-      cuMemsetD16Async(dst, value, n, nullptr);
+      return cuMemsetD16Async(dst, value, n, nullptr);
     });
     return kOk;
   }
@@ -613,6 +623,7 @@ CUresult cuGetErrorName(CUresult e, const char **name) {
           : e == 2             ? "CUDA_ERROR_OUT_OF_MEMORY"
           : e == 101           ? "CUDA_ERROR_INVALID_DEVICE"
           : e == 700           ? "CUDA_ERROR_ILLEGAL_ADDRESS"
+          : e == 719           ? "CUDA_ERROR_LAUNCH_FAILED"
                                : "CUDA_ERROR_UNKNOWN";
   return kOk;
 }
@@ -621,6 +632,7 @@ CUresult cuGetErrorString(CUresult e, const char **text) {
               ? "operation not supported (fake CUDA driver: no kernels)"
           : e == kInvalidValue ? "invalid argument"
           : e == 700           ? "an illegal memory access was encountered"
+          : e == 719           ? "unspecified launch failure"
                                : "fake CUDA driver error";
   return kOk;
 }

@@ -70,9 +70,10 @@ size_t roundUp(size_t bytes) {
 bool reserve() {
   if (gBase)
     return true;
+  // ZB_FAKE_CUDA_ARENA_GB: the device's memory in GiB (may be a fraction).
   const char *gb = std::getenv("ZB_FAKE_CUDA_ARENA_GB");
-  long g = gb && *gb ? std::atol(gb) : 64;
-  size_t bytes = (size_t)(g > 0 ? g : 64) << 30;
+  double g = gb && *gb ? std::atof(gb) : 64;
+  size_t bytes = roundUp((size_t)((g > 0 ? g : 64) * (double)(1ull << 30)));
   void *p = mmap(nullptr, bytes, PROT_NONE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
@@ -214,6 +215,18 @@ void *zbfake::deviceAllocate(size_t bytes) {
   DeviceAccess open;
   std::memset(reinterpret_cast<void *>(p), 0, capacity);
   return reinterpret_cast<void *>(p);
+}
+
+bool zbfake::deviceMemoryInfo(size_t *free, size_t *total) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (!reserve())
+    return false;
+  size_t live = 0;
+  for (const auto &block : gCapacities)
+    live += block.second;
+  *total = gCapacity;
+  *free = gCapacity - live;
+  return true;
 }
 
 bool zbfake::deviceFree(void *ptr) {

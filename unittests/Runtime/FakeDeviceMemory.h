@@ -15,6 +15,9 @@ namespace zbfake {
 /// when the arena is full. Installs the fault handler (again, if something
 /// replaced it since).
 void *deviceAllocate(size_t bytes);
+/// The arena's free and total bytes (cuMemGetInfo); false if it cannot be
+/// reserved.
+bool deviceMemoryInfo(size_t *free, size_t *total);
 /// Frees a block of deviceAllocate; false when `p` is not one.
 bool deviceFree(void *p);
 /// Whether `p` lies in the arena (live, freed or never allocated).

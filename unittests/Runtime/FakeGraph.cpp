@@ -20,6 +20,7 @@
 #include "FakeGraph.h"
 #include "FakeKernels.h"
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -35,9 +36,10 @@ namespace {
 using CUresult = int;
 constexpr CUresult kOk = 0, kInvalidValue = 1, kNotSupported = 801;
 constexpr CUresult kCaptureUnsupported = 900, kCaptureInvalidated = 901;
+constexpr CUresult kLaunchFailed = 719; // CUDA_ERROR_LAUNCH_FAILED
 
 struct Graph {
-  std::vector<std::function<void()>> nodes;
+  std::vector<std::function<int()>> nodes;
 };
 struct Capture {
   Graph graph;
@@ -52,6 +54,7 @@ struct RuntimeKernel {
 };
 
 std::mutex gMutex;
+std::atomic<int> gStickyError{0};
 // Never freed: streams and modules outlive static destructors.
 std::map<const void *, Capture> &gCaptures = *new std::map<const void *, Capture>;
 std::map<const void *, RuntimeKernel> &gRuntimeKernels =
@@ -98,12 +101,14 @@ CUresult paramInfo(void *function, size_t index, size_t *offset,
 
 } // namespace
 
+int zbfake::stickyError() { return gStickyError; }
+
 bool zbfake::capturing(const void *stream) {
   std::lock_guard<std::mutex> lock(gMutex);
   return stream && gCaptures.count(stream);
 }
 
-void zbfake::captureNode(const void *stream, std::function<void()> node) {
+void zbfake::captureNode(const void *stream, std::function<int()> node) {
   std::lock_guard<std::mutex> lock(gMutex);
   gCaptures.at(stream).graph.nodes.push_back(std::move(node));
 }
@@ -146,7 +151,7 @@ int zbfake::captureLaunch(const void *stream, void *function, void **params,
       pointers.push_back(bytes->data() + at);
       at += param.second;
     }
-    launch(pointers.data());
+    return launch(pointers.data());
   });
   return kOk;
 }
@@ -262,10 +267,24 @@ CUresult cuGraphInstantiateWithFlags(void **exec, void *graph,
 CUresult cuGraphLaunch(void *exec, void *stream) {
   if (!exec || zbfake::capturing(stream))
     return kInvalidValue;
+  if (int sticky = zbfake::stickyError())
+    return sticky;
   auto *g = static_cast<Graph *>(exec);
   zbfake::runOnStream(stream, [g] {
-    for (auto &node : g->nodes)
-      node();
+    for (size_t i = 0; i < g->nodes.size(); ++i) {
+      if (int status = g->nodes[i]()) {
+        // On a GPU the failure surfaces at the host's next synchronising
+        // call as the context's sticky error; the rest of the graph does
+        // not run.
+        std::fprintf(stderr,
+                     "fake-cuda: node %zu of %zu of a replayed CUDA graph "
+                     "failed (status %d): the context's sticky error is now "
+                     "CUDA_ERROR_LAUNCH_FAILED\n",
+                     i + 1, g->nodes.size(), status);
+        gStickyError = kLaunchFailed;
+        return;
+      }
+    }
   });
   return kOk;
 }

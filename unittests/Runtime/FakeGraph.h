@@ -20,8 +20,15 @@ void runOnStream(void *stream, std::function<void()> work);
 /// Whether `stream` is being captured (cuStreamBeginCapture).
 bool capturing(const void *stream);
 /// Records `node` into `stream`'s capture: it runs at every cuGraphLaunch
-/// of the graph, in capture order.
-void captureNode(const void *stream, std::function<void()> node);
+/// of the graph, in capture order, and returns its call's status (a
+/// CUresult or cublasStatus_t; 0: success). A node that fails ends the
+/// replay and leaves the context's sticky error (stickyError), as a kernel
+/// that fails inside a graph does on a GPU.
+void captureNode(const void *stream, std::function<int()> node);
+/// The context's sticky error (CUDA_ERROR_LAUNCH_FAILED after a node of a
+/// replayed graph failed), else 0: every later synchronising call, query,
+/// launch and copy returns it, as the driver does.
+int stickyError();
 /// A call the driver refuses while `stream` is captured (a query, a
 /// synchronisation, a wait on an outside event): the capture is
 /// invalidated (cuStreamEndCapture then fails) and the call returns

@@ -12,11 +12,14 @@
 #include "FakeCudaInternal.h"
 #include "FakeDeviceMemory.h"
 
+#include <dlfcn.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -43,9 +46,55 @@ struct Comm {
 constexpr int kTagBase = 1 << 29;
 int gIdSequence = 0;
 
+/// A host wait of this stand-in (a receive that its stream needs now, the
+/// sends still in flight) under zb-run's communication watchdog, as the
+/// runtime's own waits are: polls `ready` and, past zbrt_comm_timeout()
+/// seconds, ends the job through zbrt_fatal naming `what`. A real GPU never
+/// blocks the host here (the runtime polls its events and its watchdog
+/// fires); the stand-in must, where a kernel that runs on the host needs
+/// the bytes, so it keeps the watchdog itself. Without libzbrt in the
+/// process (found with dlsym) it waits forever, as MPI would.
+template <typename Ready> void waitWatched(Ready ready, const char *what) {
+  using TimeoutFn = double (*)(void);
+  using FatalFn = void (*)(const char *);
+  static TimeoutFn timeout =
+      reinterpret_cast<TimeoutFn>(dlsym(RTLD_DEFAULT, "zbrt_comm_timeout"));
+  static FatalFn fatal =
+      reinterpret_cast<FatalFn>(dlsym(RTLD_DEFAULT, "zbrt_fatal"));
+  const auto start = std::chrono::steady_clock::now();
+  while (!ready()) {
+    double waited = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    double limit = timeout ? timeout() : 0;
+    if (fatal && limit > 0 && waited > limit) {
+      char message[512];
+      std::snprintf(message, sizeof message,
+                    "waited %.0f s for %s: the peer is stopped, dead or "
+                    "deadlocked (zb-run --comm-timeout %g)",
+                    waited, what, limit);
+      fatal(message);
+    }
+    if (waited > 1e-3)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 void completeSends(Comm *c) {
-  if (!c->sends.empty())
-    MPI_Waitall((int)c->sends.size(), c->sends.data(), MPI_STATUSES_IGNORE);
+  if (!c->sends.empty()) {
+    char what[160];
+    std::snprintf(what, sizeof what,
+                  "%zu NCCL send(s) to rank %d to complete (fake-cuda)",
+                  c->sends.size(), c->peerWorld);
+    waitWatched(
+        [c] {
+          int done = 0;
+          MPI_Testall((int)c->sends.size(), c->sends.data(), &done,
+                      MPI_STATUSES_IGNORE);
+          return done != 0;
+        },
+        what);
+  }
   c->sends.clear();
   c->buffers.clear();
 }
@@ -172,7 +221,18 @@ int ncclRecv(void *buf, size_t count, int type, int peer, void *comm,
       if (!there)
         return false;
     } else {
-      MPI_Probe(c->peerWorld, c->tag, MPI_COMM_WORLD, &status);
+      char what[160];
+      std::snprintf(what, sizeof what,
+                    "an NCCL receive of %zu bytes from rank %d (fake-cuda: "
+                    "a host wait on its stream)",
+                    count, c->peerWorld);
+      waitWatched(
+          [&] {
+            int there = 0;
+            MPI_Iprobe(c->peerWorld, c->tag, MPI_COMM_WORLD, &there, &status);
+            return there != 0;
+          },
+          what);
     }
     int got = 0;
     MPI_Get_count(&status, MPI_BYTE, &got);

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zb/Formats/Plan.h"
+#include "zb/Support/Limits.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -380,3 +381,104 @@ TEST(Plan, ReaderErrorsOnTheDocument) {
 }
 
 } // namespace
+
+namespace {
+/// checkPlanLimits's error for `plan` ("" when it passes), and whether
+/// plan.json's reader, a second code path over the same table
+/// (zb/Support/Limits.h), refuses the written plan too.
+std::pair<std::string, bool> limitVerdicts(const Plan &plan,
+                                           const std::string &name) {
+  std::string message;
+  if (llvm::Error e = checkPlanLimits(plan))
+    message = llvm::toString(std::move(e));
+  std::string dir = tempPath("limits-" + name);
+  EXPECT_FALSE(llvm::sys::fs::create_directories(dir));
+  EXPECT_FALSE(!!writePlan(plan, dir + "/plan.json"));
+  llvm::Expected<Plan> read = loadPlan(dir);
+  bool refused = !read;
+  if (!read)
+    llvm::consumeError(read.takeError());
+  llvm::sys::fs::remove_directories(dir);
+  return {message, refused};
+}
+} // namespace
+
+// Issue 40: what zb-compile checks before it generates code is what zb-run's
+// reader accepts: each value just past its limit is refused by both, naming
+// the model's input or parameter; at the limit both accept.
+TEST(Plan, LimitsAreCheckedAsTheReaderChecksThem) {
+  EXPECT_EQ(limitVerdicts(fullPlan(), "ok"), std::make_pair(std::string(), false));
+
+  Plan atLimit = fullPlan();
+  atLimit.microbatchSize = zb::limits::kMaxMicrobatchSize;
+  atLimit.params[0].shape = {int64_t(1) << 20, int64_t(1) << 20};
+  atLimit.ranks[0].sends->front().bytes = zb::limits::kMaxMessageBytes;
+  EXPECT_EQ(limitVerdicts(atLimit, "at"), std::make_pair(std::string(), false));
+  atLimit = fullPlan();
+  atLimit.numMicrobatches = zb::limits::kMaxMicrobatches;
+  EXPECT_EQ(limitVerdicts(atLimit, "at-m"),
+            std::make_pair(std::string(), false));
+
+  Plan mb = fullPlan();
+  mb.microbatchSize = zb::limits::kMaxMicrobatchSize + 1;
+  auto [mbError, mbRefused] = limitVerdicts(mb, "mb");
+  EXPECT_EQ(mbError,
+            "input 'tokens': its first dimension, the microbatch size, is "
+            "16777217; zb-run accepts at most 16777216: export the model "
+            "with a smaller batch (its first dimension is one microbatch) and "
+            "train with more --microbatches");
+  EXPECT_TRUE(mbRefused);
+
+  Plan many = fullPlan();
+  many.numMicrobatches = zb::limits::kMaxMicrobatches + 1;
+  auto [manyError, manyRefused] = limitVerdicts(many, "many");
+  EXPECT_EQ(manyError, "the number of microbatches is 1048577; zb-run accepts "
+                       "at most 1048576: use fewer --microbatches");
+  EXPECT_TRUE(manyRefused);
+
+  Plan big = fullPlan();
+  big.params[0].shape = {int64_t(1) << 21, int64_t(1) << 20};
+  auto [bigError, bigRefused] = limitVerdicts(big, "big");
+  EXPECT_EQ(bigError, "parameter 'wte': more than 1099511627776 elements "
+                      "(2^40); zb-run accepts at most that many in one "
+                      "tensor: use a smaller model or microbatch");
+  EXPECT_TRUE(bigRefused);
+
+  Plan wide = fullPlan();
+  wide.params[1].shape = {int64_t(1) << 31};
+  auto [wideError, wideRefused] = limitVerdicts(wide, "wide");
+  EXPECT_EQ(wideError, "parameter 'ln.bias': dimension 0 is 2147483648; "
+                       "zb-run accepts dimensions up to 2147483647");
+  EXPECT_TRUE(wideRefused);
+
+  Plan message = fullPlan();
+  message.ranks[0].sends->front().bytes = zb::limits::kMaxMessageBytes + 1;
+  auto [messageError, messageRefused] = limitVerdicts(message, "message");
+  EXPECT_NE(messageError.find("a message from rank 0 to rank 1 (tag "),
+            std::string::npos)
+      << messageError;
+  EXPECT_NE(messageError.find("in bytes is 2147483648; zb-run accepts at "
+                              "most 2147483647"),
+            std::string::npos)
+      << messageError;
+  EXPECT_TRUE(messageRefused);
+
+  // An input's microbatch (sample x microbatch size) past 2^40 elements:
+  // zb-compile refuses it (zb-run would fail allocating it).
+  Plan input = fullPlan();
+  input.inputs[2].sampleShape = {int64_t(1) << 20, int64_t(1) << 19};
+  EXPECT_EQ(limitVerdicts(input, "input").first,
+            "input 'mask': more than 1099511627776 elements (2^40) in a "
+            "microbatch; zb-run accepts at most that many in one tensor: use "
+            "a smaller model or microbatch");
+  // A step's batch of an input past 2^40 elements: both refuse it.
+  Plan step = fullPlan();
+  step.numMicrobatches = zb::limits::kMaxMicrobatches;
+  step.microbatchSize = int64_t(1) << 17;
+  auto [stepError, stepRefused] = limitVerdicts(step, "step");
+  EXPECT_EQ(stepError, "input 'mask': a step's batch (1048576 microbatches "
+                       "of 131072 samples) is more than 1099511627776 "
+                       "elements (2^40); zb-run reads it whole: use fewer "
+                       "--microbatches or a smaller batch");
+  EXPECT_TRUE(stepRefused);
+}

@@ -230,6 +230,19 @@ std::string rankFingerprint(const Plan &plan, int32_t rank);
 llvm::Error checkRankFingerprint(const Plan &plan, int32_t rank,
                                  llvm::StringRef programFingerprint);
 
+/// Checks `plan` against the one table of limits (zb/Support/Limits.h)
+/// that zb-run's reader applies: ranks, stages, chunks, microbatches, the
+/// microbatch size, every parameter's and input's shape (each dimension and
+/// the element count of a microbatch) and every message's bytes. The error
+/// names the first value out of range by its model name and says what to
+/// change, e.g.
+///   input 'x': its first dimension, the microbatch size, is 68719476736;
+///   zb-run accepts at most 16777216: export the model with a smaller
+///   batch (its first dimension is one microbatch) and train with more
+///   --microbatches
+/// zb-compile calls it before it generates code.
+llvm::Error checkPlanLimits(const Plan &plan);
+
 /// Parses plan.json text; `path` names the file in messages and sets
 /// Plan::path and Plan::dir.
 llvm::Expected<Plan> parsePlan(llvm::StringRef text, llvm::StringRef path);

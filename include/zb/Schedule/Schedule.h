@@ -23,6 +23,8 @@
 #ifndef ZB_SCHEDULE_SCHEDULE_H
 #define ZB_SCHEDULE_SCHEDULE_H
 
+#include "zb/Support/Limits.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -194,13 +196,13 @@ struct SimResult {
   bool complete = true;
 };
 
-/// The largest problems zb schedules (plan.json has the same limits): p
-/// ranks, V chunks per rank, m microbatches, and p * V * m (the simulator
-/// keeps a few numbers per pass).
-constexpr int kMaxRanks = 4096;
-constexpr int kMaxChunks = 1024;
-constexpr int kMaxMicrobatches = 1 << 20;
-constexpr int64_t kMaxStageMicrobatches = int64_t(1) << 24;
+/// The largest problems zb schedules (zb/Support/Limits.h, plan.json's
+/// limits too): p ranks, V chunks per rank, m microbatches, and p * V * m
+/// (the simulator keeps a few numbers per pass).
+constexpr int kMaxRanks = (int)limits::kMaxRanks;
+constexpr int kMaxChunks = (int)limits::kMaxChunks;
+constexpr int kMaxMicrobatches = (int)limits::kMaxMicrobatches;
+constexpr int64_t kMaxStageMicrobatches = limits::kMaxStageMicrobatches;
 
 /// Checks the problem: sizes of the cost vectors (1, p or p*V), non-negative
 /// costs and memory, 1 <= p <= kMaxRanks, 1 <= m <= kMaxMicrobatches,

@@ -89,6 +89,9 @@ void zbrt_step_end(void);
 /// the message (pass direction, stage, microbatch) and the peer it waits
 /// on; 0 waits forever. Default 300 s.
 void zbrt_set_comm_timeout(double seconds);
+/// The watchdog's limit in seconds (0: none). libzb_fake_cuda.so, the test
+/// stand-in for the GPU libraries, applies it to its own host waits.
+double zbrt_comm_timeout(void);
 /// A function zbrt_fatal runs once before it ends the process (zb-run's
 /// rank 0 removes its --checkpoint DIR/.zb-lock); NULL: none. It runs
 /// outside any signal handler, so it may call anything.

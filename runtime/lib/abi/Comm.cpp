@@ -9,6 +9,7 @@
 #include "zbrt/Trace.h"
 #include "zbrt/zbrt.h"
 
+#include "../FaultInjection.h"
 #include "../Internal.h"
 #include "../TraceLog.h"
 #include "BackendSelection.h"
@@ -51,6 +52,7 @@ extern "C" int32_t zbrt_world_size(void) { return detail::worldSize(); }
 
 extern "C" int32_t zbrt_init(int *argc, char ***argv, int32_t *worldSize) {
   int32_t rank = detail::initProcess(argc, argv, worldSize);
+  faults().limitAddressSpace(rank);
   initBackends();
   return rank;
 }
@@ -62,6 +64,10 @@ extern "C" void zbrt_step_end(void) {
 
 extern "C" void zbrt_set_comm_timeout(double seconds) {
   detail::setCommTimeoutSeconds(seconds);
+}
+
+extern "C" double zbrt_comm_timeout(void) {
+  return detail::commTimeoutSeconds();
 }
 
 extern "C" void zbrt_set_fatal_cleanup(void (*cleanup)(void)) {

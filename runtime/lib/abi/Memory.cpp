@@ -13,6 +13,7 @@
 #include "zbrt/zbrt.h"
 
 #include "../Internal.h"
+#include "../cuda/Mgpu.h"
 #include "BackendSelection.h"
 
 #include <algorithm>
@@ -37,9 +38,11 @@ void *systemAlloc(uint64_t bytes) {
   case zbrt::MemoryPlacement::Host:
     return std::malloc(bytes);
   case zbrt::MemoryPlacement::CudaManaged:
-    return mgpuMemAlloc(bytes, nullptr, /*isHostShared=*/true);
+    return zbrt::cuda::mgpu::allocate(bytes, /*hostShared=*/true,
+                                      /*nullIfOutOfMemory=*/true);
   case zbrt::MemoryPlacement::CudaPoolOnDevice:
-    return mgpuMemAlloc(bytes, nullptr, /*isHostShared=*/false);
+    return zbrt::cuda::mgpu::allocate(bytes, /*hostShared=*/false,
+                                      /*nullIfOutOfMemory=*/true);
   }
   return nullptr;
 }
@@ -75,6 +78,30 @@ struct Pool {
     return sizeClass | static_cast<uint64_t>(__builtin_ctzll(alignment));
   }
 
+  /// The pool could not get `bytes` more from the system: the job ends with
+  /// one line naming the memory, what the pool holds, and the limit.
+  [[noreturn]] void outOfMemory(uint64_t bytes) const {
+    using zbrt::detail::formatBytes;
+    std::string holds = "this rank's pool holds " +
+                        formatBytes((uint64_t)stats.bytesReserved) + ", " +
+                        formatBytes((uint64_t)stats.bytesInUse) + " of it in use";
+    zbrt::detail::MemoryKind kind = zbrt::detail::MemoryKind::Host;
+    switch (zbrt::memoryPlacement()) {
+    case zbrt::MemoryPlacement::Host:
+      break;
+    case zbrt::MemoryPlacement::CudaManaged:
+      kind = zbrt::detail::MemoryKind::Managed;
+      holds += "; " + zbrt::cuda::mgpu::describeDeviceMemory();
+      break;
+    case zbrt::MemoryPlacement::CudaPoolOnDevice:
+      kind = zbrt::detail::MemoryKind::Device;
+      holds += "; " + zbrt::cuda::mgpu::describeDeviceMemory();
+      break;
+    }
+    zbrt::detail::fatalOutOfMemory(kind, "the memory pool", bytes,
+                                   holds.c_str());
+  }
+
   void *allocate(uint64_t bytes, uint64_t alignment) {
     if (alignment == 0 || (alignment & (alignment - 1)) != 0 ||
         alignment > (1ull << 32))
@@ -100,10 +127,7 @@ struct Pool {
       uint64_t total = sizeClass + alignment;
       void *base = systemAlloc(total);
       if (!base)
-        zbrt::detail::fatalf("memory pool: out of memory allocating %llu "
-                             "bytes (%llu bytes reserved by the pool)",
-                             (unsigned long long)total,
-                             (unsigned long long)stats.bytesReserved);
+        outOfMemory(total);
       uintptr_t first = reinterpret_cast<uintptr_t>(base);
       uintptr_t aligned = (first + alignment - 1) & ~(uintptr_t)(alignment - 1);
       user = reinterpret_cast<void *>(aligned);
@@ -198,8 +222,9 @@ extern "C" void *zbrt_host_buffer_alloc(uint64_t bytes) {
   void *p = cudaMemory() ? mgpuMemAlloc(rounded, nullptr, true)
                         : std::aligned_alloc(64, rounded);
   if (!p)
-    zbrt::detail::fatalf("out of memory allocating %llu bytes",
-                         (unsigned long long)rounded);
+    zbrt::detail::fatalOutOfMemory(zbrt::detail::MemoryKind::Host,
+                                   "a buffer of the runner", rounded,
+                                   nullptr);
   std::memset(p, 0, rounded);
   return p;
 }

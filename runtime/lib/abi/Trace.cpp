@@ -31,8 +31,11 @@ extern "C" void zbrt_action_begin(int32_t kind, int32_t stage,
                    "2 = W)",
                    kind);
   static long passes = 0;
-  if (faults().shouldKill(detail::rank(), ++passes))
+  ++passes;
+  if (faults().shouldKill(detail::rank(), passes))
     std::raise(SIGKILL);
+  if (faults().shouldStop(detail::rank(), passes))
+    std::raise(SIGSTOP);
   size_t index = detail::traceActionBegin(kind, stage, microbatch);
   if (index != detail::kNoTraceEvent)
     backend().traceMark(index, /*end=*/false);

@@ -6,6 +6,7 @@
 #include "HostOptimizer.h"
 
 #include "../Bfloat16.h"
+#include "../Internal.h"
 
 #include <cblas.h>
 
@@ -93,8 +94,12 @@ public:
   }
   void finalize() override { hostMessages().finalize(); }
 
-  void *allocTemporary(size_t bytes, const char *) override {
-    return std::calloc(bytes ? bytes : 1, 1);
+  void *allocTemporary(size_t bytes, const char *what) override {
+    void *p = std::calloc(bytes ? bytes : 1, 1);
+    if (!p)
+      detail::fatalOutOfMemory(detail::MemoryKind::Host, what, bytes,
+                               nullptr);
+    return p;
   }
   void freeTemporary(void *p, const char *) override { std::free(p); }
 
@@ -117,4 +122,30 @@ Backend &zbrt::cpu::cpuBackend() {
   return b;
 }
 
-void zbrt::cpu::configureBlasThreads() { openblas_set_num_threads(1); }
+namespace {
+/// OpenBLAS's GEMM work buffer: BUFFER_SIZE (32 << 22 bytes in OpenBLAS 0.3
+/// on x86_64 and arm64, common_x86_64.h / common_arm64.h) plus a page,
+/// taken with malloc on a thread's first GEMM. OpenBLAS retries a failed
+/// allocation forever (blas_memory_alloc in memory.c): a rank under
+/// `ulimit -v` would spin instead of failing.
+constexpr size_t kBlasBufferBytes = (size_t(32) << 22) + 4096;
+} // namespace
+
+void zbrt::cpu::configureBlasThreads() {
+  openblas_set_num_threads(1);
+  // Take OpenBLAS's buffer now, while the address space has room for it,
+  // and fail with a message if it has not: probe with an allocation of the
+  // buffer's size, then run a GEMM large enough to need the buffer (smaller
+  // ones may take OpenBLAS's small-matrix path, which needs none).
+  void *probe = std::malloc(kBlasBufferBytes);
+  if (!probe)
+    detail::fatalOutOfMemory(detail::MemoryKind::Host,
+                             "OpenBLAS's GEMM work buffer", kBlasBufferBytes,
+                             "it is taken once per process, before the "
+                             "model's own memory");
+  std::free(probe);
+  constexpr int n = 128;
+  std::vector<float> a(n * n, 0.0f), b(n * n, 0.0f), c(n * n, 0.0f);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+              a.data(), n, b.data(), n, 0.0f, c.data(), n);
+}

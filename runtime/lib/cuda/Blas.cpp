@@ -65,7 +65,7 @@ void Blas::start(Handle compute, int32_t flags) {
     // 32 MiB, what cuBLAS documents for Hopper (CUBLAS_WORKSPACE_CONFIG).
     constexpr size_t kWorkspaceBytes = size_t(32) << 20;
     zbrt::cuda::check(driver().cuMemAlloc(&workspace, kWorkspaceBytes),
-                      "cuMemAlloc (cuBLAS workspace)");
+                      "cuMemAlloc (cuBLAS workspace)", kWorkspaceBytes);
     check(api.setWorkspace(handle, reinterpret_cast<void *>(workspace),
                            kWorkspaceBytes),
           "cublasSetWorkspace");

@@ -411,7 +411,7 @@ void *CudaBackend::allocTemporary(size_t bytes, const char *what) {
   uint64_t rounded = (std::max<uint64_t>(bytes, 1) + 63) / 64 * 64;
   CUdeviceptr p = 0;
   check(driver().cuMemAllocManaged(&p, rounded, kMemAttachGlobal),
-        "cuMemAllocManaged");
+        "cuMemAllocManaged", rounded);
   std::memset(reinterpret_cast<void *>(p), 0, rounded);
   return reinterpret_cast<void *>(p);
 }

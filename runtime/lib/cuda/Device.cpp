@@ -73,7 +73,8 @@ Staging Device::takeStaging(size_t bytes) {
   }
   Staging s;
   s.capacity = bytes ? (bytes + 255) / 256 * 256 : 256;
-  check(driver().cuMemAlloc(&s.ptr, s.capacity), "cuMemAlloc");
+  check(driver().cuMemAlloc(&s.ptr, s.capacity),
+        "cuMemAlloc (a message's staging buffer)", s.capacity);
   ++stats.stagingAllocations;
   return s;
 }

@@ -60,7 +60,7 @@ void DeviceOptimizer::load() {
   CUdeviceptr p = 0;
   check(d.cuMemAllocManaged(&p, kMaxSumBlocks * sizeof(double) + 64,
                             kMemAttachGlobal),
-        "cuMemAllocManaged");
+        "cuMemAllocManaged", kMaxSumBlocks * sizeof(double) + 64);
   partialSums = reinterpret_cast<double *>(p);
   nonFiniteFlag = reinterpret_cast<int *>(partialSums + kMaxSumBlocks);
 }
@@ -143,7 +143,7 @@ DeviceOptimizer::table(Handle stream, TableKind kind,
   }
   CUdeviceptr p = 0;
   check(d.cuMemAllocManaged(&p, bytes, kMemAttachGlobal),
-        "cuMemAllocManaged (optimizer tensor table)");
+        "cuMemAllocManaged (optimizer tensor table)", bytes);
   Table t;
   t.host = slices;
   t.device = reinterpret_cast<math::TensorSlice *>(p);
@@ -232,7 +232,7 @@ void DeviceOptimizer::launchSumSquaresMany(Handle stream,
             "cuMemFree");
     CUdeviceptr p = 0;
     check(d.cuMemAllocManaged(&p, bytes, kMemAttachGlobal),
-          "cuMemAllocManaged");
+          "cuMemAllocManaged", bytes);
     manyPartials = reinterpret_cast<double *>(p);
     manyBytes = bytes;
   }

@@ -47,7 +47,7 @@ void DeviceTrace::beginStep() {
     capacity = slots ? 2 * capacity : kInitialSlots;
     CUdeviceptr p = 0;
     check(d.cuMemAllocManaged(&p, capacity * sizeof *slots, kMemAttachGlobal),
-          "cuMemAllocManaged");
+          "cuMemAllocManaged", capacity * sizeof *slots);
     slots = reinterpret_cast<unsigned long long *>(p);
     overflow = false;
   }

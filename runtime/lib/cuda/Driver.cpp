@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 using namespace zbrt;
@@ -143,9 +144,28 @@ void zbrt::cuda::countHostDeviceBytes(uint64_t bytes) {
 
 int64_t zbrt::cuda::hostDeviceBytes() { return gHostDeviceBytes.load(); }
 
-void zbrt::cuda::check(CUresult result, const char *call) {
+std::string zbrt::cuda::describeDeviceMemory() {
+  const Driver &d = driver();
+  size_t free = 0, total = 0;
+  if (d.cuMemGetInfo(&free, &total) != kSuccess)
+    return "device " + std::to_string(d.device) +
+           " did not say how much memory it has free (cuMemGetInfo failed)";
+  return "device " + std::to_string(d.device) + " has " +
+         detail::formatBytes(free) + " free of " + detail::formatBytes(total);
+}
+
+void zbrt::cuda::check(CUresult result, const char *call, uint64_t bytes) {
   if (result == kSuccess)
     return;
+  if (result == kErrorOutOfMemory && gLoaded) {
+    const bool managed = std::strncmp(call, "cuMemAllocManaged", 17) == 0;
+    const bool pinned = std::strncmp(call, "cuMemHostAlloc", 14) == 0;
+    std::string where = describeDeviceMemory();
+    detail::fatalOutOfMemory(pinned    ? detail::MemoryKind::Host
+                             : managed ? detail::MemoryKind::Managed
+                                       : detail::MemoryKind::Device,
+                             call, bytes, where.c_str());
+  }
   const char *name = "unknown", *text = "unknown";
   const Driver *d = gLoaded ? &driver() : gLoading;
   if (d && d->cuGetErrorName)

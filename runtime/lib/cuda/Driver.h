@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace zbrt {
 namespace cuda {
@@ -24,6 +25,7 @@ using CUdeviceptr = unsigned long long;
 using Handle = void *;
 
 constexpr CUresult kSuccess = 0;
+constexpr CUresult kErrorOutOfMemory = 2; // CUDA_ERROR_OUT_OF_MEMORY
 constexpr CUresult kNotReady = 600; // CUDA_ERROR_NOT_READY
 
 /// The driver functions zbrt calls, one row each: X(field, exported symbol,
@@ -63,6 +65,7 @@ constexpr CUresult kNotReady = 600; // CUDA_ERROR_NOT_READY
   X(cuMemAllocManaged, "cuMemAllocManaged",                                    \
     (CUdeviceptr *, size_t, unsigned))                                         \
   X(cuMemFree, "cuMemFree_v2", (CUdeviceptr))                                  \
+  X(cuMemGetInfo, "cuMemGetInfo_v2", (size_t *, size_t *))                     \
   X(cuMemHostAlloc, "cuMemHostAlloc", (void **, size_t, unsigned))             \
   X(cuMemFreeHost, "cuMemFreeHost", (void *))                                  \
   X(cuMemcpyAsync, "cuMemcpyAsync",                                            \
@@ -128,8 +131,13 @@ const Driver &driver();
 void countHostDeviceBytes(uint64_t bytes);
 int64_t hostDeviceBytes();
 /// Nonzero result -> ends the job: "CUDA error in <call> (in F of stage 1,
-/// microbatch 0): <NAME> (<text>)".
-void check(CUresult result, const char *call);
+/// microbatch 0): <NAME> (<text>)"; CUDA_ERROR_OUT_OF_MEMORY of an
+/// allocation of `bytes` (0: not an allocation, or unknown) ends it with
+/// detail::fatalOutOfMemory's line instead: the memory (device, managed or
+/// pinned host memory, by `call`), the request, the device's free memory.
+void check(CUresult result, const char *call, uint64_t bytes = 0);
+/// "device 0 has 1.2 GiB free of 80.0 GiB" (cuMemGetInfo), for messages.
+std::string describeDeviceMemory();
 
 } // namespace cuda
 } // namespace zbrt

@@ -135,7 +135,7 @@ Pinned HostStagedTransport::takeBlock(size_t bytes) {
   Pinned b;
   b.capacity = bytes ? (bytes + 255) / 256 * 256 : 256;
   check(driver().cuMemHostAlloc(&b.ptr, b.capacity, kMemHostAllocPortable),
-        "cuMemHostAlloc");
+        "cuMemHostAlloc", b.capacity);
   allBlocks.push_back(b);
   ++device.stats.stagingAllocations;
   return b;

@@ -10,12 +10,15 @@
 
 #include "Driver.h"
 
+#include "../Internal.h"
+
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+using namespace zbrt;
 using namespace zbrt::cuda;
 
 namespace {
@@ -151,16 +154,23 @@ void mgpu::recordEvent(void *event, void *stream) {
   check(driver().cuEventRecord(event, stream), "cuEventRecord");
 }
 
-void *mgpu::allocate(uint64_t bytes, bool hostShared) {
+std::string mgpu::describeDeviceMemory() {
+  return cuda::describeDeviceMemory();
+}
+
+void *mgpu::allocate(uint64_t bytes, bool hostShared,
+                     bool nullIfOutOfMemory) {
   const Driver &d = driver();
   CUdeviceptr ptr = 0;
   if (bytes == 0)
     return nullptr;
-  if (hostShared)
-    check(d.cuMemAllocManaged(&ptr, bytes, kMemAttachGlobal),
-          "cuMemAllocManaged");
-  else
-    check(d.cuMemAlloc(&ptr, bytes), "cuMemAlloc");
+  const char *call = hostShared ? "cuMemAllocManaged" : "cuMemAlloc";
+  CUresult result = hostShared
+                        ? d.cuMemAllocManaged(&ptr, bytes, kMemAttachGlobal)
+                        : d.cuMemAlloc(&ptr, bytes);
+  if (result == kErrorOutOfMemory && nullIfOutOfMemory)
+    return nullptr;
+  check(result, call, bytes);
   return reinterpret_cast<void *>(ptr);
 }
 

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace zbrt {
 namespace cuda {
@@ -39,7 +40,12 @@ void destroyEvent(void *event);
 void synchronizeEvent(void *event);
 void recordEvent(void *event, void *stream);
 /// Managed memory when `hostShared`, else device memory; null for 0 bytes.
-void *allocate(uint64_t bytes, bool hostShared);
+/// When the device is out of memory: null if `nullIfOutOfMemory`, else the
+/// job ends with "out of GPU memory: ..." (detail::fatalOutOfMemory).
+void *allocate(uint64_t bytes, bool hostShared,
+               bool nullIfOutOfMemory = false);
+/// "device 0 has 1.2 GiB free of 80.0 GiB" (cuMemGetInfo), for messages.
+std::string describeDeviceMemory();
 void release(void *pointer);
 /// Asynchronous copy and fills on `stream` (counted: hostDeviceBytes).
 void copy(void *dst, const void *src, size_t bytes, void *stream);
