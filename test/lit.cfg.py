@@ -5,7 +5,8 @@
 #   %python      Debian's python3 (numpy, onnx; torch optional)
 #   %examples    the examples/ directory
 #   %mpirun      mpirun that works as root and oversubscribes the 2 cores
-# Features: mpi, cuda-toolkit (ptxas of the toolkit zb was configured with)
+# Features: mpi, cuda-toolkit (ptxas of the toolkit zb was configured with),
+#   sanitizer (a -DZB_SANITIZE build: address-space limits mean nothing there)
 import os
 import shutil
 
@@ -30,6 +31,9 @@ config.environment["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
 for var in ("OPENBLAS_CORETYPE", "HOME"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
+
+if getattr(config, "zb_sanitize", ""):
+    config.available_features.add("sanitizer")
 
 python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
 config.substitutions.append(("%python", python))

@@ -63,7 +63,8 @@ TEST(RankProgram, FeedsTheStepsSamplesAndAppliesSgd) {
   RankProgram &p = **rp;
   const int64_t batch = 4; // 2 microbatches of 2
   for (int64_t step : {0, 1, 2}) {
-    fillInputs(p, step);
+    llvm::Error filled = fillInputs(p, step);
+    ASSERT_FALSE(!!filled) << llvm::toString(std::move(filled));
     for (int64_t t = 0; t < batch; ++t)
       for (int64_t i = 0; i < kSampleSize; ++i)
         EXPECT_EQ(p.inputs.at(0).data()[t * kSampleSize + i],
