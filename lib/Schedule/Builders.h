@@ -34,6 +34,9 @@ llvm::Expected<Schedule> buildIlp(const Problem &problem,
 llvm::Expected<Schedule> buildVShape(const Problem &problem,
                                      ScheduleKind kind,
                                      const BuildOptions &options);
+/// DeepSeek's DualPipeV in PyTorch's ScheduleDualPipeV order
+/// (DualPipeV.cpp); V = 2 (checked by the caller), error when m < 2p.
+llvm::Expected<Schedule> buildDualPipeV(const Problem &problem);
 
 /// Iterated local search on the per-rank order (LocalSearch.cpp): the
 /// improved order, every rank within its entry of \p limits (the problem's
