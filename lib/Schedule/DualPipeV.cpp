@@ -58,7 +58,9 @@ public:
   RankOrder(std::vector<Action> &out, int down, int up)
       : out(out), down(down), up(up) {}
 
-  void forward(int stage) { out.push_back({ActionKind::F, stage, next(stage).f++}); }
+  void forward(int stage) {
+    out.push_back({ActionKind::F, stage, next(stage).f++});
+  }
   /// A full backward: B and its W right after it.
   void fullBackward(int stage) {
     int i = next(stage).b++;

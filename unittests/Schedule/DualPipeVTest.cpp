@@ -54,9 +54,8 @@ Problem problem(int p, int m, double f = 1, double b = 1, double w = 1) {
 /// zb's CSV reader (OVERLAP_F_B as its sub-actions in order, a full
 /// backward as B then W).
 Schedule readPyTorch(int p, int m) {
-  std::string path = std::string(ZB_PYTORCH_CSV_DIR) +
-                     "/ScheduleDualPipeV-p" + std::to_string(p) + "-m" +
-                     std::to_string(m) + ".csv";
+  std::string path = std::string(ZB_PYTORCH_CSV_DIR) + "/ScheduleDualPipeV-p" +
+                     std::to_string(p) + "-m" + std::to_string(m) + ".csv";
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer) {
     ADD_FAILURE() << "cannot read " << path;
@@ -79,8 +78,8 @@ TEST(DualPipeV, SameOrderAsPyTorch) {
     SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m));
     Schedule torch = readPyTorch(p, m);
     ASSERT_EQ(torch.perRank.size(), size_t(p));
-    for (auto [f, b, w] : {std::tuple{1.0, 1.0, 1.0}, {1.0, 2.0, 1.0},
-                           {2.0, 3.0, 0.5}}) {
+    for (auto [f, b, w] :
+         {std::tuple{1.0, 1.0, 1.0}, {1.0, 2.0, 1.0}, {2.0, 3.0, 0.5}}) {
       Problem pr = problem(p, m, f, b, w);
       auto s = buildSchedule(pr, "dualpipev");
       ASSERT_TRUE(static_cast<bool>(s)) << errorOf(s.takeError());
@@ -93,8 +92,7 @@ TEST(DualPipeV, SameOrderAsPyTorch) {
       ASSERT_TRUE(ours.complete && theirs.complete);
       // Never worse than PyTorch's order (here: equal).
       EXPECT_LE(ours.stageSpan, theirs.stageSpan + 1e-9);
-      EXPECT_LE(ours.stageSpanBubbleRate,
-                theirs.stageSpanBubbleRate + 1e-12);
+      EXPECT_LE(ours.stageSpanBubbleRate, theirs.stageSpanBubbleRate + 1e-12);
       EXPECT_NEAR(ours.stageSpan, theirs.stageSpan, 1e-9);
     }
   }
@@ -128,8 +126,8 @@ TEST(DualPipeV, PyTorchBubbleWithUnitCosts) {
 TEST(DualPipeV, BubbleWithinDeepSeekFormula) {
   struct Costs {
     double f, b, w;
-  } costs[] = {{1, 1, 1}, {1, 2, 1}, {2, 2, 1}, {1, 2, 2}, {1, 1, 0},
-               {3, 1, 2}};
+  } costs[] = {{1, 1, 1}, {1, 2, 1}, {2, 2, 1},
+               {1, 2, 2}, {1, 1, 0}, {3, 1, 2}};
   for (int p = 1; p <= 8; ++p)
     for (int m : {2 * p, 2 * p + 1, 3 * p, 4 * p + 3})
       for (Costs c : costs) {
