@@ -37,6 +37,8 @@
 // and T_comm = 0 it leaves a bubble below DeepSeek's published DualPipeV
 // bound (PP/2 - 1)(F&B + B - 3W) per rank (PP = 2p stages, F&B = F + B for
 // passes that run back to back; see unittests/Schedule/DualPipeVTest.cpp).
+// BuildOptions::localSearch (zb-sched --local-search) improves the order
+// beyond PyTorch's within the same per-rank activation memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +46,7 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <deque>
 
 using namespace zb::sched;
@@ -98,7 +101,8 @@ private:
 
 } // namespace
 
-llvm::Expected<Schedule> detail::buildDualPipeV(const Problem &problem) {
+llvm::Expected<Schedule> detail::buildDualPipeV(const Problem &problem,
+                                                const BuildOptions &options) {
   int p = problem.numRanks, m = problem.numMicrobatches;
   if (m < 2 * p)
     return llvm::createStringError(
@@ -159,6 +163,16 @@ llvm::Expected<Schedule> detail::buildDualPipeV(const Problem &problem) {
     }
     for (int k = 0; k < r + 1; ++k)
       o.popOldestW();
+  }
+  if (options.localSearch) {
+    // Beyond PyTorch: local search on the order, never above the activation
+    // memory DualPipeV holds on each rank (nor the problem's limit).
+    std::vector<double> limits = simulate(problem, s).peakMemory;
+    for (int r = 0; r < p; ++r)
+      if (problem.memoryLimitOf(r) > 0)
+        limits[r] = std::min(limits[r], problem.memoryLimitOf(r));
+    s.perRank =
+        improveByLocalSearch(problem, s, limits, options.searchEvaluations);
   }
   return s;
 }

@@ -174,7 +174,7 @@ llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
     result = detail::buildVShape(problem, kind, options);
     break;
   case K::DualPipeV:
-    result = detail::buildDualPipeV(problem);
+    result = detail::buildDualPipeV(problem, options);
     break;
   }
   if (!result)

@@ -157,6 +157,34 @@ TEST(DualPipeV, BubbleWithinDeepSeekFormula) {
       }
 }
 
+/// BuildOptions::localSearch: never worse than PyTorch's order, never above
+/// its per-rank activation memory; with unit costs it removes the p = 2
+/// bubble (12.5 -> 12 at m = 4) and finds nothing at p = 4 (25.5 at m = 8).
+TEST(DualPipeV, LocalSearchNeverWorse) {
+  BuildOptions search;
+  search.localSearch = true;
+  search.searchEvaluations = 1500;
+  for (auto [p, m] : {std::pair{2, 4}, {3, 7}, {4, 8}}) {
+    SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m));
+    for (auto [f, b, w] :
+         {std::tuple{1.0, 1.0, 1.0}, {1.0, 2.0, 1.0}, {2.0, 3.0, 0.5}}) {
+      Problem pr = problem(p, m, f, b, w);
+      pr.memW = {1};
+      SimResult plain = simulate(
+          pr, llvm::cantFail(buildSchedule(pr, ScheduleKind::DualPipeV)));
+      auto s = buildSchedule(pr, ScheduleKind::DualPipeV, search);
+      ASSERT_TRUE(static_cast<bool>(s)) << errorOf(s.takeError());
+      SimResult better = simulate(pr, *s);
+      EXPECT_LE(better.stageSpan, plain.stageSpan + 1e-9);
+      for (int r = 0; r < p; ++r)
+        EXPECT_LE(better.peakMemory[r], plain.peakMemory[r] + 1e-9);
+      if (f == 1 && b == 1 && w == 1 && (p == 2 || p == 4)) {
+        EXPECT_DOUBLE_EQ(better.stageSpan, p == 2 ? 12 : 25.5);
+      }
+    }
+  }
+}
+
 /// Microbatches run in order on every stage, B and W of a stage too.
 TEST(DualPipeV, MicrobatchesInOrderPerStage) {
   Problem pr = problem(5, 13);
