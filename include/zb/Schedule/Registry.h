@@ -81,7 +81,8 @@ int defaultChunks(ScheduleKind kind);
 ///     the greedy V-shape order that fits every rank's limit).
 ///   - zb-h1 needs m >= p, zb-h2 needs m >= 2p (Section 2); dualpipev needs
 ///     m >= 2p (one microbatch per stage of the V, as PyTorch's
-///     ScheduleDualPipeV), its order fixed whatever the costs and limits.
+///     ScheduleDualPipeV), its order fixed whatever the costs and limits
+///     (with options.localSearch improved within its per-rank memory).
 ///   - zb-auto uses problem.memoryLimit; zb-1p / zb-2p use p*M_B / 2p*M_B
 ///     (the limit is min(that, memoryLimit) when memoryLimit is set).
 ///   - Every result is verified (including the memory limit, when set) before
