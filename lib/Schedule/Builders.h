@@ -34,6 +34,12 @@ llvm::Expected<Schedule> buildIlp(const Problem &problem,
 llvm::Expected<Schedule> buildVShape(const Problem &problem,
                                      ScheduleKind kind,
                                      const BuildOptions &options);
+/// DeepSeek's DualPipeV in PyTorch's ScheduleDualPipeV order
+/// (DualPipeV.cpp); V = 2 (checked by the caller), error when m < 2p. With
+/// options.localSearch the order is improved beyond PyTorch's, never above
+/// its activation memory.
+llvm::Expected<Schedule> buildDualPipeV(const Problem &problem,
+                                        const BuildOptions &options);
 
 /// Iterated local search on the per-rank order (LocalSearch.cpp): the
 /// improved order, every rank within its entry of \p limits (the problem's

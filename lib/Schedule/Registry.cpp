@@ -35,6 +35,7 @@ constexpr ScheduleInfo kSchedules[] = {
     {K::VHalf, "v-half", P::VShape, 2},
     {K::VMin, "v-min", P::VShape, 2},
     {K::VAuto, "v-auto", P::VShape, 2},
+    {K::DualPipeV, "dualpipev", P::VShape, 2},
 };
 } // namespace
 
@@ -171,6 +172,9 @@ llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
   case K::VMin:
   case K::VAuto:
     result = detail::buildVShape(problem, kind, options);
+    break;
+  case K::DualPipeV:
+    result = detail::buildDualPipeV(problem, options);
     break;
   }
   if (!result)

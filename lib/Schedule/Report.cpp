@@ -443,7 +443,7 @@ llvm::Error zb::sched::writeScheduleReport(llvm::raw_ostream &os,
 
 llvm::Error zb::sched::writeComparison(llvm::raw_ostream &os,
                                        const ReportOptions &options) {
-  os << llvm::formatv("{0,-8} {1,11} {2,14} {3,14} {4,14}  {5,-15} {6}\n",
+  os << llvm::formatv("{0,-9} {1,11} {2,14} {3,14} {4,14}  {5,-15} {6}\n",
                       "schedule", "bubble", "cost", "makespan", "peak memory",
                       "comm needs", "note");
   for (const ScheduleInfo &info : scheduleTable()) {
@@ -455,7 +455,7 @@ llvm::Error zb::sched::writeComparison(llvm::raw_ostream &os,
     IlpReport ilp;
     auto schedule = buildSchedule(*problem, info.kind, options.build, &ilp);
     if (!schedule) {
-      os << llvm::formatv("{0,-8} {1,11} {2,14} {3,14} {4,14}  {5,-15} {6}\n",
+      os << llvm::formatv("{0,-9} {1,11} {2,14} {3,14} {4,14}  {5,-15} {6}\n",
                           name, "-", "-", "-", "-", "-",
                           llvm::toString(schedule.takeError()));
       continue;
@@ -473,7 +473,7 @@ llvm::Error zb::sched::writeComparison(llvm::raw_ostream &os,
       needs = commNeeds(
           checkCommunication(*problem, *schedule, options.requiredComm));
     os << llvm::formatv(
-        "{0,-8} {1,11:F4} {2,14:F3} {3,14:F3} {4,14}  {5,-15} {6}\n", name,
+        "{0,-9} {1,11:F4} {2,14:F3} {3,14:F3} {4,14}  {5,-15} {6}\n", name,
         sim.bubbleRate, sim.cost, sim.makespan, peak, needs, note);
   }
   return llvm::Error::success();

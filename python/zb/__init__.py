@@ -58,7 +58,7 @@ def _as_list(name: str, value) -> list[float]:
 
 def schedule_names() -> list[str]:
     """Names ``schedule()`` accepts: gpipe, 1f1b, 1f1b-i, zb-h1, zb-h2,
-    zb-auto, zb-1p, zb-2p, ilp, zb-v, v-half, v-min, v-auto."""
+    zb-auto, zb-1p, zb-2p, ilp, zb-v, v-half, v-min, v-auto, dualpipev."""
     return list(_zb.schedule_names())
 
 

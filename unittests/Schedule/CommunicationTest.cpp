@@ -167,7 +167,7 @@ TEST(Communication, EveryBuiltScheduleWorksWithBufferedSends) {
     }
   }
   for (auto &[name, st] : stats)
-    std::printf("  %-8s built %3d, rendezvous ok %3d, one channel per pair "
+    std::printf("  %-9s built %3d, rendezvous ok %3d, one channel per pair "
                 "ok %3d\n",
                 name.c_str(), st[0], st[1], st[2]);
   EXPECT_EQ(stats["gpipe"][1], stats["gpipe"][0]);

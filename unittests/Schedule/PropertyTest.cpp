@@ -91,7 +91,8 @@ TEST(Property, RandomProblemsV1) {
 } // namespace
 
 namespace {
-/// Random problems through the V > 1 schedules (1F1B-I, ZB-V, V-Half, V-Min).
+/// Random problems through the V > 1 schedules (1F1B-I, ZB-V, V-Half, V-Min,
+/// DualPipeV).
 TEST(Property, RandomProblemsVShapeAndInterleaved) {
   std::mt19937 rng(777);
   auto uni = [&](double lo, double hi) {
@@ -115,11 +116,13 @@ TEST(Property, RandomProblemsVShapeAndInterleaved) {
     double maxMB = *std::max_element(pr.memB.begin(), pr.memB.end());
     pr.memoryLimit = rng() % 2 ? 0 : uni(0.3, 2) * pr.numRanks * maxMB;
     SCOPED_TRACE("iteration " + std::to_string(iter));
-    for (llvm::StringRef name : {"1f1b-i", "zb-v", "v-half", "v-min"}) {
+    for (llvm::StringRef name :
+         {"1f1b-i", "zb-v", "v-half", "v-min", "dualpipev"}) {
       auto s = buildSchedule(pr, name);
       if (!s) {
         std::string msg = errorOf(s.takeError());
         EXPECT_TRUE(msg.find("multiple of p") != std::string::npos ||
+                    msg.find("needs at least 2p=") != std::string::npos ||
                     msg.find("memory") != std::string::npos)
             << name.str() << ": " << msg;
         continue;

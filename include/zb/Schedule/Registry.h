@@ -1,6 +1,6 @@
 //===- Registry.h - Schedules by kind and name ------------------*- C++ -*-===//
 //
-// The one table of zb's schedules (gpipe, 1f1b, ..., ilp, zb-v) and the
+// The one table of zb's schedules (gpipe, 1f1b, ..., zb-v, dualpipev) and the
 // kind -> builder dispatch:
 // the layer above the base (zb/Schedule/Schedule.h: problem, simulation,
 // verification) and the builders (lib/Schedule/Builders.h). Every schedule a
@@ -34,6 +34,8 @@ enum class ScheduleKind {
   VHalf,           ///< "v-half": V-Half
   VMin,            ///< "v-min": V-Min
   VAuto,           ///< "v-auto": the best V-shape schedule that fits
+  DualPipeV,       ///< "dualpipev": DeepSeek's DualPipeV (DeepSeek-V3
+                   ///< report, Section 3.2.1; PyTorch's ScheduleDualPipeV)
 };
 
 /// How a schedule places the P x V global stages on the ranks.
@@ -67,16 +69,20 @@ llvm::Expected<ScheduleKind> parseScheduleKind(llvm::StringRef name);
 llvm::ArrayRef<llvm::StringRef> scheduleNames();
 
 /// Chunks per rank V a schedule uses when none is given: 2 for 1f1b-i and
-/// the V-shape schedules (zb-v, v-half, v-min, v-auto), 1 otherwise.
+/// the V-shape schedules (zb-v, v-half, v-min, v-auto, dualpipev), 1
+/// otherwise.
 int defaultChunks(ScheduleKind kind);
 
 /// Builds a schedule of `kind`:
 ///   - gpipe, 1f1b, zb-h1, zb-h2, zb-auto, zb-1p, zb-2p need V = 1; ilp takes
 ///     V = 1 or V = 2 (the V-shape mapping, warm-started from ZB-V);
 ///     1f1b-i needs V >= 2 and m a multiple of p; zb-v, v-half, v-min, v-auto
-///     need V=2 (v-auto: the best of ZB-V, V-Half, V-Min and the greedy
-///     V-shape order that fits every rank's limit).
-///   - zb-h1 needs m >= p, zb-h2 needs m >= 2p (Section 2).
+///     and dualpipev need V=2 (v-auto: the best of ZB-V, V-Half, V-Min and
+///     the greedy V-shape order that fits every rank's limit).
+///   - zb-h1 needs m >= p, zb-h2 needs m >= 2p (Section 2); dualpipev needs
+///     m >= 2p (one microbatch per stage of the V, as PyTorch's
+///     ScheduleDualPipeV), its order fixed whatever the costs and limits
+///     (with options.localSearch improved within its per-rank memory).
 ///   - zb-auto uses problem.memoryLimit; zb-1p / zb-2p use p*M_B / 2p*M_B
 ///     (the limit is min(that, memoryLimit) when memoryLimit is set).
 ///   - Every result is verified (including the memory limit, when set) before

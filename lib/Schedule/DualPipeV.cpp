@@ -1,0 +1,178 @@
+//===- DualPipeV.cpp - DeepSeek's DualPipeV -------------------------------===//
+//
+// DualPipeV: the V-shaped ("cut-in-half") variant of DualPipe, the
+// bidirectional pipeline of the DeepSeek-V3 technical report (DeepSeek-AI,
+// arXiv:2412.19437, Section 3.2.1 and Table 2) as the DualPipe repository
+// (github.com/deepseek-ai/DualPipe, dualpipev.py) runs it, in the per-rank
+// order PyTorch's torch.distributed.pipelining.ScheduleDualPipeV generates
+// (its _calculate_single_rank_operations, torch 2.15; written from reading
+// that order and the CSVs of test/Schedule/Inputs/pytorch, not copied).
+//
+// Placement: the V of ZB-V (vShapeStageToRank, V = 2 chunks per rank): rank
+// r holds stage r ("down", chunk 0, the forward going down the ranks) and
+// stage 2p-1-r ("up", chunk 1, coming back up; its backward runs first).
+//
+// Per rank r of p, m >= 2p microbatches, in eight phases:
+//   1. warm-up      2(p-r-1) x  F(down)
+//   2.              r+1      x  F(down) F(up)
+//   3.              p-r-1    x  B(up) W(up) F(up)                 (zero bubble)
+//   4. steady       m-2p+r+1 x  F(down) B(up) W(up)  F(up) B(down) W(down)
+//   5.              p-r-1    x  B(up) W(up)          F(up) B(down) W(down)
+//   6. cool-down    r+1      x  B(up) B(down), the first half of them with
+//                               their W right after (a full backward), the
+//                               second half split: their W queued
+//   7.              p-r-1    x  oldest queued W, B(down) (W queued)
+//   8.              r+1      x  oldest queued W
+// In phases 4 and 5 the pair "F(x) B(y) W(y)" is PyTorch's OVERLAP_F_B (the
+// forward of one microbatch and the full backward of another issued together
+// so that one's communication hides behind the other's compute); zb runs it
+// as consecutive passes, the order zb's CSV reader gives the overlapped cell.
+// The last rank's first steady F(down) and B(up) are not overlapped in
+// PyTorch (they run back to back anyway). The split of phase 6 starts at its
+// iteration (r+1)/2 (integer division): before that iteration's B(up) on odd
+// ranks, between its B(up) and B(down) on even ranks.
+//
+// Microbatches run in order on every stage: the k-th F (B, W) of a stage is
+// microbatch k. The order does not depend on the costs; with T_F = T_B = T_W
+// and T_comm = 0 it leaves a bubble below DeepSeek's published DualPipeV
+// bound (PP/2 - 1)(F&B + B - 3W) per rank (PP = 2p stages, F&B = F + B for
+// passes that run back to back; see unittests/Schedule/DualPipeVTest.cpp).
+// BuildOptions::localSearch (zb-sched --local-search) improves the order
+// beyond PyTorch's within the same per-rank activation memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Builders.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <deque>
+
+using namespace zb::sched;
+
+namespace {
+
+/// One rank's order under construction: the next microbatch of every pass
+/// kind on the rank's two stages, and the W passes of split backwards in the
+/// order their B ran.
+class RankOrder {
+public:
+  RankOrder(std::vector<Action> &out, int down, int up)
+      : out(out), down(down), up(up) {}
+
+  void forward(int stage) {
+    out.push_back({ActionKind::F, stage, next(stage).f++});
+  }
+  /// A full backward: B and its W right after it.
+  void fullBackward(int stage) {
+    int i = next(stage).b++;
+    out.push_back({ActionKind::B, stage, i});
+    out.push_back({ActionKind::W, stage, i});
+  }
+  /// A split backward: B now, its W queued (popOldestW).
+  void splitBackward(int stage) {
+    int i = next(stage).b++;
+    out.push_back({ActionKind::B, stage, i});
+    pendingW.push_back({ActionKind::W, stage, i});
+  }
+  void backward(int stage, bool split) {
+    split ? splitBackward(stage) : fullBackward(stage);
+  }
+  /// The oldest queued W, if any.
+  void popOldestW() {
+    if (pendingW.empty())
+      return;
+    out.push_back(pendingW.front());
+    pendingW.pop_front();
+  }
+
+private:
+  struct Next {
+    int f = 0, b = 0;
+  };
+  Next &next(int stage) { return stage == down ? nextDown : nextUp; }
+
+  std::vector<Action> &out;
+  int down, up;
+  Next nextDown, nextUp;
+  std::deque<Action> pendingW;
+};
+
+} // namespace
+
+llvm::Expected<Schedule> detail::buildDualPipeV(const Problem &problem,
+                                                const BuildOptions &options) {
+  int p = problem.numRanks, m = problem.numMicrobatches;
+  if (m < 2 * p)
+    return llvm::createStringError(
+        llvm::formatv("dualpipev needs at least 2p={0} microbatches (one per "
+                      "stage of the V), got m={1}",
+                      2 * p, m)
+            .str());
+  Schedule s;
+  s.name = scheduleName(ScheduleKind::DualPipeV).str();
+  s.stageToRank = vShapeStageToRank(p);
+  s.costConvention = CostConvention::StageSpan;
+  s.fusedBackward = false;
+  s.perRank.resize(p);
+  for (int r = 0; r < p; ++r) {
+    int down = r, up = 2 * p - 1 - r;
+    RankOrder o(s.perRank[r], down, up);
+    // 1-2. Warm-up: the forward of chunk 0, then both chunks.
+    for (int k = 0; k < 2 * (p - r - 1); ++k)
+      o.forward(down);
+    for (int k = 0; k < r + 1; ++k) {
+      o.forward(down);
+      o.forward(up);
+    }
+    // 3. The first backwards of chunk 1, split with the W right after.
+    for (int k = 0; k < p - r - 1; ++k) {
+      o.splitBackward(up);
+      o.popOldestW();
+      o.forward(up);
+    }
+    // 4. Steady: F of one chunk with the full backward of the other.
+    for (int k = 0; k < m - 2 * p + r + 1; ++k) {
+      o.forward(down);
+      o.fullBackward(up);
+      o.forward(up);
+      o.fullBackward(down);
+    }
+    // 5. Chunk 0's forwards are done.
+    for (int k = 0; k < p - r - 1; ++k) {
+      o.fullBackward(up);
+      o.forward(up);
+      o.fullBackward(down);
+    }
+    // 6. Cool-down: the backwards left, split from iteration (r+1)/2 on.
+    int half = (r + 1) / 2;
+    bool split = false;
+    for (int k = 0; k < r + 1; ++k) {
+      if (k == half && r % 2 == 1)
+        split = true;
+      o.backward(up, split);
+      if (k == half && r % 2 == 0)
+        split = true;
+      o.backward(down, split);
+    }
+    // 7-8. Chunk 0's last backwards behind the queued W, then the rest.
+    for (int k = 0; k < p - r - 1; ++k) {
+      o.popOldestW();
+      o.splitBackward(down);
+    }
+    for (int k = 0; k < r + 1; ++k)
+      o.popOldestW();
+  }
+  if (options.localSearch) {
+    // Beyond PyTorch: local search on the order, never above the activation
+    // memory DualPipeV holds on each rank (nor the problem's limit).
+    std::vector<double> limits = simulate(problem, s).peakMemory;
+    for (int r = 0; r < p; ++r)
+      if (problem.memoryLimitOf(r) > 0)
+        limits[r] = std::min(limits[r], problem.memoryLimitOf(r));
+    s.perRank =
+        improveByLocalSearch(problem, s, limits, options.searchEvaluations);
+  }
+  return s;
+}
