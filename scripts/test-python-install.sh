@@ -11,9 +11,21 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 work="$1"
 wheel_build="${2:-$work/wheel-build}"
 rm -rf "$work" "$wheel_build" && mkdir -p "$work"
+compilers=()
 if command -v ccache > /dev/null; then
   export CMAKE_CXX_COMPILER_LAUNCHER="env;CCACHE_BASEDIR=$root;CCACHE_NOHASHDIR=1;ccache"
   export CMAKE_C_COMPILER_LAUNCHER="$CMAKE_CXX_COMPILER_LAUNCHER"
+  # The main build's compilers by the same names (ccache hashes the name:
+  # scikit-build-core would otherwise take Python's x86_64-linux-gnu-g++).
+  cache="$(dirname "$work")/CMakeCache.txt"
+  if [[ -f "$cache" ]]; then
+    cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$cache")
+    cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$cache")
+    [[ -n "$cxx" ]] && export CXX="$cxx" &&
+      compilers+=(--config-settings=cmake.define.CMAKE_CXX_COMPILER="$cxx")
+    [[ -n "$cc" ]] && export CC="$cc" &&
+      compilers+=(--config-settings=cmake.define.CMAKE_C_COMPILER="$cc")
+  fi
 fi
 /usr/bin/python3 -m venv "$work/venv"
 py="$work/venv/bin/python"
@@ -21,7 +33,7 @@ py="$work/venv/bin/python"
   matplotlib==3.9.2 numpy==2.1.3
 # The wheel builds in its own directory (not the developer's build/).
 "$py" -m pip install -q --disable-pip-version-check \
-  --config-settings=build-dir="$wheel_build" "$root/python"
+  --config-settings=build-dir="$wheel_build" "${compilers[@]}" "$root/python"
 cd "$work"
 export MPLBACKEND=Agg OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
   OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
