@@ -343,25 +343,17 @@ LogicalResult Compilation::run() {
     emitRemark(UnknownLoc::get(context.get())) << note;
   options.outputDir = output->buildDir();
   initializeNativeTarget();
-  if (failed(frontHalf()))
-    return failure();
-  // What zb-run would refuse is refused now, before code generation, with
-  // the model's names (zb/Support/Limits.h).
-  {
-    llvm::Expected<formats::Plan> early =
-        buildPlan(options, *pipeline, predictions);
-    if (!early)
-      return report(early.takeError());
-    if (llvm::Error error = formats::checkPlanLimits(*early))
-      return report(std::move(error));
-  }
-  if (failed(writeArtifacts()))
+  if (failed(frontHalf()) || failed(writeArtifacts()))
     return failure();
   // plan.json's document, once: the rank programs' fingerprints come from
   // it, and it is written last (a plan.json means the programs are there).
   llvm::Expected<formats::Plan> built = buildPlan(options, *pipeline, predictions);
   if (!built)
     return report(built.takeError());
+  // What zb-run would refuse is refused now, before code generation, with
+  // the model's names (zb/Support/Limits.h).
+  if (llvm::Error error = formats::checkPlanLimits(*built))
+    return report(std::move(error));
   plan = std::move(*built);
   // params.bin's checksum as written (read back), for zb-run to check.
   llvm::Expected<std::string> paramsSum =

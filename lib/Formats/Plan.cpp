@@ -290,9 +290,8 @@ llvm::Error zb::formats::checkPlanLimits(const Plan &plan) {
   if (plan.numMicrobatches > L::kMaxMicrobatches)
     return outOfRange("the number of microbatches", plan.numMicrobatches,
                       L::kMaxMicrobatches, "use fewer --microbatches");
-  for (const InputInfo &in : plan.inputs)
-    if (plan.microbatchSize > L::kMaxMicrobatchSize)
-      return outOfRange("input '" + in.name +
+  if (plan.microbatchSize > L::kMaxMicrobatchSize && !plan.inputs.empty())
+      return outOfRange("input '" + plan.inputs.front().name +
                             "': its first dimension, the microbatch size,",
                         plan.microbatchSize, L::kMaxMicrobatchSize,
                         "export the model with a smaller batch (its "

@@ -5,9 +5,7 @@
 #include "Internal.h"
 
 #include <sys/resource.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 
 using namespace zbrt;
@@ -45,15 +43,12 @@ FaultInjection::FaultInjection() {
 void FaultInjection::limitAddressSpace(int32_t rank) const {
   if (memoryHeadroomMiB <= 0 || rank != memoryRank)
     return;
-  unsigned long long pages = 0;
-  std::FILE *f = std::fopen("/proc/self/statm", "r");
-  if (!f || std::fscanf(f, "%llu", &pages) != 1)
+  uint64_t mapped = detail::mappedBytes();
+  if (!mapped)
     fatalf("ZBRT_INJECT_MEMORY_LIMIT: cannot read /proc/self/statm");
-  std::fclose(f);
   struct rlimit limit;
   limit.rlim_cur = limit.rlim_max =
-      pages * (rlim_t)sysconf(_SC_PAGESIZE) +
-      ((rlim_t)memoryHeadroomMiB << 20);
+      (rlim_t)mapped + ((rlim_t)memoryHeadroomMiB << 20);
   if (setrlimit(RLIMIT_AS, &limit) != 0)
     fatalf("ZBRT_INJECT_MEMORY_LIMIT: setrlimit failed");
 }

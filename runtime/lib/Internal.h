@@ -41,6 +41,9 @@ enum class MemoryKind { Host, Device, Managed };
 /// or ...". Issue 40: every way of running out of memory ends this way.
 [[noreturn]] void fatalOutOfMemory(MemoryKind kind, const char *what,
                                    uint64_t bytes, const char *context);
+/// Bytes of address space this process has mapped (/proc/self/statm's
+/// first field, in pages): what RLIMIT_AS counts; 0 when unknown.
+uint64_t mappedBytes();
 /// "1.5 GiB": `bytes` in B/KiB/MiB/GiB/TiB with one decimal.
 std::string formatBytes(uint64_t bytes);
 /// Makes the process's own failed allocations fatal errors of the job

@@ -37,11 +37,7 @@ std::string detail::formatBytes(uint64_t bytes) {
   return text;
 }
 
-namespace {
-
-/// Bytes of address space this process has mapped (/proc/self/statm's first
-/// field, in pages); 0 when unknown.
-uint64_t mappedBytes() {
+uint64_t detail::mappedBytes() {
   std::FILE *f = std::fopen("/proc/self/statm", "r");
   if (!f)
     return 0;
@@ -51,6 +47,8 @@ uint64_t mappedBytes() {
   long pageSize = sysconf(_SC_PAGESIZE);
   return n == 1 && pageSize > 0 ? pages * (uint64_t)pageSize : 0;
 }
+
+namespace {
 
 const char *kLessPerRank =
     "use less memory per rank (a smaller microbatch, more stages, or "
@@ -111,7 +109,7 @@ void detail::fatalOutOfMemory(MemoryKind kind, const char *what,
   if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
     line += "; the address-space limit (ulimit -v) is " +
             formatBytes(limit.rlim_cur);
-    if (uint64_t mapped = mappedBytes())
+    if (uint64_t mapped = detail::mappedBytes())
       line += ", " + formatBytes(mapped) + " of it mapped";
     line += std::string(": raise the limit, or ") + kLessPerRank;
   } else {

@@ -11,6 +11,8 @@
 
 #include "zbrt/zbrt.h"
 
+#include "OneRankJob.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -20,16 +22,7 @@
 
 namespace {
 
-/// zbrt_init of a one-rank job in this (child) process.
-void initOneRank() {
-  int argc = 1;
-  char name[] = "zbrt-memref-messages";
-  char *args[] = {name, nullptr};
-  char **argv = args;
-  int32_t world = 0;
-  if (zbrt_init(&argc, &argv, &world) != 0 || world != 1)
-    std::exit(3);
-}
+void initOneRank() { zbtest::initOneRankJob("zbrt-memref-messages"); }
 
 /// Sends and receives bf16 memrefs to and from this rank; exits 0 when
 /// every value arrived where it should, else 2.

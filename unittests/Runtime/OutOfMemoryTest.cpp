@@ -18,6 +18,7 @@
 
 #include "../../runtime/lib/Internal.h"
 #include "../../runtime/lib/cpu/CpuBackend.h"
+#include "OneRankJob.h"
 
 #include "gtest/gtest.h"
 
@@ -30,22 +31,15 @@
 
 namespace {
 
-/// Bytes this process has mapped (/proc/self/statm).
-uint64_t mappedBytes() {
-  std::FILE *f = std::fopen("/proc/self/statm", "r");
-  unsigned long long pages = 0;
-  if (!f || std::fscanf(f, "%llu", &pages) != 1)
-    std::abort();
-  std::fclose(f);
-  return pages * 4096ull;
-}
-
 /// Limits this (child) process's address space to what it has mapped plus
 /// `headroom` bytes. (Not under AddressSanitizer, whose allocator ends the
 /// process itself when a limit stops it: those tests are skipped there.)
 void limitAddressSpace(uint64_t headroom) {
   struct rlimit limit;
-  limit.rlim_cur = limit.rlim_max = mappedBytes() + headroom;
+  uint64_t mapped = zbrt::detail::mappedBytes();
+  if (!mapped)
+    std::abort();
+  limit.rlim_cur = limit.rlim_max = mapped + headroom;
   if (setrlimit(RLIMIT_AS, &limit) != 0)
     std::abort();
 }
@@ -62,15 +56,7 @@ size_t opaque(size_t bytes) {
 #define ZB_SKIP_UNDER_ASAN() (void)0
 #endif
 
-void initOneRank() {
-  int argc = 1;
-  char name[] = "zbrt-out-of-memory";
-  char *args[] = {name, nullptr};
-  char **argv = args;
-  int32_t world = 0;
-  if (zbrt_init(&argc, &argv, &world) != 0 || world != 1)
-    std::exit(3);
-}
+void initOneRank() { zbtest::initOneRankJob("zbrt-out-of-memory"); }
 
 TEST(OutOfMemoryDeathTest, MemoryPoolNamesTheRequestAndTheLimit) {
   ZB_SKIP_UNDER_ASAN();

@@ -2,7 +2,7 @@
 //
 // The runner's own MPI calls between and around steps (gathers of step
 // times and traces, the gradient norm's all-reduce, saving parameters) as
-// the non-blocking calls of MPI-3 followed by a watched wait, so that the
+// the non-blocking calls of MPI-3 followed by zbrt_wait_mpi, so that the
 // communication watchdog (zb-run --comm-timeout) covers them as it covers
 // the rank programs' messages: a peer that stopped or died ends the job
 // after the timeout, naming what was waited for, instead of hanging it in a

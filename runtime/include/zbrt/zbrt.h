@@ -89,6 +89,11 @@ void zbrt_step_end(void);
 /// the message (pass direction, stage, microbatch) and the peer it waits
 /// on; 0 waits forever. Default 300 s.
 void zbrt_set_comm_timeout(double seconds);
+/// Waits for a plain MPI request (MPI_Request *) under the watchdog, like
+/// zbrt_wait but without the backend's own work (on the CUDA backend
+/// zbrt_wait also ends a CUDA graph's capture segment): for the runner's MPI
+/// calls outside the rank programs.
+void zbrt_wait_mpi(void *mpiRequest, const char *what);
 /// The watchdog's limit in seconds (0: none). libzb_fake_cuda.so, the test
 /// stand-in for the GPU libraries, applies it to its own host waits.
 double zbrt_comm_timeout(void);

@@ -12,6 +12,7 @@
 #include "../FaultInjection.h"
 #include "../Internal.h"
 #include "../TraceLog.h"
+#include "../cpu/HostMessages.h"
 #include "BackendSelection.h"
 
 #include <climits>
@@ -64,6 +65,10 @@ extern "C" void zbrt_step_end(void) {
 
 extern "C" void zbrt_set_comm_timeout(double seconds) {
   detail::setCommTimeoutSeconds(seconds);
+}
+
+extern "C" void zbrt_wait_mpi(void *mpiRequest, const char *what) {
+  cpu::hostMessages().wait(mpiRequest, what);
 }
 
 extern "C" double zbrt_comm_timeout(void) {

@@ -13,6 +13,7 @@
 #include "zbrt/zbrt.h"
 
 #include "../Internal.h"
+#include "../cuda/Driver.h"
 #include "../cuda/Mgpu.h"
 #include "BackendSelection.h"
 
@@ -91,11 +92,11 @@ struct Pool {
       break;
     case zbrt::MemoryPlacement::CudaManaged:
       kind = zbrt::detail::MemoryKind::Managed;
-      holds += "; " + zbrt::cuda::mgpu::describeDeviceMemory();
+      holds += "; " + zbrt::cuda::describeDeviceMemory();
       break;
     case zbrt::MemoryPlacement::CudaPoolOnDevice:
       kind = zbrt::detail::MemoryKind::Device;
-      holds += "; " + zbrt::cuda::mgpu::describeDeviceMemory();
+      holds += "; " + zbrt::cuda::describeDeviceMemory();
       break;
     }
     zbrt::detail::fatalOutOfMemory(kind, "the memory pool", bytes,

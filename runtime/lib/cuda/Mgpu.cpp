@@ -154,10 +154,6 @@ void mgpu::recordEvent(void *event, void *stream) {
   check(driver().cuEventRecord(event, stream), "cuEventRecord");
 }
 
-std::string mgpu::describeDeviceMemory() {
-  return cuda::describeDeviceMemory();
-}
-
 void *mgpu::allocate(uint64_t bytes, bool hostShared,
                      bool nullIfOutOfMemory) {
   const Driver &d = driver();

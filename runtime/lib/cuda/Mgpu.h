@@ -44,8 +44,7 @@ void recordEvent(void *event, void *stream);
 /// job ends with "out of GPU memory: ..." (detail::fatalOutOfMemory).
 void *allocate(uint64_t bytes, bool hostShared,
                bool nullIfOutOfMemory = false);
-/// "device 0 has 1.2 GiB free of 80.0 GiB" (cuMemGetInfo), for messages.
-std::string describeDeviceMemory();
+
 void release(void *pointer);
 /// Asynchronous copy and fills on `stream` (counted: hostDeviceBytes).
 void copy(void *dst, const void *src, size_t bytes, void *stream);
