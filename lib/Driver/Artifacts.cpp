@@ -309,6 +309,7 @@ llvm::Expected<formats::Plan> buildPlan(const CompileOptions &options,
   plan.numStages = static_cast<int32_t>(pipeline.info.numStages);
   plan.numChunks = pipeline.info.numChunks;
   plan.numMicrobatches = pipeline.numMicrobatches;
+  plan.dataParallel = static_cast<int32_t>(options.dataParallel);
   plan.schedule = options.scheduleName();
   // The code target (cuda: rank programs with GPU kernels, for zb-run
   // --backend cuda; cuda-emu: those kernels emulated on the CPU; cpu; h100:

@@ -8,6 +8,7 @@
 #include "zb/Pipelines/Pipelines.h"
 #include "zb/Formats/Profile.h"
 #include "zb/Support/Checksum.h"
+#include "zb/Support/Limits.h"
 #include "zbrt/Symbols.h"
 
 #include "llvm/IR/Constants.h"
@@ -50,6 +51,11 @@ llvm::Error validateOptions(const CompileOptions &options) {
   if (options.virtualStages < 0)
     return error("--virtual-stages must be >= 1, got " +
                  llvm::Twine(options.virtualStages));
+  if (options.dataParallel < 1 ||
+      options.dataParallel > limits::kMaxDataParallel)
+    return error(llvm::formatv("--data-parallel must be in [1, {0}], got {1}",
+                               limits::kMaxDataParallel, options.dataParallel)
+                     .str());
   if (options.microbatches < 1)
     return error("--microbatches must be >= 1, got " +
                  llvm::Twine(options.microbatches));

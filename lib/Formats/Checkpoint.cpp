@@ -34,6 +34,8 @@ std::string zb::formats::planHash(const Plan &plan) {
   // checksum still resume a plan recompiled unchanged.
   json::Value doc = toJSON(plan);
   doc.getAsObject()->erase("params_checksum");
+  // The parameters fit every data-parallel degree.
+  doc.getAsObject()->erase("data_parallel");
   std::string text;
   raw_string_ostream os(text);
   os << doc;

@@ -277,6 +277,8 @@ Error PlanParser::header() {
                           .str());
   ZB_ASSIGN(plan.model, root.string("model", StringRef()));
   ZB_ASSIGN(plan.numRanks, root.integer("num_ranks", 1, zb::limits::kMaxRanks));
+  ZB_ASSIGN(plan.dataParallel, root.integer("data_parallel", 1,
+                                            zb::limits::kMaxDataParallel, 1));
   ZB_ASSIGN(plan.numStages, root.integer("num_stages", 1, zb::limits::kMaxStages));
   ZB_ASSIGN(plan.numChunks,
             root.integer("num_chunks", 1, zb::limits::kMaxChunks, 1));

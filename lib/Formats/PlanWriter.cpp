@@ -138,6 +138,7 @@ json::Value zb::formats::toJSON(const Plan &plan) {
                       {"version", 1},
                       {"model", plan.model},
                       {"num_ranks", plan.numRanks},
+                      {"data_parallel", plan.dataParallel},
                       {"num_stages", plan.numStages},
                       {"num_chunks", plan.numChunks},
                       {"num_microbatches", plan.numMicrobatches},

@@ -1,6 +1,7 @@
 //===- Collective.cpp - zb-run: what all ranks do together ----------------===//
 
 #include "zb/Runner/Collective.h"
+#include "zb/Runner/Layout.h"
 #include "zb/Runner/Safetensors.h"
 #include "zb/Runner/Watched.h"
 
@@ -65,11 +66,11 @@ struct FileImage {
   }
 };
 
-/// Rank 0: the other ranks' tensors, in rank order (a tied parameter's
-/// copies are equal; the last rank's is written last).
+/// Rank 0: the pipeline's other ranks' tensors, in rank order (a tied
+/// parameter's copies are equal; the last rank's is written last).
 void receiveTensors(FileImage &image, MPI_Comm comm) {
   std::vector<float> staging;
-  for (int32_t r = 1; r < zbrt_world_size(); ++r) {
+  for (int32_t r = 1; r < layout().pipelineSize; ++r) {
     std::string what =
         formatv("rank {0}'s parameters (to save them)", r).str();
     int64_t count = 0;
@@ -104,11 +105,14 @@ void sendTensors(const std::map<int64_t, Buffer> &tensors, MPI_Comm comm) {
 /// Every rank's `tensors`, written by rank 0 alone through the one
 /// atomic-file writer: into `binPath` in params.bin's layout and into
 /// `safetensorsPath` as safetensors (writeSafetensors), each where not empty.
-/// `what` names the flag in errors.
+/// `what` names the flag in errors. A data-parallel job's pipelines hold the
+/// same tensors: pipeline 0's are written. Collective over all ranks.
 bool saveTensors(const std::map<int64_t, Buffer> &tensors, const Plan &plan,
                  StringRef binPath, StringRef safetensorsPath, StringRef what) {
+  if (layout().pipeline != 0)
+    return agree(Error::success());
   MPI_Comm comm;
-  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_dup(layout().pipelineComm, &comm);
   Error err = Error::success();
   if (zbrt_rank() == 0) {
     FileImage image(plan);
@@ -201,6 +205,34 @@ bool zb::runner::lockCheckpointDir(StringRef dir, CheckpointDirLock &held) {
       }
     }
   }
+  return agree(std::move(err));
+}
+
+bool zb::runner::checkPipelinesAgree(const RankProgram &rp,
+                                     int64_t stepsDone) {
+  const Layout &l = layout();
+  if (l.dataParallel == 1)
+    return true;
+  zbrt_cuda_synchronize();
+  std::string digests;
+  for (const auto *tensors : {&rp.params, &rp.adamM, &rp.adamV})
+    for (const auto &[index, buf] : *tensors)
+      digests += zb::support::xxh3Hex(
+          StringRef(buf.bytes(), (size_t)buf.size() * sizeof(float)));
+  uint64_t mine = 0;
+  StringRef(zb::support::xxh3Hex(digests)).getAsInteger(16, mine);
+  uint64_t low = 0, high = 0;
+  const char *what = "the other pipelines' parameter checksums (all-reduce)";
+  watched::allreduce(&mine, &low, 1, MPI_UINT64_T, MPI_MIN, l.groupComm, what);
+  watched::allreduce(&mine, &high, 1, MPI_UINT64_T, MPI_MAX, l.groupComm,
+                     what);
+  Error err = Error::success();
+  if (low != high && l.pipeline == 0)
+    err = makeError(formatv("after step {0} the parameters of rank {1} "
+                            "differ between the {2} data-parallel pipelines "
+                            "(XXH3 {3:x-16} .. {4:x-16}): their gradients were "
+                            "not all-reduced alike",
+                            stepsDone, l.stageRank, l.dataParallel, low, high));
   return agree(std::move(err));
 }
 
@@ -297,7 +329,7 @@ bool zb::runner::writeCheckpoint(const RankProgram &rp, const Plan &plan,
 std::vector<double> zb::runner::gradientNorms(const RankProgram &rp,
                                             const Plan &plan) {
   std::vector<double> sq(plan.params.size(), 0.0), total(plan.params.size());
-  const double scale = 1.0 / (double)plan.numMicrobatches;
+  const double scale = 1.0 / (double)rp.globalMicrobatches();
   for (auto &[index, g] : rp.grads) {
     if (plan.params[index].rank != rp.rank)
       continue;
@@ -309,7 +341,7 @@ std::vector<double> zb::runner::gradientNorms(const RankProgram &rp,
     sq[index] = s;
   }
   watched::reduce(sq.data(), total.data(), (int)sq.size(), MPI_DOUBLE,
-                  MPI_SUM, 0, MPI_COMM_WORLD,
+                  MPI_SUM, 0, layout().pipelineComm,
                   "the other ranks' gradient norms (reduce)");
   for (double &t : total)
     t = std::sqrt(t);

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zb/Runner/GradSync.h"
+#include "zb/Runner/Layout.h"
 #include "zb/Runner/Watched.h"
 
 #include "zbrt/zbrt.h"
@@ -13,6 +14,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -45,10 +47,10 @@ GradSync::GradSync(const GradSyncOptions &options, RankProgram &rp,
                    int32_t rank, int32_t worldSize, raw_ostream *log)
     : options(options), rp(rp), settings(settings), decay(std::move(decay)),
       rank(rank), worldSize(worldSize),
-      log(log), gradScale(1.0f / (float)rp.plan->numMicrobatches) {
+      log(log), gradScale(1.0f / (float)rp.globalMicrobatches()) {
   report.clipNorm = options.clipNorm;
   report.mode = checks() ? options.sync : OptimizerSync::None;
-  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_dup(layout().pipelineComm, &comm);
   sendBufs.reserve(worldSize + 1);
   if (checks() && options.sync == OptimizerSync::PostValidation &&
       rp.plan->optimizerSync == OptimizerSync::PostValidation) {
@@ -246,9 +248,9 @@ void GradSync::afterStep(int64_t step) {
                 step + 1)
             .str();
     watched::allreduce(&mine.sumSquares, &global.sumSquares, 1, MPI_DOUBLE,
-                       MPI_SUM, MPI_COMM_WORLD, what.c_str());
+                       MPI_SUM, layout().pipelineComm, what.c_str());
     watched::allreduce(&mine.firstBad, &global.firstBad, 1, MPI_INT64_T,
-                       MPI_MIN, MPI_COMM_WORLD, what.c_str());
+                       MPI_MIN, layout().pipelineComm, what.c_str());
     decide(step, global, /*eager=*/false, rp.grads);
     return;
   }
@@ -334,8 +336,34 @@ bool GradSync::redoStep() {
 
 GradSyncReport GradSync::finish() {
   watched::reduce(&myRollbacks, &report.rollbacks, 1, MPI_INT64_T, MPI_SUM, 0,
-                  MPI_COMM_WORLD, "the other ranks' rollback counts (reduce)");
+                  layout().pipelineComm,
+                  "the other ranks' rollback counts (reduce)");
   return report;
+}
+
+void zb::runner::allReduceAcrossPipelines(RankProgram &rp, int64_t step) {
+  const Layout &l = layout();
+  if (l.dataParallel == 1 || rp.grads.empty())
+    return;
+  // The step's gradients are written (on a GPU: by kernels into managed
+  // memory) before MPI reads them.
+  zbrt_cuda_synchronize();
+  std::vector<MPI_Request> requests;
+  // Parameter by parameter (MPI counts are int: at most 2^30 floats per
+  // call), all in flight together.
+  constexpr int64_t kChunk = int64_t(1) << 30;
+  for (auto &[index, g] : rp.grads)
+    for (int64_t at = 0; at < g.size(); at += kChunk) {
+      requests.emplace_back();
+      MPI_Iallreduce(MPI_IN_PLACE, g.data() + at,
+                     (int)std::min(kChunk, g.size() - at), MPI_FLOAT, MPI_SUM,
+                     l.groupComm, &requests.back());
+    }
+  std::string what = formatv("the gradients of step {0} across the {1} "
+                             "pipelines (all-reduce)",
+                             step + 1, l.dataParallel)
+                         .str();
+  watched::waitAll(requests, what.c_str());
 }
 
 void zb::runner::printGradSyncText(raw_ostream &os,

@@ -442,9 +442,16 @@ zb::runner::loadRankProgram(const Plan &plan, int32_t rank,
 /// The seed of the validation batches: apart from the training batches'.
 static constexpr uint64_t kValidationSeedSalt = 0x76616c6964617465ull;
 
+int64_t RankProgram::globalMicrobatches() const {
+  return (int64_t)dataParallel * plan->numMicrobatches;
+}
+
 Error zb::runner::fillInputs(RankProgram &rp, int64_t step, Split split) {
   const Plan &plan = *rp.plan;
+  // This pipeline's part [first, first + batch) of the step's samples.
   const int64_t batch = plan.numMicrobatches * plan.microbatchSize;
+  const int64_t first = rp.pipeline * batch;
+  const int64_t globalBatch = rp.dataParallel * batch;
   const bool val = split == Split::Validation;
   // Cut on the host, then one copy into the buffer (on a GPU, host writes
   // into managed memory would move its pages to the host every step).
@@ -458,12 +465,12 @@ Error zb::runner::fillInputs(RankProgram &rp, int64_t step, Split split) {
                               step, batch, in.sampleShape[0],
                               /*shift=*/index * rp.targetShift, in.dtype,
                               host.data(),
-                              in.indexRange, in.name))
+                              in.indexRange, in.name, first))
         return e;
     } else {
       const Dataset &ds = (val ? rp.valDatasets : rp.datasets).at(index);
       for (int64_t t = 0; t < batch; ++t) {
-        int64_t sample = (step * batch + t) % ds.numSamples;
+        int64_t sample = (step * globalBatch + first + t) % ds.numSamples;
         std::memcpy(host.data() + t * ds.sampleBytes(),
                     ds.bytes.data() + sample * ds.sampleBytes(),
                     (size_t)ds.sampleBytes());
@@ -476,7 +483,7 @@ Error zb::runner::fillInputs(RankProgram &rp, int64_t step, Split split) {
 
 void zb::runner::applyOptimizer(RankProgram &rp, const OptimizerInfo &opt,
                               int64_t step) {
-  const float gradScale = 1.0f / (float)rp.plan->numMicrobatches;
+  const float gradScale = 1.0f / (float)rp.globalMicrobatches();
   for (auto &[index, g] : rp.grads) {
     Buffer &p = rp.params.at(index);
     if (opt.kind == zb::Optimizer::AdamW)

@@ -136,6 +136,16 @@ void zb::runner::printTextReport(raw_ostream &os, const Plan &plan,
                                const RunReport &report) {
   const std::string range = report.measuredSteps();
   printPredicted(os, plan);
+  if (report.dataParallel > 1)
+    os << formatv("data parallel: {0} pipelines of {1} rank{2} on {3} ranks "
+                  "(pipeline d: ranks d*{1} .. d*{1}+{4}), each on {5} of "
+                  "the step's {6} microbatches, gradients all-reduced across "
+                  "them; per-rank numbers below are pipeline 0's\n",
+                  report.dataParallel, plan.numRanks,
+                  plan.numRanks == 1 ? "" : "s",
+                  (int64_t)report.dataParallel * plan.numRanks,
+                  plan.numRanks - 1, plan.numMicrobatches,
+                  plan.numMicrobatches * report.dataParallel);
   os << format("realized mean step time %.2f ms (%s)\n",
                report.meanStepTimeMs(), range.c_str());
   if (report.wallStepTimeMs)
@@ -198,6 +208,7 @@ void zb::runner::printJsonReport(raw_ostream &os, const Plan &plan,
     j.attribute("plan", plan.path);
     j.attribute("schedule", plan.schedule);
     j.attribute("num_ranks", plan.numRanks);
+    j.attribute("data_parallel", report.dataParallel);
     if (plan.precision != zb::Precision::Fp32)
       j.attribute("precision", zb::precisionName(plan.precision));
     j.attribute("num_stages", plan.numStages);

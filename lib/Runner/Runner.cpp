@@ -9,9 +9,11 @@
 #include "zb/Runner/Runner.h"
 
 #include "zb/Support/AtomicFile.h"
+#include "zb/Support/Limits.h"
 #include "zb/Formats/Checkpoint.h"
 #include "zb/Runner/Collective.h"
 #include "zb/Runner/Launcher.h"
+#include "zb/Runner/Layout.h"
 #include "zb/Runner/Replay.h"
 #include "zb/Runner/Report.h"
 #include "zb/Runner/Watched.h"
@@ -106,6 +108,29 @@ Expected<RunSetup> resolveRunSetup(const RunOptions &o, const Plan &plan,
   return setup;
 }
 
+/// D: --data-parallel, else plan.json's data_parallel.
+int32_t dataParallelOf(const RunOptions &o, const Plan &plan) {
+  return o.dataParallel > 0 ? o.dataParallel : plan.dataParallel;
+}
+
+/// The job's ranks: D pipelines of num_ranks.
+int64_t jobRanks(const RunOptions &o, const Plan &plan) {
+  return (int64_t)dataParallelOf(o, plan) * plan.numRanks;
+}
+
+/// "num_ranks = 2" or "8 ranks: 4 pipelines (data_parallel) of num_ranks =
+/// 2".
+std::string describeJob(const RunOptions &o, const Plan &plan) {
+  const int32_t d = dataParallelOf(o, plan);
+  if (d == 1)
+    return formatv("num_ranks = {0}", plan.numRanks).str();
+  return formatv("{0} ranks: {1} pipelines ({2}) of num_ranks = {3}",
+                 jobRanks(o, plan), d,
+                 o.dataParallel > 0 ? "--data-parallel" : "data_parallel",
+                 plan.numRanks)
+      .str();
+}
+
 /// Outside MPI: checks the plan against --ranks and every rank's files
 /// before anything is launched (one clean line instead of mpirun noise),
 /// then runs the job under mpirun and returns its exit code, or returns
@@ -115,13 +140,15 @@ Expected<std::optional<int>> launch(const RunOptions &o, const Plan &plan,
                                     int argc, char **argv) {
   if (Expected<Backend> b = resolveBackend(o.backend, plan); !b)
     return b.takeError();
-  if (o.ranksGiven && o.numRanks != plan.numRanks)
-    return makeError(formatv("--ranks {0}, but {1} needs num_ranks = {2}",
-                             o.numRanks, plan.path, plan.numRanks));
-  if (!o.ranksGiven && plan.numRanks != 1)
-    return makeError(formatv("{0} needs {1} ranks: run `zb-run {2} --ranks "
-                             "{1}` or `mpirun -np {1} zb-run {2}`",
-                             plan.path, plan.numRanks, o.planDir));
+  const int64_t ranks = jobRanks(o, plan);
+  if (o.ranksGiven && o.numRanks != ranks)
+    return makeError(formatv("--ranks {0}, but {1} needs {2}", o.numRanks,
+                             plan.path, describeJob(o, plan)));
+  if (!o.ranksGiven && ranks != 1)
+    return makeError(formatv("{0} needs {1}: run `zb-run {2} --ranks "
+                             "{3}` or `mpirun -np {3} zb-run {2}`",
+                             plan.path, describeJob(o, plan), o.planDir,
+                             ranks));
   // The optimizer flags (with a readable checkpoint's settings; the ranks
   // report a bad checkpoint).
   std::optional<CheckpointInfo> resumed;
@@ -146,8 +173,8 @@ Expected<std::optional<int>> launch(const RunOptions &o, const Plan &plan,
   // Whether rank 0 writes a progress line: mpirun gives the ranks a pty
   // whatever the launcher's stdout is, so the launcher decides.
   setenv(kTerminalEnv, sys::Process::StandardOutIsDisplayed() ? "1" : "0", 1);
-  if (plan.numRanks > 1) {
-    Expected<int> code = runUnderMpirun(argc, argv, plan.numRanks);
+  if (ranks > 1) {
+    Expected<int> code = runUnderMpirun(argc, argv, (int)ranks);
     // A rank 0 killed by mpirun (another rank's MPI_Abort) leaves its lock
     // file behind.
     if (!o.checkpointDir.empty())
@@ -184,20 +211,25 @@ void setChannelOrders(const Plan &plan, int32_t rank) {
 /// program, each agreed on by all ranks. nullptr when any rank failed.
 std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
                                        Expected<Plan> &plan, bool inMPI,
-                                       int32_t rank, int32_t worldSize,
+                                       int32_t worldRank, int32_t worldSize,
                                        RunSetup &setup) {
+  int32_t rank = worldRank;
   if (!agree(plan.takeError()))
     return nullptr;
   Error job = Error::success();
   if (inMPI && o.ranksGiven && o.numRanks != worldSize)
     job = makeError(formatv("--ranks {0}, but this MPI job has {1} ranks",
                             o.numRanks, worldSize));
-  else if (worldSize != plan->numRanks)
-    job = makeError(formatv("{0} needs num_ranks = {1}, but this MPI job has "
-                            "{2} ranks (mpirun -np {1})",
-                            plan->path, plan->numRanks, worldSize));
+  else if (worldSize != jobRanks(o, *plan))
+    job = makeError(formatv("{0} needs {1}, but this MPI job has {2} ranks "
+                            "(mpirun -np {3})",
+                            plan->path, describeJob(o, *plan), worldSize,
+                            jobRanks(o, *plan)));
   if (!agree(std::move(job)))
     return nullptr;
+  // D pipelines: from here on `rank` is this rank's place in its pipeline,
+  // the rank program it runs (zb/Runner/Layout.h).
+  rank = initLayout(plan->numRanks).stageRank;
   Expected<Backend> backend = resolveBackend(o.backend, *plan);
   if (!agree(backend ? Error::success() : backend.takeError()))
     return nullptr;
@@ -237,6 +269,8 @@ std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
   auto rp = loadRankProgram(*plan, rank, data, /*forRun=*/true, paramsFile);
   if (!agree(rp ? Error::success() : rp.takeError()))
     return nullptr;
+  (*rp)->pipeline = layout().pipeline;
+  (*rp)->dataParallel = layout().dataParallel;
   if (resumed && resumed->optimizer == zb::Optimizer::AdamW) {
     Error e = readParamLayout(**rp, resumed->dir + "/adam_m.bin", (*rp)->adamM);
     if (!e)
@@ -247,13 +281,30 @@ std::unique_ptr<RankProgram> setUpRank(const RunOptions &o,
   return std::move(*rp);
 }
 
+/// The loss rank's `value` (a sum over its pipeline's microbatches) as the
+/// mean over the D pipelines, so that `value / m` is the mean over the
+/// step's D*m microbatches. Collective over the loss ranks' data-parallel
+/// group (every pipeline's last stage); `value` itself for D = 1.
+double meanOverPipelines(double value, const char *what) {
+  const Layout &l = layout();
+  if (l.dataParallel == 1)
+    return value;
+  double sum = 0;
+  std::string waited =
+      formatv("the other pipelines' {0} (all-reduce)", what).str();
+  watched::allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, l.groupComm,
+                     waited.c_str());
+  return sum / (double)l.dataParallel;
+}
+
 /// Combines all ranks' accumulators on rank 0 (collective).
 void reduceOnRankZero(StageProfile &profile) {
   auto red = [&](std::vector<double> &v, MPI_Op op) {
     std::vector<double> out(v.size());
     watched::reduce(v.data(), out.data(), (int)v.size(), MPI_DOUBLE, op, 0,
-                    MPI_COMM_WORLD, "the other ranks' pass times (reduce)");
-    if (zbrt_rank() == 0)
+                    layout().pipelineComm,
+                    "the other ranks' pass times (reduce)");
+    if (layout().stageRank == 0)
       v = out;
   };
   red(profile.sumMs, MPI_SUM);
@@ -353,22 +404,24 @@ StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
       gradSync(o.gradSync, rp, setup.settings, setup.decay, rank, worldSize,
                o.reportFormat == ReportFormat::Text ? &outs() : nullptr) {
   const std::optional<CheckpointInfo> &resumed = setup.resumed;
+  report.dataParallel = layout().dataParallel;
   Expected<std::string> data = dataPath(plan, o.data);
   if (data && sys::fs::is_regular_file(*data) && !plan.inputs.empty())
-    tokensPerStep = plan.numMicrobatches * plan.microbatchSize *
+    tokensPerStep = rp.globalMicrobatches() * plan.microbatchSize *
                     plan.inputs[0].sampleElements();
   else if (!data)
     consumeError(data.takeError());
   // Only the launcher knows (inside a user's own mpirun every rank has a
   // pty, wherever mpirun's output goes): no progress line without it.
   const char *isTerminal = std::getenv(kTerminalEnv);
-  terminal = rank == 0 && o.reportFormat == ReportFormat::Text && isTerminal &&
+  terminal = layout().reports() && o.reportFormat == ReportFormat::Text && isTerminal &&
              StringRef(isTerminal) == "1";
   gradSync.setClearLine(terminal);
-  if (rank == 0)
+  // Pipeline 0's trace is replayed (the others run the same schedule).
+  if (layout().reports())
     planned = readPlannedSchedule(plan);
   replayWanted = planned ? 1 : 0;
-  watched::bcast(&replayWanted, 1, MPI_INT, 0, MPI_COMM_WORLD,
+  watched::bcast(&replayWanted, 1, MPI_INT, 0, layout().pipelineComm,
                  "rank 0's word on the planned schedule (broadcast)");
   if (resumed)
     gradSync.setOptimizerStep(resumed->optimizerStep);
@@ -385,9 +438,10 @@ void StepLoop::checkpoint(int64_t stepsDone) {
   info.seed = rp.seed;
   info.numRanks = worldSize;
   info.planHash = planHash(plan);
-  if (!writeCheckpoint(rp, plan, o.checkpointDir, info))
+  if (!checkPipelinesAgree(rp, stepsDone) ||
+      !writeCheckpoint(rp, plan, o.checkpointDir, info))
     zbrt_fatal("--checkpoint failed (see above)");
-  if (rank == 0 && o.reportFormat == ReportFormat::Text) {
+  if (layout().reports() && o.reportFormat == ReportFormat::Text) {
     outs() << "checkpoint " << o.checkpointDir << "/"
            << checkpointDirName(stepsDone) << "\n";
     outs().flush();
@@ -421,7 +475,7 @@ int StepLoop::run() {
 void StepLoop::announceSettings() {
   const zb::formats::LrSchedule &lr = settings.lr;
   // Plain SGD at a constant lr says nothing beyond the plan.
-  if (rank != 0 || o.reportGradients ||
+  if (!layout().reports() || o.reportGradients ||
       (settings.optimizer == zb::Optimizer::Sgd &&
        lr.kind == zb::formats::LrScheduleKind::Constant &&
        lr.warmupSteps == 0))
@@ -452,7 +506,7 @@ void StepLoop::announceSettings() {
 /// Rank 0: opens --metrics (appending when resuming, so that the file holds
 /// the whole run).
 void StepLoop::openMetrics() {
-  if (rank != 0 || o.metricsFile.empty() || o.reportGradients)
+  if (!layout().reports() || o.metricsFile.empty() || o.reportGradients)
     return;
   std::error_code ec;
   metrics = std::make_unique<raw_fd_ostream>(
@@ -516,10 +570,12 @@ void StepLoop::evaluate(int64_t stepsDone) {
       sum += (double)loss / (double)plan.numMicrobatches;
     }
   }
-  double mine = rp.hasLoss ? sum : 0, total = 0;
-  watched::reduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD,
+  double mine = rp.hasLoss ? meanOverPipelines(sum, "validation loss") : 0,
+         total = 0;
+  watched::reduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, 0,
+                  layout().pipelineComm,
                   "the other ranks' validation losses (reduce)");
-  if (rank != 0)
+  if (!layout().reports())
     return;
   EvalResult ev{stepsDone, total / (double)o.evalSteps, o.evalSteps};
   report.evals.push_back(ev);
@@ -536,7 +592,7 @@ void StepLoop::evaluate(int64_t stepsDone) {
 }
 
 void StepLoop::announceText() {
-  if (rank != 0 || !rp.trainTokens)
+  if (!layout().reports() || !rp.trainTokens)
     return;
   raw_ostream &os = o.reportFormat == ReportFormat::Json ? errs() : outs();
   os << describeSource(*rp.trainTokens);
@@ -573,7 +629,7 @@ void StepLoop::runStep(int64_t step) {
   gradSync.beforeStep();
   if (Error e = fillInputs(rp, step))
     zbrt_fatal(("training data: " + toString(std::move(e))).c_str());
-  if (step == firstStep && rank == 0 && !o.dumpBatch.empty())
+  if (step == firstStep && layout().reports() && !o.dumpBatch.empty())
     dumpBatch();
   clearOutputs(rp);
 
@@ -602,6 +658,8 @@ void StepLoop::runStep(int64_t step) {
     rp.call();
     zbrt_step_end();
   }
+  // D pipelines: every gradient summed over the step's D*m microbatches.
+  allReduceAcrossPipelines(rp, step);
   if (!o.reportGradients)
     gradSync.afterStep(step);
   // The optimizer's kernels (CUDA backend) before the host reads anything.
@@ -617,7 +675,7 @@ void StepLoop::runStep(int64_t step) {
     rp.loss.download(&loss);
   const GradSync::Decision &decided = gradSync.lastDecision();
   const bool decidedNow = decided.step == step + 1;
-  StepSample mine{(double)loss,
+  StepSample mine{rp.hasLoss ? meanOverPipelines(loss, "loss") : 0.0,
                   rp.hasLoss ? 1.0 : 0.0,
                   t1 - t0,
                   bubble.bubbleRate,
@@ -639,11 +697,11 @@ void StepLoop::runStep(int64_t step) {
     std::string what =
         formatv("the other ranks' times of step {0} (gather)", step + 1).str();
     watched::gather(&mine, kSampleDoubles, MPI_DOUBLE, samples.data(),
-                    kSampleDoubles, MPI_DOUBLE, 0, MPI_COMM_WORLD,
+                    kSampleDoubles, MPI_DOUBLE, 0, layout().pipelineComm,
                     what.c_str());
   }
   gatherTrace(step, measured);
-  if (rank == 0)
+  if (layout().reports())
     recordStep(step, measured);
 }
 
@@ -653,11 +711,12 @@ void StepLoop::gatherOverlappedSteps() {
   std::vector<StepSample> all(rank == 0 ? numSteps * worldSize : 0);
   watched::gather(mySamples.data(), kSampleDoubles * numSteps, MPI_DOUBLE,
                   all.data(), kSampleDoubles * numSteps, MPI_DOUBLE, 0,
-                  MPI_COMM_WORLD, "the other ranks' step times (gather)");
+                  layout().pipelineComm,
+                  "the other ranks' step times (gather)");
   double span = wallEnd - wallStart, maxSpan = 0;
-  watched::reduce(&span, &maxSpan, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD,
-                  "the other ranks' run times (reduce)");
-  if (rank != 0)
+  watched::reduce(&span, &maxSpan, 1, MPI_DOUBLE, MPI_MAX, 0,
+                  layout().pipelineComm, "the other ranks' run times (reduce)");
+  if (!layout().reports())
     return;
   for (int64_t i = 0; i < numSteps; ++i) {
     for (int32_t r = 0; r < worldSize; ++r)
@@ -673,7 +732,8 @@ void StepLoop::gatherTrace(int64_t step, bool measured) {
   const bool replayThis = replayWanted && measured;
   const bool traceThis =
       step + 1 == firstStep + numSteps && !o.traceFile.empty();
-  if (!replayThis && !traceThis)
+  // Pipeline 0's (every pipeline of the job runs the same schedule).
+  if ((!replayThis && !traceThis) || layout().pipeline != 0)
     return;
   std::vector<zbrt::TraceEvent> all = zbrt::gatherTrace(zbrt::traceEvents(), 0);
   if (rank != 0)
@@ -757,7 +817,7 @@ void StepLoop::recordStep(int64_t step, bool measured) {
 
 int StepLoop::finishGradients() {
   std::vector<double> norms = gradientNorms(rp, plan);
-  if (rank == 0) {
+  if (layout().reports()) {
     printGradientReport(outs(), report.steps.back().loss, plan, norms,
                         o.reportFormat == ReportFormat::Json);
     outs().flush();
@@ -771,22 +831,29 @@ int StepLoop::finishTraining() {
   if (o.overlapSteps)
     gatherOverlappedSteps();
   report.gradSync = gradSync.finish();
+  // Test hook: a parameter of this world rank changed after the last step,
+  // as a data-parallel bug would (checkPipelinesAgree must name it).
+  if (const char *r = std::getenv("ZB_RUN_INJECT_DIVERGENCE");
+      r && std::atoi(r) == layout().worldRank && !rp.params.empty())
+    rp.params.begin()->second.data()[0] += 1.0f;
+  if (!checkPipelinesAgree(rp, firstStep + numSteps))
+    return 1;
   if (!o.saveParams.empty() && !saveFinalParams(rp, plan, o.saveParams))
     return 1;
   report.peakHeapBytes.assign(worldSize, 0);
   watched::gather(&myPeakHeap, 1, MPI_INT64_T, report.peakHeapBytes.data(),
-                  1, MPI_INT64_T, 0, MPI_COMM_WORLD,
+                  1, MPI_INT64_T, 0, layout().pipelineComm,
                   "the other ranks' peak memory (gather)");
   if (zbrt_cuda_started()) {
     ZbrtCudaStats mine{};
     zbrt_cuda_stats(&mine);
     report.cuda.assign(worldSize, ZbrtCudaStats{});
     watched::gather(&mine, sizeof mine, MPI_BYTE, report.cuda.data(),
-                    sizeof mine, MPI_BYTE, 0, MPI_COMM_WORLD,
+                    sizeof mine, MPI_BYTE, 0, layout().pipelineComm,
                     "the other ranks' CUDA counters (gather)");
   }
   reduceOnRankZero(profile);
-  if (rank != 0)
+  if (!layout().reports())
     return 0;
   if (planned)
     report.atMeasured = predictAtMeasuredCosts(plan, *planned, profile);
@@ -831,6 +898,9 @@ Error zb::runner::checkOptions(const RunOptions &o) {
                      "--report-gradients (they need the steps aligned)");
   if (o.ranksGiven && o.numRanks < 1)
     return makeError("--ranks must be >= 1");
+  if (o.dataParallel < 0 || o.dataParallel > zb::limits::kMaxDataParallel)
+    return makeError(formatv("--data-parallel must be in [1, {0}], got {1}",
+                             zb::limits::kMaxDataParallel, o.dataParallel));
   if (o.training.lr && !isValidLearningRate(*o.training.lr))
     return makeError(formatv("--lr must be a finite float32 number > 0 (at "
                              "most 3.4e38), got {0}",
@@ -949,7 +1019,9 @@ int zb::runner::runZbRun(const RunOptions &o, int argc, char **argv) {
   RunSetup setup;
   std::unique_ptr<RankProgram> rp =
       setUpRank(o, plan, inMPI, rank, worldSize, setup);
-  int code = rp ? StepLoop(o, *plan, *rp, worldSize, setup).run() : 1;
+  int code =
+      rp ? StepLoop(o, *plan, *rp, layout().pipelineSize, setup).run() : 1;
+  finalizeLayout();
   zbrt_finalize();
   return code;
 }

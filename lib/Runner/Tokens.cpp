@@ -310,11 +310,12 @@ zb::runner::splitSource(const TokenSource &all, double fraction,
 Error zb::runner::cutTokens(const TokenSource &source, uint64_t seed,
                             int64_t step, int64_t count, int64_t seqLen,
                             int64_t shift, DType dtype, char *out,
-                            int64_t indexRange, StringRef inputName) {
+                            int64_t indexRange, StringRef inputName,
+                            int64_t first) {
   std::vector<int64_t> ids((size_t)seqLen);
   for (int64_t j = 0; j < count; ++j) {
     const int64_t off =
-        textOffset(seed, step, j, source.size(), seqLen) + shift;
+        textOffset(seed, step, first + j, source.size(), seqLen) + shift;
     if (Error e = source.read(off, seqLen, ids.data()))
       return e;
     for (int64_t t = 0; t < seqLen; ++t) {

@@ -63,6 +63,23 @@ bool mpiIsUp();
 /// This process's rank and the number of ranks; -1 / 0 before initProcess.
 int32_t rank();
 int32_t worldSize();
+/// The pipeline of this rank in a data-parallel job (zbrt_set_pipeline):
+/// world ranks [pipelineBase(), pipelineBase() + pipelineSize()), in which
+/// this rank is number pipelineRank(). Before zbrt_set_pipeline (and in a
+/// job of one pipeline) the whole world: base 0, size worldSize(). A rank
+/// program's peers are pipeline ranks; toWorldRank() maps one to the world.
+int32_t pipelineBase();
+int32_t pipelineSize();
+int32_t pipelineRank();
+inline int32_t toWorldRank(int32_t pipelinePeer) {
+  return pipelineBase() + pipelinePeer;
+}
+/// Splits the world into pipelines of `size` consecutive ranks (collective;
+/// fatal when size does not divide the world size). Returns pipelineRank().
+int32_t setPipeline(int32_t size);
+/// The pipeline's communicator as an MPI_Comm (MPI_COMM_WORLD before
+/// setPipeline), for the trace's gather.
+void *pipelineCommunicator();
 /// The largest message tag MPI accepts (MPI_TAG_UB).
 int32_t tagUpperBound();
 /// This rank's index among the ranks of its node (0 without MPI).

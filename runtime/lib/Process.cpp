@@ -25,6 +25,9 @@ int32_t gWorldSize = 0;
 bool gWeInitializedMPI = false;
 int gTagUpperBound = INT_MAX;
 double gCommTimeoutSeconds = 300;
+int32_t gPipelineBase = 0;
+int32_t gPipelineSize = 0; ///< 0: the whole world
+MPI_Comm gPipelineComm = MPI_COMM_NULL;
 
 void mpiErrorHandler(MPI_Comm *, int *code, ...) {
   char text[MPI_MAX_ERROR_STRING] = {0};
@@ -45,6 +48,34 @@ bool detail::mpiIsUp() {
 int32_t detail::rank() { return gRank; }
 int32_t detail::worldSize() { return gWorldSize; }
 int32_t detail::tagUpperBound() { return gTagUpperBound; }
+int32_t detail::pipelineBase() { return gPipelineBase; }
+int32_t detail::pipelineSize() {
+  return gPipelineSize > 0 ? gPipelineSize : gWorldSize;
+}
+int32_t detail::pipelineRank() {
+  return gRank < 0 ? gRank : gRank - gPipelineBase;
+}
+void *detail::pipelineCommunicator() {
+  static MPI_Comm world = MPI_COMM_WORLD;
+  return gPipelineComm != MPI_COMM_NULL ? (void *)&gPipelineComm
+                                        : (void *)&world;
+}
+
+int32_t detail::setPipeline(int32_t size) {
+  if (gRank < 0)
+    fatal("zbrt_set_pipeline: the runtime is not initialised (zbrt_init not "
+          "called)");
+  if (size < 1 || gWorldSize % size != 0)
+    fatalf("zbrt_set_pipeline: pipelines of %d ranks do not divide the %d "
+           "ranks of the job",
+           size, gWorldSize);
+  if (gPipelineComm != MPI_COMM_NULL)
+    MPI_Comm_free(&gPipelineComm);
+  gPipelineBase = gRank / size * size;
+  gPipelineSize = size;
+  MPI_Comm_split(MPI_COMM_WORLD, gRank / size, gRank % size, &gPipelineComm);
+  return gRank - gPipelineBase;
+}
 double detail::commTimeoutSeconds() { return gCommTimeoutSeconds; }
 void detail::setCommTimeoutSeconds(double seconds) {
   gCommTimeoutSeconds = seconds > 0 ? seconds : 0;
@@ -123,6 +154,8 @@ int32_t detail::initProcess(int *argc, char ***argv, int32_t *worldSize) {
 }
 
 void detail::finalizeProcess() {
+  if (mpiIsUp() && gPipelineComm != MPI_COMM_NULL)
+    MPI_Comm_free(&gPipelineComm);
   if (mpiIsUp() && gWeInitializedMPI)
     MPI_Finalize();
 }

@@ -139,7 +139,7 @@ size_t zbrt::detail::traceActionBegin(int32_t kind, int32_t stage,
     return kNoTraceEvent;
   size_t index = s.events.size();
   s.open.push_back(index);
-  s.events.push_back(TraceEvent{static_cast<EventKind>(kind), rank(),
+  s.events.push_back(TraceEvent{static_cast<EventKind>(kind), pipelineRank(),
                                 stage, microbatch, -1, -1, 0, traceNowUs(),
                                 -1.0});
   return index;
@@ -231,14 +231,16 @@ zbrt::computeBubblePerRank(const std::vector<TraceEvent> &events,
 
 std::vector<TraceEvent> zbrt::gatherTrace(const std::vector<TraceEvent> &local,
                                           int32_t root) {
+  // A data-parallel job: the pipeline's ranks (their events name pipeline
+  // ranks).
+  MPI_Comm comm = *static_cast<MPI_Comm *>(detail::pipelineCommunicator());
   int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
   const int eventBytes = (int)sizeof(TraceEvent);
   int myBytes = (int)local.size() * eventBytes;
   std::vector<int> counts(rank == root ? size : 0);
-  MPI_Gather(&myBytes, 1, MPI_INT, counts.data(), 1, MPI_INT, root,
-             MPI_COMM_WORLD);
+  MPI_Gather(&myBytes, 1, MPI_INT, counts.data(), 1, MPI_INT, root, comm);
   std::vector<int> displs;
   std::vector<TraceEvent> all;
   if (rank == root) {
@@ -251,7 +253,7 @@ std::vector<TraceEvent> zbrt::gatherTrace(const std::vector<TraceEvent> &local,
     all.resize(total / eventBytes);
   }
   MPI_Gatherv(local.data(), myBytes, MPI_BYTE, all.data(), counts.data(),
-              displs.data(), MPI_BYTE, root, MPI_COMM_WORLD);
+              displs.data(), MPI_BYTE, root, comm);
   return all;
 }
 

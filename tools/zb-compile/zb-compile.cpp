@@ -54,6 +54,13 @@ static cl::opt<int64_t, true>
                  cl::desc("Microbatches per training step (default 8, at most 512)"),
                  cl::location(options.microbatches),
                  cl::init(defaults.microbatches), cl::cat(category));
+static cl::opt<int64_t, true> dataParallel(
+    "data-parallel",
+    cl::desc("D: copies of the pipeline trained side by side, each on M of "
+             "the step's D*M microbatches, gradients all-reduced across them "
+             "(zb-run then needs --ranks D*P; default 1)"),
+    cl::location(options.dataParallel), cl::init(defaults.dataParallel),
+    cl::cat(category));
 /// --schedule's help from the schedule table.
 static const std::string &scheduleHelp() {
   static const std::string help =

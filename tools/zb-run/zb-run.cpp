@@ -48,8 +48,18 @@ cl::opt<std::string, true> planDir(cl::Positional, cl::Required,
 cl::opt<int, true> numRanks(
     "ranks",
     cl::desc("Number of ranks: launches `mpirun -np N` unless already inside "
-             "an MPI job (must equal plan.json num_ranks)"),
+             "an MPI job (must equal D x plan.json num_ranks, D the "
+             "data-parallel pipelines)"),
     cl::value_desc("N"), cl::location(opts.numRanks), cl::init(0),
+    cl::cat(runCategory));
+cl::opt<int, true> dataParallel(
+    "data-parallel",
+    cl::desc("D: copies of the pipeline, each on its share of the step's "
+             "batch, gradients all-reduced across them (default: plan.json "
+             "data_parallel, from zb-compile --data-parallel). Pipeline d "
+             "runs on ranks d*P .. d*P+P-1 and takes microbatches d*m .. "
+             "d*m+m-1 of the step's D*m"),
+    cl::value_desc("D"), cl::location(opts.dataParallel), cl::init(0),
     cl::cat(runCategory));
 cl::opt<int, true> numSteps("steps", cl::desc("Training steps (default 20)"),
                             cl::value_desc("S"), cl::location(opts.steps),

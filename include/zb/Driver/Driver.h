@@ -92,6 +92,12 @@ struct CompileOptions {
   static constexpr int64_t kMaxMicrobatches = 512;
   /// Microbatches per training step M (--microbatches), 1 .. 512.
   int64_t microbatches = 8;
+  /// D: data-parallel copies of the pipeline (--data-parallel), 1 ..
+  /// limits::kMaxDataParallel. zb-run then runs D x P ranks, pipeline d on
+  /// microbatches d*M .. d*M+M-1 of the step's D*M (plan.json
+  /// "data_parallel"; zb/Runner/Layout.h). The rank programs do not depend
+  /// on it.
+  int64_t dataParallel = 1;
   /// The schedule (--schedule; zb/Schedule/Registry.h).
   sched::ScheduleKind schedule = sched::ScheduleKind::ZBH1;
   /// With --schedule-file: the file's schedule name (the JSON's "name",

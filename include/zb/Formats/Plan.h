@@ -167,6 +167,12 @@ struct Plan {
   std::string dir;  ///< the directory holding it (not written)
   std::string model;
   int32_t numRanks = 0, numStages = 0;
+  /// "data_parallel" (zb-compile --data-parallel D): the job runs D copies
+  /// of the pipeline on D * num_ranks ranks, pipeline d on microbatches
+  /// d*m .. d*m+m-1 of the step's D*m, the gradients all-reduced across the
+  /// copies (zb/Runner/Layout.h). Absent: 1. Not part of planHash(): a
+  /// checkpoint resumes at any D.
+  int32_t dataParallel = 1;
   int64_t numChunks = 1; ///< chunks (virtual stages) per rank
   int64_t numMicrobatches = 0, microbatchSize = 0;
   std::string schedule;

@@ -53,6 +53,16 @@ private:
 /// H): wait for it to end, or use another directory".
 bool lockCheckpointDir(llvm::StringRef dir, CheckpointDirLock &lock);
 
+/// Data parallelism: checks that the D pipelines hold bit-identical
+/// parameters (and AdamW moments): every rank hashes its tensors (XXH3-64)
+/// and its data-parallel group compares the hashes. False on every rank
+/// when a group differs, named once: "after step S the parameters of rank
+/// R differ between the data-parallel pipelines (...)". What makes them
+/// differ is a bug (the same all-reduced gradients must give the same
+/// step); zb-run checks before it saves parameters or a checkpoint and at
+/// the end of the run. True at once for D = 1.
+bool checkPipelinesAgree(const RankProgram &rp, int64_t stepsDone);
+
 /// --save-params PATH: every rank sends its parameters to rank 0, which
 /// writes them in the plan's params.bin layout (offset_bytes of each
 /// parameter; a tied parameter's copies are equal), or, where PATH ends in

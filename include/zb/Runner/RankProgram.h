@@ -102,7 +102,13 @@ std::vector<int64_t> makeDescriptor(void *data,
 /// One rank's loaded program and state.
 struct RankProgram {
   const Plan *plan = nullptr;
-  int32_t rank = 0;
+  int32_t rank = 0; ///< the stage rank: this program's rank in the plan
+  /// Data parallelism (zb/Runner/Layout.h): this rank's pipeline d of D.
+  /// fillInputs gives it microbatches d*m .. d*m+m-1 of the step's D*m;
+  /// the mean gradient is the sum over the D*m microbatches / (D*m).
+  int32_t pipeline = 0, dataParallel = 1;
+  /// D * m: the microbatches of a step across all pipelines.
+  int64_t globalMicrobatches() const;
   uint64_t seed = 0; ///< of the text batches
   int64_t targetShift = 1; ///< DataOptions::targetShift
   void *handle = nullptr;

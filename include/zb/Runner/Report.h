@@ -53,6 +53,9 @@ struct EvalResult {
 
 /// Everything of the end-of-run report (rank 0).
 struct RunReport {
+  /// D: pipelines of the job (zb/Runner/Layout.h). Losses are means over
+  /// the step's D*m microbatches; per-rank numbers are pipeline 0's.
+  int32_t dataParallel = 1;
   std::vector<StepResult> steps;
   std::vector<EvalResult> evals;
   /// Per rank: mean realized bubble rate over the measured steps

@@ -54,6 +54,8 @@ struct RunOptions {
   std::string planDir; ///< the zb-compile output directory
   int numRanks = 0;    ///< --ranks N
   bool ranksGiven = false;
+  /// --data-parallel D: pipelines of the job (0: plan.json's data_parallel).
+  int dataParallel = 0;
   int steps = 20;
   DataOptions data;
   std::string dumpBatch; ///< --dump-batch FILE

@@ -131,16 +131,17 @@ llvm::Expected<std::pair<TokenSource, TokenSource>>
 splitSource(const TokenSource &all, double fraction, int64_t seqLen);
 
 /// Writes `count` sequences of step `step` of `source` into `out` (count x
-/// seqLen elements of `dtype`): sequence j holds ids [off + shift, off +
-/// shift + seqLen) of the source, off = textOffset(seed, step, j,
-/// source.size(), seqLen). With `indexRange` > 0 every id must be below it
+/// seqLen elements of `dtype`): the k-th holds sequence j = first + k of
+/// the step, ids [off + shift, off + shift + seqLen) of the source, off =
+/// textOffset(seed, step, j, source.size(), seqLen) (a data-parallel
+/// pipeline d takes first = d * its batch of the step's global batch). With `indexRange` > 0 every id must be below it
 /// (the model's vocabulary: plan.json's index_range of `inputName`); the
 /// error names the file, the id's position, its value and the input. Needs
 /// source.size() >= seqLen + 2.
 llvm::Error cutTokens(const TokenSource &source, uint64_t seed, int64_t step,
                       int64_t count, int64_t seqLen, int64_t shift,
                       DType dtype, char *out, int64_t indexRange = 0,
-                      llvm::StringRef inputName = "");
+                      llvm::StringRef inputName = "", int64_t first = 0);
 
 /// "tokens FILE: N uint16 ids (raw), training ids [0, K), validation
 /// ids [K, N)" style description of a source (the line zb-run prints).

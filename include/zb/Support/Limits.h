@@ -18,6 +18,8 @@ namespace limits {
 
 /// Pipeline ranks (processes) of one plan.
 constexpr int64_t kMaxRanks = 4096;
+/// Data-parallel copies of one pipeline (zb-compile --data-parallel).
+constexpr int64_t kMaxDataParallel = 4096;
 /// Pipeline stages of one plan (ranks x chunks per rank).
 constexpr int64_t kMaxStages = 1024;
 /// Chunks (virtual stages) per rank.

@@ -97,6 +97,17 @@ void zbrt_wait_mpi(void *mpiRequest, const char *what);
 /// The watchdog's limit in seconds (0: none). libzb_fake_cuda.so, the test
 /// stand-in for the GPU libraries, applies it to its own host waits.
 double zbrt_comm_timeout(void);
+/// Data parallelism (zb-run on D x P ranks): splits the job into pipelines
+/// of `ranksPerPipeline` consecutive world ranks (pipeline d holds world
+/// ranks d*P .. d*P+P-1). Collective over all ranks; call after zbrt_init
+/// and before zbrt_cuda_start. From then on the peers of zbrt_send /
+/// zbrt_recv / zbrt_set_channel_order and the ranks of trace events are
+/// ranks within this rank's pipeline (0 .. P-1), which the runtime maps to
+/// world ranks; zbrt_rank() stays the world rank. Returns this rank's index
+/// in its pipeline. Ends the job when P does not divide the world size.
+int32_t zbrt_set_pipeline(int32_t ranksPerPipeline);
+/// This rank's index in its pipeline (zbrt_rank() before zbrt_set_pipeline).
+int32_t zbrt_pipeline_rank(void);
 /// A function zbrt_fatal runs once before it ends the process (zb-run's
 /// rank 0 removes its --checkpoint DIR/.zb-lock); NULL: none. It runs
 /// outside any signal handler, so it may call anything.

@@ -24,11 +24,12 @@ namespace {
 
 void checkMessage(const char *what, const char *direction, int32_t peer,
                   int32_t tag, int64_t bytes) {
-  const int32_t size = detail::worldSize();
-  if (size <= 0)
+  if (detail::worldSize() <= 0)
     fatalf("%s: the runtime is not initialised (zbrt_init not called)", what);
+  const int32_t size = detail::pipelineSize();
   if (peer < 0 || peer >= size)
-    fatalf("%s: peer rank %d out of range (world size %d)", what, peer, size);
+    fatalf("%s: peer rank %d out of range (%s %d)", what, peer,
+           size == detail::worldSize() ? "world size" : "pipeline of", size);
   if (tag < 0 || tag > detail::tagUpperBound())
     fatalf("%s: tag %d out of range [0, %d] (peer %d)", what, tag,
            detail::tagUpperBound(), peer);
@@ -50,6 +51,10 @@ extern "C" void zbrt_fatal(const char *message) { detail::fatal(message); }
 
 extern "C" int32_t zbrt_rank(void) { return detail::rank(); }
 extern "C" int32_t zbrt_world_size(void) { return detail::worldSize(); }
+extern "C" int32_t zbrt_set_pipeline(int32_t ranksPerPipeline) {
+  return detail::setPipeline(ranksPerPipeline);
+}
+extern "C" int32_t zbrt_pipeline_rank(void) { return detail::pipelineRank(); }
 
 extern "C" int32_t zbrt_init(int *argc, char ***argv, int32_t *worldSize) {
   int32_t rank = detail::initProcess(argc, argv, worldSize);
@@ -91,19 +96,19 @@ extern "C" void zbrt_finalize(void) {
 extern "C" void zbrt_send(int64_t buf, int64_t bytes, int32_t peer,
                           int32_t tag) {
   checkMessage("zbrt_send", "to", peer, tag, bytes);
-  TraceEvent event{EventKind::Send, detail::rank(), -1,  -1, peer, tag,
-                   bytes,           traceNowUs(),   -1.0};
-  MessageWork work =
-      backend().send(reinterpret_cast<const void *>(buf), bytes, peer, tag);
+  TraceEvent event{EventKind::Send, detail::pipelineRank(), -1, -1, peer, tag,
+                   bytes, traceNowUs(), -1.0};
+  MessageWork work = backend().send(reinterpret_cast<const void *>(buf), bytes,
+                                    detail::toWorldRank(peer), tag);
   recordMessage(event, work);
 }
 
 extern "C" void zbrt_recv(int64_t buf, int64_t bytes, int32_t peer,
                           int32_t tag) {
   checkMessage("zbrt_recv", "from", peer, tag, bytes);
-  TraceEvent event{EventKind::Recv, detail::rank(), -1,  -1, peer, tag,
-                   bytes,           traceNowUs(),   -1.0};
-  MessageWork work =
-      backend().recv(reinterpret_cast<void *>(buf), bytes, peer, tag);
+  TraceEvent event{EventKind::Recv, detail::pipelineRank(), -1, -1, peer, tag,
+                   bytes, traceNowUs(), -1.0};
+  MessageWork work = backend().recv(reinterpret_cast<void *>(buf), bytes,
+                                    detail::toWorldRank(peer), tag);
   recordMessage(event, work);
 }

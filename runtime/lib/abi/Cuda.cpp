@@ -2,6 +2,7 @@
 
 #include "zbrt/zbrt.h"
 
+#include "../Internal.h"
 #include "../cuda/Device.h"
 #include "../cuda/Driver.h"
 #include "BackendSelection.h"
@@ -31,7 +32,10 @@ extern "C" void zbrt_set_channel_order(int32_t from, int32_t to,
   for (int64_t i = 0; i < count; ++i)
     order.push_back(
         {static_cast<int32_t>(messages[2 * i]), messages[2 * i + 1]});
-  backend().setChannelOrder(from, to, order);
+  // Pipeline ranks (zbrt_set_pipeline) to the world's.
+  backend().setChannelOrder(zbrt::detail::toWorldRank(from),
+                            zbrt::detail::toWorldRank(to),
+                            order);
 }
 
 extern "C" void zbrt_cuda_synchronize(void) {

@@ -52,8 +52,9 @@ bool sameDeviceOverNccl() {
   return true;
 }
 
-/// The world ranks on `device` of this rank's node: every rank's node (the
-/// world rank of its node's first rank) and device, gathered over MPI.
+/// The world ranks of this rank's pipeline on `device` of this rank's node
+/// (the peers it may exchange messages with): every rank's node (the world
+/// rank of its node's first rank) and device, gathered over MPI.
 std::vector<int32_t> sameDevicePeers(int device) {
   const int rank = detail::rank(), size = detail::worldSize();
   if (size < 2)
@@ -68,7 +69,8 @@ std::vector<int32_t> sameDevicePeers(int device) {
   std::vector<int> all(2 * (size_t)size);
   MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, MPI_COMM_WORLD);
   std::vector<int32_t> peers;
-  for (int r = 0; r < size; ++r)
+  const int base = detail::pipelineBase();
+  for (int r = base; r < base + detail::pipelineSize(); ++r)
     if (r != rank && all[2 * r] == leader && all[2 * r + 1] == device)
       peers.push_back(r);
   return peers;
@@ -160,7 +162,7 @@ void CudaBackend::startTransports() {
   if (std::unique_ptr<Transport> nccl =
           createNcclTransport(device, staged, ncclWhy))
     transports.push_back(std::move(nccl));
-  else if ((int)staged.size() + 1 < detail::worldSize())
+  else if ((int)staged.size() + 1 < detail::pipelineSize())
     std::fprintf(stderr,
                  "zb-run: rank %d: no NCCL (%s): messages to other devices "
                  "go through MPI on the host\n",

@@ -142,20 +142,23 @@ void NcclTransport::noOrder(int32_t peer) {
                detail::rank(), peer);
 }
 
-/// One two-rank communicator per direction between ring neighbours (r and
-/// r+1 mod p: every pipeline, interleaved and V-shape schedule talks only to
-/// those), created in one global order so no rank waits on a cycle; the
+/// One two-rank communicator per direction between ring neighbours of this
+/// rank's pipeline (r and r+1 mod p: every pipeline, interleaved and V-shape
+/// schedule talks only to those; world ranks, the pipelines of a
+/// data-parallel job apart), created in one global order so no rank waits
+/// on a cycle; the
 /// sender makes the unique id and gives it to the receiver over MPI. Both
 /// ends skip a pair in `excluded` (symmetric: the peers on one device).
 void NcclTransport::createChannels(const std::set<int32_t> &excluded) {
-  int rank = detail::rank(), size = detail::worldSize();
+  int rank = detail::rank(), size = detail::pipelineSize();
+  const int base = detail::pipelineBase();
   if (size < 2)
     return;
   std::set<std::pair<int, int>> directed;
   for (int r = 0; r < size; ++r) {
     int next = (r + 1) % size;
-    directed.insert({r, next});
-    directed.insert({next, r});
+    directed.insert({base + r, base + next});
+    directed.insert({base + next, base + r});
   }
   MPI_Comm_dup(MPI_COMM_WORLD, &bootstrap);
   for (auto [from, to] : directed) {
