@@ -341,31 +341,6 @@ GradSyncReport GradSync::finish() {
   return report;
 }
 
-void zb::runner::allReduceAcrossPipelines(RankProgram &rp, int64_t step) {
-  const Layout &l = layout();
-  if (l.dataParallel == 1 || rp.grads.empty())
-    return;
-  // The step's gradients are written (on a GPU: by kernels into managed
-  // memory) before MPI reads them.
-  zbrt_cuda_synchronize();
-  std::vector<MPI_Request> requests;
-  // Parameter by parameter (MPI counts are int: at most 2^30 floats per
-  // call), all in flight together.
-  constexpr int64_t kChunk = int64_t(1) << 30;
-  for (auto &[index, g] : rp.grads)
-    for (int64_t at = 0; at < g.size(); at += kChunk) {
-      requests.emplace_back();
-      MPI_Iallreduce(MPI_IN_PLACE, g.data() + at,
-                     (int)std::min(kChunk, g.size() - at), MPI_FLOAT, MPI_SUM,
-                     l.groupComm, &requests.back());
-    }
-  std::string what = formatv("the gradients of step {0} across the {1} "
-                             "pipelines (all-reduce)",
-                             step + 1, l.dataParallel)
-                         .str();
-  watched::waitAll(requests, what.c_str());
-}
-
 void zb::runner::printGradSyncText(raw_ostream &os,
                                  const GradSyncReport &report) {
   // Only when something could happen (clipping) or did (a skipped step).

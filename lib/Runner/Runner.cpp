@@ -12,6 +12,7 @@
 #include "zb/Support/Limits.h"
 #include "zb/Formats/Checkpoint.h"
 #include "zb/Runner/Collective.h"
+#include "zb/Runner/DataParallel.h"
 #include "zb/Runner/Launcher.h"
 #include "zb/Runner/Layout.h"
 #include "zb/Runner/Replay.h"
@@ -390,6 +391,8 @@ private:
   std::vector<int64_t> bubbleSteps;
   RunReport report; ///< rank 0
   GradSync gradSync;
+  /// D pipelines: the gradients' all-reduce, started as each is final.
+  GradientAllReduce allReduce;
 };
 
 StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
@@ -402,7 +405,8 @@ StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
       profile(plan.numStages), bubbleTotal(worldSize, 0.0),
       replayTotal(worldSize, 0.0), bubbleSteps(worldSize, 0),
       gradSync(o.gradSync, rp, setup.settings, setup.decay, rank, worldSize,
-               o.reportFormat == ReportFormat::Text ? &outs() : nullptr) {
+               o.reportFormat == ReportFormat::Text ? &outs() : nullptr),
+      allReduce(rp) {
   const std::optional<CheckpointInfo> &resumed = setup.resumed;
   report.dataParallel = layout().dataParallel;
   Expected<std::string> data = dataPath(plan, o.data);
@@ -647,11 +651,14 @@ void StepLoop::runStep(int64_t step) {
   double t0 = nowMs();
   if (step == firstStep + std::min<int64_t>(1, numSteps - 1))
     wallStart = t0;
+  allReduce.arm();
   rp.call();
   zbrt_step_end();
   if (gradSync.redoStep()) {
     // The previous step was amended after this step's passes had started:
     // run them again on the corrected parameters (every rank does).
+    allReduce.discard();
+    allReduce.arm();
     clearOutputs(rp);
     zbrt::traceBeginStep();
     t0 = nowMs();
@@ -659,7 +666,7 @@ void StepLoop::runStep(int64_t step) {
     zbrt_step_end();
   }
   // D pipelines: every gradient summed over the step's D*m microbatches.
-  allReduceAcrossPipelines(rp, step);
+  allReduce.finish(step);
   if (!o.reportGradients)
     gradSync.afterStep(step);
   // The optimizer's kernels (CUDA backend) before the host reads anything.

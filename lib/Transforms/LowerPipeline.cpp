@@ -19,6 +19,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -186,6 +187,8 @@ private:
   std::map<std::pair<int64_t, int64_t>, SmallVector<DeferredSend>> deferred;
   std::map<std::tuple<int64_t, int64_t, int64_t>, Value>
       gradAcc; // (param, stage, part)
+  // Parameters whose gradient is already written (announceGradients).
+  llvm::DenseSet<int64_t> written;
 
   int64_t rankOf(int64_t stage) const { return schedule.stageToRank[stage]; }
   int64_t lastStage() const { return info.numStages - 1; }
@@ -297,6 +300,9 @@ private:
                              func::CallOp call);
   LogicalResult lowerAction(const sched::Action &a);
   void completeW(const sched::Action &a);
+  Value sumOfParts(int64_t p);
+  void writeGradient(int64_t p, Value g);
+  void announceGradients();
   LogicalResult exchangeTiedGradients();
   LogicalResult finish();
 };
@@ -576,6 +582,62 @@ void RankLowering::completeW(const sched::Action &a) {
       gradAcc[{p, s, part}] = addInOrder(gradAcc[{p, s, part}], g);
     pending.erase(next++);
   }
+  if (next == numMicrobatches)
+    announceGradients();
+}
+
+/// The gradient of `p` on this rank from its parts in order (the copies of
+/// a tied parameter get the same sum on every rank): null when a part is
+/// missing or on another rank.
+Value RankLowering::sumOfParts(int64_t p) {
+  Value g;
+  for (auto [part, s] : partsOf[p]) {
+    Value v = rankOf(s) == rank ? gradAcc[{p, s, part}] : Value();
+    if (!v)
+      return Value();
+    g = addInOrder(g, v);
+  }
+  return g;
+}
+
+/// Writes the final gradient `g` of `p` into its grad argument.
+void RankLowering::writeGradient(int64_t p, Value g) {
+  auto it = llvm::find(paramIdx, p);
+  bufferization::MaterializeInDestinationOp::create(
+      b, loc, TypeRange{}, g,
+      entry->getArgument(paramIdx.size() + (it - paramIdx.begin())),
+      /*restrict=*/true, /*writable=*/true);
+  written.insert(p);
+}
+
+/// The Zero Bubble paper's Appendix A: every parameter held by this rank
+/// alone whose stages have summed all microbatches gets its gradient
+/// written now, followed by zbrt_gradient_ready(k) (k: its gradient
+/// argument's position among the step's), so that its all-reduce
+/// across data-parallel pipelines starts while this rank's later passes
+/// still run (e.g. a V schedule's other chunk). Tied parameters wait for
+/// the exchange at the end of the step.
+void RankLowering::announceGradients() {
+  for (int64_t p : paramIdx) {
+    if (written.contains(p) ||
+        llvm::any_of(stagesOfParam[p],
+                     [&](int64_t s) {
+                       return rankOf(s) != rank ||
+                              nextGrad[s] != numMicrobatches;
+                     }))
+      continue;
+    Value g = sumOfParts(p);
+    if (!g)
+      continue;
+    writeGradient(p, g);
+    declare(zbrt::symbols::GradientReady, {b.getI32Type()});
+    // Its gradient argument's position among the step's gradient arguments
+    // (plan.json ranks[r].args of kind grad, in order).
+    Value index = arith::ConstantIntOp::create(
+        b, loc, llvm::find(paramIdx, p) - paramIdx.begin(), 32);
+    func::CallOp::create(b, loc, zbrt::symbols::GradientReady, TypeRange{},
+                         ValueRange{index});
+  }
 }
 
 /// Gradient parts (partsOf): every rank holding a copy of a parameter
@@ -613,7 +675,9 @@ LogicalResult RankLowering::exchangeTiedGradients() {
         send(g, q, tiedTag(p, s, indexInStage(p, k)), tiedWhat(p, s));
     }
   }
-  for (auto [i, p] : llvm::enumerate(paramIdx)) {
+  for (int64_t p : paramIdx) {
+    if (written.contains(p))
+      continue;
     Value g;
     for (auto [k, ps] : llvm::enumerate(partsOf[p])) {
       auto [part, s] = ps;
@@ -627,9 +691,7 @@ LogicalResult RankLowering::exchangeTiedGradients() {
     }
     if (!g)
       return missingGradient(p, stagesOfParam[p].front());
-    bufferization::MaterializeInDestinationOp::create(
-        b, loc, TypeRange{}, g, entry->getArgument(paramIdx.size() + i),
-        /*restrict=*/true, /*writable=*/true);
+    writeGradient(p, g);
   }
   return success();
 }

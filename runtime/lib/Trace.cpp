@@ -69,6 +69,8 @@ const char *zbrt::eventKindName(EventKind kind) {
     return "send";
   case EventKind::Recv:
     return "recv";
+  case EventKind::AllReduce:
+    return "all-reduce";
   }
   return "?";
 }
@@ -272,6 +274,22 @@ void zbrt::writeChromeTrace(std::ostream &os,
           "\"tid\": "
        << r << ", \"args\": {\"sort_index\": " << r << "}}";
   }
+  // The data-parallel all-reduces of rank r on a track of their own
+  // (numRanks + r), below the ranks.
+  std::vector<bool> allReduceTrack(numRanks, false);
+  for (const TraceEvent &e : events)
+    if (e.kind == EventKind::AllReduce && e.rank >= 0 && e.rank < numRanks &&
+        !allReduceTrack[e.rank]) {
+      allReduceTrack[e.rank] = true;
+      os << ",\n  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, "
+            "\"tid\": "
+         << numRanks + e.rank << ", \"args\": {\"name\": \"rank " << e.rank
+         << " all-reduce\"}}";
+      os << ",\n  {\"name\": \"thread_sort_index\", \"ph\": \"M\", "
+            "\"pid\": 0, \"tid\": "
+         << numRanks + e.rank
+         << ", \"args\": {\"sort_index\": " << numRanks + e.rank << "}}";
+    }
   os << std::fixed << std::setprecision(3);
   for (const TraceEvent &e : events) {
     if (e.endUs < 0)
@@ -281,17 +299,23 @@ void zbrt::writeChromeTrace(std::ostream &os,
     bool isAction = e.kind == EventKind::Forward ||
                     e.kind == EventKind::BackwardInput ||
                     e.kind == EventKind::BackwardWeight;
+    const bool allReduce = e.kind == EventKind::AllReduce;
     if (isAction)
       os << cat << " s" << e.stage << " mb" << e.microbatch;
+    else if (allReduce)
+      os << "all-reduce p" << e.tag;
     else if (e.kind == EventKind::Send)
       os << "send ->" << e.peer;
     else
       os << "recv <-" << e.peer;
     os << "\", \"cat\": \"" << cat << "\", \"ph\": \"X\", \"pid\": 0, "
-       << "\"tid\": " << e.rank << ", \"ts\": " << e.beginUs
-       << ", \"dur\": " << (e.endUs - e.beginUs) << ", \"args\": {";
+       << "\"tid\": " << (allReduce ? numRanks + e.rank : e.rank)
+       << ", \"ts\": " << e.beginUs << ", \"dur\": " << (e.endUs - e.beginUs)
+       << ", \"args\": {";
     if (isAction)
       os << "\"stage\": " << e.stage << ", \"microbatch\": " << e.microbatch;
+    else if (allReduce)
+      os << "\"param\": " << e.tag << ", \"bytes\": " << e.bytes;
     else
       os << "\"peer\": " << e.peer << ", \"tag\": " << e.tag
          << ", \"bytes\": " << e.bytes;

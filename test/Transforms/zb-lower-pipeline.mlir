@@ -25,6 +25,9 @@
 // Weight gradients summed in microbatch order (mb 0 + mb 1), whatever the W order.
 // CHECK: %[[SUM:.*]] = zb.add %[[W0]], %[[W1]]
 // CHECK: bufferization.materialize_in_destination %[[SUM]] in restrict writable %[[G]]
+// The gradient is final: announced for the data-parallel all-reduce.
+// CHECK-NEXT: %[[P:.*]] = arith.constant {{[0-9]+}} : i32
+// CHECK-NEXT: call @zbrt_gradient_ready(%[[P]]) : (i32) -> ()
 
 // Rank 1 runs the last stage: it receives activations, sums the losses in
 // microbatch order and sends gradients back.

@@ -97,17 +97,6 @@ struct GradSyncReport {
   int64_t redoneSteps = 0;
 };
 
-/// Data parallelism (zb/Runner/Layout.h; the Zero Bubble paper, Appendix
-/// A): after step `step` (0-based) the sum of every gradient of this rank
-/// over the D pipelines of its data-parallel group, in place (MPI_SUM
-/// over the group's communicator, one non-blocking all-reduce per
-/// parameter, all in flight together, under the --comm-timeout watchdog).
-/// The gradient buffers then hold the sum over the step's D*m microbatches
-/// on every pipeline, which the optimizer scales by 1/(D*m)
-/// (RankProgram::globalMicrobatches), so every pipeline takes the same
-/// optimizer step. Nothing for D = 1. Collective over the group.
-void allReduceAcrossPipelines(RankProgram &rp, int64_t step);
-
 /// Parses "STEP:RANK" / "STEP:FACTOR" (STEP >= 1).
 llvm::Expected<std::pair<int64_t, double>>
 parseStepValue(llvm::StringRef flag, llvm::StringRef text);

@@ -30,9 +30,14 @@ enum class EventKind : int32_t {
   BackwardWeight = 2, ///< W (gradient w.r.t. the parameters)
   Send = 3,           ///< zbrt_send (copy + MPI_Isend)
   Recv = 4,           ///< zbrt_recv (probe + receive; includes waiting)
+  /// A gradient's all-reduce across the data-parallel pipelines (zb-run),
+  /// from its start (zbrt_gradient_ready, or the step's end) until the
+  /// runner saw it complete; `tag` holds the parameter index, `bytes` its
+  /// size, `stage` -1. Off the rank's compute timeline: not in the bubble.
+  AllReduce = 5,
 };
 
-/// Short name: "F", "B", "W", "send", "recv".
+/// Short name: "F", "B", "W", "send", "recv", "all-reduce".
 const char *eventKindName(EventKind kind);
 
 /// One timestamped interval. POD: gathered across ranks as raw bytes.

@@ -68,3 +68,27 @@ extern "C" void zbrt_validate_optimizer(void) {
   if (h.hook)
     h.hook(h.context);
 }
+
+namespace {
+struct GradientHook {
+  zbrt_gradient_hook hook = nullptr;
+  void *context = nullptr;
+};
+GradientHook &gradientHook() {
+  static GradientHook h;
+  return h;
+}
+} // namespace
+
+extern "C" void zbrt_set_gradient_hook(zbrt_gradient_hook hook,
+                                       void *context) {
+  gradientHook() = GradientHook{hook, context};
+}
+
+extern "C" void zbrt_gradient_ready(int32_t gradArg) {
+  if (gradArg < 0)
+    detail::fatalf("zbrt_gradient_ready: gradient argument %d < 0", gradArg);
+  const GradientHook &h = gradientHook();
+  if (h.hook)
+    h.hook(h.context, gradArg);
+}

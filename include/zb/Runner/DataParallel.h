@@ -1,0 +1,89 @@
+//===- DataParallel.h - zb-run: gradients across pipelines ------*- C++ -*-===//
+//
+// The gradient all-reduce of a data-parallel job (zb/Runner/Layout.h; the
+// Zero Bubble paper, Appendix A, Figure 8): each gradient of this rank is
+// summed over the D pipelines of its data-parallel group, in place, so that
+// every pipeline holds the sum over the step's D*m microbatches (which the
+// optimizer scales by 1/(D*m), RankProgram::globalMicrobatches) and takes
+// the same optimizer step.
+//
+// A parameter's all-reduce starts as soon as its gradient is final: the
+// rank program calls zbrt_gradient_ready(p) right after the last W that
+// contributes to it (zb-lower-pipeline), while the rank's later passes
+// still run (a V schedule's other chunk; the other ranks' passes). The
+// step's end starts the rest (tied parameters, whose copies are summed in
+// the pipeline first) and waits for all, under the --comm-timeout
+// watchdog. One non-blocking MPI all-reduce per parameter (MPI_Iallreduce,
+// MPI_SUM over the group's communicator); every member issues them in the
+// same order, since every pipeline runs the same program. Each all-reduce
+// is a trace event (zbrt::EventKind::AllReduce) from its start until the
+// runner saw it complete.
+//
+// On the CUDA backend the gradients are written by kernels on the compute
+// stream, so the early start would have to wait for the device: there all
+// the all-reduces start at the step's end (after one synchronisation).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZB_RUNNER_DATAPARALLEL_H
+#define ZB_RUNNER_DATAPARALLEL_H
+
+#include "zb/Runner/RankProgram.h"
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace zb::runner {
+
+class GradientAllReduce {
+public:
+  /// Installs the zbrt_gradient_ready hook when the job has D > 1
+  /// pipelines and runs on the CPU backend; does nothing for D = 1.
+  explicit GradientAllReduce(RankProgram &rp);
+  ~GradientAllReduce();
+  GradientAllReduce(const GradientAllReduce &) = delete;
+  GradientAllReduce &operator=(const GradientAllReduce &) = delete;
+
+  /// Before a training step's program runs: gradients announced from now
+  /// on start their all-reduce (evaluations announce theirs too; they are
+  /// not armed).
+  void arm();
+  /// The step's passes are to run again (post-validation's redo): waits
+  /// for the all-reduces in flight (the program rewrites their buffers) and
+  /// forgets them.
+  void discard();
+  /// After step `step` (0-based): starts the all-reduce of every gradient
+  /// not announced, waits for all, disarms. Collective over the group.
+  void finish(int64_t step);
+
+  /// Statistics of the run: all-reduces started while the program ran
+  /// (announced), and at the step's end.
+  int64_t startedEarly() const { return early; }
+  int64_t startedAtEnd() const { return late; }
+
+private:
+  void start(int64_t param);
+  /// Stamps the end of every all-reduce that has completed.
+  void poll();
+  static void hook(void *self, int32_t gradArg);
+
+  RankProgram &rp;
+  /// The parameter index of each gradient argument (plan.json).
+  std::vector<int64_t> gradParams;
+  MPI_Comm comm = MPI_COMM_NULL;
+  bool enabled = false, hooked = false, armed = false;
+  struct InFlight {
+    std::vector<MPI_Request> requests; ///< one per chunk of 2^30 floats
+    size_t event = 0;                  ///< its trace event's index
+    double beginUs = 0;
+    bool done = false;
+  };
+  std::map<int64_t, InFlight> inFlight; ///< by parameter index
+  int64_t early = 0, late = 0;
+};
+
+} // namespace zb::runner
+
+#endif // ZB_RUNNER_DATAPARALLEL_H
