@@ -9,6 +9,7 @@
 #include "zb/Schedule/Registry.h"
 
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -104,6 +105,22 @@ llvm::Expected<Problem> zb::sched::parseProblem(const ProblemFlags &flags,
   if (llvm::Error e = validateProblem(p))
     return std::move(e);
   return p;
+}
+
+llvm::Expected<DataParallelModel>
+zb::sched::parseDataParallel(const DataParallelFlags &flags,
+                             const Problem &problem) {
+  DataParallelModel model;
+  model.numReplicas = flags.replicas;
+  model.bandwidthGBps = flags.bandwidthGBps;
+  model.latencyMs = flags.latencyMs;
+  auto bytes = parseList("param-bytes", flags.paramBytes);
+  if (!bytes)
+    return bytes.takeError();
+  model.paramBytes = std::move(*bytes);
+  if (llvm::Error e = validateDataParallel(model, problem))
+    return std::move(e);
+  return model;
 }
 
 //===----------------------------------------------------------------------===//
@@ -250,6 +267,84 @@ static void syncText(llvm::raw_ostream &os, const SyncReport &r) {
   }
 }
 
+static llvm::json::Value allReduceJSON(const AllReduceTimeline &t) {
+  llvm::json::Array ranks;
+  for (size_t r = 0; r < t.ranks.size(); ++r) {
+    const RankAllReduces &rank = t.ranks[r];
+    llvm::json::Array allReduces;
+    for (const StageAllReduce &a : rank.allReduces)
+      allReduces.push_back(llvm::json::Object{{"stage", a.stage},
+                                              {"bytes", a.bytes},
+                                              {"duration_ms", a.duration},
+                                              {"ready", a.ready},
+                                              {"start", a.start},
+                                              {"end", a.end}});
+    ranks.push_back(llvm::json::Object{{"rank", static_cast<int64_t>(r)},
+                                       {"compute_start", rank.computeStart},
+                                       {"compute_end", rank.computeEnd},
+                                       {"end", rank.end},
+                                       {"exposed_ms", rank.exposed},
+                                       {"all_reduces", std::move(allReduces)}});
+  }
+  return llvm::json::Object{
+      {"step_ms", t.stepTime},     {"makespan", t.makespan},
+      {"stage_span", t.stageSpan}, {"bubble_rate", t.bubbleRate},
+      {"exposed_ms", t.exposed},   {"ranks", std::move(ranks)}};
+}
+
+static llvm::json::Value dataParallelJSON(const DataParallelTiming &dp) {
+  llvm::json::Array bytes;
+  for (double b : dp.model.paramBytes)
+    bytes.push_back(b);
+  return llvm::json::Object{
+      {"replicas", dp.model.numReplicas},
+      {"bandwidth_gbps", dp.model.bandwidthGBps},
+      {"latency_ms", dp.model.latencyMs},
+      {"param_bytes", std::move(bytes)},
+      {"pipeline_cost_ms", dp.pipelineCost},
+      {"ideal_ms", dp.idealTime},
+      {"overlapped", allReduceJSON(dp.overlapped)},
+      {"after_backward", allReduceJSON(dp.afterBackward)}};
+}
+
+static void dataParallelText(llvm::raw_ostream &os,
+                             const DataParallelTiming &dp) {
+  const DataParallelModel &m = dp.model;
+  os << llvm::formatv("  data parallelism (Appendix A): D={0}, one all-reduce "
+                      "of B bytes takes {1} ms + 2(D-1)/D B / {2} GB/s\n",
+                      m.numReplicas, llvm::format("%g", m.latencyMs),
+                      llvm::format("%g", m.bandwidthGBps));
+  os << llvm::formatv(
+      "    pipeline alone        step {0,10:F3} ms, bubble "
+      "rate {1:F4}\n",
+      dp.pipelineCost,
+      dp.pipelineCost > 0
+          ? std::max(0.0, (dp.pipelineCost - dp.idealTime) / dp.pipelineCost)
+          : 0.0);
+  auto line = [&](llvm::StringRef what, const AllReduceTimeline &t) {
+    os << llvm::formatv("    {0,-21} step {1,10:F3} ms, bubble rate {2:F4}, "
+                        "exposed all-reduce up to {3:F3} ms\n",
+                        what, t.stepTime, t.bubbleRate, t.exposed);
+  };
+  line("overlapped", dp.overlapped);
+  line("after backward", dp.afterBackward);
+  for (size_t r = 0; r < dp.overlapped.ranks.size(); ++r) {
+    const RankAllReduces &o = dp.overlapped.ranks[r];
+    const RankAllReduces &a = dp.afterBackward.ranks[r];
+    os << llvm::formatv("    rank {0,-3}: passes end {1:F3}, exposed {2:F3} "
+                        "overlapped, {3:F3} after backward\n",
+                        r, o.computeEnd, o.exposed, a.exposed);
+    for (size_t k = 0; k < o.allReduces.size(); ++k) {
+      const StageAllReduce &x = o.allReduces[k], &y = a.allReduces[k];
+      os << llvm::formatv("      stage {0,-3}: {1} bytes, {2:F3} ms, ready "
+                          "{3:F3}, overlapped [{4:F3}, {5:F3}], after "
+                          "backward [{6:F3}, {7:F3}]\n",
+                          x.stage, llvm::format("%.0f", x.bytes), x.duration,
+                          x.ready, x.start, x.end, y.start, y.end);
+    }
+  }
+}
+
 static llvm::json::Value okOr(const std::string &e) {
   if (e.empty())
     return "ok";
@@ -311,7 +406,8 @@ static void commText(llvm::raw_ostream &os, const CommReport &comm) {
 void zb::sched::writeReport(llvm::raw_ostream &os, ReportFormat format,
                             const Problem &problem, const Schedule &schedule,
                             const SimResult &sim, const IlpReport *ilp,
-                            const CommReport *comm, const SyncReport *sync) {
+                            const CommReport *comm, const SyncReport *sync,
+                            const DataParallelTiming *dp) {
   const OptimizerSyncTiming *timing = sync ? &sync->selected : nullptr;
   bool withIlp = ilp && !ilp->status.empty();
   switch (format) {
@@ -322,6 +418,8 @@ void zb::sched::writeReport(llvm::raw_ostream &os, ReportFormat format,
       root->try_emplace("communication", commJSON(*comm));
     if (sync)
       root->try_emplace("optimizer_sync", syncJSON(*sync));
+    if (dp)
+      root->try_emplace("data_parallel", dataParallelJSON(*dp));
     if (withIlp)
       root->try_emplace("ilp", ilpJSON(*ilp));
     os << llvm::formatv("{0:2}", v) << "\n";
@@ -332,15 +430,17 @@ void zb::sched::writeReport(llvm::raw_ostream &os, ReportFormat format,
     writeCSV(os, schedule, format == ReportFormat::CSVComm);
     return;
   case ReportFormat::Trace:
-    writeTrace(os, schedule, sim, timing);
+    writeTrace(os, schedule, sim, timing, dp);
     return;
   case ReportFormat::SVG:
-    writeSVG(os, problem, schedule, sim, timing);
+    writeSVG(os, problem, schedule, sim, timing, dp);
     return;
   case ReportFormat::Text:
     writeText(os, problem, schedule, sim);
     if (sync)
       syncText(os, *sync);
+    if (dp)
+      dataParallelText(os, *dp);
     if (withIlp)
       ilpText(os, *ilp);
     if (comm)
@@ -436,27 +536,52 @@ llvm::Error zb::sched::writeScheduleReport(llvm::raw_ostream &os,
       return report.takeError();
     sync = std::move(*report);
   }
+  std::optional<DataParallelTiming> dp;
+  if (options.dataParallel.enabled()) {
+    auto model = parseDataParallel(options.dataParallel, problem);
+    if (!model)
+      return model.takeError();
+    auto timing = simulateDataParallel(problem, schedule, sim, *model);
+    if (!timing)
+      return timing.takeError();
+    dp = std::move(*timing);
+  }
   writeReport(os, options.format, problem, schedule, sim, &ilp,
-              options.verifyComm ? &comm : nullptr, sync ? &*sync : nullptr);
+              options.verifyComm ? &comm : nullptr, sync ? &*sync : nullptr,
+              dp ? &*dp : nullptr);
   return llvm::Error::success();
 }
 
 llvm::Error zb::sched::writeComparison(llvm::raw_ostream &os,
                                        const ReportOptions &options) {
-  os << llvm::formatv("{0,-9} {1,11} {2,14} {3,14} {4,14}  {5,-15} {6}\n",
+  // With data parallelism: one more column, the step time with the
+  // overlapped all-reduce (Appendix A).
+  const bool dp = options.dataParallel.enabled();
+  auto dpColumn = [&](llvm::StringRef text) {
+    return dp ? llvm::formatv(" {0,14}", text).str() : std::string();
+  };
+  os << llvm::formatv("{0,-9} {1,11} {2,14} {3,14} {4,14}{5}  {6,-15} {7}\n",
                       "schedule", "bubble", "cost", "makespan", "peak memory",
-                      "comm needs", "note");
+                      dpColumn("dp step"), "comm needs", "note");
   for (const ScheduleInfo &info : scheduleTable()) {
     llvm::StringRef name = info.name;
     auto problem =
         parseProblem(options.problem, options.problem.chunksFor(info.kind));
     if (!problem)
       return problem.takeError();
+    std::optional<DataParallelModel> model;
+    if (dp) {
+      auto m = parseDataParallel(options.dataParallel, *problem);
+      if (!m)
+        return m.takeError();
+      model = std::move(*m);
+    }
     IlpReport ilp;
     auto schedule = buildSchedule(*problem, info.kind, options.build, &ilp);
     if (!schedule) {
-      os << llvm::formatv("{0,-9} {1,11} {2,14} {3,14} {4,14}  {5,-15} {6}\n",
-                          name, "-", "-", "-", "-", "-",
+      os << llvm::formatv("{0,-9} {1,11} {2,14} {3,14} {4,14}{5}  {6,-15} "
+                          "{7}\n",
+                          name, "-", "-", "-", "-", dpColumn("-"), "-",
                           llvm::toString(schedule.takeError()));
       continue;
     }
@@ -468,13 +593,21 @@ llvm::Error zb::sched::writeComparison(llvm::raw_ostream &os,
       note = llvm::formatv("V={0}", problem->numChunks).str();
     if (!ilp.status.empty())
       note += llvm::formatv("CBC {0}, gap {1:P2}", ilp.status, ilp.gap).str();
+    std::string dpStep;
+    if (model) {
+      auto timing = simulateDataParallel(*problem, *schedule, sim, *model);
+      if (!timing)
+        return timing.takeError();
+      dpStep = llvm::formatv("{0:F3}", timing->overlapped.stepTime).str();
+    }
     std::string needs = "-";
     if (options.verifyComm)
       needs = commNeeds(
           checkCommunication(*problem, *schedule, options.requiredComm));
     os << llvm::formatv(
-        "{0,-9} {1,11:F4} {2,14:F3} {3,14:F3} {4,14}  {5,-15} {6}\n", name,
-        sim.bubbleRate, sim.cost, sim.makespan, peak, needs, note);
+        "{0,-9} {1,11:F4} {2,14:F3} {3,14:F3} {4,14}{5}  {6,-15} {7}\n", name,
+        sim.bubbleRate, sim.cost, sim.makespan, peak, dpColumn(dpStep), needs,
+        note);
   }
   return llvm::Error::success();
 }

@@ -8,7 +8,9 @@
 //
 // Costs and memory are per rank (comma-separated lists: one value = every
 // rank). --memory-limit takes an absolute value or a multiple of p*M_B
-// ("1p", "2p", "1.5p"). Option parsing only: the work is lib/Schedule
+// ("1p", "2p", "1.5p"). --data-parallel D with --param-bytes adds the
+// gradient all-reduce across D pipelines (zb/Schedule/DataParallel.h).
+// Option parsing only: the work is lib/Schedule
 // (zb/Schedule/Report.h); -o is written atomically (zb/Support/AtomicFile.h).
 //
 //===----------------------------------------------------------------------===//
@@ -140,6 +142,32 @@ cl::opt<double, true> optimizerCost(
     cl::desc("T_opt: the optimizer step's time per rank in ms (with "
              "--optimizer-sync)"),
     cl::location(opts.optimizerCost), cl::init(0), cl::cat(category));
+
+cl::opt<int, true> dataParallel(
+    "data-parallel",
+    cl::desc("D: data-parallel copies of the pipeline; each stage's "
+             "gradients are all-reduced across them (the Zero Bubble paper's "
+             "Appendix A), reported in text/json, drawn in trace/svg; needs "
+             "--param-bytes when D > 1 (default 1: none)"),
+    cl::value_desc("D"), cl::location(opts.dataParallel.replicas), cl::init(1),
+    cl::cat(category));
+cl::opt<double, true> dpBandwidth(
+    "dp-bandwidth",
+    cl::desc("The all-reduce's bus bandwidth in GB/s (1e9 bytes/s): one "
+             "all-reduce of B bytes takes --dp-latency + 2(D-1)/D B / "
+             "bandwidth"),
+    cl::value_desc("GBPS"), cl::location(opts.dataParallel.bandwidthGBps),
+    cl::init(100), cl::cat(category));
+cl::opt<double, true>
+    dpLatency("dp-latency", cl::desc("The fixed cost of one all-reduce in ms"),
+              cl::value_desc("MS"), cl::location(opts.dataParallel.latencyMs),
+              cl::init(0.02), cl::cat(category));
+cl::opt<std::string, true> paramBytes(
+    "param-bytes",
+    cl::desc("Parameter (= gradient) bytes per rank, or per stage with p*V "
+             "values (comma-separated list; one value = every rank)"),
+    cl::value_desc("LIST"), cl::location(opts.dataParallel.paramBytes),
+    cl::init(""), cl::cat(category));
 
 int fail(llvm::Error e) {
   llvm::WithColor::error(llvm::errs(), "zb-sched")

@@ -44,6 +44,7 @@
 #ifndef ZB_SCHEDULE_IO_H
 #define ZB_SCHEDULE_IO_H
 
+#include "zb/Schedule/DataParallel.h"
 #include "zb/Schedule/OptimizerSync.h"
 #include "zb/Schedule/Schedule.h"
 
@@ -105,19 +106,26 @@ llvm::Expected<ScheduleFile> loadScheduleFile(llvm::StringRef path,
 /// With \p sync: two iterations (args.iteration 1, 2), the optimizer steps,
 /// the all-reduce or the state messages as flow events ("partial state",
 /// "full state") and the validation as an instant event, category
-/// "optimizer_sync".
+/// "optimizer_sync". With \p dp: the overlapped all-reduce of each stage
+/// (Appendix A; DataParallel.h) of the (first) iteration on one more thread
+/// per rank, tid p + r named "rank r all-reduce" and sorted under rank r,
+/// category "data_parallel".
 void writeTrace(llvm::raw_ostream &os, const Schedule &schedule,
-                const SimResult &sim,
-                const OptimizerSyncTiming *sync = nullptr);
+                const SimResult &sim, const OptimizerSyncTiming *sync = nullptr,
+                const DataParallelTiming *dp = nullptr);
 
 /// SVG Gantt chart in the style of the paper's figures: one row per rank,
 /// F/B/W in distinct colours, the microbatch number in each box, idle time
 /// left blank on a grey background. With \p sync: two iterations (the second
 /// pale), the optimizer steps, the all-reduce or the partial/full state
-/// messages as arrows and each rank's validation point.
+/// messages as arrows and each rank's validation point. With \p dp: under
+/// each rank's row a lane with the overlapped all-reduce of each of its
+/// stages (Appendix A; DataParallel.h) of the (first) iteration, titled
+/// "all-reduce of stage s".
 void writeSVG(llvm::raw_ostream &os, const Problem &problem,
               const Schedule &schedule, const SimResult &sim,
-              const OptimizerSyncTiming *sync = nullptr);
+              const OptimizerSyncTiming *sync = nullptr,
+              const DataParallelTiming *dp = nullptr);
 
 } // namespace zb::sched
 

@@ -5,8 +5,10 @@
 // the schedule built by name or read from a file (zb's JSON or PyTorch's
 // CSV) and verified, the communication checks under every send semantics
 // and channel matching, the steady state of every optimizer sync mode, the
+// data-parallel gradient all-reduce (zb/Schedule/DataParallel.h), the
 // report in every output format (zb/Schedule/IO.h, with the ILP's,
-// communication's and optimizer sync's parts in text and JSON), and the
+// communication's, optimizer sync's and data parallelism's parts in text
+// and JSON), and the
 // --compare table of every schedule. Error messages name zb-sched's flags
 // ("--cost-b: 'x' is not a number"). Times are ms, memory in the unit of
 // M_B. No MLIR dependency.
@@ -17,6 +19,7 @@
 #define ZB_SCHEDULE_REPORT_H
 
 #include "zb/Schedule/BuildOptions.h"
+#include "zb/Schedule/DataParallel.h"
 #include "zb/Schedule/OptimizerSync.h"
 #include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
@@ -89,6 +92,23 @@ llvm::Expected<SyncReport> optimizerSyncReport(const Problem &problem,
                                                OptimizerSync mode,
                                                double optimizerCost);
 
+/// Data parallelism as zb-sched's flags give it (DataParallel.h's model).
+struct DataParallelFlags {
+  int replicas = 1;           ///< D (--data-parallel)
+  double bandwidthGBps = 100; ///< GB/s (--dp-bandwidth)
+  double latencyMs = 0.02;    ///< ms per all-reduce (--dp-latency)
+  /// Parameter bytes: a comma-separated list of 1, p or p*V values
+  /// (--param-bytes); empty: none.
+  std::string paramBytes;
+  /// True when the report shows the all-reduce: D > 1 or bytes given.
+  bool enabled() const { return replicas != 1 || !paramBytes.empty(); }
+};
+
+/// The model of \p flags for \p problem, validated. Errors: "--param-bytes:
+/// 'x' is not a number", or validateDataParallel's.
+llvm::Expected<DataParallelModel>
+parseDataParallel(const DataParallelFlags &flags, const Problem &problem);
+
 /// zb-sched's output formats: text, json, csv, csv-comm (PyTorch CSV with
 /// SEND/RECV actions), trace, svg.
 enum class ReportFormat { Text, JSON, CSV, CSVComm, Trace, SVG };
@@ -99,11 +119,13 @@ std::optional<ReportFormat> parseReportFormat(llvm::StringRef name);
 /// document of IO.h with, when given, the ILP run (status, bounds,
 /// gap), the communication checks and the optimizer sync; CSV, trace and
 /// SVG as IO.h writes them (trace and SVG draw \p sync's selected
-/// mode). \p ilp is reported only when its status is set.
+/// mode and \p dp's overlapped all-reduces). \p ilp is reported only when
+/// its status is set.
 void writeReport(llvm::raw_ostream &os, ReportFormat format,
                  const Problem &problem, const Schedule &schedule,
                  const SimResult &sim, const IlpReport *ilp,
-                 const CommReport *comm, const SyncReport *sync);
+                 const CommReport *comm, const SyncReport *sync,
+                 const DataParallelTiming *dp = nullptr);
 
 /// Everything one zb-sched run does (its flags, parsed).
 struct ReportOptions {
@@ -122,6 +144,8 @@ struct ReportOptions {
   /// An optimizer sync mode's name (parseOptimizerSync); empty: none.
   std::string optimizerSync;
   double optimizerCost = 0; ///< T_opt, ms
+  /// The data-parallel all-reduce; reported when dataParallel.enabled().
+  DataParallelFlags dataParallel;
 };
 
 /// Builds (or reads and verifies) the schedule of \p options, checks its
@@ -129,16 +153,18 @@ struct ReportOptions {
 /// "cannot read '<file>': <reason>", the schedule file's parse errors,
 /// parseProblem's, buildSchedule's, verify's, "schedule '<name>' does not
 /// work with <sends> sends and <channels> channels (--comm-sends,
-/// --comm-channels): <reason>", parseOptimizerSync's and
-/// optimizerSyncReport's; nothing is written to \p os then.
+/// --comm-channels): <reason>", parseOptimizerSync's,
+/// optimizerSyncReport's, parseDataParallel's and simulateDataParallel's;
+/// nothing is written to \p os then.
 llvm::Error writeScheduleReport(llvm::raw_ostream &os,
                                 const ReportOptions &options);
 
 /// --compare: one line per schedule of scheduleNames() with its bubble rate,
-/// cost, makespan, peak memory, the communication it needs (with
+/// cost, makespan, peak memory, with options.dataParallel enabled the step
+/// time with the overlapped all-reduce, the communication it needs (with
 /// options.verifyComm) and a note (V, the ILP's status and gap); a schedule
-/// that cannot be built gets its error as the note. Error: parseProblem's
-/// (the table is then incomplete).
+/// that cannot be built gets its error as the note. Error: parseProblem's or
+/// parseDataParallel's (the table is then incomplete).
 llvm::Error writeComparison(llvm::raw_ostream &os,
                             const ReportOptions &options);
 

@@ -18,7 +18,9 @@ namespace limits {
 
 /// Pipeline ranks (processes) of one plan.
 constexpr int64_t kMaxRanks = 4096;
-/// Data-parallel copies of one pipeline (zb-compile --data-parallel).
+/// Data-parallel copies of one pipeline (zb-compile and zb-run
+/// --data-parallel D: each parameter's gradient is all-reduced across the D
+/// pipelines; zb/Runner/Layout.h, zb/Schedule/DataParallel.h).
 constexpr int64_t kMaxDataParallel = 4096;
 /// Pipeline stages of one plan (ranks x chunks per rank).
 constexpr int64_t kMaxStages = 1024;

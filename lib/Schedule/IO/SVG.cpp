@@ -6,24 +6,29 @@
 
 #include "zb/Schedule/IO.h"
 
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 using namespace zb::sched;
 
 /// The optimizer sync drawn over a two-iteration chart: the step (orange),
 /// the partial-state messages (red arrows), the full state (purple, dashed),
 /// the validation (black bar) or the all-reduce (red band).
+/// \p pitch: the distance between two ranks' rows (rowH, plus the
+/// all-reduce lane with data parallelism).
 static void writeSyncSVG(llvm::raw_ostream &os, const OptimizerSyncTiming &sync,
-                         double left, double top, double rowH, double scale) {
+                         double left, double top, double rowH, double pitch,
+                         double scale) {
   int p = sync.ranks.size();
   auto x = [&](double t) { return left + t * scale; };
   auto arrow = [&](int from, double sent, int to, double arrives,
                    const char *colour, const char *dash, llvm::StringRef what) {
-    double y1 = top + from * rowH + (to > from ? rowH - 2 : 2);
-    double y2 = top + to * rowH + (to > from ? 2 : rowH - 2);
+    double y1 = top + from * pitch + (to > from ? rowH - 2 : 2);
+    double y2 = top + to * pitch + (to > from ? 2 : rowH - 2);
     os << llvm::formatv("<line x1=\"{0:F2}\" y1=\"{1}\" x2=\"{2:F2}\" "
                         "y2=\"{3}\" stroke=\"{4}\" stroke-width=\"1.2\"{5} "
                         "marker-end=\"url(#arrow)\"><title>{6}: rank {7} "
@@ -34,7 +39,7 @@ static void writeSyncSVG(llvm::raw_ostream &os, const OptimizerSyncTiming &sync,
   };
   for (int r = 0; r < p; ++r) {
     const RankSync &s = sync.ranks[r];
-    double y = top + r * rowH;
+    double y = top + r * pitch;
     if (sync.mode == OptimizerSync::AllReduce && s.stateIn > s.passesEnd)
       os << llvm::formatv("<rect x=\"{0:F2}\" y=\"{1}\" width=\"{2:F2}\" "
                           "height=\"{3}\" fill=\"#f4a6a6\"><title>all-reduce "
@@ -68,19 +73,51 @@ static void writeSyncSVG(llvm::raw_ostream &os, const OptimizerSyncTiming &sync,
                         "height=\"{2}\" fill=\"#000\"><title>validate before "
                         "action {3} of the next iteration ({4} forward(s) "
                         "redone on a rollback)</title></rect>\n",
-                        x(at) - 1, top + r * rowH - 2, rowH + 2,
+                        x(at) - 1, top + r * pitch - 2, rowH + 2,
                         s.validateBefore, s.forwardsBeforeValidation);
+  }
+}
+
+/// The overlapped all-reduces (Appendix A) on a lane under each rank's row.
+static void writeDataParallelSVG(llvm::raw_ostream &os,
+                                 const DataParallelTiming &dp, double left,
+                                 double top, double rowH, double laneH,
+                                 double pitch, double scale) {
+  for (size_t r = 0; r < dp.overlapped.ranks.size(); ++r) {
+    double y = top + r * pitch + rowH;
+    for (const StageAllReduce &a : dp.overlapped.ranks[r].allReduces) {
+      if (a.duration <= 0)
+        continue;
+      os << llvm::formatv("<rect x=\"{0:F2}\" y=\"{1}\" width=\"{2:F2}\" "
+                          "height=\"{3}\" fill=\"#d98cb3\" stroke=\"#333\" "
+                          "stroke-width=\"0.5\"><title>all-reduce of stage "
+                          "{4} [{5:F3}, {6:F3}], {7} bytes, ready {8:F3}"
+                          "</title></rect>\n",
+                          left + a.start * scale, y, a.duration * scale,
+                          laneH - 2, a.stage, a.start, a.end,
+                          llvm::format("%.0f", a.bytes), a.ready);
+      if (a.duration * scale >= 7)
+        os << llvm::formatv("<text x=\"{0:F2}\" y=\"{1}\" font-size=\"8\" "
+                            "text-anchor=\"middle\">{2}</text>\n",
+                            left + (a.start + a.duration / 2) * scale,
+                            y + laneH * 0.7, a.stage);
+    }
   }
 }
 
 void zb::sched::writeSVG(llvm::raw_ostream &os, const Problem &problem,
                          const Schedule &schedule, const SimResult &sim,
-                         const OptimizerSyncTiming *sync) {
+                         const OptimizerSyncTiming *sync,
+                         const DataParallelTiming *dp) {
   const double width = 1400, rowH = 24, left = 70, top = 40, legendH = 30;
+  // With data parallelism each rank gets a lane for its all-reduces.
+  const double laneH = dp ? 12 : 0, pitch = rowH + laneH;
   int p = sim.timeline.size();
   double span = std::max(sync ? sync->second.makespan : sim.makespan, 1e-9);
+  if (dp)
+    span = std::max(span, dp->overlapped.makespan);
   double scale = (width - left - 10) / span;
-  double height = top + p * rowH + legendH + 10;
+  double height = top + p * pitch + legendH + 10;
   // Colours in the spirit of the paper's figures: F blue, B teal, W green.
   auto fill = [&](const Action &a) -> const char * {
     bool second = problem.numChunks > 1 &&
@@ -110,6 +147,12 @@ void zb::sched::writeSVG(llvm::raw_ostream &os, const Problem &problem,
                               optimizerSyncName(sync->mode), sync->period,
                               sync->bubbleRate)
                     .str();
+  if (dp)
+    syncTitle += llvm::formatv("; D={0}: step {1:F3} with the all-reduce "
+                               "overlapped, bubble rate {2:F4}",
+                               dp->model.numReplicas, dp->overlapped.stepTime,
+                               dp->overlapped.bubbleRate)
+                     .str();
   os << llvm::formatv(
       "<text x=\"{0}\" y=\"20\" font-size=\"13\">{1}: p={2} "
       "m={3}{4}, bubble rate {5:F4}, cost {6:F3}, peak "
@@ -140,7 +183,7 @@ void zb::sched::writeSVG(llvm::raw_ostream &os, const Problem &problem,
     }
   };
   for (int r = 0; r < p; ++r) {
-    double y = top + r * rowH;
+    double y = top + r * pitch;
     os << llvm::formatv("<text x=\"5\" y=\"{0}\">rank {1}</text>\n",
                         y + rowH * 0.65, r);
     // Idle time: the grey background shows through.
@@ -155,13 +198,23 @@ void zb::sched::writeSVG(llvm::raw_ostream &os, const Problem &problem,
     }
   }
   if (sync)
-    writeSyncSVG(os, *sync, left, top, rowH, scale);
-  double ly = top + p * rowH + 12;
-  const char *names[] = {"F (forward)", "B (input gradient)",
-                         "W (weight gradient)", "idle", "optimizer step"};
-  const char *colours[] = {"#9ec5f4", "#8fe0d9", "#a6dc9c", "#e6e6e6",
-                           "#f0a030"};
-  for (int k = 0; k < (sync ? 5 : 4); ++k) {
+    writeSyncSVG(os, *sync, left, top, rowH, pitch, scale);
+  if (dp)
+    writeDataParallelSVG(os, *dp, left, top, rowH, laneH, pitch, scale);
+  double ly = top + p * pitch + 12;
+  std::vector<const char *> names = {"F (forward)", "B (input gradient)",
+                                     "W (weight gradient)", "idle"};
+  std::vector<const char *> colours = {"#9ec5f4", "#8fe0d9", "#a6dc9c",
+                                       "#e6e6e6"};
+  if (sync) {
+    names.push_back("optimizer step");
+    colours.push_back("#f0a030");
+  }
+  if (dp) {
+    names.push_back("gradient all-reduce");
+    colours.push_back("#d98cb3");
+  }
+  for (size_t k = 0; k < names.size(); ++k) {
     double x = left + k * 170;
     os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"14\" "
                         "height=\"12\" fill=\"{2}\" stroke=\"#333\" "
@@ -173,6 +226,6 @@ void zb::sched::writeSVG(llvm::raw_ostream &os, const Problem &problem,
     os << llvm::formatv("<text x=\"{0}\" y=\"{1}\">red: partial state, "
                         "purple: full state, black bar: validation; the next "
                         "iteration is pale</text>\n",
-                        left + 5 * 170, ly + 10);
+                        left + names.size() * 170, ly + 10);
   os << "</svg>\n";
 }

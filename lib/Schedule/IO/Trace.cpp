@@ -60,9 +60,48 @@ static void addSyncTraceEvents(json::Array &events,
   }
 }
 
+/// The overlapped all-reduces: thread p + r under rank r (times in us).
+static void addDataParallelTraceEvents(json::Array &events,
+                                       const DataParallelTiming &dp) {
+  int64_t p = dp.overlapped.ranks.size();
+  for (int64_t r = 0; r < p; ++r) {
+    int64_t tid = p + r;
+    events.push_back(json::Object{
+        {"name", "thread_name"},
+        {"ph", "M"},
+        {"pid", 0},
+        {"tid", tid},
+        {"args",
+         json::Object{
+             {"name", llvm::formatv("rank {0} all-reduce", r).str()}}}});
+    events.push_back(
+        json::Object{{"name", "thread_sort_index"},
+                     {"ph", "M"},
+                     {"pid", 0},
+                     {"tid", tid},
+                     {"args", json::Object{{"sort_index", 2 * r + 1}}}});
+    for (const StageAllReduce &a : dp.overlapped.ranks[r].allReduces) {
+      if (a.duration <= 0)
+        continue;
+      events.push_back(json::Object{
+          {"name", llvm::formatv("all-reduce stage {0}", a.stage).str()},
+          {"cat", "data_parallel"},
+          {"ph", "X"},
+          {"pid", 0},
+          {"tid", tid},
+          {"ts", a.start * 1000.0},
+          {"dur", a.duration * 1000.0},
+          {"args", json::Object{{"stage", a.stage},
+                                {"bytes", a.bytes},
+                                {"ready_ms", a.ready}}}});
+    }
+  }
+}
+
 void zb::sched::writeTrace(llvm::raw_ostream &os, const Schedule &schedule,
                            const SimResult &sim,
-                           const OptimizerSyncTiming *sync) {
+                           const OptimizerSyncTiming *sync,
+                           const DataParallelTiming *dp) {
   json::Array events;
   auto addPasses = [&](const SimResult &iteration, int number) {
     for (size_t r = 0; r < iteration.timeline.size(); ++r)
@@ -82,13 +121,22 @@ void zb::sched::writeTrace(llvm::raw_ostream &os, const Schedule &schedule,
             {"args", std::move(args)}});
       }
   };
-  for (size_t r = 0; r < sim.timeline.size(); ++r)
+  for (size_t r = 0; r < sim.timeline.size(); ++r) {
     events.push_back(json::Object{
         {"name", "thread_name"},
         {"ph", "M"},
         {"pid", 0},
         {"tid", static_cast<int64_t>(r)},
         {"args", json::Object{{"name", llvm::formatv("rank {0}", r).str()}}}});
+    // Each rank's all-reduce lane sorts right under it.
+    if (dp)
+      events.push_back(json::Object{
+          {"name", "thread_sort_index"},
+          {"ph", "M"},
+          {"pid", 0},
+          {"tid", static_cast<int64_t>(r)},
+          {"args", json::Object{{"sort_index", static_cast<int64_t>(2 * r)}}}});
+  }
   json::Object other{{"schedule", schedule.name},
                      {"bubble_rate", sim.bubbleRate},
                      {"cost_ms", sim.cost}};
@@ -101,6 +149,12 @@ void zb::sched::writeTrace(llvm::raw_ostream &os, const Schedule &schedule,
     other["steady_state_bubble_rate"] = sync->bubbleRate;
   } else {
     addPasses(sim, 1);
+  }
+  if (dp) {
+    addDataParallelTraceEvents(events, *dp);
+    other["data_parallel"] = dp->model.numReplicas;
+    other["data_parallel_step_ms"] = dp->overlapped.stepTime;
+    other["data_parallel_bubble_rate"] = dp->overlapped.bubbleRate;
   }
   json::Object root{{"traceEvents", std::move(events)},
                     {"displayTimeUnit", "ms"},
