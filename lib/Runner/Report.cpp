@@ -189,6 +189,29 @@ void zb::runner::printTextReport(raw_ostream &os, const Plan &plan,
     if (!peers.empty())
       os << format("cuda rank %d transports: ", (int)r) << peers << "\n";
   }
+  // Which ranks ran where, "node vm: ranks 0-3": per node in the order of
+  // its first rank, its world ranks as runs.
+  std::vector<std::string> order;
+  for (const std::string &n : report.nodes)
+    if (!llvm::is_contained(order, n))
+      order.push_back(n);
+  for (const std::string &node : order) {
+    std::string ranks;
+    size_t count = 0;
+    for (size_t a = 0; a < report.nodes.size(); ++a) {
+      if (report.nodes[a] != node)
+        continue;
+      size_t b = a;
+      while (b + 1 < report.nodes.size() && report.nodes[b + 1] == node)
+        ++b;
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(a) +
+               (b > a ? "-" + std::to_string(b) : "");
+      count += b - a + 1;
+      a = b;
+    }
+    os << "node " << node << ": rank" << (count > 1 ? "s " : " ") << ranks
+       << "\n";
+  }
   os << "peak heap per rank (memory pool, bytes):";
   for (int64_t bytes : report.peakHeapBytes)
     os << " " << bytes;
@@ -251,6 +274,8 @@ void zb::runner::printJsonReport(raw_ostream &os, const Plan &plan,
                     json::Array(report.atMeasured->jitterRankBubbleRate));
       });
     j.attribute("peak_heap_bytes", json::Array(report.peakHeapBytes));
+    if (!report.nodes.empty())
+      j.attribute("nodes", json::Array(report.nodes));
     if (!report.cuda.empty())
       j.attributeArray("cuda", [&] {
         for (const ZbrtCudaStats &c : report.cuda)

@@ -298,6 +298,23 @@ double meanOverPipelines(double value, const char *what) {
   return sum / (double)l.dataParallel;
 }
 
+/// World rank 0: every world rank's node (MPI_Get_processor_name), for the
+/// report; empty elsewhere. Collective over all ranks.
+std::vector<std::string> nodeNames() {
+  char mine[MPI_MAX_PROCESSOR_NAME] = {0};
+  int len = 0;
+  MPI_Get_processor_name(mine, &len);
+  const Layout &l = layout();
+  std::vector<char> all(l.reports() ? (size_t)l.worldSize * sizeof mine : 0);
+  watched::gather(mine, (int)sizeof mine, MPI_CHAR, all.data(), (int)sizeof mine,
+                  MPI_CHAR, 0, MPI_COMM_WORLD,
+                  "the other ranks' node names (gather)");
+  std::vector<std::string> names;
+  for (size_t at = 0; at < all.size(); at += sizeof mine)
+    names.emplace_back(all.data() + at, strnlen(all.data() + at, sizeof mine));
+  return names;
+}
+
 /// Combines all ranks' accumulators on rank 0 (collective).
 void reduceOnRankZero(StageProfile &profile) {
   auto red = [&](std::vector<double> &v, MPI_Op op) {
@@ -860,6 +877,7 @@ int StepLoop::finishTraining() {
                     "the other ranks' CUDA counters (gather)");
   }
   reduceOnRankZero(profile);
+  report.nodes = nodeNames();
   if (!layout().reports())
     return 0;
   if (planned)

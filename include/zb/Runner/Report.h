@@ -56,6 +56,8 @@ struct RunReport {
   /// D: pipelines of the job (zb/Runner/Layout.h). Losses are means over
   /// the step's D*m microbatches; per-rank numbers are pipeline 0's.
   int32_t dataParallel = 1;
+  /// Per world rank: the node it ran on (MPI_Get_processor_name).
+  std::vector<std::string> nodes;
   std::vector<StepResult> steps;
   std::vector<EvalResult> evals;
   /// Per rank: mean realized bubble rate over the measured steps
