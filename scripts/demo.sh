@@ -176,5 +176,31 @@ print(f"on {target}: {tokens} tokens per step; " + ", ".join(
 print(f"load average {load_before} before the runs, {load_after} after, on "
       f"{cores} cores")
 PY
+# Data parallelism: the zb-auto plan as 2 pipelines, each on its own
+# microbatches (twice the batch per step), where the machine has a core per
+# rank.
+if (( cores >= 2 * RANKS )); then
+  echo "[zb] 4. data parallel: the zb-auto plan as 2 pipelines of $RANKS ranks (--data-parallel 2), $STEPS steps"
+  quiet "$bin/zb-run" "$OUT/zb" --ranks $(( 2 * RANKS )) --data-parallel 2 \
+    --steps "$STEPS" "${loop[@]}" --report-format json > "$OUT/zb-dp2.json"
+  /usr/bin/python3 - "$OUT" <<'PY'
+import json, statistics, sys
+out = sys.argv[1]
+dp = json.load(open(f"{out}/zb-dp2.json"))
+one = json.load(open(f"{out}/zb.1.json"))
+plan = json.load(open(f"{out}/zb/plan.json"))
+tokens = (plan["num_microbatches"] * plan["microbatch_size"] *
+          plan["inputs"][0]["sample_shape"][0])
+ms = {k: statistics.median(s["time_ms"] for s in r["steps"][1:])
+      for k, r in (("one", one), ("dp", dp))}
+print(f"one pipeline: {ms['one']:.2f} ms per step of {tokens} tokens "
+      f"({1000 * tokens / ms['one']:,.0f} tokens/s); 2 pipelines: "
+      f"{ms['dp']:.2f} ms per step of {2 * tokens} tokens "
+      f"({2000 * tokens / ms['dp']:,.0f} tokens/s); final loss "
+      f"{one['steps'][-1]['loss']:.4f} vs {dp['steps'][-1]['loss']:.4f}")
+PY
+else
+  echo "[zb] 4. data parallel: skipped (2 pipelines of $RANKS ranks need $(( 2 * RANKS )) cores, this machine has $cores)"
+fi
 echo "[zb] schedule pictures: $OUT/1f1b/schedule.svg $OUT/zb/schedule.svg   trace (Perfetto): $OUT/trace.json"
 echo "[zb] metrics (JSON lines; zb.plot_metrics): $OUT/metrics.jsonl"

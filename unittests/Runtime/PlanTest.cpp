@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zb/Formats/Checkpoint.h"
 #include "zb/Formats/Plan.h"
 #include "zb/Support/Limits.h"
 
@@ -43,6 +44,7 @@ Plan fullPlan() {
   Plan p;
   p.model = "examples/gpt/model.onnx";
   p.numRanks = 2;
+  p.dataParallel = 3;
   p.numStages = 4;
   p.numChunks = 2;
   p.numMicrobatches = 8;
@@ -88,6 +90,7 @@ Plan fullPlan() {
 void expectSamePlan(const Plan &a, const Plan &b) {
   EXPECT_EQ(a.model, b.model);
   EXPECT_EQ(a.numRanks, b.numRanks);
+  EXPECT_EQ(a.dataParallel, b.dataParallel);
   EXPECT_EQ(a.numStages, b.numStages);
   EXPECT_EQ(a.numChunks, b.numChunks);
   EXPECT_EQ(a.numMicrobatches, b.numMicrobatches);
@@ -185,6 +188,26 @@ TEST(Plan, WriteThenReadIsEqualFieldByField) {
   llvm::sys::fs::remove_directories(dir);
 }
 
+/// D is a number of the run: absent means 1, and a checkpoint's plan hash
+/// does not see it (the parameters fit every D).
+TEST(Plan, DataParallelDefaultsToOneAndLeavesThePlanHash) {
+  Plan p = fullPlan();
+  llvm::json::Value v = toJSON(p);
+  EXPECT_EQ(v.getAsObject()->getInteger("data_parallel"), 3);
+  v.getAsObject()->erase("data_parallel");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << v;
+  llvm::Expected<Plan> read = parsePlan(text, "out/plan.json");
+  ASSERT_TRUE(!!read) << llvm::toString(read.takeError());
+  EXPECT_EQ(read->dataParallel, 1);
+  Plan other = p;
+  other.dataParallel = 7;
+  EXPECT_EQ(zb::formats::planHash(p), zb::formats::planHash(other));
+  other.numMicrobatches = 4;
+  EXPECT_NE(zb::formats::planHash(p), zb::formats::planHash(other));
+}
+
 TEST(Plan, SgdWritesNoAdamParameters) {
   Plan p = fullPlan();
   p.optimizer = OptimizerInfo{zb::Optimizer::Sgd, 0.05};
@@ -261,6 +284,10 @@ TEST(Plan, ReaderErrorsNameFileAndField) {
        "out/plan.json: num_stages: expected an integer"},
       {[](Object &o) { o["num_chunks"] = 0; },
        "out/plan.json: num_chunks: 0 out of range [1, 1024]"},
+      {[](Object &o) { o["data_parallel"] = 0; },
+       "out/plan.json: data_parallel: 0 out of range [1, 4096]"},
+      {[](Object &o) { o["data_parallel"] = "two"; },
+       "out/plan.json: data_parallel: expected an integer"},
       {[](Object &o) { o["params_checksum"] = "0123456789ABCDEF"; },
        "out/plan.json: params_checksum: must be 16 lower-case hex digits "
        "(the XXH3-64 of params.bin), got \"0123456789ABCDEF\""},

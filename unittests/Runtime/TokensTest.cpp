@@ -208,6 +208,34 @@ TEST(TokenFileTest, ReadsIdsAndCutsAsTheText) {
             std::string::npos);
 }
 
+/// Data parallelism: pipeline d cuts sequences d*n .. d*n+n-1 of the step
+/// (`first`), the same ids as that part of one cut of the whole step.
+TEST(TokenFileTest, PipelinesCutTheirPartOfTheStep) {
+  std::string ids;
+  for (int i = 0; i < 500; ++i)
+    put16(ids, (uint16_t)((i * 37 + i / 7) % 251));
+  TempFile file(ids, "bin");
+  auto opened = TokenFile::open(file.path, TokenDType::UInt16);
+  ASSERT_TRUE(bool(opened)) << errorOf(std::move(opened));
+  std::shared_ptr<const TokenFile> tf = std::move(*opened);
+  const int64_t seq = 8, perPipeline = 3, pipelines = 4;
+  std::vector<int64_t> whole(pipelines * perPipeline * seq);
+  ASSERT_FALSE(bool(cutTokens(wholeSource(tf), 5, 2, pipelines * perPipeline,
+                              seq, 1, DType::Int64, (char *)whole.data())));
+  for (int64_t d = 0; d < pipelines; ++d) {
+    std::vector<int64_t> part(perPipeline * seq);
+    ASSERT_FALSE(bool(cutTokens(wholeSource(tf), 5, 2, perPipeline, seq, 1,
+                                DType::Int64, (char *)part.data(), 0, "",
+                                /*first=*/d * perPipeline)));
+    EXPECT_TRUE(std::equal(part.begin(), part.end(),
+                           whole.begin() + d * perPipeline * seq))
+        << "pipeline " << d;
+  }
+  // The parts differ from each other (the offsets depend on the index).
+  EXPECT_FALSE(std::equal(whole.begin(), whole.begin() + seq,
+                          whole.begin() + perPipeline * seq));
+}
+
 TEST(TokenSourceTest, ValidationSplit) {
   auto text = std::make_shared<const TextData>(
       std::move(*makeText(std::string(1000, 'x'), "t.txt", 8)));
