@@ -246,6 +246,12 @@ planPredicted(llvm::ArrayRef<Prediction> predictions) {
       entry.jitter = formats::JitterInfo{p.jitter->samples, p.jitter->bubbleRate,
                                       p.jitter->makespan,
                                       p.jitter->rankBubbleRate};
+    if (const std::optional<sched::DataParallelTiming> &dp = p.dataParallel)
+      entry.dataParallel = formats::DataParallelPrediction{
+          dp->model.numReplicas,      dp->model.bandwidthGBps,
+          dp->model.latencyMs,        dp->overlapped.stepTime,
+          dp->overlapped.bubbleRate,  dp->overlapped.exposed,
+          dp->afterBackward.stepTime, dp->afterBackward.exposed};
     predicted.push_back(std::move(entry));
   }
   llvm::sort(predicted, [](const auto &a, const auto &b) {

@@ -56,6 +56,16 @@ llvm::Error validateOptions(const CompileOptions &options) {
     return error(llvm::formatv("--data-parallel must be in [1, {0}], got {1}",
                                limits::kMaxDataParallel, options.dataParallel)
                      .str());
+  if (!(options.dpBandwidthGBps > 0) || !std::isfinite(options.dpBandwidthGBps))
+    return error(llvm::formatv("--dp-bandwidth must be a finite number of "
+                               "GB/s > 0, got {0}",
+                               options.dpBandwidthGBps)
+                     .str());
+  if (!(options.dpLatencyMs >= 0) || !std::isfinite(options.dpLatencyMs))
+    return error(llvm::formatv("--dp-latency must be a finite number of ms "
+                               ">= 0, got {0}",
+                               options.dpLatencyMs)
+                     .str());
   if (options.microbatches < 1)
     return error("--microbatches must be >= 1, got " +
                  llvm::Twine(options.microbatches));
@@ -560,6 +570,14 @@ LogicalResult Compilation::writeArtifacts() {
     if (p.jitter)
       line += llvm::formatv(" (with the measured jitter: {0:f4})",
                             p.jitter->bubbleRate);
+    if (p.dataParallel)
+      line += llvm::formatv(
+          "; x{0} data-parallel: step {1:f3} ms, {2:f3} ms of all-reduce "
+          "exposed ({3:f3} ms after backward)",
+          p.dataParallel->model.numReplicas,
+          p.dataParallel->overlapped.stepTime,
+          p.dataParallel->overlapped.exposed,
+          p.dataParallel->afterBackward.exposed);
     progress(line);
   }
   if (llvm::Error error = writeScheduleJSON(path("schedule.json"), *pipeline))

@@ -178,7 +178,27 @@ predictBubbleRates(const LoweredPipeline &pipeline,
       continue;
     }
     Prediction prediction{name, sched::simulate(pipeline.problem, *schedule),
-                          std::nullopt};
+                          std::nullopt, std::nullopt};
+    if (options.dataParallel > 1) {
+      sched::DataParallelModel model;
+      model.numReplicas = (int)options.dataParallel;
+      model.bandwidthGBps = options.dpBandwidthGBps;
+      model.latencyMs = options.dpLatencyMs;
+      // Gradient bytes per global stage (float32), a tied parameter on the
+      // stage of its first use.
+      model.paramBytes.assign(schedule->stageToRank.size(), 0.0);
+      for (const ModelValueInfo &p : pipeline.info.params)
+        if (!p.stages.empty() && p.stages.front() >= 0 &&
+            p.stages.front() < (int64_t)model.paramBytes.size())
+          model.paramBytes[p.stages.front()] +=
+              4.0 * (double)p.type.getNumElements();
+      auto timing = sched::simulateDataParallel(
+          pipeline.problem, *schedule, prediction.simulation, model);
+      if (!timing)
+        return llvm::createStringError(
+            "--data-parallel: " + llvm::toString(timing.takeError()));
+      prediction.dataParallel = std::move(*timing);
+    }
     // With a profile that measured the pass-to-pass variation: the
     // expected per-rank bubble under that variation (Monte Carlo).
     if (!pipeline.problem.cvF.empty()) {

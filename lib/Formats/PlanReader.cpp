@@ -240,6 +240,7 @@ private:
   Error stages();
   Error predicted();
   Error jitter(const Fields &f, PredictedInfo &p);
+  Error dataParallel(const Fields &f, PredictedInfo &p);
   Error ranks();
   Error rankArgs(const Fields &f, RankInfo &r, int &lossCount);
   Error rankSends(const Fields &f, RankInfo &r);
@@ -479,6 +480,24 @@ Error PlanParser::jitter(const Fields &f, PredictedInfo &p) {
   });
 }
 
+Error PlanParser::dataParallel(const Fields &f, PredictedInfo &p) {
+  return ifObject(f, "data_parallel", [&](const Fields &d) -> Error {
+    DataParallelPrediction dp;
+    ZB_ASSIGN(dp.dataParallel, d.integer("data_parallel", 1,
+                                         zb::limits::kMaxDataParallel));
+    ZB_ASSIGN(dp.bandwidthGBps, d.number("bandwidth_gbps"));
+    ZB_ASSIGN(dp.latencyMs, d.number("latency_ms"));
+    ZB_ASSIGN(dp.stepMs, d.number("step_ms"));
+    ZB_ASSIGN(dp.bubbleRate, d.number("bubble_rate"));
+    ZB_ASSIGN(dp.exposedMs, d.number("exposed_ms"));
+    ZB_ASSIGN(dp.afterBackwardStepMs, d.number("after_backward_step_ms"));
+    ZB_ASSIGN(dp.afterBackwardExposedMs,
+              d.number("after_backward_exposed_ms"));
+    p.dataParallel = dp;
+    return Error::success();
+  });
+}
+
 Error PlanParser::predicted() {
   ZB_CHECK(ifObject(root, "predicted", [&](const Fields &all) -> Error {
     for (const auto &kv : all.object()) {
@@ -495,6 +514,7 @@ Error PlanParser::predicted() {
         ZB_ASSIGN(p.rankBubbleRate,
                   f->perRank("rank_bubble_rate", plan.numRanks));
       ZB_CHECK(jitter(*f, p));
+      ZB_CHECK(dataParallel(*f, p));
       plan.predicted.push_back(std::move(p));
     }
     return Error::success();

@@ -130,6 +130,16 @@ json::Value zb::formats::toJSON(const PredictedInfo &p) {
       j["samples"] = *p.jitter->samples;
     o["jitter"] = std::move(j);
   }
+  if (const std::optional<DataParallelPrediction> &dp = p.dataParallel)
+    o["data_parallel"] =
+        json::Object{{"data_parallel", dp->dataParallel},
+                     {"bandwidth_gbps", dp->bandwidthGBps},
+                     {"latency_ms", dp->latencyMs},
+                     {"step_ms", dp->stepMs},
+                     {"bubble_rate", dp->bubbleRate},
+                     {"exposed_ms", dp->exposedMs},
+                     {"after_backward_step_ms", dp->afterBackwardStepMs},
+                     {"after_backward_exposed_ms", dp->afterBackwardExposedMs}};
   return o;
 }
 

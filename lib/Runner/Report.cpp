@@ -108,6 +108,15 @@ void printPredicted(raw_ostream &os, const Plan &plan) {
       os << format("  (makespan %.3f ms)", *p.makespanMs);
     os << (p.schedule == plan.schedule ? "  <- this plan" : "") << "\n";
   }
+  if (const PredictedInfo *p = plan.predictedForThisPlan();
+      p && p->dataParallel)
+    os << format("predicted with %d pipelines (all-reduce at %g GB/s + %g "
+                 "ms): step %.3f ms, bubble rate %.4f, all-reduce exposed "
+                 "%.3f ms (%.3f ms when it follows the backward pass)\n",
+                 p->dataParallel->dataParallel, p->dataParallel->bandwidthGBps,
+                 p->dataParallel->latencyMs, p->dataParallel->stepMs,
+                 p->dataParallel->bubbleRate, p->dataParallel->exposedMs,
+                 p->dataParallel->afterBackwardExposedMs);
 }
 
 /// Per rank, next to the realized bubble: this plan's simulated bubble of

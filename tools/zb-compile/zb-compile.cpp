@@ -61,6 +61,18 @@ static cl::opt<int64_t, true> dataParallel(
              "(zb-run then needs --ranks D*P; default 1)"),
     cl::location(options.dataParallel), cl::init(defaults.dataParallel),
     cl::cat(category));
+static cl::opt<double, true> dpBandwidth(
+    "dp-bandwidth",
+    cl::desc("With --data-parallel: the all-reduce's bus bandwidth in GB/s "
+             "for the predicted step (default 100)"),
+    cl::location(options.dpBandwidthGBps), cl::init(defaults.dpBandwidthGBps),
+    cl::cat(category));
+static cl::opt<double, true> dpLatency(
+    "dp-latency",
+    cl::desc("With --data-parallel: the latency of one all-reduce in ms for "
+             "the predicted step (default 0.02)"),
+    cl::location(options.dpLatencyMs), cl::init(defaults.dpLatencyMs),
+    cl::cat(category));
 /// --schedule's help from the schedule table.
 static const std::string &scheduleHelp() {
   static const std::string help =

@@ -62,12 +62,12 @@ Plan fullPlan() {
   for (int32_t s = 0; s < 4; ++s)
     p.stages.push_back({s, s == 0 || s == 3 ? 0 : 1, 0.5 + s, 1.25, 0.75, 0.01,
                         4096 * (s + 1), 2048});
-  p.predicted.push_back({"1f1b", 0.3125, 1.5, {0.25, 0.375}, std::nullopt});
-  p.predicted.push_back({"zb-v",
-                         0.0625,
-                         1.25,
-                         {0.0625, 0.125},
-                         JitterInfo{400, 0.1, 1.375, {0.09, 0.11}}});
+  p.predicted.push_back(
+      {"1f1b", 0.3125, 1.5, {0.25, 0.375}, std::nullopt, std::nullopt});
+  p.predicted.push_back({"zb-v", 0.0625, 1.25, {0.0625, 0.125},
+                         JitterInfo{400, 0.1, 1.375, {0.09, 0.11}},
+                         DataParallelPrediction{3, 12.5, 0.03125, 1.75, 0.25,
+                                                0.125, 2.0, 0.5}});
   p.ranks.push_back({0,
                      "rank0.so",
                      "zb_rank_main",
@@ -145,6 +145,19 @@ void expectSamePlan(const Plan &a, const Plan &b) {
     EXPECT_EQ(x.bubbleRate, y.bubbleRate);
     EXPECT_EQ(x.makespanMs, y.makespanMs);
     EXPECT_EQ(x.rankBubbleRate, y.rankBubbleRate);
+    ASSERT_EQ(x.dataParallel.has_value(), y.dataParallel.has_value());
+    if (x.dataParallel) {
+      EXPECT_EQ(x.dataParallel->dataParallel, y.dataParallel->dataParallel);
+      EXPECT_EQ(x.dataParallel->bandwidthGBps, y.dataParallel->bandwidthGBps);
+      EXPECT_EQ(x.dataParallel->latencyMs, y.dataParallel->latencyMs);
+      EXPECT_EQ(x.dataParallel->stepMs, y.dataParallel->stepMs);
+      EXPECT_EQ(x.dataParallel->bubbleRate, y.dataParallel->bubbleRate);
+      EXPECT_EQ(x.dataParallel->exposedMs, y.dataParallel->exposedMs);
+      EXPECT_EQ(x.dataParallel->afterBackwardStepMs,
+                y.dataParallel->afterBackwardStepMs);
+      EXPECT_EQ(x.dataParallel->afterBackwardExposedMs,
+                y.dataParallel->afterBackwardExposedMs);
+    }
     ASSERT_EQ(x.jitter.has_value(), y.jitter.has_value());
     if (x.jitter) {
       EXPECT_EQ(x.jitter->samples, y.jitter->samples);

@@ -29,6 +29,7 @@
 
 #include "zb/Target/CUDA/CudaOptions.h"
 #include "zb/Target/CUDA/KernelReport.h"
+#include "zb/Schedule/DataParallel.h"
 #include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 #include "zb/Transforms/PipelineInfo.h"
@@ -98,6 +99,11 @@ struct CompileOptions {
   /// "data_parallel"; zb/Runner/Layout.h). The rank programs do not depend
   /// on it.
   int64_t dataParallel = 1;
+  /// The all-reduce model of the prediction with D > 1
+  /// (zb/Schedule/DataParallel.h): bus bandwidth in GB/s (--dp-bandwidth,
+  /// > 0) and latency per all-reduce in ms (--dp-latency, >= 0).
+  double dpBandwidthGBps = 100;
+  double dpLatencyMs = 0.02;
   /// The schedule (--schedule; zb/Schedule/Registry.h).
   sched::ScheduleKind schedule = sched::ScheduleKind::ZBH1;
   /// With --schedule-file: the file's schedule name (the JSON's "name",
@@ -326,6 +332,10 @@ struct Prediction {
   /// With a profile that measured the pass-to-pass variation: the expected
   /// behaviour under it (estimateJitter: 400 samples, fixed seed).
   std::optional<sched::JitterEstimate> jitter;
+  /// With --data-parallel D > 1: the step with the gradients' all-reduce
+  /// (each stage's parameter bytes, on the stage of a parameter's first
+  /// use; CompileOptions' bandwidth and latency).
+  std::optional<sched::DataParallelTiming> dataParallel;
 };
 
 /// Predictions for 1f1b, zb-h1 and the plan's schedule (the schedule as

@@ -147,6 +147,24 @@ struct JitterInfo {
 };
 
 /// plan.json "predicted.<schedule>": simulator results (lib/Schedule).
+/// plan.json "predicted.<schedule>.data_parallel" (zb-compile
+/// --data-parallel D > 1): the step with the gradients' all-reduce across
+/// the D pipelines (zb/Schedule/DataParallel.h: each stage's all-reduce of
+/// its parameter bytes at latency + 2 (D-1)/D bytes / bandwidth, started
+/// when the stage's last W ends; the Zero Bubble paper, Appendix A), and
+/// the same all-reduces after the rank's last pass (the baseline).
+struct DataParallelPrediction {
+  int32_t dataParallel = 1; ///< D
+  double bandwidthGBps = 0; ///< the model's bus bandwidth, GB/s
+  double latencyMs = 0;     ///< the model's latency per all-reduce, ms
+  /// Step time (the schedule's cost convention), ms; bubble rate with the
+  /// exposed all-reduce counted as bubble; the largest exposed all-reduce
+  /// time of a rank, ms.
+  double stepMs = 0, bubbleRate = 0, exposedMs = 0;
+  /// The baseline's step time and exposed time, ms.
+  double afterBackwardStepMs = 0, afterBackwardExposedMs = 0;
+};
+
 struct PredictedInfo {
   std::string schedule;
   double bubbleRate = 0;
@@ -155,6 +173,8 @@ struct PredictedInfo {
   /// empty when absent.
   std::vector<double> rankBubbleRate;
   std::optional<JitterInfo> jitter; ///< with zb-compile --profile
+  /// With zb-compile --data-parallel D > 1.
+  std::optional<DataParallelPrediction> dataParallel;
 };
 
 struct Plan {
