@@ -146,10 +146,16 @@ Expected<std::optional<int>> launch(const RunOptions &o, const Plan &plan,
     return makeError(formatv("--ranks {0}, but {1} needs {2}", o.numRanks,
                              plan.path, describeJob(o, plan)));
   if (!o.ranksGiven && ranks != 1)
-    return makeError(formatv("{0} needs {1}: run `zb-run {2} --ranks "
-                             "{3}` or `mpirun -np {3} zb-run {2}`",
-                             plan.path, describeJob(o, plan), o.planDir,
-                             ranks));
+    return makeError(formatv(
+        "{0} needs {1} ranks{2}: run `zb-run {3} --ranks {1}` or `mpirun -np "
+        "{1} zb-run {3}`",
+        plan.path, ranks,
+        dataParallelOf(o, plan) == 1
+            ? std::string()
+            : formatv(", {0} pipelines of num_ranks = {1}",
+                      dataParallelOf(o, plan), plan.numRanks)
+                  .str(),
+        o.planDir));
   // The optimizer flags (with a readable checkpoint's settings; the ranks
   // report a bad checkpoint).
   std::optional<CheckpointInfo> resumed;
