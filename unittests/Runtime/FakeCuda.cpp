@@ -175,9 +175,8 @@ void writeReport() {
                gStats.sendBytes, gStats.recvBytes, gStats.allocations,
                gStats.managedAllocations, gStats.memcpys, gStats.comms,
                gStats.badPointers, gStats.streams, gStats.events,
-               gStats.batchedGemms, gStats.deferredRecvs,
-               gStats.flushingWaits, gStats.droppedOps, gStats.allReduces,
-               gStats.allReduceBytes);
+               gStats.batchedGemms, gStats.deferredRecvs, gStats.flushingWaits,
+               gStats.droppedOps, gStats.allReduces, gStats.allReduceBytes);
   for (const auto &[peer, n] : gStats.sendsTo)
     std::fprintf(f, "nccl_sends_to %d %ld\n", peer, n);
   zbfake::writeDigests(f);

@@ -256,8 +256,8 @@ int ncclCommInitRank(void **comm, int nranks, FakeId id, int rank) {
         all[(size_t)m.rank] = m;
     }
     for (int i = 1; i < nranks; ++i)
-      MPI_Send(all.data(), bytes, MPI_BYTE, all[(size_t)i].worldRank,
-               handshake, MPI_COMM_WORLD);
+      MPI_Send(all.data(), bytes, MPI_BYTE, all[(size_t)i].worldRank, handshake,
+               MPI_COMM_WORLD);
   }
   for (const Member &m : all)
     c->members.push_back(m.worldRank);
@@ -285,8 +285,8 @@ int ncclSend(const void *buf, size_t count, int type, int peer, void *comm,
              void *stream) {
   auto *c = static_cast<Comm *>(comm);
   // (This stand-in's point-to-point messages: two-rank communicators only.)
-  if (type != 0 || !c || !stream || c->members.size() != 2 ||
-      peer == c->rank || peer < 0 || peer > 1)
+  if (type != 0 || !c || !stream || c->members.size() != 2 || peer == c->rank ||
+      peer < 0 || peer > 1)
     return 4;
   if (count && !isDevice(buf, count, "ncclSend"))
     return 4;
@@ -301,8 +301,8 @@ int ncclRecv(void *buf, size_t count, int type, int peer, void *comm,
              void *stream) {
   auto *c = static_cast<Comm *>(comm);
   // (This stand-in's point-to-point messages: two-rank communicators only.)
-  if (type != 0 || !c || !stream || c->members.size() != 2 ||
-      peer == c->rank || peer < 0 || peer > 1)
+  if (type != 0 || !c || !stream || c->members.size() != 2 || peer == c->rank ||
+      peer < 0 || peer > 1)
     return 4;
   if (count && !isDevice(buf, count, "ncclRecv"))
     return 4;
@@ -353,8 +353,8 @@ int ncclRecv(void *buf, size_t count, int type, int peer, void *comm,
   return 0;
 }
 
-int ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
-                  int type, int op, void *comm, void *stream) {
+int ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, int type,
+                  int op, void *comm, void *stream) {
   auto *c = static_cast<Comm *>(comm);
   // float32 sums only (ncclFloat32, ncclSum), at most INT_MAX (MPI counts).
   if (type != 7 || op != 0 || !c || !stream || count > 0x7fffffffu)

@@ -33,18 +33,18 @@ TEST(FakeNccl, AllReduceChecksPointersAndOrdersWithItsStream) {
   void *lib = dlopen(ZB_FAKE_CUDA_LIB, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lib, nullptr) << dlerror();
   auto getUniqueId = symbol<int (*)(UniqueId *)>(lib, "ncclGetUniqueId");
-  auto commInitRank = symbol<int (*)(void **, int, UniqueId, int)>(
-      lib, "ncclCommInitRank");
+  auto commInitRank =
+      symbol<int (*)(void **, int, UniqueId, int)>(lib, "ncclCommInitRank");
   auto allReduce =
       symbol<int (*)(const void *, void *, size_t, int, int, void *, void *)>(
           lib, "ncclAllReduce");
   auto commDestroy = symbol<int (*)(void *)>(lib, "ncclCommDestroy");
-  auto memAllocManaged = symbol<int (*)(unsigned long long *, size_t,
-                                        unsigned)>(lib, "cuMemAllocManaged");
+  auto memAllocManaged =
+      symbol<int (*)(unsigned long long *, size_t, unsigned)>(
+          lib, "cuMemAllocManaged");
   auto memFree = symbol<int (*)(unsigned long long)>(lib, "cuMemFree_v2");
   auto streamCreate = symbol<int (*)(void **, unsigned)>(lib, "cuStreamCreate");
-  auto streamSynchronize =
-      symbol<int (*)(void *)>(lib, "cuStreamSynchronize");
+  auto streamSynchronize = symbol<int (*)(void *)>(lib, "cuStreamSynchronize");
   auto streamDestroy = symbol<int (*)(void *)>(lib, "cuStreamDestroy_v2");
   auto badPointers = symbol<long (*)()>(lib, "zb_fake_cuda_bad_pointers");
   if (::testing::Test::HasFailure())
@@ -75,9 +75,9 @@ TEST(FakeNccl, AllReduceChecksPointersAndOrdersWithItsStream) {
   // A host buffer, as the stand-in's ncclSend refuses one (a GPU faults).
   const long before = badPointers();
   std::vector<float> host(8, 1.0f);
-  EXPECT_EQ(allReduce(host.data(), host.data(), 8, kFloat32, kSum, comm,
-                      stream),
-            4); // ncclInvalidArgument
+  EXPECT_EQ(
+      allReduce(host.data(), host.data(), 8, kFloat32, kSum, comm, stream),
+      4); // ncclInvalidArgument
   EXPECT_EQ(badPointers(), before + 1);
   EXPECT_EQ(allReduce(grad, host.data(), 8, kFloat32, kSum, comm, stream), 4);
   EXPECT_EQ(badPointers(), before + 2);

@@ -300,7 +300,10 @@ void zbrt_use_cuda_memory(void);
 // step (zbrt_set_channel_order), a message that arrives before it is asked
 // for waits in a staging block, and every step is checked against the
 // order; a channel without an order carries nothing (its messages go
-// through MPI on the host). The host synchronises at the end of a
+// through MPI on the host). With D pipelines (zbrt_set_pipeline) it also
+// makes one NCCL communicator of this rank's data-parallel group and a
+// stream for the gradient all-reduces (zbrt_allreduce_start), unless ranks
+// of the group share a device. The host synchronises at the end of a
 // step (zbrt_step_end) and where the program's host code synchronises the
 // compute stream, under the watchdog (zbrt_set_comm_timeout), which also
 // polls NCCL's asynchronous errors and aborts the communicators. Memory:

@@ -52,8 +52,8 @@ extern "C" void zbrt_cuda_emulated_kernel_argument(const char *kernel,
 
 extern "C" int32_t zbrt_allreduce_start(float *buf, int64_t n) {
   if (n < 0 || (!buf && n > 0))
-    detail::fatalf("zbrt_allreduce_start: %lld floats at %p",
-                   (long long)n, static_cast<void *>(buf));
+    detail::fatalf("zbrt_allreduce_start: %lld floats at %p", (long long)n,
+                   static_cast<void *>(buf));
   return backend().startGradientAllReduce(buf, n) ? 1 : 0;
 }
 

@@ -41,12 +41,10 @@ GroupAllReduce::create(Device &device, const std::vector<int> &placement,
       const int ra = members[a], rb = members[b];
       if ((size_t)2 * std::max(ra, rb) + 1 < placement.size() &&
           placement[2 * ra] == placement[2 * rb] &&
-          placement[2 * ra + 1] == placement[2 * rb + 1] &&
-          !sameDeviceOverNccl)
+          placement[2 * ra + 1] == placement[2 * rb + 1] && !sameDeviceOverNccl)
         why = "ranks " + std::to_string(ra) + " and " + std::to_string(rb) +
               " of the group share device " +
-              std::to_string(placement[2 * ra + 1]) +
-              ", which NCCL refuses";
+              std::to_string(placement[2 * ra + 1]) + ", which NCCL refuses";
     }
   std::string ncclWhy;
   const Nccl *nccl = loadNccl(ncclWhy);
@@ -74,8 +72,7 @@ GroupAllReduce::create(Device &device, const std::vector<int> &placement,
   g->comm = comm;
   cuda::check(driver().cuStreamCreate(&g->stream, kStreamNonBlocking),
               "cuStreamCreate");
-  std::snprintf(device.stats.allReduce, sizeof device.stats.allReduce,
-                "nccl");
+  std::snprintf(device.stats.allReduce, sizeof device.stats.allReduce, "nccl");
   return g;
 }
 

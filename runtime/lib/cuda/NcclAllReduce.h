@@ -1,4 +1,4 @@
-//===- NcclAllReduce.h - zb runtime: the group's NCCL all-reduce -*- C++ -*-===//
+//===- NcclAllReduce.h - zb runtime: the group's all-reduce ----*- C++ -*-===//
 //
 // Not installed. The data-parallel gradient all-reduce of the CUDA backend
 // (zbrt_allreduce_start / zbrt_allreduce_finish; issue 39, "MPI on the CPU,
@@ -7,8 +7,8 @@
 // same pipeline rank. This rank's group gets one NCCL communicator of D
 // ranks (group rank d = pipeline d) and a stream of its own:
 //
-//   compute stream  ..kernels writing the gradients..  record ─┐    wait ◄─┐
-//   all-reduce stream                        wait ◄────────────┘ ncclAllReduce...
+//   compute stream:     gradient kernels, event A ...... wait B, optimizer
+//   all-reduce stream:            wait A, ncclAllReduce x n, event B
 //
 // start() makes the all-reduce stream wait for the work enqueued so far on
 // the compute stream (the kernels that wrote the gradient) and enqueues an
