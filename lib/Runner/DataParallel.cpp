@@ -11,10 +11,13 @@
 #include "zbrt/Trace.h"
 #include "zbrt/zbrt.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 using namespace zb::runner;
 
@@ -111,19 +114,44 @@ void GradientAllReduce::finish(int64_t step) {
   armed = false;
   if (!enabled)
     return;
-  // The step's gradients are written (on a GPU: by kernels into managed
-  // memory) before MPI reads them.
-  zbrt_cuda_synchronize();
-  for (auto &[param, g] : rp.grads)
-    if (!inFlight.count(param)) {
-      start(param);
-      ++late;
-    }
   const std::string what =
       llvm::formatv("the gradients of step {0} across the {1} pipelines "
                     "(all-reduce)",
                     step + 1, layout().dataParallel)
           .str();
+  // The backend's own all-reduce first (the CUDA backend: NCCL on a stream
+  // of its own, after the kernels that wrote the gradient; the CPU backend
+  // takes none). Each is a trace event from its issue until
+  // zbrt_allreduce_finish returned: the host's part, not the device's.
+  std::vector<std::pair<int64_t, double>> onDevice; // parameter, issued
+  for (auto &[param, g] : rp.grads)
+    if (!inFlight.count(param)) {
+      const double issued = zbrt::traceNowUs();
+      if (zbrt_allreduce_start(g.data(), g.size())) {
+        onDevice.emplace_back(param, issued);
+        ++late;
+      }
+    }
+  if (inFlight.size() + onDevice.size() < rp.grads.size()) {
+    // The others over MPI on the host: the step's gradients are written (on
+    // a GPU: by kernels into managed memory) before MPI reads them.
+    zbrt_cuda_synchronize();
+    for (auto &[param, g] : rp.grads)
+      if (!inFlight.count(param) &&
+          !llvm::is_contained(llvm::make_first_range(onDevice), param)) {
+        start(param);
+        ++late;
+      }
+  }
+  if (!onDevice.empty()) {
+    // The optimizer, next on the device, sees the sums.
+    zbrt_allreduce_finish(what.c_str());
+    const double end = zbrt::traceNowUs();
+    for (auto &[param, issued] : onDevice)
+      zbrt::traceRecord(zbrt::TraceEvent{
+          zbrt::EventKind::AllReduce, rp.rank, -1, -1, -1, (int32_t)param,
+          rp.grads.at(param).size() * (int64_t)sizeof(float), issued, end});
+  }
   // Each end stamped when seen complete.
   for (auto &[param, f] : inFlight) {
     if (f.done)

@@ -70,12 +70,18 @@ GradSync::~GradSync() {
 }
 
 void GradSync::inject(int64_t step) {
-  if (options.injectGradScale && options.injectGradScale->first == step + 1)
+  const bool scale =
+      options.injectGradScale && options.injectGradScale->first == step + 1;
+  const bool nan = options.injectNan && options.injectNan->first == step + 1 &&
+                   options.injectNan->second == rank && !rp.grads.empty();
+  // The host writes the gradients: after the device's all-reduce (CUDA).
+  if (scale || nan)
+    zbrt_cuda_synchronize();
+  if (scale)
     for (auto &[index, g] : rp.grads)
       for (int64_t i = 0; i < g.size(); ++i)
         g.data()[i] *= (float)options.injectGradScale->second;
-  if (options.injectNan && options.injectNan->first == step + 1 &&
-      options.injectNan->second == rank && !rp.grads.empty())
+  if (nan)
     rp.grads.begin()->second.data()[0] = std::numeric_limits<float>::quiet_NaN();
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 using namespace llvm;
 using namespace zb::runner;
@@ -178,14 +179,25 @@ void zb::runner::printTextReport(raw_ostream &os, const Plan &plan,
     os << "\n";
   }
   printGradSyncText(os, report.gradSync);
-  for (auto [r, c] : llvm::enumerate(report.cuda))
+  for (auto [r, c] : llvm::enumerate(report.cuda)) {
     os << format("cuda rank %d: device %d, %lld cuBLAS GEMMs, %lld/%lld NCCL "
                  "sends/receives (%lld staged early), %lld communicators, "
-                 "%lld host synchronizations\n",
+                 "%lld host synchronizations",
                  (int)r, c.device, (long long)c.gemms, (long long)c.ncclSends,
                  (long long)c.ncclRecvs, (long long)c.earlyMessages,
                  (long long)c.ncclCommunicators,
                  (long long)c.hostSynchronizations);
+    if (c.ncclAllReduces > 0)
+      os << format(", %lld NCCL all-reduces", (long long)c.ncclAllReduces);
+    os << "\n";
+    // D pipelines: how the gradients crossed the data-parallel group.
+    if (std::strncmp(c.allReduce, "mpi: ", 5) == 0)
+      os << format("cuda rank %d gradient all-reduce: MPI on the host (%s)\n",
+                   (int)r, c.allReduce + 5);
+    else if (c.allReduce[0])
+      os << format("cuda rank %d gradient all-reduce: %s\n", (int)r,
+                   c.allReduce);
+  }
   for (auto [r, c] : llvm::enumerate(report.cuda))
     os << format("cuda rank %d graphs: %s (%lld steps captured, %lld "
                  "replayed, %lld divergences, %lld graph launches, %lld "
@@ -313,6 +325,8 @@ void zb::runner::printJsonReport(raw_ostream &os, const Plan &plan,
             });
             j.attribute("host_staged_sends", c.hostStagedSends);
             j.attribute("host_staged_recvs", c.hostStagedRecvs);
+            j.attribute("nccl_allreduces", c.ncclAllReduces);
+            j.attribute("allreduce", c.allReduce);
             j.attributeObject("transports", [&] {
               for (int p = 0; p < 64; ++p)
                 if (const char *t = cudaTransport(c, p))

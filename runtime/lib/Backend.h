@@ -163,6 +163,17 @@ public:
       sums[k] = sumSquares(xs[k], ns[k], nonFinite ? nonFinite + k : nullptr);
   }
 
+  //===-- Data-parallel gradient all-reduce (zbrt_allreduce_start) --------===//
+  /// Starts summing the `n` floats at `buf` in place across this rank's
+  /// data-parallel group (zbrt_allreduce_start's contract; the ABI has
+  /// checked the arguments): true when this backend took it, false when the
+  /// caller must sum it itself (MPI on the host after hostAccess). The
+  /// answer is the same for every call of a run.
+  virtual bool startGradientAllReduce(float *buf, int64_t n) { return false; }
+  /// Every all-reduce taken so far is ordered before this backend's next
+  /// operations (zbrt_allreduce_finish); `what` names a wait in messages.
+  virtual void finishGradientAllReduces(const char *what) {}
+
   //===-- Step variants (zbrt_cuda_step_variant) ---------------------------===//
   /// The next step passes the buffers identified by `key` (the CUDA
   /// backend's step graphs keep one recording per key).

@@ -29,6 +29,10 @@
 //     float32, rounding C to bf16 (FakeBlas.cpp);
 //   - ncclSend/ncclRecv move bytes over MPI between the two ranks of a
 //     communicator (the creator of the unique id is its rank 0);
+//     ncclAllReduce (float32 sums, communicators of any size) sends its
+//     contribution to every member over MPI when its stream reaches it and
+//     waits on its stream like a receive (the buffer NaN until then), then
+//     sums in communicator rank order (FakeNccl.cpp);
 //     ncclCommInitRank refuses, as NCCL does, two ranks of a communicator on
 //     one device of one host (ncclInvalidUsage, "Duplicate GPU detected" on
 //     stderr): the members exchange their host and current device (the one
@@ -165,13 +169,14 @@ void writeReport() {
                "managed_allocations %ld\nmemcpys %ld\ncommunicators %ld\n"
                "bad_pointers %ld\nstreams %ld\nevents %ld\n"
                "batched_gemms %ld\ndeferred_recvs %ld\nflushing_waits %ld\n"
-               "dropped_ops %ld\n",
+               "dropped_ops %ld\nnccl_allreduces %ld\n"
+               "allreduce_bytes %ld\n",
                gStats.lastDevice, gStats.gemms, gStats.sends, gStats.recvs,
                gStats.sendBytes, gStats.recvBytes, gStats.allocations,
                gStats.managedAllocations, gStats.memcpys, gStats.comms,
                gStats.badPointers, gStats.streams, gStats.events,
-               gStats.batchedGemms, gStats.deferredRecvs,
-               gStats.flushingWaits, gStats.droppedOps);
+               gStats.batchedGemms, gStats.deferredRecvs, gStats.flushingWaits,
+               gStats.droppedOps, gStats.allReduces, gStats.allReduceBytes);
   for (const auto &[peer, n] : gStats.sendsTo)
     std::fprintf(f, "nccl_sends_to %d %ld\n", peer, n);
   zbfake::writeDigests(f);

@@ -33,6 +33,8 @@ struct Stats {
   /// Receives that ran later than their ncclRecv call; stream waits that
   /// made a stream's deferred work run; deferred work dropped (an abort).
   long deferredRecvs = 0, flushingWaits = 0, droppedOps = 0;
+  /// ncclAllReduce calls, their bytes, and those completed.
+  long allReduces = 0, allReduceBytes = 0, deferredAllReduces = 0;
   /// world rank -> NCCL sends (never freed: the report is written at exit,
   /// after static destructors)
   std::map<int, long> &sendsTo = *new std::map<int, long>;

@@ -5,6 +5,11 @@
 // unique id is its rank 0); a receive fills its buffer with NaN and waits
 // on its stream until the stream is waited for; ncclCommInitRank refuses,
 // as NCCL does, two ranks of a communicator on one device of one host.
+// ncclAllReduce (float32, sum; a communicator of any size) sends this
+// rank's contribution to every other member over MPI when its stream
+// reaches it, fills the receive buffer with NaN, and sums the contributions
+// in communicator rank order (the same float additions on every member)
+// once its stream is waited for, as a receive.
 // ZB_FAKE_NCCL_ERROR_AFTER=N reports an asynchronous error after N sends.
 //
 //===----------------------------------------------------------------------===//
@@ -19,6 +24,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -35,9 +41,11 @@ struct FakeId {
 static_assert(sizeof(FakeId) == 128, "ncclUniqueId is 128 bytes");
 
 struct Comm {
-  int rank = 0;                  // 0 or 1
-  int peerWorld = -1;            // world rank of the other member
+  int rank = 0;                  // in [0, members.size())
+  int peerWorld = -1;            // two ranks: world rank of the other member
+  std::vector<int> members;      // world rank of each communicator rank
   int tag = 0;                   // MPI tag of this communicator's bytes
+  int allReduceTag = 0;          // MPI tag of its all-reduces' contributions
   int asyncError = 0;            // a deferred receive's failure
   std::vector<MPI_Request> sends;
   std::vector<std::vector<char>> buffers;
@@ -124,10 +132,80 @@ void isend(Comm *c, const void *buf, size_t count) {
             c->tag, MPI_COMM_WORLD, &c->sends.back());
 }
 
-} // namespace zbfake
+/// One ncclAllReduce: this rank's contribution (copied when its stream
+/// reaches it, and sent to every other member), theirs, and the requests.
+struct AllReduce {
+  Comm *c;
+  const float *send;
+  float *recv;
+  size_t count;
+  bool started = false;
+  std::vector<float> mine;
+  std::vector<std::vector<float>> theirs; // by communicator rank
+  std::vector<MPI_Request> requests;
+};
 
-namespace {
-} // namespace
+/// Its stream has reached it: the contribution leaves, theirs are awaited.
+void startAllReduce(AllReduce &a) {
+  a.started = true;
+  {
+    zbfake::DeviceAccess open; // the copy reads device memory
+    a.mine.assign(a.send, a.send + a.count);
+  }
+  const std::vector<int> &members = a.c->members;
+  a.theirs.resize(members.size());
+  for (size_t r = 0; r < members.size(); ++r) {
+    if ((int)r == a.c->rank)
+      continue;
+    a.theirs[r].resize(a.count);
+    a.requests.emplace_back();
+    MPI_Irecv(a.theirs[r].data(), (int)a.count, MPI_FLOAT, members[r],
+              a.c->allReduceTag, MPI_COMM_WORLD, &a.requests.back());
+    a.requests.emplace_back();
+    MPI_Isend(a.mine.data(), (int)a.count, MPI_FLOAT, members[r],
+              a.c->allReduceTag, MPI_COMM_WORLD, &a.requests.back());
+  }
+}
+
+/// Every contribution has arrived (waiting when `block`): their sum, in
+/// communicator rank order, into the receive buffer.
+bool completeAllReduce(AllReduce &a, bool block) {
+  if (!a.started)
+    startAllReduce(a);
+  auto arrived = [&a] {
+    if (a.requests.empty()) // one rank: no MPI
+      return true;
+    int done = 0;
+    MPI_Testall((int)a.requests.size(), a.requests.data(), &done,
+                MPI_STATUSES_IGNORE);
+    return done != 0;
+  };
+  if (!block) {
+    if (!arrived())
+      return false;
+  } else {
+    char what[160];
+    std::snprintf(what, sizeof what,
+                  "an NCCL all-reduce of %zu floats over %zu ranks (fake-cuda: "
+                  "a host wait on its stream)",
+                  a.count, a.c->members.size());
+    waitWatched(arrived, what);
+  }
+  auto contribution = [&a](size_t r) -> const std::vector<float> & {
+    return (int)r == a.c->rank ? a.mine : a.theirs[r];
+  };
+  zbfake::DeviceAccess open; // the sums go into device memory
+  for (size_t i = 0; i < a.count; ++i) {
+    float sum = contribution(0)[i];
+    for (size_t r = 1; r < a.c->members.size(); ++r)
+      sum += contribution(r)[i];
+    a.recv[i] = sum;
+  }
+  ++gStats.deferredAllReduces;
+  return true;
+}
+
+} // namespace zbfake
 
 extern "C" {
 
@@ -141,45 +219,63 @@ int ncclGetUniqueId(void *id) {
 }
 
 int ncclCommInitRank(void **comm, int nranks, FakeId id, int rank) {
-  if (nranks != 2 || (rank != 0 && rank != 1) ||
+  if (nranks < 1 || nranks > 4096 || rank < 0 || rank >= nranks ||
       std::memcmp(id.magic, "zbfake01", 8) != 0)
     return 4; // ncclInvalidArgument
+  if (rank == 0 && id.creatorWorldRank != worldRank())
+    return 4; // this stand-in: the id's creator is rank 0
   auto *c = new Comm;
   c->rank = rank;
   int handshake = kTagBase + (id.sequence % 4096) * 4096 +
                   (id.creatorWorldRank % 4096);
   c->tag = handshake + (1 << 28) / 2;
-  // The members meet: rank 1 tells rank 0 its world rank, host and device;
-  // rank 0 answers with its own host and device.
-  char host[64] = {};
-  gethostname(host, sizeof host - 1);
+  c->allReduceTag = handshake + (1 << 28) / 2 + (1 << 28) / 4;
+  // The members meet, as NCCL's bootstrap: every other rank tells rank 0
+  // its communicator rank, world rank, host and device; rank 0 answers each
+  // with the table of all of them.
   struct Member {
-    int worldRank, device;
+    int rank, worldRank, device;
     char host[64];
-  } me{worldRank(), gCurrentDevice, {}}, other{};
-  std::memcpy(me.host, host, sizeof host);
-  if (rank == 1) {
-    c->peerWorld = id.creatorWorldRank;
-    MPI_Send(&me, sizeof me, MPI_BYTE, c->peerWorld, handshake,
+  };
+  Member me{rank, worldRank(), gCurrentDevice, {}};
+  gethostname(me.host, sizeof me.host - 1);
+  std::vector<Member> all((size_t)nranks);
+  const int bytes = (int)(sizeof(Member) * all.size());
+  if (rank != 0) {
+    MPI_Send(&me, sizeof me, MPI_BYTE, id.creatorWorldRank, handshake,
              MPI_COMM_WORLD);
-    MPI_Recv(&other, sizeof other, MPI_BYTE, c->peerWorld, handshake,
+    MPI_Recv(all.data(), bytes, MPI_BYTE, id.creatorWorldRank, handshake,
              MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   } else {
-    MPI_Recv(&other, sizeof other, MPI_BYTE, MPI_ANY_SOURCE, handshake,
-             MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    c->peerWorld = other.worldRank;
-    MPI_Send(&me, sizeof me, MPI_BYTE, c->peerWorld, handshake,
-             MPI_COMM_WORLD);
+    all[0] = me;
+    for (int i = 1; i < nranks; ++i) {
+      Member m{};
+      MPI_Recv(&m, sizeof m, MPI_BYTE, MPI_ANY_SOURCE, handshake,
+               MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (m.rank > 0 && m.rank < nranks)
+        all[(size_t)m.rank] = m;
+    }
+    for (int i = 1; i < nranks; ++i)
+      MPI_Send(all.data(), bytes, MPI_BYTE, all[(size_t)i].worldRank, handshake,
+               MPI_COMM_WORLD);
   }
-  if (me.device == other.device &&
-      std::strncmp(me.host, other.host, sizeof me.host) == 0) {
-    std::fprintf(stderr,
-                 "fake-nccl: %s: NCCL WARN Duplicate GPU detected : rank 1 "
-                 "and rank 0 both on CUDA device %d\n",
-                 host, me.device);
-    delete c;
-    return 5; // ncclInvalidUsage
-  }
+  for (const Member &m : all)
+    c->members.push_back(m.worldRank);
+  if (nranks == 2)
+    c->peerWorld = c->members[(size_t)(1 - rank)];
+  // Every member sees the same table, so all of them refuse alike.
+  for (int a = 0; a < nranks; ++a)
+    for (int b = a + 1; b < nranks; ++b)
+      if (all[(size_t)a].device == all[(size_t)b].device &&
+          std::strncmp(all[(size_t)a].host, all[(size_t)b].host,
+                       sizeof me.host) == 0) {
+        std::fprintf(stderr,
+                     "fake-nccl: %s: NCCL WARN Duplicate GPU detected : rank "
+                     "%d and rank %d both on CUDA device %d\n",
+                     me.host, b, a, all[(size_t)a].device);
+        delete c;
+        return 5; // ncclInvalidUsage
+      }
   ++gStats.comms;
   *comm = c;
   return 0;
@@ -188,7 +284,9 @@ int ncclCommInitRank(void **comm, int nranks, FakeId id, int rank) {
 int ncclSend(const void *buf, size_t count, int type, int peer, void *comm,
              void *stream) {
   auto *c = static_cast<Comm *>(comm);
-  if (type != 0 || !c || !stream || peer == c->rank || peer < 0 || peer > 1)
+  // (This stand-in's point-to-point messages: two-rank communicators only.)
+  if (type != 0 || !c || !stream || c->members.size() != 2 || peer == c->rank ||
+      peer < 0 || peer > 1)
     return 4;
   if (count && !isDevice(buf, count, "ncclSend"))
     return 4;
@@ -202,7 +300,9 @@ int ncclSend(const void *buf, size_t count, int type, int peer, void *comm,
 int ncclRecv(void *buf, size_t count, int type, int peer, void *comm,
              void *stream) {
   auto *c = static_cast<Comm *>(comm);
-  if (type != 0 || !c || !stream || peer == c->rank || peer < 0 || peer > 1)
+  // (This stand-in's point-to-point messages: two-rank communicators only.)
+  if (type != 0 || !c || !stream || c->members.size() != 2 || peer == c->rank ||
+      peer < 0 || peer > 1)
     return 4;
   if (count && !isDevice(buf, count, "ncclRecv"))
     return 4;
@@ -250,6 +350,35 @@ int ncclRecv(void *buf, size_t count, int type, int peer, void *comm,
     ++gStats.deferredRecvs;
     return true;
   });
+  return 0;
+}
+
+int ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, int type,
+                  int op, void *comm, void *stream) {
+  auto *c = static_cast<Comm *>(comm);
+  // float32 sums only (ncclFloat32, ncclSum), at most INT_MAX (MPI counts).
+  if (type != 7 || op != 0 || !c || !stream || count > 0x7fffffffu)
+    return 4;
+  const size_t bytes = count * sizeof(float);
+  if (count && (!isDevice(sendbuff, bytes, "ncclAllReduce sendbuff") ||
+                !isDevice(recvbuff, bytes, "ncclAllReduce recvbuff")))
+    return 4;
+  ++gStats.allReduces;
+  gStats.allReduceBytes += (long)bytes;
+  auto a = std::make_shared<AllReduce>();
+  a->c = c;
+  a->send = static_cast<const float *>(sendbuff);
+  a->recv = static_cast<float *>(recvbuff);
+  a->count = count;
+  auto *s = static_cast<Stream *>(stream);
+  if (s->pending.empty()) {
+    // The stream is here: the contribution leaves now; the result is stale
+    // (NaN in every float) until the stream is waited for.
+    startAllReduce(*a);
+    zbfake::DeviceAccess open;
+    std::memset(recvbuff, 0xFF, bytes);
+  }
+  defer(s, c, [a](bool block) { return completeAllReduce(*a, block); });
   return 0;
 }
 

@@ -21,7 +21,13 @@
 //
 // On the CUDA backend the gradients are written by kernels on the compute
 // stream, so the early start would have to wait for the device: there all
-// the all-reduces start at the step's end (after one synchronisation).
+// the all-reduces start at the step's end, through the backend
+// (zbrt_allreduce_start: NCCL on a stream of its own, ordered after the
+// kernels and before the optimizer's by events, the host waiting for
+// neither), or, where the backend refuses them (members of the group on
+// one device, no NCCL), over MPI after one synchronisation. The trace
+// event of an NCCL all-reduce spans its issue until zbrt_allreduce_finish
+// returned (the host's work; the device's runs on).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZB_RUNNER_DATAPARALLEL_H

@@ -210,6 +210,33 @@ void zbrt_adamw_rollback_many(const ZbrtOptimizerTensor *tensors,
                               float beta1, float beta2, float eps,
                               float weightDecay, float gradScale);
 
+/// The data-parallel gradient all-reduce through the backend (zb-run calls
+/// these after the step's zbrt_step_end; generated code never does).
+/// zbrt_allreduce_start starts summing the `n` floats at `buf` (a gradient
+/// buffer from zbrt_host_buffer_alloc) in place across this rank's
+/// data-parallel group (zbrt_set_pipeline: the world ranks whose pipeline
+/// rank is this rank's, every pipeline's copy of this rank program), and
+/// returns 1; or does nothing and returns 0, and then the caller sums the
+/// buffer itself (MPI on the host, after zbrt_cuda_synchronize). The CPU
+/// backend always returns 0. The CUDA backend returns 1 when the job has
+/// more than one pipeline, NCCL is loaded and the members of the group are
+/// on different devices (NCCL refuses two ranks of a communicator on one
+/// device): the all-reduce (ncclAllReduce, float32, sum, in place) runs on
+/// a stream of its own after the work enqueued so far on the compute stream
+/// (the kernels that wrote the gradient), over one NCCL communicator of the
+/// group made at zbrt_cuda_start; the host does not wait. The answer is the
+/// same for every call of a run and on every member of a group. Every
+/// member must start the same buffers' all-reduces (same n) in the same
+/// order. n < 0, or buf null with n > 0, is fatal.
+int32_t zbrt_allreduce_start(float *buf, int64_t n);
+/// Orders every all-reduce zbrt_allreduce_start took before the backend's
+/// next operations: the CUDA backend's compute stream waits for them (the
+/// optimizer's kernels launched next read the sums); the host does not,
+/// except with kernels that run on the host (a cuda-emu plan), where it
+/// waits under the watchdog. `what` names the wait in messages ("the
+/// gradients of step 3 ..."). No-op when none was started.
+void zbrt_allreduce_finish(const char *what);
+
 //===-- Memory pool (heap buffers of generated code) ----------------------===//
 //
 // Code from zb-compile allocates every heap buffer (activations, stashes,
@@ -273,7 +300,10 @@ void zbrt_use_cuda_memory(void);
 // step (zbrt_set_channel_order), a message that arrives before it is asked
 // for waits in a staging block, and every step is checked against the
 // order; a channel without an order carries nothing (its messages go
-// through MPI on the host). The host synchronises at the end of a
+// through MPI on the host). With D pipelines (zbrt_set_pipeline) it also
+// makes one NCCL communicator of this rank's data-parallel group and a
+// stream for the gradient all-reduces (zbrt_allreduce_start), unless ranks
+// of the group share a device. The host synchronises at the end of a
 // step (zbrt_step_end) and where the program's host code synchronises the
 // compute stream, under the watchdog (zbrt_set_comm_timeout), which also
 // polls NCCL's asynchronous errors and aborts the communicators. Memory:
@@ -382,6 +412,13 @@ typedef struct ZbrtCudaStats {
   /// and "on" or "off: <reason>" (NUL-terminated).
   int64_t graphCaptures, graphReplays, graphDivergences;
   char graphs[120];
+  // Added for issue 39 (appended).
+  /// Gradient all-reduces of the data-parallel group through NCCL
+  /// (zbrt_allreduce_start that returned 1).
+  int64_t ncclAllReduces;
+  /// How zbrt_allreduce_start sums the gradients: "" (one pipeline),
+  /// "nccl", or "mpi: <why NCCL is not used>" (NUL-terminated).
+  char allReduce[120];
 } ZbrtCudaStats;
 void zbrt_cuda_stats(ZbrtCudaStats *out);
 

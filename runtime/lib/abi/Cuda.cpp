@@ -50,6 +50,18 @@ extern "C" void zbrt_cuda_emulated_kernel_argument(const char *kernel,
   backend().checkEmulatedKernelArgument(kernel, argument, pointer);
 }
 
+extern "C" int32_t zbrt_allreduce_start(float *buf, int64_t n) {
+  if (n < 0 || (!buf && n > 0))
+    detail::fatalf("zbrt_allreduce_start: %lld floats at %p", (long long)n,
+                   static_cast<void *>(buf));
+  return backend().startGradientAllReduce(buf, n) ? 1 : 0;
+}
+
+extern "C" void zbrt_allreduce_finish(const char *what) {
+  backend().finishGradientAllReduces(
+      what ? what : "the data-parallel gradient all-reduce");
+}
+
 extern "C" void zbrt_cuda_step_variant(uint64_t key) {
   backend().setStepVariant(key);
 }

@@ -11,7 +11,10 @@
 // ZBRT_SAME_DEVICE_TRANSPORT=nccl puts the former on NCCL too (which a real
 // NCCL and the stand-in refuse: a check of the stand-in). Without NCCL, or
 // to a peer without a channel, messages go through MPI on the host after a
-// synchronisation (memory is managed).
+// synchronisation (memory is managed). With D pipelines, the gradients are
+// summed across the data-parallel group by NCCL on a stream of its own
+// (NcclAllReduce.h), or, where members of the group share a device, over
+// MPI on the host by the runner.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,10 +55,10 @@ bool sameDeviceOverNccl() {
   return true;
 }
 
-/// The world ranks of this rank's pipeline on `device` of this rank's node
-/// (the peers it may exchange messages with): every rank's node (the world
-/// rank of its node's first rank) and device, gathered over MPI.
-std::vector<int32_t> sameDevicePeers(int device) {
+/// Every world rank's node (the world rank of its node's first rank) and
+/// device, two ints per rank, gathered over MPI (collective; empty on one
+/// rank).
+std::vector<int> placements(int device) {
   const int rank = detail::rank(), size = detail::worldSize();
   if (size < 2)
     return {};
@@ -68,10 +71,19 @@ std::vector<int32_t> sameDevicePeers(int device) {
   int mine[2] = {leader, device};
   std::vector<int> all(2 * (size_t)size);
   MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, MPI_COMM_WORLD);
+  return all;
+}
+
+/// The world ranks of this rank's pipeline on this rank's node and device
+/// (the peers it may exchange messages with), from placements().
+std::vector<int32_t> sameDevicePeers(const std::vector<int> &all) {
   std::vector<int32_t> peers;
-  const int base = detail::pipelineBase();
+  if (all.empty())
+    return peers;
+  const int rank = detail::rank(), base = detail::pipelineBase();
   for (int r = base; r < base + detail::pipelineSize(); ++r)
-    if (r != rank && all[2 * r] == leader && all[2 * r + 1] == device)
+    if (r != rank && all[2 * r] == all[2 * rank] &&
+        all[2 * r + 1] == all[2 * rank + 1])
       peers.push_back(r);
   return peers;
 }
@@ -155,7 +167,8 @@ void CudaBackend::gemmNow(const GemmCall &g) {
 void CudaBackend::startTransports() {
   // Collective: every rank asks for the same transports in the same order.
   bool overNccl = sameDeviceOverNccl();
-  std::vector<int32_t> staged = sameDevicePeers(device.stats.device);
+  const std::vector<int> placement = placements(device.stats.device);
+  std::vector<int32_t> staged = sameDevicePeers(placement);
   if (overNccl)
     staged.clear();
   std::string ncclWhy;
@@ -170,6 +183,8 @@ void CudaBackend::startTransports() {
   if (std::unique_ptr<Transport> hostStaged =
           createHostStagedTransport(device, staged))
     transports.push_back(std::move(hostStaged));
+  // D pipelines: the data-parallel group's communicator (collective).
+  allReduce = GroupAllReduce::create(device, placement, overNccl);
 }
 
 bool CudaBackend::idle(bool computeOnly) {
@@ -182,7 +197,7 @@ bool CudaBackend::idle(bool computeOnly) {
   for (auto &t : transports)
     if (!t->idle())
       return false;
-  return true;
+  return !allReduce || allReduce->idle();
 }
 
 void CudaBackend::synchronize(const char *what, bool computeOnly) {
@@ -193,6 +208,8 @@ void CudaBackend::synchronize(const char *what, bool computeOnly) {
   while (true) {
     for (auto &t : transports)
       t->pollErrors();
+    if (allReduce)
+      allReduce->pollErrors();
     if (idle(computeOnly))
       break;
     double waited =
@@ -203,10 +220,14 @@ void CudaBackend::synchronize(const char *what, bool computeOnly) {
       for (auto &t : transports)
         if (pending.empty())
           pending = t->pendingReceive();
+      if (pending.empty() && allReduce)
+        pending = allReduce->pending();
       std::string message = std::string(what) + ": " +
                             (pending.empty() ? "the GPU's work" : pending);
       for (auto &t : transports)
         t->abort();
+      if (allReduce)
+        allReduce->abort();
       fatalf("waited %.0f s for %s: the peer is stopped, dead or deadlocked "
              "(zb-run --comm-timeout %g)",
              waited, message.c_str(), timeout);
@@ -356,6 +377,25 @@ void CudaBackend::sumSquaresMany(const float *const *xs, const int64_t *ns,
   optimizer.readSumSquaresMany(sums, nonFinite);
 }
 
+bool CudaBackend::startGradientAllReduce(float *buf, int64_t n) {
+  if (!allReduce || !allReduce->usable())
+    return false;
+  // Outside the step's graphs (zb-run calls it after zbrt_step_end): a
+  // no-op there; a captured segment would end here.
+  graph.boundary();
+  allReduce->start(buf, n);
+  return true;
+}
+
+void CudaBackend::finishGradientAllReduces(const char *what) {
+  if (!allReduce || !allReduce->finish())
+    return;
+  // Kernels emulated on the host (a cuda-emu plan) and the host's optimizer
+  // loops read the sums next.
+  if (device.hostKernels())
+    synchronize(what, /*computeOnly=*/true);
+}
+
 void CudaBackend::traceBeginStep() {
   graph.beginStep();
   // The origin's mark is the step graph's first launch.
@@ -386,6 +426,9 @@ void CudaBackend::finalize() {
   for (auto &t : transports)
     t->finalize();
   transports.clear();
+  if (allReduce)
+    allReduce->finalize();
+  allReduce.reset();
   blas.finalize();
   cpu::hostMessages().finalize();
 }

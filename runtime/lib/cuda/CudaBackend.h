@@ -5,7 +5,8 @@
 // events and staging blocks (Device.h), GEMMs through cuBLAS (Blas.h),
 // messages through a device transport per peer (Transport.h; NCCL between
 // devices, MPI through pinned host staging between the ranks of one device,
-// MPI on the host for peers without a channel), the trace's device timeline
+// MPI on the host for peers without a channel), the data-parallel group's
+// gradient all-reduce (NcclAllReduce.h), the trace's device timeline
 // (DeviceTrace.h), the optimizer kernels (DeviceOptimizer.h) and the step
 // as CUDA graphs (StepGraph.h: every operation here that the graph cannot
 // hold ends its segment first). The host
@@ -21,6 +22,7 @@
 #include "Device.h"
 #include "DeviceOptimizer.h"
 #include "DeviceTrace.h"
+#include "NcclAllReduce.h"
 #include "StepGraph.h"
 #include "Transport.h"
 
@@ -65,6 +67,8 @@ public:
   double sumSquares(const float *x, int64_t n, int32_t *nonFinite) override;
   void sumSquaresMany(const float *const *xs, const int64_t *ns, int64_t count,
                       double *sums, int32_t *nonFinite) override;
+  bool startGradientAllReduce(float *buf, int64_t n) override;
+  void finishGradientAllReduces(const char *what) override;
   void setStepVariant(uint64_t key) override { graph.setVariant(key); }
   void traceBeginStep() override;
   void traceMark(size_t index, bool end) override;
@@ -101,6 +105,9 @@ private:
 
   /// NCCL (when loaded), then the host-staged transport.
   std::vector<std::unique_ptr<Transport>> transports;
+  /// The data-parallel group's gradient all-reduce (null with one
+  /// pipeline; NcclAllReduce.h).
+  std::unique_ptr<GroupAllReduce> allReduce;
   DeviceTrace trace;
   DeviceOptimizer optimizer;
   /// The step's kernels, GEMMs and trace marks as CUDA graphs.

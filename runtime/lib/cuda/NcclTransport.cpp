@@ -37,21 +37,6 @@ Transport::~Transport() = default;
 
 namespace {
 
-//===-- NCCL (nccl.h names, no header) ------------------------------------===//
-
-struct NcclUniqueId {
-  char internal[128];
-};
-using NcclComm = void *;
-/// The NCCL entry points (ZBRT_NCCL_FUNCTIONS, NcclTransport.h).
-struct Nccl {
-#define ZBRT_NCCL_FIELD(field, symbol, result, params) result(*field) params;
-  ZBRT_NCCL_FUNCTIONS(ZBRT_NCCL_FIELD)
-#undef ZBRT_NCCL_FIELD
-};
-constexpr int kNcclInt8 = 0;
-constexpr int kNcclInProgress = 7;
-
 /// One direction between this rank and a peer: a two-rank communicator
 /// (the sender is its rank 0) and the stream it runs on here.
 struct Channel {
@@ -389,20 +374,33 @@ void NcclTransport::finalize() {
 
 } // namespace
 
+const Nccl *zbrt::cuda::loadNccl(std::string &why) {
+  static Nccl nccl{};
+  static bool tried = false, loaded = false;
+  static std::string failure;
+  if (!tried) {
+    tried = true;
+    const char *name = libraryFromEnv("ZBRT_NCCL", "libnccl.so.2");
+    if (std::string(name) == "none") {
+      failure = "ZBRT_NCCL=none";
+    } else {
+#define ZBRT_NCCL_ROW(field, symbol, result, params) {symbol, nccl.field},
+      loaded = openLibrary(name, {ZBRT_NCCL_FUNCTIONS(ZBRT_NCCL_ROW)},
+                           failure) != nullptr;
+#undef ZBRT_NCCL_ROW
+    }
+  }
+  if (!loaded)
+    why = failure;
+  return loaded ? &nccl : nullptr;
+}
+
 std::unique_ptr<Transport> zbrt::cuda::createNcclTransport(
     Device &device, const std::vector<int32_t> &excluded, std::string &why) {
-  const char *name = libraryFromEnv("ZBRT_NCCL", "libnccl.so.2");
-  if (std::string(name) == "none") {
-    why = "ZBRT_NCCL=none";
+  const Nccl *nccl = loadNccl(why);
+  if (!nccl)
     return nullptr;
-  }
-  Nccl nccl{};
-#define ZBRT_NCCL_ROW(field, symbol, result, params) {symbol, nccl.field},
-  void *library = openLibrary(name, {ZBRT_NCCL_FUNCTIONS(ZBRT_NCCL_ROW)}, why);
-#undef ZBRT_NCCL_ROW
-  if (!library)
-    return nullptr;
-  auto transport = std::make_unique<NcclTransport>(device, nccl);
+  auto transport = std::make_unique<NcclTransport>(device, *nccl);
   transport->createChannels({excluded.begin(), excluded.end()});
   return transport;
 }

@@ -31,7 +31,9 @@ namespace cuda {
 /// zb-run's driver_calls_by_name). nccl.h's types, without the header:
 /// `NcclUniqueId` (128 opaque bytes, passed by value), `NcclComm` (a
 /// communicator) and `Handle` (a CUDA stream); send and recv take (buffer,
-/// count, ncclDataType_t, peer, communicator, stream).
+/// count, ncclDataType_t, peer, communicator, stream); allReduce takes
+/// (send buffer, receive buffer, count, ncclDataType_t, ncclRedOp_t,
+/// communicator, stream) (the data-parallel group's, NcclAllReduce.h).
 #define ZBRT_NCCL_FUNCTIONS(X)                                                 \
   X(getUniqueId, "ncclGetUniqueId", int, (NcclUniqueId *))                     \
   X(commInitRank, "ncclCommInitRank", int,                                     \
@@ -41,7 +43,31 @@ namespace cuda {
   X(commGetAsyncError, "ncclCommGetAsyncError", int, (NcclComm, int *))        \
   X(commAbort, "ncclCommAbort", int, (NcclComm))                               \
   X(commDestroy, "ncclCommDestroy", int, (NcclComm))                           \
-  X(errorString, "ncclGetErrorString", const char *, (int))
+  X(errorString, "ncclGetErrorString", const char *, (int))                    \
+  X(allReduce, "ncclAllReduce", int,                                           \
+    (const void *, void *, size_t, int, int, NcclComm, Handle))
+
+//===-- NCCL (nccl.h names, no header) ------------------------------------===//
+
+struct NcclUniqueId {
+  char internal[128];
+};
+using NcclComm = void *;
+/// The NCCL entry points (ZBRT_NCCL_FUNCTIONS).
+struct Nccl {
+#define ZBRT_NCCL_FIELD(field, symbol, result, params) result(*field) params;
+  ZBRT_NCCL_FUNCTIONS(ZBRT_NCCL_FIELD)
+#undef ZBRT_NCCL_FIELD
+};
+/// nccl.h's ncclInt8, ncclFloat32, ncclSum; ncclInProgress (a
+/// non-blocking communicator's call still running: not an error).
+constexpr int kNcclInt8 = 0, kNcclFloat32 = 7, kNcclSum = 0;
+constexpr int kNcclInProgress = 7;
+
+/// The NCCL library (libnccl.so.2, or ZBRT_NCCL), opened once per process:
+/// its table, or null with the reason in `why` (ZBRT_NCCL=none, not found,
+/// an entry point missing).
+const Nccl *loadNccl(std::string &why);
 
 /// The NCCL transport on `device` with its communicators (collective over
 /// MPI_COMM_WORLD), or null with the reason in `why` when NCCL cannot be
