@@ -45,69 +45,110 @@ GradientAllReduce::GradientAllReduce(RankProgram &rp) : rp(rp) {
 GradientAllReduce::~GradientAllReduce() {
   if (hooked)
     zbrt_set_gradient_hook(nullptr, nullptr);
-  for (auto &[param, f] : inFlight)
-    if (!f.requests.empty())
-      MPI_Waitall((int)f.requests.size(), f.requests.data(),
+  for (Bucket &b : inFlight)
+    if (!b.requests.empty())
+      MPI_Waitall((int)b.requests.size(), b.requests.data(),
                   MPI_STATUSES_IGNORE);
 }
 
-void GradientAllReduce::hook(void *self, int32_t gradArg) {
+void GradientAllReduce::hook(void *self, int32_t firstGradArg,
+                             int32_t count) {
   auto *me = static_cast<GradientAllReduce *>(self);
   if (!me->armed)
     return;
-  if (gradArg >= (int32_t)me->gradParams.size())
-    zbrt_fatal(llvm::formatv("zbrt_gradient_ready: gradient argument {0}, "
-                             "but plan.json gives rank {1} {2} (the rank "
-                             "program and plan.json do not belong together)",
-                             gradArg, me->rp.rank, me->gradParams.size())
+  const int64_t last = (int64_t)firstGradArg + count - 1;
+  if (last >= (int64_t)me->gradParams.size())
+    zbrt_fatal(llvm::formatv("zbrt_gradients_ready: gradient arguments {0} "
+                             ".. {1}, but plan.json gives rank {2} {3} (the "
+                             "rank program and plan.json do not belong "
+                             "together)",
+                             firstGradArg, last, me->rp.rank,
+                             me->gradParams.size())
                    .str()
                    .c_str());
-  const int64_t param = me->gradParams[gradArg];
-  if (me->inFlight.count(param))
-    return; // announced twice: the first all-reduce stands
+  const int64_t first = me->gradParams[firstGradArg];
+  const int64_t lastParam = me->gradParams[last];
+  for (int64_t k = firstGradArg; k <= last; ++k)
+    if (me->started.count(me->gradParams[k]))
+      return; // announced twice: the first all-reduce stands
   me->poll();
-  me->start(param);
+  me->start(me->bucket(first, lastParam));
   ++me->early;
 }
 
 void GradientAllReduce::arm() { armed = enabled; }
 
-void GradientAllReduce::start(int64_t param) {
-  Buffer &g = rp.grads.at(param);
-  InFlight &f = inFlight[param];
-  f.beginUs = zbrt::traceNowUs();
-  for (int64_t at = 0; at < g.size(); at += kChunk) {
-    f.requests.emplace_back();
-    MPI_Iallreduce(MPI_IN_PLACE, g.data() + at,
-                   (int)std::min(kChunk, g.size() - at), MPI_FLOAT, MPI_SUM,
-                   comm, &f.requests.back());
+GradientAllReduce::Bucket GradientAllReduce::bucket(int64_t firstParam,
+                                                    int64_t lastParam) const {
+  const Buffer &first = rp.grads.at(firstParam), &last = rp.grads.at(lastParam);
+  Bucket b;
+  b.firstParam = firstParam;
+  b.lastParam = lastParam;
+  b.data = first.data();
+  b.n = (last.data() + last.size()) - first.data();
+  return b;
+}
+
+std::vector<GradientAllReduce::Bucket> GradientAllReduce::rest() const {
+  std::vector<Bucket> buckets;
+  int64_t runFirst = -1, runLast = -1;
+  for (auto &[param, g] : rp.grads) {
+    if (started.count(param)) {
+      if (runFirst >= 0)
+        buckets.push_back(bucket(runFirst, runLast));
+      runFirst = -1;
+      continue;
+    }
+    if (runFirst < 0)
+      runFirst = param;
+    runLast = param;
   }
+  if (runFirst >= 0)
+    buckets.push_back(bucket(runFirst, runLast));
+  return buckets;
+}
+
+void GradientAllReduce::start(Bucket b) {
+  for (auto it = rp.grads.find(b.firstParam);
+       it != rp.grads.end() && it->first <= b.lastParam; ++it)
+    started.insert(it->first);
+  b.beginUs = zbrt::traceNowUs();
+  for (int64_t at = 0; at < b.n; at += kChunk) {
+    b.requests.emplace_back();
+    MPI_Iallreduce(MPI_IN_PLACE, b.data + at, (int)std::min(kChunk, b.n - at),
+                   MPI_FLOAT, MPI_SUM, comm, &b.requests.back());
+  }
+  inFlight.push_back(std::move(b));
+}
+
+void GradientAllReduce::record(const Bucket &b, double endUs) {
+  zbrt::traceRecord(zbrt::TraceEvent{
+      zbrt::EventKind::AllReduce, rp.rank, -1, -1, (int32_t)b.lastParam,
+      (int32_t)b.firstParam, b.n * (int64_t)sizeof(float), b.beginUs, endUs});
 }
 
 void GradientAllReduce::poll() {
-  for (auto &[param, f] : inFlight) {
-    if (f.done)
+  for (Bucket &b : inFlight) {
+    if (b.done)
       continue;
     int flag = 0;
-    MPI_Testall((int)f.requests.size(), f.requests.data(), &flag,
+    MPI_Testall((int)b.requests.size(), b.requests.data(), &flag,
                 MPI_STATUSES_IGNORE);
     if (!flag)
       continue;
-    f.done = true;
-    f.requests.clear();
-    zbrt::traceRecord(zbrt::TraceEvent{
-        zbrt::EventKind::AllReduce, rp.rank, -1, -1, -1, (int32_t)param,
-        rp.grads.at(param).size() * (int64_t)sizeof(float), f.beginUs,
-        zbrt::traceNowUs()});
+    b.done = true;
+    b.requests.clear();
+    record(b, zbrt::traceNowUs());
   }
 }
 
 void GradientAllReduce::discard() {
-  for (auto &[param, f] : inFlight)
-    if (!f.requests.empty())
-      watched::waitAll(f.requests, "the data-parallel all-reduce of a step "
+  for (Bucket &b : inFlight)
+    if (!b.requests.empty())
+      watched::waitAll(b.requests, "the data-parallel all-reduce of a step "
                                    "that runs again");
   inFlight.clear();
+  started.clear();
 }
 
 void GradientAllReduce::finish(int64_t step) {
@@ -120,44 +161,37 @@ void GradientAllReduce::finish(int64_t step) {
                     step + 1, layout().dataParallel)
           .str();
   // The backend's own all-reduce first (the CUDA backend: NCCL on a stream
-  // of its own, after the kernels that wrote the gradient; the CPU backend
+  // of its own, after the kernels that wrote the gradients; the CPU backend
   // takes none). Each is a trace event from its issue until
   // zbrt_allreduce_finish returned: the host's part, not the device's.
-  std::vector<std::pair<int64_t, double>> onDevice; // parameter, issued
-  for (auto &[param, g] : rp.grads)
-    if (!inFlight.count(param)) {
-      const double issued = zbrt::traceNowUs();
-      if (zbrt_allreduce_start(g.data(), g.size())) {
-        onDevice.emplace_back(param, issued);
-        ++late;
-      }
-    }
-  if (inFlight.size() + onDevice.size() < rp.grads.size()) {
+  std::vector<Bucket> onDevice, onHost;
+  for (Bucket &b : rest()) {
+    b.beginUs = zbrt::traceNowUs();
+    (zbrt_allreduce_start(b.data, b.n) ? onDevice : onHost)
+        .push_back(std::move(b));
+  }
+  late += (int64_t)(onDevice.size() + onHost.size());
+  if (!onHost.empty()) {
     // The others over MPI on the host: the step's gradients are written (on
     // a GPU: by kernels into managed memory) before MPI reads them.
     zbrt_cuda_synchronize();
-    for (auto &[param, g] : rp.grads)
-      if (!inFlight.count(param) &&
-          !llvm::is_contained(llvm::make_first_range(onDevice), param)) {
-        start(param);
-        ++late;
-      }
+    for (Bucket &b : onHost)
+      start(std::move(b));
   }
   if (!onDevice.empty()) {
     // The optimizer, next on the device, sees the sums.
     zbrt_allreduce_finish(what.c_str());
     const double end = zbrt::traceNowUs();
-    for (auto &[param, issued] : onDevice)
-      zbrt::traceRecord(zbrt::TraceEvent{
-          zbrt::EventKind::AllReduce, rp.rank, -1, -1, -1, (int32_t)param,
-          rp.grads.at(param).size() * (int64_t)sizeof(float), issued, end});
+    for (const Bucket &b : onDevice)
+      record(b, end);
   }
   // Each end stamped when seen complete.
-  for (auto &[param, f] : inFlight) {
-    if (f.done)
+  for (Bucket &b : inFlight) {
+    if (b.done)
       continue;
-    watched::waitAll(f.requests, what.c_str());
+    watched::waitAll(b.requests, what.c_str());
     poll();
   }
   inFlight.clear();
+  started.clear();
 }

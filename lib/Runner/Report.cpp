@@ -188,7 +188,8 @@ void zb::runner::printTextReport(raw_ostream &os, const Plan &plan,
                  (long long)c.ncclCommunicators,
                  (long long)c.hostSynchronizations);
     if (c.ncclAllReduces > 0)
-      os << format(", %lld NCCL all-reduces", (long long)c.ncclAllReduces);
+      os << format(", %lld NCCL all-reduce%s", (long long)c.ncclAllReduces,
+                   c.ncclAllReduces == 1 ? "" : "s");
     os << "\n";
     // D pipelines: how the gradients crossed the data-parallel group.
     if (std::strncmp(c.allReduce, "mpi: ", 5) == 0)

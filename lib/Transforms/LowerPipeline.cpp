@@ -612,13 +612,16 @@ void RankLowering::writeGradient(int64_t p, Value g) {
 
 /// The Zero Bubble paper's Appendix A: every parameter held by this rank
 /// alone whose stages have summed all microbatches gets its gradient
-/// written now, followed by zbrt_gradient_ready(k) (k: its gradient
-/// argument's position among the step's), so that its all-reduce
-/// across data-parallel pipelines starts while this rank's later passes
-/// still run (e.g. a V schedule's other chunk). Tied parameters wait for
-/// the exchange at the end of the step.
+/// written now, followed by zbrt_gradients_ready(k, n) for each run of
+/// consecutive gradient arguments k .. k+n-1 (positions among the step's
+/// gradient arguments) that became final here, so that the all-reduce of
+/// that bucket across data-parallel pipelines starts while this rank's
+/// later passes still run (e.g. a V schedule's other chunk). Tied
+/// parameters with copies on other ranks wait for the exchange at the end
+/// of the step.
 void RankLowering::announceGradients() {
-  for (int64_t p : paramIdx) {
+  SmallVector<int64_t> ready; // gradient argument positions, increasing
+  for (auto [k, p] : llvm::enumerate(paramIdx)) {
     if (written.contains(p) ||
         llvm::any_of(stagesOfParam[p],
                      [&](int64_t s) {
@@ -630,13 +633,19 @@ void RankLowering::announceGradients() {
     if (!g)
       continue;
     writeGradient(p, g);
-    declare(zbrt::symbols::GradientReady, {b.getI32Type()});
-    // Its gradient argument's position among the step's gradient arguments
-    // (plan.json ranks[r].args of kind grad, in order).
-    Value index = arith::ConstantIntOp::create(
-        b, loc, llvm::find(paramIdx, p) - paramIdx.begin(), 32);
-    func::CallOp::create(b, loc, zbrt::symbols::GradientReady, TypeRange{},
-                         ValueRange{index});
+    ready.push_back(static_cast<int64_t>(k));
+  }
+  for (size_t i = 0; i < ready.size();) {
+    size_t j = i + 1;
+    while (j < ready.size() && ready[j] == ready[j - 1] + 1)
+      ++j;
+    declare(zbrt::symbols::GradientsReady, {b.getI32Type(), b.getI32Type()});
+    Value first = arith::ConstantIntOp::create(b, loc, ready[i], 32);
+    Value count =
+        arith::ConstantIntOp::create(b, loc, static_cast<int64_t>(j - i), 32);
+    func::CallOp::create(b, loc, zbrt::symbols::GradientsReady, TypeRange{},
+                         ValueRange{first, count});
+    i = j;
   }
 }
 

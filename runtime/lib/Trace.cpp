@@ -302,6 +302,8 @@ void zbrt::writeChromeTrace(std::ostream &os,
     const bool allReduce = e.kind == EventKind::AllReduce;
     if (isAction)
       os << cat << " s" << e.stage << " mb" << e.microbatch;
+    else if (allReduce && e.peer > e.tag)
+      os << "all-reduce p" << e.tag << "-p" << e.peer;
     else if (allReduce)
       os << "all-reduce p" << e.tag;
     else if (e.kind == EventKind::Send)
@@ -315,7 +317,8 @@ void zbrt::writeChromeTrace(std::ostream &os,
     if (isAction)
       os << "\"stage\": " << e.stage << ", \"microbatch\": " << e.microbatch;
     else if (allReduce)
-      os << "\"param\": " << e.tag << ", \"bytes\": " << e.bytes;
+      os << "\"first_param\": " << e.tag << ", \"last_param\": "
+         << std::max(e.tag, e.peer) << ", \"bytes\": " << e.bytes;
     else
       os << "\"peer\": " << e.peer << ", \"tag\": " << e.tag
          << ", \"bytes\": " << e.bytes;

@@ -8,9 +8,10 @@
 // added in part order, ((p0 + p1) + p2), on one stage as on two, so the
 // gradient is bit-identical whatever the partition. A single-use parameter
 // (%v) keeps one gradient without zb.part. On one stage both gradients are
-// final after the last W: each is written, then announced
-// (zbrt_gradient_ready, for the data-parallel all-reduce); on two stages
-// the tied %w waits for the exchange at the end and is not announced.
+// final after the last W: both are written, then announced together as the
+// run of gradient arguments 0 .. 1 (zbrt_gradients_ready(0, 2), one bucket
+// of the data-parallel all-reduce); on two stages the tied %w waits for the
+// exchange at the end and is not announced.
 // ONE-LABEL: func.func @stage0_backward_weight(
 // ONE-SAME: -> (tensor<5x5xf32> {zb.index = 1 : i64, zb.part = 0 : i64, zb.role = #zb.role<param_grad>}, tensor<5x5xf32> {zb.index = 1 : i64, zb.part = 1 : i64, zb.role = #zb.role<param_grad>}, tensor<5x5xf32> {zb.index = 1 : i64, zb.part = 2 : i64, zb.role = #zb.role<param_grad>}, tensor<5x5xf32> {zb.index = 2 : i64, zb.role = #zb.role<param_grad>})
 // ONE-LABEL: func.func @zb_rank0_step(
@@ -23,11 +24,10 @@
 // ONE-NEXT: %[[S01:.*]] = zb.add %[[S0]], %[[S1]]
 // ONE-NEXT: %[[G:.*]] = zb.add %[[S01]], %[[S2]]
 // ONE-NEXT: bufferization.materialize_in_destination %[[G]] in restrict writable %arg2
-// ONE-NEXT: %[[P1:.*]] = arith.constant 0 : i32
-// ONE-NEXT: call @zbrt_gradient_ready(%[[P1]]) : (i32) -> ()
 // ONE-NEXT: bufferization.materialize_in_destination %[[V]] in restrict writable %arg3
-// ONE-NEXT: %[[P2:.*]] = arith.constant 1 : i32
-// ONE-NEXT: call @zbrt_gradient_ready(%[[P2]]) : (i32) -> ()
+// ONE-NEXT: %[[K:.*]] = arith.constant 0 : i32
+// ONE-NEXT: %[[N:.*]] = arith.constant 2 : i32
+// ONE-NEXT: call @zbrt_gradients_ready(%[[K]], %[[N]]) : (i32, i32) -> ()
 
 // Two stages: stage 0 holds parts 1 and 2 and sends both (the second with
 // tag zbrt_tag(0, 0, microbatches + parameter index + 3 arguments) =
@@ -37,7 +37,7 @@
 // TWO-LABEL: func.func @stage1_backward_weight(
 // TWO-SAME: -> (tensor<5x5xf32> {zb.index = 1 : i64, zb.part = 0 : i64, zb.role = #zb.role<param_grad>}, tensor<5x5xf32> {zb.index = 2 : i64, zb.role = #zb.role<param_grad>})
 // TWO-LABEL: func.func @zb_rank0_step(
-// TWO-NOT: zbrt_gradient_ready
+// TWO-NOT: zbrt_gradients_ready
 // TWO: zb.send %[[P1:.*]] to 1 tag 6144 : tensor<5x5xf32>
 // TWO-NEXT: zb.send %[[P2:.*]] to 1 tag 12288 : tensor<5x5xf32>
 // TWO-NEXT: %[[P0:.*]] = zb.recv from 1 tag 6146 : tensor<5x5xf32>

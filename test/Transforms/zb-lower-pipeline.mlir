@@ -26,8 +26,9 @@
 // CHECK: %[[SUM:.*]] = zb.add %[[W0]], %[[W1]]
 // CHECK: bufferization.materialize_in_destination %[[SUM]] in restrict writable %[[G]]
 // The gradient is final: announced for the data-parallel all-reduce.
-// CHECK-NEXT: %[[P:.*]] = arith.constant {{[0-9]+}} : i32
-// CHECK-NEXT: call @zbrt_gradient_ready(%[[P]]) : (i32) -> ()
+// CHECK-NEXT: %[[K:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[N:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: call @zbrt_gradients_ready(%[[K]], %[[N]]) : (i32, i32) -> ()
 
 // Rank 1 runs the last stage: it receives activations, sums the losses in
 // microbatch order and sends gradients back.

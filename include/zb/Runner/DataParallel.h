@@ -7,17 +7,22 @@
 // optimizer scales by 1/(D*m), RankProgram::globalMicrobatches) and takes
 // the same optimizer step.
 //
-// A parameter's all-reduce starts as soon as its gradient is final: the
-// rank program calls zbrt_gradient_ready(p) right after the last W that
-// contributes to it (zb-lower-pipeline), while the rank's later passes
-// still run (a V schedule's other chunk; the other ranks' passes). The
-// step's end starts the rest (tied parameters, whose copies are summed in
-// the pipeline first) and waits for all, under the --comm-timeout
-// watchdog. One non-blocking MPI all-reduce per parameter (MPI_Iallreduce,
-// MPI_SUM over the group's communicator); every member issues them in the
-// same order, since every pipeline runs the same program. Each all-reduce
-// is a trace event (zbrt::EventKind::AllReduce) from its start until the
-// runner saw it complete.
+// Gradients are all-reduced in buckets (as PyTorch DDP does), each as soon
+// as its gradients are final: the rank program calls
+// zbrt_gradients_ready(k, n) right after the last W that contributes to
+// gradient arguments k .. k+n-1 (zb-lower-pipeline), while the rank's
+// later passes still run (a V schedule's other chunk; the other ranks'
+// passes). Those gradients lie side by side in the rank's gradient arena
+// (RankProgram::gradArena, in parameter order, 64-byte padding zeroed every
+// step), so the bucket is one span and one all-reduce. The step's end
+// starts the rest (tied parameters, whose copies are summed in the
+// pipeline first), bucketed the same way, and waits for all, under the
+// --comm-timeout watchdog. Non-blocking MPI all-reduces (MPI_Iallreduce,
+// MPI_SUM over the group's communicator, chunks of at most 2^30 floats);
+// every member issues them in the same order, since every pipeline runs
+// the same program. Each bucket is a trace event
+// (zbrt::EventKind::AllReduce) from its start until the runner saw it
+// complete.
 //
 // On the CUDA backend the gradients are written by kernels on the compute
 // stream, so the early start would have to wait for the device: there all
@@ -38,7 +43,7 @@
 #include <mpi.h>
 
 #include <cstdint>
-#include <map>
+#include <set>
 #include <vector>
 
 namespace zb::runner {
@@ -64,29 +69,39 @@ public:
   /// not announced, waits for all, disarms. Collective over the group.
   void finish(int64_t step);
 
-  /// Statistics of the run: all-reduces started while the program ran
+  /// Statistics of the run: buckets started while the program ran
   /// (announced), and at the step's end.
   int64_t startedEarly() const { return early; }
   int64_t startedAtEnd() const { return late; }
 
 private:
-  void start(int64_t param);
+  struct Bucket {
+    int64_t firstParam = 0, lastParam = 0; ///< plan.json indices
+    float *data = nullptr;                 ///< its span of the arena
+    int64_t n = 0;                         ///< floats
+    std::vector<MPI_Request> requests;     ///< one per chunk of 2^30 floats
+    double beginUs = 0;
+    bool done = false;
+  };
+  /// The bucket of the rank's gradients firstParam .. lastParam (plan.json
+  /// indices of rp.grads, consecutive in it), not started.
+  Bucket bucket(int64_t firstParam, int64_t lastParam) const;
+  /// The buckets of the gradients not started yet: runs of consecutive
+  /// gradients.
+  std::vector<Bucket> rest() const;
+  void start(Bucket b);
+  void record(const Bucket &b, double endUs);
   /// Stamps the end of every all-reduce that has completed.
   void poll();
-  static void hook(void *self, int32_t gradArg);
+  static void hook(void *self, int32_t firstGradArg, int32_t count);
 
   RankProgram &rp;
   /// The parameter index of each gradient argument (plan.json).
   std::vector<int64_t> gradParams;
   MPI_Comm comm = MPI_COMM_NULL;
   bool enabled = false, hooked = false, armed = false;
-  struct InFlight {
-    std::vector<MPI_Request> requests; ///< one per chunk of 2^30 floats
-    size_t event = 0;                  ///< its trace event's index
-    double beginUs = 0;
-    bool done = false;
-  };
-  std::map<int64_t, InFlight> inFlight; ///< by parameter index
+  std::vector<Bucket> inFlight; ///< this step's, in start order
+  std::set<int64_t> started;    ///< their parameters
   int64_t early = 0, late = 0;
 };
 

@@ -36,8 +36,8 @@
 ///    (zb-lower-pipeline);
 ///  - zbrt_validate_optimizer: the post-validation point of a step
 ///    (zb-lower-pipeline, from zb-schedule's validate_before);
-///  - zbrt_gradient_ready: a parameter's gradient is final for the step
-///    (zb-lower-pipeline; the data-parallel all-reduce starts there);
+///  - zbrt_gradients_ready: gradients final for the step (zb-lower-pipeline;
+///    the data-parallel all-reduce of their bucket starts there);
 ///  - zbrt_cuda_emulated_kernel_argument: the device-memory check of each
 ///    argument of an emulated kernel launch (zb-gpu-emulate, --target
 ///    cuda-emu).
@@ -57,7 +57,7 @@
   X(ActionBegin, zbrt_action_begin)                                            \
   X(ActionEnd, zbrt_action_end)                                                \
   X(ValidateOptimizer, zbrt_validate_optimizer)                                \
-  X(GradientReady, zbrt_gradient_ready)                                        \
+  X(GradientsReady, zbrt_gradients_ready)                                      \
   X(CudaEmulatedKernelArgument, zbrt_cuda_emulated_kernel_argument)
 
 namespace zbrt {

@@ -30,10 +30,12 @@ enum class EventKind : int32_t {
   BackwardWeight = 2, ///< W (gradient w.r.t. the parameters)
   Send = 3,           ///< zbrt_send (copy + MPI_Isend)
   Recv = 4,           ///< zbrt_recv (probe + receive; includes waiting)
-  /// A gradient's all-reduce across the data-parallel pipelines (zb-run),
-  /// from its start (zbrt_gradient_ready, or the step's end) until the
-  /// runner saw it complete; `tag` holds the parameter index, `bytes` its
-  /// size, `stage` -1. Off the rank's compute timeline: not in the bubble.
+  /// The all-reduce of a bucket of gradients across the data-parallel
+  /// pipelines (zb-run), from its start (zbrt_gradients_ready, or the
+  /// step's end) until the runner saw it complete; `tag` and `peer` hold
+  /// the plan.json indices of the bucket's first and last parameter (the
+  /// rank's gradients between them, in order), `bytes` its size, `stage`
+  /// -1. Off the rank's compute timeline: not in the bubble.
   AllReduce = 5,
 };
 

@@ -66,19 +66,22 @@ void zbrt_validate_optimizer(void);
 typedef void (*zbrt_validate_hook)(void *context);
 /// Installs (or, with NULL, removes) the hook of zbrt_validate_optimizer.
 void zbrt_set_validate_hook(zbrt_validate_hook hook, void *context);
-/// Called by a rank program (zb-lower-pipeline) as soon as the gradient in
-/// its gradient argument number `gradArg` (0-based, among the step's
-/// gradient arguments: plan.json ranks[r].args of kind "grad", in order) is
-/// final for the step: after the last W of the step that
+/// Called by a rank program (zb-lower-pipeline) as soon as the gradients in
+/// its gradient arguments number `firstGradArg` .. firstGradArg + count - 1
+/// (0-based, among the step's gradient arguments: plan.json ranks[r].args of
+/// kind "grad", in order; count >= 1) are final for the step, one call per
+/// run of consecutive arguments that become final together: after the last
+/// W of the step that
 /// contributes to it, while later passes may still run (the Zero Bubble
 /// paper, Appendix A). zb-run's hook starts that gradient's all-reduce
 /// across the data-parallel pipelines there; without a hook it does
 /// nothing. Parameters whose copies live on several ranks of the pipeline
 /// (tied) are not announced: their gradient is final only after the step's
 /// exchange.
-void zbrt_gradient_ready(int32_t gradArg);
-typedef void (*zbrt_gradient_hook)(void *context, int32_t gradArg);
-/// Installs (or, with NULL, removes) the hook of zbrt_gradient_ready.
+void zbrt_gradients_ready(int32_t firstGradArg, int32_t count);
+typedef void (*zbrt_gradient_hook)(void *context, int32_t firstGradArg,
+                                   int32_t count);
+/// Installs (or, with NULL, removes) the hook of zbrt_gradients_ready.
 void zbrt_set_gradient_hook(zbrt_gradient_hook hook, void *context);
 
 /// Message tags used by generated code: tag = zbrt_tag(kind, stage, mb)

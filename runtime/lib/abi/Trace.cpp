@@ -85,10 +85,12 @@ extern "C" void zbrt_set_gradient_hook(zbrt_gradient_hook hook,
   gradientHook() = GradientHook{hook, context};
 }
 
-extern "C" void zbrt_gradient_ready(int32_t gradArg) {
-  if (gradArg < 0)
-    detail::fatalf("zbrt_gradient_ready: gradient argument %d < 0", gradArg);
+extern "C" void zbrt_gradients_ready(int32_t firstGradArg, int32_t count) {
+  if (firstGradArg < 0 || count < 1)
+    detail::fatalf("zbrt_gradients_ready: gradient arguments %d .. %d + %d - "
+                   "1: expected a first argument >= 0 and a count >= 1",
+                   firstGradArg, firstGradArg, count);
   const GradientHook &h = gradientHook();
   if (h.hook)
-    h.hook(h.context, gradArg);
+    h.hook(h.context, firstGradArg, count);
 }

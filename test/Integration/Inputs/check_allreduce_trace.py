@@ -1,13 +1,14 @@
 """Checks the data-parallel all-reduces in a zb-run --trace file (Chrome
 trace): for every pipeline rank r of plan.json, its all-reduce track
-(tid P + r, "rank r all-reduce") holds one event per gradient of the rank
-(plan.json ranks[r].args of kind grad), each parameter once, and counts the
-all-reduces that started before the rank's last W began (the Zero Bubble
-paper's Appendix A: a gradient's all-reduce overlaps the passes still to
+(tid P + r, "rank r all-reduce") holds buckets (first_param .. last_param:
+the rank's gradients between them) that cover every gradient of the rank
+(plan.json ranks[r].args of kind grad) exactly once, and counts the
+gradients whose bucket started before the rank's last W began (the Zero
+Bubble paper's Appendix A: the all-reduce overlaps the passes still to
 run).
 
 usage: check_allreduce_trace.py PLAN_DIR TRACE.json
-prints: "rank R: N all-reduces of N gradients, K started before its last W"
+prints: "rank R: G gradients in B buckets, K started before its last W"
 """
 import json
 import os
@@ -28,11 +29,16 @@ def main():
         last_w = max(e["ts"] for e in ws)
         ars = [e for e in events
                if e["tid"] == p + r and e["cat"] == "all-reduce"]
-        params = sorted(e["args"]["param"] for e in ars)
-        early = sum(1 for e in ars if e["ts"] < last_w)
-        same = params == grads
+        covered, early = [], 0
+        for e in ars:
+            lo, hi = e["args"]["first_param"], e["args"]["last_param"]
+            inside = [g for g in grads if lo <= g <= hi]
+            covered += inside
+            if e["ts"] < last_w:
+                early += len(inside)
+        same = sorted(covered) == grads
         ok = ok and same
-        print(f"rank {r}: {len(ars)} all-reduces of {len(grads)} gradients"
+        print(f"rank {r}: {len(grads)} gradients in {len(ars)} buckets"
               f"{'' if same else ' (MISMATCH)'}, {early} started before its "
               f"last W")
     return 0 if ok else 1
