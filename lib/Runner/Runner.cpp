@@ -428,7 +428,10 @@ StepLoop::StepLoop(const RunOptions &o, const Plan &plan, RankProgram &rp,
       profile(plan.numStages), bubbleTotal(worldSize, 0.0),
       replayTotal(worldSize, 0.0), bubbleSteps(worldSize, 0),
       gradSync(o.gradSync, rp, setup.settings, setup.decay, rank, worldSize,
-               o.reportFormat == ReportFormat::Text ? &outs() : nullptr),
+               // One rank prints (not every pipeline's rank 0).
+               o.reportFormat == ReportFormat::Text && layout().reports()
+                   ? &outs()
+                   : nullptr),
       allReduce(rp) {
   const std::optional<CheckpointInfo> &resumed = setup.resumed;
   report.dataParallel = layout().dataParallel;
