@@ -315,6 +315,11 @@ TEST(ZbRun, ProfileCountsEveryActionOfTheMeasuredSteps) {
 /// mlir1 (mlir_rank.mlir): loss = sum over samples of sum(x^T W), through
 /// zbrt_sgemm_memref and a send/recv round trip; grad W[i][k] = sum of x_i.
 TEST(ZbRun, MlirLoweredRankProgram) {
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan does not honour RTLD_DEEPBIND (zb-run's dlopen flag), so the
+  // fixture's `step` resolves to glibc's regexp step() and crashes.
+  GTEST_SKIP() << "RTLD_DEEPBIND under ASan";
+#endif
   std::vector<float> init = fakeParams();
   std::vector<double> w(init.begin(), init.begin() + 6); // W[i][k] = w[2i+k]
   const double lr = 0.05;
