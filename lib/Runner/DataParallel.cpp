@@ -73,7 +73,6 @@ void GradientAllReduce::hook(void *self, int32_t firstGradArg,
       return; // announced twice: the first all-reduce stands
   me->poll();
   me->start(me->bucket(first, lastParam));
-  ++me->early;
 }
 
 void GradientAllReduce::arm() { armed = enabled; }
@@ -170,7 +169,6 @@ void GradientAllReduce::finish(int64_t step) {
     (zbrt_allreduce_start(b.data, b.n) ? onDevice : onHost)
         .push_back(std::move(b));
   }
-  late += (int64_t)(onDevice.size() + onHost.size());
   if (!onHost.empty()) {
     // The others over MPI on the host: the step's gradients are written (on
     // a GPU: by kernels into managed memory) before MPI reads them.

@@ -69,11 +69,6 @@ public:
   /// not announced, waits for all, disarms. Collective over the group.
   void finish(int64_t step);
 
-  /// Statistics of the run: buckets started while the program ran
-  /// (announced), and at the step's end.
-  int64_t startedEarly() const { return early; }
-  int64_t startedAtEnd() const { return late; }
-
 private:
   struct Bucket {
     int64_t firstParam = 0, lastParam = 0; ///< plan.json indices
@@ -102,7 +97,6 @@ private:
   bool enabled = false, hooked = false, armed = false;
   std::vector<Bucket> inFlight; ///< this step's, in start order
   std::set<int64_t> started;    ///< their parameters
-  int64_t early = 0, late = 0;
 };
 
 } // namespace zb::runner

@@ -57,11 +57,6 @@ const Layout &initLayout(int32_t ranksPerPipeline);
 /// Frees the communicators (before zbrt_finalize).
 void finalizeLayout();
 
-/// The world rank of stage rank `s` of pipeline `d`.
-inline int32_t worldRankOf(const Layout &l, int32_t d, int32_t s) {
-  return d * l.pipelineSize + s;
-}
-
 } // namespace zb::runner
 
 #endif // ZB_RUNNER_LAYOUT_H

@@ -123,8 +123,6 @@ double zbrt_comm_timeout(void);
 /// world ranks; zbrt_rank() stays the world rank. Returns this rank's index
 /// in its pipeline. Ends the job when P does not divide the world size.
 int32_t zbrt_set_pipeline(int32_t ranksPerPipeline);
-/// This rank's index in its pipeline (zbrt_rank() before zbrt_set_pipeline).
-int32_t zbrt_pipeline_rank(void);
 /// A function zbrt_fatal runs once before it ends the process (zb-run's
 /// rank 0 removes its --checkpoint DIR/.zb-lock); NULL: none. It runs
 /// outside any signal handler, so it may call anything.

@@ -54,7 +54,7 @@ extern "C" int32_t zbrt_world_size(void) { return detail::worldSize(); }
 extern "C" int32_t zbrt_set_pipeline(int32_t ranksPerPipeline) {
   return detail::setPipeline(ranksPerPipeline);
 }
-extern "C" int32_t zbrt_pipeline_rank(void) { return detail::pipelineRank(); }
+
 
 extern "C" int32_t zbrt_init(int *argc, char ***argv, int32_t *worldSize) {
   int32_t rank = detail::initProcess(argc, argv, worldSize);

@@ -49,40 +49,30 @@ extern "C" void zbrt_action_end(int32_t kind, int32_t stage,
 }
 
 namespace {
-struct ValidateHook {
-  zbrt_validate_hook hook = nullptr;
+/// The hook zb-run installed for one kind of call (one per hook type).
+template <typename Fn> struct Hook {
+  Fn fn = nullptr;
   void *context = nullptr;
 };
-ValidateHook &validateHook() {
-  static ValidateHook h;
+template <typename Fn> Hook<Fn> &hookOf() {
+  static Hook<Fn> h;
   return h;
 }
 } // namespace
 
 extern "C" void zbrt_set_validate_hook(zbrt_validate_hook hook, void *context) {
-  validateHook() = ValidateHook{hook, context};
+  hookOf<zbrt_validate_hook>() = {hook, context};
 }
 
 extern "C" void zbrt_validate_optimizer(void) {
-  const ValidateHook &h = validateHook();
-  if (h.hook)
-    h.hook(h.context);
+  const auto &h = hookOf<zbrt_validate_hook>();
+  if (h.fn)
+    h.fn(h.context);
 }
-
-namespace {
-struct GradientHook {
-  zbrt_gradient_hook hook = nullptr;
-  void *context = nullptr;
-};
-GradientHook &gradientHook() {
-  static GradientHook h;
-  return h;
-}
-} // namespace
 
 extern "C" void zbrt_set_gradient_hook(zbrt_gradient_hook hook,
                                        void *context) {
-  gradientHook() = GradientHook{hook, context};
+  hookOf<zbrt_gradient_hook>() = {hook, context};
 }
 
 extern "C" void zbrt_gradients_ready(int32_t firstGradArg, int32_t count) {
@@ -90,7 +80,7 @@ extern "C" void zbrt_gradients_ready(int32_t firstGradArg, int32_t count) {
     detail::fatalf("zbrt_gradients_ready: gradient arguments %d .. %d + %d - "
                    "1: expected a first argument >= 0 and a count >= 1",
                    firstGradArg, firstGradArg, count);
-  const GradientHook &h = gradientHook();
-  if (h.hook)
-    h.hook(h.context, firstGradArg, count);
+  const auto &h = hookOf<zbrt_gradient_hook>();
+  if (h.fn)
+    h.fn(h.context, firstGradArg, count);
 }
