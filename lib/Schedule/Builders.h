@@ -40,6 +40,12 @@ llvm::Expected<Schedule> buildVShape(const Problem &problem,
 /// its activation memory.
 llvm::Expected<Schedule> buildDualPipeV(const Problem &problem,
                                         const BuildOptions &options);
+/// DeepSeek's DualPipe (DualPipeV.cpp): on every mirrored pair of ranks
+/// (r, p-1-r), DualPipeV's order of rank min(r, p-1-r) of p/2 ranks and m/2
+/// microbatches, one direction per chunk. V = 2 (checked by the caller);
+/// errors for an odd p, an odd m or m < 2p.
+llvm::Expected<Schedule> buildDualPipe(const Problem &problem,
+                                       const BuildOptions &options);
 
 /// Iterated local search on the per-rank order (LocalSearch.cpp): the
 /// improved order, every rank within its entry of \p limits (the problem's

@@ -19,28 +19,27 @@ using namespace zb::sched;
 std::vector<std::vector<CommOp>>
 zb::sched::communicationProgram(const Schedule &schedule) {
   const std::vector<int> &rankOf = schedule.stageToRank;
-  int numStages = rankOf.size();
   std::vector<std::vector<CommOp>> programs(schedule.perRank.size());
   for (size_t r = 0; r < schedule.perRank.size(); ++r) {
     std::vector<CommOp> &prog = programs[r];
     for (const Action &a : schedule.perRank[r]) {
       int s = a.stage, i = a.microbatch;
+      // Neighbours on the microbatch's route (DualPipe: two routes).
+      bool hasPrev = !schedule.routeStart(s), hasNext = !schedule.routeEnd(s);
       // Receive right before the consumer.
-      if (a.kind == ActionKind::F && s > 0 && rankOf[s - 1] != (int)r)
+      if (a.kind == ActionKind::F && hasPrev && rankOf[s - 1] != (int)r)
         prog.push_back({CommOp::Kind::Recv, {ActionKind::F, s - 1, i},
                         rankOf[s - 1]});
-      if (a.kind == ActionKind::B && s + 1 < numStages &&
-          rankOf[s + 1] != (int)r)
+      if (a.kind == ActionKind::B && hasNext && rankOf[s + 1] != (int)r)
         prog.push_back({CommOp::Kind::Recv, {ActionKind::B, s + 1, i},
                         rankOf[s + 1]});
       prog.push_back({CommOp::Kind::Compute, a, -1});
       // Send right after the producer.
-      if (a.kind == ActionKind::F && s + 1 < numStages &&
-          rankOf[s + 1] != (int)r)
+      if (a.kind == ActionKind::F && hasNext && rankOf[s + 1] != (int)r)
         prog.push_back({CommOp::Kind::Send, a, rankOf[s + 1]});
       bool gradientReady = schedule.fusedBackward ? a.kind == ActionKind::W
                                                   : a.kind == ActionKind::B;
-      if (gradientReady && s > 0 && rankOf[s - 1] != (int)r)
+      if (gradientReady && hasPrev && rankOf[s - 1] != (int)r)
         prog.push_back(
             {CommOp::Kind::Send, {ActionKind::B, s, i}, rankOf[s - 1]});
     }

@@ -89,13 +89,14 @@ double zb::sched::allReduceTime(const DataParallelModel &model, double bytes) {
 std::vector<double>
 zb::sched::resolveParamBytes(const DataParallelModel &model,
                              const Problem &problem,
-                             llvm::ArrayRef<int> stageToRank) {
+                             llvm::ArrayRef<int> stageToRank,
+                             int directions) {
   // Problem's convention: the per-rank vectors of resolveStageCosts.
   Problem bytes;
   bytes.numRanks = problem.numRanks;
   bytes.numChunks = problem.numChunks;
   bytes.memB = model.paramBytes;
-  return resolveStageCosts(bytes, stageToRank).memB;
+  return resolveStageCosts(bytes, stageToRank, directions).memB;
 }
 
 /// Runs the all-reduces of one rank in the order of \p order on one stream,
@@ -147,7 +148,8 @@ zb::sched::simulateDataParallel(const Problem &problem,
                       schedule.name)
             .str());
   std::vector<double> bytes =
-      resolveParamBytes(model, problem, schedule.stageToRank);
+      resolveParamBytes(model, problem, schedule.stageToRank,
+                        schedule.directions);
 
   // When each stage's gradients are complete: its last B or W (W follows
   // its B on the same rank, so this is the last W).

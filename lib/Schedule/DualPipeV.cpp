@@ -1,4 +1,4 @@
-//===- DualPipeV.cpp - DeepSeek's DualPipeV -------------------------------===//
+//===- DualPipeV.cpp - DeepSeek's DualPipeV and DualPipe ------------------===//
 //
 // DualPipeV: the V-shaped ("cut-in-half") variant of DualPipe, the
 // bidirectional pipeline of the DeepSeek-V3 technical report (DeepSeek-AI,
@@ -39,6 +39,20 @@
 // passes that run back to back; see unittests/Schedule/DualPipeVTest.cpp).
 // BuildOptions::localSearch (zb-sched --local-search) improves the order
 // beyond PyTorch's within the same per-rank activation memory.
+//
+// DualPipe (DeepSeek's dualpipe.py, DualPipe.step) is DualPipeV unfolded:
+// p ranks (p even), the model in p stages, microbatches 0..m/2-1 going down
+// (model stage s on rank s) and m/2..m-1 going up (model stage s on rank
+// p-1-s, a replica with its own parameters; Schedule::directions = 2). Its
+// phases are DualPipeV's with p/2 ranks and m/2 microbatches per direction:
+// rank r runs the order of DualPipeV's rank h = min(r, p-1-r), with chunk 0
+// the direction whose input is nearer (down on the first half of the ranks,
+// up on the second) and chunk 1 the other. Both routes are the V-shape
+// mapping of 2p global stages cut at the bottom of the V: route 0 is stages
+// 0..p-1 (stage s on rank s), route 1 stages p..2p-1 (stage p+s, model stage
+// s, on rank p-1-s). With T_comm = 0 the timeline equals DualPipeV's on p/2
+// ranks (each DualPipe rank and its mirror do what one DualPipeV rank does,
+// each for one direction), hence DeepSeek's table gives both one bubble.
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,6 +115,74 @@ private:
 
 } // namespace
 
+/// Rank r's DualPipeV order for p ranks and m microbatches, its chunk 0
+/// named stage \p down and its chunk 1 stage \p up (phases 1-8 above).
+static std::vector<Action> dualPipeVOrder(int p, int m, int r, int down,
+                                          int up) {
+  std::vector<Action> out;
+  RankOrder o(out, down, up);
+  // 1-2. Warm-up: the forward of chunk 0, then both chunks.
+  for (int k = 0; k < 2 * (p - r - 1); ++k)
+    o.forward(down);
+  for (int k = 0; k < r + 1; ++k) {
+    o.forward(down);
+    o.forward(up);
+  }
+  // 3. The first backwards of chunk 1, split with the W right after.
+  for (int k = 0; k < p - r - 1; ++k) {
+    o.splitBackward(up);
+    o.popOldestW();
+    o.forward(up);
+  }
+  // 4. Steady: F of one chunk with the full backward of the other.
+  for (int k = 0; k < m - 2 * p + r + 1; ++k) {
+    o.forward(down);
+    o.fullBackward(up);
+    o.forward(up);
+    o.fullBackward(down);
+  }
+  // 5. Chunk 0's forwards are done.
+  for (int k = 0; k < p - r - 1; ++k) {
+    o.fullBackward(up);
+    o.forward(up);
+    o.fullBackward(down);
+  }
+  // 6. Cool-down: the backwards left, split from iteration (r+1)/2 on.
+  int half = (r + 1) / 2;
+  bool split = false;
+  for (int k = 0; k < r + 1; ++k) {
+    if (k == half && r % 2 == 1)
+      split = true;
+    o.backward(up, split);
+    if (k == half && r % 2 == 0)
+      split = true;
+    o.backward(down, split);
+  }
+  // 7-8. Chunk 0's last backwards behind the queued W, then the rest.
+  for (int k = 0; k < p - r - 1; ++k) {
+    o.popOldestW();
+    o.splitBackward(down);
+  }
+  for (int k = 0; k < r + 1; ++k)
+    o.popOldestW();
+  return out;
+}
+
+/// Local search on the order (BuildOptions::localSearch): beyond PyTorch's
+/// and DeepSeek's order, never above the activation memory it holds on each
+/// rank (nor the problem's limit).
+static void improve(const Problem &problem, Schedule &s,
+                    const BuildOptions &options) {
+  if (!options.localSearch)
+    return;
+  std::vector<double> limits = simulate(problem, s).peakMemory;
+  for (int r = 0; r < problem.numRanks; ++r)
+    if (problem.memoryLimitOf(r) > 0)
+      limits[r] = std::min(limits[r], problem.memoryLimitOf(r));
+  s.perRank = detail::improveByLocalSearch(problem, s, limits,
+                                          options.searchEvaluations);
+}
+
 llvm::Expected<Schedule> detail::buildDualPipeV(const Problem &problem,
                                                 const BuildOptions &options) {
   int p = problem.numRanks, m = problem.numMicrobatches;
@@ -116,63 +198,51 @@ llvm::Expected<Schedule> detail::buildDualPipeV(const Problem &problem,
   s.costConvention = CostConvention::StageSpan;
   s.fusedBackward = false;
   s.perRank.resize(p);
+  for (int r = 0; r < p; ++r)
+    s.perRank[r] = dualPipeVOrder(p, m, r, r, 2 * p - 1 - r);
+  improve(problem, s, options);
+  return s;
+}
+
+llvm::Expected<Schedule> detail::buildDualPipe(const Problem &problem,
+                                               const BuildOptions &options) {
+  int p = problem.numRanks, m = problem.numMicrobatches;
+  if (p % 2 != 0)
+    return llvm::createStringError(
+        llvm::formatv("dualpipe needs an even number of ranks (its two "
+                      "directions meet in the middle), got p={0}",
+                      p)
+            .str());
+  if (m % 2 != 0 || m < 2 * p)
+    return llvm::createStringError(
+        llvm::formatv("dualpipe needs an even number of microbatches, at "
+                      "least 2p={0} (half of them in each direction), got "
+                      "m={1}",
+                      2 * p, m)
+            .str());
+  Schedule s;
+  s.name = scheduleName(ScheduleKind::DualPipe).str();
+  s.stageToRank = vShapeStageToRank(p);
+  s.directions = 2;
+  s.costConvention = CostConvention::StageSpan;
+  s.fusedBackward = false;
+  s.perRank.resize(p);
+  const int half = p / 2, halfM = m / 2;
   for (int r = 0; r < p; ++r) {
-    int down = r, up = 2 * p - 1 - r;
-    RankOrder o(s.perRank[r], down, up);
-    // 1-2. Warm-up: the forward of chunk 0, then both chunks.
-    for (int k = 0; k < 2 * (p - r - 1); ++k)
-      o.forward(down);
-    for (int k = 0; k < r + 1; ++k) {
-      o.forward(down);
-      o.forward(up);
+    // Rank r of the first half runs its down stage r as DualPipeV's chunk 0
+    // and the up route's stage there (model stage p-1-r) as chunk 1; its
+    // mirror p-1-r the other way round (DualPipe.step's phases 0 and 1).
+    const bool first = r < half;
+    const int h = first ? r : p - 1 - r;
+    const int downStage = r, upStage = 2 * p - 1 - r;
+    std::vector<Action> order = dualPipeVOrder(half, halfM, h, 0, 1);
+    for (Action &a : order) {
+      const bool down = (a.stage == 0) == first;
+      a.stage = down ? downStage : upStage;
+      a.microbatch += down ? 0 : halfM;
     }
-    // 3. The first backwards of chunk 1, split with the W right after.
-    for (int k = 0; k < p - r - 1; ++k) {
-      o.splitBackward(up);
-      o.popOldestW();
-      o.forward(up);
-    }
-    // 4. Steady: F of one chunk with the full backward of the other.
-    for (int k = 0; k < m - 2 * p + r + 1; ++k) {
-      o.forward(down);
-      o.fullBackward(up);
-      o.forward(up);
-      o.fullBackward(down);
-    }
-    // 5. Chunk 0's forwards are done.
-    for (int k = 0; k < p - r - 1; ++k) {
-      o.fullBackward(up);
-      o.forward(up);
-      o.fullBackward(down);
-    }
-    // 6. Cool-down: the backwards left, split from iteration (r+1)/2 on.
-    int half = (r + 1) / 2;
-    bool split = false;
-    for (int k = 0; k < r + 1; ++k) {
-      if (k == half && r % 2 == 1)
-        split = true;
-      o.backward(up, split);
-      if (k == half && r % 2 == 0)
-        split = true;
-      o.backward(down, split);
-    }
-    // 7-8. Chunk 0's last backwards behind the queued W, then the rest.
-    for (int k = 0; k < p - r - 1; ++k) {
-      o.popOldestW();
-      o.splitBackward(down);
-    }
-    for (int k = 0; k < r + 1; ++k)
-      o.popOldestW();
+    s.perRank[r] = std::move(order);
   }
-  if (options.localSearch) {
-    // Beyond PyTorch: local search on the order, never above the activation
-    // memory DualPipeV holds on each rank (nor the problem's limit).
-    std::vector<double> limits = simulate(problem, s).peakMemory;
-    for (int r = 0; r < p; ++r)
-      if (problem.memoryLimitOf(r) > 0)
-        limits[r] = std::min(limits[r], problem.memoryLimitOf(r));
-    s.perRank =
-        improveByLocalSearch(problem, s, limits, options.searchEvaluations);
-  }
+  improve(problem, s, options);
   return s;
 }

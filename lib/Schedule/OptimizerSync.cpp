@@ -131,7 +131,7 @@ zb::sched::simulateOptimizerSync(const Problem &problem,
                       options.costOptimizer)
             .str());
   int p = schedule.perRank.size();
-  StageCosts costs = resolveStageCosts(problem, schedule.stageToRank);
+  StageCosts costs = resolveStageCosts(problem, schedule);
   std::vector<double> latency(p);
   for (int r = 0; r < p; ++r)
     latency[r] = latencyOf(costs, schedule, r);

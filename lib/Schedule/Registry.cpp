@@ -36,6 +36,7 @@ constexpr ScheduleInfo kSchedules[] = {
     {K::VMin, "v-min", P::VShape, 2},
     {K::VAuto, "v-auto", P::VShape, 2},
     {K::DualPipeV, "dualpipev", P::VShape, 2},
+    {K::DualPipe, "dualpipe", P::Bidirectional, 2},
 };
 } // namespace
 
@@ -103,7 +104,8 @@ llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
   llvm::StringRef name = info.name;
   int p = problem.numRanks, v = problem.numChunks;
   bool interleaved = info.placement == StagePlacement::Interleaved;
-  bool vShape = info.placement == StagePlacement::VShape ||
+  bool bidirectional = info.placement == StagePlacement::Bidirectional;
+  bool vShape = info.placement == StagePlacement::VShape || bidirectional ||
                 (info.placement == StagePlacement::Either && v == 2);
   if (interleaved && v < 2)
     return llvm::createStringError(
@@ -132,7 +134,8 @@ llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
     double limit = problem.memoryLimitOf(r);
     if (limit <= 0)
       continue;
-    double need = minimumMemoryOfRank(problem, map, r);
+    double need =
+        minimumMemoryOfRank(problem, map, r, bidirectional ? 2 : 1);
     if (!StageCosts::fits(need, limit))
       return llvm::createStringError(
           llvm::formatv("memory limit {0} of rank {1} is below what any "
@@ -175,6 +178,9 @@ llvm::Expected<Schedule> zb::sched::buildSchedule(const Problem &problem,
     break;
   case K::DualPipeV:
     result = detail::buildDualPipeV(problem, options);
+    break;
+  case K::DualPipe:
+    result = detail::buildDualPipe(problem, options);
     break;
   }
   if (!result)

@@ -591,6 +591,10 @@ llvm::Error zb::sched::writeComparison(llvm::raw_ostream &os,
     std::string note;
     if (problem->numChunks > 1)
       note = llvm::formatv("V={0}", problem->numChunks).str();
+    if (schedule->directions > 1)
+      note += llvm::formatv(", {0} directions, 2x parameters",
+                            schedule->directions)
+                  .str();
     if (!ilp.status.empty())
       note += llvm::formatv("CBC {0}, gap {1:P2}", ilp.status, ilp.gap).str();
     std::string dpStep;

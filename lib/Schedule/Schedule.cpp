@@ -169,7 +169,7 @@ llvm::Error zb::sched::validateProblem(const Problem &problem) {
 static std::vector<double> resolve(const std::vector<double> &values,
                                    const Problem &problem,
                                    llvm::ArrayRef<int> stageToRank,
-                                   bool divideByChunks) {
+                                   bool divideByChunks, int directions) {
   size_t s = stageToRank.size();
   std::vector<double> out(s, 0.0);
   if (values.empty())
@@ -180,21 +180,32 @@ static std::vector<double> resolve(const std::vector<double> &values,
       continue;
     }
     double v = values.size() == 1 ? values[0] : values[stageToRank[i]];
-    out[i] = divideByChunks ? v / problem.numChunks : v;
+    // A rank's value is its share of the model: V chunks, or V/D chunks
+    // that are whole model stages for D directions.
+    out[i] = divideByChunks
+                 ? v * directions / problem.numChunks
+                 : v;
   }
   return out;
 }
 
 StageCosts zb::sched::resolveStageCosts(const Problem &problem,
-                                        llvm::ArrayRef<int> stageToRank) {
+                                        llvm::ArrayRef<int> stageToRank,
+                                        int directions) {
   StageCosts c;
-  c.f = resolve(problem.costF, problem, stageToRank, true);
-  c.b = resolve(problem.costB, problem, stageToRank, true);
-  c.w = resolve(problem.costW, problem, stageToRank, true);
-  c.comm = resolve(problem.costComm, problem, stageToRank, false);
-  c.memB = resolve(problem.memB, problem, stageToRank, true);
-  c.memW = resolve(problem.memW, problem, stageToRank, true);
+  c.f = resolve(problem.costF, problem, stageToRank, true, directions);
+  c.b = resolve(problem.costB, problem, stageToRank, true, directions);
+  c.w = resolve(problem.costW, problem, stageToRank, true, directions);
+  c.comm = resolve(problem.costComm, problem, stageToRank, false, directions);
+  c.memB = resolve(problem.memB, problem, stageToRank, true, directions);
+  c.memW = resolve(problem.memW, problem, stageToRank, true, directions);
   return c;
+}
+
+StageCosts zb::sched::resolveStageCosts(const Problem &problem,
+                                        const Schedule &schedule) {
+  return resolveStageCosts(problem, schedule.stageToRank,
+                           schedule.directions);
 }
 
 //===----------------------------------------------------------------------===//
@@ -223,12 +234,11 @@ struct Dep {
 static int dependencies(const Action &a, const Schedule &schedule,
                         const StageCosts &costs, int numRanks,
                         const SimOptions &options, Dep deps[2]) {
-  int numStages = schedule.stageToRank.size();
   int n = 0;
   int rank = schedule.stageToRank[a.stage];
   switch (a.kind) {
   case ActionKind::F:
-    if (a.stage > 0) {
+    if (!schedule.routeStart(a.stage)) {
       bool skip = options.paperInterleavedQuirk && a.stage % numRanks == 0 &&
                   a.microbatch % numRanks != 0;
       if (!skip) {
@@ -240,7 +250,7 @@ static int dependencies(const Action &a, const Schedule &schedule,
     break;
   case ActionKind::B:
     deps[n++] = {ActionKind::F, a.stage, a.microbatch, 0};
-    if (a.stage + 1 < numStages) {
+    if (!schedule.routeEnd(a.stage)) {
       int src = a.stage + 1;
       bool skip = options.paperInterleavedQuirk && src % numRanks == 0 &&
                   a.microbatch % numRanks != 0;
@@ -345,7 +355,7 @@ SimResult zb::sched::simulate(const Problem &problem, const Schedule &schedule,
                               const SimOptions &options) {
   SimResult result;
   int p = schedule.perRank.size();
-  StageCosts costs = resolveStageCosts(problem, schedule.stageToRank);
+  StageCosts costs = resolveStageCosts(problem, schedule);
   SimCore core = runSimulation(problem, schedule, costs, options);
   ActionIndex idx{static_cast<int>(schedule.stageToRank.size()),
                   problem.numMicrobatches};
@@ -412,7 +422,7 @@ zb::sched::estimateJitter(const Problem &problem, const Schedule &schedule,
                                   "variation must be >= 0",
                                   names[k], v));
   }
-  StageCosts costs = resolveStageCosts(problem, schedule.stageToRank);
+  StageCosts costs = resolveStageCosts(problem, schedule);
   // One log-normal per (kind, stage): mean 1, the stage's cv.
   std::vector<std::lognormal_distribution<double>> dist;
   for (int k = 0; k < 3; ++k)
@@ -474,6 +484,14 @@ llvm::Error checkShape(const Problem &problem, const Schedule &schedule) {
         llvm::formatv("schedule '{0}' maps {1} stages to ranks, the problem "
                       "has p*V={2} stages",
                       schedule.name, schedule.stageToRank.size(), numStages));
+  if (schedule.directions != 1 &&
+      (schedule.directions != 2 || numStages % 2 != 0 ||
+       problem.numMicrobatches % 2 != 0))
+    return error(llvm::formatv(
+        "schedule '{0}' has {1} directions; a bidirectional pipeline has 2, "
+        "an even number of stages (got {2}) and of microbatches (got {3})",
+        schedule.name, schedule.directions, numStages,
+        problem.numMicrobatches));
   for (int s = 0; s < numStages; ++s)
     if (schedule.stageToRank[s] < 0 || schedule.stageToRank[s] >= p)
       return error(
@@ -506,6 +524,15 @@ llvm::Error checkPlacement(const Problem &problem, const Schedule &schedule,
                                    "rank {3}",
                                    r, k, describe(a),
                                    schedule.stageToRank[a.stage]));
+      int direction =
+          directionOfMicrobatch(a.microbatch, m, schedule.directions);
+      if (schedule.directionOfStage(a.stage) != direction)
+        return error(llvm::formatv(
+            "rank {0} position {1}: {2} is off its route (microbatch {3} "
+            "takes direction {4}: stages {5}..{6})",
+            r, k, describe(a), a.microbatch, direction,
+            direction * schedule.routeLength(),
+            (direction + 1) * schedule.routeLength() - 1));
       int j = idx(a.kind, a.stage, a.microbatch);
       if (position[j] >= 0)
         return error(llvm::formatv("rank {0}: {1} appears more than once", r,
@@ -513,14 +540,17 @@ llvm::Error checkPlacement(const Problem &problem, const Schedule &schedule,
       position[j] = k;
     }
   }
+  const int perStage = m / schedule.directions;
   for (int s = 0; s < numStages; ++s)
     for (ActionKind k : {ActionKind::F, ActionKind::B, ActionKind::W})
       for (int i = 0; i < m; ++i)
-        if (position[idx(k, s, i)] < 0)
+        if (directionOfMicrobatch(i, m, schedule.directions) ==
+                schedule.directionOfStage(s) &&
+            position[idx(k, s, i)] < 0)
           return error(llvm::formatv(
               "count: {0} is missing (rank {1} must run {2} actions)",
               describe({k, s, i}), schedule.stageToRank[s],
-              3 * m *
+              3 * perStage *
                   llvm::count(schedule.stageToRank, schedule.stageToRank[s])));
   return llvm::Error::success();
 }
@@ -617,7 +647,7 @@ llvm::Error zb::sched::verify(const Problem &problem,
     return e;
   if (llvm::Error e = checkRankOrder(schedule, idx, position))
     return e;
-  StageCosts costs = resolveStageCosts(problem, schedule.stageToRank);
+  StageCosts costs = resolveStageCosts(problem, schedule);
   if (llvm::Error e = checkDeadlock(problem, schedule, costs, idx))
     return e;
   return checkMemory(problem, schedule, costs);
@@ -629,30 +659,36 @@ llvm::Error zb::sched::verify(const Problem &problem,
 
 double zb::sched::minimumMemoryOfRank(const Problem &problem,
                                       llvm::ArrayRef<int> stageToRank,
-                                      int rank) {
-  StageCosts c = resolveStageCosts(problem, stageToRank);
-  // One microbatch at a time: all its F, then B immediately followed by W.
-  double mem = 0, peak = 0;
-  for (int s = 0, e = stageToRank.size(); s < e; ++s)
-    if (stageToRank[s] == rank) {
-      mem += c.memoryDelta(ActionKind::F, s);
-      peak = std::max(peak, mem);
-    }
-  for (int s = stageToRank.size() - 1; s >= 0; --s)
-    if (stageToRank[s] == rank) {
-      mem += c.memoryDelta(ActionKind::B, s);
-      peak = std::max(peak, mem);
-      mem += c.memoryDelta(ActionKind::W, s);
-    }
+                                      int rank, int directions) {
+  StageCosts c = resolveStageCosts(problem, stageToRank, directions);
+  // One microbatch at a time: all its F, then B immediately followed by W;
+  // the worst of the routes (a microbatch passes through one).
+  const int length = stageToRank.size() / directions;
+  double peak = 0;
+  for (int d = 0; d < directions; ++d) {
+    const int begin = d * length, end = begin + length;
+    double mem = 0;
+    for (int s = begin; s < end; ++s)
+      if (stageToRank[s] == rank) {
+        mem += c.memoryDelta(ActionKind::F, s);
+        peak = std::max(peak, mem);
+      }
+    for (int s = end - 1; s >= begin; --s)
+      if (stageToRank[s] == rank) {
+        mem += c.memoryDelta(ActionKind::B, s);
+        peak = std::max(peak, mem);
+        mem += c.memoryDelta(ActionKind::W, s);
+      }
+  }
   return peak;
 }
 
 double zb::sched::minimumMemory(const Problem &problem,
                                 llvm::ArrayRef<int> stageToRank,
-                                int *worstRank) {
+                                int *worstRank, int directions) {
   double worst = 0;
   for (int r = 0; r < problem.numRanks; ++r) {
-    double peak = minimumMemoryOfRank(problem, stageToRank, r);
+    double peak = minimumMemoryOfRank(problem, stageToRank, r, directions);
     if (r == 0 || peak > worst) {
       worst = peak;
       if (worstRank)

@@ -116,6 +116,18 @@ struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
       module.emitError("zb-schedule: ") << llvm::toString(schedule.takeError());
       return signalPassFailure();
     }
+    if (schedule->directions != 1) {
+      // DualPipe: every model stage on two ranks, half the microbatches
+      // each way. The lowering knows one route per microbatch through
+      // stages 0..pV-1 and one copy of each parameter.
+      module.emitError("zb-schedule: schedule '")
+          << schedule->name << "' runs " << schedule->directions
+          << " directions (every model stage replicated on two ranks), "
+             "which zb-lower-pipeline cannot lower yet; zb-sched predicts "
+             "it. To train, use dualpipev: DualPipe cut in half, the same "
+             "bubble by DeepSeek's table with one copy of the parameters";
+      return signalPassFailure();
+    }
     if (llvm::Error err = sched::verify(problem, *schedule)) {
       module.emitError("zb-schedule: schedule '")
           << schedule->name

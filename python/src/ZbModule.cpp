@@ -126,6 +126,10 @@ NB_MODULE(_zb, m) {
       .def_rw("name", &Schedule::name)
       .def_rw("stage_to_rank", &Schedule::stageToRank)
       .def_rw("fused_backward", &Schedule::fusedBackward)
+      .def_rw("directions", &Schedule::directions,
+              "1, or 2 for a bidirectional pipeline (dualpipe): stages "
+              "0..L-1 carry microbatches 0..m/2-1 down, stages L..2L-1 (the "
+              "same model stages on mirrored ranks) the rest up")
       .def_prop_rw(
           "cost_convention",
           [](const Schedule &s) {

@@ -16,7 +16,8 @@ CASES = [
       "--cost-w", 1, "--cost-comm", 0.5, "--mem-b", 1, "--mem-w", 0.5,
       "--memory-limit", 8],
      ["gpipe", "1f1b", "zb-h1", "zb-h2", "zb-auto", "zb-1p", "zb-2p",
-      "zb-v", "v-half", "v-min", "v-auto", "1f1b-i"]),
+      "zb-v", "v-half", "v-min", "v-auto", "1f1b-i", "dualpipev",
+      "dualpipe"]),
     (dict(stages=6, microbatches=18, cost_f=[3, 2, 2, 2, 2, 4], cost_b=3.5,
           cost_w=1.5, cost_comm=0.2, mem_b=2, mem_w=1,
           memory_limit=[24, 20, 18, 14, 12, 12]),
@@ -43,6 +44,7 @@ def test_python_equals_cli(kwargs, flags, names):
         assert s.makespan == pytest.approx(ref["makespan"], abs=1e-9)
         assert s.peak_memory == pytest.approx(ref["peak_memory"], abs=1e-9)
         assert s.stage_to_rank == ref["stage_to_rank"]
+        assert s.directions == ref.get("directions", 1)
         assert s.actions == [[(a["kind"], a["stage"], a["microbatch"])
                               for a in r["actions"]] for r in ref["ranks"]]
         s.verify()

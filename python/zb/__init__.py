@@ -58,7 +58,8 @@ def _as_list(name: str, value) -> list[float]:
 
 def schedule_names() -> list[str]:
     """Names ``schedule()`` accepts: gpipe, 1f1b, 1f1b-i, zb-h1, zb-h2,
-    zb-auto, zb-1p, zb-2p, ilp, zb-v, v-half, v-min, v-auto, dualpipev."""
+    zb-auto, zb-1p, zb-2p, ilp, zb-v, v-half, v-min, v-auto, dualpipev,
+    dualpipe."""
     return list(_zb.schedule_names())
 
 
@@ -169,6 +170,13 @@ class Schedule:
     @property
     def stage_to_rank(self) -> list[int]:
         return self._native.stage_to_rank
+
+    @property
+    def directions(self) -> int:
+        """1, or 2 for DualPipe: stages 0..L-1 carry microbatches
+        0..m/2-1 down the ranks, stages L..2L-1 (the same model stages on
+        the mirrored ranks) the rest up; L = len(stage_to_rank) / 2."""
+        return self._native.directions
 
     @property
     def stages(self) -> int:

@@ -328,7 +328,7 @@ TEST(Registry, NamesRoundTrip) {
   EXPECT_EQ(errorOf(parseScheduleKind("ZB-H1").takeError()),
             "unknown schedule 'ZB-H1'; expected one of: gpipe, 1f1b, 1f1b-i, "
             "zb-h1, zb-h2, zb-auto, zb-1p, zb-2p, ilp, zb-v, v-half, v-min, "
-            "v-auto, dualpipev");
+            "v-auto, dualpipev, dualpipe");
 }
 
 //===----------------------------------------------------------------------===//

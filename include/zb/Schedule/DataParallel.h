@@ -91,7 +91,8 @@ double allReduceTime(const DataParallelModel &model, double bytes);
 /// \p stageToRank), as resolveStageCosts resolves the costs.
 std::vector<double> resolveParamBytes(const DataParallelModel &model,
                                       const Problem &problem,
-                                      llvm::ArrayRef<int> stageToRank);
+                                      llvm::ArrayRef<int> stageToRank,
+                                      int directions = 1);
 
 /// One stage's gradient all-reduce on its rank's communication stream.
 struct StageAllReduce {

@@ -36,6 +36,8 @@ enum class ScheduleKind {
   VAuto,           ///< "v-auto": the best V-shape schedule that fits
   DualPipeV,       ///< "dualpipev": DeepSeek's DualPipeV (DeepSeek-V3
                    ///< report, Section 3.2.1; PyTorch's ScheduleDualPipeV)
+  DualPipe,        ///< "dualpipe": DeepSeek's DualPipe, two pipelines in
+                   ///< opposite directions (DeepSeek-V3 report, 3.2.1)
 };
 
 /// How a schedule places the P x V global stages on the ranks.
@@ -43,6 +45,10 @@ enum class StagePlacement {
   Sequential,  ///< V = 1: stage s on rank s
   Interleaved, ///< V >= 2: stage s on rank s mod P (1f1b-i)
   VShape,      ///< V = 2: chunk 0 down the ranks, chunk 1 back up
+  /// V = 2, two directions (Schedule::directions): the model's p stages
+  /// down the ranks (stage s on rank s) and a replica of them up the ranks
+  /// (model stage s on rank p-1-s), on the V-shape mapping of 2p stages.
+  Bidirectional,
   Either,      ///< ilp: Sequential with V = 1, VShape with V = 2
 };
 
@@ -69,8 +75,8 @@ llvm::Expected<ScheduleKind> parseScheduleKind(llvm::StringRef name);
 llvm::ArrayRef<llvm::StringRef> scheduleNames();
 
 /// Chunks per rank V a schedule uses when none is given: 2 for 1f1b-i and
-/// the V-shape schedules (zb-v, v-half, v-min, v-auto, dualpipev), 1
-/// otherwise.
+/// the V-shape schedules (zb-v, v-half, v-min, v-auto, dualpipev) and
+/// dualpipe, 1 otherwise.
 int defaultChunks(ScheduleKind kind);
 
 /// Builds a schedule of `kind`:
@@ -83,6 +89,10 @@ int defaultChunks(ScheduleKind kind);
 ///     m >= 2p (one microbatch per stage of the V, as PyTorch's
 ///     ScheduleDualPipeV), its order fixed whatever the costs and limits
 ///     (with options.localSearch improved within its per-rank memory).
+///   - dualpipe needs V=2, an even p >= 2 and an even m >= 2p (DeepSeek's
+///     DualPipe.step): microbatches 0..m/2-1 go down, m/2..m-1 up
+///     (Schedule::directions = 2); per-rank costs and memory are a model
+///     stage's (each of a rank's two chunks is a whole stage).
 ///   - zb-auto uses problem.memoryLimit; zb-1p / zb-2p use p*M_B / 2p*M_B
 ///     (the limit is min(that, memoryLimit) when memoryLimit is set).
 ///   - Every result is verified (including the memory limit, when set) before

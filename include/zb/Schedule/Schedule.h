@@ -137,7 +137,38 @@ struct Schedule {
   /// and the gradient is sent to the previous stage only after W (B and W are
   /// one backward pass). False: the gradient is sent right after B.
   bool fusedBackward = false;
+  /// Directions (routes) D: 1, or 2 for a bidirectional pipeline (DualPipe).
+  /// Route d is the global stages d*L .. d*L+L-1 (L = routeLength()) and
+  /// carries the microbatches i with directionOfMicrobatch(i, m, D) == d:
+  /// microbatch i passes through those L stages only, F from the route's
+  /// first to its last, B back. Stages s and s+L compute the same model stage
+  /// (modelStage) with their own copy of its parameters; the copies'
+  /// gradients are summed before the optimizer (DualPipe's "2x parameters").
+  int directions = 1;
+
+  int numStages() const { return static_cast<int>(stageToRank.size()); }
+  /// Stages of one route: p*V / D.
+  int routeLength() const { return numStages() / directions; }
+  /// The route of global stage \p stage (0 .. D-1).
+  int directionOfStage(int stage) const { return stage / routeLength(); }
+  /// The model stage global stage \p stage computes (0 .. L-1).
+  int modelStage(int stage) const { return stage % routeLength(); }
+  /// True for the first (last) stage of its route: F(s,i) takes the
+  /// microbatch's input there (computes its loss there).
+  bool routeStart(int stage) const { return modelStage(stage) == 0; }
+  bool routeEnd(int stage) const {
+    return modelStage(stage) == routeLength() - 1;
+  }
 };
+
+/// The direction of microbatch \p microbatch of \p numMicrobatches under
+/// \p directions routes: the first m/D microbatches take route 0, the next
+/// m/D route 1 (the order data parallelism splits a batch in).
+inline int directionOfMicrobatch(int microbatch, int numMicrobatches,
+                                 int directions) {
+  return static_cast<int>(static_cast<int64_t>(microbatch) * directions /
+                          numMicrobatches);
+}
 
 /// One simulated action.
 struct TimedAction {
@@ -214,11 +245,13 @@ llvm::Error validateProblem(const Problem &problem);
 /// needs: the peak per rank when one microbatch at a time runs all its F, then
 /// B immediately followed by W (Appendix B's model). Returns the worst rank's
 /// peak (unit of memB) and sets *\p worstRank to that rank when not null.
+/// With \p directions routes (DualPipe) the worst of the routes.
 double minimumMemory(const Problem &problem, llvm::ArrayRef<int> stageToRank,
-                     int *worstRank);
+                     int *worstRank, int directions = 1);
 /// The same peak for one rank.
 double minimumMemoryOfRank(const Problem &problem,
-                           llvm::ArrayRef<int> stageToRank, int rank);
+                           llvm::ArrayRef<int> stageToRank, int rank,
+                           int directions = 1);
 
 /// Event-driven simulation (one serial compute stream per rank, T_comm as a
 /// latency between ranks, every action as early as its dependencies and the
@@ -414,9 +447,14 @@ struct StageCosts {
   }
 };
 /// Resolves the per-rank (or per-stage) vectors of \p problem to one value per
-/// global stage; chunks of a rank get 1/V of the rank's value.
+/// global stage; chunks of a rank get 1/V of the rank's value, or D/V of it
+/// under \p directions routes (DualPipe: each of a rank's two chunks is a
+/// whole model stage, the rank's share).
 StageCosts resolveStageCosts(const Problem &problem,
-                             llvm::ArrayRef<int> stageToRank);
+                             llvm::ArrayRef<int> stageToRank,
+                             int directions = 1);
+/// The same for \p schedule's mapping and directions.
+StageCosts resolveStageCosts(const Problem &problem, const Schedule &schedule);
 
 /// The stage-to-rank mapping of interleaved schedules (stage s on rank s % p).
 std::vector<int> interleavedStageToRank(int numRanks, int numChunks);

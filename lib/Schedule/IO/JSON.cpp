@@ -60,7 +60,7 @@ json::Value zb::sched::toJSON(const Problem &problem, const Schedule &schedule,
       rank["peak_memory"] = sim.peakMemory[r];
     ranks.push_back(std::move(rank));
   }
-  return json::Object{
+  json::Object out{
       {"format", "zb-schedule"},
       {"version", 1},
       {"name", schedule.name},
@@ -75,6 +75,10 @@ json::Value zb::sched::toJSON(const Problem &problem, const Schedule &schedule,
       {"bubble_rate", sim.bubbleRate},
       {"peak_memory", toArray(sim.peakMemory)},
       {"ranks", std::move(ranks)}};
+  // Only bidirectional pipelines (DualPipe) name their directions.
+  if (schedule.directions != 1)
+    out["directions"] = schedule.directions;
+  return out;
 }
 
 void zb::sched::writeJSON(llvm::raw_ostream &os, const Problem &problem,
@@ -166,6 +170,14 @@ llvm::Error zb::sched::readJSON(llvm::StringRef text, Problem &problem,
       return e;
 
   schedule = Schedule();
+  // Only bidirectional pipelines (DualPipe) name their directions.
+  if (root->get("directions")) {
+    std::optional<int64_t> d = root->getInteger("directions");
+    if (!d || (*d != 1 && *d != 2))
+      return llvm::createStringError(
+          "schedule JSON: \"directions\" must be 1 or 2 (DualPipe)");
+    schedule.directions = static_cast<int>(*d);
+  }
   if (std::optional<llvm::StringRef> n = root->getString("name"))
     schedule.name = n->str();
   if (const json::Array *map = root->getArray("stage_to_rank")) {

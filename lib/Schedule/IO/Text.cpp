@@ -35,6 +35,12 @@ void zb::sched::writeText(llvm::raw_ostream &os, const Problem &problem,
      << " m=" << problem.numMicrobatches;
   if (problem.numChunks > 1)
     os << " V=" << problem.numChunks;
+  if (schedule.directions > 1)
+    os << ", " << schedule.directions << " directions (stages 0.."
+       << schedule.routeLength() - 1 << " down for microbatches 0.."
+       << problem.numMicrobatches / 2 - 1 << ", " << schedule.routeLength()
+       << ".." << schedule.numStages() - 1 << " up for the rest; every "
+       << "model stage on 2 ranks)";
   os << "\n";
   os << llvm::formatv("  bubble rate {0:F4} (cost {1} = {2}, ideal {3})\n",
                       sim.bubbleRate, num(sim.cost),
