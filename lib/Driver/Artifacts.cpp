@@ -314,6 +314,7 @@ llvm::Expected<formats::Plan> buildPlan(const CompileOptions &options,
   plan.numRanks = static_cast<int32_t>(pipeline.numRanks());
   plan.numStages = static_cast<int32_t>(pipeline.info.numStages);
   plan.numChunks = pipeline.info.numChunks;
+  plan.directions = pipeline.schedule.directions;
   plan.numMicrobatches = pipeline.numMicrobatches;
   plan.dataParallel = static_cast<int32_t>(options.dataParallel);
   plan.schedule = options.scheduleName();

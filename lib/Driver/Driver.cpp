@@ -51,6 +51,14 @@ llvm::Error validateOptions(const CompileOptions &options) {
   if (options.virtualStages < 0)
     return error("--virtual-stages must be >= 1, got " +
                  llvm::Twine(options.virtualStages));
+  if (options.scheduleFile.empty() && options.directions() > 1 &&
+      options.chunks() != 2)
+    return error(llvm::formatv("--virtual-stages: {0} runs 2 chunks per "
+                               "rank (one model stage per direction), got "
+                               "{1}",
+                               sched::scheduleName(options.schedule),
+                               options.chunks())
+                     .str());
   if (options.dataParallel < 1 ||
       options.dataParallel > limits::kMaxDataParallel)
     return error(llvm::formatv("--data-parallel must be in [1, {0}], got {1}",

@@ -24,7 +24,7 @@ namespace zb::driver {
 static void setPipelineOptions(PipelineOptions &pipeline,
                                const CompileOptions &options) {
   pipeline.numStages = options.numRanks;
-  pipeline.virtualStages = options.chunks();
+  pipeline.virtualStages = options.partitionChunks();
   pipeline.microbatches = options.microbatches;
   pipeline.schedule = options.schedule;
   pipeline.scheduleFile = options.scheduleFile;
@@ -120,6 +120,7 @@ llvm::Expected<sched::Schedule> resolveScheduleFile(CompileOptions &o) {
                                chunks, o.virtualStages)
                      .str());
   o.virtualStages = chunks;
+  o.fileDirections = schedule.directions;
   o.fileScheduleName = name;
   // The plan's and the IR's name of it (zb.schedule, plan.json "schedule").
   schedule.name = o.scheduleName();

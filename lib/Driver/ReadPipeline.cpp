@@ -67,7 +67,11 @@ FailureOr<LoweredPipeline> readPipeline(ModuleOp module,
   if (failed(info) || failed(schedule))
     return failure();
   LoweredPipeline pipeline;
-  pipeline.info = std::move(*info);
+  pipeline.modelProblem =
+      info->toProblem(options.microbatches, options.memoryLimits);
+  // DualPipe: every model stage once per direction, as zb-lower-pipeline
+  // lowered it (plan.json's stages, tied copies and costs follow).
+  pipeline.info = info->withRoutes(schedule->directions);
   pipeline.schedule = std::move(*schedule);
   pipeline.validateBefore = readValidatePositions(module);
   pipeline.numMicrobatches = numMicrobatches;
@@ -172,12 +176,14 @@ predictBubbleRates(const LoweredPipeline &pipeline,
     // schedules, for comparison.
     llvm::Expected<sched::Schedule> schedule =
         !entry.kind ? llvm::Expected<sched::Schedule>(pipeline.schedule)
-                    : sched::buildSchedule(pipeline.problem, *entry.kind);
+                    : sched::buildSchedule(pipeline.modelProblem, *entry.kind);
     if (!schedule) {
       llvm::consumeError(schedule.takeError());
       continue;
     }
-    Prediction prediction{name, sched::simulate(pipeline.problem, *schedule),
+    const sched::Problem &problem =
+        entry.kind ? pipeline.modelProblem : pipeline.problem;
+    Prediction prediction{name, sched::simulate(problem, *schedule),
                           std::nullopt, std::nullopt};
     if (options.dataParallel > 1) {
       sched::DataParallelModel model;
@@ -193,7 +199,7 @@ predictBubbleRates(const LoweredPipeline &pipeline,
           model.paramBytes[p.stages.front()] +=
               4.0 * (double)p.type.getNumElements();
       auto timing = sched::simulateDataParallel(
-          pipeline.problem, *schedule, prediction.simulation, model);
+          problem, *schedule, prediction.simulation, model);
       if (!timing)
         return llvm::createStringError(
             "--data-parallel: " + llvm::toString(timing.takeError()));
@@ -201,8 +207,8 @@ predictBubbleRates(const LoweredPipeline &pipeline,
     }
     // With a profile that measured the pass-to-pass variation: the
     // expected per-rank bubble under that variation (Monte Carlo).
-    if (!pipeline.problem.cvF.empty()) {
-      auto jitter = sched::estimateJitter(pipeline.problem, *schedule);
+    if (!problem.cvF.empty()) {
+      auto jitter = sched::estimateJitter(problem, *schedule);
       if (!jitter)
         return llvm::createStringError("--profile: " +
                                        llvm::toString(jitter.takeError()));

@@ -283,6 +283,7 @@ Error PlanParser::header() {
   ZB_ASSIGN(plan.numStages, root.integer("num_stages", 1, zb::limits::kMaxStages));
   ZB_ASSIGN(plan.numChunks,
             root.integer("num_chunks", 1, zb::limits::kMaxChunks, 1));
+  ZB_ASSIGN(plan.directions, root.integer("directions", 1, 2, 1));
   ZB_ASSIGN(plan.numMicrobatches,
             root.integer("num_microbatches", 1, zb::limits::kMaxMicrobatches));
   ZB_ASSIGN(plan.microbatchSize,
@@ -607,11 +608,12 @@ Error PlanParser::ranks() {
     plan.ranks[r.rank] = std::move(r);
     return Error::success();
   }));
-  if (lossCount != 1)
-    return root.error("ranks", formatv("expected exactly one argument of "
-                                       "kind \"loss\" over all ranks, found "
-                                       "{0}",
-                                       lossCount)
+  // One loss per direction (dualpipe: the last stage of each route).
+  if (lossCount != plan.directions)
+    return root.error("ranks", formatv("expected exactly {0} argument(s) of "
+                                       "kind \"loss\" over all ranks (one "
+                                       "per direction), found {1}",
+                                       plan.directions, lossCount)
                                    .str());
   return Error::success();
 }

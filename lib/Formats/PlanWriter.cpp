@@ -164,6 +164,8 @@ json::Value zb::formats::toJSON(const Plan &plan) {
                       {"ranks", arrayOf(plan.ranks, rankJSON)}};
   if (plan.optimizerSync != sched::OptimizerSync::None)
     root["optimizer_sync"] = plan.optimizerSyncText();
+  if (plan.directions != 1)
+    root["directions"] = plan.directions;
   if (!plan.gpuArchs.empty()) {
     json::Array archs;
     for (const std::string &a : plan.gpuArchs)

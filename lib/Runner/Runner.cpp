@@ -800,8 +800,10 @@ void StepLoop::recordStep(int64_t step, bool measured) {
   res.step = step + 1;
   res.lr = settings.lr.at(step + 1);
   for (const StepSample &s : samples) {
+    // Every loss rank's sum over its microbatches (DualPipe: two ranks,
+    // one per direction).
     if (s.hasLoss != 0)
-      res.loss = s.loss / (double)plan.numMicrobatches;
+      res.loss += s.loss / (double)plan.numMicrobatches;
     res.timeMs = std::max(res.timeMs, s.timeMs);
     if (s.skipped >= 0) {
       res.gradNorm = s.gradNorm;

@@ -73,6 +73,11 @@ llvm::Expected<ScheduleKind> zb::sched::parseScheduleKind(llvm::StringRef name) 
           .str());
 }
 
+int zb::sched::scheduleDirections(ScheduleKind kind) {
+  return scheduleInfo(kind).placement == StagePlacement::Bidirectional ? 2
+                                                                       : 1;
+}
+
 int zb::sched::defaultChunks(ScheduleKind kind) {
   return scheduleInfo(kind).defaultChunks;
 }

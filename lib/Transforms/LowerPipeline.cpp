@@ -178,7 +178,10 @@ private:
   // sums, deferred sends.
   std::map<std::tuple<int, int64_t, int64_t>, Value> env;
   std::map<int64_t, Value> pendingLoss;
-  int64_t nextLoss = 0;
+  // The microbatches whose loss this rank computes (its route ends), in
+  // the order they are summed, and the next one to add.
+  SmallVector<int64_t> lossOrder;
+  size_t nextLoss = 0;
   Value lossAcc;
   std::map<int64_t,
            std::map<int64_t, SmallVector<std::tuple<int64_t, int64_t, Value>>>>
@@ -192,6 +195,26 @@ private:
 
   int64_t rankOf(int64_t stage) const { return schedule.stageToRank[stage]; }
   int64_t lastStage() const { return info.numStages - 1; }
+  /// Microbatches of one route (DualPipe: half of them) and the first and
+  /// one-past-last microbatch of stage `s`'s route.
+  int64_t perRoute() const { return numMicrobatches / schedule.directions; }
+  int64_t firstMicrobatch(int64_t s) const {
+    return schedule.directionOfStage(static_cast<int>(s)) * perRoute();
+  }
+  int64_t endMicrobatch(int64_t s) const {
+    return firstMicrobatch(s) + perRoute();
+  }
+  /// The next microbatch whose weight gradients stage `s` adds.
+  int64_t &nextGradOf(int64_t s) {
+    return nextGrad.try_emplace(s, firstMicrobatch(s)).first->second;
+  }
+  /// The stage the activation (gradient) of stage `s` goes to, or -1 at the
+  /// end (start) of its route.
+  int64_t nextOnRoute(int64_t s, bool isAct) const {
+    if (isAct)
+      return schedule.routeEnd(static_cast<int>(s)) ? -1 : s + 1;
+    return schedule.routeStart(static_cast<int>(s)) ? -1 : s - 1;
+  }
   func::FuncOp lookup(StringRef name) {
     return module.lookupSymbol<func::FuncOp>(name);
   }
@@ -341,7 +364,12 @@ void RankLowering::collect() {
   for (const ModelValueInfo &in : info.inputs)
     if (onRank(in.stages))
       inputIdx.push_back(in.index);
-  hasLoss = rankOf(lastStage()) == rank;
+  for (int64_t s = 0; s < info.numStages; ++s)
+    if (schedule.routeEnd(static_cast<int>(s)) && rankOf(s) == rank)
+      for (int64_t mb = firstMicrobatch(s); mb < endMicrobatch(s); ++mb)
+        lossOrder.push_back(mb);
+  llvm::sort(lossOrder);
+  hasLoss = !lossOrder.empty();
 }
 
 /// The step function: params, grads, inputs ([M] + microbatch shape), loss;
@@ -451,11 +479,12 @@ LogicalResult RankLowering::gatherOperands(const sched::Action &a,
       if (it != env.end()) {
         v = it->second;
       } else {
-        int64_t from = isAct ? s - 1 : s + 1;
-        if (from < 0 || from > lastStage())
+        int64_t from = nextOnRoute(s, !isAct);
+        if (from < 0)
           return callee.emitError("argument #")
-                 << i << " expects a tensor from stage " << from
-                 << ", which does not exist";
+                 << i << " expects a tensor from the stage "
+                 << (isAct ? "before " : "after ") << s
+                 << " on microbatch " << mb << "'s route, which has none";
         if (rankOf(from) == rank)
           return module.emitError("schedule runs ")
                  << actionName(a, "")
@@ -493,10 +522,12 @@ LogicalResult RankLowering::routeResults(const sched::Action &a,
     Value v = call.getResult(i);
     if (r == "act" || r == "grad") {
       bool isAct = r == "act";
-      int64_t to = isAct ? s + 1 : s - 1;
-      if (to < 0 || to > lastStage())
+      int64_t to = nextOnRoute(s, isAct);
+      if (to < 0)
         return callee.emitError("result #")
-               << i << " goes to stage " << to << ", which does not exist";
+               << i << " goes to the stage " << (isAct ? "after " : "before ")
+               << s << " on microbatch " << mb
+               << "'s route, which has none";
       if (rankOf(to) == rank) {
         env[{isAct ? Act : Grad, k, mb}] = v;
         continue;
@@ -516,9 +547,10 @@ LogicalResult RankLowering::routeResults(const sched::Action &a,
       env[{Residual, k, mb}] = v;
     } else if (r == "loss") {
       pendingLoss[mb] = v;
-      while (pendingLoss.count(nextLoss)) {
-        lossAcc = addInOrder(lossAcc, pendingLoss[nextLoss]);
-        pendingLoss.erase(nextLoss++);
+      while (nextLoss < lossOrder.size() &&
+             pendingLoss.count(lossOrder[nextLoss])) {
+        lossAcc = addInOrder(lossAcc, pendingLoss[lossOrder[nextLoss]]);
+        pendingLoss.erase(lossOrder[nextLoss++]);
       }
     } else if (r == "param_grad") {
       auto part = attrs.getAs<IntegerAttr>("zb.part");
@@ -575,14 +607,14 @@ void RankLowering::completeW(const sched::Action &a) {
       send(d.value, d.to, d.tag, d.what);
     deferred.erase(it);
   }
-  int64_t &next = nextGrad[s];
+  int64_t &next = nextGradOf(s);
   auto &pending = pendingGrads[s];
   while (pending.count(next)) {
     for (auto [p, part, g] : pending[next])
       gradAcc[{p, s, part}] = addInOrder(gradAcc[{p, s, part}], g);
     pending.erase(next++);
   }
-  if (next == numMicrobatches)
+  if (next == endMicrobatch(s))
     announceGradients();
 }
 
@@ -626,7 +658,7 @@ void RankLowering::announceGradients() {
         llvm::any_of(stagesOfParam[p],
                      [&](int64_t s) {
                        return rankOf(s) != rank ||
-                              nextGrad[s] != numMicrobatches;
+                              nextGradOf(s) != endMicrobatch(s);
                      }))
       continue;
     Value g = sumOfParts(p);
@@ -743,6 +775,10 @@ struct ZBLowerPipelinePass
     FailureOr<sched::Schedule> schedule = readSchedule(module, &microbatches);
     if (failed(schedule))
       return signalPassFailure();
+    // DualPipe: every model stage once per direction (global stage d*L+s
+    // runs model stage s; a parameter's copies are tied).
+    if (schedule->directions > 1)
+      *info = info->withRoutes(schedule->directions);
     if (static_cast<int64_t>(schedule->stageToRank.size()) != info->numStages) {
       module.emitError("zb.schedule has ")
           << schedule->stageToRank.size() << " stages, zb.pipeline has "

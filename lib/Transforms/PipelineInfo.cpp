@@ -94,6 +94,32 @@ PipelineInfo::toProblem(int64_t microbatches,
   return p;
 }
 
+PipelineInfo PipelineInfo::withRoutes(int directions) const {
+  if (directions <= 1)
+    return *this;
+  PipelineInfo routed = *this;
+  routed.numStages = numStages * directions;
+  routed.numChunks = numChunks * directions;
+  routed.stages.clear();
+  for (int d = 0; d < directions; ++d)
+    for (StageInfo s : stages) {
+      s.stage += d * numStages;
+      routed.stages.push_back(s);
+    }
+  auto expand = [&](SmallVector<ModelValueInfo> &values) {
+    for (ModelValueInfo &v : values) {
+      SmallVector<int64_t> copies;
+      for (int d = 0; d < directions; ++d)
+        for (int64_t s : v.stages)
+          copies.push_back(d * numStages + s);
+      v.stages = std::move(copies); // increasing: d-major
+    }
+  };
+  expand(routed.params);
+  expand(routed.inputs);
+  return routed;
+}
+
 static ActionKind toAttrKind(sched::ActionKind k) {
   switch (k) {
   case sched::ActionKind::F:
@@ -148,7 +174,8 @@ ScheduleAttr scheduleToAttr(MLIRContext *ctx, const sched::Schedule &s,
       b.getArrayAttr(ranks),
       sync ? ScheduleOptimizerSync::PostValidation
            : ScheduleOptimizerSync::None,
-      sync ? b.getDenseI64ArrayAttr(validate) : DenseI64ArrayAttr());
+      sync ? b.getDenseI64ArrayAttr(validate) : DenseI64ArrayAttr(),
+      s.directions);
 }
 
 SmallVector<int64_t> readValidatePositions(ModuleOp module) {
@@ -173,6 +200,7 @@ FailureOr<sched::Schedule> readSchedule(ModuleOp module,
   ArrayRef<int64_t> s2r = attr.getStageToRank().asArrayRef();
   s.stageToRank.assign(s2r.begin(), s2r.end());
   s.fusedBackward = attr.getFusedBackward();
+  s.directions = static_cast<int>(attr.getDirections());
   s.costConvention =
       attr.getCostConvention() == ScheduleCostConvention::StageSpan
           ? sched::CostConvention::StageSpan

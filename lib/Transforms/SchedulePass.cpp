@@ -59,7 +59,8 @@ struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
   /// this pipeline's stages (the file's stage-to-rank mapping must be the
   /// pipeline's: stage s on rank s mod p, the interleaved mapping, or the V
   /// shape).
-  llvm::Expected<sched::Schedule> fileSchedule(const sched::Problem &problem) {
+  llvm::Expected<sched::Schedule> fileSchedule(sched::Problem &problem,
+                                               const PipelineInfo &info) {
     StringRef what = given ? StringRef(givenPath) : StringRef(scheduleFile);
     auto fail = [&](const llvm::Twine &message) {
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -76,6 +77,10 @@ struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
     // zb-opt the schedule takes the `algorithm` option as its name.
     if (!given)
       schedule.name = algorithm;
+    // A bidirectional schedule (DualPipe) runs every model stage twice.
+    if (schedule.directions > 1)
+      problem = info.withRoutes(schedule.directions)
+                    .toProblem(microbatches, memoryLimits);
     if (static_cast<int>(schedule.stageToRank.size()) != problem.numStages())
       return fail(llvm::formatv("{0} stages, the pipeline has {1} ({2} "
                                 "ranks x {3} chunks)",
@@ -107,25 +112,22 @@ struct ZBSchedulePass : public zb::impl::ZBScheduleBase<ZBSchedulePass> {
     FailureOr<PipelineInfo> info = PipelineInfo::read(module);
     if (failed(info))
       return signalPassFailure();
-    sched::Problem problem = info->toProblem(microbatches, memoryLimits);
+    // DualPipe schedules each model stage once per direction.
+    int directions = 1;
+    if (llvm::Expected<sched::ScheduleKind> kind =
+            sched::parseScheduleKind(algorithm))
+      directions = sched::scheduleDirections(*kind);
+    else
+      llvm::consumeError(kind.takeError());
+    const bool fromFile = given || !scheduleFile.empty();
+    sched::Problem problem =
+        info->withRoutes(fromFile ? 1 : directions)
+            .toProblem(microbatches, memoryLimits);
     llvm::Expected<sched::Schedule> schedule =
-        given || !scheduleFile.empty()
-            ? fileSchedule(problem)
-            : sched::buildSchedule(problem, algorithm);
+        fromFile ? fileSchedule(problem, *info)
+                 : sched::buildSchedule(problem, algorithm);
     if (!schedule) {
       module.emitError("zb-schedule: ") << llvm::toString(schedule.takeError());
-      return signalPassFailure();
-    }
-    if (schedule->directions != 1) {
-      // DualPipe: every model stage on two ranks, half the microbatches
-      // each way. The lowering knows one route per microbatch through
-      // stages 0..pV-1 and one copy of each parameter.
-      module.emitError("zb-schedule: schedule '")
-          << schedule->name << "' runs " << schedule->directions
-          << " directions (every model stage replicated on two ranks), "
-             "which zb-lower-pipeline cannot lower yet; zb-sched predicts "
-             "it. To train, use dualpipev: DualPipe cut in half, the same "
-             "bubble by DeepSeek's table with one copy of the parameters";
       return signalPassFailure();
     }
     if (llvm::Error err = sched::verify(problem, *schedule)) {

@@ -398,8 +398,13 @@ TEST(Plan, ReaderErrorsNameFileAndField) {
              .getArray("args")
              ->push_back(llvm::json::Object{{"kind", "loss"}});
        },
-       "out/plan.json: ranks: expected exactly one argument of kind \"loss\" "
-       "over all ranks, found 2"},
+       "out/plan.json: ranks: expected exactly 1 argument(s) of kind \"loss\" "
+       "over all ranks (one per direction), found 2"},
+      {[](Object &o) { o["directions"] = 2; },
+       "out/plan.json: ranks: expected exactly 2 argument(s) of kind \"loss\" "
+       "over all ranks (one per direction), found 1"},
+      {[](Object &o) { o["directions"] = 3; },
+       "out/plan.json: directions: 3 out of range [1, 2]"},
   };
   for (const Case &c : cases)
     EXPECT_EQ(errorAfter(c.edit), c.message);

@@ -87,6 +87,20 @@ struct CompileOptions {
     return virtualStages > 0 ? virtualStages
                              : sched::defaultChunks(schedule);
   }
+  /// Directions of the schedule (sched::Schedule::directions): 2 for
+  /// dualpipe or a --schedule-file schedule with two, else 1.
+  int64_t directions() const {
+    return scheduleFile.empty() ? sched::scheduleDirections(schedule)
+                                : fileDirections;
+  }
+  /// Chunks per rank of the partitioned model: chunks() / directions()
+  /// (dualpipe's two chunks per rank are two model stages' copies, so the
+  /// model has P stages).
+  int64_t partitionChunks() const {
+    return std::max<int64_t>(1, chunks() / directions());
+  }
+  /// The directions of the --schedule-file schedule (set when it is read).
+  int64_t fileDirections = 1;
   /// The most microbatches zb-compile accepts: every microbatch's passes are
   /// unrolled into each rank program (512 take about 50 s and 2 GB for
   /// the GPT-2 example on 2 cores: benchmarks/README.md).
@@ -301,6 +315,11 @@ struct LoweredPipeline {
   sched::Problem problem;
   /// `schedule` simulated on `problem`.
   sched::SimResult simulation;
+  /// The problem of the model's stages once each (PipelineInfo::toProblem
+  /// before withRoutes): what other schedules are compared on. The same as
+  /// `problem` unless the schedule runs two directions (dualpipe), whose
+  /// `info` and `problem` hold every model stage once per direction.
+  sched::Problem modelProblem;
   /// Step function arguments, per rank.
   std::vector<llvm::SmallVector<RankArg>> rankArgs;
   /// Per rank: the messages its step function sends, in program order

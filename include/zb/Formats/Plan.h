@@ -194,6 +194,11 @@ struct Plan {
   /// checkpoint resumes at any D.
   int32_t dataParallel = 1;
   int64_t numChunks = 1; ///< chunks (virtual stages) per rank
+  /// "directions": 2 for a bidirectional schedule (dualpipe): the
+  /// num_stages global stages are the model's stages once per direction,
+  /// microbatches 0..m/2-1 going down, the rest up, and two ranks compute
+  /// a loss (one per direction; zb-run adds them). Absent: 1.
+  int32_t directions = 1;
   int64_t numMicrobatches = 0, microbatchSize = 0;
   std::string schedule;
   /// "target" (zb/Formats/Options.h); std::nullopt when absent or "".

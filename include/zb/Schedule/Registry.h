@@ -74,6 +74,11 @@ llvm::Expected<ScheduleKind> parseScheduleKind(llvm::StringRef name);
 /// them.
 llvm::ArrayRef<llvm::StringRef> scheduleNames();
 
+/// Directions (sched::Schedule::directions) of the schedules of `kind`: 2
+/// for dualpipe (StagePlacement::Bidirectional), 1 otherwise. A compiler
+/// partitions the model into p*V/2 stages for it and runs each twice.
+int scheduleDirections(ScheduleKind kind);
+
 /// Chunks per rank V a schedule uses when none is given: 2 for 1f1b-i and
 /// the V-shape schedules (zb-v, v-half, v-min, v-auto, dualpipev) and
 /// dualpipe, 1 otherwise.

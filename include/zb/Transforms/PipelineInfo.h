@@ -60,6 +60,15 @@ struct PipelineInfo {
   /// empty = none, one value for every rank, or one per rank).
   sched::Problem toProblem(int64_t microbatches,
                            llvm::ArrayRef<double> memoryLimits) const;
+
+  /// The pipeline as a schedule with \p directions routes sees it
+  /// (DualPipe, sched::Schedule::directions = 2): the L = numStages model
+  /// stages repeated once per route, global stage d*L + s computing model
+  /// stage s (the same functions), so numStages = D*L and numChunks = D*V;
+  /// a parameter or input used by model stage s is used by every copy
+  /// d*L + s (a parameter on several ranks is then tied: its copies'
+  /// gradients are summed, zb-lower-pipeline). The identity for D = 1.
+  PipelineInfo withRoutes(int directions) const;
 };
 
 /// The attribute form of a schedule: {name, microbatches, bubble_rate,

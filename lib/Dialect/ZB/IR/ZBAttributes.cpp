@@ -76,10 +76,17 @@ LogicalResult ScheduleAttr::verify(EmitFn emitError, StringRef,
                                    DenseI64ArrayAttr stageToRank, bool,
                                    ScheduleCostConvention, ArrayAttr ranks,
                                    ScheduleOptimizerSync optimizerSync,
-                                   DenseI64ArrayAttr validateBefore) {
+                                   DenseI64ArrayAttr validateBefore,
+                                   int64_t directions) {
   if (microbatches <= 0)
     return emitError() << "#zb.schedule: microbatches must be > 0, not "
                        << microbatches;
+  if (directions != 1 &&
+      (directions != 2 || stageToRank.size() % 2 != 0 || microbatches % 2))
+    return emitError() << "#zb.schedule: directions must be 1, or 2 with an "
+                          "even number of stages and of microbatches, not "
+                       << directions << " with " << stageToRank.size()
+                       << " stages and " << microbatches << " microbatches";
   for (int64_t r : stageToRank.asArrayRef())
     if (r < 0 || r >= static_cast<int64_t>(ranks.size()))
       return emitError() << "#zb.schedule: stage_to_rank names rank " << r
@@ -237,14 +244,17 @@ LogicalResult ZBDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   if (failed(verifyNamedAttr(op, attr)))
     return failure();
-  // The schedule must cover the pipeline's stages.
+  // The schedule must cover the pipeline's stages, once per direction
+  // (DualPipe runs every model stage twice).
   if (attr.getName() == kScheduleAttr)
     if (auto pipeline = op->getAttrOfType<PipelineAttr>(kPipelineAttr)) {
       auto schedule = llvm::cast<ScheduleAttr>(attr.getValue());
-      if (schedule.getStageToRank().size() != pipeline.getNumStages())
+      int64_t expected = pipeline.getNumStages() * schedule.getDirections();
+      if (schedule.getStageToRank().size() != expected)
         return op->emitError()
                << "zb.schedule maps " << schedule.getStageToRank().size()
-               << " stages, zb.pipeline has " << pipeline.getNumStages();
+               << " stages, zb.pipeline has " << pipeline.getNumStages()
+               << " x " << schedule.getDirections() << " direction(s)";
     }
   return success();
 }

@@ -187,7 +187,11 @@ def ZB_ScheduleAttr : AttrDef<ZB_Dialect, "Schedule"> {
     which the rank program validates the previous step's optimizer step
     (zbrt_validate_optimizer), where the simulator expects the fully reduced
     state to have arrived (lib/Schedule/OptimizerSync.h); an index equal to
-    the rank's action count means after its last action.
+    the rank's action count means after its last action. `directions` = 2
+    (DualPipe; default 1, then not printed): the global stages form two
+    routes, stages 0..L-1 for microbatches 0..m/2-1 and stages L..2L-1 (the
+    same model stages, stage L+s computing zb.pipeline's stage s) for the
+    rest (lib/Schedule, Schedule::directions).
   }];
   let parameters = (ins
     StringRefParameter<"schedule name">:$name,
@@ -204,7 +208,8 @@ def ZB_ScheduleAttr : AttrDef<ZB_Dialect, "Schedule"> {
     ZB_QuotedEnumParameter<"ScheduleOptimizerSync", "optimizer sync",
       "optimizer_sync", [{\"none\" or \"post-validation\"}],
       "::zb::ScheduleOptimizerSync::None">:$optimizer_sync,
-    OptionalParameter<"::mlir::DenseI64ArrayAttr">:$validate_before);
+    OptionalParameter<"::mlir::DenseI64ArrayAttr">:$validate_before,
+    DefaultValuedParameter<"int64_t", "1">:$directions);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
