@@ -75,3 +75,28 @@ func.func @main(%x: tensor<4x3xf32>, %w: tensor<3x5xf32> {zb.param}) -> tensor<f
 // SPLIT-NOT: call @stage1_backward_weight
 // SPLIT: zb.send %{{.*}} to 0 tag 3
 // SPLIT: call @stage1_backward_weight
+
+// DualPipe (zb.schedule directions = 2): the model's 2 stages run once per
+// direction, global stage 2+s computing model stage s on rank 1-s. Each
+// rank calls both stages' functions, holds the batch input and a loss (the
+// end of one route), and sends its copies' weight-gradient sums to the
+// other holder, then adds the two in stage order. The attribute prints
+// `directions` and reads back (round trip).
+// RUN: zb-opt %S/Inputs/mlp2.mlir -zb-autodiff -zb-split-backward -zb-partition-stages=num-stages=2 -zb-schedule="algorithm=dualpipe microbatches=4" -zb-lower-pipeline | FileCheck %s --check-prefix=DUAL
+// RUN: zb-opt %S/Inputs/mlp2.mlir -zb-autodiff -zb-split-backward -zb-partition-stages=num-stages=2 -zb-schedule="algorithm=dualpipe microbatches=4" | zb-opt | FileCheck %s --check-prefix=DUAL-ROUND
+// DUAL: zb.pipeline = #zb.pipeline<num_stages = 2, num_ranks = 2, num_chunks = 1
+// DUAL: zb.schedule = #zb.schedule<name = "dualpipe"{{.*}}stage_to_rank = [0, 1, 1, 0]{{.*}}directions = 2>
+// DUAL-LABEL: func.func @zb_rank0_step(
+// DUAL-SAME: memref<4x4x3xf32>, %{{.*}}: memref<f32>)
+// DUAL: call @stage0_forward
+// DUAL: zb.send %{{.*}} to 1 tag 0 :
+// DUAL: call @stage1_forward
+// DUAL: call @stage0_backward_weight
+// DUAL: call @stage1_backward_weight
+// DUAL: zb.send %{{.*}} to 1 tag {{[0-9]+}} : tensor<3x5xf32>
+// DUAL: zb.send %{{.*}} to 1 tag {{[0-9]+}} : tensor<5x2xf32>
+// DUAL: zb.recv from 1 tag {{[0-9]+}} : tensor<3x5xf32>
+// DUAL: zb.recv from 1 tag {{[0-9]+}} : tensor<5x2xf32>
+// DUAL-LABEL: func.func @zb_rank1_step(
+// DUAL-SAME: memref<4x4x3xf32>, %{{.*}}: memref<f32>)
+// DUAL-ROUND: directions = 2>

@@ -114,6 +114,18 @@ module attributes {zb.schedule = #zb.schedule<name = "s", microbatches = 0, bubb
 
 // -----
 
+// expected-error @+1 {{#zb.schedule: directions must be 1, or 2 with an even number of stages and of microbatches, not 3 with 2 stages and 2 microbatches}}
+module attributes {zb.schedule = #zb.schedule<name = "s", microbatches = 2, bubble_rate = 0.0, makespan_ms = 0.0, peak_memory = [0.0, 0.0], stage_to_rank = [0, 1], ranks = [[], []], directions = 3>} {
+}
+
+// -----
+
+// expected-error @+1 {{#zb.schedule: directions must be 1, or 2 with an even number of stages and of microbatches, not 2 with 2 stages and 3 microbatches}}
+module attributes {zb.schedule = #zb.schedule<name = "s", microbatches = 3, bubble_rate = 0.0, makespan_ms = 0.0, peak_memory = [0.0, 0.0], stage_to_rank = [0, 1], ranks = [[], []], directions = 2>} {
+}
+
+// -----
+
 // The schedule must cover the pipeline's stages.
 // expected-error @+1 {{zb.schedule maps 1 stages, zb.pipeline has 2}}
 module attributes {zb.pipeline = #zb.pipeline<num_stages = 2, num_ranks = 1, num_chunks = 2, target = "cpu", stages = [#zb.stage<stage = 0, forward = @f, backward_input = @b, backward_weight = @w, t_f = 1.0, t_b = 1.0, t_w = 1.0, t_comm = 0.0, m_b = 1, m_w = 1>, #zb.stage<stage = 1, forward = @f, backward_input = @b, backward_weight = @w, t_f = 1.0, t_b = 1.0, t_w = 1.0, t_comm = 0.0, m_b = 1, m_w = 1>], params = [], inputs = []>,
