@@ -5,8 +5,9 @@
 #   %python      Debian's python3 (numpy, onnx; torch optional)
 #   %examples    the examples/ directory
 #   %mpirun      mpirun that works as root and oversubscribes the 2 cores
-# Features: mpi, cuda-toolkit (ptxas of the toolkit zb was configured with),
-#   sanitizer (a -DZB_SANITIZE build: address-space limits mean nothing there)
+# Features: mpi, mpi-local-nodes (%mpi_local_node: Open MPI's ssh stand-in
+#   for several nodes on this machine), cuda-toolkit (ptxas of the toolkit
+#   zb was configured with), sanitizer (a -DZB_SANITIZE build: address-space limits mean nothing there)
 import os
 import shutil
 
@@ -80,6 +81,16 @@ if _cuda_device():
 
 if shutil.which("mpirun"):
     config.available_features.add("mpi")
+    # Several Open MPI "nodes" on this machine (scripts/mpi-local-node.sh:
+    # mpirun's ssh stand-in, a UTS namespace per node).
+    import subprocess
+    agent = os.path.join(config.zb_src_root, "scripts", "mpi-local-node.sh")
+    try:
+        if subprocess.run([agent, "--check"], timeout=30).returncode == 0:
+            config.available_features.add("mpi-local-nodes")
+            config.substitutions.append(("%mpi_local_node", agent))
+    except (OSError, subprocess.SubprocessError):
+        pass
 # --target cuda compiles kernels with the toolkit zb was configured with.
 if config.zb_cuda_toolkit and os.path.exists(
         os.path.join(config.zb_cuda_toolkit, "bin", "ptxas")):

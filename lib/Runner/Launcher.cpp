@@ -2,6 +2,8 @@
 
 #include "zb/Runner/Launcher.h"
 
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Program.h"
@@ -234,7 +236,37 @@ bool zb::runner::insideMPIJob() {
   return size && *size;
 }
 
-llvm::Expected<int> zb::runner::runUnderMpirun(int argc, char **argv, int ranks) {
+llvm::Expected<int64_t> zb::runner::countHostSlots(llvm::StringRef hosts) {
+  auto error = [&](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--hosts " + hosts + ": " + message);
+  };
+  if (hosts.empty())
+    return error("expected NAME[:SLOTS],... (e.g. node1:8,node2:8)");
+  llvm::SmallVector<llvm::StringRef> entries;
+  hosts.split(entries, ',');
+  std::set<std::string> seen;
+  int64_t slots = 0;
+  for (llvm::StringRef entry : entries) {
+    auto [name, count] = entry.split(':');
+    if (name.empty())
+      return error("entry '" + entry + "' has no node name");
+    if (name.find_first_of(" \t=") != llvm::StringRef::npos)
+      return error("node name '" + name + "' has a blank or '='");
+    int64_t n = 1;
+    if (entry.contains(':') &&
+        (count.getAsInteger(10, n) || n < 1 || n > 65536))
+      return error("entry '" + entry +
+                   "': the slots after ':' must be an integer in [1, 65536]");
+    if (!seen.insert(name.str()).second)
+      return error("node '" + name + "' is given twice");
+    slots += n;
+  }
+  return slots;
+}
+
+llvm::Expected<int> zb::runner::runUnderMpirun(int argc, char **argv, int ranks,
+                                               const std::string &hosts) {
   auto error = [](const llvm::Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   };
@@ -254,6 +286,8 @@ llvm::Expected<int> zb::runner::runUnderMpirun(int argc, char **argv, int ranks)
   for (const char *a : {"--oversubscribe", "-np"})
     args.push_back(a);
   args.push_back(std::to_string(ranks));
+  if (!hosts.empty())
+    args.insert(args.end(), {"--host", hosts});
   args.push_back(self);
   for (int i = 1; i < argc; ++i)
     args.push_back(argv[i]);

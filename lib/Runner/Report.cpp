@@ -2,6 +2,8 @@
 
 #include "zb/Runner/Report.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -83,6 +85,112 @@ std::string cudaTransportsText(const ZbrtCudaStats &c) {
   return text;
 }
 
+/// "rank 2" or "ranks 0-1, 3": sorted world ranks as runs.
+std::string rankList(const std::vector<int32_t> &ranks) {
+  std::string text;
+  for (size_t a = 0; a < ranks.size(); ++a) {
+    size_t b = a;
+    while (b + 1 < ranks.size() && ranks[b + 1] == ranks[b] + 1)
+      ++b;
+    text += (text.empty() ? "" : ", ") + std::to_string(ranks[a]) +
+            (b > a ? "-" + std::to_string(ranks[b]) : "");
+    a = b;
+  }
+  return (ranks.size() == 1 ? "rank " : "ranks ") + text;
+}
+
+/// The distinct values of `valueOf(rank)` over `ranks`, in order of first
+/// appearance, as "v" (one value) or "v1 (rank 0), v2 (ranks 1-2)"; values
+/// "" are left out.
+template <typename F>
+std::string byValue(const std::vector<int32_t> &ranks, F valueOf) {
+  std::vector<std::pair<std::string, std::vector<int32_t>>> groups;
+  for (int32_t r : ranks) {
+    std::string v = valueOf(r);
+    if (v.empty())
+      continue;
+    auto it = llvm::find_if(groups, [&](auto &g) { return g.first == v; });
+    if (it == groups.end())
+      groups.push_back({v, {r}});
+    else
+      it->second.push_back(r);
+  }
+  if (groups.size() == 1)
+    return groups.front().second.size() == ranks.size()
+               ? groups.front().first
+               : groups.front().first + " (" +
+                     rankList(groups.front().second) + ")";
+  std::string text;
+  for (auto &[v, rs] : groups)
+    text += (text.empty() ? "" : ", ") + v + " (" + rankList(rs) + ")";
+  return text;
+}
+
+/// A rank's pipeline transports: the distinct ones joined by " and ".
+std::string pipelineText(const RankTransports &t) {
+  std::vector<std::string> seen;
+  for (const auto &[peer, how] : t.pipeline)
+    if (!llvm::is_contained(seen, how))
+      seen.push_back(how);
+  return llvm::join(seen, " and ");
+}
+
+/// "cpu", "cuda device 0" or "cuda devices 0, 1, 2 and 3": a node's ranks'
+/// devices, distinct, in rank order.
+std::string devicesText(const std::vector<int32_t> &ranks,
+                        const RunReport &report) {
+  std::vector<int32_t> devices;
+  bool cpu = false;
+  for (int32_t r : ranks) {
+    int32_t d = report.placement[r].cudaDevice;
+    if (d < 0)
+      cpu = true;
+    else if (!llvm::is_contained(devices, d))
+      devices.push_back(d);
+  }
+  std::string text = cpu ? "cpu" : "";
+  if (!devices.empty()) {
+    text += (cpu ? " and " : "") +
+            std::string(devices.size() == 1 ? "cuda device " : "cuda devices ");
+    for (size_t i = 0; i < devices.size(); ++i)
+      text += (i == 0 ? "" : i + 1 == devices.size() ? " and " : ", ") +
+              std::to_string(devices[i]);
+  }
+  return text;
+}
+
+/// Which ranks ran where and how their messages travelled, one line per
+/// node in the order of its first rank: "node vm: ranks 0-3, cpu; pipeline
+/// messages mpi shared memory; gradient all-reduce mpi network".
+void printNodes(raw_ostream &os, const Plan &plan, const RunReport &report) {
+  std::vector<std::string> order;
+  for (const std::string &n : report.nodes)
+    if (!llvm::is_contained(order, n))
+      order.push_back(n);
+  const bool placed = report.placement.size() == report.nodes.size();
+  const std::vector<RankTransports> transports =
+      placed ? rankTransports(plan, report) : std::vector<RankTransports>{};
+  for (const std::string &node : order) {
+    std::vector<int32_t> ranks;
+    for (size_t r = 0; r < report.nodes.size(); ++r)
+      if (report.nodes[r] == node)
+        ranks.push_back((int32_t)r);
+    os << "node " << node << ": " << rankList(ranks);
+    if (placed) {
+      os << ", " << devicesText(ranks, report);
+      std::string pipeline = byValue(
+          ranks, [&](int32_t r) { return pipelineText(transports[r]); });
+      if (!pipeline.empty())
+        os << "; pipeline messages " << pipeline;
+      std::string allReduce =
+          byValue(ranks, [&](int32_t r) { return transports[r].allReduce; });
+      if (!allReduce.empty())
+        os << "; gradient all-reduce " << allReduce;
+    }
+    os << "\n";
+  }
+}
+
 /// " %.4f" per value.
 void printRates(raw_ostream &os, const std::vector<double> &rates) {
   for (double b : rates)
@@ -141,6 +249,67 @@ void printRealized(raw_ostream &os, const Plan &plan, const RunReport &report) {
 }
 
 } // namespace
+
+std::vector<RankTransports>
+zb::runner::rankTransports(const Plan &plan, const RunReport &report) {
+  const std::vector<RankPlacement> &place = report.placement;
+  const int32_t p = std::max(plan.numRanks, 1);
+  std::vector<RankTransports> out(place.size());
+  auto mpi = [&](int32_t a, int32_t b) {
+    return place[a].sharedMemoryGroup == place[b].sharedMemoryGroup
+               ? "mpi shared memory"
+               : "mpi network";
+  };
+  for (size_t w = 0; w < place.size(); ++w) {
+    const int32_t s = (int32_t)w % p, first = (int32_t)w - s;
+    // Pipeline peers: whom this rank sends to and who sends to it.
+    std::vector<int32_t> peers;
+    for (const RankInfo &from : plan.ranks) {
+      if (!from.sends)
+        continue;
+      for (const SentMessage &m : *from.sends) {
+        int32_t peer = from.rank == s ? m.peer : m.peer == s ? from.rank : -1;
+        if (peer >= 0 && peer != s && peer < p &&
+            !llvm::is_contained(peers, peer))
+          peers.push_back(peer);
+      }
+    }
+    llvm::sort(peers);
+    const RankPlacement &me = place[w];
+    for (int32_t peer : peers) {
+      const int32_t q = first + peer;
+      if (q >= (int32_t)place.size())
+        continue;
+      const uint64_t bit = q < 64 ? uint64_t(1) << q : 0;
+      std::string how = mpi((int32_t)w, q);
+      if (me.ncclPeers & bit)
+        how = "nccl";
+      else if (me.hostStagedPeers & bit)
+        how = "host-staged " + how;
+      out[w].pipeline.emplace_back(q, how);
+    }
+    if (report.dataParallel <= 1)
+      continue;
+    if (me.cudaAllReduce == "nccl") {
+      out[w].allReduce = "nccl";
+      continue;
+    }
+    bool shared = false, network = false;
+    for (int32_t d = 0; d < report.dataParallel; ++d) {
+      const int32_t q = d * p + s;
+      if (q == (int32_t)w || q >= (int32_t)place.size())
+        continue;
+      (place[q].sharedMemoryGroup == me.sharedMemoryGroup ? shared : network) =
+          true;
+    }
+    out[w].allReduce = shared && network ? "mpi shared memory and network"
+                       : network         ? "mpi network"
+                                         : "mpi shared memory";
+    if (me.cudaDevice >= 0)
+      out[w].allReduce = "host-staged " + out[w].allReduce;
+  }
+  return out;
+}
 
 void zb::runner::printTextReport(raw_ostream &os, const Plan &plan,
                                const RunReport &report) {
@@ -211,29 +380,7 @@ void zb::runner::printTextReport(raw_ostream &os, const Plan &plan,
     if (!peers.empty())
       os << format("cuda rank %d transports: ", (int)r) << peers << "\n";
   }
-  // Which ranks ran where, "node vm: ranks 0-3": per node in the order of
-  // its first rank, its world ranks as runs.
-  std::vector<std::string> order;
-  for (const std::string &n : report.nodes)
-    if (!llvm::is_contained(order, n))
-      order.push_back(n);
-  for (const std::string &node : order) {
-    std::string ranks;
-    size_t count = 0;
-    for (size_t a = 0; a < report.nodes.size(); ++a) {
-      if (report.nodes[a] != node)
-        continue;
-      size_t b = a;
-      while (b + 1 < report.nodes.size() && report.nodes[b + 1] == node)
-        ++b;
-      ranks += (ranks.empty() ? "" : ", ") + std::to_string(a) +
-               (b > a ? "-" + std::to_string(b) : "");
-      count += b - a + 1;
-      a = b;
-    }
-    os << "node " << node << ": rank" << (count > 1 ? "s " : " ") << ranks
-       << "\n";
-  }
+  printNodes(os, plan, report);
   os << "peak heap per rank (memory pool, bytes):";
   for (int64_t bytes : report.peakHeapBytes)
     os << " " << bytes;
@@ -298,6 +445,27 @@ void zb::runner::printJsonReport(raw_ostream &os, const Plan &plan,
     j.attribute("peak_heap_bytes", json::Array(report.peakHeapBytes));
     if (!report.nodes.empty())
       j.attribute("nodes", json::Array(report.nodes));
+    if (!report.placement.empty()) {
+      const std::vector<RankTransports> transports =
+          rankTransports(plan, report);
+      j.attributeArray("placement", [&] {
+        for (auto [w, place] : llvm::enumerate(report.placement))
+          j.object([&] {
+            j.attribute("rank", (int64_t)w);
+            j.attribute("node", place.node);
+            j.attribute("device",
+                        place.cudaDevice < 0
+                            ? std::string("cpu")
+                            : "cuda:" + std::to_string(place.cudaDevice));
+            j.attributeObject("pipeline", [&] {
+              for (const auto &[peer, how] : transports[w].pipeline)
+                j.attribute(std::to_string(peer), how);
+            });
+            if (!transports[w].allReduce.empty())
+              j.attribute("allreduce", transports[w].allReduce);
+          });
+      });
+    }
     if (!report.cuda.empty())
       j.attributeArray("cuda", [&] {
         for (const ZbrtCudaStats &c : report.cuda)

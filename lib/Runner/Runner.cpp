@@ -156,6 +156,14 @@ Expected<std::optional<int>> launch(const RunOptions &o, const Plan &plan,
                       dataParallelOf(o, plan), plan.numRanks)
                   .str(),
         o.planDir));
+  if (!o.hosts.empty()) {
+    const int64_t slots = cantFail(countHostSlots(o.hosts));
+    if (slots != ranks)
+      return makeError(formatv("--hosts {0} holds {1} slot{2}, but {3} needs "
+                               "{4}: give nodes whose slots add up to {5}",
+                               o.hosts, slots, slots == 1 ? "" : "s",
+                               plan.path, describeJob(o, plan), ranks));
+  }
   // The optimizer flags (with a readable checkpoint's settings; the ranks
   // report a bad checkpoint).
   std::optional<CheckpointInfo> resumed;
@@ -180,8 +188,8 @@ Expected<std::optional<int>> launch(const RunOptions &o, const Plan &plan,
   // Whether rank 0 writes a progress line: mpirun gives the ranks a pty
   // whatever the launcher's stdout is, so the launcher decides.
   setenv(kTerminalEnv, sys::Process::StandardOutIsDisplayed() ? "1" : "0", 1);
-  if (ranks > 1) {
-    Expected<int> code = runUnderMpirun(argc, argv, (int)ranks);
+  if (ranks > 1 || !o.hosts.empty()) {
+    Expected<int> code = runUnderMpirun(argc, argv, (int)ranks, o.hosts);
     // A rank 0 killed by mpirun (another rank's MPI_Abort) leaves its lock
     // file behind.
     if (!o.checkpointDir.empty())
@@ -304,21 +312,54 @@ double meanOverPipelines(double value, const char *what) {
   return sum / (double)l.dataParallel;
 }
 
-/// World rank 0: every world rank's node (MPI_Get_processor_name), for the
-/// report; empty elsewhere. Collective over all ranks.
-std::vector<std::string> nodeNames() {
-  char mine[MPI_MAX_PROCESSOR_NAME] = {0};
+/// World rank 0: every world rank's node (MPI_Get_processor_name), the
+/// ranks it shares memory with (MPI_COMM_TYPE_SHARED), its CUDA device and
+/// transports, for the report; empty elsewhere. Collective over all ranks.
+std::vector<RankPlacement> gatherPlacement() {
+  struct Mine {
+    char node[MPI_MAX_PROCESSOR_NAME];
+    int32_t sharedMemoryGroup, cudaDevice;
+    uint64_t ncclPeers, hostStagedPeers;
+    char allReduce[sizeof(ZbrtCudaStats::allReduce)];
+  } mine;
+  std::memset(&mine, 0, sizeof mine);
   int len = 0;
-  MPI_Get_processor_name(mine, &len);
+  MPI_Get_processor_name(mine.node, &len);
   const Layout &l = layout();
-  std::vector<char> all(l.reports() ? (size_t)l.worldSize * sizeof mine : 0);
-  watched::gather(mine, (int)sizeof mine, MPI_CHAR, all.data(), (int)sizeof mine,
-                  MPI_CHAR, 0, MPI_COMM_WORLD,
-                  "the other ranks' node names (gather)");
-  std::vector<std::string> names;
-  for (size_t at = 0; at < all.size(); at += sizeof mine)
-    names.emplace_back(all.data() + at, strnlen(all.data() + at, sizeof mine));
-  return names;
+  MPI_Comm shared = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, l.worldRank,
+                      MPI_INFO_NULL, &shared);
+  int32_t group = l.worldRank;
+  watched::allreduce(&l.worldRank, &group, 1, MPI_INT32_T, MPI_MIN, shared,
+                     "the ranks of this node (all-reduce)");
+  MPI_Comm_free(&shared);
+  mine.sharedMemoryGroup = group;
+  mine.cudaDevice = -1;
+  if (zbrt_cuda_started()) {
+    ZbrtCudaStats c{};
+    zbrt_cuda_stats(&c);
+    mine.cudaDevice = c.device;
+    mine.ncclPeers = c.ncclPeers;
+    mine.hostStagedPeers = c.hostStagedPeers;
+    std::memcpy(mine.allReduce, c.allReduce, sizeof mine.allReduce);
+    mine.allReduce[sizeof mine.allReduce - 1] = 0;
+  }
+  std::vector<Mine> all(l.reports() ? (size_t)l.worldSize : 0);
+  watched::gather(&mine, (int)sizeof mine, MPI_BYTE, all.data(),
+                  (int)sizeof mine, MPI_BYTE, 0, MPI_COMM_WORLD,
+                  "the other ranks' nodes and devices (gather)");
+  std::vector<RankPlacement> placement;
+  for (const Mine &m : all) {
+    RankPlacement p;
+    p.node.assign(m.node, strnlen(m.node, sizeof m.node));
+    p.sharedMemoryGroup = m.sharedMemoryGroup;
+    p.cudaDevice = m.cudaDevice;
+    p.ncclPeers = m.ncclPeers;
+    p.hostStagedPeers = m.hostStagedPeers;
+    p.cudaAllReduce = m.allReduce;
+    placement.push_back(std::move(p));
+  }
+  return placement;
 }
 
 /// Combines all ranks' accumulators on rank 0 (collective).
@@ -888,7 +929,9 @@ int StepLoop::finishTraining() {
                     "the other ranks' CUDA counters (gather)");
   }
   reduceOnRankZero(profile);
-  report.nodes = nodeNames();
+  report.placement = gatherPlacement();
+  for (const RankPlacement &p : report.placement)
+    report.nodes.push_back(p.node);
   if (!layout().reports())
     return 0;
   if (planned)
@@ -934,6 +977,9 @@ Error zb::runner::checkOptions(const RunOptions &o) {
                      "--report-gradients (they need the steps aligned)");
   if (o.ranksGiven && o.numRanks < 1)
     return makeError("--ranks must be >= 1");
+  if (!o.hosts.empty())
+    if (Expected<int64_t> slots = countHostSlots(o.hosts); !slots)
+      return slots.takeError();
   if (o.dataParallel < 0 || o.dataParallel > zb::limits::kMaxDataParallel)
     return makeError(formatv("--data-parallel must be in [1, {0}], got {1}",
                              zb::limits::kMaxDataParallel, o.dataParallel));
@@ -1036,6 +1082,17 @@ int zb::runner::runZbRun(const RunOptions &o, int argc, char **argv) {
     return reportError(std::move(e));
   Expected<Plan> plan = loadPlan(o.planDir);
   const bool inMPI = insideMPIJob();
+  // --hosts inside a job zb-run did not start (its launcher sets
+  // kTerminalEnv): the user's mpirun placed the ranks already.
+  if (inMPI && !o.hosts.empty() && !std::getenv(kTerminalEnv)) {
+    const char *worldRank = std::getenv("OMPI_COMM_WORLD_RANK");
+    if (worldRank && std::string(worldRank) == "0")
+      reportError(makeError(
+          "--hosts chooses the nodes of the mpirun that zb-run --ranks N "
+          "starts; inside your own mpirun give its --host or --hostfile "
+          "instead"));
+    return 1;
+  }
   if (!inMPI) {
     if (!plan)
       return reportError(plan.takeError());

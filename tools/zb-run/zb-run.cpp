@@ -61,6 +61,15 @@ cl::opt<int, true> dataParallel(
              "d*m+m-1 of the step's D*m"),
     cl::value_desc("D"), cl::location(opts.dataParallel), cl::init(0),
     cl::cat(runCategory));
+cl::opt<std::string, true> hosts(
+    "hosts",
+    cl::desc("With --ranks: the nodes of the job, passed to mpirun as "
+             "--host LIST; NAME[:SLOTS] entries separated by commas, their "
+             "slots adding up to the ranks, filled in order (node1:8,node2:8 "
+             "runs ranks 0-7 on node1). Open MPI starts the other nodes' "
+             "processes through ssh (or OMPI_MCA_plm_rsh_agent; "
+             "docs/training.md, \"Across nodes\")"),
+    cl::value_desc("LIST"), cl::location(opts.hosts), cl::cat(runCategory));
 cl::opt<int, true> numSteps("steps", cl::desc("Training steps (default 20)"),
                             cl::value_desc("S"), cl::location(opts.steps),
                             cl::init(20), cl::cat(runCategory));
@@ -427,10 +436,17 @@ int main(int argc, char **argv) {
       (int)args.size(), args.data(),
       "zb-run: run a zb-compile output directory on MPI ranks\n\n"
       "  zb-run DIR --ranks N          launches mpirun -np N zb-run DIR\n"
+      "  zb-run DIR --ranks N --hosts node1:4,node2:4\n"
+      "                                the same across nodes (mpirun --host)\n"
       "  mpirun -np N zb-run DIR       runs inside an existing MPI job\n"
       "  zb-run DIR --config run.toml  flags from a TOML file "
       "(docs/training.md)\n");
   opts.ranksGiven = numRanks.getNumOccurrences() > 0;
+  if (hosts.getNumOccurrences() && opts.hosts.empty()) {
+    llvm::errs() << "zb-run: error: --hosts needs NAME[:SLOTS],... (e.g. "
+                    "node1:8,node2:8)\n";
+    return 1;
+  }
   opts.cudaGraphs = cudaGraphs == Toggle::On;
   if (!collectTrainingFlags())
     return 1;

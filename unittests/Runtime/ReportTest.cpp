@@ -151,6 +151,90 @@ TEST(Report, JsonDocument) {
   EXPECT_EQ(o.getString("profile"), "p.json");
 }
 
+/// D = 2 pipelines of the two-rank plan (rank 0 sends to 1 and back) on
+/// ranks 0-2 of node a and rank 3 of node b: pipeline 0 and rank 0's group
+/// {0, 2} share memory, pipeline 1 (2 -> 3) and group {1, 3} cross nodes.
+RunReport mixedNodes() {
+  RunReport r = threeSteps();
+  r.dataParallel = 2;
+  for (int w = 0; w < 4; ++w) {
+    RankPlacement p;
+    p.node = w < 3 ? "a" : "b";
+    p.sharedMemoryGroup = w < 3 ? 0 : 3;
+    r.placement.push_back(p);
+    r.nodes.push_back(p.node);
+  }
+  return r;
+}
+
+Plan sendingPlan() {
+  Plan plan = twoRankPlan();
+  plan.ranks.resize(2);
+  plan.ranks[0].rank = 0;
+  plan.ranks[0].sends = std::vector<SentMessage>{{1, 0, 64}};
+  plan.ranks[1].rank = 1;
+  plan.ranks[1].sends = std::vector<SentMessage>{{0, 1, 64}};
+  return plan;
+}
+
+TEST(Report, RankTransports) {
+  std::vector<RankTransports> t = rankTransports(sendingPlan(), mixedNodes());
+  ASSERT_EQ(t.size(), 4u);
+  using Peers = std::vector<std::pair<int32_t, std::string>>;
+  EXPECT_EQ(t[0].pipeline, (Peers{{1, "mpi shared memory"}}));
+  EXPECT_EQ(t[2].pipeline, (Peers{{3, "mpi network"}}));
+  EXPECT_EQ(t[3].pipeline, (Peers{{2, "mpi network"}}));
+  EXPECT_EQ(t[0].allReduce, "mpi shared memory");
+  EXPECT_EQ(t[1].allReduce, "mpi network");
+  // The CUDA backend: NCCL to rank 1; rank 2's group by host-staged MPI.
+  RunReport cuda = mixedNodes();
+  for (int w = 0; w < 4; ++w)
+    cuda.placement[w].cudaDevice = w % 2;
+  cuda.placement[0].ncclPeers = 1u << 1;
+  cuda.placement[0].cudaAllReduce = "nccl";
+  cuda.placement[2].hostStagedPeers = 1u << 3;
+  cuda.placement[2].cudaAllReduce = "mpi: no NCCL";
+  t = rankTransports(sendingPlan(), cuda);
+  EXPECT_EQ(t[0].pipeline, (Peers{{1, "nccl"}}));
+  EXPECT_EQ(t[0].allReduce, "nccl");
+  EXPECT_EQ(t[2].pipeline, (Peers{{3, "host-staged mpi network"}}));
+  EXPECT_EQ(t[2].allReduce, "host-staged mpi shared memory");
+}
+
+TEST(Report, NodeLines) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  printTextReport(os, sendingPlan(), mixedNodes());
+  EXPECT_NE(s.find("node a: ranks 0-2, cpu; pipeline messages mpi shared "
+                   "memory (ranks 0-1), mpi network (rank 2); gradient "
+                   "all-reduce mpi shared memory (ranks 0, 2), mpi network "
+                   "(rank 1)\n"
+                   "node b: rank 3, cpu; pipeline messages mpi network; "
+                   "gradient all-reduce mpi network\n"),
+            std::string::npos)
+      << s;
+  // Placement unknown: the ranks alone.
+  RunReport bare = threeSteps();
+  bare.nodes = {"vm", "vm"};
+  s.clear();
+  printTextReport(os, sendingPlan(), bare);
+  EXPECT_NE(s.find("node vm: ranks 0-1\n"), std::string::npos) << s;
+  // JSON: per world rank.
+  s.clear();
+  printJsonReport(os, sendingPlan(), mixedNodes());
+  llvm::Expected<llvm::json::Value> v = llvm::json::parse(s);
+  ASSERT_TRUE(!!v) << llvm::toString(v.takeError()) << s;
+  const llvm::json::Array &placement =
+      *v->getAsObject()->getArray("placement");
+  ASSERT_EQ(placement.size(), 4u);
+  const llvm::json::Object &r2 = *placement[2].getAsObject();
+  EXPECT_EQ(r2.getInteger("rank"), 2);
+  EXPECT_EQ(r2.getString("node"), "a");
+  EXPECT_EQ(r2.getString("device"), "cpu");
+  EXPECT_EQ(r2.getObject("pipeline")->getString("3"), "mpi network");
+  EXPECT_EQ(r2.getString("allreduce"), "mpi shared memory");
+}
+
 TEST(Report, Gradients) {
   std::string text, json;
   llvm::raw_string_ostream t(text), j(json);

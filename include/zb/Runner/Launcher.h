@@ -2,6 +2,7 @@
 //
 // zb-run DIR --ranks N (outside an MPI job) starts
 //   mpirun --allow-run-as-root --oversubscribe -np N zb-run <same args>
+// (with --hosts LIST: mpirun ... --host LIST, the ranks over those nodes)
 // as a child process and filters mpirun's stderr: the multi-line help
 // banners Open MPI prints when a rank fails are replaced by one line naming
 // the rank ("zb-run: rank 1: terminated by signal 9 (Killed)"), or dropped
@@ -49,12 +50,21 @@ int runMpirun(const std::vector<std::string> &argv, std::string *error);
 /// True inside a job started by Open MPI's mpirun (OMPI_COMM_WORLD_SIZE).
 bool insideMPIJob();
 
+/// zb-run --hosts LIST, Open MPI's --host syntax: NAME[:SLOTS] entries
+/// separated by commas (a NAME without :SLOTS holds one slot). Returns the
+/// number of slots; errors name the bad entry (an empty name, a name with
+/// blanks or a '=', SLOTS not an integer in [1, 65536], a name given
+/// twice).
+llvm::Expected<int64_t> countHostSlots(llvm::StringRef hosts);
+
 /// Runs this same command (argv of main) under
 ///   mpirun --allow-run-as-root --oversubscribe -np `ranks` <this exe> ...
-/// with OPENBLAS_NUM_THREADS=1, through runMpirun. Returns its exit code;
-/// errors: mpirun not on PATH, this executable not found, mpirun not
-/// started.
-llvm::Expected<int> runUnderMpirun(int argc, char **argv, int ranks);
+/// with OPENBLAS_NUM_THREADS=1, through runMpirun; `hosts` non-empty adds
+/// `--host hosts` (mpirun maps ranks by slot: a node's slots are filled
+/// before the next node's). Returns its exit code; errors: mpirun not on
+/// PATH, this executable not found, mpirun not started.
+llvm::Expected<int> runUnderMpirun(int argc, char **argv, int ranks,
+                                   const std::string &hosts = "");
 
 } // namespace zb::runner
 

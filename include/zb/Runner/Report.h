@@ -51,6 +51,39 @@ struct EvalResult {
   int64_t batches = 0;
 };
 
+/// Where one world rank ran and what carried its messages, gathered from
+/// every world rank for the report's "node" lines and "placement" array.
+struct RankPlacement {
+  std::string node; ///< MPI_Get_processor_name
+  /// The lowest world rank of its MPI_COMM_TYPE_SHARED communicator: Open
+  /// MPI gives ranks with the same value shared memory (its vader BTL) and
+  /// reaches the others over the network (its TCP BTL, or another
+  /// network's).
+  int32_t sharedMemoryGroup = 0;
+  /// Under --backend cuda: the device ordinal (-1 on the CPU), the world
+  /// ranks (bit r, r < 64) its pipeline messages reach through NCCL,
+  /// resp. host-staged MPI (ZbrtCudaStats::ncclPeers, hostStagedPeers),
+  /// and how its gradients are all-reduced (ZbrtCudaStats::allReduce: "",
+  /// "nccl", "mpi: <why NCCL is not used>").
+  int32_t cudaDevice = -1;
+  uint64_t ncclPeers = 0, hostStagedPeers = 0;
+  std::string cudaAllReduce;
+};
+
+/// Per world rank: the transports of its pipeline messages and of its
+/// gradient all-reduce, as rankTransports names them.
+struct RankTransports {
+  /// World rank of each pipeline peer (plan.json ranks[].sends, both
+  /// directions) -> "mpi shared memory", "mpi network", "nccl",
+  /// "host-staged mpi shared memory" or "host-staged mpi network".
+  std::vector<std::pair<int32_t, std::string>> pipeline;
+  /// D > 1: "mpi shared memory" / "mpi network" (the group's other ranks
+  /// on this rank's node / on others; "mpi shared memory and network"
+  /// mixed), "nccl", or "host-staged " + one of the MPI ones (the CUDA
+  /// backend's fallback). "" for one pipeline.
+  std::string allReduce;
+};
+
 /// Everything of the end-of-run report (rank 0).
 struct RunReport {
   /// D: pipelines of the job (zb/Runner/Layout.h). Losses are means over
@@ -58,6 +91,9 @@ struct RunReport {
   int32_t dataParallel = 1;
   /// Per world rank: the node it ran on (MPI_Get_processor_name).
   std::vector<std::string> nodes;
+  /// Per world rank: its node, device and transports (empty: only `nodes`
+  /// is known).
+  std::vector<RankPlacement> placement;
   std::vector<StepResult> steps;
   std::vector<EvalResult> evals;
   /// Per rank: mean realized bubble rate over the measured steps
@@ -86,6 +122,12 @@ struct RunReport {
   std::string measuredSteps() const;
 };
 
+/// Per world rank w = d * P + s (zb/Runner/Layout.h, P = plan.numRanks,
+/// D = report.dataParallel) of report.placement: the transport to each
+/// pipeline peer and of the gradient all-reduce. Empty without placement.
+std::vector<RankTransports> rankTransports(const Plan &plan,
+                                           const RunReport &report);
+
 /// "step   3  loss 0.412000  time 1.62 ms".
 /// A number of the JSON reports and the --metrics file: null where it is
 /// not finite (a NaN loss of a skipped step, an unknown gradient norm),
@@ -100,14 +142,17 @@ void printStepLine(llvm::raw_ostream &os, const StepResult &step,
 
 /// The text report: schedule, predicted bubble rates, realized step time,
 /// realized/predicted bubble per rank, replayed and at-measured bubble,
-/// peak heap, trace and profile files.
+/// one line per node ("node n1: ranks 0-1, cpu; pipeline messages mpi
+/// shared memory; gradient all-reduce mpi network"), peak heap, trace and
+/// profile files.
 void printTextReport(llvm::raw_ostream &os, const Plan &plan,
                      const RunReport &report);
 
 /// The same as one JSON document (plan, schedule, num_ranks, num_stages,
 /// num_microbatches, steps, predicted, mean_step_time_ms,
-/// replayed_bubble_rate, at_measured_costs, peak_heap_bytes,
-/// realized_bubble_rate, trace, profile).
+/// replayed_bubble_rate, at_measured_costs, peak_heap_bytes, nodes,
+/// placement (per world rank: node, device, pipeline transports by peer,
+/// allreduce), realized_bubble_rate, trace, profile).
 void printJsonReport(llvm::raw_ostream &os, const Plan &plan,
                      const RunReport &report);
 

@@ -56,6 +56,10 @@ struct RunOptions {
   bool ranksGiven = false;
   /// --data-parallel D: pipelines of the job (0: plan.json's data_parallel).
   int dataParallel = 0;
+  /// --hosts LIST: the nodes of the mpirun zb-run starts (mpirun --host
+  /// LIST, NAME[:SLOTS],... holding exactly the job's ranks); "" = this
+  /// machine.
+  std::string hosts;
   int steps = 20;
   DataOptions data;
   std::string dumpBatch; ///< --dump-batch FILE
