@@ -35,15 +35,15 @@ GradientAllReduce::GradientAllReduce(RankProgram &rp) : rp(rp) {
   for (const formats::ArgInfo &a : rp.plan->ranks[rp.rank].args)
     if (a.kind == formats::ArgKind::Grad)
       gradParams.push_back(a.index);
-  // On a GPU the gradient is written by a kernel that may still run: the
-  // all-reduces start at the step's end, after a synchronisation.
-  hooked = !zbrt_cuda_started();
-  if (hooked)
-    zbrt_set_gradient_hook(&GradientAllReduce::hook, this);
+  // On a GPU the hook hands the bucket to the backend (NCCL, ordered after
+  // the compute stream's kernels by an event); where it refuses, the bucket
+  // waits for the step's end.
+  onCuda = zbrt_cuda_started();
+  zbrt_set_gradient_hook(&GradientAllReduce::hook, this);
 }
 
 GradientAllReduce::~GradientAllReduce() {
-  if (hooked)
+  if (enabled)
     zbrt_set_gradient_hook(nullptr, nullptr);
   for (Bucket &b : inFlight)
     if (!b.requests.empty())
@@ -71,8 +71,27 @@ void GradientAllReduce::hook(void *self, int32_t firstGradArg,
   for (int64_t k = firstGradArg; k <= last; ++k)
     if (me->started.count(me->gradParams[k]))
       return; // announced twice: the first all-reduce stands
+  Bucket b = me->bucket(first, lastParam);
+  if (me->onCuda) {
+    // On the compute stream's timeline: the backend records an event there
+    // (after the W kernels that wrote the bucket) and enqueues the NCCL
+    // all-reduce behind it on its own stream; the host does not wait. A
+    // backend without NCCL for the group refuses (every call of the run
+    // alike): the bucket then goes over MPI at the step's end, after one
+    // synchronisation.
+    if (me->deviceRefused)
+      return;
+    b.beginUs = zbrt::traceNowUs();
+    if (!zbrt_allreduce_start(b.data, b.n)) {
+      me->deviceRefused = true;
+      return;
+    }
+    me->markStarted(b);
+    me->onDevice.push_back(std::move(b));
+    return;
+  }
   me->poll();
-  me->start(me->bucket(first, lastParam));
+  me->start(std::move(b));
 }
 
 void GradientAllReduce::arm() { armed = enabled; }
@@ -107,10 +126,14 @@ std::vector<GradientAllReduce::Bucket> GradientAllReduce::rest() const {
   return buckets;
 }
 
-void GradientAllReduce::start(Bucket b) {
+void GradientAllReduce::markStarted(const Bucket &b) {
   for (auto it = rp.grads.find(b.firstParam);
        it != rp.grads.end() && it->first <= b.lastParam; ++it)
     started.insert(it->first);
+}
+
+void GradientAllReduce::start(Bucket b) {
+  markStarted(b);
   b.beginUs = zbrt::traceNowUs();
   for (int64_t at = 0; at < b.n; at += kChunk) {
     b.requests.emplace_back();
@@ -142,6 +165,12 @@ void GradientAllReduce::poll() {
 }
 
 void GradientAllReduce::discard() {
+  // The step's end waited for the device's all-reduces; the compute stream
+  // is ordered after them too before the passes rewrite their buffers.
+  if (!onDevice.empty())
+    zbrt_allreduce_finish("the data-parallel all-reduce of a step that runs "
+                          "again");
+  onDevice.clear();
   for (Bucket &b : inFlight)
     if (!b.requests.empty())
       watched::waitAll(b.requests, "the data-parallel all-reduce of a step "
@@ -161,13 +190,18 @@ void GradientAllReduce::finish(int64_t step) {
           .str();
   // The backend's own all-reduce first (the CUDA backend: NCCL on a stream
   // of its own, after the kernels that wrote the gradients; the CPU backend
-  // takes none). Each is a trace event from its issue until
+  // takes none), behind those the hook started during the step. Each is a
+  // trace event from its issue (the announcement, or here) until
   // zbrt_allreduce_finish returned: the host's part, not the device's.
-  std::vector<Bucket> onDevice, onHost;
+  std::vector<Bucket> onHost;
   for (Bucket &b : rest()) {
     b.beginUs = zbrt::traceNowUs();
-    (zbrt_allreduce_start(b.data, b.n) ? onDevice : onHost)
-        .push_back(std::move(b));
+    if (!deviceRefused && zbrt_allreduce_start(b.data, b.n)) {
+      onDevice.push_back(std::move(b));
+      continue;
+    }
+    deviceRefused = true;
+    onHost.push_back(std::move(b));
   }
   if (!onHost.empty()) {
     // The others over MPI on the host: the step's gradients are written (on
@@ -182,6 +216,7 @@ void GradientAllReduce::finish(int64_t step) {
     const double end = zbrt::traceNowUs();
     for (const Bucket &b : onDevice)
       record(b, end);
+    onDevice.clear();
   }
   // Each end stamped when seen complete.
   for (Bucket &b : inFlight) {

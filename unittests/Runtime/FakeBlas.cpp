@@ -153,6 +153,7 @@ int cublasSgemm_v2(void *handle, int transa, int transb, int m, int n, int k,
   if (std::optional<int> status = checkGemm("cublasSgemm", 4, transa, transb,
                                              m, n, k, a, lda, b, ldb, c, ldc))
     return *status;
+  zbfake::noteWrite(gBlasStream, c);
   zbfake::DeviceAccess open;
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < m; ++i) {
@@ -233,6 +234,7 @@ int cublasGemmEx(void *handle, int transa, int transb, int m, int n, int k,
                                              transb, m, n, k, a, lda, b, ldb,
                                              c, ldc))
     return *status;
+  zbfake::noteWrite(gBlasStream, c);
   zbfake::DeviceAccess open;
   const auto *A = static_cast<const uint16_t *>(a);
   const auto *B = static_cast<const uint16_t *>(b);

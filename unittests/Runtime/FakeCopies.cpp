@@ -29,6 +29,7 @@ CUresult cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src,
   if (!isDevice(reinterpret_cast<void *>(dst), bytes, "cuMemcpyHtoDAsync dst"))
     return kInvalidValue;
   ++gStats.memcpys;
+  noteWrite(stream, reinterpret_cast<void *>(dst));
   // The driver stages pageable memory before it returns: so does this.
   std::vector<char> staged(static_cast<const char *>(src),
                            static_cast<const char *>(src) + bytes);
@@ -59,6 +60,7 @@ CUresult cuMemsetD8Async(unsigned long long dst, unsigned char value,
   }
   if (!isDevice(reinterpret_cast<void *>(dst), n, "cuMemsetD8Async"))
     return kInvalidValue;
+  noteWrite(stream, reinterpret_cast<void *>(dst));
   enqueueOrRun(stream, nullptr, [dst, value, n] {
     DeviceAccess open;
     std::memset(reinterpret_cast<void *>(dst), value, n);

@@ -134,6 +134,20 @@ bool zbfake::insideAllocation(const void *p) {
 }
 
 namespace zbfake {
+namespace {
+uintptr_t allocationOf(const void *p) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  auto u = reinterpret_cast<uintptr_t>(p);
+  auto it = gAllocations.upper_bound(u);
+  if (it == gAllocations.begin())
+    return 0;
+  --it;
+  return u < it->first + std::max<size_t>(it->second, 1) ? it->first : 0;
+}
+} // namespace
+} // namespace zbfake
+
+namespace zbfake {
 
 /// True when [p, p + bytes) lies inside a live allocation.
 bool isDevice(const void *p, size_t bytes, const char *what) {
@@ -170,13 +184,14 @@ void writeReport() {
                "bad_pointers %ld\nstreams %ld\nevents %ld\n"
                "batched_gemms %ld\ndeferred_recvs %ld\nflushing_waits %ld\n"
                "dropped_ops %ld\nnccl_allreduces %ld\n"
-               "allreduce_bytes %ld\n",
+               "allreduce_bytes %ld\nunordered_allreduces %ld\n",
                gStats.lastDevice, gStats.gemms, gStats.sends, gStats.recvs,
                gStats.sendBytes, gStats.recvBytes, gStats.allocations,
                gStats.managedAllocations, gStats.memcpys, gStats.comms,
                gStats.badPointers, gStats.streams, gStats.events,
                gStats.batchedGemms, gStats.deferredRecvs, gStats.flushingWaits,
-               gStats.droppedOps, gStats.allReduces, gStats.allReduceBytes);
+               gStats.droppedOps, gStats.allReduces, gStats.allReduceBytes,
+               gStats.unorderedAllReduces);
   for (const auto &[peer, n] : gStats.sendsTo)
     std::fprintf(f, "nccl_sends_to %d %ld\n", peer, n);
   zbfake::writeDigests(f);
@@ -205,10 +220,56 @@ struct Event {
   Stream *stream = nullptr;
   long ticket = 0;
   long generation = 0; // records so far (a pending old record is void)
+  /// What its last record's stream was ordered after (noteWrite).
+  std::map<const Stream *, long> after;
 };
 
 /// Live streams (never freed: streams may be destroyed at exit).
 std::set<Stream *> &gStreams = *new std::set<Stream *>;
+
+Stream *gLaunchingGraphOn = nullptr;
+
+namespace {
+/// Writes so far; per allocation base, the stream and number of its last
+/// remembered write; what the host has synchronised with.
+long gWrites = 0;
+std::map<uintptr_t, std::pair<const Stream *, long>> &gLastWrite =
+    *new std::map<uintptr_t, std::pair<const Stream *, long>>;
+std::map<const Stream *, long> &gHostAfter =
+    *new std::map<const Stream *, long>;
+
+void mergeAfter(std::map<const Stream *, long> &into,
+                const std::map<const Stream *, long> &from) {
+  for (const auto &[stream, n] : from)
+    into[stream] = std::max(into[stream], n);
+}
+
+/// The base of the live allocation holding `p`, or 0.
+uintptr_t allocationOf(const void *p);
+} // namespace
+
+void noteWrite(void *stream, const void *p) {
+  auto *s = stream ? static_cast<Stream *>(stream) : gLaunchingGraphOn;
+  uintptr_t base = allocationOf(p);
+  if (!s || !base)
+    return;
+  s->after[s] = ++gWrites;
+  gLastWrite[base] = {s, gWrites};
+}
+
+bool orderedAfterLastWrite(void *stream, const void *p, int *writer) {
+  auto *s = static_cast<Stream *>(stream);
+  auto it = gLastWrite.find(allocationOf(p));
+  if (!s || it == gLastWrite.end() || it->second.first == s)
+    return true;
+  const auto &[by, n] = it->second;
+  auto waited = s->after.find(by), synced = gHostAfter.find(by);
+  if ((waited != s->after.end() && waited->second >= n) ||
+      (synced != gHostAfter.end() && synced->second >= n))
+    return true;
+  *writer = gStreams.count(const_cast<Stream *>(by)) ? by->id : -1;
+  return false;
+}
 
 /// Runs `s`'s deferred work in order up to `ticket`; false when (block
 /// false) a receive's message has not arrived.
@@ -418,8 +479,10 @@ CUresult cuStreamDestroy_v2(void *stream) {
 CUresult cuStreamSynchronize(void *stream) {
   if (int r = zbfake::refuseWhileCapturing(stream, "cuStreamSynchronize"))
     return r;
-  if (stream)
+  if (stream) {
     progress(static_cast<Stream *>(stream), LONG_MAX, /*block=*/true);
+    mergeAfter(gHostAfter, static_cast<Stream *>(stream)->after);
+  }
   lateStreamDone(stream);
   return zbfake::stickyError();
 }
@@ -429,6 +492,8 @@ CUresult cuStreamQuery(void *stream) {
   if (stream &&
       !progress(static_cast<Stream *>(stream), LONG_MAX, /*block=*/false))
     return kNotReady;
+  if (stream)
+    mergeAfter(gHostAfter, static_cast<Stream *>(stream)->after);
   lateStreamDone(stream);
   return zbfake::stickyError();
 }
@@ -439,11 +504,20 @@ CUresult cuStreamWaitEvent(void *stream, void *event, unsigned) {
   // Joining a capture across streams is not emulated: refused.
   if (int r = zbfake::refuseWhileCapturing(stream, "cuStreamWaitEvent"))
     return r;
-  static const bool dropWaits = envLong("ZB_FAKE_CUDA_DROP_WAITS", 0) != 0;
+  // ZB_FAKE_CUDA_DROP_WAITS=1 ignores every wait, =allreduce those of a
+  // stream that carries ncclAllReduce (its input order).
+  static const char *dropWhich = std::getenv("ZB_FAKE_CUDA_DROP_WAITS");
+  static const bool dropWaits = dropWhich && std::atol(dropWhich) != 0;
+  static const bool dropAllReduceWaits =
+      dropWhich && std::strcmp(dropWhich, "allreduce") == 0;
   auto *e = static_cast<Event *>(event);
-  if (dropWaits || !e->stream)
-    return kOk;
   auto *waiter = static_cast<Stream *>(stream);
+  if (dropWaits || (dropAllReduceWaits && waiter && waiter->carriesAllReduce))
+    return kOk;
+  if (waiter)
+    mergeAfter(waiter->after, e->after);
+  if (!e->stream)
+    return kOk;
   if (waiter && !waiter->pending.empty() && waiter != e->stream) {
     // The waiter's later work waits behind its own deferred work too.
     long generation = e->generation;
@@ -495,6 +569,8 @@ CUresult cuEventRecord(void *event, void *stream) {
   auto *s = static_cast<Stream *>(stream);
   long generation = ++e->generation;
   lateRecorded(event, stream);
+  // A waiter is ordered after what this stream is ordered after.
+  e->after = s ? s->after : gHostAfter;
   if (!s || s->pending.empty()) {
     // Nothing deferred: the event completes when it is recorded.
     e->stream = nullptr;
@@ -556,6 +632,7 @@ CUresult cuMemFreeHost(void *p) {
     if (!gAllocations.erase(reinterpret_cast<uintptr_t>(p)))
       return kInvalidValue;
   }
+  gLastWrite.erase(reinterpret_cast<uintptr_t>(p));
   if (!zbfake::deviceFree(p))
     std::free(p);
   return kOk;
@@ -567,6 +644,7 @@ CUresult cuMemFree_v2(unsigned long long ptr) {
     if (!gAllocations.erase(ptr))
       return kInvalidValue;
   }
+  gLastWrite.erase(ptr);
   if (!zbfake::deviceFree(reinterpret_cast<void *>(ptr)))
     std::free(reinterpret_cast<void *>(ptr));
   return kOk;

@@ -35,6 +35,9 @@ struct Stats {
   long deferredRecvs = 0, flushingWaits = 0, droppedOps = 0;
   /// ncclAllReduce calls, their bytes, and those completed.
   long allReduces = 0, allReduceBytes = 0, deferredAllReduces = 0;
+  /// ncclAllReduce calls whose stream was not ordered after the last write
+  /// of their input on another stream (their contribution NaN).
+  long unorderedAllReduces = 0;
   /// world rank -> NCCL sends (never freed: the report is written at exit,
   /// after static destructors)
   std::map<int, long> &sendsTo = *new std::map<int, long>;
@@ -68,7 +71,35 @@ struct Stream {
   int id;
   std::deque<DeferredOp> pending;
   long tickets = 0;
+  /// The writes this stream's next work is ordered after: per stream, the
+  /// number of its last such write (its own, and those an event it waited
+  /// for carried; see noteWrite).
+  std::map<const Stream *, long> after;
+  /// An ncclAllReduce was enqueued on it (ZB_FAKE_CUDA_DROP_WAITS=allreduce).
+  bool carriesAllReduce = false;
 };
+
+//===-- Stream order of writes (FakeCuda.cpp) ----------------------------===//
+//
+// The stand-in runs compute work at once, so a missing event between the
+// stream that wrote a buffer and an NCCL stream that reads it would go
+// unseen in the values. It keeps the order instead: every write enqueued on
+// a stream (a GEMM's C, a memset, an asynchronous copy's destination; in a
+// replayed graph, the launch's stream) is numbered and remembered per
+// allocation; an event record carries its stream's `after`, a stream that
+// waits for it takes that over, and a host synchronisation of a stream
+// orders everything enqueued later after it.
+
+/// A write into the allocation holding `p`, enqueued on `stream` (null: the
+/// stream of the graph being launched, if any; else host-synchronous, not
+/// remembered).
+void noteWrite(void *stream, const void *p);
+/// Whether work enqueued on `stream` now is ordered after the last write
+/// into the allocation holding `p`; else false and *writer is the id of the
+/// stream that wrote it.
+bool orderedAfterLastWrite(void *stream, const void *p, int *writer);
+/// The stream whose graph cuGraphLaunch is running (FakeGraph.cpp), or null.
+extern Stream *gLaunchingGraphOn;
 /// Live streams (never freed: streams may be destroyed at exit).
 extern std::set<Stream *> &gStreams;
 /// Runs `s`'s deferred work in order up to `ticket`; false when (block

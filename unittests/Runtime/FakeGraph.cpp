@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FakeGraph.h"
+#include "FakeCudaInternal.h"
 #include "FakeKernels.h"
 
 #include <atomic>
@@ -270,7 +271,12 @@ CUresult cuGraphLaunch(void *exec, void *stream) {
   if (int sticky = zbfake::stickyError())
     return sticky;
   auto *g = static_cast<Graph *>(exec);
-  zbfake::runOnStream(stream, [g] {
+  zbfake::runOnStream(stream, [g, stream] {
+    // Its memsets' writes are the launch stream's (noteWrite).
+    zbfake::gLaunchingGraphOn = static_cast<zbfake::Stream *>(stream);
+    struct Reset {
+      ~Reset() { zbfake::gLaunchingGraphOn = nullptr; }
+    } reset;
     for (size_t i = 0; i < g->nodes.size(); ++i) {
       if (int status = g->nodes[i]()) {
         // On a GPU the failure surfaces at the host's next synchronising

@@ -9,7 +9,11 @@
 // rank's contribution to every other member over MPI when its stream
 // reaches it, fills the receive buffer with NaN, and sums the contributions
 // in communicator rank order (the same float additions on every member)
-// once its stream is waited for, as a receive.
+// once its stream is waited for, as a receive. Its stream must be ordered
+// (by an event, or a host synchronisation) after the last write of its input
+// on another stream (noteWrite, FakeCudaInternal.h): else, as a GPU could
+// read the input before the kernels that write it ran, its contribution is
+// NaN (counted, unordered_allreduces, and said once on stderr).
 // ZB_FAKE_NCCL_ERROR_AFTER=N reports an asynchronous error after N sends.
 //
 //===----------------------------------------------------------------------===//
@@ -21,6 +25,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -140,6 +145,7 @@ struct AllReduce {
   float *recv;
   size_t count;
   bool started = false;
+  bool unordered = false; // its input not ordered after its last write
   std::vector<float> mine;
   std::vector<std::vector<float>> theirs; // by communicator rank
   std::vector<MPI_Request> requests;
@@ -152,6 +158,8 @@ void startAllReduce(AllReduce &a) {
     zbfake::DeviceAccess open; // the copy reads device memory
     a.mine.assign(a.send, a.send + a.count);
   }
+  if (a.unordered)
+    a.mine.assign(a.count, std::nanf(""));
   const std::vector<int> &members = a.c->members;
   a.theirs.resize(members.size());
   for (size_t r = 0; r < members.size(); ++r) {
@@ -371,6 +379,17 @@ int ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, int type,
   a->recv = static_cast<float *>(recvbuff);
   a->count = count;
   auto *s = static_cast<Stream *>(stream);
+  s->carriesAllReduce = true;
+  int writer = -1;
+  if (count && !orderedAfterLastWrite(s, sendbuff, &writer)) {
+    a->unordered = true;
+    if (gStats.unorderedAllReduces++ == 0)
+      std::fprintf(stderr,
+                   "fake-cuda: ncclAllReduce of %zu floats on stream %d reads "
+                   "memory written on stream %d without an event between "
+                   "them: its contribution is NaN\n",
+                   count, s->id, writer);
+  }
   if (s->pending.empty()) {
     // The stream is here: the contribution leaves now; the result is stale
     // (NaN in every float) until the stream is waited for.

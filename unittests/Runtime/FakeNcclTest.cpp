@@ -5,8 +5,11 @@
 // device allocation of the right size (counted as a bad pointer), another
 // type or reduction than the float32 sum the runtime asks for. And it must
 // order with its stream as a receive does: the result is stale (NaN) until
-// the stream is waited for. One process, no MPI job: a one-rank
-// communicator, whose sum is its own contribution.
+// the stream is waited for. Its stream must be ordered after the last write
+// of its input on another stream (an event between them), or a GPU could
+// read the input before the kernels that write it: the stand-in then sums
+// NaN. One process, no MPI job: a one-rank communicator, whose sum is its
+// own contribution.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +18,7 @@
 #include <dlfcn.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace {
@@ -94,6 +98,87 @@ TEST(FakeNccl, AllReduceChecksPointersAndOrdersWithItsStream) {
 
   EXPECT_EQ(commDestroy(comm), 0);
   EXPECT_EQ(streamDestroy(stream), 0);
+  EXPECT_EQ(memFree(device), 0);
+  dlclose(lib);
+}
+
+TEST(FakeNccl, AllReduceNeedsAnEventAfterItsInputsWrites) {
+  void *lib = dlopen(ZB_FAKE_CUDA_LIB, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto getUniqueId = symbol<int (*)(UniqueId *)>(lib, "ncclGetUniqueId");
+  auto commInitRank =
+      symbol<int (*)(void **, int, UniqueId, int)>(lib, "ncclCommInitRank");
+  auto allReduce =
+      symbol<int (*)(const void *, void *, size_t, int, int, void *, void *)>(
+          lib, "ncclAllReduce");
+  auto commDestroy = symbol<int (*)(void *)>(lib, "ncclCommDestroy");
+  auto memAllocManaged =
+      symbol<int (*)(unsigned long long *, size_t, unsigned)>(
+          lib, "cuMemAllocManaged");
+  auto memFree = symbol<int (*)(unsigned long long)>(lib, "cuMemFree_v2");
+  auto memsetAsync =
+      symbol<int (*)(unsigned long long, unsigned char, size_t, void *)>(
+          lib, "cuMemsetD8Async");
+  auto streamCreate = symbol<int (*)(void **, unsigned)>(lib, "cuStreamCreate");
+  auto streamSynchronize = symbol<int (*)(void *)>(lib, "cuStreamSynchronize");
+  auto streamWaitEvent =
+      symbol<int (*)(void *, void *, unsigned)>(lib, "cuStreamWaitEvent");
+  auto streamDestroy = symbol<int (*)(void *)>(lib, "cuStreamDestroy_v2");
+  auto eventCreate = symbol<int (*)(void **, unsigned)>(lib, "cuEventCreate");
+  auto eventRecord = symbol<int (*)(void *, void *)>(lib, "cuEventRecord");
+  auto eventDestroy = symbol<int (*)(void *)>(lib, "cuEventDestroy_v2");
+  if (::testing::Test::HasFailure())
+    return;
+  constexpr int kFloat32 = 7, kSum = 0;
+
+  UniqueId id{};
+  ASSERT_EQ(getUniqueId(&id), 0);
+  void *comm = nullptr;
+  ASSERT_EQ(commInitRank(&comm, 1, id, 0), 0);
+  void *compute = nullptr, *side = nullptr, *event = nullptr;
+  ASSERT_EQ(streamCreate(&compute, 1), 0);
+  ASSERT_EQ(streamCreate(&side, 1), 0);
+  ASSERT_EQ(eventCreate(&event, 0), 0);
+  unsigned long long device = 0;
+  ASSERT_EQ(memAllocManaged(&device, 4 * sizeof(float), 1), 0);
+  auto *grad = reinterpret_cast<float *>(device);
+  float expected = 0;
+  std::memset(&expected, 0x3F, sizeof expected);
+
+  // Written on the compute stream, all-reduced on the side stream with no
+  // event between them: a GPU may read the buffer before the write.
+  ASSERT_EQ(memsetAsync(device, 0x3F, 4 * sizeof(float), compute), 0);
+  EXPECT_EQ(allReduce(grad, grad, 4, kFloat32, kSum, comm, side), 0);
+  ASSERT_EQ(streamSynchronize(side), 0);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_TRUE(std::isnan(grad[i])) << i;
+
+  // An event recorded after the write, waited for by the side stream: the
+  // sum is the written value.
+  ASSERT_EQ(memsetAsync(device, 0x3F, 4 * sizeof(float), compute), 0);
+  ASSERT_EQ(eventRecord(event, compute), 0);
+  ASSERT_EQ(streamWaitEvent(side, event, 0), 0);
+  EXPECT_EQ(allReduce(grad, grad, 4, kFloat32, kSum, comm, side), 0);
+  ASSERT_EQ(streamSynchronize(side), 0);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(grad[i], expected) << i;
+
+  // A write after the event is not covered by it; a host synchronisation
+  // of the writer orders what the host enqueues next.
+  ASSERT_EQ(memsetAsync(device, 0x3F, 4 * sizeof(float), compute), 0);
+  EXPECT_EQ(allReduce(grad, grad, 4, kFloat32, kSum, comm, side), 0);
+  ASSERT_EQ(streamSynchronize(side), 0);
+  EXPECT_TRUE(std::isnan(grad[0]));
+  ASSERT_EQ(memsetAsync(device, 0x3F, 4 * sizeof(float), compute), 0);
+  ASSERT_EQ(streamSynchronize(compute), 0);
+  EXPECT_EQ(allReduce(grad, grad, 4, kFloat32, kSum, comm, side), 0);
+  ASSERT_EQ(streamSynchronize(side), 0);
+  EXPECT_EQ(grad[0], expected);
+
+  EXPECT_EQ(commDestroy(comm), 0);
+  EXPECT_EQ(eventDestroy(event), 0);
+  EXPECT_EQ(streamDestroy(side), 0);
+  EXPECT_EQ(streamDestroy(compute), 0);
   EXPECT_EQ(memFree(device), 0);
   dlclose(lib);
 }

@@ -25,14 +25,21 @@
 // complete.
 //
 // On the CUDA backend the gradients are written by kernels on the compute
-// stream, so the early start would have to wait for the device: there all
-// the all-reduces start at the step's end, through the backend
-// (zbrt_allreduce_start: NCCL on a stream of its own, ordered after the
-// kernels and before the optimizer's by events, the host waiting for
-// neither), or, where the backend refuses them (members of the group on
-// one device, no NCCL), over MPI after one synchronisation. The trace
-// event of an NCCL all-reduce spans its issue until zbrt_allreduce_finish
-// returned (the host's work; the device's runs on).
+// stream, which may still run when the host code announces them: there the
+// hook hands the bucket to the backend (zbrt_allreduce_start), which records
+// an event on the compute stream at that point, makes the group's NCCL
+// stream wait for it and enqueues an in-place ncclAllReduce there, the host
+// waiting for nothing. Under CUDA graphs the call also ends the captured
+// segment (a replay launches the segment there), so the graph holds no
+// NCCL call and the host code, which runs every step, enqueues the
+// all-reduce afresh each time. The step's end starts the rest through the
+// backend the same way and zbrt_allreduce_finish makes the compute stream
+// wait for all of them before the optimizer. Where the backend refuses
+// (members of the group on one device, no NCCL: the same answer for every
+// call of the run), every bucket waits for the step's end and goes over
+// MPI after one synchronisation. The trace event of an NCCL all-reduce
+// spans its issue until zbrt_allreduce_finish returned (the host's view;
+// the device's work runs on).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZB_RUNNER_DATAPARALLEL_H
@@ -50,8 +57,8 @@ namespace zb::runner {
 
 class GradientAllReduce {
 public:
-  /// Installs the zbrt_gradient_ready hook when the job has D > 1
-  /// pipelines and runs on the CPU backend; does nothing for D = 1.
+  /// Installs the zbrt_gradients_ready hook when the job has D > 1
+  /// pipelines (either backend); does nothing for D = 1.
   explicit GradientAllReduce(RankProgram &rp);
   ~GradientAllReduce();
   GradientAllReduce(const GradientAllReduce &) = delete;
@@ -84,6 +91,9 @@ private:
   /// The buckets of the gradients not started yet: runs of consecutive
   /// gradients.
   std::vector<Bucket> rest() const;
+  /// Marks b's gradients started (rest() leaves them out).
+  void markStarted(const Bucket &b);
+  /// Starts b over MPI on the host (MPI_Iallreduce).
   void start(Bucket b);
   void record(const Bucket &b, double endUs);
   /// Stamps the end of every all-reduce that has completed.
@@ -94,8 +104,13 @@ private:
   /// The parameter index of each gradient argument (plan.json).
   std::vector<int64_t> gradParams;
   MPI_Comm comm = MPI_COMM_NULL;
-  bool enabled = false, hooked = false, armed = false;
-  std::vector<Bucket> inFlight; ///< this step's, in start order
+  bool enabled = false, onCuda = false, armed = false;
+  /// The backend refused a bucket (no NCCL for the group): the run's
+  /// buckets all go over MPI at the step's end.
+  bool deviceRefused = false;
+  std::vector<Bucket> inFlight; ///< this step's MPI ones, in start order
+  /// This step's buckets the backend took (zbrt_allreduce_start), in order.
+  std::vector<Bucket> onDevice;
   std::set<int64_t> started;    ///< their parameters
 };
 

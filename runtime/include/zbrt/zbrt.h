@@ -74,8 +74,9 @@ void zbrt_set_validate_hook(zbrt_validate_hook hook, void *context);
 /// W of the step that
 /// contributes to it, while later passes may still run (the Zero Bubble
 /// paper, Appendix A). zb-run's hook starts that gradient's all-reduce
-/// across the data-parallel pipelines there; without a hook it does
-/// nothing. Parameters whose copies live on several ranks of the pipeline
+/// across the data-parallel pipelines there (CPU backend: MPI on the host;
+/// CUDA backend: zbrt_allreduce_start, ordered after the compute stream's
+/// work so far); without a hook it does nothing. Parameters whose copies live on several ranks of the pipeline
 /// (tied) are not announced: their gradient is final only after the step's
 /// exchange.
 void zbrt_gradients_ready(int32_t firstGradArg, int32_t count);
@@ -212,7 +213,12 @@ void zbrt_adamw_rollback_many(const ZbrtOptimizerTensor *tensors,
                               float weightDecay, float gradScale);
 
 /// The data-parallel gradient all-reduce through the backend (zb-run calls
-/// these after the step's zbrt_step_end; generated code never does).
+/// zbrt_allreduce_start from its zbrt_gradients_ready hook inside the step,
+/// and for the rest after the step's zbrt_step_end, then
+/// zbrt_allreduce_finish; generated code never does). Inside a step under
+/// CUDA graphs, zbrt_allreduce_start ends the captured segment there (a
+/// replay launches the segment there): the all-reduce itself is never part
+/// of a graph.
 /// zbrt_allreduce_start starts summing the `n` floats at `buf` (a gradient
 /// buffer from zbrt_host_buffer_alloc) in place across this rank's
 /// data-parallel group (zbrt_set_pipeline: the world ranks whose pipeline

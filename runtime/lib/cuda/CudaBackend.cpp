@@ -380,8 +380,13 @@ void CudaBackend::sumSquaresMany(const float *const *xs, const int64_t *ns,
 bool CudaBackend::startGradientAllReduce(float *buf, int64_t n) {
   if (!allReduce || !allReduce->usable())
     return false;
-  // Outside the step's graphs (zb-run calls it after zbrt_step_end): a
-  // no-op there; a captured segment would end here.
+  // Called inside the step (zb-run's zbrt_gradients_ready hook, right after
+  // the bucket's last W) or after zbrt_step_end (a no-op there). Inside, the
+  // captured segment so far ends here and is launched, and a replay
+  // launches its segment here: the all-reduce is enqueued eagerly behind
+  // it, never captured (the host code announces the bucket every step, so
+  // a replayed step enqueues it afresh; a captured NCCL call would need
+  // NCCL >= 2.9 and the stream wait of a capturing stream).
   graph.boundary();
   allReduce->start(buf, n);
   return true;

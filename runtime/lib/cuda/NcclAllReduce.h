@@ -7,13 +7,16 @@
 // same pipeline rank. This rank's group gets one NCCL communicator of D
 // ranks (group rank d = pipeline d) and a stream of its own:
 //
-//   compute stream:     gradient kernels, event A ...... wait B, optimizer
-//   all-reduce stream:            wait A, ncclAllReduce x n, event B
+//   compute stream:     W(b1), event A1, W(b2), event A2, ... wait B, optimizer
+//   all-reduce stream:          wait A1, ncclAllReduce(b1), wait A2,
+//                               ncclAllReduce(b2), ..., event B
 //
 // start() makes the all-reduce stream wait for the work enqueued so far on
-// the compute stream (the kernels that wrote the gradient) and enqueues an
-// in-place ncclAllReduce (float32, sum) there; finish() makes the compute
-// stream wait for the all-reduce stream, so the optimizer's kernels
+// the compute stream (an event recorded there now: the kernels that wrote
+// the gradient) and enqueues an in-place ncclAllReduce (float32, sum)
+// there; zb-run calls it as soon as a bucket is final (zbrt_gradients_ready,
+// inside the step) and for the rest at the step's end. finish() makes the
+// compute stream wait for the all-reduce stream, so the optimizer's kernels
 // launched next read the sums. The host waits for neither; the backend's
 // watchdog polls the communicator's asynchronous errors.
 //
