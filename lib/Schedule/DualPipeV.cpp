@@ -183,6 +183,20 @@ static void improve(const Problem &problem, Schedule &s,
                                           options.searchEvaluations);
 }
 
+/// An empty schedule of `kind` on the V-shape mapping of p ranks (both
+/// DualPipeV's V and DualPipe's two routes), split backward, costed by stage
+/// span, with p empty rank orders.
+static Schedule vPlaced(ScheduleKind kind, int p, int directions) {
+  Schedule s;
+  s.name = scheduleName(kind).str();
+  s.stageToRank = vShapeStageToRank(p);
+  s.directions = directions;
+  s.costConvention = CostConvention::StageSpan;
+  s.fusedBackward = false;
+  s.perRank.resize(p);
+  return s;
+}
+
 llvm::Expected<Schedule> detail::buildDualPipeV(const Problem &problem,
                                                 const BuildOptions &options) {
   int p = problem.numRanks, m = problem.numMicrobatches;
@@ -192,12 +206,7 @@ llvm::Expected<Schedule> detail::buildDualPipeV(const Problem &problem,
                       "stage of the V), got m={1}",
                       2 * p, m)
             .str());
-  Schedule s;
-  s.name = scheduleName(ScheduleKind::DualPipeV).str();
-  s.stageToRank = vShapeStageToRank(p);
-  s.costConvention = CostConvention::StageSpan;
-  s.fusedBackward = false;
-  s.perRank.resize(p);
+  Schedule s = vPlaced(ScheduleKind::DualPipeV, p, 1);
   for (int r = 0; r < p; ++r)
     s.perRank[r] = dualPipeVOrder(p, m, r, r, 2 * p - 1 - r);
   improve(problem, s, options);
@@ -220,13 +229,7 @@ llvm::Expected<Schedule> detail::buildDualPipe(const Problem &problem,
                       "m={1}",
                       2 * p, m)
             .str());
-  Schedule s;
-  s.name = scheduleName(ScheduleKind::DualPipe).str();
-  s.stageToRank = vShapeStageToRank(p);
-  s.directions = 2;
-  s.costConvention = CostConvention::StageSpan;
-  s.fusedBackward = false;
-  s.perRank.resize(p);
+  Schedule s = vPlaced(ScheduleKind::DualPipe, p, 2);
   const int half = p / 2, halfM = m / 2;
   for (int r = 0; r < p; ++r) {
     // Rank r of the first half runs its down stage r as DualPipeV's chunk 0
