@@ -69,6 +69,11 @@ llvm::Error validateOptions(const CompileOptions &options) {
                                "GB/s > 0, got {0}",
                                options.dpBandwidthGBps)
                      .str());
+  if (options.dpBucketBytes < 0)
+    return error(llvm::formatv("--dp-bucket-bytes must be >= 0 (bytes), got "
+                               "{0}",
+                               options.dpBucketBytes)
+                     .str());
   if (!(options.dpLatencyMs >= 0) || !std::isfinite(options.dpLatencyMs))
     return error(llvm::formatv("--dp-latency must be a finite number of ms "
                                ">= 0, got {0}",

@@ -32,6 +32,7 @@ static void setPipelineOptions(PipelineOptions &pipeline,
   pipeline.target = options.costTarget();
   pipeline.precision = options.precision;
   pipeline.optimizerSync = options.optimizerSync;
+  pipeline.dpBucketBytes = options.dpBucketBytes;
 }
 
 LogicalResult partitionModel(ModuleOp module, const CompileOptions &options) {

@@ -54,6 +54,9 @@ void buildSchedulePipeline(OpPassManager &pm, const PipelineOptions &options,
     schedule.scheduleFile = options.scheduleFile;
     pm.addPass(createZBSchedule(schedule));
   }
+  ZBClusterWeightGradientsOptions cluster;
+  cluster.bucketBytes = options.dpBucketBytes;
+  pm.addPass(createZBClusterWeightGradients(cluster));
   pm.addPass(createZBLowerPipeline());
 }
 

@@ -25,6 +25,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace zb {
@@ -128,6 +129,9 @@ public:
     if (failed(createStep()))
       return failure();
     const auto &actions = schedule.perRank[rank];
+    for (const sched::Action &a : actions)
+      if (a.kind == sched::ActionKind::W)
+        lastW[a.stage] = a.microbatch;
     for (auto [i, a] : llvm::enumerate(actions)) {
       if (static_cast<int64_t>(i) == validateBefore)
         validateOptimizer();
@@ -192,6 +196,10 @@ private:
       gradAcc; // (param, stage, part)
   // Parameters whose gradient is already written (announceGradients).
   llvm::DenseSet<int64_t> written;
+  // The microbatch of each stage's last W on this rank, and the (stage,
+  // parameter) sums completed group by group inside that W (lowerLastW).
+  std::map<int64_t, int64_t> lastW;
+  std::set<std::pair<int64_t, int64_t>> finalInStage;
 
   int64_t rankOf(int64_t stage) const { return schedule.stageToRank[stage]; }
   int64_t lastStage() const { return info.numStages - 1; }
@@ -207,6 +215,11 @@ private:
   /// The next microbatch whose weight gradients stage `s` adds.
   int64_t &nextGradOf(int64_t s) {
     return nextGrad.try_emplace(s, firstMicrobatch(s)).first->second;
+  }
+  /// True when stage `s`'s sums of parameter `p`'s gradient parts cover
+  /// all microbatches of the step.
+  bool finalIn(int64_t s, int64_t p) {
+    return nextGradOf(s) == endMicrobatch(s) || finalInStage.count({s, p});
   }
   /// The stage the activation (gradient) of stage `s` goes to, or -1 at the
   /// end (start) of its route.
@@ -322,6 +335,10 @@ private:
   LogicalResult routeResults(const sched::Action &a, func::FuncOp callee,
                              func::CallOp call);
   LogicalResult lowerAction(const sched::Action &a);
+  LogicalResult weightGroups(func::FuncOp w,
+                             SmallVectorImpl<func::FuncOp> &groups);
+  LogicalResult lowerLastW(const sched::Action &a,
+                           ArrayRef<func::FuncOp> groups);
   void completeW(const sched::Action &a);
   Value sumOfParts(int64_t p);
   void writeGradient(int64_t p, Value g);
@@ -584,6 +601,16 @@ LogicalResult RankLowering::lowerAction(const sched::Action &a) {
   if (!callee)
     return module.emitError("stage function of action ")
            << actionName(a, "") << " not found";
+  if (a.kind == sched::ActionKind::W) {
+    auto last = lastW.find(a.stage);
+    SmallVector<func::FuncOp> groups;
+    if (last != lastW.end() && last->second == a.microbatch) {
+      if (failed(weightGroups(callee, groups)))
+        return failure();
+      if (groups.size() > 1)
+        return lowerLastW(a, groups);
+    }
+  }
   SmallVector<Value> operands;
   if (failed(gatherOperands(a, callee, operands)))
     return failure();
@@ -594,6 +621,70 @@ LogicalResult RankLowering::lowerAction(const sched::Action &a) {
     return failure();
   if (a.kind == sched::ActionKind::W)
     completeW(a);
+  return success();
+}
+
+/// The functions of the groups of `w`'s gradients (zb.weight_clusters,
+/// zb-cluster-weight-gradients), empty when `w` is not split.
+LogicalResult RankLowering::weightGroups(func::FuncOp w,
+                                         SmallVectorImpl<func::FuncOp> &groups) {
+  auto names = w->getAttrOfType<ArrayAttr>(kWeightClustersAttr);
+  if (!names)
+    return success();
+  for (auto name : names.getAsRange<FlatSymbolRefAttr>()) {
+    func::FuncOp g = lookup(name.getValue());
+    if (!g)
+      return w.emitError("zb.weight_clusters names @")
+             << name.getValue() << ", which the module does not define";
+    groups.push_back(g);
+  }
+  return success();
+}
+
+/// The stage's last W of the step on this rank, split by parameter (the
+/// Zero Bubble paper, Appendix A): the groups of the W function one by one,
+/// each followed by its gradients' sums over the step's microbatches (in
+/// microbatch order, as completeW adds them) and the announcement of the
+/// gradients now final, so that their all-reduce across data-parallel
+/// pipelines overlaps the rest of this W. One trace event for the whole W.
+LogicalResult RankLowering::lowerLastW(const sched::Action &a,
+                                       ArrayRef<func::FuncOp> groups) {
+  int64_t s = a.stage;
+  int64_t first = nextGradOf(s);
+  mark(zbrt::symbols::ActionBegin, 2, s, a.microbatch);
+  for (func::FuncOp g : groups) {
+    SmallVector<Value> operands;
+    if (failed(gatherOperands(a, g, operands)))
+      return failure();
+    auto call = func::CallOp::create(b, loc, g, operands);
+    if (failed(routeResults(a, g, call)))
+      return failure();
+    for (unsigned i = 0; i < g.getNumResults(); ++i) {
+      DictionaryAttr attrs = g.getResultAttrDict(i);
+      int64_t p = key(attrs);
+      auto partAttr = attrs.getAs<IntegerAttr>("zb.part");
+      int64_t part = partAttr ? partAttr.getInt() : -1;
+      Value &acc = gradAcc[{p, s, part}];
+      for (int64_t mb = first; mb < endMicrobatch(s); ++mb) {
+        Value v;
+        for (auto [q, qPart, grad] : pendingGrads[s][mb])
+          if (q == p && qPart == part)
+            v = grad;
+        if (!v)
+          return module.emitError("rank ")
+                 << rank << ": the last W of stage " << s << " (microbatch "
+                 << a.microbatch << ") runs before W of microbatch " << mb;
+        acc = addInOrder(acc, v);
+      }
+      finalInStage.insert({s, p});
+    }
+    announceGradients();
+  }
+  mark(zbrt::symbols::ActionEnd, 2, s, a.microbatch);
+  for (int64_t mb = first; mb < endMicrobatch(s); ++mb)
+    pendingGrads[s].erase(mb);
+  nextGradOf(s) = endMicrobatch(s);
+  completeW(a);
   return success();
 }
 
@@ -657,8 +748,7 @@ void RankLowering::announceGradients() {
     if (written.contains(p) ||
         llvm::any_of(stagesOfParam[p],
                      [&](int64_t s) {
-                       return rankOf(s) != rank ||
-                              nextGradOf(s) != endMicrobatch(s);
+                       return rankOf(s) != rank || !finalIn(s, p);
                      }))
       continue;
     Value g = sumOfParts(p);

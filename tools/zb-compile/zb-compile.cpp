@@ -67,6 +67,15 @@ static cl::opt<double, true> dpBandwidth(
              "for the predicted step (default 100)"),
     cl::location(options.dpBandwidthGBps), cl::init(defaults.dpBandwidthGBps),
     cl::cat(category));
+static cl::opt<int64_t, true> dpBucketBytes(
+    "dp-bucket-bytes",
+    cl::desc("Gradient all-reduce buckets: in a stage's last W the "
+             "independent gradient computations run one group after the "
+             "other and each bucket of at least this many bytes starts its "
+             "all-reduce as soon as it is computed (the Zero Bubble paper, "
+             "Appendix A; 0: every group alone; default 4194304)"),
+    cl::location(options.dpBucketBytes), cl::init(defaults.dpBucketBytes),
+    cl::cat(category));
 static cl::opt<double, true> dpLatency(
     "dp-latency",
     cl::desc("With --data-parallel: the latency of one all-reduce in ms for "

@@ -118,6 +118,12 @@ struct CompileOptions {
   /// > 0) and latency per all-reduce in ms (--dp-latency, >= 0).
   double dpBandwidthGBps = 100;
   double dpLatencyMs = 0.02;
+  /// The least gradient bytes of one all-reduce bucket announced inside a
+  /// stage's last W (--dp-bucket-bytes, >= 0; 0 = every independent group
+  /// of gradients alone, the Zero Bubble paper's Appendix A per parameter):
+  /// zb-cluster-weight-gradients' bucket-bytes. Like PyTorch DDP's
+  /// bucket_cap_mb, it trades the overlap for fewer, larger all-reduces.
+  int64_t dpBucketBytes = 4 << 20;
   /// The schedule (--schedule; zb/Schedule/Registry.h).
   sched::ScheduleKind schedule = sched::ScheduleKind::ZBH1;
   /// With --schedule-file: the file's schedule name (the JSON's "name",

@@ -94,6 +94,12 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
                      "previous optimizer step where the schedule expects the "
                      "fully reduced state (zb-schedule)"),
       llvm::cl::init(sched::OptimizerSync::None)};
+  Option<int64_t> dpBucketBytes{
+      *this, "dp-bucket-bytes",
+      llvm::cl::desc("Least gradient bytes per data-parallel all-reduce "
+                     "bucket of a stage's last W (zb-cluster-weight-"
+                     "gradients; 0: one per independent group)"),
+      llvm::cl::init(4 << 20)};
 };
 
 /// [zb-autocast,] zb-autodiff, zb-split-backward, zb-partition-stages, zb-schedule,

@@ -193,6 +193,49 @@ def ZBReport : Pass<"zb-report", "mlir::ModuleOp"> {
   }];
 }
 
+def ZBClusterWeightGradients
+    : Pass<"zb-cluster-weight-gradients", "mlir::ModuleOp"> {
+  let summary = "Splits each stage's W function into independent groups of "
+                "parameter gradients (the Zero Bubble paper, Appendix A)";
+  let description = [{
+    A W pass computes the gradients of several parameters, mostly from
+    independent computations (a linear layer's weight and bias gradients
+    share only their input tensors). The paper's Appendix A reorders them so
+    that the computations of one parameter run together and its gradient
+    all-reduce across data-parallel pipelines can start as soon as they are
+    done, while the rest of the W pass still runs (its Figure 8).
+
+    For every stage's `backward_weight` function this pass groups the
+    results: two gradients are in one group when an op that depends on a
+    function argument feeds both (ops computed from constants alone are
+    duplicated instead), or when they are parts (`zb.part`) of the same
+    parameter. With two or more groups, each group becomes a private
+    function `<W>_c<j>` (j = 0, 1, ... in the order of the group's first
+    result) that takes only the arguments it reads and returns the group's
+    gradients with their `zb.role`/`zb.index`/`zb.part` attributes; the W
+    function's body becomes the calls of those functions in order, and the
+    W function gets `zb.weight_clusters = [@<W>_c0, ...]`. The W function's
+    signature and results are unchanged, so every caller stays valid.
+    `zb-lower-pipeline` calls the groups one by one in a stage's last W
+    pass of the step and announces each group's gradients
+    (`zbrt_gradients_ready`) as soon as they are final. A W function with
+    one group, without `param_grad` results only, or with ops that hold
+    regions is left as it is.
+
+    `bucket-bytes` sizes the all-reduce buckets as PyTorch DDP's
+    `bucket_cap_mb` does: adjacent groups are merged, in order, until each
+    holds at least that many gradient bytes (the last one may hold fewer);
+    0 keeps every group alone (the paper's Figure 8, one all-reduce per
+    parameter). zb-compile passes `--dp-bucket-bytes` (default 4 MiB).
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"0",
+           "Merge adjacent groups until each holds at least this many "
+           "gradient bytes (0: every group alone)">
+  ];
+  let dependentDialects = ["::zb::ZBDialect", "::mlir::func::FuncDialect"];
+}
+
 def ZBLowerPipeline : Pass<"zb-lower-pipeline", "mlir::ModuleOp"> {
   let summary = "Builds one step function per rank from the schedule";
   let description = [{
@@ -211,7 +254,15 @@ def ZBLowerPipeline : Pass<"zb-lower-pipeline", "mlir::ModuleOp"> {
     the other holders (zb.send, tag zbrt_tag(0, stage, microbatches +
     parameter index + j * arguments) for the stage's j-th part) and every
     holder adds all parts in part order (stage order for per-stage sums),
-    so the copies receive bit-identical gradients. Arguments are memrefs
+    so the copies receive bit-identical gradients. A gradient final on this
+    rank alone is written as soon as it is final and announced with
+    `zbrt_gradients_ready(k, n)` (gradient arguments k .. k+n-1), so that
+    zb-run can start its all-reduce across data-parallel pipelines while
+    later passes run (the Zero Bubble paper, Appendix A); in a stage's last
+    W of the step a W function split by `zb-cluster-weight-gradients` is
+    called group by group inside the W's trace event, each group's
+    gradients summed, written and announced before the next group runs.
+    Arguments are memrefs
     in the order of docs/plan-json.md (recorded as `zb.rank_args`, one
     `#zb.rank_arg<param, i>` / `<grad, i>` / `<input, i>` / `<loss>` each).
     Communication is checked before emission: every send is matched by a

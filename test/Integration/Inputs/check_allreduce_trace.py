@@ -5,10 +5,13 @@ the rank's gradients between them) that cover every gradient of the rank
 (plan.json ranks[r].args of kind grad) exactly once, and counts the
 gradients whose bucket started before the rank's last W began (the Zero
 Bubble paper's Appendix A: the all-reduce overlaps the passes still to
-run).
+run), and those whose bucket started inside a W pass of the rank
+(zb-cluster-weight-gradients: a stage's last W announces each group of
+gradients as soon as it is computed, before the rest of the W runs).
 
 usage: check_allreduce_trace.py PLAN_DIR TRACE.json
-prints: "rank R: G gradients in B buckets, K started before its last W"
+prints: "rank R: G gradients in B buckets, K started before its last W,
+J inside a W"
 """
 import json
 import os
@@ -29,18 +32,20 @@ def main():
         last_w = max(e["ts"] for e in ws)
         ars = [e for e in events
                if e["tid"] == p + r and e["cat"] == "all-reduce"]
-        covered, early = [], 0
+        covered, early, inside_w = [], 0, 0
         for e in ars:
             lo, hi = e["args"]["first_param"], e["args"]["last_param"]
             inside = [g for g in grads if lo <= g <= hi]
             covered += inside
             if e["ts"] < last_w:
                 early += len(inside)
+            if any(w["ts"] <= e["ts"] <= w["ts"] + w["dur"] for w in ws):
+                inside_w += len(inside)
         same = sorted(covered) == grads
         ok = ok and same
         print(f"rank {r}: {len(grads)} gradients in {len(ars)} buckets"
               f"{'' if same else ' (MISMATCH)'}, {early} started before its "
-              f"last W")
+              f"last W, {inside_w} inside a W")
     return 0 if ok else 1
 
 

@@ -237,6 +237,12 @@ static LogicalResult verifyNamedAttr(Operation *op, NamedAttribute attr) {
   }
   if (name == kRoleAttr)
     return expect(llvm::isa<RoleAttr>(value), "a #zb.role");
+  if (name == kWeightClustersAttr) {
+    auto list = llvm::dyn_cast<ArrayAttr>(value);
+    return expect(list && !list.empty() &&
+                      llvm::all_of(list, llvm::IsaPred<FlatSymbolRefAttr>),
+                  "a non-empty array of function symbols");
+  }
   return success();
 }
 

@@ -32,6 +32,10 @@ inline constexpr llvm::StringLiteral kStepRankAttr = "zb.rank";
 /// order, [peer, tag, bytes] each, so the order of every channel from the
 /// rank (zb-lower-pipeline; plan.json ranks[r].sends).
 inline constexpr llvm::StringLiteral kChannelOrderAttr = "zb.channel_order";
+/// A stage's W function split by zb-cluster-weight-gradients: the functions
+/// of its independent groups of parameter gradients, in the order it calls
+/// them (an array of symbol references).
+inline constexpr llvm::StringLiteral kWeightClustersAttr = "zb.weight_clusters";
 
 /// True for a rank's step function (it carries kStepRankAttr).
 inline bool isStepFunction(mlir::Operation *fn) {
