@@ -135,8 +135,7 @@ zb::sched::resolveParamBytes(const DataParallelModel &model,
 std::vector<std::vector<double>>
 zb::sched::resolveBucketBytes(const DataParallelModel &model,
                               const Problem &problem,
-                              llvm::ArrayRef<int> stageToRank,
-                              int directions) {
+                              llvm::ArrayRef<int> stageToRank, int directions) {
   if (!model.bucketBytes.empty())
     return model.bucketBytes;
   std::vector<double> stage =
@@ -196,9 +195,8 @@ zb::sched::simulateDataParallel(const Problem &problem,
         llvm::formatv("data-parallel: the simulation of '{0}' is incomplete",
                       schedule.name)
             .str());
-  std::vector<std::vector<double>> buckets =
-      resolveBucketBytes(model, problem, schedule.stageToRank,
-                         schedule.directions);
+  std::vector<std::vector<double>> buckets = resolveBucketBytes(
+      model, problem, schedule.stageToRank, schedule.directions);
   if (static_cast<int>(buckets.size()) != numStages)
     return llvm::createStringError(
         llvm::formatv("bucket bytes has {0} stages; '{1}' has {2}",
@@ -262,8 +260,8 @@ zb::sched::simulateDataParallel(const Problem &problem,
         a.bucket = static_cast<int>(j);
         a.bytes = buckets[s][j];
         a.duration = allReduceTime(model, a.bytes);
-        a.ready = done >= total ? lastEnd[s]
-                                : lastBegin[s] + span * (done / total);
+        a.ready =
+            done >= total ? lastEnd[s] : lastBegin[s] + span * (done / total);
         order.push_back(a);
       }
     }

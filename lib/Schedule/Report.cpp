@@ -277,9 +277,9 @@ static llvm::json::Value allReduceJSON(const AllReduceTimeline &t,
     const RankAllReduces &rank = t.ranks[r];
     llvm::json::Array allReduces;
     for (const StageAllReduce &a : rank.allReduces) {
-      llvm::json::Object o{{"stage", a.stage},       {"bytes", a.bytes},
+      llvm::json::Object o{{"stage", a.stage},          {"bytes", a.bytes},
                            {"duration_ms", a.duration}, {"ready", a.ready},
-                           {"start", a.start},       {"end", a.end}};
+                           {"start", a.start},          {"end", a.end}};
       if (bucketed)
         o["bucket"] = a.bucket;
       allReduces.push_back(std::move(o));

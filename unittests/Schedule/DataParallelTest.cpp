@@ -317,8 +317,7 @@ TEST(DataParallel, UnequalBucketBytes) {
   const RankAllReduces &r0 = r.dp.overlapped.ranks[0];
   ASSERT_EQ(r0.allReduces.size(), 3u);
   const double bytes[] = {1e6, 0, 3e6}, ready[] = {8.25, 8.25, 9},
-               duration[] = {1.125, 0, 3.125},
-               start[] = {8.25, 9.375, 9.375};
+               duration[] = {1.125, 0, 3.125}, start[] = {8.25, 9.375, 9.375};
   for (int j = 0; j < 3; ++j) {
     SCOPED_TRACE(j);
     EXPECT_EQ(r0.allReduces[j].bucket, j);
