@@ -7,8 +7,8 @@
 //
 // The model (units: bytes, ms, GB/s = 1e9 bytes/s):
 //
-//  - Global stage s holds paramBytes(s) bytes of parameters; its gradients
-//    are as many bytes (float32).
+//  - Global stage s holds paramBytes(s) bytes of parameters (or the sum of
+//    its bucketBytes); its gradients are as many bytes (float32).
 //  - One all-reduce of B bytes across D pipelines takes
 //        latencyMs + 2 (D - 1) / D * B / (bandwidthGBps * 1e9) * 1e3  ms,
 //    the ring all-reduce's bus-bandwidth model (the "busbw" NCCL's tests
