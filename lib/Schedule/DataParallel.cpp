@@ -39,10 +39,43 @@ llvm::Error zb::sched::validateDataParallel(const DataParallelModel &model,
                       "(ms), got {0}",
                       llvm::format("%g", model.latencyMs))
             .str());
+  if (model.bucketsPerStage < 1 || model.bucketsPerStage > kMaxBucketsPerStage)
+    return llvm::createStringError(
+        llvm::formatv("dp-buckets must lie in [1, {0}] (all-reduce buckets "
+                      "per stage), got {1}",
+                      kMaxBucketsPerStage, model.bucketsPerStage)
+            .str());
   size_t p = problem.numRanks, s = problem.numStages();
+  const std::vector<std::vector<double>> &buckets = model.bucketBytes;
+  if (!buckets.empty()) {
+    if (buckets.size() != s)
+      return llvm::createStringError(
+          llvm::formatv("bucket bytes has {0} stages; expected one list per "
+                        "global stage, p*V={1}",
+                        buckets.size(), s)
+              .str());
+    for (size_t st = 0; st < s; ++st)
+      for (size_t j = 0; j < buckets[st].size(); ++j) {
+        double b = buckets[st][j];
+        if (!(b >= 0) || b > kMaxValue)
+          return llvm::createStringError(
+              llvm::formatv("bucket bytes of stage {0}, bucket {1} must be "
+                            "finite, >= 0 and at most 1e15, got {2}",
+                            st, j, llvm::format("%g", b))
+                  .str());
+        if (!(allReduceTime(model, b) <= kMaxValue))
+          return llvm::createStringError(
+              llvm::formatv("dp-bandwidth {0} GB/s makes the all-reduce of "
+                            "bucket {1} of stage {2} ({3} bytes) longer than "
+                            "1e15 ms",
+                            llvm::format("%g", model.bandwidthGBps), j, st,
+                            llvm::format("%g", b))
+                  .str());
+      }
+  }
   const std::vector<double> &bytes = model.paramBytes;
   if (bytes.empty()) {
-    if (model.numReplicas > 1)
+    if (model.numReplicas > 1 && buckets.empty())
       return llvm::createStringError(
           llvm::formatv("param-bytes is required with data-parallel {0} > 1 "
                         "(the parameter bytes: one value, p={1} values{2})",
@@ -99,6 +132,21 @@ zb::sched::resolveParamBytes(const DataParallelModel &model,
   return resolveStageCosts(bytes, stageToRank, directions).memB;
 }
 
+std::vector<std::vector<double>>
+zb::sched::resolveBucketBytes(const DataParallelModel &model,
+                              const Problem &problem,
+                              llvm::ArrayRef<int> stageToRank, int directions) {
+  if (!model.bucketBytes.empty())
+    return model.bucketBytes;
+  std::vector<double> stage =
+      resolveParamBytes(model, problem, stageToRank, directions);
+  std::vector<std::vector<double>> buckets(stage.size());
+  int k = std::max(1, model.bucketsPerStage);
+  for (size_t s = 0; s < stage.size(); ++s)
+    buckets[s].assign(k, k == 1 ? stage[s] : stage[s] / k);
+  return buckets;
+}
+
 /// Runs the all-reduces of one rank in the order of \p order on one stream,
 /// none before \p notBefore (the rank's last action for the baseline).
 static RankAllReduces runStream(std::vector<StageAllReduce> order,
@@ -147,18 +195,28 @@ zb::sched::simulateDataParallel(const Problem &problem,
         llvm::formatv("data-parallel: the simulation of '{0}' is incomplete",
                       schedule.name)
             .str());
-  std::vector<double> bytes =
-      resolveParamBytes(model, problem, schedule.stageToRank,
-                        schedule.directions);
+  std::vector<std::vector<double>> buckets = resolveBucketBytes(
+      model, problem, schedule.stageToRank, schedule.directions);
+  if (static_cast<int>(buckets.size()) != numStages)
+    return llvm::createStringError(
+        llvm::formatv("bucket bytes has {0} stages; '{1}' has {2}",
+                      buckets.size(), schedule.name, numStages)
+            .str());
 
-  // When each stage's gradients are complete: its last B or W (W follows
-  // its B on the same rank, so this is the last W).
-  std::vector<double> ready(numStages, -1);
+  // Each stage's last W (the B/W pass ending last: W follows its B on the
+  // same rank; ties, e.g. a W of no time, the one starting last), ms.
+  std::vector<double> lastBegin(numStages, -1), lastEnd(numStages, -1);
   for (const std::vector<TimedAction> &line : sim.timeline)
-    for (const TimedAction &t : line)
-      if (t.action.kind != ActionKind::F && t.action.stage >= 0 &&
-          t.action.stage < numStages)
-        ready[t.action.stage] = std::max(ready[t.action.stage], t.end);
+    for (const TimedAction &t : line) {
+      int s = t.action.stage;
+      if (t.action.kind == ActionKind::F || s < 0 || s >= numStages)
+        continue;
+      if (t.end > lastEnd[s] ||
+          (t.end == lastEnd[s] && t.start > lastBegin[s])) {
+        lastEnd[s] = t.end;
+        lastBegin[s] = t.start;
+      }
+    }
 
   DataParallelTiming timing;
   timing.model = model;
@@ -174,19 +232,41 @@ zb::sched::simulateDataParallel(const Problem &problem,
     for (int s = 0; s < numStages; ++s) {
       if (schedule.stageToRank[s] != r)
         continue;
-      if (ready[s] < 0)
+      if (lastEnd[s] < 0)
         return llvm::createStringError(
             llvm::formatv("data-parallel: the simulation of '{0}' is "
                           "incomplete (stage {1} has no backward pass)",
                           schedule.name, s)
                 .str());
-      StageAllReduce a;
-      a.stage = s;
-      a.bytes = bytes[s];
-      a.duration = allReduceTime(model, bytes[s]);
-      a.ready = ready[s];
-      order.push_back(a);
+      double total = 0;
+      for (double b : buckets[s])
+        total += b;
+      if (!(total > 0)) {
+        // Nothing to reduce: one entry of no time at the W's end.
+        StageAllReduce a;
+        a.stage = s;
+        a.ready = lastEnd[s];
+        order.push_back(a);
+        continue;
+      }
+      // Bucket j is ready once the W has produced b_0 + ... + b_j of the
+      // stage's B bytes (W's time proportional to its gradient bytes); the
+      // last (c == B) exactly at the W's end.
+      double span = lastEnd[s] - lastBegin[s], done = 0;
+      for (size_t j = 0; j < buckets[s].size(); ++j) {
+        done += buckets[s][j];
+        StageAllReduce a;
+        a.stage = s;
+        a.bucket = static_cast<int>(j);
+        a.bytes = buckets[s][j];
+        a.duration = allReduceTime(model, a.bytes);
+        a.ready =
+            done >= total ? lastEnd[s] : lastBegin[s] + span * (done / total);
+        order.push_back(a);
+      }
     }
+    // Stages and buckets were added in order: ties stay lower stage, then
+    // lower bucket first.
     std::stable_sort(order.begin(), order.end(),
                      [](const StageAllReduce &a, const StageAllReduce &b) {
                        return a.ready < b.ready;

@@ -118,6 +118,7 @@ zb::sched::parseDataParallel(const DataParallelFlags &flags,
   if (!bytes)
     return bytes.takeError();
   model.paramBytes = std::move(*bytes);
+  model.bucketsPerStage = flags.bucketsPerStage;
   if (llvm::Error e = validateDataParallel(model, problem))
     return std::move(e);
   return model;
@@ -267,18 +268,22 @@ static void syncText(llvm::raw_ostream &os, const SyncReport &r) {
   }
 }
 
-static llvm::json::Value allReduceJSON(const AllReduceTimeline &t) {
+/// \p bucketed: each all-reduce names its bucket (DataParallelModel::
+/// bucketed(); without buckets the report is as before them).
+static llvm::json::Value allReduceJSON(const AllReduceTimeline &t,
+                                       bool bucketed) {
   llvm::json::Array ranks;
   for (size_t r = 0; r < t.ranks.size(); ++r) {
     const RankAllReduces &rank = t.ranks[r];
     llvm::json::Array allReduces;
-    for (const StageAllReduce &a : rank.allReduces)
-      allReduces.push_back(llvm::json::Object{{"stage", a.stage},
-                                              {"bytes", a.bytes},
-                                              {"duration_ms", a.duration},
-                                              {"ready", a.ready},
-                                              {"start", a.start},
-                                              {"end", a.end}});
+    for (const StageAllReduce &a : rank.allReduces) {
+      llvm::json::Object o{{"stage", a.stage},          {"bytes", a.bytes},
+                           {"duration_ms", a.duration}, {"ready", a.ready},
+                           {"start", a.start},          {"end", a.end}};
+      if (bucketed)
+        o["bucket"] = a.bucket;
+      allReduces.push_back(std::move(o));
+    }
     ranks.push_back(llvm::json::Object{{"rank", static_cast<int64_t>(r)},
                                        {"compute_start", rank.computeStart},
                                        {"compute_end", rank.computeEnd},
@@ -296,15 +301,82 @@ static llvm::json::Value dataParallelJSON(const DataParallelTiming &dp) {
   llvm::json::Array bytes;
   for (double b : dp.model.paramBytes)
     bytes.push_back(b);
-  return llvm::json::Object{
+  bool bucketed = dp.model.bucketed();
+  llvm::json::Object o{
       {"replicas", dp.model.numReplicas},
       {"bandwidth_gbps", dp.model.bandwidthGBps},
       {"latency_ms", dp.model.latencyMs},
       {"param_bytes", std::move(bytes)},
       {"pipeline_cost_ms", dp.pipelineCost},
       {"ideal_ms", dp.idealTime},
-      {"overlapped", allReduceJSON(dp.overlapped)},
-      {"after_backward", allReduceJSON(dp.afterBackward)}};
+      {"overlapped", allReduceJSON(dp.overlapped, bucketed)},
+      {"after_backward", allReduceJSON(dp.afterBackward, bucketed)}};
+  if (bucketed) {
+    if (dp.model.bucketBytes.empty()) {
+      o["buckets_per_stage"] = dp.model.bucketsPerStage;
+    } else {
+      llvm::json::Array stages;
+      for (const std::vector<double> &stage : dp.model.bucketBytes)
+        stages.push_back(llvm::json::Array(stage));
+      o["bucket_bytes"] = std::move(stages);
+    }
+  }
+  return o;
+}
+
+/// The per-stage text of one rank's bucketed all-reduces: one line per
+/// stage (in the order of its first bucket on the stream) with its buckets'
+/// bytes and time summed, the first and the last bucket's ready time, and
+/// the span from the first start to the last end, overlapped (\p o) and
+/// after backward (\p a, the same order).
+static void bucketedStagesText(llvm::raw_ostream &os, const RankAllReduces &o,
+                               const RankAllReduces &a) {
+  struct Stage {
+    int stage = 0, buckets = 0;
+    double bytes = 0, duration = 0;
+    double firstReady = 0, lastReady = 0;
+    double start = 0, end = 0, afterStart = 0, afterEnd = 0;
+  };
+  std::vector<Stage> stages;
+  for (size_t k = 0; k < o.allReduces.size(); ++k) {
+    const StageAllReduce &x = o.allReduces[k], &y = a.allReduces[k];
+    auto it = std::find_if(stages.begin(), stages.end(),
+                           [&](const Stage &s) { return s.stage == x.stage; });
+    if (it == stages.end()) {
+      Stage s;
+      s.stage = x.stage;
+      s.firstReady = s.lastReady = x.ready;
+      s.start = x.start;
+      s.end = x.end;
+      s.afterStart = y.start;
+      s.afterEnd = y.end;
+      stages.push_back(s);
+      it = stages.end() - 1;
+    }
+    ++it->buckets;
+    it->bytes += x.bytes;
+    it->duration += x.duration;
+    it->firstReady = std::min(it->firstReady, x.ready);
+    it->lastReady = std::max(it->lastReady, x.ready);
+    it->start = std::min(it->start, x.start);
+    it->end = std::max(it->end, x.end);
+    it->afterStart = std::min(it->afterStart, y.start);
+    it->afterEnd = std::max(it->afterEnd, y.end);
+  }
+  for (const Stage &s : stages) {
+    if (!(s.bytes > 0)) {
+      os << llvm::formatv("      stage {0,-3}: 0 bytes, 0.000 ms, ready "
+                          "{1:F3}\n",
+                          s.stage, s.lastReady);
+      continue;
+    }
+    os << llvm::formatv("      stage {0,-3}: {1} bytes in {2} bucket{3}, "
+                        "{4:F3} ms, ready {5:F3} to {6:F3}, overlapped "
+                        "[{7:F3}, {8:F3}], after backward [{9:F3}, {10:F3}]\n",
+                        s.stage, llvm::format("%.0f", s.bytes), s.buckets,
+                        s.buckets == 1 ? "" : "s", s.duration, s.firstReady,
+                        s.lastReady, s.start, s.end, s.afterStart, s.afterEnd);
+  }
 }
 
 static void dataParallelText(llvm::raw_ostream &os,
@@ -314,6 +386,12 @@ static void dataParallelText(llvm::raw_ostream &os,
                       "of B bytes takes {1} ms + 2(D-1)/D B / {2} GB/s\n",
                       m.numReplicas, llvm::format("%g", m.latencyMs),
                       llvm::format("%g", m.bandwidthGBps));
+  if (m.bucketed())
+    os << "    each stage's gradients in "
+       << (m.bucketBytes.empty()
+               ? llvm::formatv("{0} equal buckets", m.bucketsPerStage).str()
+               : std::string("the given buckets"))
+       << ", each all-reduced once its part of the stage's last W is done\n";
   os << llvm::formatv(
       "    pipeline alone        step {0,10:F3} ms, bubble "
       "rate {1:F4}\n",
@@ -334,6 +412,10 @@ static void dataParallelText(llvm::raw_ostream &os,
     os << llvm::formatv("    rank {0,-3}: passes end {1:F3}, exposed {2:F3} "
                         "overlapped, {3:F3} after backward\n",
                         r, o.computeEnd, o.exposed, a.exposed);
+    if (m.bucketed()) {
+      bucketedStagesText(os, o, a);
+      continue;
+    }
     for (size_t k = 0; k < o.allReduces.size(); ++k) {
       const StageAllReduce &x = o.allReduces[k], &y = a.allReduces[k];
       os << llvm::formatv("      stage {0,-3}: {1} bytes, {2:F3} ms, ready "

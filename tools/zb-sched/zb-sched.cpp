@@ -9,7 +9,8 @@
 // Costs and memory are per rank (comma-separated lists: one value = every
 // rank). --memory-limit takes an absolute value or a multiple of p*M_B
 // ("1p", "2p", "1.5p"). --data-parallel D with --param-bytes adds the
-// gradient all-reduce across D pipelines (zb/Schedule/DataParallel.h).
+// gradient all-reduce across D pipelines (zb/Schedule/DataParallel.h),
+// --dp-buckets K in K buckets per stage started during the last W.
 // Option parsing only: the work is lib/Schedule
 // (zb/Schedule/Report.h); -o is written atomically (zb/Support/AtomicFile.h).
 //
@@ -168,6 +169,16 @@ cl::opt<std::string, true> paramBytes(
              "values (comma-separated list; one value = every rank)"),
     cl::value_desc("LIST"), cl::location(opts.dataParallel.paramBytes),
     cl::init(""), cl::cat(category));
+cl::opt<int, true> dpBuckets(
+    "dp-buckets",
+    cl::desc("K: each stage's gradients in K equal all-reduce buckets "
+             "(1..4096), each all-reduced as soon as it is computed, during "
+             "the stage's last W (the Zero Bubble paper's Appendix A: the "
+             "last W's computations reordered per parameter; W's time taken "
+             "as proportional to its gradient bytes); default 1: one "
+             "all-reduce per stage, after its last W"),
+    cl::value_desc("K"), cl::location(opts.dataParallel.bucketsPerStage),
+    cl::init(1), cl::cat(category));
 
 int fail(llvm::Error e) {
   llvm::WithColor::error(llvm::errs(), "zb-sched")

@@ -5,7 +5,9 @@
 // with two stages per rank (Appendix A: the later stage's all-reduce runs
 // during the W passes of the first one), the cost formula, D = 1 as the
 // pipeline alone, the order overlapped <= after backward on every schedule,
-// the validation's messages, and the report, trace and SVG outputs.
+// the validation's messages, and the report, trace and SVG outputs; the
+// buckets of Appendix A (each bucket's all-reduce started during the last
+// W, in proportion to the gradient bytes the W has produced) by hand.
 //
 // All timelines: T_F = T_B = T_W = 1 ms per rank (per chunk 1/V of it),
 // T_comm = 0.
@@ -234,6 +236,317 @@ TEST(DataParallel, ShortAllReduceHidesBehindTheOtherStage) {
   EXPECT_DOUBLE_EQ(r.dp.overlapped.ranks[1].exposed, 13.2 - 12.5);
   EXPECT_DOUBLE_EQ(r.dp.overlapped.stepTime, 13.2 - 0.5);
   EXPECT_DOUBLE_EQ(r.dp.afterBackward.stepTime, 13.7 - 0.5);
+}
+
+// Buckets (Appendix A), by hand on the 1F1B timeline of OneF1BByHand: rank
+// 0's last W (stage 0) is [8, 9], rank 1's (stage 1) [6, 7]. D = 2, 1 GB/s,
+// latency 0.125 ms: an all-reduce of B bytes takes 0.125 + B / 1e6 ms.
+// 2e6 bytes per stage.
+//  K = 1: one all-reduce of 2.125 ms at the W's end: rank 0 [9, 11.125],
+//         rank 1 [7, 9.125]; exposed 2.125, step 11.125.
+//  K = 4: four of 5e5 bytes, 0.625 ms each, ready a quarter of the W apart:
+//         rank 0 at 8.25, 8.5, 8.75, 9 -> [8.25, 8.875], [8.875, 9.5],
+//         [9.5, 10.125], [10.125, 10.75] (each waits for the stream after
+//         the first); rank 1 the same 2 ms earlier, ending 8.75. Exposed
+//         10.75 - 9 = 1.75 < 2.125, step 10.75 < 11.125. After backward the
+//         four latencies cost: 9 + 4 * 0.625 = 11.5.
+TEST(DataParallel, BucketsStartDuringTheLastW) {
+  DataParallelModel m = twoPipelines({2e6});
+  m.latencyMs = 0.125;
+  Simulated one = run(unitProblem(2, 2), "1f1b", m);
+  m.bucketsPerStage = 4;
+  Simulated four = run(unitProblem(2, 2), "1f1b", m);
+  ASSERT_DOUBLE_EQ(four.sim.makespan, 9);
+
+  const RankAllReduces &k1 = one.dp.overlapped.ranks[0];
+  ASSERT_EQ(k1.allReduces.size(), 1u);
+  EXPECT_EQ(k1.allReduces[0].bucket, 0);
+  EXPECT_DOUBLE_EQ(k1.allReduces[0].ready, 9);
+  EXPECT_DOUBLE_EQ(k1.allReduces[0].end, 11.125);
+  EXPECT_DOUBLE_EQ(one.dp.overlapped.exposed, 2.125);
+  EXPECT_DOUBLE_EQ(one.dp.overlapped.stepTime, 11.125);
+
+  const double ready0[] = {8.25, 8.5, 8.75, 9};
+  const double start0[] = {8.25, 8.875, 9.5, 10.125};
+  const RankAllReduces &r0 = four.dp.overlapped.ranks[0];
+  ASSERT_EQ(r0.allReduces.size(), 4u);
+  for (int j = 0; j < 4; ++j) {
+    SCOPED_TRACE(j);
+    const StageAllReduce &a = r0.allReduces[j];
+    EXPECT_EQ(a.stage, 0);
+    EXPECT_EQ(a.bucket, j);
+    EXPECT_DOUBLE_EQ(a.bytes, 5e5);
+    EXPECT_DOUBLE_EQ(a.duration, 0.625);
+    EXPECT_DOUBLE_EQ(a.ready, ready0[j]);
+    EXPECT_DOUBLE_EQ(a.start, start0[j]);
+    EXPECT_DOUBLE_EQ(a.end, start0[j] + 0.625);
+    // Rank 1: the same, 2 ms earlier.
+    const StageAllReduce &b = four.dp.overlapped.ranks[1].allReduces[j];
+    EXPECT_EQ(b.stage, 1);
+    EXPECT_EQ(b.bucket, j);
+    EXPECT_DOUBLE_EQ(b.ready, ready0[j] - 2);
+    EXPECT_DOUBLE_EQ(b.start, start0[j] - 2);
+  }
+  EXPECT_DOUBLE_EQ(r0.end, 10.75);
+  EXPECT_DOUBLE_EQ(r0.exposed, 1.75);
+  EXPECT_DOUBLE_EQ(four.dp.overlapped.ranks[1].end, 8.75);
+  EXPECT_DOUBLE_EQ(four.dp.overlapped.exposed, 1.75);
+  EXPECT_DOUBLE_EQ(four.dp.overlapped.stepTime, 10.75);
+  EXPECT_DOUBLE_EQ(four.dp.overlapped.bubbleRate, (10.75 - 6) / 10.75);
+  EXPECT_LT(four.dp.overlapped.stepTime, one.dp.overlapped.stepTime);
+  EXPECT_LT(four.dp.overlapped.exposed, one.dp.overlapped.exposed);
+  // After backward: four all-reduces back to back from 9.
+  const RankAllReduces &a0 = four.dp.afterBackward.ranks[0];
+  ASSERT_EQ(a0.allReduces.size(), 4u);
+  EXPECT_DOUBLE_EQ(a0.allReduces[0].start, 9);
+  EXPECT_DOUBLE_EQ(a0.allReduces[3].end, 11.5);
+  EXPECT_DOUBLE_EQ(four.dp.afterBackward.exposed, 2.5);
+}
+
+// Unequal buckets, given per stage (paramBytes empty with D = 2): stage 0
+// {1e6, 0, 3e6} (B = 4e6) on rank 0's last W [8, 9] is ready at 8 + 1/4 =
+// 8.25, 8.25 (no bytes: no all-reduce, 0 ms) and 9; latency 0.125: 1.125,
+// 0 and 3.125 ms. Stream: [8.25, 9.375], [9.375, 9.375], [9.375, 12.5]:
+// exposed 3.5. Stage 1 has no parameters: one entry of 0 bytes at its W's
+// end (7), nothing exposed.
+TEST(DataParallel, UnequalBucketBytes) {
+  DataParallelModel m = twoPipelines({});
+  m.latencyMs = 0.125;
+  m.bucketBytes = {{1e6, 0, 3e6}, {}};
+  Simulated r = run(unitProblem(2, 2), "1f1b", m);
+  const RankAllReduces &r0 = r.dp.overlapped.ranks[0];
+  ASSERT_EQ(r0.allReduces.size(), 3u);
+  const double bytes[] = {1e6, 0, 3e6}, ready[] = {8.25, 8.25, 9},
+               duration[] = {1.125, 0, 3.125}, start[] = {8.25, 9.375, 9.375};
+  for (int j = 0; j < 3; ++j) {
+    SCOPED_TRACE(j);
+    EXPECT_EQ(r0.allReduces[j].bucket, j);
+    EXPECT_DOUBLE_EQ(r0.allReduces[j].bytes, bytes[j]);
+    EXPECT_DOUBLE_EQ(r0.allReduces[j].ready, ready[j]);
+    EXPECT_DOUBLE_EQ(r0.allReduces[j].duration, duration[j]);
+    EXPECT_DOUBLE_EQ(r0.allReduces[j].start, start[j]);
+  }
+  EXPECT_DOUBLE_EQ(r0.allReduces[2].end, 12.5);
+  EXPECT_DOUBLE_EQ(r0.exposed, 3.5);
+  const RankAllReduces &r1 = r.dp.overlapped.ranks[1];
+  ASSERT_EQ(r1.allReduces.size(), 1u);
+  EXPECT_EQ(r1.allReduces[0].stage, 1);
+  EXPECT_EQ(r1.allReduces[0].bytes, 0);
+  EXPECT_EQ(r1.allReduces[0].duration, 0);
+  EXPECT_DOUBLE_EQ(r1.allReduces[0].ready, 7);
+  EXPECT_EQ(r1.exposed, 0);
+  EXPECT_DOUBLE_EQ(r.dp.overlapped.stepTime, 12.5);
+  // After backward: from 9, 1.125 + 0 + 3.125 -> 13.25.
+  EXPECT_DOUBLE_EQ(r.dp.afterBackward.ranks[0].end, 13.25);
+
+  // The smaller bucket last instead: {3e6, 1e6} is ready at 8.75 and 9:
+  // [8.75, 11.875], [11.875, 13]; the large bucket first costs more here
+  // than the 1e6 one did.
+  m.bucketBytes = {{3e6, 1e6}, {}};
+  r = run(unitProblem(2, 2), "1f1b", m);
+  const RankAllReduces &s0 = r.dp.overlapped.ranks[0];
+  ASSERT_EQ(s0.allReduces.size(), 2u);
+  EXPECT_DOUBLE_EQ(s0.allReduces[0].ready, 8.75);
+  EXPECT_DOUBLE_EQ(s0.allReduces[0].end, 11.875);
+  EXPECT_DOUBLE_EQ(s0.allReduces[1].ready, 9);
+  EXPECT_DOUBLE_EQ(s0.allReduces[1].end, 13);
+  EXPECT_DOUBLE_EQ(r.dp.overlapped.exposed, 4);
+}
+
+// A V schedule's buckets of two stages on one rank share the stream in
+// ready order. ZB-V p = 2, m = 4 (T = 0.5 per chunk, as
+// ZBVOverlapsTheLaterStagesAllReduceWithW): rank 0's last W of stage 3 is
+// [10.5, 11], of stage 0 [11.5, 12]. 2e6 bytes per rank (1e6 per stage),
+// latency 0.0625 ms, K = 2: 5e5 bytes per bucket, 0.0625 + 0.5 = 0.5625
+// ms. Ready: stage 3 at 10.75 and 11, stage 0 at 11.75 and 12. Stream:
+// [10.75, 11.3125], [11.3125, 11.875], [11.875, 12.4375], [12.4375, 13]:
+// exposed 1. K = 1 (1.0625 ms per stage): stage 3 [11, 12.0625], stage 0
+// [12.0625, 13.125], exposed 1.125.
+TEST(DataParallel, BucketsOfTwoStagesShareTheStream) {
+  DataParallelModel m = twoPipelines({2e6});
+  m.latencyMs = 0.0625;
+  m.bucketsPerStage = 2;
+  Simulated r = run(unitProblem(2, 4, 2), "zb-v", m);
+  const RankAllReduces &r0 = r.dp.overlapped.ranks[0];
+  ASSERT_EQ(r0.allReduces.size(), 4u);
+  const int stage[] = {3, 3, 0, 0}, bucket[] = {0, 1, 0, 1};
+  const double ready[] = {10.75, 11, 11.75, 12},
+               start[] = {10.75, 11.3125, 11.875, 12.4375};
+  for (int k = 0; k < 4; ++k) {
+    SCOPED_TRACE(k);
+    EXPECT_EQ(r0.allReduces[k].stage, stage[k]);
+    EXPECT_EQ(r0.allReduces[k].bucket, bucket[k]);
+    EXPECT_DOUBLE_EQ(r0.allReduces[k].ready, ready[k]);
+    EXPECT_DOUBLE_EQ(r0.allReduces[k].start, start[k]);
+    EXPECT_DOUBLE_EQ(r0.allReduces[k].duration, 0.5625);
+  }
+  EXPECT_DOUBLE_EQ(r0.end, 13);
+  EXPECT_DOUBLE_EQ(r0.exposed, 1);
+  m.bucketsPerStage = 1;
+  Simulated k1 = run(unitProblem(2, 4, 2), "zb-v", m);
+  EXPECT_DOUBLE_EQ(k1.dp.overlapped.ranks[0].allReduces[1].start, 12.0625);
+  EXPECT_DOUBLE_EQ(k1.dp.overlapped.ranks[0].exposed, 1.125);
+}
+
+// K = 1 is the stage as the unit: on every schedule the same timeline as
+// bucketBytes with one bucket per stage, every bucket 0 and ready at the
+// stage's last B/W end; K equal buckets given as bucketBytes equal
+// bucketsPerStage = K; and with K = 3 each bucket lies within its stage's
+// last W, the last at its end, the stream one at a time.
+TEST(DataParallel, OneBucketIsTheStageAndBucketsStayInTheLastW) {
+  auto same = [](const AllReduceTimeline &x, const AllReduceTimeline &y) {
+    ASSERT_EQ(x.ranks.size(), y.ranks.size());
+    EXPECT_EQ(x.stepTime, y.stepTime);
+    EXPECT_EQ(x.exposed, y.exposed);
+    for (size_t r = 0; r < x.ranks.size(); ++r) {
+      ASSERT_EQ(x.ranks[r].allReduces.size(), y.ranks[r].allReduces.size());
+      for (size_t k = 0; k < x.ranks[r].allReduces.size(); ++k) {
+        const StageAllReduce &a = x.ranks[r].allReduces[k],
+                             &b = y.ranks[r].allReduces[k];
+        EXPECT_EQ(a.stage, b.stage);
+        EXPECT_EQ(a.bucket, b.bucket);
+        EXPECT_EQ(a.bytes, b.bytes);
+        EXPECT_EQ(a.ready, b.ready);
+        EXPECT_EQ(a.start, b.start);
+        EXPECT_EQ(a.end, b.end);
+      }
+    }
+  };
+  for (const ScheduleInfo &info : scheduleTable()) {
+    if (info.kind == ScheduleKind::Ilp)
+      continue;
+    SCOPED_TRACE(info.name.str());
+    Problem problem = unitProblem(4, 8, info.defaultChunks);
+    problem.costF = {1, 1.5, 1, 2};
+    problem.costW = {0.5, 1, 1, 0.5};
+    auto s = buildSchedule(problem, info.kind);
+    ASSERT_TRUE(static_cast<bool>(s)) << errorOf(s.takeError());
+    SimResult sim = simulate(problem, *s);
+    int numStages = s->stageToRank.size();
+    std::vector<double> perStage(numStages);
+    for (int st = 0; st < numStages; ++st)
+      perStage[st] = 1e6 * (st % 3 + 1);
+    DataParallelModel m = twoPipelines(perStage);
+    m.latencyMs = 0.0625;
+    auto k1 = simulateDataParallel(problem, *s, sim, m);
+    ASSERT_TRUE(static_cast<bool>(k1)) << errorOf(k1.takeError());
+    // Each stage's last B/W pass, by hand from the timeline.
+    std::vector<double> begin(numStages, -1), end(numStages, -1);
+    for (const std::vector<TimedAction> &line : sim.timeline)
+      for (const TimedAction &t : line)
+        if (t.action.kind != ActionKind::F && t.end > end[t.action.stage]) {
+          end[t.action.stage] = t.end;
+          begin[t.action.stage] = t.start;
+        }
+    for (const RankAllReduces &rank : k1->overlapped.ranks)
+      for (const StageAllReduce &a : rank.allReduces) {
+        EXPECT_EQ(a.bucket, 0);
+        EXPECT_EQ(a.ready, end[a.stage]);
+        EXPECT_EQ(a.bytes, perStage[a.stage]);
+      }
+    DataParallelModel given = m;
+    given.paramBytes.clear();
+    for (double b : perStage)
+      given.bucketBytes.push_back({b});
+    auto g1 = simulateDataParallel(problem, *s, sim, given);
+    ASSERT_TRUE(static_cast<bool>(g1)) << errorOf(g1.takeError());
+    same(k1->overlapped, g1->overlapped);
+    same(k1->afterBackward, g1->afterBackward);
+
+    m.bucketsPerStage = 3;
+    auto k3 = simulateDataParallel(problem, *s, sim, m);
+    ASSERT_TRUE(static_cast<bool>(k3)) << errorOf(k3.takeError());
+    given.bucketBytes.clear();
+    for (double b : perStage)
+      given.bucketBytes.push_back({b / 3, b / 3, b / 3});
+    auto g3 = simulateDataParallel(problem, *s, sim, given);
+    ASSERT_TRUE(static_cast<bool>(g3)) << errorOf(g3.takeError());
+    same(k3->overlapped, g3->overlapped);
+    EXPECT_LE(k3->overlapped.stepTime, k3->afterBackward.stepTime);
+    for (const RankAllReduces &rank : k3->overlapped.ranks) {
+      EXPECT_EQ(rank.allReduces.size(), 3u * problem.numChunks);
+      double free = 0;
+      for (const StageAllReduce &a : rank.allReduces) {
+        EXPECT_GT(a.ready, begin[a.stage]);
+        EXPECT_LE(a.ready, end[a.stage]);
+        if (a.bucket == 2)
+          EXPECT_EQ(a.ready, end[a.stage]);
+        else
+          EXPECT_DOUBLE_EQ(a.ready,
+                           begin[a.stage] + (end[a.stage] - begin[a.stage]) *
+                                                (a.bucket + 1) / 3.0);
+        EXPECT_GE(a.start, std::max(a.ready, free));
+        free = a.end;
+      }
+    }
+  }
+}
+
+TEST(DataParallel, BucketValidationNamesTheFlagStageAndBucket) {
+  Problem problem = unitProblem(2, 4, 2); // p*V = 4 stages
+  auto check = [&](const DataParallelModel &m) {
+    return errorOf(validateDataParallel(m, problem));
+  };
+  DataParallelModel m = twoPipelines({1e6});
+  m.bucketsPerStage = 0;
+  EXPECT_EQ(check(m), "dp-buckets must lie in [1, 4096] (all-reduce buckets "
+                      "per stage), got 0");
+  m.bucketsPerStage = kMaxBucketsPerStage + 1;
+  EXPECT_EQ(check(m), "dp-buckets must lie in [1, 4096] (all-reduce buckets "
+                      "per stage), got 4097");
+  m.bucketsPerStage = kMaxBucketsPerStage;
+  EXPECT_EQ(check(m), "");
+  m.bucketsPerStage = 1;
+  // bucketBytes: one list per global stage.
+  m.bucketBytes = {{1}, {2}, {3}};
+  EXPECT_EQ(check(m), "bucket bytes has 3 stages; expected one list per "
+                      "global stage, p*V=4");
+  m.bucketBytes = {{1, 2}, {}, {3, -4}, {5}};
+  EXPECT_EQ(check(m), "bucket bytes of stage 2, bucket 1 must be finite, >= 0 "
+                      "and at most 1e15, got -4");
+  m.bucketBytes[2][1] = std::nan("");
+  EXPECT_NE(check(m).find("bucket bytes of stage 2, bucket 1"),
+            std::string::npos);
+  m.bucketBytes[2][1] = 2e15;
+  EXPECT_NE(check(m).find("bucket bytes of stage 2, bucket 1"),
+            std::string::npos);
+  m.bucketBytes[2][1] = 4;
+  EXPECT_EQ(check(m), "");
+  // bucketBytes stand in for paramBytes, even with D > 1.
+  m.paramBytes.clear();
+  EXPECT_EQ(check(m), "");
+  m.bandwidthGBps = 1e-300;
+  EXPECT_EQ(check(m), "dp-bandwidth 1e-300 GB/s makes the all-reduce of "
+                      "bucket 0 of stage 0 (1 bytes) longer than 1e15 ms");
+  // simulateDataParallel checks the stages against the schedule's.
+  Problem p2 = unitProblem(2, 2);
+  auto s = buildSchedule(p2, "1f1b");
+  ASSERT_TRUE(static_cast<bool>(s));
+  SimResult sim = simulate(p2, *s);
+  DataParallelModel three = twoPipelines({});
+  three.bucketBytes = {{1}, {2}, {3}};
+  auto t = simulateDataParallel(p2, *s, sim, three);
+  ASSERT_FALSE(static_cast<bool>(t));
+  EXPECT_EQ(errorOf(t.takeError()), "bucket bytes has 3 stages; expected one "
+                                    "list per global stage, p*V=2");
+  // zb-sched's flag.
+  DataParallelFlags flags;
+  flags.replicas = 2;
+  flags.paramBytes = "1e6";
+  flags.bucketsPerStage = 0;
+  auto parsed = parseDataParallel(flags, p2);
+  ASSERT_FALSE(static_cast<bool>(parsed));
+  EXPECT_NE(errorOf(parsed.takeError()).find("dp-buckets must lie"),
+            std::string::npos);
+  flags.bucketsPerStage = 8;
+  parsed = parseDataParallel(flags, p2);
+  ASSERT_TRUE(static_cast<bool>(parsed)) << errorOf(parsed.takeError());
+  EXPECT_EQ(parsed->bucketsPerStage, 8);
+  EXPECT_TRUE(parsed->bucketed());
+  // --dp-buckets alone shows the section (and so its errors).
+  DataParallelFlags alone;
+  alone.bucketsPerStage = 0;
+  EXPECT_TRUE(alone.enabled());
 }
 
 TEST(DataParallel, OneCopyIsThePipelineAlone) {

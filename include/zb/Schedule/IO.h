@@ -109,7 +109,8 @@ llvm::Expected<ScheduleFile> loadScheduleFile(llvm::StringRef path,
 /// "optimizer_sync". With \p dp: the overlapped all-reduce of each stage
 /// (Appendix A; DataParallel.h) of the (first) iteration on one more thread
 /// per rank, tid p + r named "rank r all-reduce" and sorted under rank r,
-/// category "data_parallel".
+/// category "data_parallel"; a bucketed model (DataParallelModel::
+/// bucketed()) has one bar per bucket, "all-reduce stage s bucket j".
 void writeTrace(llvm::raw_ostream &os, const Schedule &schedule,
                 const SimResult &sim, const OptimizerSyncTiming *sync = nullptr,
                 const DataParallelTiming *dp = nullptr);
@@ -121,7 +122,8 @@ void writeTrace(llvm::raw_ostream &os, const Schedule &schedule,
 /// messages as arrows and each rank's validation point. With \p dp: under
 /// each rank's row a lane with the overlapped all-reduce of each of its
 /// stages (Appendix A; DataParallel.h) of the (first) iteration, titled
-/// "all-reduce of stage s".
+/// "all-reduce of stage s" ("all-reduce of stage s bucket j", one bar per
+/// bucket, for a bucketed model).
 void writeSVG(llvm::raw_ostream &os, const Problem &problem,
               const Schedule &schedule, const SimResult &sim,
               const OptimizerSyncTiming *sync = nullptr,

@@ -100,8 +100,15 @@ struct DataParallelFlags {
   /// Parameter bytes: a comma-separated list of 1, p or p*V values
   /// (--param-bytes); empty: none.
   std::string paramBytes;
-  /// True when the report shows the all-reduce: D > 1 or bytes given.
-  bool enabled() const { return replicas != 1 || !paramBytes.empty(); }
+  /// All-reduce buckets per stage (--dp-buckets; Appendix A: the last W's
+  /// computations reordered by parameter, each bucket all-reduced as soon
+  /// as it is computed); 1 = the stage as the unit.
+  int bucketsPerStage = 1;
+  /// True when the report shows the all-reduce: D > 1, bytes or buckets
+  /// given.
+  bool enabled() const {
+    return replicas != 1 || !paramBytes.empty() || bucketsPerStage != 1;
+  }
 };
 
 /// The model of \p flags for \p problem, validated. Errors: "--param-bytes:

@@ -78,23 +78,29 @@ static void writeSyncSVG(llvm::raw_ostream &os, const OptimizerSyncTiming &sync,
   }
 }
 
-/// The overlapped all-reduces (Appendix A) on a lane under each rank's row.
+/// The overlapped all-reduces (Appendix A), one bar per bucket, on a lane
+/// under each rank's row.
 static void writeDataParallelSVG(llvm::raw_ostream &os,
                                  const DataParallelTiming &dp, double left,
                                  double top, double rowH, double laneH,
                                  double pitch, double scale) {
+  // With buckets (Appendix A) one bar per bucket, titled by it.
+  bool bucketed = dp.model.bucketed();
   for (size_t r = 0; r < dp.overlapped.ranks.size(); ++r) {
     double y = top + r * pitch + rowH;
     for (const StageAllReduce &a : dp.overlapped.ranks[r].allReduces) {
       if (a.duration <= 0)
         continue;
+      std::string what = llvm::formatv("stage {0}", a.stage).str();
+      if (bucketed)
+        what += llvm::formatv(" bucket {0}", a.bucket).str();
       os << llvm::formatv("<rect x=\"{0:F2}\" y=\"{1}\" width=\"{2:F2}\" "
                           "height=\"{3}\" fill=\"#d98cb3\" stroke=\"#333\" "
-                          "stroke-width=\"0.5\"><title>all-reduce of stage "
+                          "stroke-width=\"0.5\"><title>all-reduce of "
                           "{4} [{5:F3}, {6:F3}], {7} bytes, ready {8:F3}"
                           "</title></rect>\n",
                           left + a.start * scale, y, a.duration * scale,
-                          laneH - 2, a.stage, a.start, a.end,
+                          laneH - 2, what, a.start, a.end,
                           llvm::format("%.0f", a.bytes), a.ready);
       if (a.duration * scale >= 7)
         os << llvm::formatv("<text x=\"{0:F2}\" y=\"{1}\" font-size=\"8\" "

@@ -60,10 +60,13 @@ static void addSyncTraceEvents(json::Array &events,
   }
 }
 
-/// The overlapped all-reduces: thread p + r under rank r (times in us).
+/// The overlapped all-reduces, one bar per bucket: thread p + r under rank
+/// r (times in us).
 static void addDataParallelTraceEvents(json::Array &events,
                                        const DataParallelTiming &dp) {
   int64_t p = dp.overlapped.ranks.size();
+  // With buckets (Appendix A) one bar per bucket, named by it.
+  bool bucketed = dp.model.bucketed();
   for (int64_t r = 0; r < p; ++r) {
     int64_t tid = p + r;
     events.push_back(json::Object{
@@ -83,17 +86,21 @@ static void addDataParallelTraceEvents(json::Array &events,
     for (const StageAllReduce &a : dp.overlapped.ranks[r].allReduces) {
       if (a.duration <= 0)
         continue;
-      events.push_back(json::Object{
-          {"name", llvm::formatv("all-reduce stage {0}", a.stage).str()},
-          {"cat", "data_parallel"},
-          {"ph", "X"},
-          {"pid", 0},
-          {"tid", tid},
-          {"ts", a.start * 1000.0},
-          {"dur", a.duration * 1000.0},
-          {"args", json::Object{{"stage", a.stage},
-                                {"bytes", a.bytes},
-                                {"ready_ms", a.ready}}}});
+      json::Object args{
+          {"stage", a.stage}, {"bytes", a.bytes}, {"ready_ms", a.ready}};
+      std::string name = llvm::formatv("all-reduce stage {0}", a.stage).str();
+      if (bucketed) {
+        args["bucket"] = a.bucket;
+        name += llvm::formatv(" bucket {0}", a.bucket).str();
+      }
+      events.push_back(json::Object{{"name", std::move(name)},
+                                    {"cat", "data_parallel"},
+                                    {"ph", "X"},
+                                    {"pid", 0},
+                                    {"tid", tid},
+                                    {"ts", a.start * 1000.0},
+                                    {"dur", a.duration * 1000.0},
+                                    {"args", std::move(args)}});
     }
   }
 }
