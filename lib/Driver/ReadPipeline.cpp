@@ -78,6 +78,27 @@ FailureOr<LoweredPipeline> readPipeline(ModuleOp module,
   pipeline.problem =
       pipeline.info.toProblem(options.microbatches, options.memoryLimits);
   pipeline.simulation = sched::simulate(pipeline.problem, pipeline.schedule);
+  // The gradient buckets of each model stage's last W.
+  pipeline.weightBuckets.resize(info->stages.size());
+  for (auto [s, st] : llvm::enumerate(info->stages)) {
+    auto w = module.lookupSymbol<func::FuncOp>(st.backwardWeight);
+    auto names =
+        w ? w->getAttrOfType<ArrayAttr>(kWeightClustersAttr) : ArrayAttr();
+    if (!names)
+      continue;
+    for (auto name : names.getAsRange<FlatSymbolRefAttr>()) {
+      auto g = module.lookupSymbol<func::FuncOp>(name.getValue());
+      if (!g)
+        return w.emitError("zb.weight_clusters names @")
+               << name.getValue() << ", which the module does not define";
+      std::vector<int64_t> params;
+      for (unsigned i = 0; i < g.getNumResults(); ++i)
+        if (auto index = g.getResultAttrOfType<IntegerAttr>(i, "zb.index"))
+          if (!llvm::is_contained(params, index.getInt()))
+            params.push_back(index.getInt());
+      pipeline.weightBuckets[s].push_back(std::move(params));
+    }
+  }
   pipeline.rankArgs.resize(pipeline.numRanks());
   pipeline.rankSends.resize(pipeline.numRanks());
   for (auto fn : module.getOps<func::FuncOp>()) {
@@ -193,11 +214,38 @@ predictBubbleRates(const LoweredPipeline &pipeline,
       // Gradient bytes per global stage (float32), a tied parameter on the
       // stage of its first use.
       model.paramBytes.assign(schedule->stageToRank.size(), 0.0);
+      std::map<int64_t, int64_t> firstStage;
+      std::map<int64_t, double> bytesOf;
       for (const ModelValueInfo &p : pipeline.info.params)
         if (!p.stages.empty() && p.stages.front() >= 0 &&
-            p.stages.front() < (int64_t)model.paramBytes.size())
-          model.paramBytes[p.stages.front()] +=
-              4.0 * (double)p.type.getNumElements();
+            p.stages.front() < (int64_t)model.paramBytes.size()) {
+          double bytes = 4.0 * (double)p.type.getNumElements();
+          model.paramBytes[p.stages.front()] += bytes;
+          firstStage[p.index] = p.stages.front();
+          bytesOf[p.index] = bytes;
+        }
+      // The buckets each stage's last W announces in order
+      // (zb-cluster-weight-gradients), a parameter counted on its first
+      // stage; a W not split is one bucket at its end.
+      size_t numModelStages = pipeline.weightBuckets.size();
+      model.bucketBytes.assign(model.paramBytes.size(), {});
+      for (size_t s = 0; s < model.paramBytes.size(); ++s) {
+        const auto &buckets = numModelStages
+                                  ? pipeline.weightBuckets[s % numModelStages]
+                                  : std::vector<std::vector<int64_t>>();
+        if (buckets.empty()) {
+          if (model.paramBytes[s] > 0)
+            model.bucketBytes[s].push_back(model.paramBytes[s]);
+          continue;
+        }
+        for (const std::vector<int64_t> &bucket : buckets) {
+          double bytes = 0;
+          for (int64_t p : bucket)
+            if (firstStage.count(p) && firstStage[p] == (int64_t)s)
+              bytes += bytesOf[p];
+          model.bucketBytes[s].push_back(bytes);
+        }
+      }
       auto timing = sched::simulateDataParallel(
           problem, *schedule, prediction.simulation, model);
       if (!timing)

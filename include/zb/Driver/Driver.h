@@ -341,6 +341,11 @@ struct LoweredPipeline {
   std::map<int64_t, int64_t> indexIgnores;
   /// zb.schedule's validate_before (post-validation), empty without.
   llvm::SmallVector<int64_t> validateBefore;
+  /// Per model stage: the all-reduce buckets its last W announces, in
+  /// order, each the indices of the parameters whose gradients it holds
+  /// (zb-cluster-weight-gradients' zb.weight_clusters); empty for a stage
+  /// whose W is not split (one bucket at the W's end).
+  std::vector<std::vector<std::vector<int64_t>>> weightBuckets;
 
   int64_t numRanks() const { return schedule.perRank.size(); }
 };
