@@ -5,6 +5,8 @@
 # AdamW, on the Shakespeare text, run as
 #   1 rank          (m = 16),
 #   2 pipelines x 1 rank  (--data-parallel 2, m = 8 each),
+#   the same with all-reduce buckets of 128 KiB and of one parameter each
+#     (--dp-bucket-bytes 131072 and 0: started inside the last W),
 #   1 pipeline x 2 ranks  (zb-h1, m = 16),
 #   2 pipelines x 2 ranks (zb-h1, m = 8 each; oversubscribed below 4 cores).
 # Step time: median over ROUNDS runs of the median of steps 2..S. For the
@@ -30,10 +32,12 @@ text="$root/examples/gpt/shakespeare.txt"
 common=(--optimizer adamw --lr 0.001 --quiet --dp-bandwidth "$BW")
 "$BUILD/bin/zb-compile" "$OUT/gpt.mlir" "${common[@]}" --stages 1 --microbatches 16 -o "$OUT/p1"
 "$BUILD/bin/zb-compile" "$OUT/gpt.mlir" "${common[@]}" --stages 1 --microbatches 8 --data-parallel 2 -o "$OUT/d2p1"
+"$BUILD/bin/zb-compile" "$OUT/gpt.mlir" "${common[@]}" --stages 1 --microbatches 8 --data-parallel 2 --dp-bucket-bytes 131072 -o "$OUT/d2p1k"
+"$BUILD/bin/zb-compile" "$OUT/gpt.mlir" "${common[@]}" --stages 1 --microbatches 8 --data-parallel 2 --dp-bucket-bytes 0 -o "$OUT/d2p1z"
 "$BUILD/bin/zb-compile" "$OUT/gpt.mlir" "${common[@]}" --stages 2 --microbatches 16 --schedule zb-h1 -o "$OUT/p2"
 "$BUILD/bin/zb-compile" "$OUT/gpt.mlir" "${common[@]}" --stages 2 --microbatches 8 --schedule zb-h1 --data-parallel 2 -o "$OUT/d2p2"
 for ((r = 1; r <= ROUNDS; ++r)); do
-  for cfg in "p1 1" "d2p1 2" "p2 2" "d2p2 4"; do
+  for cfg in "p1 1" "d2p1 2" "d2p1k 2" "d2p1z 2" "p2 2" "d2p2 4"; do
     set -- $cfg
     "$BUILD/bin/zb-run" "$OUT/$1" --ranks "$2" --steps "$STEPS" --data "$text" \
       --report-format json --trace "$OUT/$1.$r.trace.json" > "$OUT/$1.$r.json" 2> "$OUT/err.log" ||
@@ -43,7 +47,10 @@ done
 "$PY" - "$OUT" "$ROUNDS" "$(nproc)" <<'PY'
 import json, statistics, sys
 out, rounds, cores = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-names = {"p1": "1 rank", "d2p1": "2 pipelines x 1 rank", "p2": "1 pipeline x 2 ranks (zb-h1)",
+names = {"p1": "1 rank", "d2p1": "2 pipelines x 1 rank",
+         "d2p1k": "2 pipelines x 1 rank, 128 KiB buckets",
+         "d2p1z": "2 pipelines x 1 rank, a bucket per parameter",
+         "p2": "1 pipeline x 2 ranks (zb-h1)",
          "d2p2": "2 pipelines x 2 ranks (zb-h1)"}
 plan = json.load(open(f"{out}/p1/plan.json"))
 tokens = 16 * plan["microbatch_size"] * plan["inputs"][0]["sample_shape"][0]
