@@ -56,11 +56,15 @@ void zb::sched::writeText(llvm::raw_ostream &os, const Problem &problem,
   os << "\n";
   // Overlapped F&B pairs: their number and cost, then "F3.0&B1.3" in the
   // rank lines (the F and the B issued together).
-  if (schedule.hasFBPairs())
-    os << llvm::formatv("  overlapped F&B pairs: {0} (fb-overlap {1}: a pair "
-                        "takes max(T_F, T_B) + {2} min(T_F, T_B))\n",
-                        schedule.numFBPairs(), num(problem.fbOverlap),
-                        num(1 - problem.fbOverlap));
+  if (schedule.hasFBPairs()) {
+    os << "  overlapped F&B pairs: " << schedule.numFBPairs();
+    if (problem.fbOverlap > 0)
+      os << llvm::formatv(" (fb-overlap {0}: a pair takes max(T_F, T_B) + {1} "
+                          "min(T_F, T_B))\n",
+                          num(problem.fbOverlap), num(1 - problem.fbOverlap));
+    else
+      os << " (fb-overlap 0: costed as their passes one after the other)\n";
+  }
   bool chunks = problem.numChunks > 1;
   for (size_t r = 0; r < schedule.perRank.size(); ++r) {
     os << llvm::formatv("  rank {0,-3}:", r);
