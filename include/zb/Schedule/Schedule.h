@@ -473,7 +473,8 @@ llvm::Error verifyCommunication(const Problem &problem,
 /// V = 1 schedule of \p problem whose rank j holds at most limits[j]
 /// activation memory (empty or <= 0: unlimited), whatever the order of the
 /// passes on each stage. See Bounds.cpp for the argument. Used to state how
-/// far a schedule can be from optimal.
+/// far a schedule can be from optimal. Assumes every pass occupies its rank
+/// alone (no overlapped F&B pairs costed with Problem::fbOverlap > 0).
 double stageSpanLowerBound(const Problem &problem,
                            llvm::ArrayRef<double> limits);
 
