@@ -25,10 +25,15 @@
 //   8.              r+1      x  oldest queued W
 // In phases 4 and 5 the pair "F(x) B(y) W(y)" is PyTorch's OVERLAP_F_B (the
 // forward of one microbatch and the full backward of another issued together
-// so that one's communication hides behind the other's compute); zb runs it
-// as consecutive passes, the order zb's CSV reader gives the overlapped cell.
-// The last rank's first steady F(down) and B(up) are not overlapped in
-// PyTorch (they run back to back anyway). The split of phase 6 starts at its
+// so that one's communication hides behind the other's compute), in the
+// order zb's CSV reader gives the overlapped cell. The builder marks each
+// such F and the B after it as an overlapped F&B pair (Schedule::fbPairs:
+// the index of the F), exactly the cells PyTorch writes as OVERLAP_F_B; the
+// last rank's first steady F(down) and B(up) are not overlapped in PyTorch
+// (they run back to back anyway) and not marked. zb-sched costs a pair with
+// Problem::fbOverlap (--fb-overlap alpha: max(T_F, T_B) + (1 - alpha)
+// min(T_F, T_B)); the compiler and runtime run its passes one after the
+// other. With --local-search the order changes and no pair is marked. The split of phase 6 starts at its
 // iteration (r+1)/2 (integer division): before that iteration's B(up) on odd
 // ranks, between its B(up) and B(down) on even ranks.
 //
@@ -36,7 +41,9 @@
 // microbatch k. The order does not depend on the costs; with T_F = T_B = T_W
 // and T_comm = 0 it leaves a bubble below DeepSeek's published DualPipeV
 // bound (PP/2 - 1)(F&B + B - 3W) per rank (PP = 2p stages, F&B = F + B for
-// passes that run back to back; see unittests/Schedule/DualPipeVTest.cpp).
+// passes that run back to back, F&B = the pair's max(F, B) + (1 - alpha)
+// min(F, B) plus its W with --fb-overlap alpha; see
+// unittests/Schedule/DualPipeVTest.cpp).
 // BuildOptions::localSearch (zb-sched --local-search) improves the order
 // beyond PyTorch's within the same per-rank activation memory.
 //
@@ -84,6 +91,13 @@ public:
     out.push_back({ActionKind::B, stage, i});
     out.push_back({ActionKind::W, stage, i});
   }
+  /// An overlapped F&B pair (Schedule::fbPairs): the forward of \p fStage
+  /// and the full backward of \p bStage, the F marked with the B after it.
+  void overlapped(int fStage, int bStage, std::vector<int> &pairs) {
+    pairs.push_back(static_cast<int>(out.size()));
+    forward(fStage);
+    fullBackward(bStage);
+  }
   /// A split backward: B now, its W queued (popOldestW).
   void splitBackward(int stage) {
     int i = next(stage).b++;
@@ -116,10 +130,12 @@ private:
 } // namespace
 
 /// Rank r's DualPipeV order for p ranks and m microbatches, its chunk 0
-/// named stage \p down and its chunk 1 stage \p up (phases 1-8 above).
+/// named stage \p down and its chunk 1 stage \p up (phases 1-8 above);
+/// the indices of its overlapped F&B pairs in \p pairs.
 static std::vector<Action> dualPipeVOrder(int p, int m, int r, int down,
-                                          int up) {
+                                          int up, std::vector<int> &pairs) {
   std::vector<Action> out;
+  pairs.clear();
   RankOrder o(out, down, up);
   // 1-2. Warm-up: the forward of chunk 0, then both chunks.
   for (int k = 0; k < 2 * (p - r - 1); ++k)
@@ -134,18 +150,23 @@ static std::vector<Action> dualPipeVOrder(int p, int m, int r, int down,
     o.popOldestW();
     o.forward(up);
   }
-  // 4. Steady: F of one chunk with the full backward of the other.
+  // 4. Steady: F of one chunk overlapped with the full backward of the
+  // other (OVERLAP_F_B), except the last rank's first F(down) B(up) (PyTorch
+  // ScheduleDualPipeV; DeepSeek's DualPipe.step, "We don't overlap these
+  // two chunks to further reduce bubble size", on its middle ranks).
   for (int k = 0; k < m - 2 * p + r + 1; ++k) {
-    o.forward(down);
-    o.fullBackward(up);
-    o.forward(up);
-    o.fullBackward(down);
+    if (k == 0 && r == p - 1) {
+      o.forward(down);
+      o.fullBackward(up);
+    } else {
+      o.overlapped(down, up, pairs);
+    }
+    o.overlapped(up, down, pairs);
   }
   // 5. Chunk 0's forwards are done.
   for (int k = 0; k < p - r - 1; ++k) {
     o.fullBackward(up);
-    o.forward(up);
-    o.fullBackward(down);
+    o.overlapped(up, down, pairs);
   }
   // 6. Cool-down: the backwards left, split from iteration (r+1)/2 on.
   int half = (r + 1) / 2;
@@ -179,6 +200,9 @@ static void improve(const Problem &problem, Schedule &s,
   for (int r = 0; r < problem.numRanks; ++r)
     if (problem.memoryLimitOf(r) > 0)
       limits[r] = std::min(limits[r], problem.memoryLimitOf(r));
+  // The search moves passes one by one: it searches (and returns) the order
+  // without the F&B pairs, which no longer is PyTorch's.
+  s.fbPairs.clear();
   s.perRank = detail::improveByLocalSearch(problem, s, limits,
                                           options.searchEvaluations);
 }
@@ -207,8 +231,9 @@ llvm::Expected<Schedule> detail::buildDualPipeV(const Problem &problem,
                       2 * p, m)
             .str());
   Schedule s = vPlaced(ScheduleKind::DualPipeV, p, 1);
+  s.fbPairs.resize(p);
   for (int r = 0; r < p; ++r)
-    s.perRank[r] = dualPipeVOrder(p, m, r, r, 2 * p - 1 - r);
+    s.perRank[r] = dualPipeVOrder(p, m, r, r, 2 * p - 1 - r, s.fbPairs[r]);
   improve(problem, s, options);
   return s;
 }
@@ -230,6 +255,7 @@ llvm::Expected<Schedule> detail::buildDualPipe(const Problem &problem,
                       2 * p, m)
             .str());
   Schedule s = vPlaced(ScheduleKind::DualPipe, p, 2);
+  s.fbPairs.resize(p);
   const int half = p / 2, halfM = m / 2;
   for (int r = 0; r < p; ++r) {
     // Rank r of the first half runs its down stage r as DualPipeV's chunk 0
@@ -238,7 +264,8 @@ llvm::Expected<Schedule> detail::buildDualPipe(const Problem &problem,
     const bool first = r < half;
     const int h = first ? r : p - 1 - r;
     const int downStage = r, upStage = 2 * p - 1 - r;
-    std::vector<Action> order = dualPipeVOrder(half, halfM, h, 0, 1);
+    std::vector<Action> order =
+        dualPipeVOrder(half, halfM, h, 0, 1, s.fbPairs[r]);
     for (Action &a : order) {
       const bool down = (a.stage == 0) == first;
       a.stage = down ? downStage : upStage;

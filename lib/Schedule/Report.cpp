@@ -87,6 +87,7 @@ llvm::Expected<Problem> zb::sched::parseProblem(const ProblemFlags &flags,
   p.numRanks = flags.stages;
   p.numMicrobatches = flags.microbatches;
   p.numChunks = chunks;
+  p.fbOverlap = flags.fbOverlap;
   std::tuple<llvm::StringRef, const std::string *, std::vector<double> *>
       fields[] = {{"cost-f", &flags.costF, &p.costF},
                   {"cost-b", &flags.costB, &p.costB},

@@ -156,6 +156,13 @@ llvm::Error zb::sched::validateProblem(const Problem &problem) {
         llvm::formatv("memory-limit: {0} per-rank values for p={1} ranks",
                       problem.memoryLimits.size(), problem.numRanks)
             .str());
+  if (!(problem.fbOverlap >= 0 && problem.fbOverlap <= 1))
+    return llvm::createStringError(
+        llvm::formatv("fb-overlap must be a finite number in [0, 1] (the "
+                      "share of an overlapped F&B pair's shorter pass that "
+                      "hides), got {0}",
+                      llvm::format("%g", problem.fbOverlap))
+            .str());
   for (auto [r, l] : llvm::enumerate(problem.memoryLimits))
     if (!(l >= 0) || !std::isfinite(l))
       return llvm::createStringError(
@@ -276,17 +283,26 @@ static double memDelta(const StageCosts &c, const Action &a) {
   return c.memoryDelta(a.kind, a.stage);
 }
 
+/// True when perRank[r][i] and perRank[r][i + 1] form an overlapped F&B
+/// pair simulate() can cost: i in range, an F then a B of a different
+/// microbatch (verify() names a mark that is not).
+static bool isValidFBPair(const std::vector<Action> &list, int i) {
+  return i >= 0 && static_cast<size_t>(i) + 1 < list.size() &&
+         list[i].kind == ActionKind::F && list[i + 1].kind == ActionKind::B &&
+         list[i].microbatch != list[i + 1].microbatch;
+}
+
 namespace {
 /// Shared core of simulate() and the verifier's deadlock check. Assumes the
 /// schedule is structurally valid (ranks, stage ranges, no duplicates).
 struct SimCore {
-  std::vector<double> end;
-  /// Duration each simulated action took (costs or SimOptions::duration,
-  /// which is called exactly once per action).
-  std::vector<double> dur;
+  std::vector<double> start, end;
   std::vector<char> done;
   std::vector<size_t> next; // per rank: index of the first unsimulated action
   std::vector<double> free, first;
+  /// Per rank: the time (ms) its compute stream was busy (an overlapped
+  /// pair counted once).
+  std::vector<double> busy;
   bool complete = true;
 };
 } // namespace
@@ -298,48 +314,87 @@ static SimCore runSimulation(const Problem &problem, const Schedule &schedule,
   ActionIndex idx{static_cast<int>(schedule.stageToRank.size()),
                   problem.numMicrobatches};
   SimCore core;
+  core.start.assign(idx.size(), 0.0);
   core.end.assign(idx.size(), 0.0);
-  core.dur.assign(idx.size(), 0.0);
   core.done.assign(idx.size(), 0);
   core.next.assign(p, 0);
   core.free.assign(p, 0.0);
+  core.busy.assign(p, 0.0);
   if (options.rankReady.size() == static_cast<size_t>(p))
     core.free = options.rankReady;
   core.first.assign(p, -1.0);
   size_t total = 0, finished = 0;
   for (const auto &list : schedule.perRank)
     total += list.size();
+  // Overlapped F&B pairs are costed only with alpha > 0 (alpha = 0: the two
+  // passes one after the other, as without the mark). nextPair[r]: the
+  // first of rank r's marks not yet reached.
+  const double alpha = problem.fbOverlap;
+  const bool pairs = alpha > 0 && schedule.hasFBPairs();
+  std::vector<size_t> nextPair(p, 0);
+  // Whether every dependency of `a` is done; raises `start` to the time (ms)
+  // its inputs are ready.
+  auto inputsReady = [&](const Action &a, double &start) {
+    Dep deps[2];
+    int n = dependencies(a, schedule, costs, problem.numRanks, options, deps);
+    for (int d = 0; d < n; ++d) {
+      int j = idx(deps[d].kind, deps[d].stage, deps[d].microbatch);
+      if (!core.done[j])
+        return false;
+      start = std::max(start, core.end[j] + deps[d].latency);
+    }
+    return true;
+  };
+  auto duration = [&](const Action &a) {
+    return options.duration ? options.duration(a) : actionCost(costs, a);
+  };
   while (finished < total) {
     bool progress = false;
     for (int r = 0; r < p; ++r) {
       const auto &list = schedule.perRank[r];
       while (core.next[r] < list.size()) {
-        const Action &a = list[core.next[r]];
-        Dep deps[2];
-        int n =
-            dependencies(a, schedule, costs, problem.numRanks, options, deps);
-        double start = core.free[r];
-        bool ready = true;
-        for (int d = 0; d < n; ++d) {
-          int j = idx(deps[d].kind, deps[d].stage, deps[d].microbatch);
-          if (!core.done[j]) {
-            ready = false;
-            break;
-          }
-          start = std::max(start, core.end[j] + deps[d].latency);
+        const size_t k = core.next[r];
+        const Action &a = list[k];
+        // The pair at k, if any (marks before k were passed or invalid).
+        bool pair = false;
+        if (pairs && static_cast<size_t>(r) < schedule.fbPairs.size()) {
+          const std::vector<int> &marks = schedule.fbPairs[r];
+          size_t &q = nextPair[r];
+          while (q < marks.size() && (marks[q] < 0 || (size_t)marks[q] < k))
+            ++q;
+          pair = q < marks.size() && (size_t)marks[q] == k &&
+                 isValidFBPair(list, marks[q]);
         }
-        if (!ready)
+        double start = core.free[r];
+        if (!inputsReady(a, start) ||
+            (pair && !inputsReady(list[k + 1], start)))
           break;
         int j = idx(a.kind, a.stage, a.microbatch);
-        core.dur[j] =
-            options.duration ? options.duration(a) : actionCost(costs, a);
-        core.end[j] = start + core.dur[j];
-        core.done[j] = 1;
+        if (pair) {
+          // Both passes occupy the rank from `start` to the pair's end.
+          const Action &b = list[k + 1];
+          int jb = idx(b.kind, b.stage, b.microbatch);
+          double pairTime = fbPairTime(duration(a), duration(b), alpha);
+          for (int x : {j, jb}) {
+            core.start[x] = start;
+            core.end[x] = start + pairTime;
+            core.done[x] = 1;
+          }
+          core.busy[r] += pairTime;
+        } else {
+          double d = duration(a);
+          core.end[j] = start + d;
+          // As the timeline always gave it (end - duration; the same bits).
+          core.start[j] = core.end[j] - d;
+          core.done[j] = 1;
+          core.busy[r] += d;
+        }
         if (core.first[r] < 0)
           core.first[r] = start;
         core.free[r] = core.end[j];
-        ++core.next[r];
-        ++finished;
+        const int n = pair ? 2 : 1;
+        core.next[r] += n;
+        finished += n;
         progress = true;
       }
     }
@@ -364,16 +419,14 @@ SimResult zb::sched::simulate(const Problem &problem, const Schedule &schedule,
   result.rankBubbleRate.assign(p, 0.0);
   result.timeline.resize(p);
   for (int r = 0; r < p; ++r) {
-    double mem = 0, peak = 0, busy = 0;
+    double mem = 0, peak = 0, busy = core.busy[r];
     for (const Action &a : schedule.perRank[r]) {
       mem += memDelta(costs, a);
       peak = std::max(peak, mem);
       int j = idx(a.kind, a.stage, a.microbatch);
       if (!core.done[j])
         continue;
-      double c = core.dur[j];
-      busy += c;
-      result.timeline[r].push_back({a, r, core.end[j] - c, core.end[j]});
+      result.timeline[r].push_back({a, r, core.start[j], core.end[j]});
     }
     result.peakMemory[r] = peak;
     result.idealTime = std::max(result.idealTime, busy);
@@ -583,6 +636,52 @@ llvm::Error checkRankOrder(const Schedule &schedule, const ActionIndex &idx,
   return llvm::Error::success();
 }
 
+/// Overlapped F&B pairs: none, or one list per rank of increasing indices i
+/// with perRank[r][i] an F and perRank[r][i + 1] a B of a different
+/// microbatch, no action in two pairs.
+llvm::Error checkFBPairs(const Schedule &schedule) {
+  if (schedule.fbPairs.empty())
+    return llvm::Error::success();
+  const size_t p = schedule.perRank.size();
+  if (schedule.fbPairs.size() != p)
+    return error(llvm::formatv("fb pairs: {0} lists of pairs for {1} ranks "
+                               "(one per rank, or none)",
+                               schedule.fbPairs.size(), p));
+  for (size_t r = 0; r < p; ++r) {
+    const std::vector<Action> &list = schedule.perRank[r];
+    const std::vector<int> &marks = schedule.fbPairs[r];
+    for (size_t q = 0; q < marks.size(); ++q) {
+      const int i = marks[q];
+      if (i < 0 || static_cast<size_t>(i) + 1 >= list.size())
+        return error(llvm::formatv(
+            "fb pair: rank {0} index {1}: out of range (a pair is actions i "
+            "and i+1 of the rank's {2} actions)",
+            r, i, list.size()));
+      if (q > 0 && i <= marks[q - 1])
+        return error(llvm::formatv("fb pair: rank {0} index {1}: the indices "
+                                   "must increase (after {2})",
+                                   r, i, marks[q - 1]));
+      if (q > 0 && i == marks[q - 1] + 1)
+        return error(llvm::formatv(
+            "fb pair: rank {0} index {1}: {2} is already in the pair at index "
+            "{3}",
+            r, i, describe(list[i]), marks[q - 1]));
+      const Action &f = list[i], &b = list[i + 1];
+      if (f.kind != ActionKind::F || b.kind != ActionKind::B)
+        return error(llvm::formatv(
+            "fb pair: rank {0} index {1}: {2} then {3}; a pair is an F "
+            "followed by a B",
+            r, i, describe(f), describe(b)));
+      if (f.microbatch == b.microbatch)
+        return error(llvm::formatv(
+            "fb pair: rank {0} index {1}: {2} and {3} are of the same "
+            "microbatch; a pair overlaps two microbatches",
+            r, i, describe(f), describe(b)));
+    }
+  }
+  return llvm::Error::success();
+}
+
 /// Cross-stage dependencies and deadlock freedom: the simulation completes;
 /// otherwise names the first blocked action and what it waits for.
 llvm::Error checkDeadlock(const Problem &problem, const Schedule &schedule,
@@ -595,20 +694,33 @@ llvm::Error checkDeadlock(const Problem &problem, const Schedule &schedule,
     const auto &list = schedule.perRank[r];
     if (core.next[r] >= list.size())
       continue;
-    const Action &a = list[core.next[r]];
-    Dep deps[2];
-    int n = dependencies(a, schedule, costs, p, SimOptions(), deps);
-    for (int d = 0; d < n; ++d) {
-      Action dep{deps[d].kind, deps[d].stage, deps[d].microbatch};
-      if (core.done[idx(dep.kind, dep.stage, dep.microbatch)])
-        continue;
-      int depRank = schedule.stageToRank[dep.stage];
-      return error(llvm::formatv(
-          "dependency: {0} on rank {1} needs {2} on rank {3}, which {4} "
-          "(deadlock)",
-          describe(a), r, describe(dep), depRank,
-          depRank == r ? "comes later in the same rank's order"
-                       : "cannot run before it"));
+    const size_t k = core.next[r];
+    // An overlapped pair at k (with fbOverlap > 0) waits for both passes.
+    bool pair = problem.fbOverlap > 0 &&
+                static_cast<size_t>(r) < schedule.fbPairs.size() &&
+                llvm::is_contained(schedule.fbPairs[r], static_cast<int>(k)) &&
+                isValidFBPair(list, k);
+    for (size_t x = k; x <= k + (pair ? 1 : 0); ++x) {
+      const Action &a = list[x];
+      Dep deps[2];
+      int n = dependencies(a, schedule, costs, p, SimOptions(), deps);
+      for (int d = 0; d < n; ++d) {
+        Action dep{deps[d].kind, deps[d].stage, deps[d].microbatch};
+        if (core.done[idx(dep.kind, dep.stage, dep.microbatch)])
+          continue;
+        int depRank = schedule.stageToRank[dep.stage];
+        return error(llvm::formatv(
+            "dependency: {0} on rank {1} needs {2} on rank {3}, which {4} "
+            "(deadlock){5}",
+            describe(a), r, describe(dep), depRank,
+            depRank == r ? "comes later in the same rank's order"
+                         : "cannot run before it",
+            pair ? llvm::formatv(" (overlapped with {0} in the F&B pair at "
+                                 "index {1})",
+                                 describe(list[x == k ? k + 1 : k]), k)
+                       .str()
+                 : std::string()));
+      }
     }
   }
   return error("deadlock in schedule '" + schedule.name + "'");
@@ -646,6 +758,8 @@ llvm::Error zb::sched::verify(const Problem &problem,
   if (llvm::Error e = checkPlacement(problem, schedule, idx, position))
     return e;
   if (llvm::Error e = checkRankOrder(schedule, idx, position))
+    return e;
+  if (llvm::Error e = checkFBPairs(schedule))
     return e;
   StageCosts costs = resolveStageCosts(problem, schedule);
   if (llvm::Error e = checkDeadlock(problem, schedule, costs, idx))

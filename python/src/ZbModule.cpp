@@ -116,6 +116,9 @@ NB_MODULE(_zb, m) {
               "limit for every rank (0 = none)")
       .def_rw("memory_limits", &Problem::memoryLimits,
               "per-rank limits (empty: memory_limit)")
+      .def_rw("fb_overlap", &Problem::fbOverlap,
+              "alpha in [0, 1]: an overlapped F&B pair (Schedule.fb_pairs) "
+              "takes max(T_F, T_B) + (1 - alpha) min(T_F, T_B) ms")
       .def("validate", [](const Problem &p) {
         if (llvm::Error e = validateProblem(p))
           raise(std::move(e));
@@ -130,6 +133,10 @@ NB_MODULE(_zb, m) {
               "1, or 2 for a bidirectional pipeline (dualpipe): stages "
               "0..L-1 carry microbatches 0..m/2-1 down, stages L..2L-1 (the "
               "same model stages on mirrored ranks) the rest up")
+      .def_rw("fb_pairs", &Schedule::fbPairs,
+              "per rank: indices i of overlapped F&B pairs (actions i, an F, "
+              "and i+1, a B of another microbatch, issued together: "
+              "dualpipe, dualpipev, PyTorch's OVERLAP_F_B); empty: none")
       .def_prop_rw(
           "cost_convention",
           [](const Schedule &s) {

@@ -146,3 +146,18 @@ def test_formats_are_nonempty():
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
     assert sum(1 for e in events if e.get("ph") == "X") == 2 * 4 * 3
     assert "bubble rate" in str(s)
+
+
+def test_fb_overlap_pairs():
+    # DualPipeV p = 2, m = 4, unit costs: PyTorch's OVERLAP_F_B cells as
+    # pairs (test/Schedule/fb-overlap.test); alpha = 0.5 makes a pair 0.75
+    # ms instead of 1 and the stage span 11.75 instead of 12.5.
+    p = zb.Problem(stages=2, microbatches=4)
+    s = zb.schedule(p, "dualpipev")
+    assert s.fb_pairs == [[7, 10, 15], [7, 10, 13]]
+    assert s.stage_span == pytest.approx(12.5)
+    q = zb.Problem(stages=2, microbatches=4, fb_overlap=0.5)
+    assert zb.schedule(q, "dualpipev").stage_span == pytest.approx(11.75)
+    with pytest.raises(ValueError, match="fb-overlap"):
+        zb.schedule(zb.Problem(stages=2, microbatches=4, fb_overlap=2),
+                    "dualpipev")

@@ -79,6 +79,10 @@ class Problem:
             unlimited.
         virtual_stages: V, chunks per rank (None: the schedule's default,
             2 for 1f1b-i and the V-shape schedules, else 1).
+        fb_overlap: alpha in [0, 1] for the overlapped F&B pairs of
+            dualpipe and dualpipev (``Schedule.fb_pairs``): a pair takes
+            max(T_F, T_B) + (1 - alpha) min(T_F, T_B) ms (zb-sched
+            --fb-overlap); 0: its passes one after the other.
     """
 
     def __init__(self, stages: int, microbatches: int, cost_f: Number |
@@ -88,7 +92,8 @@ class Problem:
                  mem_b: Number | Sequence[Number] | None = None,
                  mem_w: Number | Sequence[Number] | None = None,
                  memory_limit: Number | Sequence[Number] | None = None,
-                 virtual_stages: int | None = None) -> None:
+                 virtual_stages: int | None = None,
+                 fb_overlap: float = 0.0) -> None:
         if not isinstance(stages, int) or not isinstance(microbatches, int):
             raise ValueError("stages and microbatches must be integers")
         self.stages = stages
@@ -101,6 +106,7 @@ class Problem:
         self.mem_w = _as_list("mem_w", mem_w)
         self.memory_limit = memory_limit
         self.virtual_stages = virtual_stages
+        self.fb_overlap = float(fb_overlap)
 
     def _native(self, chunks: int) -> _zb.Problem:
         p = _zb.Problem()
@@ -110,6 +116,7 @@ class Problem:
         p.cost_f, p.cost_b, p.cost_w = self.cost_f, self.cost_b, self.cost_w
         p.cost_comm = self.cost_comm
         p.mem_b, p.mem_w = self.mem_b, self.mem_w
+        p.fb_overlap = self.fb_overlap
         limit = self.memory_limit
         if limit is None:
             pass
@@ -126,7 +133,9 @@ class Problem:
                 f"{self.cost_b}, cost_w={self.cost_w}, cost_comm="
                 f"{self.cost_comm}, mem_b={self.mem_b}, mem_w={self.mem_w}, "
                 f"memory_limit={self.memory_limit}, virtual_stages="
-                f"{self.virtual_stages})")
+                f"{self.virtual_stages}"
+                + (f", fb_overlap={self.fb_overlap}" if self.fb_overlap
+                   else "") + ")")
 
 
 @_dataclass
@@ -177,6 +186,13 @@ class Schedule:
         0..m/2-1 down the ranks, stages L..2L-1 (the same model stages on
         the mirrored ranks) the rest up; L = len(stage_to_rank) / 2."""
         return self._native.directions
+
+    @property
+    def fb_pairs(self) -> list[list[int]]:
+        """Per rank: the indices i of overlapped F&B pairs, actions i (an F)
+        and i+1 (a B of another microbatch) issued together (dualpipe,
+        dualpipev, PyTorch's OVERLAP_F_B); empty when there are none."""
+        return [list(r) for r in self._native.fb_pairs]
 
     @property
     def stages(self) -> int:

@@ -112,6 +112,13 @@ class Problem:
     @memory_limits.setter
     def memory_limits(self, arg: Sequence[float], /) -> None: ...
 
+    @property
+    def fb_overlap(self) -> float:
+        """alpha in [0, 1]: an overlapped F&B pair (Schedule.fb_pairs) takes max(T_F, T_B) + (1 - alpha) min(T_F, T_B) ms"""
+
+    @fb_overlap.setter
+    def fb_overlap(self, arg: float, /) -> None: ...
+
     def validate(self) -> None: ...
 
 class Schedule:
@@ -136,6 +143,13 @@ class Schedule:
 
     @fused_backward.setter
     def fused_backward(self, arg: bool, /) -> None: ...
+
+    @property
+    def fb_pairs(self) -> list[list[int]]:
+        """per rank: indices i of overlapped F&B pairs (actions i, an F, and i+1, a B of another microbatch, issued together: dualpipe, dualpipev, PyTorch's OVERLAP_F_B); empty: none"""
+
+    @fb_pairs.setter
+    def fb_pairs(self, arg: Sequence[Sequence[int]], /) -> None: ...
 
     @property
     def cost_convention(self) -> str: ...

@@ -65,6 +65,17 @@ cl::opt<std::string, true> memoryLimit(
              "a comma-separated list with one per rank (e.g. 2p,1.5p,1p,1p); "
              "0 = unlimited"),
     cl::location(opts.problem.memoryLimit), cl::init("0"), cl::cat(category));
+cl::opt<double, true> fbOverlap(
+    "fb-overlap",
+    cl::desc("alpha in [0, 1]: how much of an overlapped F&B pair (dualpipe, "
+             "dualpipev, PyTorch's OVERLAP_F_B: the forward of one microbatch "
+             "and the backward of another issued together) hides; a pair "
+             "takes max(T_F, T_B) + (1 - alpha) min(T_F, T_B) and both its "
+             "outputs are ready at its end; 0 (default): its passes one after "
+             "the other. Used by --compare; a JSON --input keeps its own "
+             "fb_overlap"),
+    cl::value_desc("ALPHA"), cl::location(opts.problem.fbOverlap),
+    cl::init(0), cl::cat(category));
 /// "gpipe 1f1b ... v-auto" from the schedule table.
 const std::string &scheduleList() {
   static const std::string list = llvm::join(zb::sched::scheduleNames(), " ");

@@ -10,10 +10,13 @@
 //     "problem": {"stages": p, "microbatches": m, "virtual_stages": V,
 //                 "cost_f": [ms...], "cost_b": [...], "cost_w": [...],
 //                 "cost_comm": [...], "mem_b": [...], "mem_w": [...],
-//                 "memory_limit": number (0 = unlimited)},
+//                 "memory_limit": number (0 = unlimited),
+//                 "fb_overlap": alpha (only when not 0)},
 //     "stage_to_rank": [rank of global stage 0, 1, ...],
 //     "cost_convention": "makespan" | "stage_span",
 //     "fused_backward": bool,
+//     "fb_pairs": [[index, ...] per rank] (only when the schedule has
+//                 overlapped F&B pairs: Schedule::fbPairs),
 //     "cost": ms (the paper's cost for this schedule), "makespan": ms,
 //     "stage_span": ms, "ideal_time": ms,
 //     "bubble_rate": (cost - ideal_time) / cost,
@@ -22,9 +25,10 @@
 //                "actions": [{"kind": "F"|"B"|"W", "stage": s,
 //                             "microbatch": i, "start": ms, "end": ms}, ...]}]
 //   }
-// Only "problem", "stage_to_rank", "cost_convention", "fused_backward" and the
-// kind/stage/microbatch of the actions are read back; times and statistics are
-// recomputed by simulate().
+// Only "problem", "stage_to_rank", "cost_convention", "fused_backward",
+// "fb_pairs" and the kind/stage/microbatch of the actions are read back (an
+// overlapped pair's two actions carry the pair's start and end); times and
+// statistics are recomputed by simulate().
 //
 // CSV: one row per rank, one action per cell, "<stage><type><microbatch>"
 // with type F (forward), I (backward input = B), W (backward weight) or B
@@ -34,7 +38,8 @@
 // other action types as no-ops (UNSHARD, RESHARD, SEND_F, RECV_F, SEND_B,
 // RECV_B, WAIT_SEND_F, WAIT_SEND_B, REDUCE_GRAD, WAIT_REDUCE_GRAD: zb derives
 // communication from the schedule), empty cells (PyTorch's None) as nothing,
-// and "(0F1;3B0)OVERLAP_F_B" as its sub-actions in order. The CSVs of every
+// and "(0F1;3B0)OVERLAP_F_B" as its sub-actions in order, its F and B
+// marked as an overlapped F&B pair (Schedule::fbPairs). The CSVs of every
 // torch 2.15 schedule class read and verify, except Schedule1F1B's, whose
 // order is wrong on the last rank (test/Schedule/Inputs/pytorch,
 // docs/schedule-json.md).

@@ -46,6 +46,8 @@ struct ProblemFlags {
   std::string memoryLimit = "0";
   /// Chunks per rank V; 0: the schedule's default (defaultChunks).
   int virtualStages = 0;
+  /// alpha of the overlapped F&B pairs (--fb-overlap, Problem::fbOverlap).
+  double fbOverlap = 0;
 
   /// V for a schedule of \p kind: virtualStages, or its default.
   int chunksFor(ScheduleKind kind) const;

@@ -92,6 +92,17 @@ struct Problem {
   /// `zb-run --profile`. Empty = unknown (deterministic). Only
   /// estimateJitter() reads it; the schedulers plan with the means.
   std::vector<double> cvF, cvB, cvW;
+  /// alpha in [0, 1]: how much of an overlapped F&B pair (Schedule::fbPairs)
+  /// hides. The pair of an F of cost T_F and a B of cost T_B (ms, each of its
+  /// own stage) occupies its rank for
+  ///   T_F&B = max(T_F, T_B) + (1 - alpha) min(T_F, T_B)
+  /// (fbPairTime): 0 = no overlap, the passes run one after the other exactly
+  /// as without the mark; 1 = the shorter pass hides completely behind the
+  /// longer. DeepSeek's F&B (DeepSeek-V3 report Section 3.2.1: the forward
+  /// of one chunk and the backward of another, computation overlapped with
+  /// the other's all-to-all and pipeline communication); the value is an
+  /// assumption about the hardware, not measured by zb. Default 0.
+  double fbOverlap = 0;
 
   int numStages() const { return numRanks * numChunks; }
   /// The limit of rank \p rank (0 = unlimited).
@@ -145,6 +156,34 @@ struct Schedule {
   /// (modelStage) with their own copy of its parameters; the copies'
   /// gradients are summed before the optimizer (DualPipe's "2x parameters").
   int directions = 1;
+  /// Overlapped F&B pairs (DeepSeek's F&B, PyTorch ScheduleDualPipeV's
+  /// OVERLAP_F_B: the forward of one microbatch and the backward of another
+  /// issued together). fbPairs[r] lists, in increasing order, the indices i
+  /// into perRank[r] for which perRank[r][i] (an F) and perRank[r][i + 1] (a
+  /// B of a different microbatch, on a stage of rank r) are one pair; the F
+  /// comes first, as PyTorch writes "(0F3;3B1)OVERLAP_F_B" and DeepSeek's
+  /// _forward_backward_chunk issues them. No action belongs to two pairs.
+  /// Empty (or all lists empty) = no pairs; otherwise one list per rank.
+  /// The order in perRank is unchanged by a mark, so code that walks
+  /// perRank (communication, the compiler's lowering, which runs the pair's
+  /// passes one after the other) ignores it; simulate() costs a pair with
+  /// Problem::fbOverlap. verify() checks every mark.
+  std::vector<std::vector<int>> fbPairs;
+
+  /// True when some rank has a pair.
+  bool hasFBPairs() const {
+    for (const auto &list : fbPairs)
+      if (!list.empty())
+        return true;
+    return false;
+  }
+  /// The number of pairs over all ranks.
+  size_t numFBPairs() const {
+    size_t n = 0;
+    for (const auto &list : fbPairs)
+      n += list.size();
+    return n;
+  }
 
   int numStages() const { return static_cast<int>(stageToRank.size()); }
   /// Stages of one route: p*V / D.
@@ -168,6 +207,13 @@ inline int directionOfMicrobatch(int microbatch, int numMicrobatches,
                                  int directions) {
   return static_cast<int>(static_cast<int64_t>(microbatch) * directions /
                           numMicrobatches);
+}
+
+/// The time (ms) an overlapped F&B pair occupies its rank: max(T_F, T_B) +
+/// (1 - \p alpha) min(T_F, T_B) (Problem::fbOverlap). With alpha = 0 exactly
+/// T_F + T_B.
+inline double fbPairTime(double costF, double costB, double alpha) {
+  return std::max(costF, costB) + (1 - alpha) * std::min(costF, costB);
 }
 
 /// One simulated action.
@@ -259,6 +305,21 @@ double minimumMemoryOfRank(const Problem &problem,
 /// F(s,i) and B(s+1,i) (after W(s+1,i) for fusedBackward); W(s,i) after
 /// B(s,i). Memory: F adds M_B, B adds M_W - M_B, W subtracts M_W (Appendix B,
 /// counted at the start of the action).
+///
+/// Overlapped F&B pairs (Schedule::fbPairs) with Problem::fbOverlap alpha >
+/// 0: the pair starts when its rank is free and the inputs of BOTH passes
+/// are ready, and both passes end at start + fbPairTime(T_F, T_B, alpha)
+/// (both TimedActions span the pair; the rank's busy time counts the pair
+/// once). This is the conservative choice: neither output (F's activation,
+/// B's gradient) is available before the pair ends. Memory: F's activation
+/// is allocated at the pair's start, B's freed at its end (F before B in
+/// perRank, so the peak is the one without the mark). With alpha = 0 the
+/// pair is costed as its two passes one after the other, exactly the
+/// timeline without the mark (F's output at F's own end); hence a pair's
+/// F output moves from start + T_F to the pair's end as alpha leaves 0, and
+/// the timeline is monotone (never later as alpha grows) only on
+/// 0 < alpha <= 1. A mark that verify() would reject (index out of range,
+/// not F then B of different microbatches) is ignored.
 SimResult simulate(const Problem &problem, const Schedule &schedule,
                    const SimOptions &options = {});
 
@@ -289,7 +350,12 @@ llvm::Expected<JitterEstimate> estimateJitter(const Problem &problem,
 /// once), per-rank order (B after F and W after B of the same stage and
 /// microbatch; a fused W right after its B), deadlock freedom of the
 /// cross-rank dependencies (F(s-1,i) -> F(s,i), B(s+1,i) -> B(s,i)), and the
-/// memory limit. The error names the first violation.
+/// memory limit. The error names the first violation. Overlapped F&B pairs
+/// (Schedule::fbPairs): one list per rank, indices increasing and in range,
+/// perRank[r][i] an F and perRank[r][i + 1] a B of a different microbatch,
+/// no action in two pairs ("fb pair: rank r index i: ..."); deadlock
+/// freedom is checked with the pairs (a pair waits for both passes'
+/// inputs) when Problem::fbOverlap > 0.
 llvm::Error verify(const Problem &problem, const Schedule &schedule);
 
 //===----------------------------------------------------------------------===//
@@ -407,7 +473,8 @@ llvm::Error verifyCommunication(const Problem &problem,
 /// V = 1 schedule of \p problem whose rank j holds at most limits[j]
 /// activation memory (empty or <= 0: unlimited), whatever the order of the
 /// passes on each stage. See Bounds.cpp for the argument. Used to state how
-/// far a schedule can be from optimal.
+/// far a schedule can be from optimal. Assumes every pass occupies its rank
+/// alone (no overlapped F&B pairs costed with Problem::fbOverlap > 0).
 double stageSpanLowerBound(const Problem &problem,
                            llvm::ArrayRef<double> limits);
 

@@ -103,9 +103,12 @@ bool isNonComputeAction(llvm::StringRef type) {
 
 /// "(0F1;3B0)OVERLAP_F_B" (DualPipeV) runs its sub-actions in order; every
 /// other cell of a CSV row is one action. Appends the row's actions to
-/// \p actions; an error names a group of another type.
+/// \p actions and, for every OVERLAP_F_B group of exactly two sub-actions,
+/// the index of its first in \p actions to \p groups; an error names a
+/// group of another type.
 llvm::Error splitRowActions(size_t row, llvm::StringRef line,
-                            llvm::SmallVectorImpl<llvm::StringRef> &actions) {
+                            llvm::SmallVectorImpl<llvm::StringRef> &actions,
+                            llvm::SmallVectorImpl<size_t> &groups) {
   llvm::SmallVector<llvm::StringRef> cells;
   line.trim().split(cells, ',');
   for (llvm::StringRef cell : cells) {
@@ -122,6 +125,8 @@ llvm::Error splitRowActions(size_t row, llvm::StringRef line,
                 .str());
       llvm::SmallVector<llvm::StringRef> subs;
       inner.split(subs, ';');
+      if (subs.size() == 2)
+        groups.push_back(actions.size());
       for (llvm::StringRef sub : subs)
         actions.push_back(sub.trim());
       continue;
@@ -228,12 +233,31 @@ llvm::Expected<Schedule> zb::sched::readCSV(llvm::StringRef text,
   CSVStages stages;
   for (size_t row = 0; row < lines.size(); ++row) {
     auto &list = s.perRank.emplace_back();
+    auto &pairs = s.fbPairs.emplace_back();
     llvm::SmallVector<llvm::StringRef> actions;
-    if (llvm::Error e = splitRowActions(row, lines[row], actions))
+    llvm::SmallVector<size_t> groups;
+    if (llvm::Error e = splitRowActions(row, lines[row], actions, groups))
       return std::move(e);
-    for (llvm::StringRef cell : actions)
-      if (llvm::Error e = readCSVAction(row, cell, list, stages))
+    for (size_t k = 0, g = 0; k < actions.size(); ++k) {
+      size_t before = list.size();
+      if (llvm::Error e = readCSVAction(row, actions[k], list, stages))
         return std::move(e);
+      // An OVERLAP_F_B group "(xFi;yBj)" (or yIj) is the overlapped F&B pair
+      // of the F at `before` and the B after it (Schedule::fbPairs); a group
+      // in another order or of the same microbatch is read unmarked.
+      if (g < groups.size() && groups[g] == k) {
+        ++g;
+        if (list.size() == before + 1 && k + 1 < actions.size()) {
+          size_t fAt = before;
+          if (llvm::Error e = readCSVAction(row, actions[++k], list, stages))
+            return std::move(e);
+          if (list.size() > fAt + 1 && list[fAt].kind == ActionKind::F &&
+              list[fAt + 1].kind == ActionKind::B &&
+              list[fAt].microbatch != list[fAt + 1].microbatch)
+            pairs.push_back(static_cast<int>(fAt));
+        }
+      }
+    }
   }
   // A full backward B is B directly followed by its W; mixed with split
   // I/W actions (PyTorch's ZB schedules), the gradient of a full B is sent
@@ -241,6 +265,9 @@ llvm::Expected<Schedule> zb::sched::readCSV(llvm::StringRef text,
   s.fusedBackward = stages.sawFull && !stages.sawSplit;
   if (numRanks > 0)
     s.perRank.resize(std::max<size_t>(numRanks, s.perRank.size()));
+  s.fbPairs.resize(s.perRank.size());
+  if (!s.hasFBPairs())
+    s.fbPairs.clear();
   for (int st = 0; st <= stages.maxStage; ++st) {
     if (stages.stageRank[st] < 0)
       return llvm::createStringError(

@@ -36,6 +36,10 @@ json::Value zb::sched::toJSON(const Problem &problem, const Schedule &schedule,
                      problem.memoryLimits.empty()
                          ? json::Value(problem.memoryLimit)
                          : json::Value(toArray(problem.memoryLimits))}};
+  // Only an overlapping problem names alpha (the documents of alpha = 0 are
+  // as before it existed).
+  if (problem.fbOverlap != 0)
+    prob["fb_overlap"] = problem.fbOverlap;
   json::Array stageToRank;
   for (int r : schedule.stageToRank)
     stageToRank.push_back(r);
@@ -78,6 +82,17 @@ json::Value zb::sched::toJSON(const Problem &problem, const Schedule &schedule,
   // Only bidirectional pipelines (DualPipe) name their directions.
   if (schedule.directions != 1)
     out["directions"] = schedule.directions;
+  // Only schedules with overlapped F&B pairs list them, per rank.
+  if (schedule.hasFBPairs()) {
+    json::Array pairs;
+    for (const std::vector<int> &list : schedule.fbPairs) {
+      json::Array indices;
+      for (int i : list)
+        indices.push_back(i);
+      pairs.push_back(std::move(indices));
+    }
+    out["fb_pairs"] = std::move(pairs);
+  }
   return out;
 }
 
@@ -168,6 +183,15 @@ llvm::Error zb::sched::readJSON(llvm::StringRef text, Problem &problem,
     if (llvm::Error e =
             readNumbers(*prob, "memory_limit", problem.memoryLimits))
       return e;
+  // fb_overlap: alpha of the overlapped F&B pairs (validateProblem checks
+  // its range).
+  if (const json::Value *v = prob->get("fb_overlap")) {
+    std::optional<double> a = v->getAsNumber();
+    if (!a)
+      return llvm::createStringError(
+          "schedule JSON: problem.fb_overlap must be a number in [0, 1]");
+    problem.fbOverlap = *a;
+  }
 
   schedule = Schedule();
   // Only bidirectional pipelines (DualPipe) name their directions.
@@ -230,6 +254,33 @@ llvm::Error zb::sched::readJSON(llvm::StringRef text, Problem &problem,
         return e;
       list.push_back(a);
     }
+  }
+  // fb_pairs: one array of action indices per rank (verify() checks what
+  // they mark).
+  if (const json::Value *v = root->get("fb_pairs")) {
+    const json::Array *lists = v->getAsArray();
+    auto bad = [&] {
+      return llvm::createStringError(llvm::formatv(
+          "schedule JSON: \"fb_pairs\" must be an array of {0} arrays (one "
+          "per rank) of action indices in [0, {1}]",
+          schedule.perRank.size(), kMaxStageMicrobatches * 3).str());
+    };
+    if (!lists || lists->size() != schedule.perRank.size())
+      return bad();
+    for (const json::Value &lv : *lists) {
+      const json::Array *indices = lv.getAsArray();
+      if (!indices)
+        return bad();
+      auto &pairs = schedule.fbPairs.emplace_back();
+      for (const json::Value &x : *indices) {
+        std::optional<int64_t> i = x.getAsInteger();
+        if (!i || *i < 0 || *i > kMaxStageMicrobatches * 3)
+          return bad();
+        pairs.push_back(static_cast<int>(*i));
+      }
+    }
+    if (!schedule.hasFBPairs())
+      schedule.fbPairs.clear();
   }
   return llvm::Error::success();
 }

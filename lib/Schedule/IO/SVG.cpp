@@ -173,19 +173,36 @@ void zb::sched::writeSVG(llvm::raw_ostream &os, const Problem &problem,
       syncTitle);
   auto boxes = [&](const SimResult &iteration, int r, double y,
                    const char *opacity) {
-    for (const TimedAction &t : iteration.timeline[r]) {
+    const std::vector<TimedAction> &line = iteration.timeline[r];
+    // An overlapped F&B pair (Schedule::fbPairs, fb-overlap > 0): an F and
+    // the B after it with the same span, drawn as the upper and lower half
+    // of one box.
+    auto shared = [&](size_t i) {
+      return i + 1 < line.size() && line[i].action.kind == ActionKind::F &&
+             line[i + 1].action.kind == ActionKind::B &&
+             line[i].start == line[i + 1].start &&
+             line[i].end == line[i + 1].end && line[i].end > line[i].start;
+    };
+    for (size_t i = 0; i < line.size(); ++i) {
+      const TimedAction &t = line[i];
+      const bool upper = shared(i), lower = i > 0 && shared(i - 1);
+      const double h = upper || lower ? (rowH - 2) / 2.0 : rowH - 2;
+      const double y0 = y + 1 + (lower ? h : 0);
       double x = left + t.start * scale, w = (t.end - t.start) * scale;
       os << llvm::formatv("<rect x=\"{0:F2}\" y=\"{1}\" width=\"{2:F2}\" "
                           "height=\"{3}\" fill=\"{4}\" stroke=\"#333\" "
                           "stroke-width=\"0.5\"{10}><title>{5}{6} stage {7} "
-                          "[{8:F3}, {9:F3}]</title></rect>\n",
-                          x, y + 1, w, rowH - 2, fill(t.action),
-                          kindName(t.action.kind), t.action.microbatch,
-                          t.action.stage, t.start, t.end, opacity);
+                          "[{8:F3}, {9:F3}]{11}</title></rect>\n",
+                          x, y0, w, h, fill(t.action), kindName(t.action.kind),
+                          t.action.microbatch, t.action.stage, t.start, t.end,
+                          opacity,
+                          upper || lower ? " (overlapped F&amp;B)" : "");
       if (w >= 7)
         os << llvm::formatv("<text x=\"{0:F2}\" y=\"{1}\" "
                             "text-anchor=\"middle\">{2}</text>\n",
-                            x + w / 2, y + rowH * 0.65, t.action.microbatch);
+                            x + w / 2,
+                            upper || lower ? y0 + h * 0.8 : y + rowH * 0.65,
+                            t.action.microbatch);
     }
   };
   for (int r = 0; r < p; ++r) {

@@ -54,11 +54,32 @@ void zb::sched::writeText(llvm::raw_ostream &os, const Problem &problem,
   for (double m : sim.peakMemory)
     os << " " << num(m);
   os << "\n";
+  // Overlapped F&B pairs: their number and cost, then "F3.0&B1.3" in the
+  // rank lines (the F and the B issued together).
+  if (schedule.hasFBPairs()) {
+    os << "  overlapped F&B pairs: " << schedule.numFBPairs();
+    if (problem.fbOverlap > 0)
+      os << llvm::formatv(" (fb-overlap {0}: a pair takes max(T_F, T_B) + {1} "
+                          "min(T_F, T_B))\n",
+                          num(problem.fbOverlap), num(1 - problem.fbOverlap));
+    else
+      os << " (fb-overlap 0: costed as their passes one after the other)\n";
+  }
   bool chunks = problem.numChunks > 1;
   for (size_t r = 0; r < schedule.perRank.size(); ++r) {
     os << llvm::formatv("  rank {0,-3}:", r);
-    for (const Action &a : schedule.perRank[r])
-      os << " " << actionLabel(a, problem.numRanks, chunks);
+    const auto &list = schedule.perRank[r];
+    const std::vector<int> *pairs =
+        r < schedule.fbPairs.size() ? &schedule.fbPairs[r] : nullptr;
+    size_t q = 0;
+    for (size_t k = 0; k < list.size(); ++k) {
+      os << " " << actionLabel(list[k], problem.numRanks, chunks);
+      while (pairs && q < pairs->size() && (*pairs)[q] < (int)k)
+        ++q;
+      if (pairs && q < pairs->size() && (*pairs)[q] == (int)k &&
+          k + 1 < list.size())
+        os << "&" << actionLabel(list[++k], problem.numRanks, chunks);
+    }
     os << "\n";
   }
 }
