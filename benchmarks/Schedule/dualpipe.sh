@@ -37,3 +37,24 @@ for pm in "4 8" "4 16" "8 16" "8 32" "16 32" "16 64"; do
   printf '%4s %5s  %-22s %-22s %-25s %s\n' "$p" "$m" "${row[0]}" "${row[1]}" \
     "${row[2]}" "$v"
 done
+
+# The overlapped F&B pair (zb-sched --fb-overlap ALPHA, Problem::fbOverlap):
+# a pair costs max(T_F, T_B) + (1 - ALPHA) min(T_F, T_B), both of its
+# outputs at its end. DeepSeek's F&B (forward and full backward chunks
+# overlapped) is then that plus T_W: with unit costs F&B = 3 - ALPHA and
+# DualPipe's bound (PP/2-1)(F&B + B - 3W) = (p/2-1)(2 - ALPHA). Bubble =
+# stage span - ideal time (the ideal counts each pair once).
+echo
+printf '%4s %5s %6s  %-12s %-12s %s\n' p m alpha "ideal" "span" "bubble (DS bound)"
+for pm in "4 8" "8 16" "16 32"; do
+  set -- $pm
+  p=$1 m=$2
+  for alpha in 0 0.5 1; do
+    "$sched" --stages "$p" --microbatches "$m" --cost-f 1 --cost-b 1 \
+      --cost-w 1 --mem-b 1 --mem-w 0.5 --schedule dualpipe \
+      --fb-overlap "$alpha" --format json > "$tmp"
+    python3 -c 'import json,sys
+d=json.load(open(sys.argv[1])); p=int(sys.argv[2]); a=float(sys.argv[4])
+print("%4s %5s %6s  %-12.2f %-12.2f %.2f (%.2f)" % (p, sys.argv[3], sys.argv[4], d["ideal_time"], d["stage_span"], d["stage_span"] - d["ideal_time"], (p // 2 - 1) * (2 - a)))' "$tmp" "$p" "$m" "$alpha"
+  done
+done
