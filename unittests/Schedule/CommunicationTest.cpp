@@ -162,8 +162,9 @@ TEST(Communication, EveryBuiltScheduleWorksWithBufferedSends) {
       bool pairOk =
           !verifyCommunication(pr, *s, options(SendSemantics::Buffered, true));
       st[2] += pairOk;
-      if (!twoChunks) // V = 1: each directed pair carries one message kind
+      if (!twoChunks) { // V = 1: each directed pair carries one message kind
         EXPECT_TRUE(pairOk);
+      }
     }
   }
   for (auto &[name, st] : stats)

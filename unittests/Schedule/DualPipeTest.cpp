@@ -186,8 +186,9 @@ TEST(DualPipe, Routes) {
   SimResult sim = simulate(pr, s);
   ASSERT_TRUE(sim.complete);
   for (const TimedAction &t : sim.timeline[p - 1])
-    if (t.action.kind == ActionKind::F && t.action.microbatch >= m / 2)
+    if (t.action.kind == ActionKind::F && t.action.microbatch >= m / 2) {
       EXPECT_EQ(t.action.stage, p);
+    }
 }
 
 /// Many (p, m) and costs: verified, buffered communication with

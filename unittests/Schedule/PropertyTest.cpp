@@ -366,9 +366,10 @@ TEST(Property, RandomProblemsSearchAndIlp) {
       EXPECT_EQ(errorOf(verifyCommunication(pr, *s)), "") << name.str();
       SimResult r = simulate(pr, *s);
       EXPECT_TRUE(r.complete);
-      if (pr.memoryLimit > 0)
+      if (pr.memoryLimit > 0) {
         for (double peak : r.peakMemory)
           EXPECT_LE(peak, pr.memoryLimit * (1 + 1e-9)) << name.str();
+      }
       EXPECT_LE(r.stageSpan, hSpan * (1 + 1e-9)) << name.str();
       EXPECT_GE(r.stageSpan, bound * (1 - 1e-9)) << name.str();
       return r.stageSpan;

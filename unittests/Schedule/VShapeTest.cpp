@@ -226,9 +226,10 @@ TEST(VShapeIlp, SmallProblemsOptimal) {
     EXPECT_GE(a.stageSpan, report.analyticBound - 1e-9);
     // Every rank runs m passes of each kind of both chunks: 6m ms of work.
     EXPECT_GE(a.stageSpan, k.m * (2 + 2.4 + 1.6) - 1e-9);
-    if (k.limit > 0)
+    if (k.limit > 0) {
       for (double peak : a.peakMemory)
         EXPECT_LE(peak, k.limit + 1e-9);
+    }
   }
 }
 
