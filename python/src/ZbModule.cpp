@@ -304,7 +304,8 @@ NB_MODULE(_zb, m) {
          std::vector<std::string> dataArgs, const std::string &target,
          const std::string &optimizer, double lr,
          const std::string &data, const std::string &profile, int optLevel,
-         unsigned jobs, bool verbose, const std::string &precision) {
+         unsigned jobs, bool verbose, const std::string &precision,
+         int64_t dataParallel, int64_t dpBucketBytes) {
         zb::driver::CompileOptions o;
         o.inputFile = model;
         o.outputDir = output;
@@ -323,11 +324,14 @@ NB_MODULE(_zb, m) {
         o.profile = profile;
         o.optLevel = optLevel;
         o.jobs = jobs;
+        o.dataParallel = dataParallel;
+        o.dpBucketBytes = dpBucketBytes;
         compileModel(o, verbose);
       },
       "model"_a, "output"_a, "stages"_a, "virtual_stages"_a,
       "microbatches"_a, "schedule"_a, "memory_limits"_a, "data_args"_a,
       "target"_a,
       "optimizer"_a, "lr"_a, "data"_a, "profile"_a, "opt_level"_a, "jobs"_a,
-      "verbose"_a, "precision"_a = "fp32");
+      "verbose"_a, "precision"_a = "fp32", "data_parallel"_a = 1,
+      "dp_bucket_bytes"_a = zb::driver::CompileOptions().dpBucketBytes);
 }

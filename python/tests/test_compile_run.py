@@ -68,3 +68,28 @@ def test_bf16_precision_equals_the_cli(tmp_path, mpi_env):
                              json.loads(proc.stdout)["steps"]]
     with pytest.raises(ValueError, match="--precision must be fp32 or bf16"):
         zb.compile(MLP, tmp_path / "out", precision="fp16")
+
+
+def test_data_parallel_with_buckets_equals_the_cli(tmp_path, mpi_env):
+    # 2 pipelines of 2 ranks, every group of gradients its own all-reduce
+    # bucket (zb-cluster-weight-gradients): the plan, the parameters and
+    # the losses of the CLI's plan; zb.run takes D x P ranks by itself.
+    plan = zb.compile(MLP, tmp_path / "py", stages=2, microbatches=4,
+                      data_parallel=2, dp_bucket_bytes=0)
+    assert plan.ranks == 4
+    assert plan.plan["data_parallel"] == 2
+    with open(tmp_path / "py" / "pipeline.mlir") as f:
+        assert "zb.weight_clusters" in f.read()
+    run_tool(tool("zb-compile"), MLP, "--stages", 2, "--microbatches", 4,
+             "--data-parallel", 2, "--dp-bucket-bytes", 0, "-o",
+             tmp_path / "cli", "--quiet")
+    with open(tmp_path / "cli" / "plan.json") as f:
+        assert json.load(f)["predicted"] == plan.plan["predicted"]
+    report = zb.run(plan, steps=3, deterministic=True)
+    proc = run_tool(tool("zb-run"), tmp_path / "cli", "--ranks", 4,
+                    "--steps", 3, "--deterministic", "--report-format",
+                    "json")
+    assert report.losses == [s["loss"] for s in
+                             json.loads(proc.stdout)["steps"]]
+    with pytest.raises(ValueError, match="--dp-bucket-bytes must be >= 0"):
+        zb.compile(MLP, tmp_path / "out", dp_bucket_bytes=-1)

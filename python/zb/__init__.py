@@ -355,7 +355,8 @@ def compile(model: str, output: str, *, stages: int = 2,
             target: str = "cpu", optimizer: str = "sgd", lr: float = 0.05,
             data: str = "", profile: str = "", opt_level: int = 1,
             jobs: int = 0, verbose: bool = False,
-            precision: str = "fp32") -> Plan:
+            precision: str = "fp32", data_parallel: int = 1,
+            dp_bucket_bytes: int = 4 << 20) -> Plan:
     """Compiles a model (.onnx, JAX StableHLO text, or zb .mlir) as
     zb-compile does, into ``output``.
 
@@ -371,6 +372,14 @@ def compile(model: str, output: str, *, stages: int = 2,
             (bfloat16 matmuls with float32 accumulation and activations,
             float32 master weights, gradients and optimizer;
             docs/precision.md).
+        data_parallel: D copies of the pipeline, each on ``microbatches``
+            of the step's D x microbatches, gradients all-reduced across
+            them (zb.run then needs ranks = D x stages; docs/training.md,
+            "Data parallelism").
+        dp_bucket_bytes: the least gradient bytes of one all-reduce bucket
+            that a stage's last W announces as soon as it is computed (the
+            Zero Bubble paper's Appendix A; 0: one bucket per independent
+            group of gradients; default 4 MiB).
     Raises:
         ValueError: with zb-compile's diagnostics (file, op, node).
     """
@@ -378,9 +387,11 @@ def compile(model: str, output: str, *, stages: int = 2,
                 virtual_stages or 0, microbatches, schedule,
                 _as_list("memory_limit", memory_limit),
                 [str(d) for d in data_args], target, optimizer,
-                lr, data, profile, opt_level, jobs, verbose, precision)
+                lr, data, profile, opt_level, jobs, verbose, precision,
+                data_parallel, dp_bucket_bytes)
     with open(_os.path.join(output, "plan.json")) as f:
-        ranks = _json.load(f)["num_ranks"]
+        plan = _json.load(f)
+        ranks = plan["num_ranks"] * plan.get("data_parallel", 1)
     return Plan(_os.fspath(output), ranks, schedule)
 
 
@@ -425,7 +436,8 @@ def run(plan: Plan | str, *, ranks: int | None = None, steps: int = 10,
     path = plan.path if isinstance(plan, Plan) else _os.fspath(plan)
     if ranks is None:
         with open(_os.path.join(path, "plan.json")) as f:
-            ranks = _json.load(f)["num_ranks"]
+            p = _json.load(f)
+            ranks = p["num_ranks"] * p.get("data_parallel", 1)
     cmd = [_tool("zb-run"), path, "--ranks", str(ranks), "--steps",
            str(steps), "--report-format", "json"]
     if data:
