@@ -95,12 +95,13 @@ def check_ir(bindir, fixture, tmp, precision="fp32"):
     return got
 
 
-def check_run(bindir, fixture, tmp, stages, target, precision="fp32"):
+def check_run(bindir, fixture, tmp, stages, target, precision="fp32",
+              compile_args=()):
     out = os.path.join(tmp, "plan")
     run([os.path.join(bindir, "zb-compile"),
          model_file(fixture), "--stages", str(stages),
          "--microbatches", "1", "--schedule", "1f1b", "--target", target,
-         "--precision", precision, "-o", out, "--quiet"],
+         "--precision", precision, "-o", out, "--quiet"] + list(compile_args),
         "zb-compile")
     got = os.path.join(tmp, "got.json")
     with open(got, "w") as f:
@@ -176,6 +177,8 @@ def main():
     ap.add_argument("--target", default="cpu",
                     help="zb-compile --target (cpu, cuda-emu, ...)")
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    ap.add_argument("--compile-arg", action="append", default=[],
+                    help="one more zb-compile argument (run mode; repeat)")
     args = ap.parse_args()
     failed = 0
     for fixture in args.fixtures:
@@ -188,7 +191,8 @@ def main():
                     got = (check_ir(args.bin, fixture, tmp)
                            if args.mode == "ir"
                            else check_run(args.bin, fixture, tmp, args.stages,
-                                          args.target))
+                                          args.target,
+                                          compile_args=args.compile_arg))
                     # float32: a norm that is zero in exact arithmetic (an
                     # attention key bias) is roundoff
                     # (and float64 torch can leave 1e-10 where exact is 0)
