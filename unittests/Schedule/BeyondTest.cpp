@@ -4,18 +4,17 @@
 #include "zb/Schedule/Schedule.h"
 #include "../../benchmarks/Schedule/Table5Data.h"
 
+#include "ScheduleTestUtil.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
 #include <random>
 
 using namespace zb::sched;
+using namespace zb::sched::testutil;
 
 namespace {
-
-std::string errorOf(llvm::Error e) {
-  return e ? llvm::toString(std::move(e)) : std::string();
-}
 
 /// The bound holds for every schedule we build, with the schedule's own peak
 /// memory as the limit (the tightest limit it satisfies).

@@ -3,6 +3,8 @@
 #include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 
+#include "ScheduleTestUtil.h"
+
 #include "gtest/gtest.h"
 
 #include <array>
@@ -11,12 +13,9 @@
 #include <random>
 
 using namespace zb::sched;
+using namespace zb::sched::testutil;
 
 namespace {
-
-std::string errorOf(llvm::Error e) {
-  return e ? llvm::toString(std::move(e)) : std::string();
-}
 
 Problem uniform(int p, int m, int chunks = 1) {
   Problem pr;

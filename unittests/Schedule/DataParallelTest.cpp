@@ -21,18 +21,17 @@
 
 #include "llvm/Support/JSON.h"
 
+#include "ScheduleTestUtil.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
 #include <limits>
 
 using namespace zb::sched;
+using namespace zb::sched::testutil;
 
 namespace {
-
-std::string errorOf(llvm::Error e) {
-  return e ? llvm::toString(std::move(e)) : std::string();
-}
 
 Problem unitProblem(int p, int m, int v = 1) {
   Problem problem;

@@ -23,18 +23,17 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include "ScheduleTestUtil.h"
+
 #include "gtest/gtest.h"
 
 #include <deque>
 #include <string>
 
 using namespace zb::sched;
+using namespace zb::sched::testutil;
 
 namespace {
-
-std::string errorOf(llvm::Error e) {
-  return e ? llvm::toString(std::move(e)) : std::string();
-}
 
 /// p ranks, m microbatches, two chunks per rank that are whole model
 /// stages: T_F, T_B, T_W and M_B = 1 per chunk, M_W = 0, no latency.

@@ -20,6 +20,8 @@
 
 #include "llvm/Support/MemoryBuffer.h"
 
+#include "ScheduleTestUtil.h"
+
 #include "gtest/gtest.h"
 
 #include <map>
@@ -27,12 +29,9 @@
 #include <tuple>
 
 using namespace zb::sched;
+using namespace zb::sched::testutil;
 
 namespace {
-
-std::string errorOf(llvm::Error e) {
-  return e ? llvm::toString(std::move(e)) : std::string();
-}
 
 /// p ranks, m microbatches, V = 2, per-rank T_F, T_B, T_W (each chunk half
 /// of them), no communication latency, per-rank M_B = 2 (one chunk's
@@ -50,25 +49,6 @@ Problem problem(int p, int m, double f = 1, double b = 1, double w = 1) {
   return pr;
 }
 
-/// The compute CSV PyTorch wrote for p ranks and m microbatches, read by
-/// zb's CSV reader (OVERLAP_F_B as its sub-actions in order, a full
-/// backward as B then W).
-Schedule readPyTorch(int p, int m) {
-  std::string path = std::string(ZB_PYTORCH_CSV_DIR) + "/ScheduleDualPipeV-p" +
-                     std::to_string(p) + "-m" + std::to_string(m) + ".csv";
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) {
-    ADD_FAILURE() << "cannot read " << path;
-    return {};
-  }
-  auto s = readCSV((*buffer)->getBuffer(), p);
-  if (!s) {
-    ADD_FAILURE() << path << ": " << errorOf(s.takeError());
-    return {};
-  }
-  return std::move(*s);
-}
-
 /// Every DualPipeV CSV PyTorch wrote (p = 4, m = 4 it refuses: m < 2p):
 /// zb's order is PyTorch's, action for action, on the same V placement, and
 /// so simulates to the same bubble (asserted separately for costs where T_F,
@@ -76,7 +56,7 @@ Schedule readPyTorch(int p, int m) {
 TEST(DualPipeV, SameOrderAsPyTorch) {
   for (auto [p, m] : {std::pair{2, 4}, {2, 8}, {4, 8}}) {
     SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m));
-    Schedule torch = readPyTorch(p, m);
+    Schedule torch = readPyTorchDualPipeV(p, m);
     ASSERT_EQ(torch.perRank.size(), size_t(p));
     for (auto [f, b, w] :
          {std::tuple{1.0, 1.0, 1.0}, {1.0, 2.0, 1.0}, {2.0, 3.0, 0.5}}) {
@@ -113,7 +93,7 @@ TEST(DualPipeV, PyTorchBubbleWithUnitCosts) {
     SimResult sim = simulate(pr, s);
     EXPECT_DOUBLE_EQ(sim.stageSpan, row.span);
     EXPECT_NEAR(sim.bubbleRate, row.rate, 5e-5);
-    EXPECT_DOUBLE_EQ(simulate(pr, readPyTorch(row.p, row.m)).stageSpan,
+    EXPECT_DOUBLE_EQ(simulate(pr, readPyTorchDualPipeV(row.p, row.m)).stageSpan,
                      row.span);
   }
 }

@@ -22,18 +22,17 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "ScheduleTestUtil.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
 #include <string>
 
 using namespace zb::sched;
+using namespace zb::sched::testutil;
 
 namespace {
-
-std::string errorOf(llvm::Error e) {
-  return e ? llvm::toString(std::move(e)) : std::string();
-}
 
 /// p ranks, m microbatches, V = 2, per-rank T_F, T_B, T_W (ms), T_comm.
 Problem problem(int p, int m, double f, double b, double w, double alpha,
@@ -50,22 +49,6 @@ Problem problem(int p, int m, double f, double b, double w, double alpha,
   pr.memW = {1};
   pr.fbOverlap = alpha;
   return pr;
-}
-
-Schedule readPyTorch(int p, int m) {
-  std::string path = std::string(ZB_PYTORCH_CSV_DIR) + "/ScheduleDualPipeV-p" +
-                     std::to_string(p) + "-m" + std::to_string(m) + ".csv";
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) {
-    ADD_FAILURE() << "cannot read " << path;
-    return {};
-  }
-  auto s = readCSV((*buffer)->getBuffer(), p);
-  if (!s) {
-    ADD_FAILURE() << path << ": " << errorOf(s.takeError());
-    return {};
-  }
-  return std::move(*s);
 }
 
 /// The schedule's own (kind, p, m) cases: DualPipe needs even p and m.
@@ -271,7 +254,7 @@ TEST(FBOverlap, SpanDecreasesWithAlpha) {
 TEST(FBOverlap, MarksAreCSVs) {
   for (auto [p, m] : {std::pair{2, 4}, {2, 8}, {4, 8}}) {
     SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m));
-    Schedule torch = readPyTorch(p, m);
+    Schedule torch = readPyTorchDualPipeV(p, m);
     Problem pr = problem(p, m, 1, 1, 1, 0.5);
     Schedule s = llvm::cantFail(buildSchedule(pr, "dualpipev"));
     EXPECT_EQ(s.fbPairs, torch.fbPairs);
@@ -287,7 +270,7 @@ TEST(FBOverlap, MarksAreCSVs) {
   }
   // p = 2, m = 4 by hand: rank 0 row "..., 3F1, (0F3;3B1), (3F2;0B0), 3B2,
   // 3W2?" gives F(0,3) at index 7, F(3,2) at 10, F(3,3) at 15.
-  EXPECT_EQ(readPyTorch(2, 4).fbPairs[0], (std::vector<int>{7, 10, 15}));
+  EXPECT_EQ(readPyTorchDualPipeV(2, 4).fbPairs[0], (std::vector<int>{7, 10, 15}));
   // DualPipe's rank r marks what DualPipeV(p/2, m/2)'s rank min(r, p-1-r)
   // does, and with T_comm = 0 the two agree on the stage span at any alpha.
   for (double alpha : {0.3, 1.0}) {

@@ -10,12 +10,15 @@
 #include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 
+#include "ScheduleTestUtil.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
 #include <random>
 
 using namespace zb::sched;
+using namespace zb::sched::testutil;
 
 namespace {
 
@@ -27,10 +30,6 @@ Problem uniform(int p, int m, double f, double b, double w) {
   pr.costB = {b};
   pr.costW = {w};
   return pr;
-}
-
-std::string errorOf(llvm::Error e) {
-  return e ? llvm::toString(std::move(e)) : std::string();
 }
 
 /// Two stages on two ranks, one microbatch, B and W split:

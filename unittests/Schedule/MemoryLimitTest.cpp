@@ -10,17 +10,16 @@
 #include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 
+#include "ScheduleTestUtil.h"
+
 #include "gtest/gtest.h"
 
 #include <random>
 
 using namespace zb::sched;
+using namespace zb::sched::testutil;
 
 namespace {
-
-std::string errorOf(llvm::Error e) {
-  return e ? llvm::toString(std::move(e)) : std::string();
-}
 
 bool sameOrder(const Schedule &a, const Schedule &b) {
   if (a.perRank.size() != b.perRank.size())

@@ -12,15 +12,14 @@
 #include "zb/Schedule/OptimizerSync.h"
 #include "zb/Schedule/Registry.h"
 
+#include "ScheduleTestUtil.h"
+
 #include "gtest/gtest.h"
 
 using namespace zb::sched;
+using namespace zb::sched::testutil;
 
 namespace {
-
-std::string errorOf(llvm::Error e) {
-  return e ? llvm::toString(std::move(e)) : std::string();
-}
 
 /// rank 0: F(0) B(0) W(0); rank 1: F(1) B(1) W(1); T_F = T_B = T_W = 1,
 /// T_comm = 0.5. Iteration 1: rank 0 F [0,1], B [4,5], W [5,6]; rank 1

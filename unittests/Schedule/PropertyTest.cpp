@@ -3,18 +3,17 @@
 #include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 
+#include "ScheduleTestUtil.h"
+
 #include "gtest/gtest.h"
 
 #include <limits>
 #include <random>
 
 using namespace zb::sched;
+using namespace zb::sched::testutil;
 
 namespace {
-
-std::string errorOf(llvm::Error e) {
-  return e ? llvm::toString(std::move(e)) : std::string();
-}
 
 /// Random problems (random p, m, per-stage costs and memory, limits) through
 /// every V = 1 schedule: whatever builds must verify and respect the limit;

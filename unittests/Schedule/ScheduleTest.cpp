@@ -9,11 +9,14 @@
 #include "zb/Schedule/Schedule.h"
 #include "../../benchmarks/Schedule/Table5Data.h"
 
+#include "ScheduleTestUtil.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
 
 using namespace zb::sched;
+using namespace zb::sched::testutil;
 
 namespace {
 
@@ -40,10 +43,6 @@ Schedule build(const Problem &problem, llvm::StringRef name) {
     return Schedule();
   }
   return std::move(*s);
-}
-
-std::string errorOf(llvm::Error e) {
-  return e ? llvm::toString(std::move(e)) : std::string();
 }
 
 Problem table5Problem(const table5::Row &row, int chunks = 1) {

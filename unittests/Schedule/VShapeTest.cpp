@@ -9,18 +9,17 @@
 #include "zb/Schedule/Registry.h"
 #include "zb/Schedule/Schedule.h"
 
+#include "ScheduleTestUtil.h"
+
 #include "gtest/gtest.h"
 
 #include <algorithm>
 #include <random>
 
 using namespace zb::sched;
+using namespace zb::sched::testutil;
 
 namespace {
-
-std::string errorOf(llvm::Error e) {
-  return e ? llvm::toString(std::move(e)) : std::string();
-}
 
 struct Built {
   bool ok = false;
