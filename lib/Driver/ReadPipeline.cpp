@@ -189,6 +189,44 @@ predictBubbleRates(const LoweredPipeline &pipeline,
   }
   if (!listed)
     entries.push_back({options.scheduleName(), std::nullopt});
+  // Gradient bytes (float32) of each parameter, counted on the stage of
+  // its first use (a tied parameter too), and the buckets each stage's last
+  // W announces in order (zb-cluster-weight-gradients); a W not split is
+  // one bucket at its end. Model stage s % L for global stage s.
+  std::map<int64_t, std::pair<int64_t, double>> stageAndBytes;
+  for (const ModelValueInfo &p : pipeline.info.params)
+    if (!p.stages.empty())
+      stageAndBytes[p.index] = {p.stages.front(),
+                                4.0 * (double)p.type.getNumElements()};
+  auto bucketBytesOf = [&](size_t numStages) {
+    std::vector<std::vector<double>> out(numStages);
+    size_t numModelStages = pipeline.weightBuckets.size();
+    for (size_t s = 0; s < numStages; ++s) {
+      const std::vector<std::vector<int64_t>> *split =
+          numModelStages && !pipeline.weightBuckets[s % numModelStages].empty()
+              ? &pipeline.weightBuckets[s % numModelStages]
+              : nullptr;
+      if (!split) {
+        double bytes = 0;
+        for (auto &[index, sb] : stageAndBytes)
+          if (sb.first == (int64_t)s)
+            bytes += sb.second;
+        if (bytes > 0)
+          out[s].push_back(bytes);
+        continue;
+      }
+      for (const std::vector<int64_t> &bucket : *split) {
+        double bytes = 0;
+        for (int64_t p : bucket) {
+          auto it = stageAndBytes.find(p);
+          if (it != stageAndBytes.end() && it->second.first == (int64_t)s)
+            bytes += it->second.second;
+        }
+        out[s].push_back(bytes);
+      }
+    }
+    return out;
+  };
   std::vector<Prediction> predictions;
   for (const Entry &entry : entries) {
     const std::string &name = entry.name;
@@ -213,39 +251,9 @@ predictBubbleRates(const LoweredPipeline &pipeline,
       model.latencyMs = options.dpLatencyMs;
       // Gradient bytes per global stage (float32), a tied parameter on the
       // stage of its first use.
-      model.paramBytes.assign(schedule->stageToRank.size(), 0.0);
-      std::map<int64_t, int64_t> firstStage;
-      std::map<int64_t, double> bytesOf;
-      for (const ModelValueInfo &p : pipeline.info.params)
-        if (!p.stages.empty() && p.stages.front() >= 0 &&
-            p.stages.front() < (int64_t)model.paramBytes.size()) {
-          double bytes = 4.0 * (double)p.type.getNumElements();
-          model.paramBytes[p.stages.front()] += bytes;
-          firstStage[p.index] = p.stages.front();
-          bytesOf[p.index] = bytes;
-        }
-      // The buckets each stage's last W announces in order
-      // (zb-cluster-weight-gradients), a parameter counted on its first
-      // stage; a W not split is one bucket at its end.
-      size_t numModelStages = pipeline.weightBuckets.size();
-      model.bucketBytes.assign(model.paramBytes.size(), {});
-      for (size_t s = 0; s < model.paramBytes.size(); ++s) {
-        const auto &buckets = numModelStages
-                                  ? pipeline.weightBuckets[s % numModelStages]
-                                  : std::vector<std::vector<int64_t>>();
-        if (buckets.empty()) {
-          if (model.paramBytes[s] > 0)
-            model.bucketBytes[s].push_back(model.paramBytes[s]);
-          continue;
-        }
-        for (const std::vector<int64_t> &bucket : buckets) {
-          double bytes = 0;
-          for (int64_t p : bucket)
-            if (firstStage.count(p) && firstStage[p] == (int64_t)s)
-              bytes += bytesOf[p];
-          model.bucketBytes[s].push_back(bytes);
-        }
-      }
+      // The buckets of each global stage (the comparisons' schedules have
+      // the model's stages once, a dualpipe plan twice).
+      model.bucketBytes = bucketBytesOf(schedule->stageToRank.size());
       auto timing = sched::simulateDataParallel(
           problem, *schedule, prediction.simulation, model);
       if (!timing)
