@@ -33,6 +33,7 @@ static void setPipelineOptions(PipelineOptions &pipeline,
   pipeline.precision = options.precision;
   pipeline.optimizerSync = options.optimizerSync;
   pipeline.dpBucketBytes = options.dpBucketBytes;
+  pipeline.fuseAttention = options.fuseAttention;
 }
 
 LogicalResult partitionModel(ModuleOp module, const CompileOptions &options) {

@@ -26,6 +26,8 @@ namespace zb {
 
 void buildPartitionPipeline(OpPassManager &pm,
                             const PipelineOptions &options) {
+  if (options.fuseAttention)
+    pm.addPass(createZBFuseAttention());
   if (options.precision == Precision::Bf16)
     pm.addPass(createZBAutocast());
   pm.addPass(createZBAutodiff());
@@ -203,6 +205,7 @@ void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator,
 
 /// convert-zb-to-runtime, convert-zb-to-linalg, optional fusion.
 static void addZBToLinalgPasses(OpPassManager &pm, bool fuseElementwise) {
+  pm.addPass(createZBDecomposeAttention());
   pm.addPass(createConvertZBToRuntime());
   pm.addPass(createConvertZBToLinalg());
   // Producer-consumer fusion of elementwise linalg.generic chains (a

@@ -25,6 +25,11 @@
 //     operand is an activation. The second is how an exported linear layer
 //     (MatMul then Add of the bias) keeps torch's `linear`/`addmm`
 //     semantics: the bias joins the bfloat16 product, as inside addmm.
+// zb.attention (zb-fuse-attention) is torch's scaled_dot_product_attention,
+// which autocast runs in lower precision: query, key, value and the result
+// in bfloat16, the mask and the log-sum-exp kept (float32); its
+// decomposition computes the scores' softmax in the lse's type, as the
+// flash kernels keep their row statistics in float32.
 // Parameters stay float32 (the master weights; parameters exported in
 // bfloat16 become float32 ones); each use in bfloat16 reads one cast of it. The function's results keep their types (the loss is
 // float32).
@@ -156,6 +161,16 @@ struct ZBAutocastPass : public zb::impl::ZBAutocastBase<ZBAutocastPass> {
             return parameterOnly.contains(v) || isConstant(v);
           });
       CastPolicy policy = policyOf(&op);
+      if (auto attention = dyn_cast<AttentionOp>(op)) {
+        for (unsigned i = 0; i < 3; ++i)
+          op.setOperand(i, castTo(op.getOperand(i), low, &op));
+        Value result = attention.getResult();
+        result.setType(cast<ShapedType>(result.getType()).clone(low));
+        if (failed(verify(&op)))
+          return op.emitError("zb-autocast: the op is not valid in ")
+                 << low << " (the error above)";
+        continue;
+      }
       if (policy != CastPolicy::Keep || isa<CastOp>(op))
         if (fromParameters)
           for (Value r : op.getResults())

@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <functional>
+#include <optional>
 
 using namespace mlir;
 
@@ -67,7 +68,44 @@ double targetBytes(Type type, const CostTarget *target) {
   return static_cast<double>(tensorBytes(type));
 }
 
+/// The shape numbers of a zb.attention / zb.attention_grad: the score
+/// elements (batch x Tq x Tk) and the head sizes D and Dv.
+struct AttentionShape {
+  double scores = 0, d = 0, dv = 0;
+};
+static std::optional<AttentionShape> attentionShape(Operation *op) {
+  if (!llvm::isa<AttentionOp, AttentionGradOp>(op))
+    return std::nullopt;
+  auto q = llvm::cast<RankedTensorType>(op->getOperand(0).getType());
+  auto k = llvm::cast<RankedTensorType>(op->getOperand(1).getType());
+  auto v = llvm::cast<RankedTensorType>(op->getOperand(2).getType());
+  int64_t r = q.getRank();
+  AttentionShape s;
+  s.scores = static_cast<double>(numElements(q) / q.getDimSize(r - 1)) *
+             static_cast<double>(k.getDimSize(r - 2));
+  s.d = static_cast<double>(q.getDimSize(r - 1));
+  s.dv = static_cast<double>(v.getDimSize(r - 1));
+  return s;
+}
+
+/// The FLOPs of an attention's products: F q k^T and P v; B (the gradient)
+/// q k^T again, dO V^T, P^T dO, dS K and dS^T Q.
+static double attentionMatmulFlops(Operation *op, const AttentionShape &s) {
+  double perScore = llvm::isa<AttentionOp>(op) ? s.d + s.dv
+                                               : 3 * s.d + 2 * s.dv;
+  return 2.0 * s.scores * perScore;
+}
+
+/// Its elementwise and reduction work per score: the scale, mask, max,
+/// exp, sum and division (F); the exp, the difference and the product with
+/// P (B).
+static double attentionVectorFlops(Operation *op, const AttentionShape &s) {
+  return (llvm::isa<AttentionOp>(op) ? 6.0 : 5.0) * s.scores;
+}
+
 double opFlops(Operation *op) {
+  if (std::optional<AttentionShape> s = attentionShape(op))
+    return attentionMatmulFlops(op, *s) + attentionVectorFlops(op, *s);
   if (auto mm = llvm::dyn_cast<MatmulOp>(op)) {
     auto a = llvm::cast<RankedTensorType>(mm.getLhs().getType());
     int64_t k = mm.getTransposeLhs() ? a.getDimSize(0) : a.getDimSize(1);
@@ -156,6 +194,19 @@ static bool isFirstFusedReader(Value v, Operation *op, StringRef phase) {
 double opBytes(Operation *op, const CostTarget *target) {
   if (llvm::isa<ConstantOp, ReshapeOp>(op))
     return 0;
+  if (std::optional<AttentionShape> s = attentionShape(op)) {
+    // Operands and results, and the scores as zb-decompose-attention
+    // lowers the op (not a fused kernel): S and P written and read a few
+    // times, about 4 score tensors in F and 6 in B.
+    double b = 0;
+    for (Value v : op->getOperands())
+      b += targetBytes(v.getType(), target);
+    for (Value r : op->getResults())
+      b += targetBytes(r.getType(), target);
+    double scoreBytes = target && target->floatBytes > 0 ? target->floatBytes
+                                                         : 4;
+    return b + (llvm::isa<AttentionOp>(op) ? 4 : 6) * s->scores * scoreBytes;
+  }
   bool fused = isFusible(op);
   StringRef phase = phaseOf(op);
   double b = 0;
@@ -176,6 +227,12 @@ double opBytes(Operation *op, const CostTarget *target) {
 }
 
 double opTimeMs(Operation *op, const CostTarget &target) {
+  if (std::optional<AttentionShape> s = attentionShape(op))
+    return 1e3 * std::max(attentionMatmulFlops(op, *s) /
+                                  target.matmulFlopsPerSec +
+                              attentionVectorFlops(op, *s) /
+                                  target.vectorFlopsPerSec,
+                          opBytes(op, &target) / target.memBytesPerSec);
   double peak = llvm::isa<MatmulOp, BatchMatmulOp>(op)
                     ? target.matmulFlopsPerSec
                     : target.vectorFlopsPerSec;

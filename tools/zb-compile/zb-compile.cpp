@@ -280,6 +280,16 @@ static cl::opt<bool, true> fuseElementwise(
              "on; --fuse-elementwise=false to measure without)"),
     cl::location(options.fuseElementwise), cl::init(defaults.fuseElementwise),
     cl::cat(category));
+static cl::opt<bool, true> fuseAttention(
+    "fuse-attention",
+    cl::desc("Fuse each attention of the model (matmul, scale, mask, "
+             "softmax, matmul) into one zb.attention whose backward pass "
+             "recomputes the probabilities from the saved log-sum-exp "
+             "(FlashAttention's algorithm; the Tq x Tk probabilities are "
+             "not kept between F and B). Default on; --fuse-attention=false "
+             "keeps the exported ops"),
+    cl::location(options.fuseAttention), cl::init(defaults.fuseAttention),
+    cl::cat(category));
 static cl::opt<bool, true>
     timing("timing",
            cl::desc("Print the time of every compiler phase (MLIR passes, "

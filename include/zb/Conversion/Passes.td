@@ -6,6 +6,23 @@ include "mlir/Pass/PassBase.td"
 
 include "mlir/Pass/PassBase.td"
 
+def ZBDecomposeAttention : Pass<"zb-decompose-attention", "mlir::ModuleOp"> {
+  let summary = "Lowers zb.attention and zb.attention_grad to primitive zb ops";
+  let description = [{
+    Runs before convert-zb-to-runtime, so that the products become GEMM
+    calls (OpenBLAS, cuBLAS). `zb.attention` becomes `S = scale * q k^T
+    (+ mask)`, the causal mask, the softmax of S as zb.softmax decomposes
+    (exp(S - max) / sum), `O = P v` and `lse = max + log(sum)`;
+    `zb.attention_grad` recomputes `P = exp(S - lse)` and forms the
+    gradients with four more products (FlashAttention-2's backward, Dao 2023,
+    Algorithm 2, unblocked: the Tq x Tk tensors live inside the op's own
+    computation only). S, P and their reductions are computed in the lse's
+    element type (float32 under bfloat16 autocast), the products in the
+    query's. The formulas are include/zb/Dialect/ZB/IR/ZBAttention.h's.
+  }];
+  let dependentDialects = ["::zb::ZBDialect"];
+}
+
 def ConvertZBToRuntime : Pass<"convert-zb-to-runtime", "mlir::ModuleOp"> {
   let summary = "Lowers f32 matmuls, zb.send and zb.recv to zbrt_* runtime calls";
   let description = [{

@@ -216,6 +216,11 @@ struct CompileOptions {
   /// Fuse elementwise linalg chains before bufferization (bit-identical
   /// results) (--fuse-elementwise).
   bool fuseElementwise = true;
+  /// Fuse the imported attention (matmul, scale, mask, softmax, matmul)
+  /// into zb.attention before autodiff (zb-fuse-attention): the backward
+  /// pass recomputes the probabilities from the saved log-sum-exp instead
+  /// of keeping them (--fuse-attention).
+  bool fuseAttention = true;
   /// MLIR pass timing reports on stderr and CompileCallbacks::phaseTime
   /// calls (--timing).
   bool timing = false;

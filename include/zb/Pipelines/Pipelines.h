@@ -100,9 +100,14 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
                      "bucket of a stage's last W (zb-cluster-weight-"
                      "gradients; 0: one per independent group)"),
       llvm::cl::init(4 << 20)};
+  Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("Run zb-fuse-attention before zb-autocast and "
+                     "zb-autodiff"),
+      llvm::cl::init(false)};
 };
 
-/// [zb-autocast,] zb-autodiff, zb-split-backward, zb-partition-stages, zb-schedule,
+/// [zb-fuse-attention,] [zb-autocast,] zb-autodiff, zb-split-backward, zb-partition-stages, zb-schedule,
 /// zb-lower-pipeline: from the imported forward-and-loss function to per-rank
 /// step functions (buildPartitionPipeline, then buildSchedulePipeline).
 void buildPipelineParallelPipeline(mlir::OpPassManager &pm,

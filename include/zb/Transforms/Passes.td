@@ -4,6 +4,44 @@
 
 include "mlir/Pass/PassBase.td"
 
+def ZBFuseAttention : Pass<"zb-fuse-attention", "mlir::ModuleOp"> {
+  let summary = "Fuses the exported attention into zb.attention";
+  let description = [{
+    Finds, in the forward-and-loss function named by `function` (before
+    `zb-autocast` and `zb-autodiff`), attention as the exporters write it
+    and replaces it with one `zb.attention`:
+
+        S = zb.batch_matmul q, k {transpose_rhs}   (or k transposed by zb.transpose)
+        S = S * c  or  S / c                       (a positive splat constant; optional)
+        S = S + mask                               (optional; mask not computed from S)
+        S = zb.causal_mask S                       (optional; fill -inf or <= -1e9)
+        P = zb.softmax S axis <last>
+        O = zb.batch_matmul P, v                   (or v^T with transpose_rhs)
+
+    in any order of the scale, mask and causal steps, each at most once.
+    Every intermediate value must have that one use (a value read
+    elsewhere is not fused), and the mask must not depend on a parameter
+    (`zb.param`). A mask that is a `zb.broadcast_in_dim` of a smaller
+    tensor is taken before the broadcast (reshaped to the scores' rank
+    with 1s), so that the backward pass keeps the small tensor.
+
+    The attention's gradient (`zb.attention_grad`) then recomputes the
+    probabilities from the saved log-sum-exp: the `Tq x Tk` scores and
+    probabilities are not kept between F and B (FlashAttention, Dao 2023).
+    Each fused attention is reported as a remark when `remarks` is set.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"main\"",
+           "Name of the forward-and-loss function">,
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Emit a remark at each fused attention">
+  ];
+  let statistics = [
+    Statistic<"numFused", "fused", "Attentions fused into zb.attention">
+  ];
+  let dependentDialects = ["::zb::ZBDialect"];
+}
+
 def ZBAutocast : Pass<"zb-autocast", "mlir::ModuleOp"> {
   let summary = "bfloat16 mixed precision with torch.autocast's op lists";
   let description = [{

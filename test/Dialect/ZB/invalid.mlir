@@ -533,3 +533,67 @@ func.func @recv_dynamic() {
   %x = zb.recv from 1 tag 0 : tensor<?xf32>
   return
 }
+
+// -----
+
+func.func @attention_rank(%q: tensor<8x16xf32>, %v: tensor<8x16xf32>) {
+  // expected-error @+1 {{expects query, key and value of one rank >= 3}}
+  %o, %l = zb.attention %q, %q, %v {scale = 1.0 : f64} : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_head_size(%q: tensor<2x8x16xf32>, %k: tensor<2x8x8xf32>, %v: tensor<2x8x16xf32>) {
+  // expected-error @+1 {{query and key must have the same head size}}
+  %o, %l = zb.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x16xf32>, tensor<2x8x8xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_keys(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>, %v: tensor<2x6x16xf32>) {
+  // expected-error @+1 {{key and value must have the same number of keys}}
+  %o, %l = zb.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x6x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<2x8x16xf32>) {
+  // expected-error @+1 {{scale must be positive and finite, got -1}}
+  %o, %l = zb.attention %q, %q, %q {scale = -1.0 : f64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_mask(%q: tensor<2x8x16xf32>, %m: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{mask must have the scores' rank with each dimension theirs or 1, scores 'tensor<2x8x8xf32>', got 'tensor<2x4x8xf32>'}}
+  %o, %l = zb.attention %q, %q, %q mask %m {scale = 1.0 : f64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x4x8xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_result(%q: tensor<2x8x16xf32>) {
+  // expected-error @+1 {{result must be 'tensor<2x8x16xf32>', got 'tensor<2x8x16xbf16>'}}
+  %o, %l = zb.attention %q, %q, %q {scale = 1.0 : f64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xbf16>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_lse(%q: tensor<2x8x16xf32>) {
+  // expected-error @+1 {{lse must have the shape 'tensor<2x8xf32>' ([batch..., Tq]), got 'tensor<2x16xf32>'}}
+  %o, %l = zb.attention %q, %q, %q {scale = 1.0 : f64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x16xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_types(%q: tensor<2x8x16xf32>, %l: tensor<2x8xf32>, %dl: tensor<2x8xbf16>) {
+  // expected-error @+1 {{lse_grad must have lse's type 'tensor<2x8xf32>', got 'tensor<2x8xbf16>'}}
+  %dq, %dk, %dv = zb.attention_grad %q, %q, %q, %q, %l, %q lse_grad(%dl : tensor<2x8xbf16>) {scale = 1.0 : f64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>)
+  return
+}

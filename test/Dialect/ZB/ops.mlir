@@ -135,3 +135,24 @@ func.func @comm(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = zb.recv from 1 tag 7 : tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x6x16xf32>, %v: tensor<2x4x6x32xf32>,
+                     %m: tensor<2x1x1x6xf32>, %do: tensor<2x4x8x32xf32>, %dl: tensor<2x4x8xf32>)
+    -> (tensor<2x4x8x32xf32>, tensor<2x4x8x16xf32>) {
+  // CHECK: %[[O:.*]], %[[L:.*]] = zb.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} {causal, scale = 2.500000e-01 : f64} : (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x32xf32>, tensor<2x1x1x6xf32>) -> (tensor<2x4x8x32xf32>, tensor<2x4x8xf32>)
+  %o, %l = zb.attention %q, %k, %v mask %m {causal, scale = 0.25 : f64}
+      : (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x32xf32>, tensor<2x1x1x6xf32>) -> (tensor<2x4x8x32xf32>, tensor<2x4x8xf32>)
+  // CHECK: zb.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.000000e+00 : f64} : (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x32xf32>) -> (tensor<2x4x8x32xf32>, tensor<2x4x8xf32>)
+  %o2, %l2 = zb.attention %q, %k, %v {scale = 1.0 : f64}
+      : (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x32xf32>) -> (tensor<2x4x8x32xf32>, tensor<2x4x8xf32>)
+  // CHECK: zb.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[O]], %[[L]], %{{.*}} mask(%{{.*}} : tensor<2x1x1x6xf32>) lse_grad(%{{.*}} : tensor<2x4x8xf32>) {causal, scale = 2.500000e-01 : f64}
+  %dq, %dk, %dv = zb.attention_grad %q, %k, %v, %o, %l, %do mask(%m : tensor<2x1x1x6xf32>) lse_grad(%dl : tensor<2x4x8xf32>) {causal, scale = 0.25 : f64}
+      : (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8xf32>, tensor<2x4x8x32xf32>)
+        -> (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x32xf32>)
+  // CHECK: zb.attention_grad {{.*}} : (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8xf32>, tensor<2x4x8x32xf32>) -> (
+  %dq2, %dk2, %dv2 = zb.attention_grad %q, %k, %v, %o2, %l2, %do {scale = 1.0 : f64}
+      : (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x32xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8xf32>, tensor<2x4x8x32xf32>)
+        -> (tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x32xf32>)
+  return %o, %dq : tensor<2x4x8x32xf32>, tensor<2x4x8x16xf32>
+}

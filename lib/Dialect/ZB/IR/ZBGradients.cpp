@@ -11,6 +11,7 @@
 // The verifiers and folders are in ZBOps.cpp, the builder in ZBBuilder.cpp.
 //
 //===----------------------------------------------------------------------===//
+#include "zb/Dialect/ZB/IR/ZBAttention.h"
 #include "zb/Dialect/ZB/IR/ZBBuilder.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 
@@ -423,4 +424,54 @@ Value CrossEntropyOp::buildOperandGradient(OpBuilder &b, unsigned i, Value g) {
 
 Value CausalMaskOp::buildOperandGradient(OpBuilder &b, unsigned, Value g) {
   return ZBBuilder(b, getLoc()).causalMask(g, 0.0);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// Operand i of zb.attention: 0 query, 1 key, 2 value through one
+/// zb.attention_grad (built for the first of them and found again, by its
+/// operands, for the others: the three gradients come from one op), 3 the
+/// mask (a mask computed from parameters: its gradient is the scores'
+/// gradient summed to its shape, built from the primitive ops).
+Value AttentionOp::buildOperandGradient(OpBuilder &b, unsigned i,
+                                        ValueRange resultGrads) {
+  ZBBuilder e(b, getLoc());
+  Value dResult = resultGrads[0];
+  Value dLse = resultGrads[1];
+  if (!dResult) // only the lse reaches the loss
+    dResult = e.splat(getResult().getType(), 0.0);
+  AttentionSpec spec{getQuery(), getKey(), getValue(), getMask(),
+                     getScale().convertToDouble(), getCausal()};
+  if (getMask() && i == 3) {
+    AttentionGradients g =
+        buildAttentionBackward(e, spec, getResult(), getLse(), dResult, dLse);
+    return reduceToMask(e, g.scores, tensorType(getMask()));
+  }
+  if (i > 2)
+    return Value();
+  AttentionGradOp grad;
+  Block *block = b.getInsertionBlock();
+  for (Operation *user : dResult.getUsers()) {
+    auto g = llvm::dyn_cast<AttentionGradOp>(user);
+    if (!g || g->getBlock() != block || g.getResultGrad() != dResult ||
+        g.getQuery() != getQuery() || g.getKey() != getKey() ||
+        g.getValue() != getValue() || g.getResult() != getResult() ||
+        g.getLse() != getLse() || g.getMask() != getMask() ||
+        g.getLseGrad() != dLse || g.getScale() != getScale() ||
+        g.getCausal() != getCausal())
+      continue;
+    if (b.getInsertionPoint() != block->end() &&
+        !g->isBeforeInBlock(&*b.getInsertionPoint()))
+      continue;
+    grad = g;
+    break;
+  }
+  if (!grad)
+    grad = AttentionGradOp::create(
+        b, getLoc(), getQuery().getType(), getKey().getType(),
+        getValue().getType(), getQuery(), getKey(), getValue(), getResult(),
+        getLse(), dResult, getMask(), dLse, getScaleAttr(), getCausalAttr());
+  return grad->getResult(i);
 }

@@ -14,6 +14,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -601,5 +602,107 @@ LogicalResult CausalMaskOp::verify() {
   if (getType().getRank() < 2)
     return emitOpError("expects rank >= 2 (queries x keys last), got ")
            << getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp / AttentionGradOp
+//===----------------------------------------------------------------------===//
+
+/// Checks the operands shared by zb.attention and zb.attention_grad and
+/// returns the shapes of its result `[batch..., Tq, Dv]` and lse
+/// `[batch..., Tq]` (element types not set: the caller checks them).
+static LogicalResult verifyAttention(Operation *op, Value query, Value key,
+                                     Value value, Value mask, double scale,
+                                     SmallVectorImpl<int64_t> &resultShape,
+                                     SmallVectorImpl<int64_t> &lseShape) {
+  RankedTensorType q = tensorType(query), k = tensorType(key),
+                   v = tensorType(value);
+  int64_t r = q.getRank();
+  if (r < 3 || k.getRank() != r || v.getRank() != r)
+    return op->emitOpError("expects query, key and value of one rank >= 3 "
+                           "([batch..., T, D]), got ")
+           << q << ", " << k << ", " << v;
+  if (k.getElementType() != q.getElementType() ||
+      v.getElementType() != q.getElementType())
+    return op->emitOpError("query, key and value must have one element "
+                           "type, got ")
+           << q << ", " << k << ", " << v;
+  if (q.getShape().drop_back(2) != k.getShape().drop_back(2) ||
+      q.getShape().drop_back(2) != v.getShape().drop_back(2))
+    return op->emitOpError("query, key and value must have the same batch "
+                           "dimensions, got ")
+           << q << ", " << k << ", " << v;
+  if (q.getDimSize(r - 1) != k.getDimSize(r - 1))
+    return op->emitOpError("query and key must have the same head size "
+                           "(last dimension), got ")
+           << q << " and " << k;
+  if (k.getDimSize(r - 2) != v.getDimSize(r - 2))
+    return op->emitOpError("key and value must have the same number of "
+                           "keys (dimension ")
+           << r - 2 << "), got " << k << " and " << v;
+  if (!(scale > 0.0) || !std::isfinite(scale))
+    return op->emitOpError("scale must be positive and finite, got ")
+           << scale;
+  SmallVector<int64_t> scores(q.getShape().drop_back());
+  scores.push_back(k.getDimSize(r - 2));
+  if (mask) {
+    RankedTensorType m = tensorType(mask);
+    bool ok = m.getRank() == r;
+    for (int64_t i = 0; ok && i < r; ++i)
+      ok = m.getDimSize(i) == scores[i] || m.getDimSize(i) == 1;
+    if (!ok)
+      return op->emitOpError("mask must have the scores' rank with each "
+                             "dimension theirs or 1, scores ")
+             << RankedTensorType::get(scores, q.getElementType())
+             << ", got " << m;
+  }
+  resultShape.assign(q.getShape().begin(), q.getShape().end());
+  resultShape.back() = v.getDimSize(r - 1);
+  lseShape.assign(q.getShape().begin(), q.getShape().end() - 1);
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  SmallVector<int64_t> resultShape, lseShape;
+  if (failed(verifyAttention(*this, getQuery(), getKey(), getValue(),
+                             getMask(), getScale().convertToDouble(),
+                             resultShape, lseShape)))
+    return failure();
+  Type elem = tensorType(getQuery()).getElementType();
+  auto want = RankedTensorType::get(resultShape, elem);
+  if (getResult().getType() != want)
+    return emitOpError("result must be ") << want << ", got "
+                                          << getResult().getType();
+  if (tensorType(getLse()).getShape() != ArrayRef<int64_t>(lseShape))
+    return emitOpError("lse must have the shape ")
+           << RankedTensorType::get(lseShape, tensorType(getLse()).getElementType())
+           << " ([batch..., Tq]), got " << getLse().getType();
+  return success();
+}
+
+LogicalResult AttentionGradOp::verify() {
+  SmallVector<int64_t> resultShape, lseShape;
+  if (failed(verifyAttention(*this, getQuery(), getKey(), getValue(),
+                             getMask(), getScale().convertToDouble(),
+                             resultShape, lseShape)))
+    return failure();
+  Type elem = tensorType(getQuery()).getElementType();
+  auto want = RankedTensorType::get(resultShape, elem);
+  if (getResult().getType() != want || getResultGrad().getType() != want)
+    return emitOpError("result and result_grad must be ")
+           << want << ", got " << getResult().getType() << " and "
+           << getResultGrad().getType();
+  if (tensorType(getLse()).getShape() != ArrayRef<int64_t>(lseShape))
+    return emitOpError("lse must have the shape [batch..., Tq], got ")
+           << getLse().getType();
+  if (getLseGrad() && getLseGrad().getType() != getLse().getType())
+    return emitOpError("lse_grad must have lse's type ")
+           << getLse().getType() << ", got " << getLseGrad().getType();
+  if (getQueryGrad().getType() != getQuery().getType() ||
+      getKeyGrad().getType() != getKey().getType() ||
+      getValueGrad().getType() != getValue().getType())
+    return emitOpError("the gradients must have the types of query, key "
+                       "and value");
   return success();
 }

@@ -566,6 +566,95 @@ def ZB_CausalMaskOp : ZB_Op<"causal_mask", [Pure,
 }
 
 //===----------------------------------------------------------------------===//
+// Fused attention (zb-fuse-attention)
+//===----------------------------------------------------------------------===//
+
+def ZB_AttentionOp : ZB_Op<"attention", [Pure,
+    DeclareOpInterfaceMethods<ZB_MultiResultGradientOpInterface>]> {
+  let summary = "Scaled dot-product attention with its log-sum-exp";
+  let description = [{
+    For query `[batch..., Tq, D]`, key `[batch..., Tk, D]` and value
+    `[batch..., Tk, Dv]` (the same batch dimensions, rank >= 3):
+
+        S      = scale * query key^T (+ mask) (keys after the query -inf
+                 where `causal`: key k > query q)
+        result = softmax(S, last axis) value          [batch..., Tq, Dv]
+        lse    = log(sum(exp(S), last axis))          [batch..., Tq]
+
+    `mask` is optional and additive: of the rank of S, each dimension that
+    of S or 1 (broadcast), any float type (torch's float attn_mask;
+    `-inf` or a large negative number where a key is hidden). `lse` is the
+    row statistic that the backward pass recomputes the probabilities
+    from, as FlashAttention does (Dao 2023, Algorithms 1 and 2): only
+    `result` and `lse` need to be kept for the gradient, not the
+    `Tq x Tk` probabilities. A row whose every key is hidden (all of its
+    S -inf) gives a zero result and lse -inf, as torch's
+    scaled_dot_product_attention with its guard `where(isnan(P), 0, P)`.
+    `scale` must be positive. `result` has the
+    query's element type; `lse` any float type (float32 under bfloat16
+    autocast, where S and its softmax are computed in float32 and the
+    products in bfloat16 with float32 accumulation).
+
+    zb-fuse-attention forms this op from the exporters' matmul, scale,
+    mask, softmax and matmul. Gradient (MultiResultGradientOpInterface):
+    `zb.attention_grad`. Lowered by zb-decompose-attention.
+    ```mlir
+    %o, %lse = zb.attention %q, %k, %v {causal, scale = 0.125 : f64}
+        : (tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>,
+           tensor<2x4x16x64xf32>) -> (tensor<2x4x16x64xf32>, tensor<2x4x16xf32>)
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$query, ZB_FloatTensor:$key,
+                       ZB_FloatTensor:$value,
+                       Optional<ZB_FloatTensor>:$mask,
+                       F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs ZB_FloatTensor:$result, ZB_FloatTensor:$lse);
+  let assemblyFormat =
+      "$query `,` $key `,` $value (`mask` $mask^)? attr-dict `:` `(` type($query) `,` type($key) `,` type($value) (`,` type($mask)^)? `)` `->` `(` type($result) `,` type($lse) `)`";
+  let hasVerifier = 1;
+}
+
+def ZB_AttentionGradOp : ZB_Op<"attention_grad", [Pure,
+    AttrSizedOperandSegments]> {
+  let summary = "Gradients of zb.attention from its saved result and lse";
+  let description = [{
+    The gradients of a `zb.attention` with respect to its query, key and
+    value, given `result_grad` (and, when the forward's `lse` reaches the
+    loss, `lse_grad`), recomputing the probabilities blockwise-ready from
+    the saved `lse` instead of keeping them (FlashAttention-2's backward,
+    Dao 2023, Algorithm 2):
+
+        P  = exp(S - lse)                 (S as in zb.attention)
+        dV = P^T dO
+        dP = dO V^T
+        Di = rowsum(dO * O) (- lse_grad)
+        dS = P * (dP - Di)
+        dQ = scale * dS K,   dK = scale * dS^T Q
+
+    Operands and attributes as the forward op's, plus its two results.
+    Not differentiable (no second derivatives).
+    ```mlir
+    %dq, %dk, %dv = zb.attention_grad %q, %k, %v, %o, %lse, %do
+        mask(%m : tensor<8x1x16xf32>) {causal, scale = 0.125 : f64}
+        : (tensor<8x16x64xf32>, tensor<8x16x64xf32>, tensor<8x16x64xf32>,
+           tensor<8x16x64xf32>, tensor<8x16xf32>, tensor<8x16x64xf32>)
+          -> (tensor<8x16x64xf32>, tensor<8x16x64xf32>, tensor<8x16x64xf32>)
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$query, ZB_FloatTensor:$key,
+                       ZB_FloatTensor:$value, ZB_FloatTensor:$result,
+                       ZB_FloatTensor:$lse, ZB_FloatTensor:$result_grad,
+                       Optional<ZB_FloatTensor>:$mask,
+                       Optional<ZB_FloatTensor>:$lse_grad,
+                       F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs ZB_FloatTensor:$query_grad, ZB_FloatTensor:$key_grad,
+                      ZB_FloatTensor:$value_grad);
+  let assemblyFormat =
+      "$query `,` $key `,` $value `,` $result `,` $lse `,` $result_grad (`mask` `(` $mask^ `:` type($mask) `)`)? (`lse_grad` `(` $lse_grad^ `:` type($lse_grad) `)`)? attr-dict `:` `(` type($query) `,` type($key) `,` type($value) `,` type($result) `,` type($lse) `,` type($result_grad) `)` `->` `(` type($query_grad) `,` type($key_grad) `,` type($value_grad) `)`";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Communication (per-rank step functions, after zb-lower-pipeline)
 //===----------------------------------------------------------------------===//
 
