@@ -115,15 +115,15 @@ private:
   /// `where(isnan(P), 0, P)` (zb.select of zb.compare "ne" P, P), when P
   /// has no other use: the select.
   static SelectOp nanGuard(Value p) {
-    if (std::distance(p.use_begin(), p.use_end()) != 2)
-      return SelectOp();
     CompareOp isNaN;
     SelectOp select;
     for (Operation *user : p.getUsers()) {
-      if (auto c = dyn_cast<CompareOp>(user))
+      if (auto c = dyn_cast<CompareOp>(user); c && (!isNaN || isNaN == c))
         isNaN = c;
-      else if (auto sel = dyn_cast<SelectOp>(user))
+      else if (auto sel = dyn_cast<SelectOp>(user); sel && !select)
         select = sel;
+      else
+        return SelectOp(); // another user
     }
     if (!isNaN || !select || isNaN.getPredicate() != "ne" ||
         isNaN.getLhs() != p || isNaN.getRhs() != p ||

@@ -305,7 +305,7 @@ NB_MODULE(_zb, m) {
          const std::string &optimizer, double lr,
          const std::string &data, const std::string &profile, int optLevel,
          unsigned jobs, bool verbose, const std::string &precision,
-         int64_t dataParallel, int64_t dpBucketBytes) {
+         int64_t dataParallel, int64_t dpBucketBytes, bool fuseAttention) {
         zb::driver::CompileOptions o;
         o.inputFile = model;
         o.outputDir = output;
@@ -326,6 +326,7 @@ NB_MODULE(_zb, m) {
         o.jobs = jobs;
         o.dataParallel = dataParallel;
         o.dpBucketBytes = dpBucketBytes;
+        o.fuseAttention = fuseAttention;
         compileModel(o, verbose);
       },
       "model"_a, "output"_a, "stages"_a, "virtual_stages"_a,
@@ -333,5 +334,6 @@ NB_MODULE(_zb, m) {
       "target"_a,
       "optimizer"_a, "lr"_a, "data"_a, "profile"_a, "opt_level"_a, "jobs"_a,
       "verbose"_a, "precision"_a = "fp32", "data_parallel"_a = 1,
-      "dp_bucket_bytes"_a = zb::driver::CompileOptions().dpBucketBytes);
+      "dp_bucket_bytes"_a = zb::driver::CompileOptions().dpBucketBytes,
+      "fuse_attention"_a = zb::driver::CompileOptions().fuseAttention);
 }

@@ -93,3 +93,24 @@ def test_data_parallel_with_buckets_equals_the_cli(tmp_path, mpi_env):
                              json.loads(proc.stdout)["steps"]]
     with pytest.raises(ValueError, match="--dp-bucket-bytes must be >= 0"):
         zb.compile(MLP, tmp_path / "out", dp_bucket_bytes=-1)
+
+
+def test_fuse_attention_keeps_less_activation_memory(tmp_path):
+    """examples/gpt/gpt2.onnx with and without zb-fuse-attention: the fused
+    plan keeps less per microbatch on every stage (no T x T probabilities:
+    4 heads x 32 x 32 floats per sequence and layer), equal to the CLI's."""
+    gpt = os.path.join(EXAMPLES, "gpt", "gpt2.onnx")
+    fused = zb.compile(gpt, tmp_path / "fused", stages=2, microbatches=2)
+    unfused = zb.compile(gpt, tmp_path / "unfused", stages=2, microbatches=2,
+                         fuse_attention=False)
+    run_tool(tool("zb-compile"), gpt, "--stages", 2, "--microbatches", 2,
+             "--fuse-attention=false", "-o", tmp_path / "cli", "--quiet")
+    with open(tmp_path / "cli" / "plan.json") as f:
+        cli_plan = json.load(f)
+    m_fused = [s["m_b"] for s in fused.plan["stages"]]
+    m_unfused = [s["m_b"] for s in unfused.plan["stages"]]
+    assert [s["m_b"] for s in cli_plan["stages"]] == m_unfused
+    # 2 layers per stage, 4 sequences: 2 x 4 x 4 x 32 x 32 x 4 bytes of
+    # probabilities each, less the lse (4 x 4 x 32 x 4 bytes per layer).
+    for f, u in zip(m_fused, m_unfused):
+        assert u - f >= 2 * (4 * 4 * 32 * 32 * 4 - 4 * 4 * 32 * 4)

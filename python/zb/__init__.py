@@ -356,7 +356,8 @@ def compile(model: str, output: str, *, stages: int = 2,
             data: str = "", profile: str = "", opt_level: int = 1,
             jobs: int = 0, verbose: bool = False,
             precision: str = "fp32", data_parallel: int = 1,
-            dp_bucket_bytes: int = 4 << 20) -> Plan:
+            dp_bucket_bytes: int = 4 << 20,
+            fuse_attention: bool = True) -> Plan:
     """Compiles a model (.onnx, JAX StableHLO text, or zb .mlir) as
     zb-compile does, into ``output``.
 
@@ -380,6 +381,10 @@ def compile(model: str, output: str, *, stages: int = 2,
             that a stage's last W announces as soon as it is computed (the
             Zero Bubble paper's Appendix A; 0: one bucket per independent
             group of gradients; default 4 MiB).
+        fuse_attention: each attention of the model as one zb.attention
+            whose backward pass recomputes the probabilities from the saved
+            log-sum-exp instead of keeping them (zb-compile
+            --fuse-attention; default on).
     Raises:
         ValueError: with zb-compile's diagnostics (file, op, node).
     """
@@ -388,7 +393,7 @@ def compile(model: str, output: str, *, stages: int = 2,
                 _as_list("memory_limit", memory_limit),
                 [str(d) for d in data_args], target, optimizer,
                 lr, data, profile, opt_level, jobs, verbose, precision,
-                data_parallel, dp_bucket_bytes)
+                data_parallel, dp_bucket_bytes, fuse_attention)
     with open(_os.path.join(output, "plan.json")) as f:
         plan = _json.load(f)
         ranks = plan["num_ranks"] * plan.get("data_parallel", 1)

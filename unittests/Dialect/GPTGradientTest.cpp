@@ -10,13 +10,18 @@
 //===----------------------------------------------------------------------===//
 #include "GradientCheck.h"
 
+#include "zb/Dialect/ZB/IR/ZBOps.h"
 #include "zb/Pipelines/Pipelines.h"
+#include "zb/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 using namespace zb::test;
 
@@ -101,6 +106,136 @@ TEST(GPTGradientTest, EmulatedGpuKernelsEqualCpuBackend) {
               lc, worst, differing);
   EXPECT_LE(worst, 1e-12);
   EXPECT_GT(differing, 0u) << "no block reduction ran";
+}
+
+/// zb-fuse-attention then zb-autodiff (CompiledLoss's hook in place of
+/// zb-autodiff alone); `fused` counts the zb.attention ops formed.
+ManualBackward fuseThenDifferentiate(int *fused) {
+  return [fused](mlir::ModuleOp module) -> mlir::LogicalResult {
+    mlir::PassManager fuse(module.getContext());
+    fuse.addPass(zb::createZBFuseAttention());
+    if (mlir::failed(fuse.run(module)))
+      return mlir::failure();
+    *fused = 0;
+    module.walk([&](zb::AttentionOp) { ++*fused; });
+    mlir::PassManager diff(module.getContext());
+    diff.addPass(zb::createZBAutodiff());
+    return diff.run(module);
+  };
+}
+
+/// max |a - b| / max |b| over one tensor.
+double relativeDifference(const HostTensor &a, const HostTensor &b) {
+  double worst = 0, scale = 1e-300;
+  for (size_t j = 0; j < b.f64.size(); ++j) {
+    worst = std::max(worst, std::abs(a.f64[j] - b.f64[j]));
+    scale = std::max(scale, std::abs(b.f64[j]));
+  }
+  return worst / scale;
+}
+
+/// The GPT with each attention fused (zb.attention; zb.attention_grad
+/// recomputing the probabilities from the log-sum-exp, lowered by
+/// zb-decompose-attention): gradients against central finite differences,
+/// and loss and gradients against the unfused ops (a second code path).
+TEST(GPTGradientTest, FusedAttentionMatchesFiniteDifferencesAndUnfused) {
+  std::string source = readGPT2();
+  ASSERT_FALSE(source.empty()) << "cannot read gpt2.mlir";
+  int fusedCount = -1;
+  CompiledLoss fused(source, fuseThenDifferentiate(&fusedCount));
+  ASSERT_TRUE(fused.ok()) << fused.error();
+  EXPECT_EQ(fusedCount, 2) << "one attention per layer";
+  CompiledLoss unfused(source);
+  ASSERT_TRUE(unfused.ok()) << unfused.error();
+  const int64_t vocab = fused.argTemplates()[2].shape[0];
+  std::vector<ArgInit> inits(fused.argTemplates().size(), ArgInit{-0.5, 0.5});
+  inits[0].maxIndex = vocab;
+  inits[1].maxIndex = vocab;
+  std::mt19937_64 rng(2026);
+  std::vector<HostTensor> args = randomArgs(fused, inits, rng);
+  GradientCheckResult r = checkGradients(fused, args);
+  ASSERT_TRUE(std::isfinite(r.loss));
+  std::printf("[ fd-check ] gpt2 fused attention (%zu parameter tensors) loss "
+              "%.6f, max rel error %.3e\n",
+              r.relErrors.size(), r.loss, r.maxRelError);
+  for (auto [k, e] : llvm::enumerate(r.relErrors))
+    EXPECT_LT(e, 1e-6) << "parameter argument #" << fused.paramIndices()[k];
+  std::vector<HostTensor> gf, gu;
+  double lf = fused.run(args, &gf), lu = unfused.run(args, &gu);
+  EXPECT_NEAR(lf, lu, 1e-13 * std::abs(lu));
+  ASSERT_EQ(gf.size(), gu.size());
+  double worst = 0;
+  for (size_t k = 0; k < gf.size(); ++k)
+    worst = std::max(worst, relativeDifference(gf[k], gu[k]));
+  std::printf("[ fused    ] loss %.15f vs unfused %.15f, gradients max rel "
+              "difference %.2e\n",
+              lf, lu, worst);
+  EXPECT_LT(worst, 1e-12);
+}
+
+/// One attention with an additive float mask that hides every key of
+/// some query rows (torch's sdpa guard, where(isnan(P), 0, P), in the
+/// graph): fused, those rows give 0 and their gradients 0, and every
+/// gradient matches finite differences; unfused, the guard hides the NaN
+/// in the forward pass only.
+TEST(GPTGradientTest, FusedAttentionWithHiddenRows) {
+  const char *source = R"mlir(
+func.func @main(%x: tensor<2x6x4xf64>, %mask: tensor<2x6x6xf64>,
+                %wq: tensor<4x4xf64> {zb.param}, %wk: tensor<4x4xf64> {zb.param},
+                %wv: tensor<4x4xf64> {zb.param}) -> tensor<f64> {
+  %q = zb.batch_matmul %x, %wq2 : (tensor<2x6x4xf64>, tensor<2x4x4xf64>) -> tensor<2x6x4xf64>
+  %k = zb.batch_matmul %x, %wk2 : (tensor<2x6x4xf64>, tensor<2x4x4xf64>) -> tensor<2x6x4xf64>
+  %v = zb.batch_matmul %x, %wv2 : (tensor<2x6x4xf64>, tensor<2x4x4xf64>) -> tensor<2x6x4xf64>
+  %s = zb.batch_matmul %q, %k {transpose_rhs} : (tensor<2x6x4xf64>, tensor<2x6x4xf64>) -> tensor<2x6x6xf64>
+  %c = zb.constant dense<0.5> : tensor<2x6x6xf64>
+  %ss = zb.mul %s, %c : tensor<2x6x6xf64>
+  %sm = zb.add %ss, %mask : tensor<2x6x6xf64>
+  %p = zb.softmax %sm axis 2 : tensor<2x6x6xf64>
+  %nan = zb.compare "ne", %p, %p : tensor<2x6x6xf64> -> tensor<2x6x6xi1>
+  %zero = zb.constant dense<0.0> : tensor<2x6x6xf64>
+  %pg = zb.select %nan, %zero, %p : tensor<2x6x6xi1>, tensor<2x6x6xf64>
+  %o = zb.batch_matmul %pg, %v : (tensor<2x6x6xf64>, tensor<2x6x4xf64>) -> tensor<2x6x4xf64>
+  %o2 = zb.mul %o, %o : tensor<2x6x4xf64>
+  %l = zb.reduce_sum %o2 axes [0, 1, 2] : tensor<2x6x4xf64> -> tensor<f64>
+  return %l : tensor<f64>
+}
+)mlir";
+  // The projections take one weight for both batch entries.
+  std::string text(source);
+  for (const char *w : {"wq", "wk", "wv"}) {
+    std::string from = std::string("%") + w + "2 :";
+    std::string def = std::string("  %") + w + "2 = zb.broadcast_in_dim %" +
+                      w + " dims [1, 2] : tensor<4x4xf64> -> tensor<2x4x4xf64>\n";
+    size_t use = text.find(from);
+    size_t line = text.rfind('\n', use) + 1;
+    text.insert(line, def);
+  }
+  int fusedCount = -1;
+  CompiledLoss fused(text, fuseThenDifferentiate(&fusedCount));
+  ASSERT_TRUE(fused.ok()) << fused.error();
+  EXPECT_EQ(fusedCount, 1);
+  std::mt19937_64 rng(7);
+  std::vector<HostTensor> args =
+      randomArgs(fused, std::vector<ArgInit>(5, ArgInit{-1.0, 1.0}), rng);
+  // The mask: 0, -inf on some keys, every key of rows 1 (batch 0) and 4
+  // (batch 1) hidden.
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> &mask = args[1].f64;
+  for (size_t i = 0; i < mask.size(); ++i) {
+    size_t b = i / 36, row = (i / 6) % 6, key = i % 6;
+    bool hiddenRow = (b == 0 && row == 1) || (b == 1 && row == 4);
+    mask[i] = hiddenRow || (key + row) % 4 == 3 ? -inf : 0.0;
+  }
+  GradientCheckResult r = checkGradients(fused, args);
+  ASSERT_TRUE(std::isfinite(r.loss));
+  std::printf("[ fd-check ] attention with hidden rows: loss %.6f, max rel "
+              "error %.3e\n",
+              r.loss, r.maxRelError);
+  for (auto [k, e] : llvm::enumerate(r.relErrors))
+    EXPECT_LT(e, 1e-6) << "parameter argument #" << fused.paramIndices()[k];
+  CompiledLoss unfused(text);
+  ASSERT_TRUE(unfused.ok()) << unfused.error();
+  EXPECT_NEAR(fused.run(args), unfused.run(args), 1e-12 * std::abs(r.loss));
 }
 
 } // namespace

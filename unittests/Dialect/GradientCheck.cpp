@@ -43,7 +43,7 @@ static HostTensor templateOf(Type type) {
 /// results into the out buffers (C interface, so the JIT can call it).
 /// From a whole program on zb tensors in one process (no ranks, e.g. a
 /// forward-and-loss function after zb-autodiff) to the LLVM dialect: calls
-/// inlined, with `useRuntime` f32 (batched) matmuls as zb runtime calls
+/// inlined, zb.attention decomposed, with `useRuntime` f32 (batched) matmuls as zb runtime calls
 /// (convert-zb-to-runtime: OpenBLAS, the program then needs libzbrt), the
 /// rest as linalg (convert-zb-to-linalg), then the library's
 /// buildTensorsToLLVMPipeline with malloc/free; with `gpu` (emulate set) the
@@ -51,6 +51,7 @@ static HostTensor templateOf(Type type) {
 static void buildFunctionToLLVMPipeline(OpPassManager &pm, bool useRuntime,
                                         const zb::GpuCodegenOptions *gpu) {
   pm.addPass(createInlinerPass());
+  pm.addPass(zb::createZBDecomposeAttention());
   if (useRuntime)
     pm.addPass(zb::createConvertZBToRuntime());
   pm.addPass(zb::createConvertZBToLinalg());

@@ -16,6 +16,11 @@ Usage:
       GPU kernels emulated on the CPU], zb-run --ranks S
       --report-gradients (float32, zb's lowering and runtime): the same
       comparison.
+  --fuse-attention (ir mode): zb-opt --zb-fuse-attention before autodiff,
+      zb.attention and zb.attention_grad evaluated by zb_interp.py (the
+      softmax's Jacobian, not zb's recomputation from the lse); the line
+      ends with the number of attentions fused. (zb-compile fuses by
+      default: run mode checks the fused lowering.)
   --precision bf16 (both modes): the same with torch.autocast's bfloat16
       policy (zb-opt --zb-autocast; zb-compile --precision bf16), against
       PyTorch's bfloat16 autocast numbers (expected.json "bf16") within
@@ -76,7 +81,7 @@ def model_file(fixture):
         os.path.join(fixture, "model.stablehlo.mlir")
 
 
-def check_ir(bindir, fixture, tmp, precision="fp32"):
+def check_ir(bindir, fixture, tmp, precision="fp32", fuse_attention=False):
     mlir = os.path.join(tmp, "model.mlir")
     grad = os.path.join(tmp, "grad.mlir")
     flag = "--import-onnx" if model_file(fixture).endswith(".onnx") \
@@ -84,7 +89,8 @@ def check_ir(bindir, fixture, tmp, precision="fp32"):
     run([os.path.join(bindir, "zb-translate"), flag, model_file(fixture),
          "-o", mlir], "import")
     autocast = ["--zb-autocast"] if precision == "bf16" else []
-    run([os.path.join(bindir, "zb-opt")] + autocast + ["--zb-autodiff", mlir,
+    fuse = ["--zb-fuse-attention"] if fuse_attention else []
+    run([os.path.join(bindir, "zb-opt")] + fuse + autocast + ["--zb-autodiff", mlir,
          "--mlir-print-op-generic",
          "--mlir-print-elementsattrs-with-hex-if-larger=1", "-o", grad],
         "autodiff")
@@ -141,7 +147,11 @@ def check_bf16(args, fixture, tmp):
     torch_tol = ["--bf16", "--loss-rtol", str(BF16_LOSS_RTOL), "--grad-rtol",
                  str(BF16_GRAD_RTOL), "--grad-atol", str(BF16_GRAD_ATOL)]
     expected = os.path.join(fixture, "expected.json")
-    ir = check_ir(args.bin, fixture, tmp, "bf16")
+    # zb-compile fuses attention unless told not to: the run is compared
+    # with the IR that has the same ops.
+    fuse = args.fuse_attention or (
+        args.mode == "run" and "--fuse-attention=false" not in args.compile_arg)
+    ir = check_ir(args.bin, fixture, tmp, "bf16", fuse)
     if args.mode == "ir":
         return compare(ir, expected, torch_tol)
     got = check_run(args.bin, fixture, tmp, args.stages, args.target, "bf16")
@@ -177,6 +187,8 @@ def main():
     ap.add_argument("--target", default="cpu",
                     help="zb-compile --target (cpu, cuda-emu, ...)")
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    ap.add_argument("--fuse-attention", action="store_true",
+                    help="ir mode: run zb-fuse-attention before autodiff")
     ap.add_argument("--compile-arg", action="append", default=[],
                     help="one more zb-compile argument (run mode; repeat)")
     args = ap.parse_args()
@@ -188,7 +200,8 @@ def main():
                 if args.precision == "bf16":
                     ok, text = check_bf16(args, fixture, tmp)
                 else:
-                    got = (check_ir(args.bin, fixture, tmp)
+                    got = (check_ir(args.bin, fixture, tmp,
+                                    fuse_attention=args.fuse_attention)
                            if args.mode == "ir"
                            else check_run(args.bin, fixture, tmp, args.stages,
                                           args.target,
@@ -200,6 +213,10 @@ def main():
                         got, os.path.join(fixture, "expected.json"),
                         ["--grad-atol",
                          "1e-8" if args.mode == "run" else "1e-9"])
+                if args.fuse_attention and args.mode == "ir":
+                    with open(os.path.join(tmp, "grad.mlir")) as f:
+                        fused = f.read().count('"zb.attention"(')
+                    text += " (%d attentions fused)" % fused
                 print("%s: %s" % (name, text if ok else "FAIL " + text))
             except RuntimeError as e:
                 ok = False

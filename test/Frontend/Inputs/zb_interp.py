@@ -272,6 +272,8 @@ def run_op(op, props, args, result_types):
         picked = np.take_along_axis(logits, safe[..., None], -1)[..., 0]
         with np.errstate(invalid="ignore"):
             return [np.array(np.sum((lse - picked) * valid) / np.sum(valid))]
+    if op in ("attention", "attention_grad"):
+        return run_attention(op, props, args, elts)
     if op == "causal_mask":
         fill = prop_float(props, "fill")
         fill = -np.inf if fill is None else fill
@@ -279,6 +281,57 @@ def run_op(op, props, args, result_types):
         above = np.arange(tk)[None, :] > np.arange(tq)[:, None]
         return [np.where(above, fill, x)]
     raise SystemExit("zb_interp.py: unsupported op zb.%s" % op)
+
+
+def run_attention(op, props, args, elts):
+    """zb.attention and zb.attention_grad in float64: the forward as
+    written (softmax, P v), the gradient by the softmax's Jacobian
+    (dS = P (dP - rowsum(dP P)) + P d lse), not the op's recomputation
+    from the saved lse. Values typed bf16 are rounded where the op rounds
+    them: the products' results (q k^T, P for P v, dP, dS for dq and dk)."""
+    bf16 = elts[0] == "bf16"
+    rnd = round_bf16 if bf16 else (lambda a: a)
+    if op == "attention":
+        q, k, v = args[:3]
+        mask = args[3] if len(args) > 3 else None
+        p, lse = attention_probs_rounded(props, q, k, mask, bf16)
+        return [np.matmul(rnd(p), v), lse]
+    seg = re.search(r"operandSegmentSizes = array<i32: ([^>]*)>", props)
+    seg = ints(seg.group(1)) if seg else [1] * 6 + [0, 0]
+    q, k, v, _o, _lse, do = args[:6]
+    rest = list(args[6:])
+    mask = rest.pop(0) if seg[6] else None
+    dlse = rest.pop(0) if seg[7] else None
+    scale = prop_float(props, "scale")
+    p, _ = attention_probs_rounded(props, q, k, mask, bf16)
+    dv = np.matmul(np.swapaxes(rnd(p), -1, -2), do)
+    dp = rnd(np.matmul(do, np.swapaxes(v, -1, -2)))
+    ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True))
+    if dlse is not None:
+        ds = ds + p * dlse[..., None]
+    ds = rnd(ds * scale)
+    return [np.matmul(ds, k), np.matmul(np.swapaxes(ds, -1, -2), q), dv]
+
+
+def attention_probs_rounded(props, q, k, mask, bf16):
+    scale = prop_float(props, "scale")
+    s = np.matmul(q, np.swapaxes(k, -1, -2))
+    if bf16:
+        s = round_bf16(s)
+    s = s * scale
+    if mask is not None:
+        s = s + mask
+    if re.search(r"\bcausal\b", props):
+        tq, tk = s.shape[-2], s.shape[-1]
+        s = np.where(np.arange(tk)[None, :] > np.arange(tq)[:, None],
+                     -np.inf, s)
+    m = np.max(s, axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(s - m)
+    total = np.sum(e, axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        lse = (np.log(total) + m)[..., 0]
+    return e / np.where(total == 0, 1.0, total), lse
 
 
 OP_RE = re.compile(
