@@ -38,6 +38,8 @@ tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 run() { "$zbopt" "$tmp/gpt.mlir" "$@"; }
 part='-zb-partition-stages=num-stages=2 balance=layers'
 sched='-zb-schedule=algorithm=1f1b microbatches=2'
+run -zb-fuse-attention > "$tmp/0.mlir"
+run() { "$zbopt" "$tmp/gpt.mlir" -zb-fuse-attention "$@"; }
 run -zb-autodiff > "$tmp/1.mlir"
 run -zb-autodiff -zb-split-backward=report=true > "$tmp/2.mlir" 2> "$tmp/2.txt"
 run -zb-autodiff -zb-split-backward "$part" > "$tmp/3.mlir"
@@ -65,7 +67,19 @@ MD
 block "$tmp/gpt.mlir"
 cat <<'MD'
 
-## 1. `zb-autodiff`
+## 1. `zb-fuse-attention`
+
+Each block's attention (q k^T, the scale, the causal mask, softmax, P v)
+becomes one `zb.attention` with two results, the output and the row
+log-sum-exp (`lse`). zb-compile runs this first (`--fuse-attention`, default
+on): its gradient, `zb.attention_grad` below, recomputes the probabilities
+from `lse`, so no Tq x Tk tensor is kept from F to B.
+
+MD
+block "$tmp/0.mlir"
+cat <<'MD'
+
+## 2. `zb-autodiff`
 
 Reverse mode from the loss. Forward ops get `zb.id`; every backward op records
 `zb.origin` (the forward op whose gradient rule built it); ops producing
@@ -77,7 +91,7 @@ MD
 block "$tmp/1.mlir"
 cat <<'MD'
 
-## 2. `zb-split-backward`
+## 3. `zb-split-backward`
 
 Every backward op gets `zb.phase`: B (the activation-gradient chain and what it
 needs) or W (ops whose results only reach parameter gradients). With
@@ -94,7 +108,7 @@ echo
 block "$tmp/2.mlir"
 cat <<'MD'
 
-## 3. `zb-partition-stages{num-stages=2 balance=layers}`
+## 4. `zb-partition-stages{num-stages=2 balance=layers}`
 
 One block per stage (embedding in the first, head and loss in the last). Each
 stage is outlined into `forward` / `backward_input` / `backward_weight`; the
@@ -109,7 +123,7 @@ MD
 block "$tmp/3.mlir"
 cat <<'MD'
 
-## 4. `zb-schedule{algorithm=1f1b microbatches=2}`
+## 5. `zb-schedule{algorithm=1f1b microbatches=2}`
 
 Adds `zb.schedule`: per rank, the ordered actions (`F0.1` = forward of stage 0,
 microbatch 1). `zb-report` prints the cost model's numbers (target `cpu`):
@@ -124,7 +138,7 @@ grep -o 'zb.schedule = {[^}]*}' "$tmp/4.mlir" || true
 echo '```'
 cat <<'MD'
 
-## 5. `zb-lower-pipeline`
+## 6. `zb-lower-pipeline`
 
 One step function per rank: the schedule's calls in order, `zb.send` /
 `zb.recv` of activations and gradients, weight gradients summed in microbatch
