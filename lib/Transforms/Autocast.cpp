@@ -27,7 +27,7 @@
 //     semantics: the bias joins the bfloat16 product, as inside addmm.
 // zb.attention (zb-fuse-attention) is torch's scaled_dot_product_attention,
 // which autocast runs in lower precision: query, key, value and the result
-// in bfloat16, the mask and the log-sum-exp kept (float32); its
+// in bfloat16, the mask kept, the log-sum-exp float32; its
 // decomposition computes the scores' softmax in the lse's type, as the
 // flash kernels keep their row statistics in float32.
 // Parameters stay float32 (the master weights; parameters exported in
@@ -166,6 +166,10 @@ struct ZBAutocastPass : public zb::impl::ZBAutocastBase<ZBAutocastPass> {
           op.setOperand(i, castTo(op.getOperand(i), low, &op));
         Value result = attention.getResult();
         result.setType(cast<ShapedType>(result.getType()).clone(low));
+        // The softmax statistics in float32 (a model exported in bfloat16
+        // has its softmax, hence lse, in bfloat16).
+        Value lse = attention.getLse();
+        lse.setType(cast<ShapedType>(lse.getType()).clone(f32));
         if (failed(verify(&op)))
           return op.emitError("zb-autocast: the op is not valid in ")
                  << low << " (the error above)";

@@ -4,10 +4,11 @@
 // RUN: zb-opt %s -zb-fuse-attention -zb-autodiff -split-input-file | FileCheck %s --check-prefix=GRAD
 // RUN: zb-opt %s -zb-fuse-attention -zb-autocast -split-input-file | FileCheck %s --check-prefix=BF16
 
-// Each fused attention is reported at its softmax (three of the four
-// cases below; the last is not fused).
+// Each fused attention is reported at its softmax (four of the five
+// cases below; the fourth is not fused).
 // REMARK: zb-fuse-attention.mlir:[[#]]:8: remark: fused attention: causal, scale 2.500000e-01
 // REMARK: zb-fuse-attention.mlir:[[#]]:8: remark: fused attention: causal, masked, scale 2.500000e-01
+// REMARK: zb-fuse-attention.mlir:[[#]]:8: remark: fused attention: scale 1.000000e+00
 // REMARK: zb-fuse-attention.mlir:[[#]]:8: remark: fused attention: scale 1.000000e+00
 // REMARK-NOT: remark: fused
 
@@ -140,4 +141,21 @@ func.func @main(%q: tensor<8x8x16xf32>, %k: tensor<8x8x16xf32>, %v: tensor<8x8x1
   %l2 = zb.add %l, %l1 : tensor<f32>
   %l3 = zb.add %l2, %l5 : tensor<f32>
   return %l3 : tensor<f32>
+}
+
+// -----
+
+// A model exported in bfloat16 with its softmax in bfloat16 (sdpa of a
+// bf16 model): the lse is bfloat16 as fused; autocast makes it float32 (the
+// softmax's statistics in float32, as autocast runs a softmax).
+// CHECK-LABEL: func.func @main
+// CHECK: zb.attention {{.*}} -> (tensor<4x8x16xbf16>, tensor<4x8xbf16>)
+// BF16: zb.attention {{.*}} -> (tensor<4x8x16xbf16>, tensor<4x8xf32>)
+func.func @main(%q: tensor<4x8x16xbf16>, %w: tensor<4x8x16xbf16> {zb.param}) -> tensor<bf16> {
+  %s = zb.batch_matmul %q, %q {transpose_rhs} : (tensor<4x8x16xbf16>, tensor<4x8x16xbf16>) -> tensor<4x8x8xbf16>
+  %p = zb.softmax %s axis 2 : tensor<4x8x8xbf16>
+  %o = zb.batch_matmul %p, %q : (tensor<4x8x8xbf16>, tensor<4x8x16xbf16>) -> tensor<4x8x16xbf16>
+  %y = zb.mul %o, %w : tensor<4x8x16xbf16>
+  %l = zb.reduce_sum %y axes [0, 1, 2] : tensor<4x8x16xbf16> -> tensor<bf16>
+  return %l : tensor<bf16>
 }

@@ -52,7 +52,10 @@ def ZBAutocast : Pass<"zb-autocast", "mlir::ModuleOp"> {
     (float32 accumulation in the GEMM); `zb.exp`, `zb.log`, `zb.pow`,
     `zb.rsqrt`, `zb.softmax`, `zb.layer_norm`, `zb.rms_norm`,
     `zb.cross_entropy`, `zb.reduce_sum`, `zb.reduce_mean` and
-    `zb.scatter_add` run in float32; every other op runs at the widest float
+    `zb.scatter_add` run in float32; `zb.attention` (torch's
+    scaled_dot_product_attention) takes bfloat16 query, key and value and
+    gives a bfloat16 result with a float32 log-sum-exp (its softmax in
+    float32); every other op runs at the widest float
     type of its operands, where constants, and values computed from
     parameters alone next to an activation (a linear layer's bias), adopt
     the others' type. Operands are converted with `zb.cast`, one per value

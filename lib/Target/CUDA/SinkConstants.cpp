@@ -4,12 +4,18 @@
 // constant global, with the views on it) into the launch body, so that
 // gpu-kernel-outlining copies the global into the kernel's gpu.module: a
 // device global of the fatbin, uploaded once when the runtime loads the
-// module, instead of a host pointer handed to the kernel. See Passes.td.
+// module, instead of a host pointer handed to the kernel. Vector constants
+// (a vectorised zero fill) are cloned into the body too: as kernel
+// arguments they would cost a parameter each, and a bfloat16 vector
+// argument of an emulated kernel (--target cuda-emu) is passed through
+// float32 by the x86 calling convention, a conversion call (__truncsfbf2)
+// that libgcc lacks. See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 #include "zb/Target/CUDA/DeviceMemory.h"
 #include "zb/Target/CUDA/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
@@ -51,9 +57,20 @@ struct ZBGpuSinkConstantsPass
     getOperation()->walk([&](mlir::gpu::LaunchOp launch) {
       SetVector<Value> captured;
       getUsedValuesDefinedAbove(launch.getBody(), captured);
-      for (Value value : captured)
-        if (zb::cuda::constantGlobalRoot(value, symbols))
+      for (Value value : captured) {
+        if (zb::cuda::constantGlobalRoot(value, symbols)) {
           sinkIntoLaunch(value, launch);
+          continue;
+        }
+        auto cst = value.getDefiningOp<arith::ConstantOp>();
+        if (!cst || !isa<VectorType>(cst.getType()))
+          continue;
+        OpBuilder b = OpBuilder::atBlockBegin(&launch.getBody().front());
+        Value sunk = b.clone(*cst)->getResult(0);
+        value.replaceUsesWithIf(sunk, [&](OpOperand &use) {
+          return launch->isProperAncestor(use.getOwner());
+        });
+      }
     });
   }
 };

@@ -17,8 +17,9 @@ Usage:
       --report-gradients (float32, zb's lowering and runtime): the same
       comparison.
   --fuse-attention (ir mode): zb-opt --zb-fuse-attention before autodiff,
-      zb.attention and zb.attention_grad evaluated by zb_interp.py (the
-      softmax's Jacobian, not zb's recomputation from the lse); the line
+      zb.attention and zb.attention_grad evaluated by zb_interp.py (NumPy,
+      from ZBOps.td's formulas, the probabilities recomputed from q and k
+      rather than from the saved lse); the line
       ends with the number of attentions fused. (zb-compile fuses by
       default: run mode checks the fused lowering.)
   --precision bf16 (both modes): the same with torch.autocast's bfloat16

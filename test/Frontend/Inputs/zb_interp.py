@@ -284,11 +284,15 @@ def run_op(op, props, args, result_types):
 
 
 def run_attention(op, props, args, elts):
-    """zb.attention and zb.attention_grad in float64: the forward as
-    written (softmax, P v), the gradient by the softmax's Jacobian
-    (dS = P (dP - rowsum(dP P)) + P d lse), not the op's recomputation
-    from the saved lse. Values typed bf16 are rounded where the op rounds
-    them: the products' results (q k^T, P for P v, dP, dS for dq and dk)."""
+    """zb.attention and zb.attention_grad in float64, as ZBOps.td defines
+    them: the forward as written (softmax, P v); the gradient with the
+    probabilities recomputed from q and k (not from the saved lse) and
+    dS = P (dP - Di + d lse), Di = rowsum(dO O) (the op's definition: in
+    exact arithmetic rowsum(dP P); with bfloat16 values the two round
+    differently, and the gradients that are zero in exact arithmetic, key
+    biases, are their roundoff). Values typed bf16 are rounded where the op
+    rounds them: the products' results (q k^T, P for P v, dP, dS for dq and
+    dk)."""
     bf16 = elts[0] == "bf16"
     rnd = round_bf16 if bf16 else (lambda a: a)
     if op == "attention":
@@ -298,7 +302,7 @@ def run_attention(op, props, args, elts):
         return [np.matmul(rnd(p), v), lse]
     seg = re.search(r"operandSegmentSizes = array<i32: ([^>]*)>", props)
     seg = ints(seg.group(1)) if seg else [1] * 6 + [0, 0]
-    q, k, v, _o, _lse, do = args[:6]
+    q, k, v, o, _lse, do = args[:6]
     rest = list(args[6:])
     mask = rest.pop(0) if seg[6] else None
     dlse = rest.pop(0) if seg[7] else None
@@ -306,9 +310,10 @@ def run_attention(op, props, args, elts):
     p, _ = attention_probs_rounded(props, q, k, mask, bf16)
     dv = np.matmul(np.swapaxes(rnd(p), -1, -2), do)
     dp = rnd(np.matmul(do, np.swapaxes(v, -1, -2)))
-    ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True))
+    di = np.sum(do * o, axis=-1, keepdims=True)
     if dlse is not None:
-        ds = ds + p * dlse[..., None]
+        di = di - dlse[..., None]
+    ds = p * (dp - di)
     ds = rnd(ds * scale)
     return [np.matmul(ds, k), np.matmul(np.swapaxes(ds, -1, -2), q), dv]
 

@@ -58,3 +58,27 @@ func.func @mutable(%buf: memref<8xf32>) {
   }
   return
 }
+
+// -----
+
+// A vector constant (a vectorised zero fill of bfloat16) moves into the
+// body: the kernel takes no vector<8xbf16> argument.
+// CHECK-LABEL: func.func @fill
+// CHECK:         gpu.launch
+// CHECK-NEXT:      %[[Z:.*]] = arith.constant dense<0.000000e+00> : vector<8xbf16>
+// CHECK:           vector.store %[[Z]]
+// OUTLINED-LABEL: gpu.module @fill_kernel
+// OUTLINED:         gpu.func @fill_kernel(%{{.*}}: memref<4x8xbf16>, %{{.*}}: index) kernel
+// OUTLINED:           arith.constant dense<0.000000e+00> : vector<8xbf16>
+func.func @fill(%out: memref<4x8xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %z = arith.constant dense<0.0> : vector<8xbf16>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {
+    vector.store %z, %out[%tx, %c0] : memref<4x8xbf16>, vector<8xbf16>
+    gpu.terminator
+  }
+  return
+}

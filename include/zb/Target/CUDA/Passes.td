@@ -222,10 +222,15 @@ def ZBGpuSinkConstants : Pass<"zb-gpu-sink-constants"> {
     runtime loads the module (once per rank program, not per step), and the
     kernel reads it there. Non-constant globals and views of other buffers
     are left alone (zb-gpu-check-device-memory refuses what still reaches a
-    kernel from host memory).
+    kernel from host memory). A vector `arith.constant` the body uses (a
+    vectorised fill) is cloned into it as well, instead of becoming a kernel
+    argument: an emulated kernel (`--target cuda-emu`) with a bfloat16
+    vector argument would convert it through float32 on x86, a call of
+    `__truncsfbf2`, which libgcc lacks.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
-                           "::mlir::memref::MemRefDialect"];
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def ZBGpuCheckDeviceMemory : Pass<"zb-gpu-check-device-memory", "mlir::ModuleOp"> {
