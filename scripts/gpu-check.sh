@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# gpu-check.sh - the GPU checks of issues 29 and 30 as one command, for a
-# session that has a GPU machine for a few minutes (no LLVM, no MPI there).
+# gpu-check.sh - the GPU checks of issues 29, 30 and 38 as one command, for
+# a session that has a GPU machine for a few minutes (no LLVM, no MPI there).
 #
 #   scripts/gpu-check.sh prepare OUT       here (no GPU): plans, references,
 #                                          bundle: OUT/ and OUT.tar.gz
@@ -19,14 +19,22 @@
 #   g8-bf16              512 --heads 8 --seq 128 --batch 8; 8 microbatches,
 #                        AdamW lr 3e-4), without and with --allow-tf32, and
 #                        with --precision bf16 (issue 37)
+#   g124-p{1,2}-b{B}     GPT-2 124M (issue 38: make_model.py --layers 12 --dim
+#                        768 --heads 12 --vocab 50257 --seq 1024 --tie-lm-head
+#                        --batch B), --precision bf16, AdamW lr 6e-4, 8
+#                        microbatches of B sequences, 1 and 2 stages, for each
+#                        candidate B in ZB_GPU_CHECK_G124_BATCHES (default
+#                        "8 16"; ZB_GPU_CHECK_G124=0: none); 60-80 s each
+#                        here, ZB_GPU_CHECK_JOBS (default 2) at a time
 # runs the CPU references here (ref/*.json: gpt2-cpu and demo-cpu 10 steps,
 # g8-cpu 2 steps), and writes OUT with scripts/gpu-bundle.sh (zb-run, libzbrt,
-# Open MPI, env.sh) plus bin/zbrt-cuda-smoke. The g8 plans travel without
-# params.bin (97 MiB each): `run` writes it there with
+# Open MPI, env.sh) plus bin/zbrt-cuda-smoke. The g8 and g124 plans travel
+# without params.bin (97 MiB and 475 MiB): `run` writes it there with
 # benchmarks/GPU/make_params.py (zb-compile's initialisation, checked against
-# ref/g8.params.sha256). OUT is ~100 MiB (OpenBLAS 36, the plans' kernels
-# 40), OUT.tar.gz ~32 MiB: carry that one (the device tool carries 64 MiB);
-# `run OUT.tar.gz` unpacks it beside itself.
+# ref/g8.params.sha256 and ref/g124.params.sha256; every g124 plan has the
+# same parameters). OUT.tar.gz: carry that one (the device tool carries 64
+# MiB with the checkout: keep it under ~45 MiB); `run OUT.tar.gz` unpacks
+# it beside itself.
 #
 # run prints one block: (1) zbrt-cuda-smoke; (2) every model on 1, 2 and 4
 # ranks on one GPU (--backend cuda, --deterministic): losses against the CPU
@@ -35,15 +43,28 @@
 # CUDA graphs on and off (20 steps), PyTorch eager fp32 and SDPA + TF32 +
 # fused AdamW on the same model (benchmarks/GPU/torch_gpt_step.py), the
 # demo-size GPT on the GPU against --backend cpu on one core; (5) measured
-# T_F/T_B/T_W (zb-run --profile) against plan.json's predicted ones; (6)
+# T_F/T_B/T_W (zb-run --profile) against plan.json's predicted ones; (7)
+# GPT-2 124M bf16: zb on 1 rank and on 2 ranks sharing the GPU, each with
+# the largest candidate microbatch that fits (tried largest first, each in
+# its own process under a time limit: out of memory, a time-out or a
+# failure is a row of the table and the next smaller one is tried), PyTorch
+# eager (autocast bf16, SDPA, fused AdamW) and torch.compile of the same
+# model at zb's 1-rank batch; one table of tokens/s and MFU
+# (gpu_check_report.py gpt-table: 6N + 6LCT FLOPs per token against the
+# H200's 989.4 TFLOP/s), and T_F/T_B/T_W measured against the plan's; (6)
 # ncu's time of every generated kernel of microbatch 0's F, B and W of the
 # g8 TF32 GPT against its roofline (gpu_report.json), per pass, and the
 # kernels furthest above it; then (3) compute-sanitizer memcheck on one
 # step of each 1-rank model (last: its time is the hardest to foresee).
 # Every run is under `timeout`, the whole within ZB_GPU_CHECK_BUDGET_S
-# seconds (default 450); a failure or a skip is printed and the rest goes
-# on. Reports and logs: OUT/results/ (or
-# $ZB_GPU_CHECK_RESULTS).
+# seconds (default 560); (1)-(5) may spend all of it but
+# ZB_GPU_CHECK_G124_S (default 240), which (7) keeps; (6) and (3) take
+# what is left. A failure or a skip is printed and the rest goes on.
+# Reports and logs: OUT/results/ (or $ZB_GPU_CHECK_RESULTS), written as the
+# run goes: gpu-check.log (all that run prints), g124.jsonl (the rows of
+# (7)'s table).
+#   ZB_GPU_CHECK_PARTS    the parts to run (default: smoke losses speed passes
+#                         gpt124m kernels sanitizer; e.g. "gpt124m" alone)
 #   ZB_GPU_CHECK_FAKE=1   run against the host-memory stand-in
 #                         (build/lib/libzb_fake_cuda.so, no-op kernels; no
 #                         sanitizer, no PyTorch): the plumbing, not the numbers
@@ -60,6 +81,10 @@ text=$root/examples/gpt/shakespeare.txt
 fixtures=$root/test/Frontend/Inputs/onnx
 report=$root/benchmarks/GPU/gpu_check_report.py
 gpt8=(--layers 8 --dim 512 --heads 8 --seq 128 --batch 8)
+# GPT-2 124M (issue 38): make_model.py with GPT-2's tied LM head; the
+# candidate microbatch sizes (sequences of 1024 tokens) that prepare compiles.
+g124=(--layers 12 --dim 768 --heads 12 --vocab 50257 --seq 1024 --tie-lm-head)
+g124_batches=${ZB_GPU_CHECK_G124_BATCHES:-8 16}
 
 die() { echo "gpu-check.sh: error: $*" >&2; exit 1; }
 usage() { echo "usage: scripts/gpu-check.sh prepare|run OUT" >&2; exit 2; }
@@ -102,6 +127,39 @@ compile_plans() {
   compile g8-bf16 "$plans" "$tmp/g8.mlir" "${g8[@]}" "${cuda[@]}" \
     --precision bf16
   compile g8-cpu "$tmp/cpu" "$tmp/g8.mlir" "${g8[@]}"
+  compile_g124
+}
+
+# GPT-2 124M (issue 38): bf16, AdamW, 8 microbatches, 1 and 2 stages, one
+# plan per candidate microbatch size (sequences of 1024 tokens): `run` takes
+# the largest that fits. Every plan has the same params.bin (the parameters
+# do not depend on the batch): it travels once as a SHA-256. A plan takes
+# 60-80 s to compile here (mostly one thread): ZB_GPU_CHECK_JOBS (default
+# 2) of them at a time.
+compile_g124() {
+  local b p name pid t0=$SECONDS jobs=${ZB_GPU_CHECK_JOBS:-2} pids=() names=()
+  [ "${ZB_GPU_CHECK_G124:-1}" = 0 ] && { echo "  GPT-2 124M: skipped (ZB_GPU_CHECK_G124=0)"; return; }
+  local opts=(--microbatches 8 --optimizer adamw --lr 6e-4 --precision bf16
+              --target cuda --gpu-arch sm_90)
+  for b in $g124_batches; do
+    /usr/bin/env python3 "$root/examples/gpt/make_model.py" "${g124[@]}" \
+      --batch "$b" > "$tmp/g124-b$b.mlir" || die "make_model.py (GPT-2 124M) failed"
+    for p in 1 2; do
+      name=g124-p$p-b$b
+      compile "$name" "$plans" "$tmp/g124-b$b.mlir" --stages "$p" "${opts[@]}" &
+      pids+=($!); names+=("$name")
+      if [ ${#pids[@]} -ge "$jobs" ]; then
+        wait "${pids[0]}" || die "zb-compile ${names[0]} failed"
+        pids=("${pids[@]:1}"); names=("${names[@]:1}")
+      fi
+    done
+  done
+  for pid in "${!pids[@]}"; do
+    wait "${pids[$pid]}" || die "zb-compile ${names[$pid]} failed"
+  done
+  rm -f "$tmp"/g124-b*.mlir
+  echo "  GPT-2 124M plans (microbatches of $g124_batches sequences; 1 and 2 stages)" \
+       "compiled in $(( SECONDS - t0 ))s"
 }
 
 # The CPU plans' initial parameters are the GPU plans' (same model, same
@@ -124,6 +182,29 @@ check_params() {
     > /dev/null || die "make_params.py does not reproduce g8's params.bin"
   rm -f "$tmp/g8.params.bin" "$plans/g8-fp32/params.bin" "$plans/g8-tf32/params.bin" \
     "$plans/g8-bf16/params.bin"
+  check_g124_params "$py"
+}
+
+# The GPT-2 124M plans' params.bin (498 MB each) are one file: its SHA-256
+# travels, make_params.py writes it there.
+check_g124_params() { # PYTHON
+  local d first=
+  for d in "$plans"/g124-*; do
+    [ -d "$d" ] || continue
+    if [ -z "$first" ]; then
+      first=$d
+      sha256sum < "$d/params.bin" | cut -d' ' -f1 > "$tmp/ref/g124.params.sha256"
+    else
+      cmp -s "$first/params.bin" "$d/params.bin" ||
+        die "$(basename "$d")'s params.bin differs from $(basename "$first")'s"
+    fi
+  done
+  [ -n "$first" ] || return 0
+  echo "  make_params.py: checking that it rewrites the GPT-2 124M params.bin ($1)"
+  "$1" "$root/benchmarks/GPU/make_params.py" "$first" --out "$tmp/g124.params.bin" \
+    --sha256 "$(cat "$tmp/ref/g124.params.sha256")" > /dev/null ||
+    die "make_params.py does not reproduce the GPT-2 124M params.bin"
+  rm -f "$tmp/g124.params.bin" "$plans"/g124-*/params.bin
 }
 
 cpu_reference() { # NAME PLAN STEPS
@@ -355,6 +436,108 @@ part_passes() {
   fi
 }
 
+# GPT-2 124M (issue 38). params.bin: make_params.py writes it once (all
+# the g124 plans have the same parameters), the other plans link it.
+g124_params() { # FIRST_PLAN
+  local pyn d t
+  [ -f "$1/params.bin" ] && return 0
+  pyn=$(pick_python numpy) || pyn=python3
+  t=$(allow 120) || { echo "    params.bin: skipped (time budget spent)"; return 1; }
+  if ! timeout "$t" "$pyn" "$root/benchmarks/GPU/make_params.py" "$1" \
+      --sha256 "$(cat "$out/ref/g124.params.sha256")" > "$res/g124-make_params.log" 2>&1; then
+    echo "    params.bin not written ($pyn): $(tail -1 "$res/g124-make_params.log")"
+    return 1
+  fi
+  for d in "$out"/plans/g124-*; do
+    [ "$d" = "$1" ] || ln -sf "$1/params.bin" "$d/params.bin"
+  done
+}
+
+# Why a run failed: out of memory, timed out, or its exit code.
+why_failed() { # NAME RC
+  if [ "$2" -eq 124 ] || [ "$2" -eq 137 ]; then
+    echo "timed out"
+  elif grep -qiE 'out of ([a-z]+ )?memory|OUT_OF_MEMORY|ALLOC_FAILED' "$res/$1.err" \
+       "$res/$1.out" 2> /dev/null; then
+    echo "out of memory"
+  else
+    echo "failed (exit $2)"
+  fi
+}
+
+part_gpt124m() {
+  local p b name rc why t mode label tpy plan best= batches
+  local rows=$res/g124.jsonl
+  echo "(7) GPT-2 124M (12 layers, d 768, 12 heads, vocab 50257, T 1024; bf16, AdamW," \
+       "8 microbatches a step; issue 38): the largest microbatch that fits, tokens/s, MFU"
+  batches=$(cd "$out/plans" 2>/dev/null && ls -d g124-p1-b* 2>/dev/null |
+            sed 's/^g124-p1-b//' | sort -rn | tr '\n' ' ')
+  if [ -z "$batches" ]; then echo "    skipped: no GPT-2 124M plans in the bundle"; return; fi
+  : > "$rows"
+  echo "    candidates (sequences per microbatch), largest first: $batches"
+  # The stand-in's device memory is host memory that its memsets and copies
+  # touch (a 124M model at 4 x 1024 took 21 GB of RSS): with FAKE, 2 GiB, so
+  # that every candidate runs out of memory at once, the path (7) takes when
+  # one does not fit.
+  if [ "$fake" = 1 ]; then
+    local ZB_FAKE_CUDA_ARENA_GB=2; export ZB_FAKE_CUDA_ARENA_GB
+    echo "    ZB_GPU_CHECK_FAKE=1: the stand-in's device has 2 GiB (every candidate runs out of memory)"
+  fi
+  g124_params "$out/plans/g124-p1-b${batches%% *}" || return
+  # zb on 1 rank, then 2 ranks sharing the GPU: each candidate in its own
+  # process, largest first, until one fits.
+  for p in 1 2; do
+    label="zb bf16, $p rank$([ "$p" = 2 ] && echo "s sharing the GPU")"
+    for b in $batches; do
+      name=g124-p$p-b$b
+      zbrun "$name" 120 "$name" --backend cuda --ranks "$p" --steps 10 \
+        --data "$text" --comm-timeout 60 --profile "$res/$name.profile.json"
+      rc=$?
+      if [ "$rc" -eq 0 ]; then
+        rep gpt-row "$rows" "$label" "$out/plans/$name" "$res/$name.out" \
+          "$res/$name.profile.json"
+        [ "$p" = 1 ] && best=$b
+        break
+      elif [ "$rc" -eq 99 ]; then
+        rep gpt-skip "$rows" "$label" "$out/plans/$name" "skipped (time budget spent)"
+        break
+      fi
+      rep gpt-skip "$rows" "$label" "$out/plans/$name" "$(why_failed "$name" "$rc")"
+    done
+  done
+  # PyTorch at zb's batch (1 rank's; the largest candidate if none fitted).
+  plan=$out/plans/g124-p1-b${best:-${batches%% *}}
+  if [ "$fake" = 1 ]; then
+    echo "    PyTorch: skipped (ZB_GPU_CHECK_FAKE=1)"
+  elif ! tpy=$(pick_python torch); then
+    echo "    PyTorch: skipped (no python3 with torch)"
+  else
+    for mode in bf16 compile; do
+      if [ "$mode" = bf16 ]; then
+        label="PyTorch eager, autocast bf16, SDPA, fused AdamW"; t=120
+      else
+        label="PyTorch torch.compile, autocast bf16, SDPA, fused AdamW"; t=240
+      fi
+      name=torch-g124-$mode
+      if ! t=$(allow "$t"); then
+        rep gpt-skip "$rows" "$label" "$plan" "skipped (time budget spent)"; continue
+      fi
+      timeout -k 10 "$t" "$tpy" "$root/benchmarks/GPU/torch_gpt_step.py" "$plan" \
+        --data "$text" --heads 12 --steps 10 --mode "$mode" \
+        > "$res/$name.out" 2> "$res/$name.err"
+      rc=$?
+      if [ "$rc" -eq 0 ]; then
+        rep gpt-row "$rows" "$label" "$plan" "$res/$name.out"
+      else
+        rep gpt-skip "$rows" "$label" "$plan" "$(why_failed "$name" "$rc")"
+        tail -3 "$res/$name.err" | cut -c1-300 | sed 's/^/      | /'
+      fi
+    done
+  fi
+  echo "  GPT-2 124M table (rows: $rows; \`gpu_check_report.py gpt-table\` renders it again):"
+  rep gpt-table "$rows"
+}
+
 part_kernels() {
   local ncu
   echo "(6) kernel times: ncu on one eager step of g8 TF32 (the first 1000 launches: F, B, W of microbatch 0)"
@@ -392,6 +575,9 @@ part_sanitizer() {
   done
 }
 
+# Whether part $1 is in ZB_GPU_CHECK_PARTS.
+wanted() { [[ " $parts " == *" $1 "* ]]; }
+
 # OUT.tar.gz (what travels) is unpacked beside itself, as OUT (whatever
 # name the tarball has now).
 unpack() { # TARBALL
@@ -416,7 +602,10 @@ run_checks() {
   [ -n "$res" ] || { res=$out/results; rm -rf "$res"; }
   mkdir -p "$res" || die "cannot create $res"
   res=$(cd "$res" && pwd)
-  budget=${ZB_GPU_CHECK_BUDGET_S:-450}; started=$SECONDS
+  budget=${ZB_GPU_CHECK_BUDGET_S:-560}; started=$SECONDS
+  parts=${ZB_GPU_CHECK_PARTS:-smoke losses speed passes gpt124m kernels sanitizer}
+  # Everything printed from here on is also in $res/gpu-check.log.
+  exec > >(tee "$res/gpu-check.log") 2>&1
   fake=${ZB_GPU_CHECK_FAKE:-0}
   if [ "$fake" = 1 ]; then
     local lib=$build/lib/libzb_fake_cuda.so
@@ -428,15 +617,27 @@ run_checks() {
        "$(date -u +%FT%TZ); budget ${budget}s${ZB_GPU_CHECK_FAKE:+; FAKE=$fake}"
   command -v nvidia-smi > /dev/null &&
     echo "   $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
-  part_smoke
-  echo "(2) losses on 1/2/4 ranks sharing one GPU (--backend cuda --deterministic)"
-  part_losses gpt2 10
-  part_losses demo 10
-  part_fixtures
-  part_speed
-  part_passes
-  part_kernels
-  part_sanitizer
+  # (7) (GPT-2 124M) runs after (1)-(5) with time kept for it: the parts
+  # before it may spend the budget less ZB_GPU_CHECK_G124_S, (6) and (3)
+  # what is left after it.
+  local total=$budget reserve=${ZB_GPU_CHECK_G124_S:-240}
+  if ! wanted gpt124m || ! ls -d "$out"/plans/g124-p1-b* > /dev/null 2>&1; then
+    reserve=0
+  fi
+  wanted smoke && part_smoke
+  budget=$(( total - reserve ))
+  if wanted losses; then
+    echo "(2) losses on 1/2/4 ranks sharing one GPU (--backend cuda --deterministic)"
+    part_losses gpt2 10
+    part_losses demo 10
+    part_fixtures
+  fi
+  wanted speed && part_speed
+  wanted passes && part_passes
+  budget=$total
+  wanted gpt124m && part_gpt124m
+  wanted kernels && part_kernels
+  wanted sanitizer && part_sanitizer
   echo "== done in $(( SECONDS - started ))s; reports and logs in $res"
 }
 

@@ -6,7 +6,10 @@ and the gradient reports carry the model's names (wte, wpe, lm_head,
 h<l>.attn_w, ...).
 
     make_model.py [--layers 4] [--batch 4] [--seq 32] [--dim 64] [--heads 4]
-                  [any other gen_gpt2.py option] > gpt.mlir
+                  [--tie-lm-head] [any other gen_gpt2.py option] > gpt.mlir
+
+--tie-lm-head: the LM head is the token embedding (wte), as in GPT-2 (the
+124M shape: --layers 12 --dim 768 --heads 12 --vocab 50257 --seq 1024).
 """
 import os
 import re
@@ -25,7 +28,9 @@ def main():
     for k, v in DEFAULTS.items():
         if k not in args:
             args += [k, v]
-    if "--untie-lm-head" not in args:
+    if "--tie-lm-head" in args:
+        args.remove("--tie-lm-head")
+    elif "--untie-lm-head" not in args:
         args.append("--untie-lm-head")
     text = subprocess.run([sys.executable, GEN] + args, check=True,
                           capture_output=True, text=True).stdout
