@@ -26,6 +26,9 @@
 #                        candidate B in ZB_GPU_CHECK_G124_BATCHES (default
 #                        "8 16"; ZB_GPU_CHECK_G124=0: none); 60-80 s each
 #                        here, ZB_GPU_CHECK_JOBS (default 2) at a time
+#   g124-u1-b{B}         the first candidate on 1 stage with
+#                        --fuse-attention=false (the exported attention ops;
+#                        the others fuse it: zb-fuse-attention), run last
 # runs the CPU references here (ref/*.json: gpt2-cpu and demo-cpu 10 steps,
 # g8-cpu 2 steps), and writes OUT with scripts/gpu-bundle.sh (zb-run, libzbrt,
 # Open MPI, env.sh) plus bin/zbrt-cuda-smoke. The g8 and g124 plans travel
@@ -144,9 +147,15 @@ compile_g124() {
   for b in $g124_batches; do
     /usr/bin/env python3 "$root/examples/gpt/make_model.py" "${g124[@]}" \
       --batch "$b" > "$tmp/g124-b$b.mlir" || die "make_model.py (GPT-2 124M) failed"
-    for p in 1 2; do
-      name=g124-p$p-b$b
-      compile "$name" "$plans" "$tmp/g124-b$b.mlir" --stages "$p" "${opts[@]}" &
+    local variants=("p1" "p2")
+    # The first candidate once more with the exported attention ops
+    # (--fuse-attention=false): what zb-fuse-attention changes on a GPU.
+    [ "$b" = "${g124_batches%% *}" ] && variants+=("u1")
+    for p in "${variants[@]}"; do
+      name=g124-$p-b$b
+      local extra=(--stages "${p#?}")
+      [ "${p:0:1}" = u ] && extra+=(--fuse-attention=false)
+      compile "$name" "$plans" "$tmp/g124-b$b.mlir" "${extra[@]}" "${opts[@]}" &
       pids+=($!); names+=("$name")
       if [ ${#pids[@]} -ge "$jobs" ]; then
         wait "${pids[0]}" || die "zb-compile ${names[0]} failed"
@@ -534,6 +543,22 @@ part_gpt124m() {
       fi
     done
   fi
+  # The same on 1 rank with the exported attention (no zb-fuse-attention).
+  for d in "$out"/plans/g124-u1-b*; do
+    [ -d "$d" ] || continue
+    name=$(basename "$d")
+    label="zb bf16, 1 rank, --fuse-attention=false"
+    zbrun "$name" 120 "$name" --backend cuda --ranks 1 --steps 10 \
+      --data "$text" --comm-timeout 60 --profile "$res/$name.profile.json"
+    rc=$?
+    if [ "$rc" -eq 0 ]; then
+      rep gpt-row "$rows" "$label" "$d" "$res/$name.out" "$res/$name.profile.json"
+    elif [ "$rc" -eq 99 ]; then
+      rep gpt-skip "$rows" "$label" "$d" "skipped (time budget spent)"
+    else
+      rep gpt-skip "$rows" "$label" "$d" "$(why_failed "$name" "$rc")"
+    fi
+  done
   echo "  GPT-2 124M table (rows: $rows; \`gpu_check_report.py gpt-table\` renders it again):"
   rep gpt-table "$rows"
 }
