@@ -146,7 +146,6 @@ private:
     Operation *def = s.getDefiningOp();
     if (!def)
       return false;
-    size_t chainSize = m.chain.size();
     Match saved = m;
     auto step = [&](Value next, bool scale, bool mask, bool causal,
                     bool cast) {
@@ -154,7 +153,6 @@ private:
       if (walkScores(m, next, scale, mask, causal, cast))
         return true;
       m = saved;
-      m.chain.resize(chainSize);
       return false;
     };
     if (auto bmm = dyn_cast<BatchMatmulOp>(def))

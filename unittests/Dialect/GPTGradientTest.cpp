@@ -34,21 +34,28 @@ std::string readGPT2() {
   return buffer ? (*buffer)->getBuffer().str() : std::string();
 }
 
+/// Random arguments of gpt2.mlir's @main: tokens and targets below the
+/// vocabulary (the first parameter's rows), floats in [-0.5, 0.5].
+std::vector<HostTensor> gptArgs(const CompiledLoss &loss, uint64_t seed) {
+  const int64_t vocab = loss.argTemplates()[2].shape[0];
+  std::vector<ArgInit> inits(loss.argTemplates().size(), ArgInit{-0.5, 0.5});
+  inits[0].maxIndex = vocab;
+  inits[1].maxIndex = vocab;
+  std::mt19937_64 rng(seed);
+  return randomArgs(loss, inits, rng);
+}
+
 TEST(GPTGradientTest, TwoLayerGPTMatchesFiniteDifferences) {
   std::string source = readGPT2();
   ASSERT_FALSE(source.empty()) << "cannot read gpt2.mlir";
   CompiledLoss loss(source);
   ASSERT_TRUE(loss.ok()) << loss.error();
   // Arguments: tokens, targets (vocabulary 11), then the parameters.
-  const int64_t vocab = loss.argTemplates()[2].shape[0];
-  std::vector<ArgInit> inits(loss.argTemplates().size(), ArgInit{-0.5, 0.5});
-  inits[0].maxIndex = vocab;
-  inits[1].maxIndex = vocab;
-  std::mt19937_64 rng(2024);
-  std::vector<HostTensor> args = randomArgs(loss, inits, rng);
+  std::vector<HostTensor> args = gptArgs(loss, 2024);
   GradientCheckResult r = checkGradients(loss, args);
   ASSERT_TRUE(std::isfinite(r.loss));
   // A random model predicts roughly uniformly: loss near log(vocab).
+  const int64_t vocab = loss.argTemplates()[2].shape[0];
   EXPECT_NEAR(r.loss, std::log(static_cast<double>(vocab)), 1.0);
   ASSERT_EQ(r.relErrors.size(), loss.paramIndices().size());
   std::printf("[ fd-check ] gpt2 (%zu parameter tensors) loss %.6f, max rel "
@@ -75,12 +82,7 @@ TEST(GPTGradientTest, EmulatedGpuKernelsEqualCpuBackend) {
   ASSERT_TRUE(gpuSerial.ok()) << gpuSerial.error();
   CompiledLoss gpuBlock(source, nullptr, false, &block);
   ASSERT_TRUE(gpuBlock.ok()) << gpuBlock.error();
-  const int64_t vocab = cpu.argTemplates()[2].shape[0];
-  std::vector<ArgInit> inits(cpu.argTemplates().size(), ArgInit{-0.5, 0.5});
-  inits[0].maxIndex = vocab;
-  inits[1].maxIndex = vocab;
-  std::mt19937_64 rng(2025);
-  std::vector<HostTensor> args = randomArgs(cpu, inits, rng);
+  std::vector<HostTensor> args = gptArgs(cpu, 2025);
   std::vector<HostTensor> gc, gs, gb;
   double lc = cpu.run(args, &gc), ls = gpuSerial.run(args, &gs),
          lb = gpuBlock.run(args, &gb);
@@ -147,12 +149,7 @@ TEST(GPTGradientTest, FusedAttentionMatchesFiniteDifferencesAndUnfused) {
   EXPECT_EQ(fusedCount, 2) << "one attention per layer";
   CompiledLoss unfused(source);
   ASSERT_TRUE(unfused.ok()) << unfused.error();
-  const int64_t vocab = fused.argTemplates()[2].shape[0];
-  std::vector<ArgInit> inits(fused.argTemplates().size(), ArgInit{-0.5, 0.5});
-  inits[0].maxIndex = vocab;
-  inits[1].maxIndex = vocab;
-  std::mt19937_64 rng(2026);
-  std::vector<HostTensor> args = randomArgs(fused, inits, rng);
+  std::vector<HostTensor> args = gptArgs(fused, 2026);
   GradientCheckResult r = checkGradients(fused, args);
   ASSERT_TRUE(std::isfinite(r.loss));
   std::printf("[ fd-check ] gpt2 fused attention (%zu parameter tensors) loss "

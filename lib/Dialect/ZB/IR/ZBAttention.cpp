@@ -71,10 +71,9 @@ AttentionGradients zb::buildAttentionBackward(ZBBuilder &e,
   int64_t last = st.getRank() - 1;
   // P = exp(S - lse): the probabilities, 0 where S is -inf (also in a
   // row of hidden keys, whose lse -inf is taken as 0).
-  Value lseStat = e.cast(lse, stat);
-  lseStat = e.select(e.compare("eq", lseStat, e.splat(lseStat, -kInf)),
-                     e.splat(lseStat, 0.0), lseStat);
-  Value p = e.exp(e.sub(s, e.unreduce(lseStat, st, {last})));
+  Value lseSafe = e.select(e.compare("eq", lse, e.splat(lse, -kInf)),
+                           e.splat(lse, 0.0), lse);
+  Value p = e.exp(e.sub(s, e.unreduce(lseSafe, st, {last})));
   Value pe = e.cast(p, elem);
   Value dv = e.batchMatmul(pe, resultGrad, /*tx=*/true, /*ty=*/false);
   Value dp = e.cast(e.batchMatmul(resultGrad, spec.value, false, true), stat);
