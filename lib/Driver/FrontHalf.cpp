@@ -34,6 +34,7 @@ static void setPipelineOptions(PipelineOptions &pipeline,
   pipeline.optimizerSync = options.optimizerSync;
   pipeline.dpBucketBytes = options.dpBucketBytes;
   pipeline.fuseAttention = options.fuseAttention;
+  pipeline.fuseCrossEntropy = options.fuseCrossEntropy;
 }
 
 LogicalResult partitionModel(ModuleOp module, const CompileOptions &options) {

@@ -30,6 +30,8 @@ void buildPartitionPipeline(OpPassManager &pm,
     pm.addPass(createZBFuseAttention());
   if (options.precision == Precision::Bf16)
     pm.addPass(createZBAutocast());
+  if (options.fuseCrossEntropy)
+    pm.addPass(createZBFuseCrossEntropy());
   pm.addPass(createZBAutodiff());
   pm.addPass(createZBSplitBackward());
   ZBPartitionStagesOptions partition;

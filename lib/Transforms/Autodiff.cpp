@@ -182,9 +182,12 @@ LogicalResult Differentiator::backpropagateOp(Operation *op) {
     resultGrads.push_back(gradientOf(r, id));
   if (llvm::all_of(resultGrads, [](Value g) { return !g; }))
     return success(); // does not reach the loss
-  auto rule = llvm::dyn_cast<GradientOpInterface>(op);
+  // A multi-result rule serves ops whose results are optional too
+  // (zb.cross_entropy with or without its lse).
   auto multiRule = llvm::dyn_cast<MultiResultGradientOpInterface>(op);
-  if (op->getNumResults() == 1 ? !rule : !multiRule)
+  auto rule = multiRule ? GradientOpInterface()
+                        : llvm::dyn_cast<GradientOpInterface>(op);
+  if (!rule && !multiRule)
     return op->emitOpError("has no gradient rule (")
            << (op->getNumResults() == 1 ? "GradientOpInterface"
                                         : "MultiResultGradientOpInterface")

@@ -305,7 +305,8 @@ NB_MODULE(_zb, m) {
          const std::string &optimizer, double lr,
          const std::string &data, const std::string &profile, int optLevel,
          unsigned jobs, bool verbose, const std::string &precision,
-         int64_t dataParallel, int64_t dpBucketBytes, bool fuseAttention) {
+         int64_t dataParallel, int64_t dpBucketBytes, bool fuseAttention,
+         bool fuseCrossEntropy) {
         zb::driver::CompileOptions o;
         o.inputFile = model;
         o.outputDir = output;
@@ -327,6 +328,7 @@ NB_MODULE(_zb, m) {
         o.dataParallel = dataParallel;
         o.dpBucketBytes = dpBucketBytes;
         o.fuseAttention = fuseAttention;
+        o.fuseCrossEntropy = fuseCrossEntropy;
         compileModel(o, verbose);
       },
       "model"_a, "output"_a, "stages"_a, "virtual_stages"_a,
@@ -335,5 +337,7 @@ NB_MODULE(_zb, m) {
       "optimizer"_a, "lr"_a, "data"_a, "profile"_a, "opt_level"_a, "jobs"_a,
       "verbose"_a, "precision"_a = "fp32", "data_parallel"_a = 1,
       "dp_bucket_bytes"_a = zb::driver::CompileOptions().dpBucketBytes,
-      "fuse_attention"_a = zb::driver::CompileOptions().fuseAttention);
+      "fuse_attention"_a = zb::driver::CompileOptions().fuseAttention,
+      "fuse_cross_entropy"_a =
+          zb::driver::CompileOptions().fuseCrossEntropy);
 }

@@ -357,7 +357,8 @@ def compile(model: str, output: str, *, stages: int = 2,
             jobs: int = 0, verbose: bool = False,
             precision: str = "fp32", data_parallel: int = 1,
             dp_bucket_bytes: int = 4 << 20,
-            fuse_attention: bool = True) -> Plan:
+            fuse_attention: bool = True,
+            fuse_cross_entropy: bool = True) -> Plan:
     """Compiles a model (.onnx, JAX StableHLO text, or zb .mlir) as
     zb-compile does, into ``output``.
 
@@ -385,6 +386,12 @@ def compile(model: str, output: str, *, stages: int = 2,
             whose backward pass recomputes the probabilities from the saved
             log-sum-exp instead of keeping them (zb-compile
             --fuse-attention; default on).
+        fuse_cross_entropy: each cross-entropy keeps its log-sum-exp (one
+            float per token) and reads the logits in the precision they
+            were computed in: its backward pass is one elementwise pass
+            without the probabilities, and a bfloat16 model keeps bfloat16
+            logits between F and B (zb-compile --fuse-cross-entropy;
+            default on).
     Raises:
         ValueError: with zb-compile's diagnostics (file, op, node).
     """
@@ -393,7 +400,8 @@ def compile(model: str, output: str, *, stages: int = 2,
                 _as_list("memory_limit", memory_limit),
                 [str(d) for d in data_args], target, optimizer,
                 lr, data, profile, opt_level, jobs, verbose, precision,
-                data_parallel, dp_bucket_bytes, fuse_attention)
+                data_parallel, dp_bucket_bytes, fuse_attention,
+                fuse_cross_entropy)
     with open(_os.path.join(output, "plan.json")) as f:
         plan = _json.load(f)
         ranks = plan["num_ranks"] * plan.get("data_parallel", 1)

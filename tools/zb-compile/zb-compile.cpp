@@ -290,6 +290,16 @@ static cl::opt<bool, true> fuseAttention(
              "keeps the exported ops"),
     cl::location(options.fuseAttention), cl::init(defaults.fuseAttention),
     cl::cat(category));
+static cl::opt<bool, true> fuseCrossEntropy(
+    "fuse-cross-entropy",
+    cl::desc("Keep each cross-entropy's log-sum-exp (one float per token) "
+             "so that its backward pass computes the logits' gradient in "
+             "one pass without the probabilities, and read bfloat16 logits "
+             "without a float32 copy (the logits kept between F and B are "
+             "half the bytes). Default on; --fuse-cross-entropy=false keeps "
+             "the exported ops"),
+    cl::location(options.fuseCrossEntropy),
+    cl::init(defaults.fuseCrossEntropy), cl::cat(category));
 static cl::opt<bool, true>
     timing("timing",
            cl::desc("Print the time of every compiler phase (MLIR passes, "

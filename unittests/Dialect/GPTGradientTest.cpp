@@ -110,16 +110,22 @@ TEST(GPTGradientTest, EmulatedGpuKernelsEqualCpuBackend) {
   EXPECT_GT(differing, 0u) << "no block reduction ran";
 }
 
-/// zb-fuse-attention then zb-autodiff (CompiledLoss's hook in place of
-/// zb-autodiff alone); `fused` counts the zb.attention ops formed.
-ManualBackward fuseThenDifferentiate(int *fused) {
-  return [fused](mlir::ModuleOp module) -> mlir::LogicalResult {
+/// zb-fuse-attention (or zb-fuse-cross-entropy with `crossEntropy`) then
+/// zb-autodiff (CompiledLoss's hook in place of zb-autodiff alone);
+/// `fused` counts the zb.attention ops formed (the zb.cross_entropy ops
+/// with an lse).
+ManualBackward fuseThenDifferentiate(int *fused, bool crossEntropy = false) {
+  return [fused, crossEntropy](mlir::ModuleOp module) -> mlir::LogicalResult {
     mlir::PassManager fuse(module.getContext());
-    fuse.addPass(zb::createZBFuseAttention());
+    if (crossEntropy)
+      fuse.addPass(zb::createZBFuseCrossEntropy());
+    else
+      fuse.addPass(zb::createZBFuseAttention());
     if (mlir::failed(fuse.run(module)))
       return mlir::failure();
     *fused = 0;
     module.walk([&](zb::AttentionOp) { ++*fused; });
+    module.walk([&](zb::CrossEntropyOp op) { *fused += op.getLse() ? 1 : 0; });
     mlir::PassManager diff(module.getContext());
     diff.addPass(zb::createZBAutodiff());
     return diff.run(module);
@@ -233,6 +239,75 @@ func.func @main(%x: tensor<2x6x4xf64>, %mask: tensor<2x6x6xf64>,
   CompiledLoss unfused(text);
   ASSERT_TRUE(unfused.ok()) << unfused.error();
   EXPECT_NEAR(fused.run(args), unfused.run(args), 1e-12 * std::abs(r.loss));
+}
+
+/// The GPT with its cross-entropy given an lse (zb-fuse-cross-entropy:
+/// the gradient exp(logits - lse) - one_hot instead of the recomputed
+/// softmax): gradients against central finite differences, and loss and
+/// gradients against the plain op (a second code path).
+TEST(GPTGradientTest, FusedCrossEntropyMatchesFiniteDifferencesAndUnfused) {
+  std::string source = readGPT2();
+  ASSERT_FALSE(source.empty()) << "cannot read gpt2.mlir";
+  int fusedCount = -1;
+  CompiledLoss fused(source, fuseThenDifferentiate(&fusedCount, true));
+  ASSERT_TRUE(fused.ok()) << fused.error();
+  EXPECT_EQ(fusedCount, 1);
+  CompiledLoss unfused(source);
+  ASSERT_TRUE(unfused.ok()) << unfused.error();
+  std::vector<HostTensor> args = gptArgs(fused, 2027);
+  GradientCheckResult r = checkGradients(fused, args);
+  ASSERT_TRUE(std::isfinite(r.loss));
+  std::printf("[ fd-check ] gpt2 cross-entropy with lse (%zu parameter "
+              "tensors) loss %.6f, max rel error %.3e\n",
+              r.relErrors.size(), r.loss, r.maxRelError);
+  for (auto [k, e] : llvm::enumerate(r.relErrors))
+    EXPECT_LT(e, 1e-6) << "parameter argument #" << fused.paramIndices()[k];
+  std::vector<HostTensor> gf, gu;
+  double lf = fused.run(args, &gf), lu = unfused.run(args, &gu);
+  EXPECT_NEAR(lf, lu, 1e-13 * std::abs(lu));
+  ASSERT_EQ(gf.size(), gu.size());
+  double worst = 0;
+  for (size_t k = 0; k < gf.size(); ++k)
+    worst = std::max(worst, relativeDifference(gf[k], gu[k]));
+  std::printf("[ fused    ] loss %.15f vs plain %.15f, gradients max rel "
+              "difference %.2e\n",
+              lf, lu, worst);
+  EXPECT_LT(worst, 1e-12);
+}
+
+/// A cross-entropy with ignore_index whose lse also reaches the loss (a
+/// z-loss term, 0.1 * sum(lse^2), as PaLM adds): the gradient through both
+/// results, with some positions ignored, against finite differences.
+TEST(GPTGradientTest, CrossEntropyLseGradientWithIgnoredPositions) {
+  const char *source = R"mlir(
+func.func @main(%x: tensor<6x4xf64>, %t: tensor<6xi64>,
+                %w: tensor<5x4xf64> {zb.param}) -> tensor<f64> {
+  %logits = zb.matmul %x, %w {transpose_rhs} : (tensor<6x4xf64>, tensor<5x4xf64>) -> tensor<6x5xf64>
+  %l, %lse = zb.cross_entropy %logits, %t {ignore_index = -100 : i64} : (tensor<6x5xf64>, tensor<6xi64>) -> tensor<f64>, tensor<6xf64>
+  %sq = zb.mul %lse, %lse : tensor<6xf64>
+  %z = zb.reduce_sum %sq axes [0] : tensor<6xf64> -> tensor<f64>
+  %c = zb.constant dense<0.1> : tensor<f64>
+  %zc = zb.mul %z, %c : tensor<f64>
+  %loss = zb.add %l, %zc : tensor<f64>
+  return %loss : tensor<f64>
+}
+)mlir";
+  CompiledLoss loss(source);
+  ASSERT_TRUE(loss.ok()) << loss.error();
+  std::vector<ArgInit> inits(3, ArgInit{-1.0, 1.0});
+  inits[1].maxIndex = 5;
+  std::mt19937_64 rng(11);
+  std::vector<HostTensor> args = randomArgs(loss, inits, rng);
+  ASSERT_EQ(args[1].kind, HostTensor::I64);
+  args[1].i64[1] = -100;
+  args[1].i64[4] = -100;
+  GradientCheckResult r = checkGradients(loss, args);
+  ASSERT_TRUE(std::isfinite(r.loss));
+  std::printf("[ fd-check ] cross-entropy with z-loss on its lse, 2 of 6 "
+              "positions ignored: loss %.6f, max rel error %.3e\n",
+              r.loss, r.maxRelError);
+  for (auto [k, e] : llvm::enumerate(r.relErrors))
+    EXPECT_LT(e, 1e-6) << "parameter argument #" << loss.paramIndices()[k];
 }
 
 } // namespace

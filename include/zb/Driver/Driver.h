@@ -221,6 +221,12 @@ struct CompileOptions {
   /// pass recomputes the probabilities from the saved log-sum-exp instead
   /// of keeping them (--fuse-attention).
   bool fuseAttention = true;
+  /// Keep each cross-entropy's log-sum-exp for its gradient and read the
+  /// logits in the precision they were computed in (zb-fuse-cross-entropy):
+  /// the backward pass computes exp(logits - lse) - one_hot in one pass,
+  /// and a bfloat16 model keeps its bfloat16 logits, not a float32 copy,
+  /// between F and B (--fuse-cross-entropy).
+  bool fuseCrossEntropy = true;
   /// MLIR pass timing reports on stderr and CompileCallbacks::phaseTime
   /// calls (--timing).
   bool timing = false;

@@ -105,9 +105,14 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("Run zb-fuse-attention before zb-autocast and "
                      "zb-autodiff"),
       llvm::cl::init(false)};
+  Option<bool> fuseCrossEntropy{
+      *this, "fuse-cross-entropy",
+      llvm::cl::desc("Run zb-fuse-cross-entropy after zb-autocast, before "
+                     "zb-autodiff"),
+      llvm::cl::init(false)};
 };
 
-/// [zb-fuse-attention,] [zb-autocast,] zb-autodiff, zb-split-backward, zb-partition-stages, zb-schedule,
+/// [zb-fuse-attention,] [zb-autocast,] [zb-fuse-cross-entropy,] zb-autodiff, zb-split-backward, zb-partition-stages, zb-schedule,
 /// zb-lower-pipeline: from the imported forward-and-loss function to per-rank
 /// step functions (buildPartitionPipeline, then buildSchedulePipeline).
 void buildPipelineParallelPipeline(mlir::OpPassManager &pm,

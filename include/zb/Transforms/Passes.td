@@ -42,6 +42,43 @@ def ZBFuseAttention : Pass<"zb-fuse-attention", "mlir::ModuleOp"> {
   let dependentDialects = ["::zb::ZBDialect"];
 }
 
+def ZBFuseCrossEntropy : Pass<"zb-fuse-cross-entropy", "mlir::ModuleOp"> {
+  let summary = "Keeps each cross-entropy's log-sum-exp for its gradient and reads the logits in their own precision";
+  let description = [{
+    The classifier's half of llm.c's and Liger-Kernel's fused
+    classifier, at the graph level. In the forward-and-loss function named
+    by `function` (after `zb-autocast`, before `zb-autodiff`), every
+    `zb.cross_entropy` without a second result gets one: `lse`, the
+    log-sum-exp of each position's logits. Its gradient is then
+    `exp(logits - lse) - one_hot(targets)`, scaled: one elementwise pass,
+    where the plain op's gradient recomputes the softmax (two row
+    reductions and the probabilities in memory).
+
+    A widening `zb.cast` between the logits and the cross-entropy (the
+    float32 copy that autocast or the exporter's `logits.float()` makes of
+    the bfloat16 logits), possibly followed by `zb.reshape`s, is absorbed
+    when the cast and reshapes have no other use: the reshapes move before
+    it and the op reads the narrow logits, computing in its float32
+    result type. Between F and B the narrow logits and the lse are kept,
+    not a float32 copy: half the bytes of the largest activation of a
+    language model's last stage (tokens x vocabulary).
+
+    Each rewritten op is reported as a remark when `remarks` is set.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"main\"",
+           "Name of the forward-and-loss function">,
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Emit a remark at each rewritten cross-entropy">
+  ];
+  let statistics = [
+    Statistic<"numFused", "fused", "Cross-entropies given their lse">,
+    Statistic<"numCastsAbsorbed", "casts-absorbed",
+              "Widening casts of the logits absorbed">
+  ];
+  let dependentDialects = ["::zb::ZBDialect"];
+}
+
 def ZBAutocast : Pass<"zb-autocast", "mlir::ModuleOp"> {
   let summary = "bfloat16 mixed precision with torch.autocast's op lists";
   let description = [{

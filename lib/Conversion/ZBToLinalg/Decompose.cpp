@@ -57,11 +57,16 @@ Value decomposeRmsNorm(OpBuilder &b, RmsNormOp op, RmsNormOp::Adaptor a) {
 }
 
 /// mean over the samples of logsumexp(logits) - logits[target], with the
-/// max subtracted inside the log-sum-exp.
-Value decomposeCrossEntropy(OpBuilder &b, CrossEntropyOp op,
-                            CrossEntropyOp::Adaptor a) {
+/// max subtracted inside the log-sum-exp, computed in the result's type
+/// (bfloat16 logits widen inside the fused reductions); the op's lse
+/// result when it has one.
+SmallVector<Value> decomposeCrossEntropy(OpBuilder &b, CrossEntropyOp op,
+                                         CrossEntropyOp::Adaptor a) {
   ZBBuilder e(b, op.getLoc());
+  Type compute = op.getResult().getType().getElementType();
   Value x = a.getLogits();
+  if (llvm::cast<RankedTensorType>(x.getType()).getElementType() != compute)
+    x = e.cast(x, compute);
   auto t = llvm::cast<RankedTensorType>(x.getType());
   int64_t last = t.getRank() - 1;
   Value m = e.reduceMax(x, {last});
@@ -73,14 +78,19 @@ Value decomposeCrossEntropy(OpBuilder &b, CrossEntropyOp op,
                   {last});
   Value perSample = e.sub(lse, picked);
   auto samples = llvm::to_vector(llvm::seq<int64_t>(0, last));
+  Value loss;
   if (std::optional<int64_t> ignore = op.getIgnoreIndex()) {
     // The mean over the positions whose target is not ignore_index.
     Value valid =
         e.notEqualMask(a.getTargets(), *ignore, t.getElementType());
-    return e.div(e.reduceSum(e.mul(perSample, valid), samples),
+    loss = e.div(e.reduceSum(e.mul(perSample, valid), samples),
                  e.reduceSum(valid, samples));
+  } else {
+    loss = e.reduceMean(perSample, samples);
   }
-  return e.reduceMean(perSample, samples);
+  if (op.getLse())
+    return {loss, lse};
+  return {loss};
 }
 
 } // namespace

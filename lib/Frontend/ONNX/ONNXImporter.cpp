@@ -402,9 +402,10 @@ FailureOr<Value> ONNXImporter::appendLoss(Value logits, func::FuncOp func,
       return failure();
     targets = func.getArgument(numGraphInputs);
   }
-  return Value(zb::CrossEntropyOp::create(
-      builder, loc, RankedTensorType::get({}, type.getElementType()), logits,
-      targets));
+  return zb::CrossEntropyOp::create(
+             builder, loc, RankedTensorType::get({}, type.getElementType()),
+             logits, targets)
+      .getResult();
 }
 
 //===----------------------------------------------------------------------===//

@@ -489,8 +489,40 @@ func.func @cross_entropy_targets(%x: tensor<4x10xf32>, %t: tensor<5xi64>) {
 // -----
 
 func.func @cross_entropy_result(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
-  // expected-error @+1 {{result must be a 0-d tensor of the logits' element type, got 'tensor<4xf32>'}}
+  // expected-error @+1 {{result must be a 0-d tensor of the logits' element type or a wider float type, got 'tensor<4xf32>' for logits 'tensor<4x10xf32>'}}
   %y = zb.cross_entropy %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_narrower_result(%x: tensor<4x10xf32>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{result must be a 0-d tensor of the logits' element type or a wider float type, got 'tensor<bf16>' for logits 'tensor<4x10xf32>'}}
+  %y = zb.cross_entropy %x, %t : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<bf16>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_same_width(%x: tensor<4x10xbf16>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{result must be a 0-d tensor of the logits' element type or a wider float type, got 'tensor<f16>' for logits 'tensor<4x10xbf16>'}}
+  %y = zb.cross_entropy %x, %t : (tensor<4x10xbf16>, tensor<4xi64>) -> tensor<f16>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_lse_shape(%x: tensor<4x10xbf16>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{lse must have the targets' shape and the result's element type, got 'tensor<4x1xf32>' for targets 'tensor<4xi64>' and result 'tensor<f32>'}}
+  %y, %lse = zb.cross_entropy %x, %t : (tensor<4x10xbf16>, tensor<4xi64>) -> tensor<f32>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_lse_type(%x: tensor<4x10xbf16>, %t: tensor<4xi64>) {
+  // expected-error @+1 {{lse must have the targets' shape and the result's element type, got 'tensor<4xbf16>' for targets 'tensor<4xi64>' and result 'tensor<f32>'}}
+  %y, %lse = zb.cross_entropy %x, %t : (tensor<4x10xbf16>, tensor<4xi64>) -> tensor<f32>, tensor<4xbf16>
   return
 }
 

@@ -124,6 +124,10 @@ func.func @layers(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32>, %
   %5 = zb.softmax %3 axis 2 : tensor<2x4x4xf32>
   // CHECK: zb.cross_entropy %{{.*}}, %{{.*}} : (tensor<6x10xf32>, tensor<6xi64>) -> tensor<f32>
   %6 = zb.cross_entropy %logits, %t : (tensor<6x10xf32>, tensor<6xi64>) -> tensor<f32>
+  // With its lse (zb-fuse-cross-entropy), bfloat16 logits and a float32 loss.
+  // CHECK: %{{.*}}, %{{.*}} = zb.cross_entropy %{{.*}}, %{{.*}} {ignore_index = -100 : i64} : (tensor<6x10xbf16>, tensor<6xi64>) -> tensor<f32>, tensor<6xf32>
+  %l16 = zb.cast %logits : tensor<6x10xf32> -> tensor<6x10xbf16>
+  %7, %lse = zb.cross_entropy %l16, %t {ignore_index = -100 : i64} : (tensor<6x10xbf16>, tensor<6xi64>) -> tensor<f32>, tensor<6xf32>
   return %0, %1, %2, %4, %5, %6 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<f32>
 }
 

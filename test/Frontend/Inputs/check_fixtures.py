@@ -22,6 +22,10 @@ Usage:
       rather than from the saved lse); the line
       ends with the number of attentions fused. (zb-compile fuses by
       default: run mode checks the fused lowering.)
+  --fuse-cross-entropy (ir mode): zb-opt --zb-fuse-cross-entropy (after
+      autocast) before autodiff: the cross-entropy keeps its lse and its
+      gradient reads it; the line ends with the number of cross-entropies
+      given an lse. (zb-compile does it by default, as above.)
   --precision bf16 (both modes): the same with torch.autocast's bfloat16
       policy (zb-opt --zb-autocast; zb-compile --precision bf16), against
       PyTorch's bfloat16 autocast numbers (expected.json "bf16") within
@@ -37,6 +41,7 @@ fixture (NAME: the fixture's directory name) and exits 1 if one failed.
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -82,7 +87,8 @@ def model_file(fixture):
         os.path.join(fixture, "model.stablehlo.mlir")
 
 
-def check_ir(bindir, fixture, tmp, precision="fp32", fuse_attention=False):
+def check_ir(bindir, fixture, tmp, precision="fp32", fuse_attention=False,
+             fuse_cross_entropy=False):
     mlir = os.path.join(tmp, "model.mlir")
     grad = os.path.join(tmp, "grad.mlir")
     flag = "--import-onnx" if model_file(fixture).endswith(".onnx") \
@@ -91,7 +97,9 @@ def check_ir(bindir, fixture, tmp, precision="fp32", fuse_attention=False):
          "-o", mlir], "import")
     autocast = ["--zb-autocast"] if precision == "bf16" else []
     fuse = ["--zb-fuse-attention"] if fuse_attention else []
-    run([os.path.join(bindir, "zb-opt")] + fuse + autocast + ["--zb-autodiff", mlir,
+    fuse_ce = ["--zb-fuse-cross-entropy"] if fuse_cross_entropy else []
+    run([os.path.join(bindir, "zb-opt")] + fuse + autocast + fuse_ce +
+        ["--zb-autodiff", mlir,
          "--mlir-print-op-generic",
          "--mlir-print-elementsattrs-with-hex-if-larger=1", "-o", grad],
         "autodiff")
@@ -152,7 +160,10 @@ def check_bf16(args, fixture, tmp):
     # with the IR that has the same ops.
     fuse = args.fuse_attention or (
         args.mode == "run" and "--fuse-attention=false" not in args.compile_arg)
-    ir = check_ir(args.bin, fixture, tmp, "bf16", fuse)
+    fuse_ce = args.fuse_cross_entropy or (
+        args.mode == "run" and
+        "--fuse-cross-entropy=false" not in args.compile_arg)
+    ir = check_ir(args.bin, fixture, tmp, "bf16", fuse, fuse_ce)
     if args.mode == "ir":
         return compare(ir, expected, torch_tol)
     got = check_run(args.bin, fixture, tmp, args.stages, args.target, "bf16")
@@ -190,6 +201,8 @@ def main():
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     ap.add_argument("--fuse-attention", action="store_true",
                     help="ir mode: run zb-fuse-attention before autodiff")
+    ap.add_argument("--fuse-cross-entropy", action="store_true",
+                    help="ir mode: run zb-fuse-cross-entropy before autodiff")
     ap.add_argument("--compile-arg", action="append", default=[],
                     help="one more zb-compile argument (run mode; repeat)")
     args = ap.parse_args()
@@ -202,7 +215,8 @@ def main():
                     ok, text = check_bf16(args, fixture, tmp)
                 else:
                     got = (check_ir(args.bin, fixture, tmp,
-                                    fuse_attention=args.fuse_attention)
+                                    fuse_attention=args.fuse_attention,
+                                    fuse_cross_entropy=args.fuse_cross_entropy)
                            if args.mode == "ir"
                            else check_run(args.bin, fixture, tmp, args.stages,
                                           args.target,
@@ -218,6 +232,14 @@ def main():
                     with open(os.path.join(tmp, "grad.mlir")) as f:
                         fused = f.read().count('"zb.attention"(')
                     text += " (%d attentions fused)" % fused
+                if args.fuse_cross_entropy and args.mode == "ir":
+                    with open(os.path.join(tmp, "grad.mlir")) as f:
+                        grad_text = f.read()
+                    # generic form: a cross-entropy with its lse has two
+                    # results ("%a:2 = ...").
+                    fused = len(re.findall(
+                        r':2 = "zb.cross_entropy"\(', grad_text))
+                    text += " (%d zb.cross_entropy with lse)" % fused
                 print("%s: %s" % (name, text if ok else "FAIL " + text))
             except RuntimeError as e:
                 ok = False

@@ -271,7 +271,9 @@ def run_op(op, props, args, result_types):
         safe = np.where(valid, targets, 0)
         picked = np.take_along_axis(logits, safe[..., None], -1)[..., 0]
         with np.errstate(invalid="ignore"):
-            return [np.array(np.sum((lse - picked) * valid) / np.sum(valid))]
+            loss = np.array(np.sum((lse - picked) * valid) / np.sum(valid))
+        # zb-fuse-cross-entropy's second result: the log-sum-exp per position.
+        return [loss, lse] if len(result_types) == 2 else [loss]
     if op in ("attention", "attention_grad"):
         return run_attention(op, props, args, elts)
     if op == "causal_mask":

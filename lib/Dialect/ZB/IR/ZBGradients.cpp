@@ -401,25 +401,52 @@ Value RmsNormOp::buildOperandGradient(OpBuilder &b, unsigned i, Value g) {
   return e.mul(rstdB, e.sub(gw, corr));
 }
 
-Value CrossEntropyOp::buildOperandGradient(OpBuilder &b, unsigned i, Value g) {
+Value CrossEntropyOp::buildOperandGradient(OpBuilder &b, unsigned i,
+                                           ValueRange resultGrads) {
   if (i != 0)
     return Value(); // targets are not differentiable
   ZBBuilder e(b, getLoc());
-  RankedTensorType t = tensorType(getLogits());
+  RankedTensorType logitsType = tensorType(getLogits());
+  // Computed in the result's type (float32 for bfloat16 logits), rounded
+  // to the logits' type at the end.
+  Type compute = getResult().getType().getElementType();
+  RankedTensorType t = logitsType.clone(compute);
   int64_t last = t.getRank() - 1;
   int64_t count = t.getNumElements() / t.getDimSize(last);
-  // (softmax(logits) - one_hot(targets)) * g / count, and with an
-  // ignore_index (softmax - one_hot) * valid * g / count(valid).
-  Value p = e.softmax(getLogits(), last);
-  Value oh = e.oneHot(getTargets(), t.getDimSize(last), t.getElementType());
-  if (std::optional<int64_t> ignore = getIgnoreIndex()) {
-    Value valid = e.notEqualMask(getTargets(), *ignore, t.getElementType());
-    auto dims = llvm::to_vector(llvm::seq<int64_t>(0, last));
-    Value gs = e.broadcast(e.div(g, e.reduceSum(valid, dims)), t, {});
-    return e.mul(e.mul(e.sub(p, oh), e.unreduce(valid, t, {last})), gs);
+  Value x = getLogits();
+  if (logitsType.getElementType() != compute)
+    x = e.cast(x, compute);
+  // softmax(logits): from the kept lse in one elementwise pass when the op
+  // has it (zb-fuse-cross-entropy), else recomputed.
+  Value p = getLse() ? e.exp(e.sub(x, e.unreduce(getLse(), t, {last})))
+                     : e.softmax(x, last);
+  Value g = resultGrads[0];
+  Value gLse = resultGrads.size() > 1 ? resultGrads[1] : Value();
+  Value d;
+  if (g) {
+    // (softmax(logits) - one_hot(targets)) * g / count, and with an
+    // ignore_index (softmax - one_hot) * valid * g / count(valid).
+    Value oh = e.oneHot(getTargets(), t.getDimSize(last), compute);
+    if (std::optional<int64_t> ignore = getIgnoreIndex()) {
+      Value valid = e.notEqualMask(getTargets(), *ignore, compute);
+      auto dims = llvm::to_vector(llvm::seq<int64_t>(0, last));
+      Value gs = e.broadcast(e.div(g, e.reduceSum(valid, dims)), t, {});
+      d = e.mul(e.mul(e.sub(p, oh), e.unreduce(valid, t, {last})), gs);
+    } else {
+      Value gs =
+          e.broadcast(e.scale(g, 1.0 / static_cast<double>(count)), t, {});
+      d = e.mul(e.sub(p, oh), gs);
+    }
   }
-  Value gs = e.broadcast(e.scale(g, 1.0 / static_cast<double>(count)), t, {});
-  return e.mul(e.sub(p, oh), gs);
+  if (gLse) { // d lse / d logits = softmax(logits)
+    Value dl = e.mul(p, e.unreduce(gLse, t, {last}));
+    d = d ? e.add(d, dl) : dl;
+  }
+  if (!d)
+    return Value();
+  if (logitsType.getElementType() != compute)
+    d = e.cast(d, logitsType.getElementType());
+  return d;
 }
 
 Value CausalMaskOp::buildOperandGradient(OpBuilder &b, unsigned, Value g) {

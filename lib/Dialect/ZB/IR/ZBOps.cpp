@@ -584,11 +584,25 @@ LogicalResult CrossEntropyOp::verify() {
     return emitOpError("targets must have the shape of the logits without "
                        "the class dimension, got ")
            << targets << " for logits " << logits;
-  if (getType().getRank() != 0 ||
-      getType().getElementType() != logits.getElementType())
+  RankedTensorType result = getResult().getType();
+  auto logitsFloat = cast<FloatType>(logits.getElementType());
+  auto resultFloat = dyn_cast<FloatType>(result.getElementType());
+  if (result.getRank() != 0 || !resultFloat ||
+      resultFloat.getWidth() < logitsFloat.getWidth() ||
+      (resultFloat.getWidth() == logitsFloat.getWidth() &&
+       resultFloat != logitsFloat))
     return emitOpError("result must be a 0-d tensor of the logits' element "
-                       "type, got ")
-           << getType();
+                       "type or a wider float type, got ")
+           << result << " for logits " << logits;
+  if (Value lse = getLse()) {
+    auto lseType = cast<RankedTensorType>(lse.getType());
+    if (lseType.getShape() != targets.getShape() ||
+        lseType.getElementType() != result.getElementType())
+      return emitOpError("lse must have the targets' shape and the result's "
+                         "element type, got ")
+             << lseType << " for targets " << targets << " and result "
+             << result;
+  }
   return success();
 }
 

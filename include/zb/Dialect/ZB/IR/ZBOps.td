@@ -508,7 +508,7 @@ def ZB_RmsNormOp : ZB_Op<"rms_norm", [Pure,
 }
 
 def ZB_CrossEntropyOp : ZB_Op<"cross_entropy", [Pure,
-    DeclareOpInterfaceMethods<ZB_GradientOpInterface>]> {
+    DeclareOpInterfaceMethods<ZB_MultiResultGradientOpInterface>]> {
   let summary = "Mean softmax cross-entropy with integer class targets";
   let description = [{
     Logits `[N..., C]`, targets `[N...]` (i32 or i64, in `[0, C)`), result a
@@ -519,25 +519,41 @@ def ZB_CrossEntropyOp : ZB_Op<"cross_entropy", [Pure,
     as `cross_entropy(..., ignore_index=k)` (torch's default -100, which
     Hugging Face models put on padding and on the last position of a
     shifted label row); every position ignored gives NaN (0/0, as torch).
+
+    The result's element type is the logits' or a wider float type: the
+    op then computes in the result's type (bfloat16 logits, a float32
+    loss: torch's autocast, which runs cross-entropy in float32, without a
+    float32 copy of the logits). The optional second result `lse`
+    `[N...]`, of the result's element type, is `logsumexp(logits[n, :])`
+    per position (zb-fuse-cross-entropy adds it).
+
     Gradient w.r.t. the logits: `(softmax(logits) - one_hot(targets)) *
-    valid * g / count(valid)`; targets are not differentiable.
+    valid * g / count(valid)` (plus `softmax(logits) * g_lse` when `lse`
+    reaches the loss), rounded to the logits' type. With `lse` the
+    softmax is `exp(logits - lse)`, one elementwise pass over the kept
+    logits and lse: the backward pass neither recomputes the row
+    statistics nor keeps the probabilities (the fused classifier of
+    llm.c and Liger-Kernel). Targets are not differentiable.
     ```mlir
     %loss = zb.cross_entropy %logits, %targets
         : (tensor<64x512xf32>, tensor<64xi64>) -> tensor<f32>
     %masked = zb.cross_entropy %logits, %labels {ignore_index = -100 : i64}
         : (tensor<64x512xf32>, tensor<64xi64>) -> tensor<f32>
+    %l, %lse = zb.cross_entropy %logits16, %labels
+        : (tensor<64x512xbf16>, tensor<64xi64>) -> tensor<f32>, tensor<64xf32>
     ```
   }];
   let arguments = (ins ZB_FloatTensor:$logits, ZB_IndexTensor:$targets,
                        OptionalAttr<I64Attr>:$ignore_index);
-  let results = (outs ZB_FloatTensor:$result);
+  let results = (outs ZB_FloatTensor:$result, Optional<ZB_FloatTensor>:$lse);
   let builders = [OpBuilder<(ins "::mlir::Type":$result,
                                 "::mlir::Value":$logits,
                                 "::mlir::Value":$targets), [{
-    build($_builder, $_state, result, logits, targets, ::mlir::IntegerAttr());
+    build($_builder, $_state, result, ::mlir::Type(), logits, targets,
+          ::mlir::IntegerAttr());
   }]>];
   let assemblyFormat =
-      "$logits `,` $targets attr-dict `:` `(` type($logits) `,` type($targets) `)` `->` type($result)";
+      "$logits `,` $targets attr-dict `:` `(` type($logits) `,` type($targets) `)` `->` type($result) (`,` type($lse)^)?";
   let hasVerifier = 1;
 }
 
