@@ -1,13 +1,16 @@
 //===- FuseElementwise.cpp - zb-fuse-elementwise --------------------------===//
 //
 // Upstream's elementwise fusion patterns with a control function that fuses
-// a producer into its consumer only when the consumer is its only use and
-// the fused body stays within max-fused-ops operations (see Passes.td).
+// a producer into its consumer only when the consumer is its only use (or
+// the producer is a widening float cast, recomputed exactly in each
+// consumer) and the fused body stays within max-fused-ops operations (see
+// Passes.td).
 //
 //===----------------------------------------------------------------------===//
 #include "zb/Codegen/Passes.h"
 #include "zb/Dialect/ZB/IR/ZBAttributes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
@@ -26,6 +29,18 @@ size_t bodySize(linalg::GenericOp op) {
   return op.getBody()->getOperations().size();
 }
 
+/// An elementwise generic whose body is one arith.extf of its one input.
+bool isWideningCast(Operation *op) {
+  auto g = dyn_cast<linalg::GenericOp>(op);
+  if (!g || g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
+      g.getNumParallelLoops() != g.getNumLoops() || bodySize(g) != 2 ||
+      !llvm::all_of(g.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return false;
+  auto ext = dyn_cast<arith::ExtFOp>(g.getBody()->front());
+  return ext && ext.getIn() == g.getBody()->getArgument(0);
+}
+
 struct ZBFuseElementwisePass
     : public zb::impl::ZBFuseElementwiseBase<ZBFuseElementwisePass> {
   using Base::Base;
@@ -39,7 +54,12 @@ struct ZBFuseElementwisePass
     const size_t limit = static_cast<size_t>(maxFusedOps);
     linalg::ControlFusionFn control = [limit](OpOperand *fused) {
       Operation *producer = fused->get().getDefiningOp();
-      if (!producer || !producer->hasOneUse())
+      if (!producer)
+        return false;
+      // A widening float cast (bfloat16 to float32: exact) is recomputed in
+      // each of its consumers: they read the narrow tensor, and the wide
+      // copy is not written at all once every consumer has it.
+      if (!producer->hasOneUse() && !isWideningCast(producer))
         return false;
       // A step function's elementwise operations accumulate the
       // microbatches' weight gradients, one add per W: fused, the chain

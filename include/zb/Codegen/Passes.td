@@ -113,7 +113,11 @@ def ZBFuseElementwise : Pass<"zb-fuse-elementwise", "mlir::ModuleOp"> {
     Fuses an elementwise `linalg.generic` into its consumer when it is the
     producer's only use (nothing is recomputed; every value is computed by
     the same scalar operations in the same order, so results stay
-    bit-identical), as upstream's linalg-fuse-elementwise-ops does, but only
+    bit-identical), or when the producer is a widening float cast (one
+    `arith.extf`, exact: recomputed in each consumer, which then reads the
+    narrow tensor; autocast's float32 copies of bfloat16 values feeding
+    several reductions are not written at all),
+    as upstream's linalg-fuse-elementwise-ops does, but only
     while the fused body stays at most `max-fused-ops` operations. Upstream
     fusion re-creates the whole fused body at every step, which is quadratic
     in the length of a chain (a 2,000-op chain took 1.6 s, a 20,000-op chain
