@@ -38,8 +38,8 @@ tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 run() { "$zbopt" "$tmp/gpt.mlir" "$@"; }
 part='-zb-partition-stages=num-stages=2 balance=layers'
 sched='-zb-schedule=algorithm=1f1b microbatches=2'
-run -zb-fuse-attention > "$tmp/0.mlir"
-run() { "$zbopt" "$tmp/gpt.mlir" -zb-fuse-attention "$@"; }
+run -zb-fuse-attention -zb-fuse-cross-entropy > "$tmp/0.mlir"
+run() { "$zbopt" "$tmp/gpt.mlir" -zb-fuse-attention -zb-fuse-cross-entropy "$@"; }
 run -zb-autodiff > "$tmp/1.mlir"
 run -zb-autodiff -zb-split-backward=report=true > "$tmp/2.mlir" 2> "$tmp/2.txt"
 run -zb-autodiff -zb-split-backward "$part" > "$tmp/3.mlir"
@@ -67,13 +67,17 @@ MD
 block "$tmp/gpt.mlir"
 cat <<'MD'
 
-## 1. `zb-fuse-attention`
+## 1. `zb-fuse-attention`, `zb-fuse-cross-entropy`
 
 Each block's attention (q k^T, the scale, the causal mask, softmax, P v)
 becomes one `zb.attention` with two results, the output and the row
 log-sum-exp (`lse`). zb-compile runs this first (`--fuse-attention`, default
 on): its gradient, `zb.attention_grad` below, recomputes the probabilities
-from `lse`, so no Tq x Tk tensor is kept from F to B.
+from `lse`, so no Tq x Tk tensor is kept from F to B. The loss's
+`zb.cross_entropy` gains a second result too, its log-sum-exp per token
+(`--fuse-cross-entropy`, default on; after `zb-autocast` when there is one):
+its gradient below is `exp(logits - lse) - one_hot`, one elementwise pass,
+with no softmax recomputed.
 
 MD
 block "$tmp/0.mlir"
@@ -98,7 +102,8 @@ needs) or W (ops whose results only reach parameter gradients). With
 `recompute=true` (default) a residual that is a cheap function of forward values
 and constants is rebuilt in W instead of kept from B; here none is (the report
 says 0): every residual is an output gradient of a weight op (the
-cross-entropy gradient needs a softmax, not cheap), and the layer_norm weight
+cross-entropy gradient, exp(logits - lse) - one_hot, is cheap but would need
+the logits and lse kept for W, more bytes than the gradient itself), and the layer_norm weight
 gradients already rebuild x_hat in W from the saved input. Its report
 (`report=true`):
 

@@ -95,6 +95,31 @@ def test_data_parallel_with_buckets_equals_the_cli(tmp_path, mpi_env):
         zb.compile(MLP, tmp_path / "out", dp_bucket_bytes=-1)
 
 
+def test_fuse_cross_entropy_keeps_bfloat16_logits(tmp_path):
+    """examples/gpt/gpt2.onnx in bfloat16 with and without
+    zb-fuse-cross-entropy: the fused plan keeps the bfloat16 logits and a
+    float32 lse per token for B, not autocast's float32 copy of the logits,
+    and the plain one equals the CLI's --fuse-cross-entropy=false."""
+    gpt = os.path.join(EXAMPLES, "gpt", "gpt2.onnx")
+    fused = zb.compile(gpt, tmp_path / "fused", stages=2, microbatches=2,
+                       precision="bf16")
+    plain = zb.compile(gpt, tmp_path / "plain", stages=2, microbatches=2,
+                       precision="bf16", fuse_cross_entropy=False)
+    run_tool(tool("zb-compile"), gpt, "--stages", 2, "--microbatches", 2,
+             "--precision", "bf16", "--fuse-cross-entropy=false",
+             "-o", tmp_path / "cli", "--quiet")
+    with open(tmp_path / "cli" / "plan.json") as f:
+        cli_plan = json.load(f)
+    m_fused = sum(s["m_b"] for s in fused.plan["stages"])
+    m_plain = [s["m_b"] for s in plain.plan["stages"]]
+    assert [s["m_b"] for s in cli_plan["stages"]] == m_plain
+    # Per microbatch: 4 sequences of 32 tokens, a vocabulary of 256: float32
+    # logits (4 bytes) replaced by bfloat16 ones (2 bytes) and a float32 lse
+    # per token.
+    tokens, vocab = 4 * 32, 256
+    assert sum(m_plain) - m_fused == tokens * vocab * (4 - 2) - tokens * 4
+
+
 def test_fuse_attention_keeps_less_activation_memory(tmp_path):
     """examples/gpt/gpt2.onnx with and without zb-fuse-attention: the fused
     plan keeps less per microbatch on every stage (no T x T probabilities),
