@@ -29,6 +29,9 @@
 #   g124-u1-b{B}         the first candidate on 1 stage with
 #                        --fuse-attention=false (the exported attention ops;
 #                        the others fuse it: zb-fuse-attention), run last
+#   g124-c1-b{B}         the same with --fuse-cross-entropy=false (the
+#                        plain cross-entropy: its backward recomputes the
+#                        softmax from a float32 copy of the logits), last
 # runs the CPU references here (ref/*.json: gpt2-cpu and demo-cpu 10 steps,
 # g8-cpu 2 steps), and writes OUT with scripts/gpu-bundle.sh (zb-run, libzbrt,
 # Open MPI, env.sh) plus bin/zbrt-cuda-smoke. The g8 and g124 plans travel
@@ -150,11 +153,13 @@ compile_g124() {
     local variants=("p1" "p2")
     # The first candidate once more with the exported attention ops
     # (--fuse-attention=false): what zb-fuse-attention changes on a GPU.
-    [ "$b" = "${g124_batches%% *}" ] && variants+=("u1")
+    # The same with the plain cross-entropy (--fuse-cross-entropy=false).
+    [ "$b" = "${g124_batches%% *}" ] && variants+=("u1" "c1")
     for p in "${variants[@]}"; do
       name=g124-$p-b$b
       local extra=(--stages "${p#?}")
       [ "${p:0:1}" = u ] && extra+=(--fuse-attention=false)
+      [ "${p:0:1}" = c ] && extra+=(--fuse-cross-entropy=false)
       compile "$name" "$plans" "$tmp/g124-b$b.mlir" "${extra[@]}" "${opts[@]}" &
       pids+=($!); names+=("$name")
       if [ ${#pids[@]} -ge "$jobs" ]; then
@@ -543,11 +548,15 @@ part_gpt124m() {
       fi
     done
   fi
-  # The same on 1 rank with the exported attention (no zb-fuse-attention).
-  for d in "$out"/plans/g124-u1-b*; do
+  # The same on 1 rank with the exported attention (no zb-fuse-attention),
+  # then with the plain cross-entropy (no zb-fuse-cross-entropy).
+  for d in "$out"/plans/g124-u1-b* "$out"/plans/g124-c1-b*; do
     [ -d "$d" ] || continue
     name=$(basename "$d")
-    label="zb bf16, 1 rank, --fuse-attention=false"
+    case $name in
+      g124-u1-*) label="zb bf16, 1 rank, --fuse-attention=false" ;;
+      *) label="zb bf16, 1 rank, --fuse-cross-entropy=false" ;;
+    esac
     zbrun "$name" 120 "$name" --backend cuda --ranks 1 --steps 10 \
       --data "$text" --comm-timeout 60 --profile "$res/$name.profile.json"
     rc=$?
