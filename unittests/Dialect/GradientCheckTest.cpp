@@ -372,6 +372,22 @@ std::vector<OpCase> opCases() {
       args[1].i64[4] = 2;
     };
     cases.push_back(v);
+    // With its lse (zb-fuse-cross-entropy): the gradient exp(x - lse) -
+    // one_hot from the kept lse; and the lse itself as the output (its own
+    // gradient, softmax(x) * g).
+    OpCase l = c;
+    l.name = "cross_entropy_lse";
+    l.body = "  %y, %lse = zb.cross_entropy %a0, %a1 {ignore_index = -100 : "
+             "i64} : (tensor<6x5xf64>, tensor<6xi64>) -> tensor<f64>, "
+             "tensor<6xf64>";
+    cases.push_back(l);
+    OpCase o = c;
+    o.name = "cross_entropy_lse_output";
+    o.body = "  %loss, %y = zb.cross_entropy %a0, %a1 {ignore_index = -100 : "
+             "i64} : (tensor<6x5xf64>, tensor<6xi64>) -> tensor<f64>, "
+             "tensor<6xf64>";
+    o.resultType = "tensor<6xf64>";
+    cases.push_back(o);
   }
   cases.push_back({"causal_mask",
                    {{"tensor<2x4x4xf64>"}},
