@@ -29,7 +29,9 @@ static void setPipelineOptions(PipelineOptions &pipeline,
   pipeline.schedule = options.schedule;
   pipeline.scheduleFile = options.scheduleFile;
   pipeline.memoryLimit = options.memoryLimits;
-  pipeline.target = options.costTarget();
+  // The target itself: the GPU targets have the h100 peaks with the IR's
+  // tensor sizes (lookupCostTarget).
+  pipeline.target = options.target;
   pipeline.precision = options.precision;
   pipeline.optimizerSync = options.optimizerSync;
   pipeline.dpBucketBytes = options.dpBucketBytes;

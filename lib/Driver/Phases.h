@@ -46,7 +46,8 @@ llvm::Expected<std::vector<std::string>>
 freezeParameters(mlir::ModuleOp module, const CompileOptions &options);
 
 /// zb-autodiff, zb-split-backward, zb-partition-stages (P x V stages, the
-/// cost model of options.costTarget()): stage functions and zb.pipeline.
+/// cost model of options.target: lookupCostTarget): stage functions and
+/// zb.pipeline.
 mlir::LogicalResult partitionModel(mlir::ModuleOp module,
                                    const CompileOptions &options);
 /// zb-schedule and zb-lower-pipeline on a partitioned module, with

@@ -31,8 +31,11 @@ CostTarget lookupCostTarget(Target target) {
   if (model == Target::Cpu)
     return CostTarget{targetName(model).str(), 69e9, 8e9, 13e9, 4e9, 5e-6, 0};
   // h100: H100 SXM, bf16 dense tensor cores, non-tensor fp32, HBM3, NVLink
-  // 4 (GpuPeaks.h). Tensors are counted as bf16 (2 bytes per float element;
-  // mixed precision).
+  // 4 (GpuPeaks.h). For --target h100 (CPU code costed as the paper's GPU
+  // runs) tensors are counted as bf16 (2 bytes per float element; mixed
+  // precision); for the GPU targets (cuda, cuda-emu) at their IR sizes, the
+  // bytes the GPU's buffers really have (a float32 plan keeps 4 bytes per
+  // float; --precision bf16 states each tensor's type itself).
   const GpuPeaks &h100 = kH100Sxm;
   return CostTarget{targetName(model).str(),
                     h100.bf16FlopsPerSecond,
@@ -40,7 +43,7 @@ CostTarget lookupCostTarget(Target target) {
                     h100.memBytesPerSecond,
                     h100.linkBytesPerSecond,
                     h100.linkLatencySeconds,
-                    2};
+                    hasGpuKernels(target) ? 0 : 2};
 }
 
 int64_t tensorBytes(Type type) {

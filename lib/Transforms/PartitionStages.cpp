@@ -493,11 +493,10 @@ struct ZBPartitionStagesPass
       return signalPassFailure();
     }
     llvm::Expected<Target> t = parseTarget(target);
-    if (!t || hasGpuKernels(*t)) {
-      if (!t)
-        llvm::consumeError(t.takeError());
+    if (!t) {
+      llvm::consumeError(t.takeError());
       module.emitError("zb-partition-stages: unknown target '")
-          << target << "' (expected cpu or h100)";
+          << target << "' (expected cpu, h100, cuda or cuda-emu)";
       return signalPassFailure();
     }
     if (balance != "cost" && balance != "layers") {

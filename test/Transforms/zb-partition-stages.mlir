@@ -2,6 +2,20 @@
 // RUN: not zb-opt %s -zb-autodiff -zb-split-backward=recompute=false -zb-partition-stages=num-stages=-2 -split-input-file 2>&1 | FileCheck %s --check-prefix=NEG
 // A negative option is printed as a number (it was printed as raw bytes).
 // NEG: num-stages and virtual-stages must be >= 1, got -2 and 1
+// RUN: zb-opt %s -zb-autodiff -zb-split-backward=recompute=false '-zb-partition-stages=num-stages=2 target=h100' -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=H100
+// RUN: zb-opt %s -zb-autodiff -zb-split-backward=recompute=false '-zb-partition-stages=num-stages=2 target=cuda' -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=GPU
+// RUN: not zb-opt %s -zb-autodiff -zb-split-backward=recompute=false '-zb-partition-stages=num-stages=2 target=tpu' -split-input-file 2>&1 | FileCheck %s --check-prefix=TARGET
+// M_B and M_W of the first case (float32 tensors): h100 counts every float
+// at 2 bytes (the paper's bf16 runs costed for CPU code); the GPU targets at
+// their IR sizes, the bytes the GPU's buffers hold, as cpu does (the
+// pipeline records the cost model's name, h100, for both).
+// H100: target = "h100"
+// H100: #zb.stage<stage = 0, {{.*}} m_b = 40, m_w = 40>
+// H100: #zb.stage<stage = 1, {{.*}} m_b = 40, m_w = 16>
+// GPU: target = "h100"
+// GPU: #zb.stage<stage = 0, {{.*}} m_b = 80, m_w = 80>
+// GPU: #zb.stage<stage = 1, {{.*}} m_b = 80, m_w = 32>
+// TARGET: zb-partition-stages: unknown target 'tpu' (expected cpu, h100, cuda or cuda-emu)
 
 // Two layers cut into two stages. Each stage becomes forward /
 // backward_input / backward_weight functions whose argument and result roles

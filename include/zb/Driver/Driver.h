@@ -63,9 +63,6 @@ namespace zb::driver {
 /// Every option of zb-compile (the flag in brackets). --quiet is not here:
 /// a caller that wants no progress messages passes no progress callback.
 struct CompileOptions {
-  /// The cost model of `target`: H100 for cuda and cuda-emu, else target
-  /// itself.
-  Target costTarget() const { return costModelTarget(target); }
   /// Whether the rank programs' compute is GPU kernels (cuda, or cuda-emu
   /// where they are emulated on the CPU).
   bool gpuKernels() const { return hasGpuKernels(target); }

@@ -30,9 +30,10 @@ struct CostTarget {
 };
 
 /// The cost model of `target` (zb/Formats/Options.h): cpu, one core of
-/// this machine with OpenBLAS and MPI over shared memory; h100 (also the
-/// model of cuda and cuda-emu: costModelTarget), an H100 SXM with NVLink
-/// and bf16 tensors (zb/Formats/GpuPeaks.h, kH100Sxm).
+/// this machine with OpenBLAS and MPI over shared memory; h100, an H100
+/// SXM with NVLink and every float counted as bf16 (zb/Formats/GpuPeaks.h,
+/// kH100Sxm); cuda and cuda-emu, the same peaks (costModelTarget) with the
+/// tensors at their IR sizes (floatBytes 0).
 CostTarget lookupCostTarget(Target target);
 
 /// FLOPs of one op (2*M*N*K for a matmul, one per output element for

@@ -214,7 +214,8 @@ def ZBPartitionStages : Pass<"zb-partition-stages", "mlir::ModuleOp"> {
     Option<"function", "function", "std::string", /*default=*/"\"main\"",
            "Name of the differentiated function">,
     Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
-           "Cost model target: cpu or h100">,
+           "Cost model target: cpu, h100 (every float at 2 bytes), cuda or "
+           "cuda-emu (h100's peaks, tensors at their IR sizes)">,
     Option<"balance", "balance", "std::string", /*default=*/"\"cost\"",
            "How to cut: 'cost' (dynamic programming minimising the slowest "
            "stage) or 'layers' (equal numbers of transformer blocks per "
