@@ -76,19 +76,17 @@ struct ZBFuseCrossEntropyPass
   void rewrite(CrossEntropyOp op) {
     OpBuilder b(op);
     Value logits = op.getLogits();
+    // The reshapes between the cast and the op, the op's operand first.
     SmallVector<ReshapeOp> views;
-    bool absorbed = false;
-    if (CastOp widen = absorbableCast(logits, views)) {
+    CastOp widen = absorbableCast(logits, views);
+    if (widen) {
       // The reshapes, first to last, on the narrow value.
-      Value narrow = widen.getOperand();
-      Type elt = cast<RankedTensorType>(narrow.getType()).getElementType();
-      b.setInsertionPoint(op);
+      logits = widen.getOperand();
+      Type elt = cast<RankedTensorType>(logits.getType()).getElementType();
       for (ReshapeOp r : llvm::reverse(views))
-        narrow = ReshapeOp::create(b, r.getLoc(),
-                                   r.getType().clone(elt), narrow)
-                     .getResult();
-      logits = narrow;
-      absorbed = true;
+        logits =
+            ReshapeOp::create(b, r.getLoc(), r.getType().clone(elt), logits)
+                .getResult();
     }
     RankedTensorType result = op.getResult().getType();
     auto targets = cast<RankedTensorType>(op.getTargets().getType());
@@ -100,25 +98,19 @@ struct ZBFuseCrossEntropyPass
     for (NamedAttribute a : op->getDiscardableAttrs())
       fused->setAttr(a.getName(), a.getValue());
     op.getResult().replaceAllUsesWith(fused.getResult());
-    Value old = op.getLogits();
     op.erase();
-    if (absorbed) {
-      // The float32 copy and its reshapes, now unused.
-      for (Operation *dead = old.getDefiningOp(); dead && dead->use_empty();) {
-        Operation *next = dead->getOperand(0).getDefiningOp();
-        bool wasCast = isa<CastOp>(dead);
-        dead->erase();
-        if (wasCast)
-          break;
-        dead = next;
-      }
+    if (widen) {
+      // The float32 copy and its reshapes, each of one use, now unused.
+      for (ReshapeOp r : views)
+        r.erase();
+      widen.erase();
       ++numCastsAbsorbed;
     }
     ++numFused;
     if (remarks) {
       InFlightDiagnostic remark =
           fused.emitRemark("zb-fuse-cross-entropy: lse kept for the gradient");
-      if (absorbed)
+      if (widen)
         remark << "; logits read in "
                << cast<RankedTensorType>(logits.getType()).getElementType()
                << " (widening cast absorbed)";

@@ -142,25 +142,27 @@ double relativeDifference(const HostTensor &a, const HostTensor &b) {
   return worst / scale;
 }
 
-/// The GPT with each attention fused (zb.attention; zb.attention_grad
-/// recomputing the probabilities from the log-sum-exp, lowered by
-/// zb-decompose-attention): gradients against central finite differences,
-/// and loss and gradients against the unfused ops (a second code path).
-TEST(GPTGradientTest, FusedAttentionMatchesFiniteDifferencesAndUnfused) {
+/// gpt2.mlir through `fuse` then zb-autodiff, with `expectedFused` ops
+/// formed: every gradient against central finite differences (bound 1e-6),
+/// and loss and gradients against the unfused module (a second code path;
+/// loss within 1e-13, gradients within 1e-12 relative). `what` names the
+/// fusion in the printed numbers.
+void checkFusedGPT(bool crossEntropy, int expectedFused, uint64_t seed,
+                   const char *what) {
   std::string source = readGPT2();
   ASSERT_FALSE(source.empty()) << "cannot read gpt2.mlir";
   int fusedCount = -1;
-  CompiledLoss fused(source, fuseThenDifferentiate(&fusedCount));
+  CompiledLoss fused(source, fuseThenDifferentiate(&fusedCount, crossEntropy));
   ASSERT_TRUE(fused.ok()) << fused.error();
-  EXPECT_EQ(fusedCount, 2) << "one attention per layer";
+  EXPECT_EQ(fusedCount, expectedFused);
   CompiledLoss unfused(source);
   ASSERT_TRUE(unfused.ok()) << unfused.error();
-  std::vector<HostTensor> args = gptArgs(fused, 2026);
+  std::vector<HostTensor> args = gptArgs(fused, seed);
   GradientCheckResult r = checkGradients(fused, args);
   ASSERT_TRUE(std::isfinite(r.loss));
-  std::printf("[ fd-check ] gpt2 fused attention (%zu parameter tensors) loss "
-              "%.6f, max rel error %.3e\n",
-              r.relErrors.size(), r.loss, r.maxRelError);
+  std::printf("[ fd-check ] gpt2 %s (%zu parameter tensors) loss %.6f, max "
+              "rel error %.3e\n",
+              what, r.relErrors.size(), r.loss, r.maxRelError);
   for (auto [k, e] : llvm::enumerate(r.relErrors))
     EXPECT_LT(e, 1e-6) << "parameter argument #" << fused.paramIndices()[k];
   std::vector<HostTensor> gf, gu;
@@ -174,6 +176,15 @@ TEST(GPTGradientTest, FusedAttentionMatchesFiniteDifferencesAndUnfused) {
               "difference %.2e\n",
               lf, lu, worst);
   EXPECT_LT(worst, 1e-12);
+}
+
+/// The GPT with each attention fused (zb.attention; zb.attention_grad
+/// recomputing the probabilities from the log-sum-exp, lowered by
+/// zb-decompose-attention): gradients against central finite differences,
+/// and loss and gradients against the unfused ops (a second code path).
+TEST(GPTGradientTest, FusedAttentionMatchesFiniteDifferencesAndUnfused) {
+  checkFusedGPT(/*crossEntropy=*/false, /*expectedFused=*/2, 2026,
+                "fused attention"); // one attention per layer
 }
 
 /// One attention with an additive float mask that hides every key of
@@ -246,33 +257,8 @@ func.func @main(%x: tensor<2x6x4xf64>, %mask: tensor<2x6x6xf64>,
 /// softmax): gradients against central finite differences, and loss and
 /// gradients against the plain op (a second code path).
 TEST(GPTGradientTest, FusedCrossEntropyMatchesFiniteDifferencesAndUnfused) {
-  std::string source = readGPT2();
-  ASSERT_FALSE(source.empty()) << "cannot read gpt2.mlir";
-  int fusedCount = -1;
-  CompiledLoss fused(source, fuseThenDifferentiate(&fusedCount, true));
-  ASSERT_TRUE(fused.ok()) << fused.error();
-  EXPECT_EQ(fusedCount, 1);
-  CompiledLoss unfused(source);
-  ASSERT_TRUE(unfused.ok()) << unfused.error();
-  std::vector<HostTensor> args = gptArgs(fused, 2027);
-  GradientCheckResult r = checkGradients(fused, args);
-  ASSERT_TRUE(std::isfinite(r.loss));
-  std::printf("[ fd-check ] gpt2 cross-entropy with lse (%zu parameter "
-              "tensors) loss %.6f, max rel error %.3e\n",
-              r.relErrors.size(), r.loss, r.maxRelError);
-  for (auto [k, e] : llvm::enumerate(r.relErrors))
-    EXPECT_LT(e, 1e-6) << "parameter argument #" << fused.paramIndices()[k];
-  std::vector<HostTensor> gf, gu;
-  double lf = fused.run(args, &gf), lu = unfused.run(args, &gu);
-  EXPECT_NEAR(lf, lu, 1e-13 * std::abs(lu));
-  ASSERT_EQ(gf.size(), gu.size());
-  double worst = 0;
-  for (size_t k = 0; k < gf.size(); ++k)
-    worst = std::max(worst, relativeDifference(gf[k], gu[k]));
-  std::printf("[ fused    ] loss %.15f vs plain %.15f, gradients max rel "
-              "difference %.2e\n",
-              lf, lu, worst);
-  EXPECT_LT(worst, 1e-12);
+  checkFusedGPT(/*crossEntropy=*/true, /*expectedFused=*/1, 2027,
+                "cross-entropy with lse");
 }
 
 /// A cross-entropy with ignore_index whose lse also reaches the loss (a
