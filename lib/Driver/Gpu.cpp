@@ -25,6 +25,7 @@ GpuCodegenOptions gpuCodegenOptions(const CompileOptions &options) {
   gpu.emulate = options.target == Target::CudaEmu;
   gpu.blockSize = options.cuda.blockSize;
   gpu.reductionThreads = options.cuda.reductionThreads;
+  gpu.attentionKernels = options.cuda.attentionKernel;
   return gpu;
 }
 

@@ -98,6 +98,9 @@ static void addGpuKernelPasses(OpPassManager &pm,
   // the fatbin, never a host pointer handed to a kernel.
   pm.addNestedPass<func::FuncOp>(createZBGpuSinkConstants());
   pm.addPass(createGpuKernelOutliningPass());
+  // The fused attention kernels (zb-gpu-attention-calls' calls), each in a
+  // gpu.module of its own like an outlined kernel.
+  pm.addPass(createZBGpuAttentionKernels());
   pm.addPass(createZBGpuCheckHostLoops());
   pm.addPass(createZBGpuCheckDeviceMemory());
   if (gpu.reportKernels)
@@ -180,9 +183,12 @@ void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator,
   addBufferizationPasses(pm);
   if (gpu) {
     addGpuKernelPasses(pm, *gpu);
-    if (gpu->emulate)
+    if (gpu->emulate) {
       pm.addPass(createZBGpuEmulate());
-    else
+      // The emulated kernels' bfloat16 roundings (the attention kernel's)
+      // as integer operations, as for every other host conversion.
+      pm.addPass(zb::createZBExpandBFloat16());
+    } else
       addGpuBinaryPasses(pm, *gpu);
   } else {
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
@@ -206,7 +212,12 @@ void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator,
 }
 
 /// convert-zb-to-runtime, convert-zb-to-linalg, optional fusion.
-static void addZBToLinalgPasses(OpPassManager &pm, bool fuseElementwise) {
+static void addZBToLinalgPasses(OpPassManager &pm, bool fuseElementwise,
+                                bool attentionKernels) {
+  // The attention the fused GPU kernel runs (zb-gpu-attention-kernels)
+  // becomes a call on buffers; the rest is decomposed.
+  if (attentionKernels)
+    pm.addPass(createZBGpuAttentionCalls());
   pm.addPass(createZBDecomposeAttention());
   pm.addPass(createConvertZBToRuntime());
   pm.addPass(createConvertZBToLinalg());
@@ -236,14 +247,14 @@ static void addZBToLinalgPasses(OpPassManager &pm, bool fuseElementwise) {
 
 void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise,
                               const GpuCodegenOptions *gpu) {
-  addZBToLinalgPasses(pm, fuseElementwise);
+  addZBToLinalgPasses(pm, fuseElementwise, gpu && gpu->attentionKernels);
   buildTensorsToLLVMPipeline(pm, /*runtimeAllocator=*/true, gpu);
   pm.addPass(createZBEmitRankEntry());
 }
 
 void buildLowerToGpuKernelsPipeline(OpPassManager &pm, bool fuseElementwise,
                                     const GpuCodegenOptions &gpu) {
-  addZBToLinalgPasses(pm, fuseElementwise);
+  addZBToLinalgPasses(pm, fuseElementwise, gpu.attentionKernels);
   addBufferizationPasses(pm);
   addGpuKernelPasses(pm, gpu);
 }

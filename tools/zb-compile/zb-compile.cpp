@@ -198,6 +198,15 @@ static cl::opt<int64_t, true> gpuReductionThreads(
              "serial loop, the CPU backend's arithmetic)"),
     cl::location(options.cuda.reductionThreads),
     cl::init(defaults.cuda.reductionThreads), cl::cat(category));
+static cl::opt<bool, true> gpuAttentionKernel(
+    "gpu-attention-kernel",
+    cl::desc("With --target cuda/cuda-emu: run each zb.attention with "
+             "bfloat16 operands, no mask and head dims that are multiples of "
+             "16 up to 128 as one fused FlashAttention-2 forward kernel on "
+             "tensor cores (mma.sync; default true; false: decomposed into "
+             "GEMMs and softmax kernels)"),
+    cl::location(options.cuda.attentionKernel),
+    cl::init(defaults.cuda.attentionKernel), cl::cat(category));
 static cl::opt<double, true> gpuLaunchUs(
     "gpu-launch-us",
     cl::desc("With --target cuda/cuda-emu: microseconds added to every "

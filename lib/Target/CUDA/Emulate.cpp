@@ -26,6 +26,8 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Utils/GPUUtils.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
@@ -78,6 +80,31 @@ struct EmulationScope {
   DenseMap<Value, Value> spillArray;
 };
 
+
+//===-- Lock-step emulation (kernels with warp collectives) ---------------===//
+//
+// A kernel that exchanges registers between the lanes of a warp
+// (gpu.shuffle, nvvm.mma.sync) inside loops cannot be cut into phases at
+// the top level. It runs in lock-step instead: every operation runs for
+// every thread of the block before the next operation starts, each value a
+// per-thread array (a "lane array"), values that depend on no thread
+// (constants, block coordinates, arithmetic on them) computed once. Loops
+// must have bounds the same for every thread (checked when emulating:
+// anything else is an error naming the loop), as a warp's collectives
+// require on the GPU. A barrier is then implied after every operation, so
+// lock-step emulation cannot show a missing gpu.barrier.
+
+/// Whether `kernel` needs the lock-step emulation.
+bool needsLockstep(gpu::GPUFuncOp kernel) {
+  return kernel
+      .walk([](Operation *op) {
+        return isa<gpu::ShuffleOp, NVVM::MmaOp>(op) ? WalkResult::interrupt()
+                                                    : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+
 struct ZBGpuEmulatePass
     : public zb::impl::ZBGpuEmulateBase<ZBGpuEmulatePass> {
   using Base::Base;
@@ -88,6 +115,88 @@ struct ZBGpuEmulatePass
   Value cst(OpBuilder &b, Location loc, int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v);
   }
+
+  /// `func @__zb_emu_mma_m16n8k16_bf16(a0..a3, b0, b1: memref<?xi32>,
+  /// c0..c3, d0..d3: memref<?xf32>, threads: index)`: for every warp of
+  /// the block, each lane's D fragment of mma.sync.m16n8k16.row.col (bf16
+  /// products, float32 sums in k order) from the lanes' A, B and C
+  /// fragments (layouts in AttentionKernels.cpp's file comment).
+  func::FuncOp mmaFn;
+  func::FuncOp mmaFunction(Location loc) {
+    if (mmaFn)
+      return mmaFn;
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    Type i32 = b.getI32Type(), f32 = b.getF32Type();
+    auto ai = MemRefType::get({ShapedType::kDynamic}, i32);
+    auto af = MemRefType::get({ShapedType::kDynamic}, f32);
+    SmallVector<Type> argTypes(6, ai);
+    argTypes.append(8, af);
+    argTypes.push_back(b.getIndexType());
+    mmaFn = func::FuncOp::create(b, loc, "__zb_emu_mma_m16n8k16_bf16",
+                                 b.getFunctionType(argTypes, {}));
+    mmaFn.setPrivate();
+    Block *entry = mmaFn.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    auto args = entry->getArguments();
+    Value c0 = cst(b, loc, 0), c1 = cst(b, loc, 1), c4 = cst(b, loc, 4),
+          c32 = cst(b, loc, kSubgroupSize);
+    // The bfloat16 in half `half` of an i32 register, as float32.
+    auto element = [&](OpBuilder &b, Value reg, Value i, int64_t half) {
+      Value bits = memref::LoadOp::create(b, loc, reg, ValueRange{i});
+      bits = half ? arith::AndIOp::create(
+                        b, loc, bits,
+                        arith::ConstantIntOp::create(b, loc, i32, 0xffff0000))
+                        .getResult()
+                  : arith::ShLIOp::create(
+                        b, loc, bits, arith::ConstantIntOp::create(b, loc, i32, 16))
+                        .getResult();
+      return arith::BitcastOp::create(b, loc, f32, bits).getResult();
+    };
+    scf::ForOp::create(
+        b, loc, c0, args[14], c32, ValueRange(),
+        [&](OpBuilder &b, Location loc, Value base, ValueRange) {
+          scf::ForOp::create(
+              b, loc, c0, c32, c1, ValueRange(),
+              [&](OpBuilder &b, Location loc, Value lane, ValueRange) {
+                Value g = arith::DivUIOp::create(b, loc, lane, c4);
+                Value t = arith::RemUIOp::create(b, loc, lane, c4);
+                Value self = arith::AddIOp::create(b, loc, base, lane);
+                Value aLane0 = arith::AddIOp::create(
+                    b, loc, base, arith::MulIOp::create(b, loc, g, c4));
+                for (int64_t i = 0; i < 4; ++i) {
+                  // D element (row g + 8 (i >= 2), column 2t + (i & 1)).
+                  Value col = arith::AddIOp::create(
+                      b, loc, arith::MulIOp::create(b, loc, t, cst(b, loc, 2)),
+                      cst(b, loc, i & 1));
+                  Value bLane0 = arith::AddIOp::create(
+                      b, loc, base, arith::MulIOp::create(b, loc, col, c4));
+                  Value acc =
+                      memref::LoadOp::create(b, loc, args[6 + i], ValueRange{self});
+                  for (int64_t kk = 0; kk < 16; ++kk) {
+                    int64_t quad = (kk % 8) / 2, half = kk % 2;
+                    Value aLane = arith::AddIOp::create(b, loc, aLane0,
+                                                        cst(b, loc, quad));
+                    Value bLane = arith::AddIOp::create(b, loc, bLane0,
+                                                        cst(b, loc, quad));
+                    Value a = element(b, args[(i >= 2) + 2 * (kk >= 8)], aLane,
+                                      half);
+                    Value bv = element(b, args[4 + (kk >= 8)], bLane, half);
+                    acc = arith::AddFOp::create(
+                        b, loc, acc, arith::MulFOp::create(b, loc, a, bv));
+                  }
+                  memref::StoreOp::create(b, loc, acc, args[10 + i],
+                                          ValueRange{self});
+                }
+                scf::YieldOp::create(b, loc);
+              });
+          scf::YieldOp::create(b, loc);
+        });
+    func::ReturnOp::create(b, loc);
+    return mmaFn;
+  }
+
+  FailureOr<func::FuncOp> emulateLockstep(gpu::GPUModuleOp gpuModule,
+                                          gpu::GPUFuncOp kernel);
 
   /// Before `launch`'s call: each memref argument's aligned pointer to
   /// zbrt_cuda_emulated_kernel_argument(name, index, pointer) (file
@@ -501,6 +610,8 @@ struct ZBGpuEmulatePass
     if (!kernel.getPrivateAttributions().empty())
       return kernel.emitError("zb-gpu-emulate: kernel '")
              << kernel.getName() << "' has private attributions";
+    if (needsLockstep(kernel))
+      return emulateLockstep(gpuModule, kernel);
     Block &body = kernel.getBody().front();
     rematerializeCoordinates(body);
     KernelPhases k;
@@ -599,5 +710,331 @@ struct ZBGpuEmulatePass
     module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
   }
 };
+
+struct Lockstep {
+  ZBGpuEmulatePass &pass;
+  Location loc;
+  OpBuilder allocs; ///< the entry block, after `threads`
+  Value threads, c0, c1, c32;
+  Value blockDims[3], gridDims[3], blockIds[3];
+  IRMapping uniform;              ///< kernel value -> host value
+  DenseMap<Value, Value> lanes;   ///< kernel value -> memref<?xT>
+  SmallVector<Value> arrays;      ///< to free at the end
+
+  Lockstep(ZBGpuEmulatePass &pass, Location loc, OpBuilder allocs)
+      : pass(pass), loc(loc), allocs(allocs) {}
+
+  Value laneArray(Type type) {
+    Value a = memref::AllocOp::create(
+        allocs, loc, MemRefType::get({ShapedType::kDynamic}, type), threads);
+    arrays.push_back(a);
+    return a;
+  }
+
+  /// for (t = 0; t < threads; ++t) body(b, t), at `b`.
+  void forLanes(OpBuilder &b, function_ref<void(OpBuilder &, Value)> body) {
+    scf::ForOp::create(b, loc, c0, threads, c1, ValueRange(),
+                       [&](OpBuilder &ib, Location, Value t, ValueRange) {
+                         body(ib, t);
+                         scf::YieldOp::create(ib, loc);
+                       });
+  }
+
+  /// `v`'s value in thread `t` (inside a lane loop).
+  Value valueAt(OpBuilder &b, Value v, Value t) {
+    if (Value u = uniform.lookupOrNull(v))
+      return u;
+    return memref::LoadOp::create(b, loc, lanes.lookup(v), ValueRange{t});
+  }
+
+  /// `v` as a lane array (a uniform value broadcast into a new one).
+  Value asLanes(OpBuilder &b, Value v) {
+    if (Value a = lanes.lookup(v))
+      return a;
+    Value a = laneArray(v.getType());
+    Value u = uniform.lookup(v);
+    forLanes(b, [&](OpBuilder &ib, Value t) {
+      memref::StoreOp::create(ib, loc, u, a, ValueRange{t});
+    });
+    return a;
+  }
+
+  bool isUniform(Value v) const { return (bool)uniform.lookupOrNull(v); }
+
+  /// The coordinates of thread `t` of the block.
+  Value threadCoordinate(OpBuilder &b, gpu::Dimension d, Value t) {
+    Value x = arith::RemUIOp::create(b, loc, t, blockDims[0]);
+    if (d == gpu::Dimension::x)
+      return x;
+    Value yz = arith::DivUIOp::create(b, loc, t, blockDims[0]);
+    if (d == gpu::Dimension::y)
+      return arith::RemUIOp::create(b, loc, yz, blockDims[1]);
+    return arith::DivUIOp::create(b, loc, yz, blockDims[1]);
+  }
+
+  LogicalResult emulateOp(OpBuilder &b, Operation *op);
+
+  LogicalResult emulateBlock(OpBuilder &b, Block &block) {
+    for (Operation &op : block)
+      if (!op.hasTrait<OpTrait::IsTerminator>())
+        if (failed(emulateOp(b, &op)))
+          return failure();
+    return success();
+  }
+
+  LogicalResult emulateFor(OpBuilder &b, scf::ForOp loop);
+  LogicalResult emulateShuffle(OpBuilder &b, gpu::ShuffleOp shuffle);
+  LogicalResult emulateMma(OpBuilder &b, NVVM::MmaOp mma);
+};
+
+LogicalResult Lockstep::emulateOp(OpBuilder &b, Operation *op) {
+  // Coordinates: the block's are uniform, the thread's per lane.
+  if (auto id = dyn_cast<gpu::BlockIdOp>(op)) {
+    uniform.map(id.getResult(), blockIds[(int)id.getDimension()]);
+    return success();
+  }
+  if (auto dim = dyn_cast<gpu::BlockDimOp>(op)) {
+    uniform.map(dim.getResult(), blockDims[(int)dim.getDimension()]);
+    return success();
+  }
+  if (auto dim = dyn_cast<gpu::GridDimOp>(op)) {
+    uniform.map(dim.getResult(), gridDims[(int)dim.getDimension()]);
+    return success();
+  }
+  if (isa<gpu::SubgroupSizeOp>(op)) {
+    uniform.map(op->getResult(0), c32);
+    return success();
+  }
+  if (isa<gpu::ThreadIdOp, gpu::LaneIdOp, gpu::SubgroupIdOp,
+          gpu::GlobalIdOp>(op)) {
+    Value a = laneArray(op->getResult(0).getType());
+    forLanes(b, [&](OpBuilder &ib, Value t) {
+      Value v;
+      if (auto id = dyn_cast<gpu::ThreadIdOp>(op))
+        v = threadCoordinate(ib, id.getDimension(), t);
+      else if (isa<gpu::LaneIdOp>(op))
+        v = arith::RemUIOp::create(ib, loc, t, c32);
+      else if (isa<gpu::SubgroupIdOp>(op))
+        v = arith::DivUIOp::create(ib, loc, t, c32);
+      else {
+        gpu::Dimension d = cast<gpu::GlobalIdOp>(op).getDimension();
+        v = arith::AddIOp::create(
+            ib, loc,
+            arith::MulIOp::create(ib, loc, blockIds[(int)d],
+                                  blockDims[(int)d]),
+            threadCoordinate(ib, d, t));
+      }
+      memref::StoreOp::create(ib, loc, v, a, ValueRange{t});
+    });
+    lanes[op->getResult(0)] = a;
+    return success();
+  }
+  if (isa<gpu::BarrierOp>(op))
+    return success(); // every operation ends in lock-step
+  if (auto loop = dyn_cast<scf::ForOp>(op))
+    return emulateFor(b, loop);
+  if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op))
+    return emulateShuffle(b, shuffle);
+  if (auto mma = dyn_cast<NVVM::MmaOp>(op))
+    return emulateMma(b, mma);
+  if (auto extract = dyn_cast<LLVM::ExtractValueOp>(op))
+    if (extract.getContainer().getDefiningOp<NVVM::MmaOp>())
+      return success(); // mapped by emulateMma
+  if (op->getNumRegions() || isa<gpu::AllReduceOp, gpu::SubgroupReduceOp>(op))
+    return op->emitError("zb-gpu-emulate: '")
+           << op->getName() << "' in a lock-step kernel (one with warp "
+           << "shuffles or mma.sync) is not emulated";
+  for (Type type : op->getResultTypes())
+    if (!type.isIntOrIndexOrFloat() && !isa<VectorType>(type))
+      return op->emitError("zb-gpu-emulate: a value of type ")
+             << type << " in a lock-step kernel";
+  // Computed once when it depends on no thread and reads no memory.
+  if (isMemoryEffectFree(op) && llvm::all_of(op->getOperands(), [&](Value v) {
+        return isUniform(v);
+      })) {
+    b.clone(*op, uniform);
+    return success();
+  }
+  SmallVector<Value> results;
+  for (Type type : op->getResultTypes())
+    results.push_back(laneArray(type));
+  forLanes(b, [&](OpBuilder &ib, Value t) {
+    IRMapping m;
+    for (Value v : op->getOperands())
+      m.map(v, valueAt(ib, v, t));
+    Operation *copy = ib.clone(*op, m);
+    for (auto [r, a] : llvm::zip(copy->getResults(), results))
+      memref::StoreOp::create(ib, loc, r, a, ValueRange{t});
+  });
+  for (auto [r, a] : llvm::zip(op->getResults(), results))
+    lanes[r] = a;
+  return success();
+}
+
+LogicalResult Lockstep::emulateFor(OpBuilder &b, scf::ForOp loop) {
+  for (Value bound : {loop.getLowerBound(), loop.getUpperBound(),
+                      loop.getStep()})
+    if (!isUniform(bound))
+      return loop.emitError("zb-gpu-emulate: a loop whose bounds differ "
+                            "between threads, in a lock-step kernel");
+  // Each iteration argument in a lane array of its own.
+  SmallVector<Value> state;
+  for (auto [arg, init] :
+       llvm::zip(loop.getRegionIterArgs(), loop.getInitArgs())) {
+    Value a = laneArray(arg.getType());
+    forLanes(b, [&](OpBuilder &ib, Value t) {
+      memref::StoreOp::create(ib, loc, valueAt(ib, init, t), a,
+                              ValueRange{t});
+    });
+    state.push_back(a);
+    lanes[arg] = a;
+  }
+  auto host = scf::ForOp::create(b, loc, uniform.lookup(loop.getLowerBound()),
+                                 uniform.lookup(loop.getUpperBound()),
+                                 uniform.lookup(loop.getStep()));
+  uniform.map(loop.getInductionVar(), host.getInductionVar());
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(host.getBody()->getTerminator());
+    if (failed(emulateBlock(b, *loop.getBody())))
+      return failure();
+    // The yielded values into the state: per lane, all loads before the
+    // stores, so a yield that permutes the arguments is right.
+    auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+    forLanes(b, [&](OpBuilder &ib, Value t) {
+      SmallVector<Value> values;
+      for (Value v : yield.getOperands())
+        values.push_back(valueAt(ib, v, t));
+      for (auto [v, a] : llvm::zip(values, state))
+        memref::StoreOp::create(ib, loc, v, a, ValueRange{t});
+    });
+  }
+  for (auto [r, a] : llvm::zip(loop.getResults(), state))
+    lanes[r] = a;
+  return success();
+}
+
+LogicalResult Lockstep::emulateShuffle(OpBuilder &b, gpu::ShuffleOp shuffle) {
+  if (shuffle.getMode() != gpu::ShuffleMode::XOR)
+    return shuffle.emitError("zb-gpu-emulate: only xor shuffles are "
+                             "emulated");
+  Value value = asLanes(b, shuffle.getValue());
+  Value result = laneArray(shuffle.getShuffleResult().getType());
+  Value valid = laneArray(b.getI1Type());
+  forLanes(b, [&](OpBuilder &ib, Value t) {
+    Type index = ib.getIndexType();
+    auto toIndex = [&](Value v) {
+      return arith::IndexCastUIOp::create(ib, loc, index, v).getResult();
+    };
+    Value offset = toIndex(valueAt(ib, shuffle.getOffset(), t));
+    Value width = toIndex(valueAt(ib, shuffle.getWidth(), t));
+    Value laneId = arith::RemUIOp::create(ib, loc, t, c32);
+    Value base = arith::SubIOp::create(ib, loc, t, laneId);
+    Value partnerLane = arith::XOrIOp::create(ib, loc, laneId, offset);
+    // Upstream's lowering: the partner is valid when it is below `width`.
+    Value ok = arith::CmpIOp::create(ib, loc, arith::CmpIPredicate::ult,
+                                     partnerLane, width);
+    Value partner = arith::SelectOp::create(
+        ib, loc, ok, arith::AddIOp::create(ib, loc, base, partnerLane), t);
+    Value v = memref::LoadOp::create(ib, loc, value, ValueRange{partner});
+    memref::StoreOp::create(ib, loc, v, result, ValueRange{t});
+    memref::StoreOp::create(ib, loc, ok, valid, ValueRange{t});
+  });
+  lanes[shuffle.getShuffleResult()] = result;
+  lanes[shuffle.getValid()] = valid;
+  return success();
+}
+
+LogicalResult Lockstep::emulateMma(OpBuilder &b, NVVM::MmaOp mma) {
+  auto shape = mma.getShapeAttr();
+  auto types = mma.getMultiplicandAPtxType();
+  if (shape.getM() != 16 || shape.getN() != 8 || shape.getK() != 16 ||
+      !types || *types != NVVM::MMATypes::bf16 ||
+      mma.getMultiplicandBPtxType() != NVVM::MMATypes::bf16 ||
+      mma.getLayoutA() != NVVM::MMALayout::row ||
+      mma.getLayoutB() != NVVM::MMALayout::col ||
+      mma.getOperandA().size() != 4 || mma.getOperandB().size() != 2 ||
+      mma.getOperandC().size() != 4 ||
+      !mma.getOperandC()[0].getType().isF32())
+    return mma.emitError("zb-gpu-emulate: only mma.sync m16n8k16 row.col "
+                         "with bfloat16 operands and a float32 "
+                         "accumulator is emulated");
+  SmallVector<Value> args;
+  for (Value v : mma->getOperands())
+    args.push_back(asLanes(b, v));
+  SmallVector<Value> d;
+  for (int i = 0; i < 4; ++i) {
+    d.push_back(laneArray(b.getF32Type()));
+    args.push_back(d.back());
+  }
+  args.push_back(threads);
+  func::CallOp::create(b, loc, pass.mmaFunction(loc), args);
+  for (Operation *user : mma->getUsers()) {
+    auto extract = dyn_cast<LLVM::ExtractValueOp>(user);
+    if (!extract || extract.getPosition().size() != 1)
+      return user->emitError("zb-gpu-emulate: an mma.sync result used "
+                             "other than by llvm.extractvalue");
+    lanes[extract.getResult()] = d[extract.getPosition()[0]];
+  }
+  return success();
+}
+
+FailureOr<func::FuncOp>
+ZBGpuEmulatePass::emulateLockstep(gpu::GPUModuleOp gpuModule,
+                                  gpu::GPUFuncOp kernel) {
+  Location loc = kernel.getLoc();
+  if (!kernel.getPrivateAttributions().empty())
+    return kernel.emitError("zb-gpu-emulate: kernel '")
+           << kernel.getName() << "' has private attributions";
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  SmallVector<Type> argTypes(6, b.getIndexType());
+  llvm::append_range(argTypes, kernel.getArgumentTypes());
+  std::string name =
+      ("__zb_emu_" + gpuModule.getName() + "_" + kernel.getName()).str();
+  auto fn = func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
+  fn.setPrivate();
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Lockstep ls(*this, loc, b);
+  ls.c0 = cst(b, loc, 0);
+  ls.c1 = cst(b, loc, 1);
+  ls.c32 = cst(b, loc, kSubgroupSize);
+  for (int d = 0; d < 3; ++d) {
+    ls.gridDims[d] = entry->getArgument(d);
+    ls.blockDims[d] = entry->getArgument(3 + d);
+  }
+  ls.threads = arith::MulIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, ls.blockDims[0], ls.blockDims[1]),
+      ls.blockDims[2]);
+  for (unsigned i = 0, e = kernel.getNumArguments(); i < e; ++i)
+    ls.uniform.map(kernel.getArgument(i), entry->getArgument(6 + i));
+  EmulationScope s(loc);
+  s.c0 = ls.c0;
+  s.c1 = ls.c1;
+  for (int d = 0; d < 3; ++d)
+    s.grid[d] = ls.gridDims[d];
+  loopNest(b, s, s.grid, ls.blockIds);
+  // Lane arrays are allocated before the grid loops (the next operation).
+  ls.allocs.setInsertionPoint(ls.threads.getDefiningOp()->getNextNode());
+  SmallVector<Value> workgroupBuffers;
+  for (BlockArgument attribution : kernel.getWorkgroupAttributions()) {
+    auto type = cast<MemRefType>(attribution.getType());
+    if (!type.hasStaticShape())
+      return kernel.emitError("zb-gpu-emulate: dynamic workgroup memory");
+    Value buffer = memref::AllocOp::create(
+        b, loc, MemRefType::get(type.getShape(), type.getElementType()));
+    ls.uniform.map(attribution, buffer);
+    workgroupBuffers.push_back(buffer);
+  }
+  if (failed(ls.emulateBlock(b, kernel.getBody().front())))
+    return failure();
+  for (Value buffer : workgroupBuffers)
+    memref::DeallocOp::create(b, loc, buffer);
+  b.setInsertionPointToEnd(entry);
+  for (Value a : ls.arrays)
+    memref::DeallocOp::create(b, loc, a);
+  func::ReturnOp::create(b, loc);
+  return fn;
+}
 
 } // namespace

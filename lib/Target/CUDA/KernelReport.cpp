@@ -23,7 +23,8 @@ using namespace mlir;
 namespace zb {
 
 double GpuKernelLaunch::rooflineSeconds(const GpuSpec &gpu, bool tf32) const {
-  double peak = kind == "gemm" && bf16 ? gpu.peaks.bf16FlopsPerSecond
+  bool tensorCores = kind == "gemm" || kind == "attention";
+  double peak = tensorCores && bf16 ? gpu.peaks.bf16FlopsPerSecond
                  : kind == "gemm" && (tf32 || gpu.tf32Gemms)
                      ? gpu.peaks.tf32FlopsPerSecond
                      : gpu.peaks.fp32FlopsPerSecond;
@@ -228,6 +229,14 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module,
                  : barrier   ? "column-reduction"
                  : innerLoop ? "serial-reduction"
                              : "elementwise";
+        // A kernel that states its kind and FLOPs (the fused attention of
+        // zb-gpu-attention-kernels: bfloat16 mma.sync on tensor cores).
+        if (auto kind = kernel->getAttrOfType<StringAttr>("zb.kernel_kind")) {
+          g.kind = kind.getValue().str();
+          g.bf16 = true;
+        }
+        if (auto flops = kernel->getAttrOfType<FloatAttr>("zb.flops"))
+          g.flops = flops.getValueAsDouble();
         for (auto [i, arg] : llvm::enumerate(kernel.getArguments())) {
           if (!isa<MemRefType>(arg.getType()) ||
               i >= launch.getKernelOperands().size())

@@ -79,6 +79,79 @@ def ZBGpuMapReductions : Pass<"zb-gpu-map-reductions"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def ZBGpuAttentionCalls : Pass<"zb-gpu-attention-calls", "mlir::ModuleOp"> {
+  let summary = "Marks each zb.attention the fused tensor-core kernel can run as a call on buffers";
+  let description = [{
+    For the CUDA targets, before zb-decompose-attention: a `zb.attention`
+    whose query, key, value and result are bfloat16 and whose lse is
+    float32, without a `mask` operand (causal or not), with head dimensions
+    (query/key and value) multiples of 16 up to 128, becomes a call on
+    buffers, as convert-zb-to-runtime makes a GEMM one:
+
+        func.call @__zb_gpu_attention_forward_N(%q, %k, %v, %o, %lse)
+            {zb.scale = S : f64, zb.causal}
+            : (memref<BHxTqxDxbf16>, memref<BHxTkxDxbf16>,
+               memref<BHxTkxDvxbf16>, memref<BHxTqxDvxbf16>,
+               memref<BHxTqxf32>) -> ()
+
+    the batch dimensions collapsed into one (`BH`), the operands'
+    buffers (`bufferization.to_buffer`, identity layout) and fresh result
+    buffers read back as the op's results. zb-gpu-attention-kernels
+    replaces each call by its kernel after bufferization. Any other
+    zb.attention (float32, a mask, another head size) is left to
+    zb-decompose-attention; so is every zb.attention_grad (the backward
+    pass keeps the decomposed form, recomputing the probabilities from the
+    saved lse).
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def ZBGpuAttentionKernels : Pass<"zb-gpu-attention-kernels", "mlir::ModuleOp"> {
+  let summary = "The FlashAttention-2 forward kernel on tensor cores for each zb-gpu-attention-calls call";
+  let description = [{
+    After gpu-kernel-outlining: every call of a
+    `__zb_gpu_attention_forward_N` declaration (zb-gpu-attention-calls)
+    becomes a `gpu.launch_func` of a kernel of its own `gpu.module`, the
+    forward pass of FlashAttention-2 (Dao 2023, Algorithm 1) for those
+    shapes:
+
+    - grid (ceil(Tq / 64), BH), 128 threads: each warp computes 16 query
+      rows of one (batch, head) against every key block of 64 keys (up to
+      the diagonal block when causal);
+    - S = Q K^T and O += P V are `nvvm.mma.sync` m16n8k16 instructions
+      (bfloat16 operands, float32 accumulation: HMMA on sm_80 and later),
+      with the S fragments reused in registers as P's;
+    - S is rounded to bfloat16 (as the unfused path's GEMM writes it, so
+      that the decomposed backward's recomputed probabilities match the
+      saved lse), scaled and masked (`-inf` for a key past Tk and, when
+      causal, after the query) in float32;
+    - online softmax per row: the running maximum over the quad of lanes
+      that holds a row (`gpu.shuffle xor` 1 and 2), the accumulated O
+      rescaled by exp(m_old - m_new); a row whose every key so far is
+      hidden uses 0 as its maximum;
+    - at the end O is divided by the row's sum (0 for a row of hidden
+      keys) and rounded to bfloat16, and lse = m + log(sum) (-inf for such
+      a row).
+
+    Operands are read straight from global memory (no shared memory, no
+    barriers). Rows past Tq compute as row Tq - 1 and store its values
+    again, so that no lane branches. The kernel carries `zb.kernel_kind =
+    "attention"` and its FLOPs (`zb.flops`: 4 Tq Tk D per (batch, head),
+    about half when causal) for the kernel report. The declarations are
+    erased.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def ZBGpuEmulate : Pass<"zb-gpu-emulate", "mlir::ModuleOp"> {
   let summary = "Runs the module's GPU kernels on the CPU with GPU semantics (a checking aid)";
   let description = [{

@@ -3,7 +3,7 @@ file (zb-compile --keep-intermediates writes rank<R>.o) through
 `cuobjdump -sass`, and prints one line per kernel of the first fatbin's
 cubin for --arch:
 
-  KERNEL instructions=N div64=D mulhi64=M div32=V v128=W
+  KERNEL instructions=N div64=D mulhi64=M div32=V v128=W hmma=H
 
 N counts the instructions a thread can execute (NOP padding and the
 trailing `BRA` to itself left out). The other counts are the signatures of
@@ -16,7 +16,8 @@ with nvcc -cubin -arch=sm_90 (CUDA 13):
            the magic number, IMAD.WIDE.U32.X (or IMAD.HI.U32 with a carry);
   div32    a 32-bit `/` or `%` by a run-time value: I2F.U32.RP + MUFU.RCP.
 v128 counts the 128-bit (float4) global loads and stores, LDG.E.128 and
-STG.E.128. A 32-bit division by a constant (IMAD.HI.U32 by the magic number, a shift
+STG.E.128. hmma counts the tensor-core instructions (HMMA, and HGMMA of
+sm_90's warpgroup MMA). A 32-bit division by a constant (IMAD.HI.U32 by the magic number, a shift
 for a power of two) is what the index arithmetic should become.
 
 usage: sass_stats.py [--cuobjdump PATH] [--arch sm_90] [--no-division]
@@ -81,7 +82,8 @@ def stats(body):
                    is not None for op, t in zip(ops, body))
     div32 = sum(op.startswith("I2F.U32.RP") for op in ops)
     v128 = sum(op in ("LDG.E.128", "STG.E.128") for op in ops)
-    return len(body), div64, mulhi64, div32, v128
+    hmma = sum(op.startswith(("HMMA", "HGMMA")) for op in ops)
+    return len(body), div64, mulhi64, div32, v128, hmma
 
 
 def main():
@@ -107,10 +109,10 @@ def main():
         sys.exit(f"sass_stats.py: no {args.arch} kernel in {args.object}")
     errors, total = [], 0
     for name in sorted(table):
-        n, div64, mulhi64, div32, v128 = stats(table[name])
+        n, div64, mulhi64, div32, v128, hmma = stats(table[name])
         total += n
         print(f"{name} instructions={n} div64={div64} mulhi64={mulhi64} "
-              f"div32={div32} v128={v128}")
+              f"div32={div32} v128={v128} hmma={hmma}")
         if args.no_division and div64 + mulhi64 + div32:
             errors.append(f"{name}: integer division in its SASS "
                           f"(div64={div64} mulhi64={mulhi64} div32={div32})")

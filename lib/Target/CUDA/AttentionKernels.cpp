@@ -1,0 +1,502 @@
+//===- AttentionKernels.cpp - the fused attention kernel ------------------===//
+//
+// zb-gpu-attention-calls (tensor level: each zb.attention the kernel can run
+// becomes a call on buffers) and zb-gpu-attention-kernels (after
+// gpu-kernel-outlining: each such call becomes a launch of the
+// FlashAttention-2 forward kernel, Dao 2023, Algorithm 1, on tensor cores
+// through nvvm.mma.sync). See Passes.td.
+//
+// Fragment layouts of mma.sync.m16n8k16 (PTX ISA, "Matrix fragments for
+// mma.m16n8k16 with floating point type"), for lane l of a warp with
+// g = l / 4 and t = l % 4 (each A/B register holds two bfloat16, the first
+// in the low half):
+//   A (16 x 16, row major): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..),
+//                           a3 (g+8, 2t+8..)
+//   B (16 x 8, k x n):      b0 (k = 2t..2t+1, n = g), b1 (k = 2t+8.., n = g)
+//   C, D (16 x 8, float):   c0, c1 (g, 2t, 2t+1), c2, c3 (g+8, 2t, 2t+1)
+// zb-gpu-emulate's lock-step emulation of nvvm.mma.sync uses the same.
+//
+//===----------------------------------------------------------------------===//
+#include "zb/Target/CUDA/Passes.h"
+#include "zb/Dialect/ZB/IR/ZBOps.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include <limits>
+
+namespace zb {
+#define GEN_PASS_DEF_ZBGPUATTENTIONCALLS
+#define GEN_PASS_DEF_ZBGPUATTENTIONKERNELS
+#include "zb/Target/CUDA/Passes.h.inc"
+} // namespace zb
+
+using namespace mlir;
+
+namespace {
+
+constexpr StringLiteral kCalleePrefix = "__zb_gpu_attention_forward_";
+/// Query rows per block (16 per warp) and keys per iteration.
+constexpr int64_t kRowsPerWarp = 16, kWarps = 4, kKeyBlock = 64;
+
+//===-- zb-gpu-attention-calls --------------------------------------------===//
+
+/// Why the kernel cannot run `op` (empty when it can).
+std::string ineligible(zb::AttentionOp op) {
+  auto q = cast<RankedTensorType>(op.getQuery().getType());
+  auto k = cast<RankedTensorType>(op.getKey().getType());
+  auto v = cast<RankedTensorType>(op.getValue().getType());
+  auto lse = cast<RankedTensorType>(op.getLse().getType());
+  if (op.getMask())
+    return "has a mask operand";
+  if (!q.getElementType().isBF16() || !k.getElementType().isBF16() ||
+      !v.getElementType().isBF16() ||
+      !op.getResult().getType().getElementType().isBF16())
+    return "is not bfloat16";
+  if (!lse.getElementType().isF32())
+    return "has a lse that is not float32";
+  if (!q.hasStaticShape() || !k.hasStaticShape() || !v.hasStaticShape())
+    return "has a dynamic shape";
+  int64_t r = q.getRank();
+  int64_t d = q.getDimSize(r - 1), dv = v.getDimSize(r - 1);
+  if (d % 16 || dv % 16 || d > 128 || dv > 128 || d == 0 || dv == 0)
+    return "has head dimensions other than multiples of 16 up to 128";
+  return "";
+}
+
+/// `t` with its leading `rank - keep` dimensions collapsed into one.
+Value collapseLeading(OpBuilder &b, Location loc, Value t, int64_t keep) {
+  auto tt = cast<RankedTensorType>(t.getType());
+  int64_t r = tt.getRank();
+  if (r == keep + 1)
+    return t;
+  int64_t lead = 1;
+  SmallVector<ReassociationIndices> groups(1);
+  for (int64_t i = 0; i < r - keep; ++i) {
+    lead *= tt.getDimSize(i);
+    groups[0].push_back(i);
+  }
+  SmallVector<int64_t> shape = {lead};
+  for (int64_t i = r - keep; i < r; ++i) {
+    shape.push_back(tt.getDimSize(i));
+    groups.push_back({i});
+  }
+  return tensor::CollapseShapeOp::create(
+      b, loc, RankedTensorType::get(shape, tt.getElementType()), t, groups);
+}
+
+/// The inverse of collapseLeading for a result of type `type`.
+Value expandLeading(OpBuilder &b, Location loc, Value t,
+                    RankedTensorType type, int64_t keep) {
+  int64_t r = type.getRank();
+  if (r == keep + 1)
+    return t;
+  SmallVector<ReassociationIndices> groups(1);
+  for (int64_t i = 0; i < r - keep; ++i)
+    groups[0].push_back(i);
+  for (int64_t i = r - keep; i < r; ++i)
+    groups.push_back({i});
+  return tensor::ExpandShapeOp::create(b, loc, type, t, groups);
+}
+
+struct ZBGpuAttentionCallsPass
+    : public zb::impl::ZBGpuAttentionCallsBase<ZBGpuAttentionCallsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<zb::AttentionOp> ops;
+    module.walk([&](zb::AttentionOp op) {
+      if (ineligible(op).empty())
+        ops.push_back(op);
+    });
+    SymbolTable symbols(module);
+    int64_t next = 0;
+    for (zb::AttentionOp op : ops) {
+      OpBuilder b(op);
+      Location loc = op.getLoc();
+      auto bufferOf = [&](Value t) -> Value {
+        auto tt = cast<RankedTensorType>(t.getType());
+        return bufferization::ToBufferOp::create(
+            b, loc, MemRefType::get(tt.getShape(), tt.getElementType()), t,
+            /*read_only=*/true);
+      };
+      Value q = bufferOf(collapseLeading(b, loc, op.getQuery(), 2));
+      Value k = bufferOf(collapseLeading(b, loc, op.getKey(), 2));
+      Value v = bufferOf(collapseLeading(b, loc, op.getValue(), 2));
+      auto qt = cast<MemRefType>(q.getType());
+      auto vt = cast<MemRefType>(v.getType());
+      int64_t bh = qt.getDimSize(0), tq = qt.getDimSize(1);
+      auto ot = MemRefType::get({bh, tq, vt.getDimSize(2)},
+                                vt.getElementType());
+      auto lt = MemRefType::get({bh, tq}, b.getF32Type());
+      Value o = memref::AllocOp::create(b, loc, ot);
+      Value lse = memref::AllocOp::create(b, loc, lt);
+      SmallVector<Type> argTypes = {q.getType(), k.getType(), v.getType(), ot,
+                                    lt};
+      std::string name;
+      do
+        name = (kCalleePrefix + Twine(next++)).str();
+      while (symbols.lookup(name));
+      {
+        OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
+        auto decl = func::FuncOp::create(mb, loc, name,
+                                         mb.getFunctionType(argTypes, {}));
+        decl.setPrivate();
+        symbols.insert(decl);
+      }
+      auto call = func::CallOp::create(b, loc, name, TypeRange{},
+                                       ValueRange{q, k, v, o, lse});
+      call->setAttr("zb.scale", op.getScaleAttr());
+      if (op.getCausal())
+        call->setAttr("zb.causal", b.getUnitAttr());
+      auto tensorOf = [&](Value buffer) -> Value {
+        auto mt = cast<MemRefType>(buffer.getType());
+        return bufferization::ToTensorOp::create(
+            b, loc, RankedTensorType::get(mt.getShape(), mt.getElementType()),
+            buffer, /*restrict=*/true, /*writable=*/true);
+      };
+      op.getResult().replaceAllUsesWith(expandLeading(
+          b, loc, tensorOf(o), op.getResult().getType(), 2));
+      op.getLse().replaceAllUsesWith(
+          expandLeading(b, loc, tensorOf(lse),
+                        cast<RankedTensorType>(op.getLse().getType()), 1));
+      op.erase();
+    }
+  }
+};
+
+//===-- zb-gpu-attention-kernels ------------------------------------------===//
+
+/// Builds the kernel body (file comment, Passes.td) with index and float
+/// helpers at one insertion point.
+struct KernelBuilder {
+  OpBuilder &b;
+  Location loc;
+  Type bf16, f32, i32, index;
+
+  KernelBuilder(OpBuilder &b, Location loc)
+      : b(b), loc(loc), bf16(b.getBF16Type()), f32(b.getF32Type()),
+        i32(b.getI32Type()), index(b.getIndexType()) {}
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value f(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value addi(Value x, int64_t c) { return c ? add(x, idx(c)) : x; }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value fmax(Value x, Value y) {
+    return arith::MaximumFOp::create(b, loc, x, y);
+  }
+  Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value fcmp(arith::CmpFPredicate p, Value x, Value y) {
+    return arith::CmpFOp::create(b, loc, p, x, y);
+  }
+  Value icmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value minIndex(Value x, int64_t c) {
+    return arith::MinUIOp::create(b, loc, x, idx(c));
+  }
+
+  /// Two consecutive bfloat16 of `mem` at (bh, row, col) as one i32.
+  Value loadPair(Value mem, Value bh, Value row, Value col) {
+    Value v = vector::LoadOp::create(b, loc, VectorType::get({2}, bf16), mem,
+                                     ValueRange{bh, row, col});
+    return toI32(v);
+  }
+  Value toI32(Value pair) {
+    Value c = vector::BitCastOp::create(b, loc, VectorType::get({1}, i32),
+                                        pair);
+    return vector::ExtractOp::create(b, loc, c, ArrayRef<int64_t>{0});
+  }
+  /// Two bfloat16 scalars as one i32 (`lo` in the low half).
+  Value pack(Value lo, Value hi) {
+    return toI32(vector::FromElementsOp::create(
+        b, loc, VectorType::get({2}, bf16), ValueRange{lo, hi}));
+  }
+  Value toBf16(Value x) { return arith::TruncFOp::create(b, loc, bf16, x); }
+  /// x rounded to bfloat16 and back.
+  Value roundBf16(Value x) {
+    return arith::ExtFOp::create(b, loc, f32, toBf16(x));
+  }
+
+  /// D = A B + C, one mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32.
+  std::array<Value, 4> mma(ArrayRef<Value> a, ArrayRef<Value> bm,
+                           ArrayRef<Value> c) {
+    MLIRContext *ctx = b.getContext();
+    auto structType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+    auto op = NVVM::MmaOp::create(
+        b, loc, structType, a, bm, c, ArrayRef<int64_t>{16, 8, 16},
+        std::nullopt, std::nullopt,
+        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                      NVVM::MMATypes::bf16},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    std::array<Value, 4> d;
+    for (int64_t i = 0; i < 4; ++i)
+      d[i] = LLVM::ExtractValueOp::create(b, loc, op.getResult(), i);
+    return d;
+  }
+
+  /// max (or sum) of x over the 4 lanes of a quad (xor 1, then 2).
+  Value quad(Value x, bool isMax) {
+    Value width = arith::ConstantIntOp::create(b, loc, i32, 32);
+    for (int64_t offset : {1, 2}) {
+      Value o = arith::ConstantIntOp::create(b, loc, i32, offset);
+      Value other = gpu::ShuffleOp::create(b, loc, x, o, width,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      x = isMax ? fmax(x, other) : fadd(x, other);
+    }
+    return x;
+  }
+};
+
+struct AttentionShape {
+  int64_t bh, tq, tk, d, dv;
+  double scale;
+  bool causal;
+};
+
+/// The forward kernel for `s` in `kernel` (arguments q, k, v, o, lse).
+void buildForwardBody(gpu::GPUFuncOp kernel, const AttentionShape &s) {
+  OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  KernelBuilder e(b, kernel.getLoc());
+  Location loc = kernel.getLoc();
+  Value q = kernel.getArgument(0), k = kernel.getArgument(1),
+        v = kernel.getArgument(2), o = kernel.getArgument(3),
+        lse = kernel.getArgument(4);
+  const float inf = std::numeric_limits<float>::infinity();
+  const int64_t dSteps = s.d / 16, dvTiles = s.dv / 8;
+  const int64_t keyTiles = kKeyBlock / 8, keySteps = kKeyBlock / 16;
+
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value qBlock = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value bh = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value c32 = e.idx(32), c4 = e.idx(4);
+  Value warp = arith::DivUIOp::create(b, loc, tid, c32);
+  Value lane = arith::RemUIOp::create(b, loc, tid, c32);
+  Value g = arith::DivUIOp::create(b, loc, lane, c4);
+  Value t = arith::RemUIOp::create(b, loc, lane, c4);
+  Value t2 = e.mul(t, e.idx(2));
+  Value q0 = e.add(e.mul(qBlock, e.idx(kRowsPerWarp * kWarps)),
+                   e.mul(warp, e.idx(kRowsPerWarp)));
+  // This lane's two rows (clamped: rows past Tq compute as row Tq - 1).
+  Value row[2] = {e.minIndex(e.add(q0, g), s.tq - 1),
+                  e.minIndex(e.addi(e.add(q0, g), 8), s.tq - 1)};
+
+  // Q's A fragments, one per 16 columns of D.
+  SmallVector<std::array<Value, 4>> qa(dSteps);
+  for (int64_t ks = 0; ks < dSteps; ++ks)
+    for (int64_t i = 0; i < 4; ++i)
+      qa[ks][i] = e.loadPair(q, bh, row[i % 2],
+                             e.addi(t2, ks * 16 + (i >= 2 ? 8 : 0)));
+
+  // Key blocks [0, end): all of them, or up to the diagonal when causal.
+  int64_t keyBlocks = (s.tk + kKeyBlock - 1) / kKeyBlock;
+  Value end = e.idx(keyBlocks);
+  if (s.causal)
+    end = arith::MinUIOp::create(b, loc, end, e.addi(qBlock, 1));
+  // A query block of 64 rows reaches key block i only if 64 i <= its last
+  // row: with Tq <= Tk aligned at 0 (keys after the query hidden), the
+  // diagonal block is the query block's own index.
+
+  // Loop state: m[2], l[2] (this lane's partial row sums), O fragments.
+  SmallVector<Value> init = {e.f(-inf), e.f(-inf), e.f(0), e.f(0)};
+  for (int64_t i = 0; i < dvTiles * 4; ++i)
+    init.push_back(e.f(0));
+  auto loop = scf::ForOp::create(b, loc, e.idx(0), end, e.idx(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kb = loop.getInductionVar();
+    ValueRange state = loop.getRegionIterArgs();
+    Value mOld[2] = {state[0], state[1]}, lOld[2] = {state[2], state[3]};
+    Value kBase = e.mul(kb, e.idx(kKeyBlock));
+
+    // S = Q K^T for 64 keys: 8 tiles of 8 keys.
+    SmallVector<std::array<Value, 4>> sc(keyTiles);
+    Value scale = e.f(s.scale);
+    for (int64_t nt = 0; nt < keyTiles; ++nt) {
+      Value keyRow = e.minIndex(e.add(e.addi(kBase, nt * 8), g), s.tk - 1);
+      std::array<Value, 4> acc = {e.f(0), e.f(0), e.f(0), e.f(0)};
+      for (int64_t ks = 0; ks < dSteps; ++ks) {
+        Value b0 = e.loadPair(k, bh, keyRow, e.addi(t2, ks * 16));
+        Value b1 = e.loadPair(k, bh, keyRow, e.addi(t2, ks * 16 + 8));
+        acc = e.mma(qa[ks], {b0, b1}, acc);
+      }
+      for (int64_t i = 0; i < 4; ++i) {
+        Value key = e.addi(e.add(kBase, t2), nt * 8 + (i & 1));
+        Value hidden = e.icmp(arith::CmpIPredicate::uge, key, e.idx(s.tk));
+        if (s.causal)
+          hidden = arith::OrIOp::create(
+              b, loc, hidden,
+              e.icmp(arith::CmpIPredicate::ugt, key, row[i / 2]));
+        sc[nt][i] = e.select(hidden, e.f(-inf),
+                             e.fmul(e.roundBf16(acc[i]), scale));
+      }
+    }
+    // Online softmax per row (rows g: i = 0, 1; g + 8: i = 2, 3).
+    Value mNew[2], mUse[2], alpha[2], lNew[2];
+    for (int64_t r = 0; r < 2; ++r) {
+      Value mx = sc[0][2 * r];
+      for (int64_t nt = 0; nt < keyTiles; ++nt)
+        for (int64_t j = 0; j < 2; ++j)
+          if (nt || j)
+            mx = e.fmax(mx, sc[nt][2 * r + j]);
+      mNew[r] = e.fmax(mOld[r], e.quad(mx, /*isMax=*/true));
+      // 0 while the row has seen only hidden keys: exp(-inf - 0) = 0.
+      mUse[r] = e.select(
+          e.fcmp(arith::CmpFPredicate::OEQ, mNew[r], e.f(-inf)), e.f(0),
+          mNew[r]);
+      alpha[r] = e.exp(e.fsub(mOld[r], mUse[r]));
+      lNew[r] = e.fmul(lOld[r], alpha[r]);
+    }
+    SmallVector<std::array<Value, 4>> p(keyTiles);
+    for (int64_t nt = 0; nt < keyTiles; ++nt)
+      for (int64_t i = 0; i < 4; ++i) {
+        p[nt][i] = e.exp(e.fsub(sc[nt][i], mUse[i / 2]));
+        lNew[i / 2] = e.fadd(lNew[i / 2], p[nt][i]);
+      }
+    // O = alpha O + P V: P's A fragments are S's accumulators, rounded.
+    SmallVector<Value> next = {mNew[0], mNew[1], lNew[0], lNew[1]};
+    SmallVector<std::array<Value, 4>> oAcc(dvTiles);
+    for (int64_t nt = 0; nt < dvTiles; ++nt)
+      for (int64_t i = 0; i < 4; ++i)
+        oAcc[nt][i] = e.fmul(state[4 + nt * 4 + i], alpha[i / 2]);
+    for (int64_t kk = 0; kk < keySteps; ++kk) {
+      std::array<Value, 4> pa;
+      for (int64_t i = 0; i < 4; ++i) {
+        const std::array<Value, 4> &tile = p[2 * kk + i / 2];
+        int64_t r = i % 2; // a0, a2: row g; a1, a3: row g + 8
+        pa[i] = e.pack(e.toBf16(tile[2 * r]), e.toBf16(tile[2 * r + 1]));
+      }
+      Value keyRows[4];
+      for (int64_t j = 0; j < 4; ++j) // 2t, 2t+1, 2t+8, 2t+9
+        keyRows[j] = e.minIndex(
+            e.add(e.addi(kBase, kk * 16 + (j & 1) + (j >= 2 ? 8 : 0)), t2),
+            s.tk - 1);
+      for (int64_t nt = 0; nt < dvTiles; ++nt) {
+        Value col = e.addi(g, nt * 8);
+        Value vals[4];
+        for (int64_t j = 0; j < 4; ++j)
+          vals[j] = memref::LoadOp::create(b, loc, v,
+                                           ValueRange{bh, keyRows[j], col});
+        Value b0 = e.pack(vals[0], vals[1]), b1 = e.pack(vals[2], vals[3]);
+        oAcc[nt] = e.mma(pa, {b0, b1}, oAcc[nt]);
+      }
+    }
+    for (int64_t nt = 0; nt < dvTiles; ++nt)
+      for (int64_t i = 0; i < 4; ++i)
+        next.push_back(oAcc[nt][i]);
+    scf::YieldOp::create(b, loc, next);
+  }
+  // O / l in bfloat16 and lse = m + log(l) per row.
+  ValueRange out = loop.getResults();
+  for (int64_t r = 0; r < 2; ++r) {
+    Value l = e.quad(out[2 + r], /*isMax=*/false);
+    Value positive = e.fcmp(arith::CmpFPredicate::OGT, l, e.f(0));
+    Value inv = e.select(positive,
+                         arith::DivFOp::create(b, loc, e.f(1), l), e.f(0));
+    Value logL = math::LogOp::create(b, loc, l);
+    Value lseRow = e.select(positive, e.fadd(out[r], logL), e.f(-inf));
+    memref::StoreOp::create(b, loc, lseRow, lse, ValueRange{bh, row[r]});
+    for (int64_t nt = 0; nt < dvTiles; ++nt) {
+      Value x = e.toBf16(e.fmul(out[4 + nt * 4 + 2 * r], inv));
+      Value y = e.toBf16(e.fmul(out[4 + nt * 4 + 2 * r + 1], inv));
+      Value pair = vector::FromElementsOp::create(
+          b, loc, VectorType::get({2}, e.bf16), ValueRange{x, y});
+      vector::StoreOp::create(b, loc, pair, o,
+                              ValueRange{bh, row[r], e.addi(t2, nt * 8)});
+    }
+  }
+}
+
+struct ZBGpuAttentionKernelsPass
+    : public zb::impl::ZBGpuAttentionKernelsBase<ZBGpuAttentionKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::CallOp> calls;
+    module.walk([&](func::CallOp call) {
+      if (call.getCallee().starts_with(kCalleePrefix))
+        calls.push_back(call);
+    });
+    SymbolTable symbols(module);
+    int64_t next = 0;
+    for (func::CallOp call : calls) {
+      Location loc = call.getLoc();
+      auto types = call.getOperandTypes();
+      auto memref = [&](unsigned i) { return dyn_cast<MemRefType>(types[i]); };
+      auto scale = call->getAttrOfType<FloatAttr>("zb.scale");
+      if (call.getNumOperands() != 5 || !scale || !memref(0) || !memref(2) ||
+          !memref(0).hasStaticShape() || !memref(2).hasStaticShape()) {
+        call.emitError("zb-gpu-attention-kernels: expected a call of "
+                       "zb-gpu-attention-calls (5 static memrefs, zb.scale)");
+        return signalPassFailure();
+      }
+      AttentionShape s{memref(0).getDimSize(0), memref(0).getDimSize(1),
+                       memref(1).getDimSize(1), memref(0).getDimSize(2),
+                       memref(2).getDimSize(2), scale.getValueAsDouble(),
+                       call->hasAttr("zb.causal")};
+      // A gpu.module of its own (zb-gpu-merge-kernel-modules gathers
+      // them), named after the function that launches it.
+      auto parent = call->getParentOfType<func::FuncOp>();
+      std::string name;
+      do
+        name = (parent.getName() + "_attention_" + Twine(next++)).str();
+      while (symbols.lookup(name));
+      OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+      auto gpuModule = gpu::GPUModuleOp::create(mb, loc, name);
+      symbols.insert(gpuModule);
+      OpBuilder kb = OpBuilder::atBlockBegin(gpuModule.getBody());
+      auto kernel = gpu::GPUFuncOp::create(
+          kb, loc, name, kb.getFunctionType(SmallVector<Type>(types), {}));
+      kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                      kb.getUnitAttr());
+      kernel.setKnownBlockSizeAttr(
+          kb.getDenseI32ArrayAttr({kWarps * 32, 1, 1}));
+      int64_t qBlocks = (s.tq + kRowsPerWarp * kWarps - 1) /
+                        (kRowsPerWarp * kWarps);
+      kernel.setKnownGridSizeAttr(kb.getDenseI32ArrayAttr(
+          {static_cast<int32_t>(qBlocks), static_cast<int32_t>(s.bh), 1}));
+      // FLOPs of the two GEMMs per (batch, head), each 2 Tq Tk D; causal:
+      // the pairs with key <= query.
+      double pairs = 1.0 * s.tq * s.tk;
+      if (s.causal)
+        pairs = s.tq <= s.tk ? 0.5 * s.tq * (s.tq + 1.0)
+                             : 0.5 * s.tk * (s.tk + 1.0) +
+                                   1.0 * (s.tq - s.tk) * s.tk;
+      kernel->setAttr("zb.kernel_kind", kb.getStringAttr("attention"));
+      kernel->setAttr("zb.flops",
+                      kb.getF64FloatAttr(2.0 * s.bh * pairs * (s.d + s.dv)));
+      buildForwardBody(kernel, s);
+      OpBuilder eb = OpBuilder::atBlockEnd(&kernel.getBody().front());
+      gpu::ReturnOp::create(eb, loc);
+
+      OpBuilder b(call);
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      Value gx = arith::ConstantIndexOp::create(b, loc, qBlocks);
+      Value gy = arith::ConstantIndexOp::create(b, loc, s.bh);
+      Value bx = arith::ConstantIndexOp::create(b, loc, kWarps * 32);
+      gpu::LaunchFuncOp::create(b, loc, kernel, gpu::KernelDim3{gx, gy, one},
+                                gpu::KernelDim3{bx, one, one},
+                                /*dynamicSharedMemorySize=*/Value(),
+                                call.getOperands());
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+      call.erase();
+      if (callee && callee.symbolKnownUseEmpty(module))
+        callee.erase();
+    }
+    if (!calls.empty())
+      module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                      UnitAttr::get(module.getContext()));
+  }
+};
+
+} // namespace
