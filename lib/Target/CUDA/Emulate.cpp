@@ -774,12 +774,93 @@ struct Lockstep {
 
   LogicalResult emulateOp(OpBuilder &b, Operation *op);
 
+  /// Whether `op` is a plain per-thread operation that can share a lane
+  /// loop with its neighbours: no region, no collective, a result type a
+  /// lane array can hold.
+  static bool isPerLane(Operation *op) {
+    if (op->getNumRegions() ||
+        isa<gpu::ShuffleOp, NVVM::MmaOp, gpu::BarrierOp, gpu::AllReduceOp,
+            gpu::SubgroupReduceOp, gpu::BlockIdOp, gpu::BlockDimOp,
+            gpu::GridDimOp, gpu::SubgroupSizeOp, LLVM::ExtractValueOp>(op))
+      return false;
+    return llvm::all_of(op->getResultTypes(), [](Type type) {
+      return type.isIntOrIndexOrFloat() || isa<VectorType>(type);
+    });
+  }
+
+  /// The operations of `block` in order; consecutive per-thread operations
+  /// share one loop over the threads (flushRun), so a value used only
+  /// inside its run needs no lane array.
   LogicalResult emulateBlock(OpBuilder &b, Block &block) {
-    for (Operation &op : block)
-      if (!op.hasTrait<OpTrait::IsTerminator>())
-        if (failed(emulateOp(b, &op)))
-          return failure();
+    SmallVector<Operation *> run;
+    for (Operation &op : block) {
+      if (op.hasTrait<OpTrait::IsTerminator>())
+        continue;
+      bool uniformOp =
+          isMemoryEffectFree(&op) && !op.getNumRegions() &&
+          !isa<gpu::ThreadIdOp, gpu::LaneIdOp, gpu::SubgroupIdOp,
+               gpu::GlobalIdOp>(op) &&
+          llvm::all_of(op.getOperands(), [&](Value v) { return isUniform(v); });
+      if (isPerLane(&op) && !uniformOp) {
+        run.push_back(&op);
+        continue;
+      }
+      flushRun(b, run);
+      if (failed(emulateOp(b, &op)))
+        return failure();
+    }
+    flushRun(b, run);
     return success();
+  }
+
+  /// One loop over the threads for the operations of `run` (emptied).
+  void flushRun(OpBuilder &b, SmallVectorImpl<Operation *> &run) {
+    if (run.empty())
+      return;
+    llvm::SmallPtrSet<Operation *, 16> inRun(run.begin(), run.end());
+    Block *block = run.front()->getBlock();
+    // Lane arrays for the results used after the run.
+    DenseMap<Value, Value> outside;
+    for (Operation *op : run)
+      for (Value r : op->getResults())
+        if (llvm::any_of(r.getUsers(), [&](Operation *user) {
+              Operation *top = block->findAncestorOpInBlock(*user);
+              return !top || !inRun.contains(top);
+            }))
+          outside[r] = laneArray(r.getType());
+    forLanes(b, [&](OpBuilder &ib, Value t) {
+      IRMapping m;
+      for (Operation *op : run) {
+        Value v;
+        if (auto id = dyn_cast<gpu::ThreadIdOp>(op))
+          v = threadCoordinate(ib, id.getDimension(), t);
+        else if (isa<gpu::LaneIdOp>(op))
+          v = arith::RemUIOp::create(ib, loc, t, c32);
+        else if (isa<gpu::SubgroupIdOp>(op))
+          v = arith::DivUIOp::create(ib, loc, t, c32);
+        else if (auto id = dyn_cast<gpu::GlobalIdOp>(op)) {
+          gpu::Dimension d = id.getDimension();
+          v = arith::AddIOp::create(
+              ib, loc,
+              arith::MulIOp::create(ib, loc, blockIds[(int)d],
+                                    blockDims[(int)d]),
+              threadCoordinate(ib, d, t));
+        } else {
+          for (Value operand : op->getOperands())
+            if (!m.contains(operand))
+              m.map(operand, valueAt(ib, operand, t));
+          ib.clone(*op, m);
+        }
+        if (v)
+          m.map(op->getResult(0), v);
+        for (Value r : op->getResults())
+          if (Value a = outside.lookup(r))
+            memref::StoreOp::create(ib, loc, m.lookup(r), a, ValueRange{t});
+      }
+    });
+    for (auto [r, a] : outside)
+      lanes[r] = a;
+    run.clear();
   }
 
   LogicalResult emulateFor(OpBuilder &b, scf::ForOp loop);

@@ -175,6 +175,15 @@ module attributes {gpu.container_module} {
 
 // -----
 
+// A kernel with warp collectives (gpu.shuffle, nvvm.mma.sync) runs in
+// lock-step: each value a per-thread array, each operation a loop over the
+// block's threads; the shuffle reads its partner lane's value.
+// CHECK-LABEL: func.func private @__zb_emu_kernels_shuffle(
+// CHECK: memref.alloc(%{{.*}}) : memref<?xf32>
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: arith.xori
+// CHECK: arith.cmpi ult
+// CHECK: memref.load %{{.*}}[%{{.*}}] : memref<?xf32>
 module attributes {gpu.container_module} {
   gpu.module @kernels {
     gpu.func @shuffle(%x: memref<64xf32>) kernel {
@@ -182,9 +191,84 @@ module attributes {gpu.container_module} {
       %v = memref.load %x[%tid] : memref<64xf32>
       %c1 = arith.constant 1 : i32
       %c32 = arith.constant 32 : i32
-      // expected-error @below {{zb-gpu-emulate: 'gpu.shuffle' is not emulated}}
       %s, %ok = gpu.shuffle xor %v, %c1, %c32 : f32
       memref.store %s, %x[%tid] : memref<64xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @shuffle_down(%x: memref<64xf32>) kernel {
+      %tid = gpu.thread_id x
+      %v = memref.load %x[%tid] : memref<64xf32>
+      %c1 = arith.constant 1 : i32
+      %c32 = arith.constant 32 : i32
+      // expected-error @below {{zb-gpu-emulate: only xor shuffles are emulated}}
+      %s, %ok = gpu.shuffle down %v, %c1, %c32 : f32
+      memref.store %s, %x[%tid] : memref<64xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @divergent_loop(%x: memref<64xf32>) kernel {
+      %tid = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %v = memref.load %x[%tid] : memref<64xf32>
+      // expected-error @below {{zb-gpu-emulate: a loop whose bounds differ between threads, in a lock-step kernel}}
+      %r = scf.for %i = %c0 to %tid step %c1 iter_args(%a = %v) -> f32 {
+        %w = arith.constant 32 : i32
+        %o = arith.constant 1 : i32
+        %s, %ok = gpu.shuffle xor %a, %o, %w : f32
+        scf.yield %s : f32
+      }
+      memref.store %r, %x[%tid] : memref<64xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @branch(%x: memref<64xf32>) kernel {
+      %tid = gpu.thread_id x
+      %v = memref.load %x[%tid] : memref<64xf32>
+      %c1 = arith.constant 1 : i32
+      %c32 = arith.constant 32 : i32
+      %s, %ok = gpu.shuffle xor %v, %c1, %c32 : f32
+      // expected-error @below {{zb-gpu-emulate: 'scf.if' in a lock-step kernel (one with warp shuffles or mma.sync) is not emulated}}
+      scf.if %ok {
+        memref.store %s, %x[%tid] : memref<64xf32>
+      }
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @mma_f16(%x: memref<64xi32>, %y: memref<64xf16>) kernel {
+      %tid = gpu.thread_id x
+      %c = memref.load %y[%tid] : memref<64xf16>
+      %cv = vector.broadcast %c : f16 to vector<2xf16>
+      // expected-error @below {{zb-gpu-emulate: only mma.sync m16n8k16 row.col with bfloat16 operands and a float32 accumulator is emulated}}
+      %d = nvvm.mma.sync A[%cv, %cv, %cv, %cv] B[%cv, %cv] C[%cv, %cv]
+             {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>,
+              multiplicandAPtxType = #nvvm.mma_type<f16>, multiplicandBPtxType = #nvvm.mma_type<f16>,
+              shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, vector<2xf16>) -> !llvm.struct<(vector<2xf16>, vector<2xf16>)>
       gpu.return
     }
   }

@@ -169,10 +169,26 @@ def ZBGpuEmulate : Pass<"zb-gpu-emulate", "mlir::ModuleOp"> {
     partner outside the active width skipped) and the same over the
     subgroups' results; so a reduction's emulated result is the GPU's bit
     for bit when the arithmetic is the same. Every `gpu.launch_func` becomes
-    a `func.call`; the gpu.modules are erased. Errors: a kernel with more
-    than one block, a barrier or all-reduce inside control flow, shuffles
-    and subgroup reductions, private attributions, a non-scalar value live
-    across a cut, an asynchronous launch.
+    a `func.call`; the gpu.modules are erased.
+
+    A kernel with warp collectives (`gpu.shuffle`, `nvvm.mma.sync`: the
+    fused attention kernel) runs in lock-step instead: every operation runs
+    for every thread of the block before the next one starts, each value a
+    per-thread array, values that depend on no thread computed once. Its
+    loops must have the same bounds in every thread (as a warp's
+    collectives need on the GPU); a shuffle (xor) reads its partner lane's
+    value (valid when the partner is below the width), and an mma.sync
+    m16n8k16 with bfloat16 operands and a float32 accumulator computes each
+    lane's D fragment from its warp's A, B and C fragments (the PTX ISA's
+    fragment layouts; float32 sums in k order, where the tensor core's
+    order is unspecified). Lock-step implies a barrier after every
+    operation, so it cannot show a missing gpu.barrier.
+
+    Errors: a kernel with more than one block, a barrier or all-reduce
+    inside control flow, subgroup reductions, private attributions, a
+    non-scalar value live across a cut, an asynchronous launch; in a
+    lock-step kernel, a loop whose bounds differ between threads, other
+    control flow (scf.if), a shuffle other than xor, another mma.sync.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::scf::SCFDialect",

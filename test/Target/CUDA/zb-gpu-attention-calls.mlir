@@ -1,0 +1,31 @@
+// RUN: zb-opt %s --split-input-file --zb-gpu-attention-calls | FileCheck %s --check-prefix=CALLS
+// RUN: zb-opt %s --split-input-file --verify-diagnostics --zb-gpu-attention-kernels
+
+// The zb.attention ops the fused kernel of zb-gpu-attention-kernels cannot
+// run, and a call that zb-gpu-attention-calls did not make
+// (zb-gpu-attention-kernels.mlir has the kernels).
+
+// Left to zb-decompose-attention: float32, a mask, head dims 8 and 144.
+// CALLS-LABEL: func.func @left
+// CALLS-NOT: call
+// CALLS-COUNT-4: zb.attention
+// CALLS-NOT: call
+// CALLS: return
+func.func @left(%q32: tensor<2x16x16xf32>, %q: tensor<2x16x16xbf16>, %m: tensor<2x16x16xbf16>, %q8: tensor<2x16x8xbf16>, %q144: tensor<2x16x144xbf16>) -> (tensor<2x16x16xf32>, tensor<2x16x16xbf16>, tensor<2x16x8xbf16>, tensor<2x16x144xbf16>) {
+  %a, %la = zb.attention %q32, %q32, %q32 {scale = 0.25 : f64} : (tensor<2x16x16xf32>, tensor<2x16x16xf32>, tensor<2x16x16xf32>) -> (tensor<2x16x16xf32>, tensor<2x16xf32>)
+  %b, %lb = zb.attention %q, %q, %q mask %m {scale = 0.25 : f64} : (tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16x16xbf16>) -> (tensor<2x16x16xbf16>, tensor<2x16xf32>)
+  %c, %lc = zb.attention %q8, %q8, %q8 {scale = 0.25 : f64} : (tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16>) -> (tensor<2x16x8xbf16>, tensor<2x16xf32>)
+  %d, %ld = zb.attention %q144, %q144, %q144 {scale = 0.25 : f64} : (tensor<2x16x144xbf16>, tensor<2x16x144xbf16>, tensor<2x16x144xbf16>) -> (tensor<2x16x144xbf16>, tensor<2x16xf32>)
+  return %a, %b, %c, %d : tensor<2x16x16xf32>, tensor<2x16x16xbf16>, tensor<2x16x8xbf16>, tensor<2x16x144xbf16>
+}
+
+// -----
+
+// A call of the kernel's name without the shapes and scale the kernel
+// needs.
+func.func private @__zb_gpu_attention_forward_0(memref<?x?x16xbf16>)
+func.func @malformed(%q: memref<?x?x16xbf16>) {
+  // expected-error @below {{zb-gpu-attention-kernels: expected a call of zb-gpu-attention-calls (5 static memrefs, zb.scale)}}
+  call @__zb_gpu_attention_forward_0(%q) : (memref<?x?x16xbf16>) -> ()
+  return
+}

@@ -1,0 +1,71 @@
+// RUN: zb-opt %s --split-input-file --zb-gpu-attention-calls | FileCheck %s --check-prefix=CALLS
+// RUN: zb-opt %s --split-input-file --zb-gpu-attention-calls --one-shot-bufferize="bufferize-function-boundaries" --gpu-kernel-outlining --zb-gpu-attention-kernels | FileCheck %s --check-prefix=KERNEL
+// RUN: zb-opt %s --split-input-file --zb-gpu-attention-calls --one-shot-bufferize="bufferize-function-boundaries" --gpu-kernel-outlining --zb-gpu-attention-kernels --zb-gpu-emulate | FileCheck %s --check-prefix=EMU
+
+// zb-gpu-attention-calls: a bfloat16 zb.attention without a mask, head
+// dims multiples of 16 up to 128, becomes a call on buffers (batch dims
+// collapsed); zb-gpu-attention-kernels: the call becomes the launch of the
+// FlashAttention-2 forward kernel, one gpu.module per call: grid
+// (ceil(Tq / 64), batch * heads), 128 threads, mma.sync on tensor cores.
+// Here Tq = Tk = 40, D = Dv = 16: per key block 8 mma for S (8 key tiles x
+// 1 step of 16) and 8 for P V (4 steps of 16 keys x 2 tiles of 8 columns).
+// FLOPs: 2 * 6 * (40 * 41 / 2 causal pairs) * (16 + 16) = 314880.
+
+// CALLS-LABEL: func.func private @__zb_gpu_attention_forward_0(memref<6x40x16xbf16>, memref<6x40x16xbf16>, memref<6x40x16xbf16>, memref<6x40x16xbf16>, memref<6x40xf32>)
+// CALLS-LABEL: func.func @causal
+// CALLS: tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2], [3]] : tensor<2x3x40x16xbf16> into tensor<6x40x16xbf16>
+// CALLS: bufferization.to_buffer %{{.*}} read_only : tensor<6x40x16xbf16> to memref<6x40x16xbf16>
+// CALLS: %[[O:.*]] = memref.alloc() : memref<6x40x16xbf16>
+// CALLS: %[[LSE:.*]] = memref.alloc() : memref<6x40xf32>
+// CALLS: call @__zb_gpu_attention_forward_0(%{{.*}}, %{{.*}}, %{{.*}}, %[[O]], %[[LSE]]) {zb.causal, zb.scale = 2.500000e-01 : f64}
+// CALLS: bufferization.to_tensor %[[O]] restrict writable
+// CALLS: tensor.expand_shape {{.*}} output_shape [2, 3, 40, 16]
+// CALLS: bufferization.to_tensor %[[LSE]] restrict writable
+// CALLS: tensor.expand_shape {{.*}} output_shape [2, 3, 40]
+// CALLS-NOT: zb.attention
+
+// KERNEL-LABEL: func.func @causal
+// KERNEL: gpu.launch_func @causal_attention_0::@causal_attention_0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) args({{.*}} : memref<6x40x16xbf16>, {{.*}} : memref<6x40x16xbf16>, {{.*}} : memref<6x40x16xbf16>, {{.*}} : memref<6x40x16xbf16>, {{.*}} : memref<6x40xf32>)
+// KERNEL-NOT: call @__zb_gpu_attention_forward
+// KERNEL: gpu.module @causal_attention_0
+// KERNEL: gpu.func @causal_attention_0({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, known_grid_size = array<i32: 1, 6, 1>, zb.flops = 3.148800e+05 : f64, zb.kernel_kind = "attention"}
+// KERNEL: scf.for
+// KERNEL-COUNT-8: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// KERNEL: gpu.shuffle xor
+// KERNEL: math.exp
+// KERNEL-COUNT-8: nvvm.mma.sync
+// KERNEL: scf.yield
+// KERNEL: gpu.shuffle xor
+// KERNEL: math.log
+// KERNEL: vector.store %{{.*}} : memref<6x40x16xbf16>, vector<2xbf16>
+// KERNEL-NOT: func.func private @__zb_gpu_attention_forward
+
+// The emulation runs the kernel in lock-step (one lane array per value);
+// mma.sync is a call of the fragment-level emulation.
+// EMU-LABEL: func.func @causal
+// EMU: call @__zb_emu_causal_attention_0_causal_attention_0(
+// EMU: func.func private @__zb_emu_causal_attention_0_causal_attention_0(
+// EMU: call @__zb_emu_mma_m16n8k16_bf16(
+// EMU: func.func private @__zb_emu_mma_m16n8k16_bf16(
+// EMU-NOT: nvvm.mma.sync
+// EMU-NOT: gpu.module
+func.func @causal(%q: tensor<2x3x40x16xbf16>, %k: tensor<2x3x40x16xbf16>, %v: tensor<2x3x40x16xbf16>) -> (tensor<2x3x40x16xbf16>, tensor<2x3x40xf32>) {
+  %o, %lse = zb.attention %q, %k, %v {causal, scale = 0.25 : f64} : (tensor<2x3x40x16xbf16>, tensor<2x3x40x16xbf16>, tensor<2x3x40x16xbf16>) -> (tensor<2x3x40x16xbf16>, tensor<2x3x40xf32>)
+  return %o, %lse : tensor<2x3x40x16xbf16>, tensor<2x3x40xf32>
+}
+
+// -----
+
+// Not causal, Tk != Tq, D = 32 and Dv = 64, rank 3: grid (2, 4), all
+// 2 * 4 * 100 * 72 * (32 + 64) = 5529600 FLOPs; the kernel is named after
+// its function.
+// CALLS-LABEL: func.func @cross
+// CALLS: call @__zb_gpu_attention_forward_0(%{{.*}}) {zb.scale = 1.250000e-01 : f64}
+// KERNEL-LABEL: func.func @cross
+// KERNEL: gpu.launch_func @cross_attention_0::@cross_attention_0
+// KERNEL: gpu.func @cross_attention_0(%{{.*}}: memref<4x100x32xbf16>, %{{.*}}: memref<4x72x32xbf16>, %{{.*}}: memref<4x72x64xbf16>, %{{.*}}: memref<4x100x64xbf16>, %{{.*}}: memref<4x100xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, known_grid_size = array<i32: 2, 4, 1>, zb.flops = 5.529600e+06 : f64
+func.func @cross(%q: tensor<4x100x32xbf16>, %k: tensor<4x72x32xbf16>, %v: tensor<4x72x64xbf16>) -> (tensor<4x100x64xbf16>, tensor<4x100xf32>) {
+  %o, %lse = zb.attention %q, %k, %v {scale = 0.125 : f64} : (tensor<4x100x32xbf16>, tensor<4x72x32xbf16>, tensor<4x72x64xbf16>) -> (tensor<4x100x64xbf16>, tensor<4x100xf32>)
+  return %o, %lse : tensor<4x100x64xbf16>, tensor<4x100xf32>
+}
+
