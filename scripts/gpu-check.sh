@@ -26,6 +26,11 @@
 #                        candidate B in ZB_GPU_CHECK_G124_BATCHES (default
 #                        "8 16"; ZB_GPU_CHECK_G124=0: none); 60-80 s each
 #                        here, ZB_GPU_CHECK_JOBS (default 2) at a time
+#   g124-k1-b{B}         the first candidate on 1 stage with
+#                        --gpu-attention-kernel=false (attention decomposed
+#                        into GEMMs and row kernels; the others run the fused
+#                        tensor-core kernel of zb-gpu-attention-kernels), run
+#                        after PyTorch
 #   g124-u1-b{B}         the first candidate on 1 stage with
 #                        --fuse-attention=false (the exported attention ops;
 #                        the others fuse it: zb-fuse-attention), run last
@@ -153,13 +158,15 @@ compile_g124() {
     local variants=("p1" "p2")
     # The first candidate once more with the exported attention ops
     # (--fuse-attention=false): what zb-fuse-attention changes on a GPU.
-    # The same with the plain cross-entropy (--fuse-cross-entropy=false).
-    [ "$b" = "${g124_batches%% *}" ] && variants+=("u1" "c1")
+    # The same with the plain cross-entropy (--fuse-cross-entropy=false),
+    # and with the attention decomposed (--gpu-attention-kernel=false).
+    [ "$b" = "${g124_batches%% *}" ] && variants+=("k1" "u1" "c1")
     for p in "${variants[@]}"; do
       name=g124-$p-b$b
       local extra=(--stages "${p#?}")
       [ "${p:0:1}" = u ] && extra+=(--fuse-attention=false)
       [ "${p:0:1}" = c ] && extra+=(--fuse-cross-entropy=false)
+      [ "${p:0:1}" = k ] && extra+=(--gpu-attention-kernel=false)
       compile "$name" "$plans" "$tmp/g124-b$b.mlir" "${extra[@]}" "${opts[@]}" &
       pids+=($!); names+=("$name")
       if [ ${#pids[@]} -ge "$jobs" ]; then
@@ -548,12 +555,14 @@ part_gpt124m() {
       fi
     done
   fi
-  # The same on 1 rank with the exported attention (no zb-fuse-attention),
-  # then with the plain cross-entropy (no zb-fuse-cross-entropy).
-  for d in "$out"/plans/g124-u1-b* "$out"/plans/g124-c1-b*; do
+  # The same on 1 rank with the attention decomposed (no fused kernel),
+  # with the exported attention (no zb-fuse-attention), then with the plain
+  # cross-entropy (no zb-fuse-cross-entropy).
+  for d in "$out"/plans/g124-k1-b* "$out"/plans/g124-u1-b* "$out"/plans/g124-c1-b*; do
     [ -d "$d" ] || continue
     name=$(basename "$d")
     case $name in
+      g124-k1-*) label="zb bf16, 1 rank, --gpu-attention-kernel=false" ;;
       g124-u1-*) label="zb bf16, 1 rank, --fuse-attention=false" ;;
       *) label="zb bf16, 1 rank, --fuse-cross-entropy=false" ;;
     esac

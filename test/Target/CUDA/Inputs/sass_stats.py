@@ -3,7 +3,7 @@ file (zb-compile --keep-intermediates writes rank<R>.o) through
 `cuobjdump -sass`, and prints one line per kernel of the first fatbin's
 cubin for --arch:
 
-  KERNEL instructions=N div64=D mulhi64=M div32=V v128=W hmma=H
+  KERNEL instructions=N div64=D mulhi64=M div32=V v128=W hmma=H local=L
 
 N counts the instructions a thread can execute (NOP padding and the
 trailing `BRA` to itself left out). The other counts are the signatures of
@@ -17,7 +17,8 @@ with nvcc -cubin -arch=sm_90 (CUDA 13):
   div32    a 32-bit `/` or `%` by a run-time value: I2F.U32.RP + MUFU.RCP.
 v128 counts the 128-bit (float4) global loads and stores, LDG.E.128 and
 STG.E.128. hmma counts the tensor-core instructions (HMMA, and HGMMA of
-sm_90's warpgroup MMA). A 32-bit division by a constant (IMAD.HI.U32 by the magic number, a shift
+sm_90's warpgroup MMA); local the local-memory loads and stores (LDL,
+STL: registers spilled). A 32-bit division by a constant (IMAD.HI.U32 by the magic number, a shift
 for a power of two) is what the index arithmetic should become.
 
 usage: sass_stats.py [--cuobjdump PATH] [--arch sm_90] [--no-division]
@@ -83,7 +84,8 @@ def stats(body):
     div32 = sum(op.startswith("I2F.U32.RP") for op in ops)
     v128 = sum(op in ("LDG.E.128", "STG.E.128") for op in ops)
     hmma = sum(op.startswith(("HMMA", "HGMMA")) for op in ops)
-    return len(body), div64, mulhi64, div32, v128, hmma
+    local = sum(op.startswith(("LDL", "STL")) for op in ops)
+    return len(body), div64, mulhi64, div32, v128, hmma, local
 
 
 def main():
@@ -109,10 +111,10 @@ def main():
         sys.exit(f"sass_stats.py: no {args.arch} kernel in {args.object}")
     errors, total = [], 0
     for name in sorted(table):
-        n, div64, mulhi64, div32, v128, hmma = stats(table[name])
+        n, div64, mulhi64, div32, v128, hmma, local = stats(table[name])
         total += n
         print(f"{name} instructions={n} div64={div64} mulhi64={mulhi64} "
-              f"div32={div32} v128={v128} hmma={hmma}")
+              f"div32={div32} v128={v128} hmma={hmma} local={local}")
         if args.no_division and div64 + mulhi64 + div32:
             errors.append(f"{name}: integer division in its SASS "
                           f"(div64={div64} mulhi64={mulhi64} div32={div32})")
