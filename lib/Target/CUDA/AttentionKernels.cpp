@@ -36,6 +36,7 @@ using namespace mlir;
 namespace {
 
 constexpr StringLiteral kCalleePrefix = "__zb_gpu_attention_forward_";
+constexpr StringLiteral kBackwardPrefix = "__zb_gpu_attention_backward_";
 /// Query rows per block (16 per warp) and keys per iteration.
 constexpr int64_t kRowsPerWarp = 16, kWarps = 4, kKeyBlock = 64;
 
@@ -59,6 +60,32 @@ std::string ineligible(zb::AttentionOp op) {
     return "has a dynamic shape";
   int64_t r = q.getRank();
   int64_t d = q.getDimSize(r - 1), dv = v.getDimSize(r - 1);
+  if (d % 16 || dv % 16 || d > 128 || dv > 128 || d == 0 || dv == 0)
+    return "has head dimensions other than multiples of 16 up to 128";
+  return "";
+}
+
+/// Why the backward kernels cannot run `op` (empty when they can).
+std::string ineligible(zb::AttentionGradOp op) {
+  if (op.getMask())
+    return "has a mask operand";
+  for (Value v : {op.getQuery(), op.getKey(), op.getValue(), op.getResult(),
+                  op.getResultGrad(), op.getQueryGrad(), op.getKeyGrad(),
+                  op.getValueGrad()})
+    if (!cast<RankedTensorType>(v.getType()).getElementType().isBF16())
+      return "is not bfloat16";
+  if (!op.getLse().getType().getElementType().isF32() ||
+      (op.getLseGrad() &&
+       !cast<RankedTensorType>(op.getLseGrad().getType())
+            .getElementType()
+            .isF32()))
+    return "has a lse that is not float32";
+  auto q = cast<RankedTensorType>(op.getQuery().getType());
+  auto v = cast<RankedTensorType>(op.getValue().getType());
+  if (!q.hasStaticShape() || !v.hasStaticShape() ||
+      !cast<RankedTensorType>(op.getKey().getType()).hasStaticShape())
+    return "has a dynamic shape";
+  int64_t d = q.getDimSize(q.getRank() - 1), dv = v.getDimSize(v.getRank() - 1);
   if (d % 16 || dv % 16 || d > 128 || dv > 128 || d == 0 || dv == 0)
     return "has head dimensions other than multiples of 16 up to 128";
   return "";
@@ -99,17 +126,91 @@ Value expandLeading(OpBuilder &b, Location loc, Value t,
   return tensor::ExpandShapeOp::create(b, loc, type, t, groups);
 }
 
+/// A fresh private declaration `prefix<N>(types)` at the start of `module`.
+std::string declareCallee(ModuleOp module, SymbolTable &symbols,
+                          int64_t &next, StringRef prefix, TypeRange types,
+                          Location loc) {
+  std::string name;
+  do
+    name = (prefix + Twine(next++)).str();
+  while (symbols.lookup(name));
+  OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
+  auto decl = func::FuncOp::create(mb, loc, name,
+                                   mb.getFunctionType(types, {}));
+  decl.setPrivate();
+  symbols.insert(decl);
+  return name;
+}
+
+/// zb.attention_grad -> __zb_gpu_attention_backward_N(q, k, v, o, lse, dO,
+/// [lse_grad,] dq, dk, dv, di) with `zb.scale`, `zb.causal` and
+/// `zb.lse_grad` (when the lse_grad operand is there); `di` is a float32
+/// scratch buffer [BH, Tq] for rowsum(dO * O) (- lse_grad).
+void lowerBackward(ModuleOp module, SymbolTable &symbols, int64_t &next,
+                   zb::AttentionGradOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto bufferOf = [&](Value t, int64_t keep) -> Value {
+    t = collapseLeading(b, loc, t, keep);
+    auto tt = cast<RankedTensorType>(t.getType());
+    return bufferization::ToBufferOp::create(
+        b, loc, MemRefType::get(tt.getShape(), tt.getElementType()), t,
+        /*read_only=*/true);
+  };
+  SmallVector<Value> args = {bufferOf(op.getQuery(), 2), bufferOf(op.getKey(), 2),
+                             bufferOf(op.getValue(), 2), bufferOf(op.getResult(), 2),
+                             bufferOf(op.getLse(), 1), bufferOf(op.getResultGrad(), 2)};
+  if (op.getLseGrad())
+    args.push_back(bufferOf(op.getLseGrad(), 1));
+  SmallVector<Value> grads;
+  for (int64_t i = 0; i < 3; ++i) {
+    auto mt = cast<MemRefType>(args[i].getType());
+    grads.push_back(memref::AllocOp::create(b, loc, mt));
+  }
+  auto qt = cast<MemRefType>(args[0].getType());
+  Value di = memref::AllocOp::create(
+      b, loc, MemRefType::get({qt.getDimSize(0), qt.getDimSize(1)},
+                              b.getF32Type()));
+  llvm::append_range(args, grads);
+  args.push_back(di);
+  std::string name =
+      declareCallee(module, symbols, next, kBackwardPrefix,
+                    ValueRange(args).getTypes(), loc);
+  auto call = func::CallOp::create(b, loc, name, TypeRange{}, args);
+  call->setAttr("zb.scale", op.getScaleAttr());
+  if (op.getCausal())
+    call->setAttr("zb.causal", b.getUnitAttr());
+  if (op.getLseGrad())
+    call->setAttr("zb.lse_grad", b.getUnitAttr());
+  Value results[3] = {op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()};
+  for (int64_t i = 0; i < 3; ++i) {
+    auto mt = cast<MemRefType>(grads[i].getType());
+    Value t = bufferization::ToTensorOp::create(
+        b, loc, RankedTensorType::get(mt.getShape(), mt.getElementType()),
+        grads[i], /*restrict=*/true, /*writable=*/true);
+    results[i].replaceAllUsesWith(expandLeading(
+        b, loc, t, cast<RankedTensorType>(results[i].getType()), 2));
+  }
+  op.erase();
+}
+
 struct ZBGpuAttentionCallsPass
     : public zb::impl::ZBGpuAttentionCallsBase<ZBGpuAttentionCallsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<zb::AttentionOp> ops;
-    module.walk([&](zb::AttentionOp op) {
-      if (ineligible(op).empty())
-        ops.push_back(op);
+    SmallVector<zb::AttentionGradOp> grads;
+    module.walk([&](Operation *op) {
+      if (auto fwd = dyn_cast<zb::AttentionOp>(op); fwd && ineligible(fwd).empty())
+        ops.push_back(fwd);
+      if (auto bwd = dyn_cast<zb::AttentionGradOp>(op);
+          bwd && ineligible(bwd).empty())
+        grads.push_back(bwd);
     });
     SymbolTable symbols(module);
     int64_t next = 0;
+    for (zb::AttentionGradOp op : grads)
+      lowerBackward(module, symbols, next, op);
     for (zb::AttentionOp op : ops) {
       OpBuilder b(op);
       Location loc = op.getLoc();
@@ -244,6 +345,83 @@ struct KernelBuilder {
     return d;
   }
 
+  /// A fragments (16 rows x 16 steps columns) of `mem` [bh, row, col]:
+  /// a0 (rows[0], 2t..), a1 (rows[1], 2t..), a2 (rows[0], 2t+8..),
+  /// a3 (rows[1], 2t+8..) for each step of 16 columns.
+  SmallVector<std::array<Value, 4>> loadA(Value mem, Value bh,
+                                          const Value rows[2], Value t2,
+                                          int64_t steps) {
+    SmallVector<std::array<Value, 4>> a(steps);
+    for (int64_t ks = 0; ks < steps; ++ks)
+      for (int64_t i = 0; i < 4; ++i)
+        a[ks][i] = loadPair(mem, bh, rows[i % 2],
+                            addi(t2, ks * 16 + (i >= 2 ? 8 : 0)));
+    return a;
+  }
+  /// One 16 x 8 accumulator tile: sum over the steps of A[ks] B[ks], where
+  /// B[k][n] = mem[bh, row, ks * 16 + k] (`row` the lane's n = g row).
+  std::array<Value, 4> tileRowsB(ArrayRef<std::array<Value, 4>> a, Value mem,
+                                 Value bh, Value row, Value t2) {
+    std::array<Value, 4> acc = {f(0), f(0), f(0), f(0)};
+    for (int64_t ks = 0; ks < (int64_t)a.size(); ++ks) {
+      Value b0 = loadPair(mem, bh, row, addi(t2, ks * 16));
+      Value b1 = loadPair(mem, bh, row, addi(t2, ks * 16 + 8));
+      acc = mma(a[ks], {b0, b1}, acc);
+    }
+    return acc;
+  }
+  /// A fragments of 16 rows x keys 16 kk .. 16 kk + 15 from accumulator
+  /// tiles 2 kk and 2 kk + 1 (float32, rounded to bfloat16).
+  std::array<Value, 4> accToA(ArrayRef<std::array<Value, 4>> tiles,
+                              int64_t kk) {
+    std::array<Value, 4> a;
+    for (int64_t i = 0; i < 4; ++i) {
+      const std::array<Value, 4> &tile = tiles[2 * kk + i / 2];
+      int64_t r = i % 2; // a0, a2: row g; a1, a3: row g + 8
+      a[i] = pack(toBf16(tile[2 * r]), toBf16(tile[2 * r + 1]));
+    }
+    return a;
+  }
+  /// acc[nt] += A B for every 8-column tile nt of `mem` [bh, k, col], with
+  /// B[k][n] = mem[bh, kRows[k], nt * 8 + g]: kRows for k = 2t, 2t+1,
+  /// 2t+8, 2t+9.
+  void accumulateColumnsB(const std::array<Value, 4> &a, Value mem, Value bh,
+                          const Value kRows[4], Value g,
+                          SmallVectorImpl<std::array<Value, 4>> &acc) {
+    for (int64_t nt = 0; nt < (int64_t)acc.size(); ++nt) {
+      Value col = addi(g, nt * 8);
+      Value vals[4];
+      for (int64_t j = 0; j < 4; ++j)
+        vals[j] = memref::LoadOp::create(b, loc, mem,
+                                         ValueRange{bh, kRows[j], col});
+      acc[nt] = mma(a, {pack(vals[0], vals[1]), pack(vals[2], vals[3])},
+                    acc[nt]);
+    }
+  }
+  /// Stores accumulator tiles as bfloat16 rows rows[0] (elements 0, 1) and
+  /// rows[1] (2, 3) at columns nt * 8 + 2t.
+  void storeTiles(ArrayRef<std::array<Value, 4>> acc, Value mem, Value bh,
+                  const Value rows[2], Value t2) {
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t nt = 0; nt < (int64_t)acc.size(); ++nt) {
+        Value pair = vector::FromElementsOp::create(
+            b, loc, VectorType::get({2}, bf16),
+            ValueRange{toBf16(acc[nt][2 * r]), toBf16(acc[nt][2 * r + 1])});
+        vector::StoreOp::create(b, loc, pair, mem,
+                                ValueRange{bh, rows[r], addi(t2, nt * 8)});
+      }
+  }
+  /// The float32 value of a bfloat16 element of `mem`.
+  Value loadF32(Value mem, ValueRange indices) {
+    Value x = memref::LoadOp::create(b, loc, mem, indices);
+    return arith::ExtFOp::create(b, loc, f32, x);
+  }
+  /// lse with -inf as 0 (a row of hidden keys).
+  Value safeLse(Value lse) {
+    const float inf = std::numeric_limits<float>::infinity();
+    return select(fcmp(arith::CmpFPredicate::OEQ, lse, f(-inf)), f(0), lse);
+  }
+
   /// max (or sum) of x over the 4 lanes of a quad (xor 1, then 2).
   Value quad(Value x, bool isMax) {
     Value width = arith::ConstantIntOp::create(b, loc, i32, 32);
@@ -362,7 +540,9 @@ void buildForwardBody(gpu::GPUFuncOp kernel, const AttentionShape &s) {
     for (int64_t nt = 0; nt < keyTiles; ++nt)
       for (int64_t i = 0; i < 4; ++i) {
         p[nt][i] = e.exp(e.fsub(sc[nt][i], mUse[i / 2]));
-        lNew[i / 2] = e.fadd(lNew[i / 2], p[nt][i]);
+        // The row sum of the weights P V uses (rounded to bfloat16), so
+        // that O's weights sum to one.
+        lNew[i / 2] = e.fadd(lNew[i / 2], e.roundBf16(p[nt][i]));
       }
     // O = alpha O + P V: P's A fragments are S's accumulators, rounded.
     SmallVector<Value> next = {mNew[0], mNew[1], lNew[0], lNew[1]};
@@ -418,76 +598,330 @@ void buildForwardBody(gpu::GPUFuncOp kernel, const AttentionShape &s) {
   }
 }
 
+/// The coordinates every attention kernel starts from: the lane's g and t
+/// (and 2t), the (batch, head) and this warp's 16 rows from block x.
+struct WarpRows {
+  Value blockX, bh, g, t2, first, rows[2];
+};
+WarpRows warpRows(KernelBuilder &e, int64_t limit) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  WarpRows w;
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  w.blockX = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  w.bh = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value c32 = e.idx(32), c4 = e.idx(4);
+  Value warp = arith::DivUIOp::create(b, loc, tid, c32);
+  Value lane = arith::RemUIOp::create(b, loc, tid, c32);
+  w.g = arith::DivUIOp::create(b, loc, lane, c4);
+  w.t2 = e.mul(arith::RemUIOp::create(b, loc, lane, c4), e.idx(2));
+  w.first = e.add(e.mul(w.blockX, e.idx(kRowsPerWarp * kWarps)),
+                  e.mul(warp, e.idx(kRowsPerWarp)));
+  // Rows past `limit` compute as row limit - 1 and store its values again.
+  w.rows[0] = e.minIndex(e.add(w.first, w.g), limit - 1);
+  w.rows[1] = e.minIndex(e.addi(e.add(w.first, w.g), 8), limit - 1);
+  return w;
+}
+
+/// Flattens accumulator tiles into loop-carried values and back.
+void appendTiles(SmallVectorImpl<Value> &out,
+                 ArrayRef<std::array<Value, 4>> tiles) {
+  for (const std::array<Value, 4> &tile : tiles)
+    out.append(tile.begin(), tile.end());
+}
+SmallVector<std::array<Value, 4>> takeTiles(ValueRange values, int64_t n) {
+  SmallVector<std::array<Value, 4>> tiles(n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < 4; ++j)
+      tiles[i][j] = values[i * 4 + j];
+  return tiles;
+}
+
+/// Backward kernel 1 (FlashAttention-2's Algorithm 2 split by output, as
+/// the unfused backward of zb-decompose-attention computes it): per warp
+/// 16 query rows; Di = rowsum(dO * O) (- lse_grad) written to `di`; per
+/// key block P = exp(S - lse), dP = round_bf16(dO V^T),
+/// dS = P (dP - Di), dQ += round_bf16(scale dS) K; dQ written in bfloat16.
+void buildBackwardQueryBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
+                            bool hasLseGrad) {
+  OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  KernelBuilder e(b, kernel.getLoc());
+  Location loc = kernel.getLoc();
+  const float inf = std::numeric_limits<float>::infinity();
+  unsigned base = hasLseGrad ? 7 : 6;
+  Value q = kernel.getArgument(0), k = kernel.getArgument(1),
+        v = kernel.getArgument(2), o = kernel.getArgument(3),
+        lse = kernel.getArgument(4), dO = kernel.getArgument(5),
+        dq = kernel.getArgument(base), di = kernel.getArgument(base + 3);
+  const int64_t dSteps = s.d / 16, dvSteps = s.dv / 16, dTiles = s.d / 8;
+  const int64_t keyTiles = kKeyBlock / 8, keySteps = kKeyBlock / 16;
+  WarpRows w = warpRows(e, s.tq);
+  Value bh = w.bh, g = w.g, t2 = w.t2;
+  auto qa = e.loadA(q, bh, w.rows, t2, dSteps);
+  auto doa = e.loadA(dO, bh, w.rows, t2, dvSteps);
+  Value diRow[2], lseRow[2];
+  for (int64_t r = 0; r < 2; ++r) {
+    Value part = e.f(0);
+    for (int64_t nt = 0; nt < s.dv / 8; ++nt)
+      for (int64_t j = 0; j < 2; ++j) {
+        Value col = e.addi(t2, nt * 8 + j);
+        part = e.fadd(part, e.fmul(e.loadF32(dO, {bh, w.rows[r], col}),
+                                   e.loadF32(o, {bh, w.rows[r], col})));
+      }
+    diRow[r] = e.quad(part, /*isMax=*/false);
+    if (hasLseGrad)
+      diRow[r] = e.fsub(diRow[r],
+                        memref::LoadOp::create(b, loc, kernel.getArgument(6),
+                                               ValueRange{bh, w.rows[r]}));
+    memref::StoreOp::create(b, loc, diRow[r], di, ValueRange{bh, w.rows[r]});
+    lseRow[r] = e.safeLse(
+        memref::LoadOp::create(b, loc, lse, ValueRange{bh, w.rows[r]}));
+  }
+  int64_t keyBlocks = (s.tk + kKeyBlock - 1) / kKeyBlock;
+  Value end = e.idx(keyBlocks);
+  if (s.causal)
+    end = arith::MinUIOp::create(b, loc, end, e.addi(w.blockX, 1));
+  SmallVector<Value> init(dTiles * 4, e.f(0));
+  auto loop = scf::ForOp::create(b, loc, e.idx(0), end, e.idx(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kBase = e.mul(loop.getInductionVar(), e.idx(kKeyBlock));
+    Value scale = e.f(s.scale);
+    SmallVector<std::array<Value, 4>> ds(keyTiles);
+    for (int64_t nt = 0; nt < keyTiles; ++nt) {
+      Value keyRow = e.minIndex(e.add(e.addi(kBase, nt * 8), g), s.tk - 1);
+      std::array<Value, 4> sAcc = e.tileRowsB(qa, k, bh, keyRow, t2);
+      std::array<Value, 4> dpAcc = e.tileRowsB(doa, v, bh, keyRow, t2);
+      for (int64_t i = 0; i < 4; ++i) {
+        Value key = e.addi(e.add(kBase, t2), nt * 8 + (i & 1));
+        Value hidden = e.icmp(arith::CmpIPredicate::uge, key, e.idx(s.tk));
+        if (s.causal)
+          hidden = arith::OrIOp::create(
+              b, loc, hidden,
+              e.icmp(arith::CmpIPredicate::ugt, key, w.rows[i / 2]));
+        Value sc = e.select(hidden, e.f(-inf),
+                            e.fmul(e.roundBf16(sAcc[i]), scale));
+        Value p = e.exp(e.fsub(sc, lseRow[i / 2]));
+        Value dp = e.roundBf16(dpAcc[i]);
+        ds[nt][i] = e.fmul(e.fmul(p, e.fsub(dp, diRow[i / 2])), scale);
+      }
+    }
+    auto acc = takeTiles(loop.getRegionIterArgs(), dTiles);
+    for (int64_t kk = 0; kk < keySteps; ++kk) {
+      Value kRows[4];
+      for (int64_t j = 0; j < 4; ++j)
+        kRows[j] = e.minIndex(
+            e.add(e.addi(kBase, kk * 16 + (j & 1) + (j >= 2 ? 8 : 0)), t2),
+            s.tk - 1);
+      e.accumulateColumnsB(e.accToA(ds, kk), k, bh, kRows, g, acc);
+    }
+    SmallVector<Value> next;
+    appendTiles(next, acc);
+    scf::YieldOp::create(b, loc, next);
+  }
+  e.storeTiles(takeTiles(loop.getResults(), dTiles), dq, bh, w.rows, t2);
+}
+
+/// Backward kernel 2: per warp 16 key rows; per query block (from the
+/// diagonal when causal) S^T = K Q^T, P^T = exp(S^T - lse),
+/// dV += round_bf16(P^T) dO, dP^T = round_bf16(V dO^T),
+/// dS^T = P^T (dP^T - Di), dK += round_bf16(scale dS^T) Q; dK and dV
+/// written in bfloat16. Reads the Di of kernel 1.
+void buildBackwardKeyBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
+                          bool hasLseGrad) {
+  OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  KernelBuilder e(b, kernel.getLoc());
+  Location loc = kernel.getLoc();
+  const float inf = std::numeric_limits<float>::infinity();
+  unsigned base = hasLseGrad ? 7 : 6;
+  Value q = kernel.getArgument(0), k = kernel.getArgument(1),
+        v = kernel.getArgument(2), lse = kernel.getArgument(4),
+        dO = kernel.getArgument(5), dk = kernel.getArgument(base + 1),
+        dv = kernel.getArgument(base + 2), di = kernel.getArgument(base + 3);
+  const int64_t dSteps = s.d / 16, dvSteps = s.dv / 16;
+  const int64_t dTiles = s.d / 8, dvTiles = s.dv / 8;
+  const int64_t queryTiles = kKeyBlock / 8, querySteps = kKeyBlock / 16;
+  WarpRows w = warpRows(e, s.tk);
+  Value bh = w.bh, g = w.g, t2 = w.t2;
+  auto ka = e.loadA(k, bh, w.rows, t2, dSteps);
+  auto va = e.loadA(v, bh, w.rows, t2, dvSteps);
+  int64_t queryBlocks = (s.tq + kKeyBlock - 1) / kKeyBlock;
+  // Causal: query block i holds no query after a key of key block j < i.
+  Value start = s.causal ? w.blockX : e.idx(0);
+  SmallVector<Value> init((dTiles + dvTiles) * 4, e.f(0));
+  auto loop = scf::ForOp::create(b, loc, start, e.idx(queryBlocks), e.idx(1),
+                                 init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value qBase = e.mul(loop.getInductionVar(), e.idx(kKeyBlock));
+    Value scale = e.f(s.scale);
+    SmallVector<std::array<Value, 4>> pt(queryTiles), dst(queryTiles);
+    for (int64_t nt = 0; nt < queryTiles; ++nt) {
+      Value qRow = e.minIndex(e.add(e.addi(qBase, nt * 8), g), s.tq - 1);
+      std::array<Value, 4> sAcc = e.tileRowsB(ka, q, bh, qRow, t2);
+      std::array<Value, 4> dpAcc = e.tileRowsB(va, dO, bh, qRow, t2);
+      Value lseCol[2], diCol[2], query[2];
+      for (int64_t j = 0; j < 2; ++j) {
+        query[j] = e.addi(e.add(qBase, t2), nt * 8 + j);
+        Value qc = e.minIndex(query[j], s.tq - 1);
+        lseCol[j] = e.safeLse(
+            memref::LoadOp::create(b, loc, lse, ValueRange{bh, qc}));
+        diCol[j] = memref::LoadOp::create(b, loc, di, ValueRange{bh, qc});
+      }
+      for (int64_t i = 0; i < 4; ++i) {
+        Value hidden =
+            e.icmp(arith::CmpIPredicate::uge, query[i & 1], e.idx(s.tq));
+        if (s.causal)
+          hidden = arith::OrIOp::create(
+              b, loc, hidden,
+              e.icmp(arith::CmpIPredicate::ugt, w.rows[i / 2], query[i & 1]));
+        Value sc = e.select(hidden, e.f(-inf),
+                            e.fmul(e.roundBf16(sAcc[i]), scale));
+        pt[nt][i] = e.exp(e.fsub(sc, lseCol[i & 1]));
+        Value dp = e.roundBf16(dpAcc[i]);
+        dst[nt][i] =
+            e.fmul(e.fmul(pt[nt][i], e.fsub(dp, diCol[i & 1])), scale);
+      }
+    }
+    ValueRange state = loop.getRegionIterArgs();
+    auto dkAcc = takeTiles(state, dTiles);
+    auto dvAcc = takeTiles(state.drop_front(dTiles * 4), dvTiles);
+    for (int64_t kk = 0; kk < querySteps; ++kk) {
+      Value qRows[4];
+      for (int64_t j = 0; j < 4; ++j)
+        qRows[j] = e.minIndex(
+            e.add(e.addi(qBase, kk * 16 + (j & 1) + (j >= 2 ? 8 : 0)), t2),
+            s.tq - 1);
+      e.accumulateColumnsB(e.accToA(pt, kk), dO, bh, qRows, g, dvAcc);
+      e.accumulateColumnsB(e.accToA(dst, kk), q, bh, qRows, g, dkAcc);
+    }
+    SmallVector<Value> next;
+    appendTiles(next, dkAcc);
+    appendTiles(next, dvAcc);
+    scf::YieldOp::create(b, loc, next);
+  }
+  ValueRange out = loop.getResults();
+  e.storeTiles(takeTiles(out, dTiles), dk, bh, w.rows, t2);
+  e.storeTiles(takeTiles(out.drop_front(dTiles * 4), dvTiles), dv, bh,
+               w.rows, t2);
+}
+
+/// Causal pairs (key <= query) or all pairs of Tq queries and Tk keys.
+double attentionPairs(const AttentionShape &s) {
+  if (!s.causal)
+    return 1.0 * s.tq * s.tk;
+  return s.tq <= s.tk ? 0.5 * s.tq * (s.tq + 1.0)
+                      : 0.5 * s.tk * (s.tk + 1.0) + 1.0 * (s.tq - s.tk) * s.tk;
+}
+
 struct ZBGpuAttentionKernelsPass
     : public zb::impl::ZBGpuAttentionKernelsBase<ZBGpuAttentionKernelsPass> {
+  ModuleOp module;
+  int64_t next = 0;
+
+  /// A kernel of its own gpu.module (zb-gpu-merge-kernel-modules gathers
+  /// them) named after `parent`, with `types` as arguments, 128 threads and
+  /// a grid of (blocks, bh); `zb.kernel_kind` and `zb.flops` for the report.
+  gpu::GPUFuncOp createKernel(SymbolTable &symbols, func::FuncOp parent,
+                              StringRef what, TypeRange types, int64_t blocks,
+                              int64_t bh, double flops, Location loc) {
+    std::string name;
+    do
+      name = (parent.getName() + "_" + what + "_" + Twine(next++)).str();
+    while (symbols.lookup(name));
+    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+    auto gpuModule = gpu::GPUModuleOp::create(mb, loc, name);
+    symbols.insert(gpuModule);
+    OpBuilder kb = OpBuilder::atBlockBegin(gpuModule.getBody());
+    auto kernel = gpu::GPUFuncOp::create(
+        kb, loc, name, kb.getFunctionType(SmallVector<Type>(types), {}));
+    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                    kb.getUnitAttr());
+    kernel.setKnownBlockSizeAttr(kb.getDenseI32ArrayAttr({kWarps * 32, 1, 1}));
+    kernel.setKnownGridSizeAttr(kb.getDenseI32ArrayAttr(
+        {static_cast<int32_t>(blocks), static_cast<int32_t>(bh), 1}));
+    kernel->setAttr("zb.kernel_kind", kb.getStringAttr("attention"));
+    kernel->setAttr("zb.flops", kb.getF64FloatAttr(flops));
+    return kernel;
+  }
+
+  /// Ends `kernel`'s body and launches it before `call` with its operands.
+  void launch(func::CallOp call, gpu::GPUFuncOp kernel, int64_t blocks,
+              int64_t bh) {
+    Location loc = call.getLoc();
+    OpBuilder eb = OpBuilder::atBlockEnd(&kernel.getBody().front());
+    gpu::ReturnOp::create(eb, loc);
+    OpBuilder b(call);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value gx = arith::ConstantIndexOp::create(b, loc, blocks);
+    Value gy = arith::ConstantIndexOp::create(b, loc, bh);
+    Value bx = arith::ConstantIndexOp::create(b, loc, kWarps * 32);
+    gpu::LaunchFuncOp::create(b, loc, kernel, gpu::KernelDim3{gx, gy, one},
+                              gpu::KernelDim3{bx, one, one},
+                              /*dynamicSharedMemorySize=*/Value(),
+                              call.getOperands());
+  }
+
   void runOnOperation() override {
-    ModuleOp module = getOperation();
+    module = getOperation();
     SmallVector<func::CallOp> calls;
     module.walk([&](func::CallOp call) {
-      if (call.getCallee().starts_with(kCalleePrefix))
+      if (call.getCallee().starts_with(kCalleePrefix) ||
+          call.getCallee().starts_with(kBackwardPrefix))
         calls.push_back(call);
     });
     SymbolTable symbols(module);
-    int64_t next = 0;
     for (func::CallOp call : calls) {
       Location loc = call.getLoc();
+      bool backward = call.getCallee().starts_with(kBackwardPrefix);
+      bool hasLseGrad = call->hasAttr("zb.lse_grad");
+      unsigned arity = backward ? (hasLseGrad ? 11 : 10) : 5;
       auto types = call.getOperandTypes();
-      auto memref = [&](unsigned i) { return dyn_cast<MemRefType>(types[i]); };
+      auto memref = [&](unsigned i) {
+        return i < types.size() ? dyn_cast<MemRefType>(types[i]) : MemRefType();
+      };
       auto scale = call->getAttrOfType<FloatAttr>("zb.scale");
-      if (call.getNumOperands() != 5 || !scale || !memref(0) || !memref(2) ||
-          !memref(0).hasStaticShape() || !memref(2).hasStaticShape()) {
+      bool valid = call.getNumOperands() == arity && scale;
+      for (unsigned i = 0; valid && i < arity; ++i)
+        valid = memref(i) && memref(i).hasStaticShape();
+      if (!valid) {
         call.emitError("zb-gpu-attention-kernels: expected a call of "
-                       "zb-gpu-attention-calls (5 static memrefs, zb.scale)");
+                       "zb-gpu-attention-calls (")
+            << arity << " static memrefs, zb.scale)";
         return signalPassFailure();
       }
       AttentionShape s{memref(0).getDimSize(0), memref(0).getDimSize(1),
                        memref(1).getDimSize(1), memref(0).getDimSize(2),
                        memref(2).getDimSize(2), scale.getValueAsDouble(),
                        call->hasAttr("zb.causal")};
-      // A gpu.module of its own (zb-gpu-merge-kernel-modules gathers
-      // them), named after the function that launches it.
       auto parent = call->getParentOfType<func::FuncOp>();
-      std::string name;
-      do
-        name = (parent.getName() + "_attention_" + Twine(next++)).str();
-      while (symbols.lookup(name));
-      OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-      auto gpuModule = gpu::GPUModuleOp::create(mb, loc, name);
-      symbols.insert(gpuModule);
-      OpBuilder kb = OpBuilder::atBlockBegin(gpuModule.getBody());
-      auto kernel = gpu::GPUFuncOp::create(
-          kb, loc, name, kb.getFunctionType(SmallVector<Type>(types), {}));
-      kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                      kb.getUnitAttr());
-      kernel.setKnownBlockSizeAttr(
-          kb.getDenseI32ArrayAttr({kWarps * 32, 1, 1}));
-      int64_t qBlocks = (s.tq + kRowsPerWarp * kWarps - 1) /
-                        (kRowsPerWarp * kWarps);
-      kernel.setKnownGridSizeAttr(kb.getDenseI32ArrayAttr(
-          {static_cast<int32_t>(qBlocks), static_cast<int32_t>(s.bh), 1}));
-      // FLOPs of the two GEMMs per (batch, head), each 2 Tq Tk D; causal:
-      // the pairs with key <= query.
-      double pairs = 1.0 * s.tq * s.tk;
-      if (s.causal)
-        pairs = s.tq <= s.tk ? 0.5 * s.tq * (s.tq + 1.0)
-                             : 0.5 * s.tk * (s.tk + 1.0) +
-                                   1.0 * (s.tq - s.tk) * s.tk;
-      kernel->setAttr("zb.kernel_kind", kb.getStringAttr("attention"));
-      kernel->setAttr("zb.flops",
-                      kb.getF64FloatAttr(2.0 * s.bh * pairs * (s.d + s.dv)));
-      buildForwardBody(kernel, s);
-      OpBuilder eb = OpBuilder::atBlockEnd(&kernel.getBody().front());
-      gpu::ReturnOp::create(eb, loc);
-
-      OpBuilder b(call);
-      Value one = arith::ConstantIndexOp::create(b, loc, 1);
-      Value gx = arith::ConstantIndexOp::create(b, loc, qBlocks);
-      Value gy = arith::ConstantIndexOp::create(b, loc, s.bh);
-      Value bx = arith::ConstantIndexOp::create(b, loc, kWarps * 32);
-      gpu::LaunchFuncOp::create(b, loc, kernel, gpu::KernelDim3{gx, gy, one},
-                                gpu::KernelDim3{bx, one, one},
-                                /*dynamicSharedMemorySize=*/Value(),
-                                call.getOperands());
+      int64_t rowsPerBlock = kRowsPerWarp * kWarps;
+      int64_t qBlocks = (s.tq + rowsPerBlock - 1) / rowsPerBlock;
+      int64_t kBlocks = (s.tk + rowsPerBlock - 1) / rowsPerBlock;
+      double pairs = attentionPairs(s);
+      if (!backward) {
+        // Two GEMMs per (batch, head), 2 pairs (D + Dv) FLOPs.
+        auto kernel = createKernel(symbols, parent, "attention", types,
+                                   qBlocks, s.bh,
+                                   2.0 * s.bh * pairs * (s.d + s.dv), loc);
+        buildForwardBody(kernel, s);
+        launch(call, kernel, qBlocks, s.bh);
+      } else {
+        // dQ: S, dP and dQ; dK and dV: S^T, dV, dP^T and dK.
+        auto dq = createKernel(symbols, parent, "attention_grad_query", types,
+                               qBlocks, s.bh,
+                               2.0 * s.bh * pairs * (2 * s.d + s.dv), loc);
+        buildBackwardQueryBody(dq, s, hasLseGrad);
+        launch(call, dq, qBlocks, s.bh);
+        auto dkv = createKernel(symbols, parent, "attention_grad_key", types,
+                                kBlocks, s.bh,
+                                2.0 * s.bh * pairs * (2 * s.d + 2 * s.dv),
+                                loc);
+        buildBackwardKeyBody(dkv, s, hasLseGrad);
+        launch(call, dkv, kBlocks, s.bh);
+      }
       auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
       call.erase();
       if (callee && callee.symbolKnownUseEmpty(module))

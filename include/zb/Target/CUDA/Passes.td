@@ -80,7 +80,7 @@ def ZBGpuMapReductions : Pass<"zb-gpu-map-reductions"> {
 }
 
 def ZBGpuAttentionCalls : Pass<"zb-gpu-attention-calls", "mlir::ModuleOp"> {
-  let summary = "Marks each zb.attention the fused tensor-core kernel can run as a call on buffers";
+  let summary = "Marks each zb.attention and zb.attention_grad the fused tensor-core kernels can run as a call on buffers";
   let description = [{
     For the CUDA targets, before zb-decompose-attention: a `zb.attention`
     whose query, key, value and result are bfloat16 and whose lse is
@@ -96,12 +96,17 @@ def ZBGpuAttentionCalls : Pass<"zb-gpu-attention-calls", "mlir::ModuleOp"> {
 
     the batch dimensions collapsed into one (`BH`), the operands'
     buffers (`bufferization.to_buffer`, identity layout) and fresh result
-    buffers read back as the op's results. zb-gpu-attention-kernels
-    replaces each call by its kernel after bufferization. Any other
-    zb.attention (float32, a mask, another head size) is left to
-    zb-decompose-attention; so is every zb.attention_grad (the backward
-    pass keeps the decomposed form, recomputing the probabilities from the
-    saved lse).
+    buffers read back as the op's results. A `zb.attention_grad` with the
+    same types (its result and result_grad bfloat16, a float32 lse_grad if
+    any) likewise becomes
+
+        func.call @__zb_gpu_attention_backward_N(%q, %k, %v, %o, %lse, %dO,
+            [%lse_grad,] %dq, %dk, %dv, %di) {zb.scale, zb.causal, zb.lse_grad}
+
+    with `%di` a float32 scratch buffer [BH, Tq]. zb-gpu-attention-kernels
+    replaces each call by its kernels after bufferization. Any other
+    zb.attention or zb.attention_grad (float32, a mask, another head size)
+    is left to zb-decompose-attention.
   }];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::func::FuncDialect",
@@ -110,7 +115,7 @@ def ZBGpuAttentionCalls : Pass<"zb-gpu-attention-calls", "mlir::ModuleOp"> {
 }
 
 def ZBGpuAttentionKernels : Pass<"zb-gpu-attention-kernels", "mlir::ModuleOp"> {
-  let summary = "The FlashAttention-2 forward kernel on tensor cores for each zb-gpu-attention-calls call";
+  let summary = "The FlashAttention-2 forward and backward kernels on tensor cores for zb-gpu-attention-calls' calls";
   let description = [{
     After gpu-kernel-outlining: every call of a
     `__zb_gpu_attention_forward_N` declaration (zb-gpu-attention-calls)
@@ -132,9 +137,22 @@ def ZBGpuAttentionKernels : Pass<"zb-gpu-attention-kernels", "mlir::ModuleOp"> {
       that holds a row (`gpu.shuffle xor` 1 and 2), the accumulated O
       rescaled by exp(m_old - m_new); a row whose every key so far is
       hidden uses 0 as its maximum;
-    - at the end O is divided by the row's sum (0 for a row of hidden
-      keys) and rounded to bfloat16, and lse = m + log(sum) (-inf for such
-      a row).
+    - at the end O is divided by the row's sum of the bfloat16-rounded
+      weights that P V used (so O's weights sum to one; 0 for a row of
+      hidden keys) and rounded to bfloat16, and lse = m + log(sum) (-inf
+      for such a row).
+
+    Each `__zb_gpu_attention_backward_N` call (a `zb.attention_grad`)
+    becomes two kernels, FlashAttention-2's backward (Dao 2023,
+    Algorithm 2) split by output so that no atomics are needed, computing
+    exactly what zb-decompose-attention's backward computes (S and dP
+    rounded to bfloat16 as its GEMMs write them, P = exp(S - lse),
+    dS = P (dP - Di), scale dS rounded to bfloat16): (1) per 16 query rows,
+    Di = rowsum(dO * O) (- lse_grad), written to the call's scratch
+    buffer, and dQ over the key blocks; (2) per 16 key rows, dK and dV over
+    the query blocks (from the diagonal when causal), S^T = K Q^T and
+    dP^T = V dO^T with K's and V's rows as the A operands, reading kernel
+    (1)'s Di. Rows past the end compute as the last row, as above.
 
     Operands are read straight from global memory (no shared memory, no
     barriers). Rows past Tq compute as row Tq - 1 and store its values
