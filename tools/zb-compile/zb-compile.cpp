@@ -200,11 +200,11 @@ static cl::opt<int64_t, true> gpuReductionThreads(
     cl::init(defaults.cuda.reductionThreads), cl::cat(category));
 static cl::opt<bool, true> gpuAttentionKernel(
     "gpu-attention-kernel",
-    cl::desc("With --target cuda/cuda-emu: run each zb.attention with "
+    cl::desc("With --target cuda/cuda-emu: run each attention with "
              "bfloat16 operands, no mask and head dims that are multiples of "
-             "16 up to 128 as one fused FlashAttention-2 forward kernel on "
-             "tensor cores (mma.sync; default true; false: decomposed into "
-             "GEMMs and softmax kernels)"),
+             "16 up to 128 as fused FlashAttention-2 kernels on tensor cores "
+             "(mma.sync; F one kernel, B two; default true; false: "
+             "decomposed into GEMMs and softmax kernels)"),
     cl::location(options.cuda.attentionKernel),
     cl::init(defaults.cuda.attentionKernel), cl::cat(category));
 static cl::opt<double, true> gpuLaunchUs(

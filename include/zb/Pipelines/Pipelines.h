@@ -179,9 +179,10 @@ struct GpuCodegenOptions {
   /// every reduction is one thread per output with a serial loop.
   int64_t reductionThreads = 256;
   bool emulate = false;         ///< kernels as host loops (no toolkit used)
-  /// Eligible zb.attention ops (bfloat16, no mask, head dims multiples of
-  /// 16 up to 128) run as the fused FlashAttention-2 forward kernel on
-  /// tensor cores (zb-gpu-attention-calls, zb-gpu-attention-kernels);
+  /// Eligible zb.attention and zb.attention_grad ops (bfloat16, no mask,
+  /// head dims multiples of 16 up to 128) run as fused FlashAttention-2
+  /// kernels on tensor cores (zb-gpu-attention-calls,
+  /// zb-gpu-attention-kernels);
   /// false: every zb.attention is decomposed (zb-compile
   /// --gpu-attention-kernel=false).
   bool attentionKernels = true;

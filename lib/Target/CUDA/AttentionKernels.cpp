@@ -1,10 +1,11 @@
-//===- AttentionKernels.cpp - the fused attention kernel ------------------===//
+//===- AttentionKernels.cpp - the fused attention kernels -----------------===//
 //
-// zb-gpu-attention-calls (tensor level: each zb.attention the kernel can run
-// becomes a call on buffers) and zb-gpu-attention-kernels (after
-// gpu-kernel-outlining: each such call becomes a launch of the
-// FlashAttention-2 forward kernel, Dao 2023, Algorithm 1, on tensor cores
-// through nvvm.mma.sync). See Passes.td.
+// zb-gpu-attention-calls (tensor level: each zb.attention and
+// zb.attention_grad the kernels can run becomes a call on buffers) and
+// zb-gpu-attention-kernels (after gpu-kernel-outlining: each such call
+// becomes the launches of FlashAttention-2's kernels, Dao 2023, Algorithm 1
+// for the forward, Algorithm 2 split by output for the backward, on tensor
+// cores through nvvm.mma.sync). See Passes.td.
 //
 // Fragment layouts of mma.sync.m16n8k16 (PTX ISA, "Matrix fragments for
 // mma.m16n8k16 with floating point type"), for lane l of a warp with

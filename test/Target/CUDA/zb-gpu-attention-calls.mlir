@@ -21,11 +21,32 @@ func.func @left(%q32: tensor<2x16x16xf32>, %q: tensor<2x16x16xbf16>, %m: tensor<
 
 // -----
 
+// The backward with a mask is left too.
+// CALLS-LABEL: func.func @left_grad
+// CALLS-NOT: call
+// CALLS: zb.attention_grad
+func.func @left_grad(%q: tensor<2x16x16xbf16>, %m: tensor<2x16x16xbf16>, %lse: tensor<2x16xf32>) -> tensor<2x16x16xbf16> {
+  %dq, %dk, %dv = zb.attention_grad %q, %q, %q, %q, %lse, %q mask(%m : tensor<2x16x16xbf16>) {scale = 0.25 : f64} : (tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16xf32>, tensor<2x16x16xbf16>) -> (tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16x16xbf16>)
+  return %dq : tensor<2x16x16xbf16>
+}
+
+// -----
+
 // A call of the kernel's name without the shapes and scale the kernel
 // needs.
 func.func private @__zb_gpu_attention_forward_0(memref<?x?x16xbf16>)
 func.func @malformed(%q: memref<?x?x16xbf16>) {
   // expected-error @below {{zb-gpu-attention-kernels: expected a call of zb-gpu-attention-calls (5 static memrefs, zb.scale)}}
   call @__zb_gpu_attention_forward_0(%q) : (memref<?x?x16xbf16>) -> ()
+  return
+}
+
+// -----
+
+// A backward call with the wrong number of operands.
+func.func private @__zb_gpu_attention_backward_0(memref<2x8x16xbf16>)
+func.func @malformed_grad(%q: memref<2x8x16xbf16>) {
+  // expected-error @below {{zb-gpu-attention-kernels: expected a call of zb-gpu-attention-calls (10 static memrefs, zb.scale)}}
+  call @__zb_gpu_attention_backward_0(%q) {zb.scale = 0.25 : f64} : (memref<2x8x16xbf16>) -> ()
   return
 }

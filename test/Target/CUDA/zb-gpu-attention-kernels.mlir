@@ -69,3 +69,33 @@ func.func @cross(%q: tensor<4x100x32xbf16>, %k: tensor<4x72x32xbf16>, %v: tensor
   return %o, %lse : tensor<4x100x64xbf16>, tensor<4x100xf32>
 }
 
+
+// -----
+
+// The backward (zb.attention_grad, here with the lse's gradient): a call
+// with the Di scratch buffer, then two kernels launched in order, dQ (which
+// writes Di) and dK/dV (which reads it). bh = 2, Tq = Tk = 32, causal:
+// 528 pairs; dQ 2 * 2 * 528 * (2 * 16 + 16) = 101376 FLOPs, dK/dV
+// 2 * 2 * 528 * (2 * 16 + 2 * 16) = 135168.
+// CALLS-LABEL: func.func @grad
+// CALLS: %[[DI:.*]] = memref.alloc() : memref<2x32xf32>
+// CALLS: call @__zb_gpu_attention_backward_0({{.*}}, %[[DI]]) {zb.causal, zb.lse_grad, zb.scale = 2.500000e-01 : f64} : (memref<2x32x16xbf16>, memref<2x32x16xbf16>, memref<2x32x16xbf16>, memref<2x32x16xbf16>, memref<2x32xf32>, memref<2x32x16xbf16>, memref<2x32xf32>, memref<2x32x16xbf16>, memref<2x32x16xbf16>, memref<2x32x16xbf16>, memref<2x32xf32>) -> ()
+// CALLS-NOT: zb.attention_grad
+// KERNEL-LABEL: func.func @grad
+// KERNEL: gpu.launch_func @grad_attention_grad_query_0::@grad_attention_grad_query_0
+// KERNEL: gpu.launch_func @grad_attention_grad_key_1::@grad_attention_grad_key_1
+// KERNEL: gpu.func @grad_attention_grad_query_0({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, known_grid_size = array<i32: 1, 2, 1>, zb.flops = 1.013760e+05 : f64, zb.kernel_kind = "attention"}
+// KERNEL: gpu.shuffle xor
+// KERNEL: memref.store %{{.*}}, %arg10[
+// KERNEL: scf.for
+// KERNEL-COUNT-4: nvvm.mma.sync
+// KERNEL: gpu.func @grad_attention_grad_key_1({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, known_grid_size = array<i32: 1, 2, 1>, zb.flops = 1.351680e+05 : f64, zb.kernel_kind = "attention"}
+// KERNEL: scf.for %{{.*}} = %block_id_x to
+// KERNEL: memref.load %arg10[
+// EMU-LABEL: func.func @grad
+// EMU: call @__zb_emu_grad_attention_grad_query_0_grad_attention_grad_query_0(
+// EMU: call @__zb_emu_grad_attention_grad_key_1_grad_attention_grad_key_1(
+func.func @grad(%q: tensor<2x32x16xbf16>, %o: tensor<2x32x16xbf16>, %lse: tensor<2x32xf32>, %do: tensor<2x32x16xbf16>, %dlse: tensor<2x32xf32>) -> (tensor<2x32x16xbf16>, tensor<2x32x16xbf16>, tensor<2x32x16xbf16>) {
+  %dq, %dk, %dv = zb.attention_grad %q, %q, %q, %o, %lse, %do lse_grad(%dlse : tensor<2x32xf32>) {causal, scale = 0.25 : f64} : (tensor<2x32x16xbf16>, tensor<2x32x16xbf16>, tensor<2x32x16xbf16>, tensor<2x32x16xbf16>, tensor<2x32xf32>, tensor<2x32x16xbf16>) -> (tensor<2x32x16xbf16>, tensor<2x32x16xbf16>, tensor<2x32x16xbf16>)
+  return %dq, %dk, %dv : tensor<2x32x16xbf16>, tensor<2x32x16xbf16>, tensor<2x32x16xbf16>
+}

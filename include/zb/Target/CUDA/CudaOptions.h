@@ -40,9 +40,9 @@ struct CudaOptions {
   /// two 32 .. 1024, or 0: every reduction one thread per output with a
   /// serial loop, the CPU backend's arithmetic).
   int64_t reductionThreads = 256;
-  /// --gpu-attention-kernel: run each eligible zb.attention (bfloat16, no
-  /// mask, head dims multiples of 16 up to 128) as the fused
-  /// FlashAttention-2 forward kernel on tensor cores
+  /// --gpu-attention-kernel: run each eligible zb.attention and
+  /// zb.attention_grad (bfloat16, no mask, head dims multiples of 16 up to
+  /// 128) as fused FlashAttention-2 kernels on tensor cores
   /// (zb-gpu-attention-kernels); false: decompose every one.
   bool attentionKernel = true;
   /// --gpu-report: write gpu_report.json and gpu_report.txt (every kernel
