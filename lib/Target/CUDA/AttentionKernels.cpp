@@ -443,162 +443,6 @@ struct AttentionShape {
   bool causal;
 };
 
-/// The forward kernel for `s` in `kernel` (arguments q, k, v, o, lse).
-void buildForwardBody(gpu::GPUFuncOp kernel, const AttentionShape &s) {
-  OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
-  KernelBuilder e(b, kernel.getLoc());
-  Location loc = kernel.getLoc();
-  Value q = kernel.getArgument(0), k = kernel.getArgument(1),
-        v = kernel.getArgument(2), o = kernel.getArgument(3),
-        lse = kernel.getArgument(4);
-  const float inf = std::numeric_limits<float>::infinity();
-  const int64_t dSteps = s.d / 16, dvTiles = s.dv / 8;
-  const int64_t keyTiles = kKeyBlock / 8, keySteps = kKeyBlock / 16;
-
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value qBlock = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value bh = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  Value c32 = e.idx(32), c4 = e.idx(4);
-  Value warp = arith::DivUIOp::create(b, loc, tid, c32);
-  Value lane = arith::RemUIOp::create(b, loc, tid, c32);
-  Value g = arith::DivUIOp::create(b, loc, lane, c4);
-  Value t = arith::RemUIOp::create(b, loc, lane, c4);
-  Value t2 = e.mul(t, e.idx(2));
-  Value q0 = e.add(e.mul(qBlock, e.idx(kRowsPerWarp * kWarps)),
-                   e.mul(warp, e.idx(kRowsPerWarp)));
-  // This lane's two rows (clamped: rows past Tq compute as row Tq - 1).
-  Value row[2] = {e.minIndex(e.add(q0, g), s.tq - 1),
-                  e.minIndex(e.addi(e.add(q0, g), 8), s.tq - 1)};
-
-  // Q's A fragments, one per 16 columns of D.
-  SmallVector<std::array<Value, 4>> qa(dSteps);
-  for (int64_t ks = 0; ks < dSteps; ++ks)
-    for (int64_t i = 0; i < 4; ++i)
-      qa[ks][i] = e.loadPair(q, bh, row[i % 2],
-                             e.addi(t2, ks * 16 + (i >= 2 ? 8 : 0)));
-
-  // Key blocks [0, end): all of them, or up to the diagonal when causal.
-  int64_t keyBlocks = (s.tk + kKeyBlock - 1) / kKeyBlock;
-  Value end = e.idx(keyBlocks);
-  if (s.causal)
-    end = arith::MinUIOp::create(b, loc, end, e.addi(qBlock, 1));
-  // A query block of 64 rows reaches key block i only if 64 i <= its last
-  // row: with Tq <= Tk aligned at 0 (keys after the query hidden), the
-  // diagonal block is the query block's own index.
-
-  // Loop state: m[2], l[2] (this lane's partial row sums), O fragments.
-  SmallVector<Value> init = {e.f(-inf), e.f(-inf), e.f(0), e.f(0)};
-  for (int64_t i = 0; i < dvTiles * 4; ++i)
-    init.push_back(e.f(0));
-  auto loop = scf::ForOp::create(b, loc, e.idx(0), end, e.idx(1), init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value kb = loop.getInductionVar();
-    ValueRange state = loop.getRegionIterArgs();
-    Value mOld[2] = {state[0], state[1]}, lOld[2] = {state[2], state[3]};
-    Value kBase = e.mul(kb, e.idx(kKeyBlock));
-
-    // S = Q K^T for 64 keys: 8 tiles of 8 keys.
-    SmallVector<std::array<Value, 4>> sc(keyTiles);
-    Value scale = e.f(s.scale);
-    for (int64_t nt = 0; nt < keyTiles; ++nt) {
-      Value keyRow = e.minIndex(e.add(e.addi(kBase, nt * 8), g), s.tk - 1);
-      std::array<Value, 4> acc = {e.f(0), e.f(0), e.f(0), e.f(0)};
-      for (int64_t ks = 0; ks < dSteps; ++ks) {
-        Value b0 = e.loadPair(k, bh, keyRow, e.addi(t2, ks * 16));
-        Value b1 = e.loadPair(k, bh, keyRow, e.addi(t2, ks * 16 + 8));
-        acc = e.mma(qa[ks], {b0, b1}, acc);
-      }
-      for (int64_t i = 0; i < 4; ++i) {
-        Value key = e.addi(e.add(kBase, t2), nt * 8 + (i & 1));
-        Value hidden = e.icmp(arith::CmpIPredicate::uge, key, e.idx(s.tk));
-        if (s.causal)
-          hidden = arith::OrIOp::create(
-              b, loc, hidden,
-              e.icmp(arith::CmpIPredicate::ugt, key, row[i / 2]));
-        sc[nt][i] = e.select(hidden, e.f(-inf),
-                             e.fmul(e.roundBf16(acc[i]), scale));
-      }
-    }
-    // Online softmax per row (rows g: i = 0, 1; g + 8: i = 2, 3).
-    Value mNew[2], mUse[2], alpha[2], lNew[2];
-    for (int64_t r = 0; r < 2; ++r) {
-      Value mx = sc[0][2 * r];
-      for (int64_t nt = 0; nt < keyTiles; ++nt)
-        for (int64_t j = 0; j < 2; ++j)
-          if (nt || j)
-            mx = e.fmax(mx, sc[nt][2 * r + j]);
-      mNew[r] = e.fmax(mOld[r], e.quad(mx, /*isMax=*/true));
-      // 0 while the row has seen only hidden keys: exp(-inf - 0) = 0.
-      mUse[r] = e.select(
-          e.fcmp(arith::CmpFPredicate::OEQ, mNew[r], e.f(-inf)), e.f(0),
-          mNew[r]);
-      alpha[r] = e.exp(e.fsub(mOld[r], mUse[r]));
-      lNew[r] = e.fmul(lOld[r], alpha[r]);
-    }
-    SmallVector<std::array<Value, 4>> p(keyTiles);
-    for (int64_t nt = 0; nt < keyTiles; ++nt)
-      for (int64_t i = 0; i < 4; ++i) {
-        p[nt][i] = e.exp(e.fsub(sc[nt][i], mUse[i / 2]));
-        // The row sum of the weights P V uses (rounded to bfloat16), so
-        // that O's weights sum to one.
-        lNew[i / 2] = e.fadd(lNew[i / 2], e.roundBf16(p[nt][i]));
-      }
-    // O = alpha O + P V: P's A fragments are S's accumulators, rounded.
-    SmallVector<Value> next = {mNew[0], mNew[1], lNew[0], lNew[1]};
-    SmallVector<std::array<Value, 4>> oAcc(dvTiles);
-    for (int64_t nt = 0; nt < dvTiles; ++nt)
-      for (int64_t i = 0; i < 4; ++i)
-        oAcc[nt][i] = e.fmul(state[4 + nt * 4 + i], alpha[i / 2]);
-    for (int64_t kk = 0; kk < keySteps; ++kk) {
-      std::array<Value, 4> pa;
-      for (int64_t i = 0; i < 4; ++i) {
-        const std::array<Value, 4> &tile = p[2 * kk + i / 2];
-        int64_t r = i % 2; // a0, a2: row g; a1, a3: row g + 8
-        pa[i] = e.pack(e.toBf16(tile[2 * r]), e.toBf16(tile[2 * r + 1]));
-      }
-      Value keyRows[4];
-      for (int64_t j = 0; j < 4; ++j) // 2t, 2t+1, 2t+8, 2t+9
-        keyRows[j] = e.minIndex(
-            e.add(e.addi(kBase, kk * 16 + (j & 1) + (j >= 2 ? 8 : 0)), t2),
-            s.tk - 1);
-      for (int64_t nt = 0; nt < dvTiles; ++nt) {
-        Value col = e.addi(g, nt * 8);
-        Value vals[4];
-        for (int64_t j = 0; j < 4; ++j)
-          vals[j] = memref::LoadOp::create(b, loc, v,
-                                           ValueRange{bh, keyRows[j], col});
-        Value b0 = e.pack(vals[0], vals[1]), b1 = e.pack(vals[2], vals[3]);
-        oAcc[nt] = e.mma(pa, {b0, b1}, oAcc[nt]);
-      }
-    }
-    for (int64_t nt = 0; nt < dvTiles; ++nt)
-      for (int64_t i = 0; i < 4; ++i)
-        next.push_back(oAcc[nt][i]);
-    scf::YieldOp::create(b, loc, next);
-  }
-  // O / l in bfloat16 and lse = m + log(l) per row.
-  ValueRange out = loop.getResults();
-  for (int64_t r = 0; r < 2; ++r) {
-    Value l = e.quad(out[2 + r], /*isMax=*/false);
-    Value positive = e.fcmp(arith::CmpFPredicate::OGT, l, e.f(0));
-    Value inv = e.select(positive,
-                         arith::DivFOp::create(b, loc, e.f(1), l), e.f(0));
-    Value logL = math::LogOp::create(b, loc, l);
-    Value lseRow = e.select(positive, e.fadd(out[r], logL), e.f(-inf));
-    memref::StoreOp::create(b, loc, lseRow, lse, ValueRange{bh, row[r]});
-    for (int64_t nt = 0; nt < dvTiles; ++nt) {
-      Value x = e.toBf16(e.fmul(out[4 + nt * 4 + 2 * r], inv));
-      Value y = e.toBf16(e.fmul(out[4 + nt * 4 + 2 * r + 1], inv));
-      Value pair = vector::FromElementsOp::create(
-          b, loc, VectorType::get({2}, e.bf16), ValueRange{x, y});
-      vector::StoreOp::create(b, loc, pair, o,
-                              ValueRange{bh, row[r], e.addi(t2, nt * 8)});
-    }
-  }
-}
-
 /// The coordinates every attention kernel starts from: the lane's g and t
 /// (and 2t), the (batch, head) and this warp's 16 rows from block x.
 struct WarpRows {
@@ -636,6 +480,116 @@ SmallVector<std::array<Value, 4>> takeTiles(ValueRange values, int64_t n) {
     for (int64_t j = 0; j < 4; ++j)
       tiles[i][j] = values[i * 4 + j];
   return tiles;
+}
+
+/// The forward kernel for `s` in `kernel` (arguments q, k, v, o, lse):
+/// per warp 16 query rows; per key block S = round_bf16(Q K^T) scale
+/// (masked), the online softmax, O += round_bf16(P) V; O / l in bfloat16
+/// and lse = m + log(l).
+void buildForwardBody(gpu::GPUFuncOp kernel, const AttentionShape &s) {
+  OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  KernelBuilder e(b, kernel.getLoc());
+  Location loc = kernel.getLoc();
+  Value q = kernel.getArgument(0), k = kernel.getArgument(1),
+        v = kernel.getArgument(2), o = kernel.getArgument(3),
+        lse = kernel.getArgument(4);
+  const float inf = std::numeric_limits<float>::infinity();
+  const int64_t dSteps = s.d / 16, dvTiles = s.dv / 8;
+  const int64_t keyTiles = kKeyBlock / 8, keySteps = kKeyBlock / 16;
+  WarpRows w = warpRows(e, s.tq);
+  Value bh = w.bh, g = w.g, t2 = w.t2;
+  auto qa = e.loadA(q, bh, w.rows, t2, dSteps);
+
+  // Key blocks [0, end): all of them, or up to the diagonal when causal (a
+  // query block of 64 rows and a key block of 64 keys, both from 0).
+  int64_t keyBlocks = (s.tk + kKeyBlock - 1) / kKeyBlock;
+  Value end = e.idx(keyBlocks);
+  if (s.causal)
+    end = arith::MinUIOp::create(b, loc, end, e.addi(w.blockX, 1));
+
+  // Loop state: m[2], l[2] (this lane's partial row sums), O's tiles.
+  SmallVector<Value> init = {e.f(-inf), e.f(-inf), e.f(0), e.f(0)};
+  init.append(dvTiles * 4, e.f(0));
+  auto loop = scf::ForOp::create(b, loc, e.idx(0), end, e.idx(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    ValueRange state = loop.getRegionIterArgs();
+    Value mOld[2] = {state[0], state[1]}, lOld[2] = {state[2], state[3]};
+    Value kBase = e.mul(loop.getInductionVar(), e.idx(kKeyBlock));
+
+    // S = Q K^T for 64 keys: 8 tiles of 8 keys.
+    SmallVector<std::array<Value, 4>> sc(keyTiles);
+    Value scale = e.f(s.scale);
+    for (int64_t nt = 0; nt < keyTiles; ++nt) {
+      Value keyRow = e.minIndex(e.add(e.addi(kBase, nt * 8), g), s.tk - 1);
+      std::array<Value, 4> acc = e.tileRowsB(qa, k, bh, keyRow, t2);
+      for (int64_t i = 0; i < 4; ++i) {
+        Value key = e.addi(e.add(kBase, t2), nt * 8 + (i & 1));
+        Value hidden = e.icmp(arith::CmpIPredicate::uge, key, e.idx(s.tk));
+        if (s.causal)
+          hidden = arith::OrIOp::create(
+              b, loc, hidden,
+              e.icmp(arith::CmpIPredicate::ugt, key, w.rows[i / 2]));
+        sc[nt][i] = e.select(hidden, e.f(-inf),
+                             e.fmul(e.roundBf16(acc[i]), scale));
+      }
+    }
+    // Online softmax per row (rows g: i = 0, 1; g + 8: i = 2, 3).
+    Value mNew[2], mUse[2], alpha[2], lNew[2];
+    for (int64_t r = 0; r < 2; ++r) {
+      Value mx = sc[0][2 * r];
+      for (int64_t nt = 0; nt < keyTiles; ++nt)
+        for (int64_t j = 0; j < 2; ++j)
+          if (nt || j)
+            mx = e.fmax(mx, sc[nt][2 * r + j]);
+      mNew[r] = e.fmax(mOld[r], e.quad(mx, /*isMax=*/true));
+      // 0 while the row has seen only hidden keys: exp(-inf - 0) = 0.
+      mUse[r] = e.safeLse(mNew[r]);
+      alpha[r] = e.exp(e.fsub(mOld[r], mUse[r]));
+      lNew[r] = e.fmul(lOld[r], alpha[r]);
+    }
+    SmallVector<std::array<Value, 4>> p(keyTiles);
+    for (int64_t nt = 0; nt < keyTiles; ++nt)
+      for (int64_t i = 0; i < 4; ++i) {
+        p[nt][i] = e.exp(e.fsub(sc[nt][i], mUse[i / 2]));
+        // The row sum of the weights P V uses (rounded to bfloat16), so
+        // that O's weights sum to one.
+        lNew[i / 2] = e.fadd(lNew[i / 2], e.roundBf16(p[nt][i]));
+      }
+    // O = alpha O + P V: P's A fragments are S's accumulators, rounded.
+    auto oAcc = takeTiles(state.drop_front(4), dvTiles);
+    for (std::array<Value, 4> &tile : oAcc)
+      for (int64_t i = 0; i < 4; ++i)
+        tile[i] = e.fmul(tile[i], alpha[i / 2]);
+    for (int64_t kk = 0; kk < keySteps; ++kk) {
+      Value keyRows[4];
+      for (int64_t j = 0; j < 4; ++j) // 2t, 2t+1, 2t+8, 2t+9
+        keyRows[j] = e.minIndex(
+            e.add(e.addi(kBase, kk * 16 + (j & 1) + (j >= 2 ? 8 : 0)), t2),
+            s.tk - 1);
+      e.accumulateColumnsB(e.accToA(p, kk), v, bh, keyRows, g, oAcc);
+    }
+    SmallVector<Value> next = {mNew[0], mNew[1], lNew[0], lNew[1]};
+    appendTiles(next, oAcc);
+    scf::YieldOp::create(b, loc, next);
+  }
+  // O / l in bfloat16 and lse = m + log(l) per row.
+  ValueRange out = loop.getResults();
+  auto oTiles = takeTiles(out.drop_front(4), dvTiles);
+  for (int64_t r = 0; r < 2; ++r) {
+    Value l = e.quad(out[2 + r], /*isMax=*/false);
+    Value positive = e.fcmp(arith::CmpFPredicate::OGT, l, e.f(0));
+    Value inv = e.select(positive,
+                         arith::DivFOp::create(b, loc, e.f(1), l), e.f(0));
+    Value logL = math::LogOp::create(b, loc, l);
+    Value lseRow = e.select(positive, e.fadd(out[r], logL), e.f(-inf));
+    memref::StoreOp::create(b, loc, lseRow, lse, ValueRange{bh, w.rows[r]});
+    for (std::array<Value, 4> &tile : oTiles)
+      for (int64_t j = 0; j < 2; ++j)
+        tile[2 * r + j] = e.fmul(tile[2 * r + j], inv);
+  }
+  e.storeTiles(oTiles, o, bh, w.rows, t2);
 }
 
 /// Backward kernel 1 (FlashAttention-2's Algorithm 2 split by output, as
