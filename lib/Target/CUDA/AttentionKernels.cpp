@@ -127,6 +127,28 @@ Value expandLeading(OpBuilder &b, Location loc, Value t,
   return tensor::ExpandShapeOp::create(b, loc, type, t, groups);
 }
 
+/// The buffer of `t` with its leading dimensions collapsed (`keep` kept):
+/// bufferization.to_buffer read_only, identity layout.
+Value readOnlyBuffer(OpBuilder &b, Location loc, Value t, int64_t keep) {
+  t = collapseLeading(b, loc, t, keep);
+  auto tt = cast<RankedTensorType>(t.getType());
+  return bufferization::ToBufferOp::create(
+      b, loc, MemRefType::get(tt.getShape(), tt.getElementType()), t,
+      /*read_only=*/true);
+}
+
+/// Replaces `result` by the tensor of `buffer` (which a call fills), its
+/// leading dimensions expanded back to `result`'s (`keep` kept).
+void replaceByBuffer(OpBuilder &b, Location loc, Value result, Value buffer,
+                     int64_t keep) {
+  auto mt = cast<MemRefType>(buffer.getType());
+  Value t = bufferization::ToTensorOp::create(
+      b, loc, RankedTensorType::get(mt.getShape(), mt.getElementType()),
+      buffer, /*restrict=*/true, /*writable=*/true);
+  result.replaceAllUsesWith(expandLeading(
+      b, loc, t, cast<RankedTensorType>(result.getType()), keep));
+}
+
 /// A fresh private declaration `prefix<N>(types)` at the start of `module`.
 std::string declareCallee(ModuleOp module, SymbolTable &symbols,
                           int64_t &next, StringRef prefix, TypeRange types,
@@ -151,12 +173,8 @@ void lowerBackward(ModuleOp module, SymbolTable &symbols, int64_t &next,
                    zb::AttentionGradOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
-  auto bufferOf = [&](Value t, int64_t keep) -> Value {
-    t = collapseLeading(b, loc, t, keep);
-    auto tt = cast<RankedTensorType>(t.getType());
-    return bufferization::ToBufferOp::create(
-        b, loc, MemRefType::get(tt.getShape(), tt.getElementType()), t,
-        /*read_only=*/true);
+  auto bufferOf = [&](Value t, int64_t keep) {
+    return readOnlyBuffer(b, loc, t, keep);
   };
   SmallVector<Value> args = {bufferOf(op.getQuery(), 2), bufferOf(op.getKey(), 2),
                              bufferOf(op.getValue(), 2), bufferOf(op.getResult(), 2),
@@ -184,14 +202,36 @@ void lowerBackward(ModuleOp module, SymbolTable &symbols, int64_t &next,
   if (op.getLseGrad())
     call->setAttr("zb.lse_grad", b.getUnitAttr());
   Value results[3] = {op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()};
-  for (int64_t i = 0; i < 3; ++i) {
-    auto mt = cast<MemRefType>(grads[i].getType());
-    Value t = bufferization::ToTensorOp::create(
-        b, loc, RankedTensorType::get(mt.getShape(), mt.getElementType()),
-        grads[i], /*restrict=*/true, /*writable=*/true);
-    results[i].replaceAllUsesWith(expandLeading(
-        b, loc, t, cast<RankedTensorType>(results[i].getType()), 2));
-  }
+  for (int64_t i = 0; i < 3; ++i)
+    replaceByBuffer(b, loc, results[i], grads[i], 2);
+  op.erase();
+}
+
+/// zb.attention -> __zb_gpu_attention_forward_N(q, k, v, o, lse) with
+/// `zb.scale` and `zb.causal`.
+void lowerForward(ModuleOp module, SymbolTable &symbols, int64_t &next,
+                  zb::AttentionOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value q = readOnlyBuffer(b, loc, op.getQuery(), 2);
+  Value k = readOnlyBuffer(b, loc, op.getKey(), 2);
+  Value v = readOnlyBuffer(b, loc, op.getValue(), 2);
+  auto qt = cast<MemRefType>(q.getType());
+  auto vt = cast<MemRefType>(v.getType());
+  int64_t bh = qt.getDimSize(0), tq = qt.getDimSize(1);
+  Value o = memref::AllocOp::create(
+      b, loc, MemRefType::get({bh, tq, vt.getDimSize(2)}, vt.getElementType()));
+  Value lse = memref::AllocOp::create(
+      b, loc, MemRefType::get({bh, tq}, b.getF32Type()));
+  SmallVector<Value> args = {q, k, v, o, lse};
+  std::string name = declareCallee(module, symbols, next, kCalleePrefix,
+                                   ValueRange(args).getTypes(), loc);
+  auto call = func::CallOp::create(b, loc, name, TypeRange{}, args);
+  call->setAttr("zb.scale", op.getScaleAttr());
+  if (op.getCausal())
+    call->setAttr("zb.causal", b.getUnitAttr());
+  replaceByBuffer(b, loc, op.getResult(), o, 2);
+  replaceByBuffer(b, loc, op.getLse(), lse, 1);
   op.erase();
 }
 
@@ -212,57 +252,8 @@ struct ZBGpuAttentionCallsPass
     int64_t next = 0;
     for (zb::AttentionGradOp op : grads)
       lowerBackward(module, symbols, next, op);
-    for (zb::AttentionOp op : ops) {
-      OpBuilder b(op);
-      Location loc = op.getLoc();
-      auto bufferOf = [&](Value t) -> Value {
-        auto tt = cast<RankedTensorType>(t.getType());
-        return bufferization::ToBufferOp::create(
-            b, loc, MemRefType::get(tt.getShape(), tt.getElementType()), t,
-            /*read_only=*/true);
-      };
-      Value q = bufferOf(collapseLeading(b, loc, op.getQuery(), 2));
-      Value k = bufferOf(collapseLeading(b, loc, op.getKey(), 2));
-      Value v = bufferOf(collapseLeading(b, loc, op.getValue(), 2));
-      auto qt = cast<MemRefType>(q.getType());
-      auto vt = cast<MemRefType>(v.getType());
-      int64_t bh = qt.getDimSize(0), tq = qt.getDimSize(1);
-      auto ot = MemRefType::get({bh, tq, vt.getDimSize(2)},
-                                vt.getElementType());
-      auto lt = MemRefType::get({bh, tq}, b.getF32Type());
-      Value o = memref::AllocOp::create(b, loc, ot);
-      Value lse = memref::AllocOp::create(b, loc, lt);
-      SmallVector<Type> argTypes = {q.getType(), k.getType(), v.getType(), ot,
-                                    lt};
-      std::string name;
-      do
-        name = (kCalleePrefix + Twine(next++)).str();
-      while (symbols.lookup(name));
-      {
-        OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
-        auto decl = func::FuncOp::create(mb, loc, name,
-                                         mb.getFunctionType(argTypes, {}));
-        decl.setPrivate();
-        symbols.insert(decl);
-      }
-      auto call = func::CallOp::create(b, loc, name, TypeRange{},
-                                       ValueRange{q, k, v, o, lse});
-      call->setAttr("zb.scale", op.getScaleAttr());
-      if (op.getCausal())
-        call->setAttr("zb.causal", b.getUnitAttr());
-      auto tensorOf = [&](Value buffer) -> Value {
-        auto mt = cast<MemRefType>(buffer.getType());
-        return bufferization::ToTensorOp::create(
-            b, loc, RankedTensorType::get(mt.getShape(), mt.getElementType()),
-            buffer, /*restrict=*/true, /*writable=*/true);
-      };
-      op.getResult().replaceAllUsesWith(expandLeading(
-          b, loc, tensorOf(o), op.getResult().getType(), 2));
-      op.getLse().replaceAllUsesWith(
-          expandLeading(b, loc, tensorOf(lse),
-                        cast<RankedTensorType>(op.getLse().getType()), 1));
-      op.erase();
-    }
+    for (zb::AttentionOp op : ops)
+      lowerForward(module, symbols, next, op);
   }
 };
 

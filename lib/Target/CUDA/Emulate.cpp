@@ -772,6 +772,25 @@ struct Lockstep {
     return arith::DivUIOp::create(b, loc, yz, blockDims[1]);
   }
 
+  /// Thread `t`'s value of a thread coordinate op (thread, lane, subgroup
+  /// or global id); null for any other op.
+  Value laneCoordinate(OpBuilder &b, Operation *op, Value t) {
+    if (auto id = dyn_cast<gpu::ThreadIdOp>(op))
+      return threadCoordinate(b, id.getDimension(), t);
+    if (isa<gpu::LaneIdOp>(op))
+      return arith::RemUIOp::create(b, loc, t, c32);
+    if (isa<gpu::SubgroupIdOp>(op))
+      return arith::DivUIOp::create(b, loc, t, c32);
+    if (auto id = dyn_cast<gpu::GlobalIdOp>(op)) {
+      gpu::Dimension d = id.getDimension();
+      return arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, blockIds[(int)d], blockDims[(int)d]),
+          threadCoordinate(b, d, t));
+    }
+    return Value();
+  }
+
   LogicalResult emulateOp(OpBuilder &b, Operation *op);
 
   /// Whether `op` is a plain per-thread operation that can share a lane
@@ -831,28 +850,14 @@ struct Lockstep {
     forLanes(b, [&](OpBuilder &ib, Value t) {
       IRMapping m;
       for (Operation *op : run) {
-        Value v;
-        if (auto id = dyn_cast<gpu::ThreadIdOp>(op))
-          v = threadCoordinate(ib, id.getDimension(), t);
-        else if (isa<gpu::LaneIdOp>(op))
-          v = arith::RemUIOp::create(ib, loc, t, c32);
-        else if (isa<gpu::SubgroupIdOp>(op))
-          v = arith::DivUIOp::create(ib, loc, t, c32);
-        else if (auto id = dyn_cast<gpu::GlobalIdOp>(op)) {
-          gpu::Dimension d = id.getDimension();
-          v = arith::AddIOp::create(
-              ib, loc,
-              arith::MulIOp::create(ib, loc, blockIds[(int)d],
-                                    blockDims[(int)d]),
-              threadCoordinate(ib, d, t));
-        } else {
+        if (Value v = laneCoordinate(ib, op, t))
+          m.map(op->getResult(0), v);
+        else {
           for (Value operand : op->getOperands())
             if (!m.contains(operand))
               m.map(operand, valueAt(ib, operand, t));
           ib.clone(*op, m);
         }
-        if (v)
-          m.map(op->getResult(0), v);
         for (Value r : op->getResults())
           if (Value a = outside.lookup(r))
             memref::StoreOp::create(ib, loc, m.lookup(r), a, ValueRange{t});
@@ -884,30 +889,6 @@ LogicalResult Lockstep::emulateOp(OpBuilder &b, Operation *op) {
   }
   if (isa<gpu::SubgroupSizeOp>(op)) {
     uniform.map(op->getResult(0), c32);
-    return success();
-  }
-  if (isa<gpu::ThreadIdOp, gpu::LaneIdOp, gpu::SubgroupIdOp,
-          gpu::GlobalIdOp>(op)) {
-    Value a = laneArray(op->getResult(0).getType());
-    forLanes(b, [&](OpBuilder &ib, Value t) {
-      Value v;
-      if (auto id = dyn_cast<gpu::ThreadIdOp>(op))
-        v = threadCoordinate(ib, id.getDimension(), t);
-      else if (isa<gpu::LaneIdOp>(op))
-        v = arith::RemUIOp::create(ib, loc, t, c32);
-      else if (isa<gpu::SubgroupIdOp>(op))
-        v = arith::DivUIOp::create(ib, loc, t, c32);
-      else {
-        gpu::Dimension d = cast<gpu::GlobalIdOp>(op).getDimension();
-        v = arith::AddIOp::create(
-            ib, loc,
-            arith::MulIOp::create(ib, loc, blockIds[(int)d],
-                                  blockDims[(int)d]),
-            threadCoordinate(ib, d, t));
-      }
-      memref::StoreOp::create(ib, loc, v, a, ValueRange{t});
-    });
-    lanes[op->getResult(0)] = a;
     return success();
   }
   if (isa<gpu::BarrierOp>(op))
