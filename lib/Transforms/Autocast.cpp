@@ -232,16 +232,26 @@ struct ZBAutocastPass : public zb::impl::ZBAutocastBase<ZBAutocastPass> {
                << target << " (the error above)";
     }
 
-    // The results keep the function's types (the loss stays float32).
+    // The results keep the function's types (the loss stays float32),
+    // except that a result narrower than float32 (the loss of a model
+    // exported in bfloat16) becomes float32, as autocast's cross-entropy
+    // returns it: the runtime reports and seeds a float32 loss.
     Operation *ret = body.getTerminator();
     FunctionType type = func.getFunctionType();
+    SmallVector<Type> results(type.getResults());
     for (OpOperand &use : ret->getOpOperands()) {
-      Type want = type.getResult(use.getOperandNumber());
+      Type &want = results[use.getOperandNumber()];
       FloatType wantFloat = floatElementOf(want);
+      if (wantFloat && wantFloat.getWidth() < 32) {
+        wantFloat = f32;
+        auto shaped = dyn_cast<ShapedType>(want);
+        want = shaped ? Type(shaped.clone(f32)) : Type(f32);
+      }
       if (use.get().getType() == want || !wantFloat)
         continue;
       use.set(castTo(use.get(), wantFloat, ret));
     }
+    func.setFunctionType(FunctionType::get(ctx, type.getInputs(), results));
     return success();
   }
 };

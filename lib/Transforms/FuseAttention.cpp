@@ -52,12 +52,62 @@ std::optional<double> splatValue(Value v) {
 /// bfloat16 (-3.4e38), or anything <= -1e9.
 bool hidesKey(double fill) { return fill <= -1e9; }
 
+/// True when `mask`, an additive mask of scores [..., tq, tk], is a
+/// constant (through float casts, reshapes and broadcasts that keep its
+/// last two dimensions) that is the causal mask in every [tq, tk] slice: 0
+/// where key <= query, a fill that hides the key (hidesKey) after it. The
+/// exporters write the causal mask of a model called without an attention
+/// mask (transformers' causal LMs) as such a folded constant.
+bool isCausalConstant(Value mask, int64_t tq, int64_t tk) {
+  auto lastTwo = [&](Type type) {
+    auto t = dyn_cast<RankedTensorType>(type);
+    return t && t.getRank() >= 2 && t.getDimSize(t.getRank() - 2) == tq &&
+           t.getDimSize(t.getRank() - 1) == tk;
+  };
+  Value v = mask;
+  while (Operation *def = v.getDefiningOp()) {
+    if (!lastTwo(v.getType()))
+      return false;
+    if (auto c = dyn_cast<ConstantOp>(def)) {
+      auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+      if (!dense || dense.isSplat() ||
+          !isa<FloatType>(dense.getElementType()))
+        return false;
+      int64_t i = 0;
+      for (const APFloat &x : dense.getValues<APFloat>()) {
+        int64_t query = (i / tk) % tq, key = i % tk;
+        ++i;
+        double value = x.convertToDouble();
+        if (key <= query ? value != 0.0 : !hidesKey(value))
+          return false;
+      }
+      return true;
+    }
+    if (auto bc = dyn_cast<BroadcastInDimOp>(def)) {
+      ArrayRef<int64_t> dims = bc.getDims();
+      int64_t r = bc.getType().getRank();
+      if (dims.size() < 2 || dims[dims.size() - 2] != r - 2 ||
+          dims.back() != r - 1)
+        return false;
+    } else if (auto cast = dyn_cast<CastOp>(def)) {
+      if (!isa<FloatType>(getElementTypeOrSelf(cast.getOperand().getType())))
+        return false;
+    } else if (!isa<ReshapeOp>(def)) {
+      return false;
+    }
+    v = def->getOperand(0);
+  }
+  return false;
+}
+
 /// One attention found in the IR.
 struct Match {
   SoftmaxOp softmax;
   BatchMatmulOp scores;  ///< q k^T
   BatchMatmulOp product; ///< P v
   Value query, key, value, mask;
+  /// k^T [..., D, Tk] when the product does not transpose k itself.
+  Value keyT;
   double scale = 1.0;
   bool causal = false;
   /// The chain's ops between `scores` and `product` (erased when fused).
@@ -187,10 +237,22 @@ private:
       return false;
     }
     if (isa<AddOp>(def) && !seenMask) {
+      auto st = cast<RankedTensorType>(s.getType());
+      int64_t r = st.getRank();
       for (unsigned i = 0; i < 2; ++i) {
         Value mask = def->getOperand(i);
         if (fromParameters.contains(mask) || splatValue(mask))
           continue;
+        // The causal mask as a constant: the causal flag (no mask to read).
+        if (isCausalConstant(mask, st.getDimSize(r - 2),
+                             st.getDimSize(r - 1))) {
+          bool before = m.causal;
+          m.causal = true;
+          if (step(def->getOperand(1 - i), seenScale, true, true, seenCast))
+            return true;
+          m.causal = before;
+          continue;
+        }
         m.mask = mask;
         if (step(def->getOperand(1 - i), seenScale, true, seenCausal,
                  seenCast))
@@ -203,16 +265,41 @@ private:
   }
 
   /// The q k^T product: k transposed by the product or by a zb.transpose
-  /// of the last two dimensions.
+  /// of the last two dimensions. A product of q * c and k^T * c (splat
+  /// positive constants, no other use: torch.onnx's export of
+  /// scaled_dot_product_attention multiplies both by sqrt(scale)) takes q
+  /// and k^T, the constants joining the scale.
   bool matchScores(Match &m, BatchMatmulOp bmm) {
     if (bmm.getTransposeLhs())
       return false;
     m.scores = bmm;
-    m.query = bmm.getLhs();
-    m.key = bmm.getRhs(); // [.., Tk, D] when transpose_rhs, else [.., D, Tk]
-    if (!bmm.getTransposeRhs())
-      m.key = Value(); // built by the rewrite: k^T transposed back
+    m.query = unscaled(m, bmm.getLhs());
+    Value key = unscaled(m, bmm.getRhs());
+    // [.., Tk, D] when transpose_rhs, else k^T [.., D, Tk]
+    if (bmm.getTransposeRhs())
+      m.key = key;
+    else
+      m.keyT = key;
     return true;
+  }
+
+  /// `x` before a multiplication by a positive splat constant that only
+  /// the scores read (the factor joins m.scale, the zb.mul m.chain), else
+  /// `x`.
+  Value unscaled(Match &m, Value x) {
+    auto mul = x.getDefiningOp<MulOp>();
+    if (!mul || !x.hasOneUse())
+      return x;
+    for (unsigned i = 0; i < 2; ++i) {
+      std::optional<double> c = splatValue(mul->getOperand(i));
+      if (!c || !(*c > 0.0) || !std::isfinite(*c) ||
+          splatValue(mul->getOperand(1 - i)))
+        continue;
+      m.scale *= *c;
+      m.chain.push_back(mul);
+      return mul->getOperand(1 - i);
+    }
+    return x;
   }
 };
 
@@ -223,14 +310,38 @@ SmallVector<int64_t> swapLastTwo(int64_t rank) {
   return perm;
 }
 
+/// The last two dimensions of a ranked tensor type.
+std::pair<int64_t, int64_t> lastTwoDims(Type type) {
+  auto t = cast<RankedTensorType>(type);
+  return {t.getDimSize(t.getRank() - 2), t.getDimSize(t.getRank() - 1)};
+}
+
 /// `x` with its last two dimensions swapped: the operand of a zb.transpose
-/// that swapped them, else a new zb.transpose.
+/// that swapped them, also inside reshapes of the leading dimensions
+/// (torch.onnx's `reshape(transpose(reshape(k)))` of a 4-d k), else a new
+/// zb.transpose.
 Value transposedLastTwo(ZBBuilder &e, Value x) {
   auto t = cast<RankedTensorType>(x.getType());
   SmallVector<int64_t> perm = swapLastTwo(t.getRank());
   if (auto tr = x.getDefiningOp<TransposeOp>())
     if (tr.getPermutation() == ArrayRef<int64_t>(perm))
       return tr.getOperand();
+  // reshape(transpose(reshape(k))), each reshape keeping the last two
+  // dimensions: k when its shape is x's with the last two swapped.
+  if (auto outer = x.getDefiningOp<ReshapeOp>()) {
+    auto tr = outer.getOperand().getDefiningOp<TransposeOp>();
+    if (tr && lastTwoDims(tr.getType()) == lastTwoDims(t) &&
+        tr.getPermutation() ==
+            ArrayRef<int64_t>(swapLastTwo(tr.getType().getRank())))
+      if (auto inner = tr.getOperand().getDefiningOp<ReshapeOp>()) {
+        auto k = cast<RankedTensorType>(inner.getOperand().getType());
+        SmallVector<int64_t> want(t.getShape());
+        std::swap(want[want.size() - 1], want[want.size() - 2]);
+        if (k.getShape() == ArrayRef<int64_t>(want) &&
+            lastTwoDims(inner.getType()) == lastTwoDims(k))
+          return inner.getOperand();
+      }
+  }
   return e.transpose(x, perm);
 }
 
@@ -295,14 +406,15 @@ struct ZBFuseAttentionPass
   bool fuse(Match &m) {
     Type elem = getElementTypeOrSelf(m.query.getType());
     RankedTensorType resultType = m.product.getType();
-    if (getElementTypeOrSelf(m.scores.getRhs().getType()) != elem ||
+    Value keyOperand = m.key ? m.key : m.keyT;
+    if (getElementTypeOrSelf(keyOperand.getType()) != elem ||
         getElementTypeOrSelf(m.value.getType()) != elem ||
         resultType.getElementType() != elem)
       return false; // mixed types: left to the unfused ops
     OpBuilder b(m.product);
     ZBBuilder e(b, m.softmax.getLoc());
     Value query = m.query;
-    Value key = m.key ? m.key : transposedLastTwo(e, m.scores.getRhs());
+    Value key = m.key ? m.key : transposedLastTwo(e, m.keyT);
     Value value = m.value;
     if (m.product.getTransposeRhs())
       value = transposedLastTwo(e, value);

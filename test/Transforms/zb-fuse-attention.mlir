@@ -4,12 +4,14 @@
 // RUN: zb-opt %s -zb-fuse-attention -zb-autodiff -split-input-file | FileCheck %s --check-prefix=GRAD
 // RUN: zb-opt %s -zb-fuse-attention -zb-autocast -split-input-file | FileCheck %s --check-prefix=BF16
 
-// Each fused attention is reported at its softmax (four of the five
+// Each fused attention is reported at its softmax (six of the seven
 // cases below; the fourth is not fused).
 // REMARK: zb-fuse-attention.mlir:[[#]]:8: remark: fused attention: causal, scale 2.500000e-01
 // REMARK: zb-fuse-attention.mlir:[[#]]:8: remark: fused attention: causal, masked, scale 2.500000e-01
 // REMARK: zb-fuse-attention.mlir:[[#]]:8: remark: fused attention: scale 1.000000e+00
 // REMARK: zb-fuse-attention.mlir:[[#]]:8: remark: fused attention: scale 1.000000e+00
+// REMARK: zb-fuse-attention.mlir:[[#]]:8: remark: fused attention: causal, scale 2.500000e-01
+// REMARK: zb-fuse-attention.mlir:[[#]]:8: remark: fused attention: masked, scale 2.500000e-01
 // REMARK-NOT: remark: fused
 
 // GPT's causal self-attention as examples/gpt exports it: q k^T, a scale,
@@ -158,4 +160,63 @@ func.func @main(%q: tensor<4x8x16xbf16>, %w: tensor<4x8x16xbf16> {zb.param}) -> 
   %y = zb.mul %o, %w : tensor<4x8x16xbf16>
   %l = zb.reduce_sum %y axes [0, 1, 2] : tensor<4x8x16xbf16> -> tensor<bf16>
   return %l : tensor<bf16>
+}
+
+// -----
+
+// torch.onnx's export of scaled_dot_product_attention in a transformers
+// causal LM called without attention_mask: q and k^T each multiplied by
+// sqrt(scale) (0.5 here: scale 0.25), k^T as reshape(transpose(reshape(k))),
+// the causal mask folded into a constant [batch, 1, Tq, Tk] broadcast over
+// the heads. Fused as causal, with q and k themselves: no mask to read, no
+// transpose, no multiplication left.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: tensor<2x2x4x16xf32>, %[[K:[a-z0-9]+]]: tensor<2x2x4x16xf32>, %[[V:[a-z0-9]+]]: tensor<2x2x4x16xf32>
+// CHECK-NOT: zb.transpose
+// CHECK-NOT: zb.constant
+// CHECK: zb.attention %[[Q]], %[[K]], %[[V]] {causal, scale = 2.500000e-01 : f64} : (tensor<2x2x4x16xf32>, tensor<2x2x4x16xf32>, tensor<2x2x4x16xf32>) -> (tensor<2x2x4x16xf32>, tensor<2x2x4xf32>)
+// CHECK-NOT: zb.constant
+// CHECK: zb.mul %{{.*}}, %{{[a-z0-9]+}} : tensor<2x2x4x16xf32>
+// CHECK-NOT: zb.mul
+func.func @main(%q: tensor<2x2x4x16xf32>, %k: tensor<2x2x4x16xf32>, %v: tensor<2x2x4x16xf32>,
+                %w: tensor<2x2x4x16xf32> {zb.param}) -> tensor<f32> {
+  %k3 = zb.reshape %k : tensor<2x2x4x16xf32> -> tensor<4x4x16xf32>
+  %kt3 = zb.transpose %k3 permutation [0, 2, 1] : tensor<4x4x16xf32> -> tensor<4x16x4xf32>
+  %kt = zb.reshape %kt3 : tensor<4x16x4xf32> -> tensor<2x2x16x4xf32>
+  %cq = zb.constant dense<5.000000e-01> : tensor<2x2x4x16xf32>
+  %qs = zb.mul %q, %cq : tensor<2x2x4x16xf32>
+  %ck = zb.constant dense<5.000000e-01> : tensor<2x2x16x4xf32>
+  %ks = zb.mul %kt, %ck : tensor<2x2x16x4xf32>
+  %s = zb.batch_matmul %qs, %ks : (tensor<2x2x4x16xf32>, tensor<2x2x16x4xf32>) -> tensor<2x2x4x4xf32>
+  %m = zb.constant dense<[[[[0.0, -3.40282347E+38, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, 0.0, -3.40282347E+38], [0.0, 0.0, 0.0, 0.0]]], [[[0.0, -3.40282347E+38, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, 0.0, -3.40282347E+38], [0.0, 0.0, 0.0, 0.0]]]]> : tensor<2x1x4x4xf32>
+  %mb = zb.broadcast_in_dim %m dims [0, 1, 2, 3] : tensor<2x1x4x4xf32> -> tensor<2x2x4x4xf32>
+  %sm = zb.add %s, %mb : tensor<2x2x4x4xf32>
+  %p = zb.softmax %sm axis 3 : tensor<2x2x4x4xf32>
+  %o = zb.batch_matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x16xf32>) -> tensor<2x2x4x16xf32>
+  %y = zb.mul %o, %w : tensor<2x2x4x16xf32>
+  %l = zb.reduce_sum %y axes [0, 1, 2, 3] : tensor<2x2x4x16xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// The same with a constant mask that is not the causal one (the last key
+// of the last query hidden too, as padding would): kept as the mask.
+// CHECK-LABEL: func.func @main
+// CHECK: zb.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} {scale = 2.500000e-01 : f64} : (tensor<2x2x4x16xf32>, tensor<2x2x4x16xf32>, tensor<2x2x4x16xf32>, tensor<2x1x4x4xf32>)
+func.func @main(%q: tensor<2x2x4x16xf32>, %k: tensor<2x2x4x16xf32>, %v: tensor<2x2x4x16xf32>,
+                %w: tensor<2x2x4x16xf32> {zb.param}) -> tensor<f32> {
+  %cq = zb.constant dense<5.000000e-01> : tensor<2x2x4x16xf32>
+  %qs = zb.mul %q, %cq : tensor<2x2x4x16xf32>
+  %ck = zb.constant dense<5.000000e-01> : tensor<2x2x4x16xf32>
+  %ks = zb.mul %k, %ck : tensor<2x2x4x16xf32>
+  %s = zb.batch_matmul %qs, %ks {transpose_rhs} : (tensor<2x2x4x16xf32>, tensor<2x2x4x16xf32>) -> tensor<2x2x4x4xf32>
+  %m = zb.constant dense<[[[[0.0, -3.40282347E+38, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, 0.0, -3.40282347E+38], [0.0, 0.0, 0.0, -3.40282347E+38]]], [[[0.0, -3.40282347E+38, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, 0.0, -3.40282347E+38], [0.0, 0.0, 0.0, -3.40282347E+38]]]]> : tensor<2x1x4x4xf32>
+  %mb = zb.broadcast_in_dim %m dims [0, 1, 2, 3] : tensor<2x1x4x4xf32> -> tensor<2x2x4x4xf32>
+  %sm = zb.add %s, %mb : tensor<2x2x4x4xf32>
+  %p = zb.softmax %sm axis 3 : tensor<2x2x4x4xf32>
+  %o = zb.batch_matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x16xf32>) -> tensor<2x2x4x16xf32>
+  %y = zb.mul %o, %w : tensor<2x2x4x16xf32>
+  %l = zb.reduce_sum %y axes [0, 1, 2, 3] : tensor<2x2x4x16xf32> -> tensor<f32>
+  return %l : tensor<f32>
 }

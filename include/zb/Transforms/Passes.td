@@ -23,7 +23,14 @@ def ZBFuseAttention : Pass<"zb-fuse-attention", "mlir::ModuleOp"> {
     elsewhere is not fused), and the mask must not depend on a parameter
     (`zb.param`). A mask that is a `zb.broadcast_in_dim` of a smaller
     tensor is taken before the broadcast (reshaped to the scores' rank
-    with 1s), so that the backward pass keeps the small tensor.
+    with 1s), so that the backward pass keeps the small tensor. A mask
+    that is a constant holding the causal mask (0 where key <= query, a
+    hiding fill after it, in every [Tq, Tk] slice: how torch.onnx folds
+    the mask of a transformers causal LM called without attention_mask)
+    becomes the `causal` flag. q and k multiplied each by a positive splat
+    constant before the product (torch.onnx writes sdpa's scale as
+    sqrt(scale) on both) are taken unmultiplied, the constants joining
+    `scale`; k^T written as reshape(transpose(reshape(k))) is taken as k.
 
     The attention's gradient (`zb.attention_grad`) then recomputes the
     probabilities from the saved log-sum-exp: the `Tq x Tk` scores and

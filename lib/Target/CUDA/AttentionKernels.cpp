@@ -43,14 +43,29 @@ constexpr int64_t kRowsPerWarp = 16, kWarps = 4, kKeyBlock = 64;
 
 //===-- zb-gpu-attention-calls --------------------------------------------===//
 
+/// Why the kernels cannot read `mask` (empty when they can, or no mask):
+/// a static mask of float32, bfloat16 or float16, read as it is (each
+/// dimension that of S or 1).
+std::string ineligibleMask(Value mask) {
+  if (!mask)
+    return "";
+  auto m = cast<RankedTensorType>(mask.getType());
+  if (!m.hasStaticShape())
+    return "has a mask of dynamic shape";
+  if (!m.getElementType().isF32() && !m.getElementType().isBF16() &&
+      !m.getElementType().isF16())
+    return "has a mask that is not float32, bfloat16 or float16";
+  return "";
+}
+
 /// Why the kernel cannot run `op` (empty when it can).
 std::string ineligible(zb::AttentionOp op) {
   auto q = cast<RankedTensorType>(op.getQuery().getType());
   auto k = cast<RankedTensorType>(op.getKey().getType());
   auto v = cast<RankedTensorType>(op.getValue().getType());
   auto lse = cast<RankedTensorType>(op.getLse().getType());
-  if (op.getMask())
-    return "has a mask operand";
+  if (std::string why = ineligibleMask(op.getMask()); !why.empty())
+    return why;
   if (!q.getElementType().isBF16() || !k.getElementType().isBF16() ||
       !v.getElementType().isBF16() ||
       !op.getResult().getType().getElementType().isBF16())
@@ -68,8 +83,8 @@ std::string ineligible(zb::AttentionOp op) {
 
 /// Why the backward kernels cannot run `op` (empty when they can).
 std::string ineligible(zb::AttentionGradOp op) {
-  if (op.getMask())
-    return "has a mask operand";
+  if (std::string why = ineligibleMask(op.getMask()); !why.empty())
+    return why;
   for (Value v : {op.getQuery(), op.getKey(), op.getValue(), op.getResult(),
                   op.getResultGrad(), op.getQueryGrad(), op.getKeyGrad(),
                   op.getValueGrad()})
@@ -149,6 +164,30 @@ void replaceByBuffer(OpBuilder &b, Location loc, Value result, Value buffer,
       b, loc, t, cast<RankedTensorType>(result.getType()), keep));
 }
 
+/// The operands and attributes every attention call ends with: the mask's
+/// buffer as it is (all of its dimensions) last with `zb.mask`, and
+/// `zb.batch_dims`, the scores' leading dimensions that the kernels'
+/// (batch x head) index runs over (to find the mask's element).
+void appendMask(OpBuilder &b, Location loc, Value mask,
+                SmallVectorImpl<Value> &args) {
+  if (!mask)
+    return;
+  auto mt = cast<RankedTensorType>(mask.getType());
+  args.push_back(readOnlyBuffer(b, loc, mask, mt.getRank() - 1));
+}
+void setCallAttrs(OpBuilder &b, func::CallOp call, FloatAttr scale,
+                  bool causal, Value mask, Value query) {
+  call->setAttr("zb.scale", scale);
+  if (causal)
+    call->setAttr("zb.causal", b.getUnitAttr());
+  if (!mask)
+    return;
+  call->setAttr("zb.mask", b.getUnitAttr());
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(query.getType()).getShape();
+  call->setAttr("zb.batch_dims",
+                b.getDenseI64ArrayAttr(shape.drop_back(2)));
+}
+
 /// A fresh private declaration `prefix<N>(types)` at the start of `module`.
 std::string declareCallee(ModuleOp module, SymbolTable &symbols,
                           int64_t &next, StringRef prefix, TypeRange types,
@@ -166,7 +205,7 @@ std::string declareCallee(ModuleOp module, SymbolTable &symbols,
 }
 
 /// zb.attention_grad -> __zb_gpu_attention_backward_N(q, k, v, o, lse, dO,
-/// [lse_grad,] dq, dk, dv, di) with `zb.scale`, `zb.causal` and
+/// [lse_grad,] dq, dk, dv, di[, mask]) with `zb.scale`, `zb.causal` and
 /// `zb.lse_grad` (when the lse_grad operand is there); `di` is a float32
 /// scratch buffer [BH, Tq] for rowsum(dO * O) (- lse_grad).
 void lowerBackward(ModuleOp module, SymbolTable &symbols, int64_t &next,
@@ -192,13 +231,13 @@ void lowerBackward(ModuleOp module, SymbolTable &symbols, int64_t &next,
                               b.getF32Type()));
   llvm::append_range(args, grads);
   args.push_back(di);
+  appendMask(b, loc, op.getMask(), args);
   std::string name =
       declareCallee(module, symbols, next, kBackwardPrefix,
                     ValueRange(args).getTypes(), loc);
   auto call = func::CallOp::create(b, loc, name, TypeRange{}, args);
-  call->setAttr("zb.scale", op.getScaleAttr());
-  if (op.getCausal())
-    call->setAttr("zb.causal", b.getUnitAttr());
+  setCallAttrs(b, call, op.getScaleAttr(), op.getCausal(), op.getMask(),
+               op.getQuery());
   if (op.getLseGrad())
     call->setAttr("zb.lse_grad", b.getUnitAttr());
   Value results[3] = {op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()};
@@ -207,8 +246,8 @@ void lowerBackward(ModuleOp module, SymbolTable &symbols, int64_t &next,
   op.erase();
 }
 
-/// zb.attention -> __zb_gpu_attention_forward_N(q, k, v, o, lse) with
-/// `zb.scale` and `zb.causal`.
+/// zb.attention -> __zb_gpu_attention_forward_N(q, k, v, o, lse[, mask])
+/// with `zb.scale` and `zb.causal` (appendMask for the mask).
 void lowerForward(ModuleOp module, SymbolTable &symbols, int64_t &next,
                   zb::AttentionOp op) {
   OpBuilder b(op);
@@ -224,12 +263,12 @@ void lowerForward(ModuleOp module, SymbolTable &symbols, int64_t &next,
   Value lse = memref::AllocOp::create(
       b, loc, MemRefType::get({bh, tq}, b.getF32Type()));
   SmallVector<Value> args = {q, k, v, o, lse};
+  appendMask(b, loc, op.getMask(), args);
   std::string name = declareCallee(module, symbols, next, kCalleePrefix,
                                    ValueRange(args).getTypes(), loc);
   auto call = func::CallOp::create(b, loc, name, TypeRange{}, args);
-  call->setAttr("zb.scale", op.getScaleAttr());
-  if (op.getCausal())
-    call->setAttr("zb.causal", b.getUnitAttr());
+  setCallAttrs(b, call, op.getScaleAttr(), op.getCausal(), op.getMask(),
+               op.getQuery());
   replaceByBuffer(b, loc, op.getResult(), o, 2);
   replaceByBuffer(b, loc, op.getLse(), lse, 1);
   op.erase();
@@ -432,6 +471,59 @@ struct AttentionShape {
   int64_t bh, tq, tk, d, dv;
   double scale;
   bool causal;
+  /// The scores' leading dimensions (product bh) when there is a mask.
+  SmallVector<int64_t> batchDims;
+};
+
+/// Reads an additive mask [batch..., Tq or 1, Tk or 1] (each leading
+/// dimension that of the scores or 1) for the (batch x head) index `bh`.
+struct MaskReader {
+  Value mem;                ///< null without a mask
+  SmallVector<Value> lead;  ///< the mask's leading indices for this bh
+  bool rowBroadcast = false, keyBroadcast = false;
+  int64_t tq = 0, tk = 0;
+
+  MaskReader() = default;
+  /// The leading indices from bh: index i is (bh / inner_i) % n_i, or 0
+  /// where the mask has 1 (divisions by constants, once per thread).
+  MaskReader(KernelBuilder &e, Value mem, Value bh, const AttentionShape &s)
+      : mem(mem), tq(s.tq), tk(s.tk) {
+    auto mt = cast<MemRefType>(mem.getType());
+    int64_t r = mt.getRank();
+    int64_t inner = 1;
+    lead.resize(r - 2);
+    for (int64_t i = r - 3; i >= 0; --i) {
+      int64_t n = s.batchDims[i];
+      if (mt.getDimSize(i) == 1) {
+        lead[i] = e.idx(0);
+      } else {
+        Value x = arith::DivUIOp::create(e.b, e.loc, bh, e.idx(inner));
+        lead[i] = arith::RemUIOp::create(e.b, e.loc, x, e.idx(n));
+      }
+      inner *= n;
+    }
+    rowBroadcast = mt.getDimSize(r - 2) == 1;
+    keyBroadcast = mt.getDimSize(r - 1) == 1;
+  }
+
+  /// S = round_bf16(acc) * scale (+ mask[query, key]), -inf where `hidden`
+  /// (as zb-decompose-attention: the product rounded as its bfloat16 GEMM
+  /// writes it, scale and mask in float32).
+  Value scores(KernelBuilder &e, Value acc, Value scale, Value hidden,
+               Value query, Value key) const {
+    Value sc = e.fmul(e.roundBf16(acc), scale);
+    if (mem) {
+      SmallVector<Value> at(lead);
+      at.push_back(rowBroadcast ? e.idx(0) : e.minIndex(query, tq - 1));
+      at.push_back(keyBroadcast ? e.idx(0) : e.minIndex(key, tk - 1));
+      Value m = memref::LoadOp::create(e.b, e.loc, mem, at);
+      if (!m.getType().isF32())
+        m = arith::ExtFOp::create(e.b, e.loc, e.f32, m);
+      sc = e.fadd(sc, m);
+    }
+    const float inf = std::numeric_limits<float>::infinity();
+    return e.select(hidden, e.f(-inf), sc);
+  }
 };
 
 /// The coordinates every attention kernel starts from: the lane's g and t
@@ -490,6 +582,9 @@ void buildForwardBody(gpu::GPUFuncOp kernel, const AttentionShape &s) {
   WarpRows w = warpRows(e, s.tq);
   Value bh = w.bh, g = w.g, t2 = w.t2;
   auto qa = e.loadA(q, bh, w.rows, t2, dSteps);
+  MaskReader mask;
+  if (!s.batchDims.empty())
+    mask = MaskReader(e, kernel.getArguments().back(), bh, s);
 
   // Key blocks [0, end): all of them, or up to the diagonal when causal (a
   // query block of 64 rows and a key block of 64 keys, both from 0).
@@ -522,8 +617,8 @@ void buildForwardBody(gpu::GPUFuncOp kernel, const AttentionShape &s) {
           hidden = arith::OrIOp::create(
               b, loc, hidden,
               e.icmp(arith::CmpIPredicate::ugt, key, w.rows[i / 2]));
-        sc[nt][i] = e.select(hidden, e.f(-inf),
-                             e.fmul(e.roundBf16(acc[i]), scale));
+        sc[nt][i] =
+            mask.scores(e, acc[i], scale, hidden, w.rows[i / 2], key);
       }
     }
     // Online softmax per row (rows g: i = 0, 1; g + 8: i = 2, 3).
@@ -593,7 +688,6 @@ void buildBackwardQueryBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
   OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
   KernelBuilder e(b, kernel.getLoc());
   Location loc = kernel.getLoc();
-  const float inf = std::numeric_limits<float>::infinity();
   unsigned base = hasLseGrad ? 7 : 6;
   Value q = kernel.getArgument(0), k = kernel.getArgument(1),
         v = kernel.getArgument(2), o = kernel.getArgument(3),
@@ -605,6 +699,9 @@ void buildBackwardQueryBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
   Value bh = w.bh, g = w.g, t2 = w.t2;
   auto qa = e.loadA(q, bh, w.rows, t2, dSteps);
   auto doa = e.loadA(dO, bh, w.rows, t2, dvSteps);
+  MaskReader mask;
+  if (!s.batchDims.empty())
+    mask = MaskReader(e, kernel.getArguments().back(), bh, s);
   Value diRow[2], lseRow[2];
   for (int64_t r = 0; r < 2; ++r) {
     Value part = e.f(0);
@@ -646,8 +743,8 @@ void buildBackwardQueryBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
           hidden = arith::OrIOp::create(
               b, loc, hidden,
               e.icmp(arith::CmpIPredicate::ugt, key, w.rows[i / 2]));
-        Value sc = e.select(hidden, e.f(-inf),
-                            e.fmul(e.roundBf16(sAcc[i]), scale));
+        Value sc =
+            mask.scores(e, sAcc[i], scale, hidden, w.rows[i / 2], key);
         Value p = e.exp(e.fsub(sc, lseRow[i / 2]));
         Value dp = e.roundBf16(dpAcc[i]);
         ds[nt][i] = e.fmul(e.fmul(p, e.fsub(dp, diRow[i / 2])), scale);
@@ -679,7 +776,6 @@ void buildBackwardKeyBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
   OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
   KernelBuilder e(b, kernel.getLoc());
   Location loc = kernel.getLoc();
-  const float inf = std::numeric_limits<float>::infinity();
   unsigned base = hasLseGrad ? 7 : 6;
   Value q = kernel.getArgument(0), k = kernel.getArgument(1),
         v = kernel.getArgument(2), lse = kernel.getArgument(4),
@@ -692,6 +788,9 @@ void buildBackwardKeyBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
   Value bh = w.bh, g = w.g, t2 = w.t2;
   auto ka = e.loadA(k, bh, w.rows, t2, dSteps);
   auto va = e.loadA(v, bh, w.rows, t2, dvSteps);
+  MaskReader mask;
+  if (!s.batchDims.empty())
+    mask = MaskReader(e, kernel.getArguments().back(), bh, s);
   int64_t queryBlocks = (s.tq + kKeyBlock - 1) / kKeyBlock;
   // Causal: query block i holds no query after a key of key block j < i.
   Value start = s.causal ? w.blockX : e.idx(0);
@@ -723,8 +822,8 @@ void buildBackwardKeyBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
           hidden = arith::OrIOp::create(
               b, loc, hidden,
               e.icmp(arith::CmpIPredicate::ugt, w.rows[i / 2], query[i & 1]));
-        Value sc = e.select(hidden, e.f(-inf),
-                            e.fmul(e.roundBf16(sAcc[i]), scale));
+        Value sc = mask.scores(e, sAcc[i], scale, hidden, query[i & 1],
+                               w.rows[i / 2]);
         pt[nt][i] = e.exp(e.fsub(sc, lseCol[i & 1]));
         Value dp = e.roundBf16(dpAcc[i]);
         dst[nt][i] =
@@ -810,6 +909,31 @@ struct ZBGpuAttentionKernelsPass
                               call.getOperands());
   }
 
+  /// Sets s.batchDims from `zb.batch_dims`: true when their product is bh
+  /// and `mask` [lead..., Tq or 1, Tk or 1] broadcasts to the scores.
+  static bool validMask(func::CallOp call, MemRefType mask,
+                        AttentionShape &s) {
+    auto dims = call->getAttrOfType<DenseI64ArrayAttr>("zb.batch_dims");
+    Type elem = mask.getElementType();
+    if (!dims || dims.empty() ||
+        mask.getRank() != static_cast<int64_t>(dims.size()) + 2 ||
+        !(elem.isF32() || elem.isBF16() || elem.isF16()))
+      return false;
+    int64_t product = 1;
+    for (auto [i, n] : llvm::enumerate(dims.asArrayRef())) {
+      product *= n;
+      if (mask.getDimSize(i) != n && mask.getDimSize(i) != 1)
+        return false;
+    }
+    int64_t r = mask.getRank();
+    auto fits = [](int64_t m, int64_t n) { return m == n || m == 1; };
+    if (product != s.bh || !fits(mask.getDimSize(r - 2), s.tq) ||
+        !fits(mask.getDimSize(r - 1), s.tk))
+      return false;
+    s.batchDims.assign(dims.asArrayRef().begin(), dims.asArrayRef().end());
+    return true;
+  }
+
   void runOnOperation() override {
     module = getOperation();
     SmallVector<func::CallOp> calls;
@@ -823,7 +947,8 @@ struct ZBGpuAttentionKernelsPass
       Location loc = call.getLoc();
       bool backward = call.getCallee().starts_with(kBackwardPrefix);
       bool hasLseGrad = call->hasAttr("zb.lse_grad");
-      unsigned arity = backward ? (hasLseGrad ? 11 : 10) : 5;
+      bool masked = call->hasAttr("zb.mask");
+      unsigned arity = (backward ? (hasLseGrad ? 11 : 10) : 5) + masked;
       auto types = call.getOperandTypes();
       auto memref = [&](unsigned i) {
         return i < types.size() ? dyn_cast<MemRefType>(types[i]) : MemRefType();
@@ -832,16 +957,28 @@ struct ZBGpuAttentionKernelsPass
       bool valid = call.getNumOperands() == arity && scale;
       for (unsigned i = 0; valid && i < arity; ++i)
         valid = memref(i) && memref(i).hasStaticShape();
+      // lse, lse_grad and di [bh, Tq]; the others [bh, T, D].
+      for (unsigned i = 0; valid && i < arity - masked; ++i) {
+        bool rows = i == 4 || (hasLseGrad && i == 6) ||
+                    (backward && i == arity - masked - 1);
+        valid = memref(i).getRank() == (rows ? 2 : 3);
+      }
+      AttentionShape s;
+      if (valid) {
+        s = {memref(0).getDimSize(0), memref(0).getDimSize(1),
+             memref(1).getDimSize(1), memref(0).getDimSize(2),
+             memref(2).getDimSize(2), scale.getValueAsDouble(),
+             call->hasAttr("zb.causal"), {}};
+        if (masked)
+          valid = validMask(call, memref(arity - 1), s);
+      }
       if (!valid) {
         call.emitError("zb-gpu-attention-kernels: expected a call of "
                        "zb-gpu-attention-calls (")
-            << arity << " static memrefs, zb.scale)";
+            << arity << " static memrefs, zb.scale"
+            << (masked ? ", zb.batch_dims matching the mask" : "") << ")";
         return signalPassFailure();
       }
-      AttentionShape s{memref(0).getDimSize(0), memref(0).getDimSize(1),
-                       memref(1).getDimSize(1), memref(0).getDimSize(2),
-                       memref(2).getDimSize(2), scale.getValueAsDouble(),
-                       call->hasAttr("zb.causal")};
       auto parent = call->getParentOfType<func::FuncOp>();
       int64_t rowsPerBlock = kRowsPerWarp * kWarps;
       int64_t qBlocks = (s.tq + rowsPerBlock - 1) / rowsPerBlock;

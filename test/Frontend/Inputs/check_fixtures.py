@@ -166,7 +166,8 @@ def check_bf16(args, fixture, tmp):
     ir = check_ir(args.bin, fixture, tmp, "bf16", fuse, fuse_ce)
     if args.mode == "ir":
         return compare(ir, expected, torch_tol)
-    got = check_run(args.bin, fixture, tmp, args.stages, args.target, "bf16")
+    got = check_run(args.bin, fixture, tmp, args.stages, args.target, "bf16",
+                    compile_args=args.compile_arg)
     # The IR's numbers as an expected.json (check_expected.py's layout).
     import json
     with open(ir) as f:
@@ -176,8 +177,8 @@ def check_bf16(args, fixture, tmp):
         json.dump({"loss": ir_numbers["loss"],
                    "grad_norms": ir_numbers["grad_norms"]}, f)
     ok, text = compare(got, ir_expected,
-                       ["--loss-rtol", str(BF16_RUN_RTOL), "--grad-rtol",
-                        str(BF16_RUN_RTOL), "--grad-atol", "1e-8"])
+                       ["--loss-rtol", str(args.ir_rtol), "--grad-rtol",
+                        str(args.ir_rtol), "--grad-atol", str(args.ir_atol)])
     if not ok:
         return False, "against the IR's bf16 semantics: " + text
     error = bf16_in_effect(got, fixture)
@@ -203,6 +204,14 @@ def main():
                     help="ir mode: run zb-fuse-attention before autodiff")
     ap.add_argument("--fuse-cross-entropy", action="store_true",
                     help="ir mode: run zb-fuse-cross-entropy before autodiff")
+    ap.add_argument("--ir-rtol", type=float, default=BF16_RUN_RTOL,
+                    help="run mode, bf16: the run against the IR's bfloat16 "
+                    "semantics within this relative error (default "
+                    "BF16_RUN_RTOL; the GPU attention kernels round where "
+                    "FlashAttention does, not where the IR's ops do)")
+    ap.add_argument("--ir-atol", type=float, default=1e-8,
+                    help="run mode, bf16: the absolute part of --ir-rtol's "
+                    "comparison of gradient norms (default 1e-8)")
     ap.add_argument("--compile-arg", action="append", default=[],
                     help="one more zb-compile argument (run mode; repeat)")
     args = ap.parse_args()

@@ -120,7 +120,11 @@ def round_bf16(a):
     float64: the value zb stores for a bf16 result it computed in float32."""
     f = np.asarray(a, dtype=np.float32)
     u = f.view(np.uint32).astype(np.uint64)
-    r = (((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16).astype(np.uint32)
+    # uint64 constants: NumPy 1.x promotes a 0-d uint64 with a Python int
+    # to float64, which has no shifts.
+    c16, one = np.uint64(16), np.uint64(1)
+    r = (((u + np.uint64(0x7FFF) + ((u >> c16) & one)) >> c16)
+         << c16).astype(np.uint32)
     return np.where(np.isnan(f), f, r.view(np.float32)).astype(np.float64)
 
 

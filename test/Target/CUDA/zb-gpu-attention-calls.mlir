@@ -5,15 +5,16 @@
 // run, and a call that zb-gpu-attention-calls did not make
 // (zb-gpu-attention-kernels.mlir has the kernels).
 
-// Left to zb-decompose-attention: float32, a mask, head dims 8 and 144.
+// Left to zb-decompose-attention: float32, a float64 mask, head dims 8
+// and 144.
 // CALLS-LABEL: func.func @left
 // CALLS-NOT: call
 // CALLS-COUNT-4: zb.attention
 // CALLS-NOT: call
 // CALLS: return
-func.func @left(%q32: tensor<2x16x16xf32>, %q: tensor<2x16x16xbf16>, %m: tensor<2x16x16xbf16>, %q8: tensor<2x16x8xbf16>, %q144: tensor<2x16x144xbf16>) -> (tensor<2x16x16xf32>, tensor<2x16x16xbf16>, tensor<2x16x8xbf16>, tensor<2x16x144xbf16>) {
+func.func @left(%q32: tensor<2x16x16xf32>, %q: tensor<2x16x16xbf16>, %m: tensor<2x16x16xf64>, %q8: tensor<2x16x8xbf16>, %q144: tensor<2x16x144xbf16>) -> (tensor<2x16x16xf32>, tensor<2x16x16xbf16>, tensor<2x16x8xbf16>, tensor<2x16x144xbf16>) {
   %a, %la = zb.attention %q32, %q32, %q32 {scale = 0.25 : f64} : (tensor<2x16x16xf32>, tensor<2x16x16xf32>, tensor<2x16x16xf32>) -> (tensor<2x16x16xf32>, tensor<2x16xf32>)
-  %b, %lb = zb.attention %q, %q, %q mask %m {scale = 0.25 : f64} : (tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16x16xbf16>) -> (tensor<2x16x16xbf16>, tensor<2x16xf32>)
+  %b, %lb = zb.attention %q, %q, %q mask %m {scale = 0.25 : f64} : (tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16x16xf64>) -> (tensor<2x16x16xbf16>, tensor<2x16xf32>)
   %c, %lc = zb.attention %q8, %q8, %q8 {scale = 0.25 : f64} : (tensor<2x16x8xbf16>, tensor<2x16x8xbf16>, tensor<2x16x8xbf16>) -> (tensor<2x16x8xbf16>, tensor<2x16xf32>)
   %d, %ld = zb.attention %q144, %q144, %q144 {scale = 0.25 : f64} : (tensor<2x16x144xbf16>, tensor<2x16x144xbf16>, tensor<2x16x144xbf16>) -> (tensor<2x16x144xbf16>, tensor<2x16xf32>)
   return %a, %b, %c, %d : tensor<2x16x16xf32>, tensor<2x16x16xbf16>, tensor<2x16x8xbf16>, tensor<2x16x144xbf16>
@@ -21,12 +22,12 @@ func.func @left(%q32: tensor<2x16x16xf32>, %q: tensor<2x16x16xbf16>, %m: tensor<
 
 // -----
 
-// The backward with a mask is left too.
+// The backward with a float64 mask is left too.
 // CALLS-LABEL: func.func @left_grad
 // CALLS-NOT: call
 // CALLS: zb.attention_grad
-func.func @left_grad(%q: tensor<2x16x16xbf16>, %m: tensor<2x16x16xbf16>, %lse: tensor<2x16xf32>) -> tensor<2x16x16xbf16> {
-  %dq, %dk, %dv = zb.attention_grad %q, %q, %q, %q, %lse, %q mask(%m : tensor<2x16x16xbf16>) {scale = 0.25 : f64} : (tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16xf32>, tensor<2x16x16xbf16>) -> (tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16x16xbf16>)
+func.func @left_grad(%q: tensor<2x16x16xbf16>, %m: tensor<2x16x16xf64>, %lse: tensor<2x16xf32>) -> tensor<2x16x16xbf16> {
+  %dq, %dk, %dv = zb.attention_grad %q, %q, %q, %q, %lse, %q mask(%m : tensor<2x16x16xf64>) {scale = 0.25 : f64} : (tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16xf32>, tensor<2x16x16xbf16>) -> (tensor<2x16x16xbf16>, tensor<2x16x16xbf16>, tensor<2x16x16xbf16>)
   return %dq : tensor<2x16x16xbf16>
 }
 
@@ -48,5 +49,26 @@ func.func private @__zb_gpu_attention_backward_0(memref<2x8x16xbf16>)
 func.func @malformed_grad(%q: memref<2x8x16xbf16>) {
   // expected-error @below {{zb-gpu-attention-kernels: expected a call of zb-gpu-attention-calls (10 static memrefs, zb.scale)}}
   call @__zb_gpu_attention_backward_0(%q) {zb.scale = 0.25 : f64} : (memref<2x8x16xbf16>) -> ()
+  return
+}
+
+// -----
+
+// A masked call whose zb.batch_dims do not give the kernels' (batch x head)
+// extent (3 x 1 != 2).
+func.func private @__zb_gpu_attention_forward_0(memref<2x8x16xbf16>, memref<2x8x16xbf16>, memref<2x8x16xbf16>, memref<2x8x16xbf16>, memref<2x8xf32>, memref<3x1x8xf32>)
+func.func @malformed_mask(%q: memref<2x8x16xbf16>, %lse: memref<2x8xf32>, %m: memref<3x1x8xf32>) {
+  // expected-error @below {{zb-gpu-attention-kernels: expected a call of zb-gpu-attention-calls (6 static memrefs, zb.scale, zb.batch_dims matching the mask)}}
+  call @__zb_gpu_attention_forward_0(%q, %q, %q, %q, %lse, %m) {zb.scale = 0.25 : f64, zb.mask, zb.batch_dims = array<i64: 3>} : (memref<2x8x16xbf16>, memref<2x8x16xbf16>, memref<2x8x16xbf16>, memref<2x8x16xbf16>, memref<2x8xf32>, memref<3x1x8xf32>) -> ()
+  return
+}
+
+// -----
+
+// A lse of the wrong rank.
+func.func private @__zb_gpu_attention_forward_0(memref<2x8x16xbf16>, memref<2x8x16xbf16>, memref<2x8x16xbf16>, memref<2x8x16xbf16>, memref<2x8x16xf32>)
+func.func @malformed_lse(%q: memref<2x8x16xbf16>, %lse: memref<2x8x16xf32>) {
+  // expected-error @below {{zb-gpu-attention-kernels: expected a call of zb-gpu-attention-calls (5 static memrefs, zb.scale)}}
+  call @__zb_gpu_attention_forward_0(%q, %q, %q, %q, %lse) {zb.scale = 0.25 : f64} : (memref<2x8x16xbf16>, memref<2x8x16xbf16>, memref<2x8x16xbf16>, memref<2x8x16xbf16>, memref<2x8x16xf32>) -> ()
   return
 }

@@ -99,3 +99,36 @@ func.func @grad(%q: tensor<2x32x16xbf16>, %o: tensor<2x32x16xbf16>, %lse: tensor
   %dq, %dk, %dv = zb.attention_grad %q, %q, %q, %o, %lse, %do lse_grad(%dlse : tensor<2x32xf32>) {causal, scale = 0.25 : f64} : (tensor<2x32x16xbf16>, tensor<2x32x16xbf16>, tensor<2x32x16xbf16>, tensor<2x32x16xbf16>, tensor<2x32xf32>, tensor<2x32x16xbf16>) -> (tensor<2x32x16xbf16>, tensor<2x32x16xbf16>, tensor<2x32x16xbf16>)
   return %dq, %dk, %dv : tensor<2x32x16xbf16>, tensor<2x32x16xbf16>, tensor<2x32x16xbf16>
 }
+
+// -----
+
+// A padding mask as the exporters write it for an encoder (an additive
+// [batch, 1, Tq, Tk] float32 tensor, broadcast over the heads): the calls
+// pass it last, as it is, with zb.mask and the scores' leading dimensions;
+// each kernel finds its batch index as (batch x head) / 3 and adds
+// mask[b, 0, query, key] to the scaled scores (the key clamped to Tk - 1
+// for the keys past the end).
+// CALLS-LABEL: func.func @masked
+// CALLS: call @__zb_gpu_attention_forward_{{[0-9]+}}({{.*}}) {zb.batch_dims = array<i64: 2, 3>, zb.mask, zb.scale = 2.500000e-01 : f64} : ({{.*}}, memref<6x20xf32>, memref<2x1x20x20xf32>) -> ()
+// CALLS: call @__zb_gpu_attention_backward_{{[0-9]+}}({{.*}}) {zb.batch_dims = array<i64: 2, 3>, zb.mask, zb.scale = 2.500000e-01 : f64} : ({{.*}}, memref<6x20xf32>, memref<2x1x20x20xf32>) -> ()
+// KERNEL-LABEL: func.func @masked
+// KERNEL: gpu.launch_func @masked_attention_{{[0-9]+}}::
+// KERNEL: gpu.launch_func @masked_attention_grad_query_{{[0-9]+}}::
+// KERNEL: gpu.launch_func @masked_attention_grad_key_{{[0-9]+}}::
+// KERNEL: gpu.func @masked_attention_{{[0-9]+}}({{.*}}, %[[M:.*]]: memref<2x1x20x20xf32>)
+// KERNEL: %[[B:.*]] = arith.remui %{{.*}}, %c2
+// KERNEL: scf.for
+// KERNEL: memref.load %[[M]][%[[B]], %c0, %{{.*}}, %{{.*}}] : memref<2x1x20x20xf32>
+// KERNEL: gpu.func @masked_attention_grad_query_{{[0-9]+}}({{.*}}, %[[M2:.*]]: memref<2x1x20x20xf32>)
+// KERNEL: scf.for
+// KERNEL: memref.load %[[M2]]
+// KERNEL: gpu.func @masked_attention_grad_key_{{[0-9]+}}({{.*}}, %[[M3:.*]]: memref<2x1x20x20xf32>)
+// KERNEL: scf.for
+// KERNEL: memref.load %[[M3]]
+// EMU-LABEL: func.func @masked
+// EMU-NOT: gpu.module
+func.func @masked(%q: tensor<2x3x20x16xbf16>, %m: tensor<2x1x20x20xf32>, %do: tensor<2x3x20x16xbf16>) -> (tensor<2x3x20x16xbf16>, tensor<2x3x20x16xbf16>) {
+  %o, %lse = zb.attention %q, %q, %q mask %m {scale = 0.25 : f64} : (tensor<2x3x20x16xbf16>, tensor<2x3x20x16xbf16>, tensor<2x3x20x16xbf16>, tensor<2x1x20x20xf32>) -> (tensor<2x3x20x16xbf16>, tensor<2x3x20xf32>)
+  %dq, %dk, %dv = zb.attention_grad %q, %q, %q, %o, %lse, %do mask(%m : tensor<2x1x20x20xf32>) {scale = 0.25 : f64} : (tensor<2x3x20x16xbf16>, tensor<2x3x20x16xbf16>, tensor<2x3x20x16xbf16>, tensor<2x3x20x16xbf16>, tensor<2x3x20xf32>, tensor<2x3x20x16xbf16>) -> (tensor<2x3x20x16xbf16>, tensor<2x3x20x16xbf16>, tensor<2x3x20x16xbf16>)
+  return %o, %dq : tensor<2x3x20x16xbf16>, tensor<2x3x20x16xbf16>
+}
