@@ -100,7 +100,9 @@ static void addGpuKernelPasses(OpPassManager &pm,
   pm.addPass(createGpuKernelOutliningPass());
   // The fused attention kernels (zb-gpu-attention-calls' calls), each in a
   // gpu.module of its own like an outlined kernel.
-  pm.addPass(createZBGpuAttentionKernels());
+  ZBGpuAttentionKernelsOptions attention;
+  attention.alignment = gpu.emulate ? 0 : 16;
+  pm.addPass(createZBGpuAttentionKernels(attention));
   pm.addPass(createZBGpuCheckHostLoops());
   pm.addPass(createZBGpuCheckDeviceMemory());
   if (gpu.reportKernels)

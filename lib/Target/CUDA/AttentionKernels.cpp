@@ -40,6 +40,10 @@ constexpr StringLiteral kCalleePrefix = "__zb_gpu_attention_forward_";
 constexpr StringLiteral kBackwardPrefix = "__zb_gpu_attention_backward_";
 /// Query rows per block (16 per warp) and keys per iteration.
 constexpr int64_t kRowsPerWarp = 16, kWarps = 4, kKeyBlock = 64;
+/// bfloat16 elements after each row of a block staged in workgroup memory:
+/// rows 2 D + 16 bytes apart, so that the 8 rows (g) and 4 column pairs (t)
+/// of a B fragment fall in 32 different banks.
+constexpr int64_t kPad = 8;
 
 //===-- zb-gpu-attention-calls --------------------------------------------===//
 
@@ -304,10 +308,13 @@ struct KernelBuilder {
   OpBuilder &b;
   Location loc;
   Type bf16, f32, i32, index;
+  /// The alignment claimed for the 16-byte staging accesses (none: the
+  /// elements', for the CPU emulation).
+  llvm::MaybeAlign align;
 
-  KernelBuilder(OpBuilder &b, Location loc)
+  KernelBuilder(OpBuilder &b, Location loc, llvm::MaybeAlign align)
       : b(b), loc(loc), bf16(b.getBF16Type()), f32(b.getF32Type()),
-        i32(b.getI32Type()), index(b.getIndexType()) {}
+        i32(b.getI32Type()), index(b.getIndexType()), align(align) {}
 
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value f(double v) {
@@ -336,11 +343,57 @@ struct KernelBuilder {
     return arith::MinUIOp::create(b, loc, x, idx(c));
   }
 
-  /// Two consecutive bfloat16 of `mem` at (bh, row, col) as one i32.
+  /// The indices of (row, col): [bh, row, col] of an operand in global
+  /// memory, [row, col] of a block staged in workgroup memory (row then
+  /// counted from the block's first).
+  static bool isStaged(Value mem) {
+    return isa_and_nonnull<gpu::AddressSpaceAttr>(
+        cast<MemRefType>(mem.getType()).getMemorySpace());
+  }
+  SmallVector<Value, 3> indicesOf(Value mem, Value bh, Value row, Value col) {
+    if (isStaged(mem))
+      return {row, col};
+    return {bh, row, col};
+  }
+  /// Two consecutive bfloat16 of `mem` at (row, col) as one i32 (col even:
+  /// one 32-bit load).
   Value loadPair(Value mem, Value bh, Value row, Value col) {
     Value v = vector::LoadOp::create(b, loc, VectorType::get({2}, bf16), mem,
-                                     ValueRange{bh, row, col});
+                                     indicesOf(mem, bh, row, col),
+                                     /*nontemporal=*/false,
+                                     align ? llvm::MaybeAlign(4) : align);
     return toI32(v);
+  }
+  /// Copies rows [base, base + kKeyBlock) of `mem` [bh, T, D] (a row past
+  /// `limit` as row limit - 1) into `tile` [kKeyBlock, D + kPad] in
+  /// workgroup memory, 16 bytes per load and store: thread `tid` copies the
+  /// block's 8-element vectors tid, tid + 128, ... (D / 16 of them).
+  void stage(Value tid, Value mem, Value bh, Value base, int64_t limit,
+             Value tile, llvm::MaybeAlign align) {
+    int64_t d = cast<MemRefType>(mem.getType()).getDimSize(2);
+    int64_t perRow = d / 8, threads = kWarps * 32;
+    auto type = VectorType::get({8}, bf16);
+    for (int64_t i = 0; i < kKeyBlock * perRow / threads; ++i) {
+      Value v = addi(tid, i * threads);
+      Value r = arith::DivUIOp::create(b, loc, v, idx(perRow));
+      Value c = mul(arith::RemUIOp::create(b, loc, v, idx(perRow)), idx(8));
+      Value x = vector::LoadOp::create(
+          b, loc, type, mem, ValueRange{bh, minIndex(add(base, r), limit - 1), c},
+          /*nontemporal=*/false, align);
+      vector::StoreOp::create(b, loc, x, tile, ValueRange{r, c},
+                              /*nontemporal=*/false, align);
+    }
+  }
+  /// Stages the rows [base, base + kKeyBlock) of each (operand, tile) pair
+  /// between two barriers: the block's threads have finished reading the
+  /// previous rows before they are overwritten, and see all of the new
+  /// ones after.
+  void stageBlocks(Value tid, Value bh, Value base, int64_t limit,
+                   ArrayRef<std::pair<Value, Value>> operandTiles) {
+    gpu::BarrierOp::create(b, loc);
+    for (auto [mem, tile] : operandTiles)
+      stage(tid, mem, bh, base, limit, tile, align);
+    gpu::BarrierOp::create(b, loc);
   }
   Value toI32(Value pair) {
     Value c = vector::BitCastOp::create(b, loc, VectorType::get({1}, i32),
@@ -424,7 +477,7 @@ struct KernelBuilder {
       Value vals[4];
       for (int64_t j = 0; j < 4; ++j)
         vals[j] = memref::LoadOp::create(b, loc, mem,
-                                         ValueRange{bh, kRows[j], col});
+                                         indicesOf(mem, bh, kRows[j], col));
       acc[nt] = mma(a, {pack(vals[0], vals[1]), pack(vals[2], vals[3])},
                     acc[nt]);
     }
@@ -529,13 +582,14 @@ struct MaskReader {
 /// The coordinates every attention kernel starts from: the lane's g and t
 /// (and 2t), the (batch, head) and this warp's 16 rows from block x.
 struct WarpRows {
-  Value blockX, bh, g, t2, first, rows[2];
+  Value tid, blockX, bh, g, t2, first, rows[2];
 };
 WarpRows warpRows(KernelBuilder &e, int64_t limit) {
   OpBuilder &b = e.b;
   Location loc = e.loc;
   WarpRows w;
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  w.tid = tid;
   w.blockX = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   w.bh = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   Value c32 = e.idx(32), c4 = e.idx(4);
@@ -549,6 +603,25 @@ WarpRows warpRows(KernelBuilder &e, int64_t limit) {
   w.rows[0] = e.minIndex(e.add(w.first, w.g), limit - 1);
   w.rows[1] = e.minIndex(e.addi(e.add(w.first, w.g), 8), limit - 1);
   return w;
+}
+
+/// A block of kKeyBlock rows of `cols` bfloat16 (+ kPad) in `kernel`'s
+/// workgroup memory, 16-byte aligned.
+Value addTile(gpu::GPUFuncOp kernel, int64_t cols) {
+  MLIRContext *ctx = kernel.getContext();
+  auto workgroup = gpu::AddressSpaceAttr::get(
+      ctx, gpu::GPUDialect::getWorkgroupAddressSpace());
+  auto type = MemRefType::get({kKeyBlock, cols + kPad},
+                              BFloat16Type::get(ctx),
+                              MemRefLayoutAttrInterface(), workgroup);
+  Value tile = kernel.addWorkgroupAttribution(type, kernel.getLoc());
+  // 16-byte aligned for the 128-bit stores (the lowering's default is the
+  // element's 2 bytes).
+  kernel.setWorkgroupAttributionAttr(
+      kernel.getNumWorkgroupAttributions() - 1,
+      LLVM::LLVMDialect::getAlignAttrName(),
+      IntegerAttr::get(IntegerType::get(ctx, 64), 16));
+  return tile;
 }
 
 /// Flattens accumulator tiles into loop-carried values and back.
@@ -569,9 +642,10 @@ SmallVector<std::array<Value, 4>> takeTiles(ValueRange values, int64_t n) {
 /// per warp 16 query rows; per key block S = round_bf16(Q K^T) scale
 /// (masked), the online softmax, O += round_bf16(P) V; O / l in bfloat16
 /// and lse = m + log(l).
-void buildForwardBody(gpu::GPUFuncOp kernel, const AttentionShape &s) {
+void buildForwardBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
+                      llvm::MaybeAlign align) {
   OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
-  KernelBuilder e(b, kernel.getLoc());
+  KernelBuilder e(b, kernel.getLoc(), align);
   Location loc = kernel.getLoc();
   Value q = kernel.getArgument(0), k = kernel.getArgument(1),
         v = kernel.getArgument(2), o = kernel.getArgument(3),
@@ -585,6 +659,7 @@ void buildForwardBody(gpu::GPUFuncOp kernel, const AttentionShape &s) {
   MaskReader mask;
   if (!s.batchDims.empty())
     mask = MaskReader(e, kernel.getArguments().back(), bh, s);
+  Value kTile = addTile(kernel, s.d), vTile = addTile(kernel, s.dv);
 
   // Key blocks [0, end): all of them, or up to the diagonal when causal (a
   // query block of 64 rows and a key block of 64 keys, both from 0).
@@ -603,13 +678,14 @@ void buildForwardBody(gpu::GPUFuncOp kernel, const AttentionShape &s) {
     ValueRange state = loop.getRegionIterArgs();
     Value mOld[2] = {state[0], state[1]}, lOld[2] = {state[2], state[3]};
     Value kBase = e.mul(loop.getInductionVar(), e.idx(kKeyBlock));
+    e.stageBlocks(w.tid, bh, kBase, s.tk, {{k, kTile}, {v, vTile}});
 
     // S = Q K^T for 64 keys: 8 tiles of 8 keys.
     SmallVector<std::array<Value, 4>> sc(keyTiles);
     Value scale = e.f(s.scale);
     for (int64_t nt = 0; nt < keyTiles; ++nt) {
-      Value keyRow = e.minIndex(e.add(e.addi(kBase, nt * 8), g), s.tk - 1);
-      std::array<Value, 4> acc = e.tileRowsB(qa, k, bh, keyRow, t2);
+      std::array<Value, 4> acc =
+          e.tileRowsB(qa, kTile, bh, e.addi(g, nt * 8), t2);
       for (int64_t i = 0; i < 4; ++i) {
         Value key = e.addi(e.add(kBase, t2), nt * 8 + (i & 1));
         Value hidden = e.icmp(arith::CmpIPredicate::uge, key, e.idx(s.tk));
@@ -649,12 +725,10 @@ void buildForwardBody(gpu::GPUFuncOp kernel, const AttentionShape &s) {
       for (int64_t i = 0; i < 4; ++i)
         tile[i] = e.fmul(tile[i], alpha[i / 2]);
     for (int64_t kk = 0; kk < keySteps; ++kk) {
-      Value keyRows[4];
-      for (int64_t j = 0; j < 4; ++j) // 2t, 2t+1, 2t+8, 2t+9
-        keyRows[j] = e.minIndex(
-            e.add(e.addi(kBase, kk * 16 + (j & 1) + (j >= 2 ? 8 : 0)), t2),
-            s.tk - 1);
-      e.accumulateColumnsB(e.accToA(p, kk), v, bh, keyRows, g, oAcc);
+      Value keyRows[4]; // in the block: 2t, 2t+1, 2t+8, 2t+9
+      for (int64_t j = 0; j < 4; ++j)
+        keyRows[j] = e.addi(t2, kk * 16 + (j & 1) + (j >= 2 ? 8 : 0));
+      e.accumulateColumnsB(e.accToA(p, kk), vTile, bh, keyRows, g, oAcc);
     }
     SmallVector<Value> next = {mNew[0], mNew[1], lNew[0], lNew[1]};
     appendTiles(next, oAcc);
@@ -684,9 +758,9 @@ void buildForwardBody(gpu::GPUFuncOp kernel, const AttentionShape &s) {
 /// key block P = exp(S - lse), dP = round_bf16(dO V^T),
 /// dS = P (dP - Di), dQ += round_bf16(scale dS) K; dQ written in bfloat16.
 void buildBackwardQueryBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
-                            bool hasLseGrad) {
+                            bool hasLseGrad, llvm::MaybeAlign align) {
   OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
-  KernelBuilder e(b, kernel.getLoc());
+  KernelBuilder e(b, kernel.getLoc(), align);
   Location loc = kernel.getLoc();
   unsigned base = hasLseGrad ? 7 : 6;
   Value q = kernel.getArgument(0), k = kernel.getArgument(1),
@@ -702,6 +776,7 @@ void buildBackwardQueryBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
   MaskReader mask;
   if (!s.batchDims.empty())
     mask = MaskReader(e, kernel.getArguments().back(), bh, s);
+  Value kTile = addTile(kernel, s.d), vTile = addTile(kernel, s.dv);
   Value diRow[2], lseRow[2];
   for (int64_t r = 0; r < 2; ++r) {
     Value part = e.f(0);
@@ -730,12 +805,13 @@ void buildBackwardQueryBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value kBase = e.mul(loop.getInductionVar(), e.idx(kKeyBlock));
+    e.stageBlocks(w.tid, bh, kBase, s.tk, {{k, kTile}, {v, vTile}});
     Value scale = e.f(s.scale);
     SmallVector<std::array<Value, 4>> ds(keyTiles);
     for (int64_t nt = 0; nt < keyTiles; ++nt) {
-      Value keyRow = e.minIndex(e.add(e.addi(kBase, nt * 8), g), s.tk - 1);
-      std::array<Value, 4> sAcc = e.tileRowsB(qa, k, bh, keyRow, t2);
-      std::array<Value, 4> dpAcc = e.tileRowsB(doa, v, bh, keyRow, t2);
+      Value keyRow = e.addi(g, nt * 8); // in the block
+      std::array<Value, 4> sAcc = e.tileRowsB(qa, kTile, bh, keyRow, t2);
+      std::array<Value, 4> dpAcc = e.tileRowsB(doa, vTile, bh, keyRow, t2);
       for (int64_t i = 0; i < 4; ++i) {
         Value key = e.addi(e.add(kBase, t2), nt * 8 + (i & 1));
         Value hidden = e.icmp(arith::CmpIPredicate::uge, key, e.idx(s.tk));
@@ -754,10 +830,8 @@ void buildBackwardQueryBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
     for (int64_t kk = 0; kk < keySteps; ++kk) {
       Value kRows[4];
       for (int64_t j = 0; j < 4; ++j)
-        kRows[j] = e.minIndex(
-            e.add(e.addi(kBase, kk * 16 + (j & 1) + (j >= 2 ? 8 : 0)), t2),
-            s.tk - 1);
-      e.accumulateColumnsB(e.accToA(ds, kk), k, bh, kRows, g, acc);
+        kRows[j] = e.addi(t2, kk * 16 + (j & 1) + (j >= 2 ? 8 : 0));
+      e.accumulateColumnsB(e.accToA(ds, kk), kTile, bh, kRows, g, acc);
     }
     SmallVector<Value> next;
     appendTiles(next, acc);
@@ -772,9 +846,9 @@ void buildBackwardQueryBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
 /// dS^T = P^T (dP^T - Di), dK += round_bf16(scale dS^T) Q; dK and dV
 /// written in bfloat16. Reads the Di of kernel 1.
 void buildBackwardKeyBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
-                          bool hasLseGrad) {
+                          bool hasLseGrad, llvm::MaybeAlign align) {
   OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
-  KernelBuilder e(b, kernel.getLoc());
+  KernelBuilder e(b, kernel.getLoc(), align);
   Location loc = kernel.getLoc();
   unsigned base = hasLseGrad ? 7 : 6;
   Value q = kernel.getArgument(0), k = kernel.getArgument(1),
@@ -791,6 +865,7 @@ void buildBackwardKeyBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
   MaskReader mask;
   if (!s.batchDims.empty())
     mask = MaskReader(e, kernel.getArguments().back(), bh, s);
+  Value qTile = addTile(kernel, s.d), doTile = addTile(kernel, s.dv);
   int64_t queryBlocks = (s.tq + kKeyBlock - 1) / kKeyBlock;
   // Causal: query block i holds no query after a key of key block j < i.
   Value start = s.causal ? w.blockX : e.idx(0);
@@ -801,12 +876,13 @@ void buildBackwardKeyBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value qBase = e.mul(loop.getInductionVar(), e.idx(kKeyBlock));
+    e.stageBlocks(w.tid, bh, qBase, s.tq, {{q, qTile}, {dO, doTile}});
     Value scale = e.f(s.scale);
     SmallVector<std::array<Value, 4>> pt(queryTiles), dst(queryTiles);
     for (int64_t nt = 0; nt < queryTiles; ++nt) {
-      Value qRow = e.minIndex(e.add(e.addi(qBase, nt * 8), g), s.tq - 1);
-      std::array<Value, 4> sAcc = e.tileRowsB(ka, q, bh, qRow, t2);
-      std::array<Value, 4> dpAcc = e.tileRowsB(va, dO, bh, qRow, t2);
+      Value qRow = e.addi(g, nt * 8); // in the block
+      std::array<Value, 4> sAcc = e.tileRowsB(ka, qTile, bh, qRow, t2);
+      std::array<Value, 4> dpAcc = e.tileRowsB(va, doTile, bh, qRow, t2);
       Value lseCol[2], diCol[2], query[2];
       for (int64_t j = 0; j < 2; ++j) {
         query[j] = e.addi(e.add(qBase, t2), nt * 8 + j);
@@ -836,11 +912,9 @@ void buildBackwardKeyBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
     for (int64_t kk = 0; kk < querySteps; ++kk) {
       Value qRows[4];
       for (int64_t j = 0; j < 4; ++j)
-        qRows[j] = e.minIndex(
-            e.add(e.addi(qBase, kk * 16 + (j & 1) + (j >= 2 ? 8 : 0)), t2),
-            s.tq - 1);
-      e.accumulateColumnsB(e.accToA(pt, kk), dO, bh, qRows, g, dvAcc);
-      e.accumulateColumnsB(e.accToA(dst, kk), q, bh, qRows, g, dkAcc);
+        qRows[j] = e.addi(t2, kk * 16 + (j & 1) + (j >= 2 ? 8 : 0));
+      e.accumulateColumnsB(e.accToA(pt, kk), doTile, bh, qRows, g, dvAcc);
+      e.accumulateColumnsB(e.accToA(dst, kk), qTile, bh, qRows, g, dkAcc);
     }
     SmallVector<Value> next;
     appendTiles(next, dkAcc);
@@ -863,7 +937,12 @@ double attentionPairs(const AttentionShape &s) {
 
 struct ZBGpuAttentionKernelsPass
     : public zb::impl::ZBGpuAttentionKernelsBase<ZBGpuAttentionKernelsPass> {
+  using Base::Base;
   ModuleOp module;
+
+  llvm::MaybeAlign claimed() const {
+    return alignment > 0 ? llvm::MaybeAlign(alignment) : llvm::MaybeAlign();
+  }
   int64_t next = 0;
 
   /// A kernel of its own gpu.module (zb-gpu-merge-kernel-modules gathers
@@ -989,20 +1068,20 @@ struct ZBGpuAttentionKernelsPass
         auto kernel = createKernel(symbols, parent, "attention", types,
                                    qBlocks, s.bh,
                                    2.0 * s.bh * pairs * (s.d + s.dv), loc);
-        buildForwardBody(kernel, s);
+        buildForwardBody(kernel, s, claimed());
         launch(call, kernel, qBlocks, s.bh);
       } else {
         // dQ: S, dP and dQ; dK and dV: S^T, dV, dP^T and dK.
         auto dq = createKernel(symbols, parent, "attention_grad_query", types,
                                qBlocks, s.bh,
                                2.0 * s.bh * pairs * (2 * s.d + s.dv), loc);
-        buildBackwardQueryBody(dq, s, hasLseGrad);
+        buildBackwardQueryBody(dq, s, hasLseGrad, claimed());
         launch(call, dq, qBlocks, s.bh);
         auto dkv = createKernel(symbols, parent, "attention_grad_key", types,
                                 kBlocks, s.bh,
                                 2.0 * s.bh * pairs * (2 * s.d + 2 * s.dv),
                                 loc);
-        buildBackwardKeyBody(dkv, s, hasLseGrad);
+        buildBackwardKeyBody(dkv, s, hasLseGrad, claimed());
         launch(call, dkv, kBlocks, s.bh);
       }
       auto callee = symbols.lookup<func::FuncOp>(call.getCallee());

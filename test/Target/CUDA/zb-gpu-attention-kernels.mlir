@@ -63,7 +63,20 @@ func.func @causal(%q: tensor<2x3x40x16xbf16>, %k: tensor<2x3x40x16xbf16>, %v: te
 // CALLS: call @__zb_gpu_attention_forward_0(%{{.*}}) {zb.scale = 1.250000e-01 : f64}
 // KERNEL-LABEL: func.func @cross
 // KERNEL: gpu.launch_func @cross_attention_0::@cross_attention_0
-// KERNEL: gpu.func @cross_attention_0(%{{.*}}: memref<4x100x32xbf16>, %{{.*}}: memref<4x72x32xbf16>, %{{.*}}: memref<4x72x64xbf16>, %{{.*}}: memref<4x100x64xbf16>, %{{.*}}: memref<4x100xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, known_grid_size = array<i32: 2, 4, 1>, zb.flops = 5.529600e+06 : f64
+// Per key block, the 64 rows of K and of V are staged in workgroup memory
+// (rows padded to D + 8 and Dv + 8, 16-byte aligned) between two barriers:
+// 32 x 64 / 8 = 256 vectors of 8 for K, 2 per thread; 4 per thread for V;
+// each a 16-byte global load and workgroup store. The fragments then come
+// from the staged rows (32-bit loads of pairs).
+// KERNEL: gpu.func @cross_attention_0(%{{.*}}: memref<4x100x32xbf16>, %{{.*}}: memref<4x72x32xbf16>, %[[V:.*]]: memref<4x72x64xbf16>, %{{.*}}: memref<4x100x64xbf16>, %{{.*}}: memref<4x100xf32>) workgroup(%[[KS:.*]] : memref<64x40xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[VS:.*]] : memref<64x72xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, known_grid_size = array<i32: 2, 4, 1>, zb.flops = 5.529600e+06 : f64
+// KERNEL: scf.for
+// KERNEL: arith.muli
+// KERNEL-NEXT: gpu.barrier
+// KERNEL-COUNT-2: vector.store %{{.*}}, %[[KS]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<64x40xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// KERNEL: vector.load %[[V]][%{{.*}}, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<4x72x64xbf16>, vector<8xbf16>
+// KERNEL-COUNT-4: vector.store %{{.*}}, %[[VS]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<64x72xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// KERNEL-NEXT: gpu.barrier
+// KERNEL: vector.load %[[KS]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x40xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
 func.func @cross(%q: tensor<4x100x32xbf16>, %k: tensor<4x72x32xbf16>, %v: tensor<4x72x64xbf16>) -> (tensor<4x100x64xbf16>, tensor<4x100xf32>) {
   %o, %lse = zb.attention %q, %k, %v {scale = 0.125 : f64} : (tensor<4x100x32xbf16>, tensor<4x72x32xbf16>, tensor<4x72x64xbf16>) -> (tensor<4x100x64xbf16>, tensor<4x100xf32>)
   return %o, %lse : tensor<4x100x64xbf16>, tensor<4x100xf32>

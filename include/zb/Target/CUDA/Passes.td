@@ -84,9 +84,10 @@ def ZBGpuAttentionCalls : Pass<"zb-gpu-attention-calls", "mlir::ModuleOp"> {
   let description = [{
     For the CUDA targets, before zb-decompose-attention: a `zb.attention`
     whose query, key, value and result are bfloat16 and whose lse is
-    float32, without a `mask` operand (causal or not), with head dimensions
-    (query/key and value) multiples of 16 up to 128, becomes a call on
-    buffers, as convert-zb-to-runtime makes a GEMM one:
+    float32, with head dimensions (query/key and value) multiples of 16 up
+    to 128, causal or not, without a mask or with a static float32,
+    bfloat16 or float16 one, becomes a call on buffers, as
+    convert-zb-to-runtime makes a GEMM one:
 
         func.call @__zb_gpu_attention_forward_N(%q, %k, %v, %o, %lse)
             {zb.scale = S : f64, zb.causal}
@@ -103,10 +104,15 @@ def ZBGpuAttentionCalls : Pass<"zb-gpu-attention-calls", "mlir::ModuleOp"> {
         func.call @__zb_gpu_attention_backward_N(%q, %k, %v, %o, %lse, %dO,
             [%lse_grad,] %dq, %dk, %dv, %di) {zb.scale, zb.causal, zb.lse_grad}
 
-    with `%di` a float32 scratch buffer [BH, Tq]. zb-gpu-attention-kernels
-    replaces each call by its kernels after bufferization. Any other
-    zb.attention or zb.attention_grad (float32, a mask, another head size)
-    is left to zb-decompose-attention.
+    with `%di` a float32 scratch buffer [BH, Tq]. A mask is passed last,
+    its buffer as it is (all of its dimensions, each that of the scores or
+    1: a padding mask [B, 1, Tq, Tk] is read by every head), with
+    `zb.mask` and `zb.batch_dims`, the scores' leading dimensions that BH
+    collapses (the kernels find the mask's element from them).
+    zb-gpu-attention-kernels replaces each call by its kernels after
+    bufferization. Any other zb.attention or zb.attention_grad (float32, a
+    float64 or dynamic mask, another head size) is left to
+    zb-decompose-attention.
   }];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::func::FuncDialect",
@@ -154,9 +160,14 @@ def ZBGpuAttentionKernels : Pass<"zb-gpu-attention-kernels", "mlir::ModuleOp"> {
     dP^T = V dO^T with K's and V's rows as the A operands, reading kernel
     (1)'s Di. Rows past the end compute as the last row, as above.
 
-    Operands are read straight from global memory (no shared memory, no
-    barriers). Rows past Tq compute as row Tq - 1 and store its values
-    again, so that no lane branches. The kernel carries `zb.kernel_kind =
+    Each iteration stages the block of 64 rows that all four warps read
+    (K and V in F and dQ, Q and dO in dK/dV) in workgroup memory, 16-byte
+    loads and stores (`alignment`) between two `gpu.barrier`s, rows padded
+    by 8 elements so that a B fragment's 32 lanes read 32 banks; each
+    warp's own 16 rows (its A operands) stay in registers for the whole
+    kernel. A mask is read per score from global memory and added after
+    the scale, as zb-decompose-attention adds it. Rows past Tq compute as
+    row Tq - 1 and store its values again, so that no lane branches. The kernel carries `zb.kernel_kind =
     "attention"` and its FLOPs (`zb.flops`: 4 Tq Tk D per (batch, head),
     about half when causal) for the kernel report. The declarations are
     erased.
@@ -168,6 +179,11 @@ def ZBGpuAttentionKernels : Pass<"zb-gpu-attention-kernels", "mlir::ModuleOp"> {
                            "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect"];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"16",
+           "Byte alignment claimed for the 16-byte staging accesses (0: "
+           "the element's, for the CPU emulation)">
+  ];
 }
 
 def ZBGpuEmulate : Pass<"zb-gpu-emulate", "mlir::ModuleOp"> {

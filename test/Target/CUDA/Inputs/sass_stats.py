@@ -3,7 +3,7 @@ file (zb-compile --keep-intermediates writes rank<R>.o) through
 `cuobjdump -sass`, and prints one line per kernel of the first fatbin's
 cubin for --arch:
 
-  KERNEL instructions=N div64=D mulhi64=M div32=V v128=W hmma=H local=L
+  KERNEL instructions=N div64=D mulhi64=M div32=V v128=W hmma=H local=L sts128=S
 
 N counts the instructions a thread can execute (NOP padding and the
 trailing `BRA` to itself left out). The other counts are the signatures of
@@ -18,7 +18,8 @@ with nvcc -cubin -arch=sm_90 (CUDA 13):
 v128 counts the 128-bit (float4) global loads and stores, LDG.E.128 and
 STG.E.128. hmma counts the tensor-core instructions (HMMA, and HGMMA of
 sm_90's warpgroup MMA); local the local-memory loads and stores (LDL,
-STL: registers spilled). A 32-bit division by a constant (IMAD.HI.U32 by the magic number, a shift
+STL: registers spilled); sts128 the 128-bit stores to shared memory
+(STS.128: a block staged in workgroup memory 16 bytes at a time). A 32-bit division by a constant (IMAD.HI.U32 by the magic number, a shift
 for a power of two) is what the index arithmetic should become.
 
 usage: sass_stats.py [--cuobjdump PATH] [--arch sm_90] [--no-division]
@@ -85,7 +86,8 @@ def stats(body):
     v128 = sum(op in ("LDG.E.128", "STG.E.128") for op in ops)
     hmma = sum(op.startswith(("HMMA", "HGMMA")) for op in ops)
     local = sum(op.startswith(("LDL", "STL")) for op in ops)
-    return len(body), div64, mulhi64, div32, v128, hmma, local
+    sts128 = sum(op == "STS.128" for op in ops)
+    return len(body), div64, mulhi64, div32, v128, hmma, local, sts128
 
 
 def main():
@@ -111,10 +113,12 @@ def main():
         sys.exit(f"sass_stats.py: no {args.arch} kernel in {args.object}")
     errors, total = [], 0
     for name in sorted(table):
-        n, div64, mulhi64, div32, v128, hmma, local = stats(table[name])
+        n, div64, mulhi64, div32, v128, hmma, local, sts128 = \
+            stats(table[name])
         total += n
         print(f"{name} instructions={n} div64={div64} mulhi64={mulhi64} "
-              f"div32={div32} v128={v128} hmma={hmma} local={local}")
+              f"div32={div32} v128={v128} hmma={hmma} local={local} "
+              f"sts128={sts128}")
         if args.no_division and div64 + mulhi64 + div32:
             errors.append(f"{name}: integer division in its SASS "
                           f"(div64={div64} mulhi64={mulhi64} div32={div32})")
