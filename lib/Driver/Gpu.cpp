@@ -26,6 +26,7 @@ GpuCodegenOptions gpuCodegenOptions(const CompileOptions &options) {
   gpu.blockSize = options.cuda.blockSize;
   gpu.reductionThreads = options.cuda.reductionThreads;
   gpu.attentionKernels = options.cuda.attentionKernel;
+  gpu.normKernels = options.cuda.normKernel;
   return gpu;
 }
 

@@ -103,6 +103,7 @@ static void addGpuKernelPasses(OpPassManager &pm,
   ZBGpuAttentionKernelsOptions attention;
   attention.alignment = gpu.emulate ? 0 : 16;
   pm.addPass(createZBGpuAttentionKernels(attention));
+  pm.addPass(createZBGpuNormKernels());
   pm.addPass(createZBGpuCheckHostLoops());
   pm.addPass(createZBGpuCheckDeviceMemory());
   if (gpu.reportKernels)
@@ -215,11 +216,14 @@ void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator,
 
 /// convert-zb-to-runtime, convert-zb-to-linalg, optional fusion.
 static void addZBToLinalgPasses(OpPassManager &pm, bool fuseElementwise,
-                                bool attentionKernels) {
+                                bool attentionKernels, bool normKernels) {
   // The attention the fused GPU kernel runs (zb-gpu-attention-kernels)
-  // becomes a call on buffers; the rest is decomposed.
+  // becomes a call on buffers; the rest is decomposed. Likewise the norms
+  // of zb-gpu-norm-kernels.
   if (attentionKernels)
     pm.addPass(createZBGpuAttentionCalls());
+  if (normKernels)
+    pm.addPass(createZBGpuNormCalls());
   pm.addPass(createZBDecomposeAttention());
   pm.addPass(createConvertZBToRuntime());
   pm.addPass(createConvertZBToLinalg());
@@ -249,14 +253,16 @@ static void addZBToLinalgPasses(OpPassManager &pm, bool fuseElementwise,
 
 void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise,
                               const GpuCodegenOptions *gpu) {
-  addZBToLinalgPasses(pm, fuseElementwise, gpu && gpu->attentionKernels);
+  addZBToLinalgPasses(pm, fuseElementwise, gpu && gpu->attentionKernels,
+                      gpu && gpu->normKernels);
   buildTensorsToLLVMPipeline(pm, /*runtimeAllocator=*/true, gpu);
   pm.addPass(createZBEmitRankEntry());
 }
 
 void buildLowerToGpuKernelsPipeline(OpPassManager &pm, bool fuseElementwise,
                                     const GpuCodegenOptions &gpu) {
-  addZBToLinalgPasses(pm, fuseElementwise, gpu.attentionKernels);
+  addZBToLinalgPasses(pm, fuseElementwise, gpu.attentionKernels,
+                      gpu.normKernels);
   addBufferizationPasses(pm);
   addGpuKernelPasses(pm, gpu);
 }

@@ -207,6 +207,15 @@ static cl::opt<bool, true> gpuAttentionKernel(
              "decomposed into GEMMs and softmax kernels)"),
     cl::location(options.cuda.attentionKernel),
     cl::init(defaults.cuda.attentionKernel), cl::cat(category));
+static cl::opt<bool, true> gpuNormKernel(
+    "gpu-norm-kernel",
+    cl::desc("With --target cuda/cuda-emu: run each float32 layer norm and "
+             "RMS norm as one kernel, a warp per row, that also writes the "
+             "bfloat16 copy autocast makes of its result (default true; "
+             "false: decomposed into five reduction and elementwise "
+             "kernels)"),
+    cl::location(options.cuda.normKernel),
+    cl::init(defaults.cuda.normKernel), cl::cat(category));
 static cl::opt<double, true> gpuLaunchUs(
     "gpu-launch-us",
     cl::desc("With --target cuda/cuda-emu: microseconds added to every "

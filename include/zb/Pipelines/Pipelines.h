@@ -186,6 +186,10 @@ struct GpuCodegenOptions {
   /// false: every zb.attention is decomposed (zb-compile
   /// --gpu-attention-kernel=false).
   bool attentionKernels = true;
+  /// float32 zb.layer_norm and zb.rms_norm run as one kernel each, a warp
+  /// per row (zb-gpu-norm-calls, zb-gpu-norm-kernels); false: decomposed
+  /// (zb-compile --gpu-norm-kernel=false).
+  bool normKernels = true;
   /// zb-gpu-report-kernels right after gpu-kernel-outlining hands the
   /// module's kernel launches and GEMMs to this callback (zb-compile
   /// --gpu-report, --gpu-costs); no report when empty.

@@ -18,6 +18,7 @@
 // zb-gpu-emulate's lock-step emulation of nvvm.mma.sync uses the same.
 //
 //===----------------------------------------------------------------------===//
+#include "KernelCalls.h"
 #include "zb/Target/CUDA/Passes.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 
@@ -33,6 +34,7 @@ namespace zb {
 } // namespace zb
 
 using namespace mlir;
+using namespace zb::gpu_calls;
 
 namespace {
 
@@ -111,63 +113,6 @@ std::string ineligible(zb::AttentionGradOp op) {
   return "";
 }
 
-/// `t` with its leading `rank - keep` dimensions collapsed into one.
-Value collapseLeading(OpBuilder &b, Location loc, Value t, int64_t keep) {
-  auto tt = cast<RankedTensorType>(t.getType());
-  int64_t r = tt.getRank();
-  if (r == keep + 1)
-    return t;
-  int64_t lead = 1;
-  SmallVector<ReassociationIndices> groups(1);
-  for (int64_t i = 0; i < r - keep; ++i) {
-    lead *= tt.getDimSize(i);
-    groups[0].push_back(i);
-  }
-  SmallVector<int64_t> shape = {lead};
-  for (int64_t i = r - keep; i < r; ++i) {
-    shape.push_back(tt.getDimSize(i));
-    groups.push_back({i});
-  }
-  return tensor::CollapseShapeOp::create(
-      b, loc, RankedTensorType::get(shape, tt.getElementType()), t, groups);
-}
-
-/// The inverse of collapseLeading for a result of type `type`.
-Value expandLeading(OpBuilder &b, Location loc, Value t,
-                    RankedTensorType type, int64_t keep) {
-  int64_t r = type.getRank();
-  if (r == keep + 1)
-    return t;
-  SmallVector<ReassociationIndices> groups(1);
-  for (int64_t i = 0; i < r - keep; ++i)
-    groups[0].push_back(i);
-  for (int64_t i = r - keep; i < r; ++i)
-    groups.push_back({i});
-  return tensor::ExpandShapeOp::create(b, loc, type, t, groups);
-}
-
-/// The buffer of `t` with its leading dimensions collapsed (`keep` kept):
-/// bufferization.to_buffer read_only, identity layout.
-Value readOnlyBuffer(OpBuilder &b, Location loc, Value t, int64_t keep) {
-  t = collapseLeading(b, loc, t, keep);
-  auto tt = cast<RankedTensorType>(t.getType());
-  return bufferization::ToBufferOp::create(
-      b, loc, MemRefType::get(tt.getShape(), tt.getElementType()), t,
-      /*read_only=*/true);
-}
-
-/// Replaces `result` by the tensor of `buffer` (which a call fills), its
-/// leading dimensions expanded back to `result`'s (`keep` kept).
-void replaceByBuffer(OpBuilder &b, Location loc, Value result, Value buffer,
-                     int64_t keep) {
-  auto mt = cast<MemRefType>(buffer.getType());
-  Value t = bufferization::ToTensorOp::create(
-      b, loc, RankedTensorType::get(mt.getShape(), mt.getElementType()),
-      buffer, /*restrict=*/true, /*writable=*/true);
-  result.replaceAllUsesWith(expandLeading(
-      b, loc, t, cast<RankedTensorType>(result.getType()), keep));
-}
-
 /// The operands and attributes every attention call ends with: the mask's
 /// buffer as it is (all of its dimensions) last with `zb.mask`, and
 /// `zb.batch_dims`, the scores' leading dimensions that the kernels'
@@ -190,22 +135,6 @@ void setCallAttrs(OpBuilder &b, func::CallOp call, FloatAttr scale,
   ArrayRef<int64_t> shape = cast<RankedTensorType>(query.getType()).getShape();
   call->setAttr("zb.batch_dims",
                 b.getDenseI64ArrayAttr(shape.drop_back(2)));
-}
-
-/// A fresh private declaration `prefix<N>(types)` at the start of `module`.
-std::string declareCallee(ModuleOp module, SymbolTable &symbols,
-                          int64_t &next, StringRef prefix, TypeRange types,
-                          Location loc) {
-  std::string name;
-  do
-    name = (prefix + Twine(next++)).str();
-  while (symbols.lookup(name));
-  OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
-  auto decl = func::FuncOp::create(mb, loc, name,
-                                   mb.getFunctionType(types, {}));
-  decl.setPrivate();
-  symbols.insert(decl);
-  return name;
 }
 
 /// zb.attention_grad -> __zb_gpu_attention_backward_N(q, k, v, o, lse, dO,

@@ -230,10 +230,11 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module,
                  : innerLoop ? "serial-reduction"
                              : "elementwise";
         // A kernel that states its kind and FLOPs (the fused attention of
-        // zb-gpu-attention-kernels: bfloat16 mma.sync on tensor cores).
+        // zb-gpu-attention-kernels: bfloat16 mma.sync on tensor cores; the
+        // row norms of zb-gpu-norm-kernels).
         if (auto kind = kernel->getAttrOfType<StringAttr>("zb.kernel_kind")) {
           g.kind = kind.getValue().str();
-          g.bf16 = true;
+          g.bf16 = g.kind == "attention";
         }
         if (auto flops = kernel->getAttrOfType<FloatAttr>("zb.flops"))
           g.flops = flops.getValueAsDouble();

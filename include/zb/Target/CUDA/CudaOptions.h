@@ -45,6 +45,9 @@ struct CudaOptions {
   /// 128) as fused FlashAttention-2 kernels on tensor cores
   /// (zb-gpu-attention-kernels); false: decompose every one.
   bool attentionKernel = true;
+  /// --gpu-norm-kernel: run each float32 layer norm and RMS norm as one
+  /// kernel, a warp per row (zb-gpu-norm-kernels); false: decompose them.
+  bool normKernel = true;
   /// --gpu-report: write gpu_report.json and gpu_report.txt (every kernel
   /// and GEMM of every rank program with its grid, block, bytes, FLOPs and
   /// H100 roofline time; T_F/T_B/T_W sums per stage; KernelReport.h).

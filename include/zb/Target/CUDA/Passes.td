@@ -186,6 +186,54 @@ def ZBGpuAttentionKernels : Pass<"zb-gpu-attention-kernels", "mlir::ModuleOp"> {
   ];
 }
 
+def ZBGpuNormCalls : Pass<"zb-gpu-norm-calls", "mlir::ModuleOp"> {
+  let summary = "Marks each float32 zb.layer_norm and zb.rms_norm as a call of the one-kernel norm on buffers";
+  let description = [{
+    For the CUDA targets, before convert-zb-to-linalg: a `zb.layer_norm` or
+    `zb.rms_norm` whose input, weight, bias and result are float32 of
+    static shape (autocast keeps norms in float32) becomes
+
+        func.call @__zb_gpu_norm_N(%x, %weight, [%bias,] %y)
+            {zb.norm = "layer" | "rms", zb.epsilon = E : f64}
+            : (memref<RxDxf32>, memref<Dxf32>, [memref<Dxf32>,]
+               memref<RxDxT>) -> ()
+
+    with the leading dimensions collapsed into R. When the norm's one user
+    is a `zb.cast` to a narrower float (the bfloat16 copy that autocast
+    makes for the next GEMM), `%y` has that type and replaces the cast.
+    zb-gpu-norm-kernels replaces the call by its kernel. Other norms are
+    decomposed by convert-zb-to-linalg as before.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def ZBGpuNormKernels : Pass<"zb-gpu-norm-kernels", "mlir::ModuleOp"> {
+  let summary = "The one-kernel layer norm and RMS norm for zb-gpu-norm-calls' calls";
+  let description = [{
+    After gpu-kernel-outlining: every call of a `__zb_gpu_norm_N`
+    declaration becomes the launch of a kernel of its own `gpu.module`:
+    grid ceil(R / 4), 128 threads, one warp per row. Lane l reads columns
+    l, l + 32, ... (coalesced); the row's sum (layer norm), then its
+    centred sum of squares (or sum of squares for RMS norm), are reduced
+    over the warp with `gpu.shuffle xor` 16, 8, 4, 2, 1; rstd =
+    1 / sqrt(sum / D + epsilon); the normalised row, times the weight (plus
+    the bias), is written once in `%y`'s type. The decomposition computes
+    the same float32 formulas in five kernels (reductions in another
+    order: results differ by float32 rounding). A row past R computes as
+    row R - 1 and a column past D as column D - 1, written again with
+    their own values, so that no lane branches. The kernel carries
+    `zb.kernel_kind = "row-norm"` for the kernel report. The declarations
+    are erased.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def ZBGpuEmulate : Pass<"zb-gpu-emulate", "mlir::ModuleOp"> {
   let summary = "Runs the module's GPU kernels on the CPU with GPU semantics (a checking aid)";
   let description = [{
