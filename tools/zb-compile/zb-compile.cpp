@@ -212,8 +212,8 @@ static cl::opt<bool, true> gpuNormKernel(
     cl::desc("With --target cuda/cuda-emu: run each float32 layer norm and "
              "RMS norm as one kernel, a warp per row, that also writes the "
              "bfloat16 copy autocast makes of its result (default true; "
-             "false: decomposed into five reduction and elementwise "
-             "kernels)"),
+             "false, or --gpu-reduction-threads 0: decomposed into five "
+             "reduction and elementwise kernels)"),
     cl::location(options.cuda.normKernel),
     cl::init(defaults.cuda.normKernel), cl::cat(category));
 static cl::opt<double, true> gpuLaunchUs(

@@ -46,7 +46,8 @@ struct CudaOptions {
   /// (zb-gpu-attention-kernels); false: decompose every one.
   bool attentionKernel = true;
   /// --gpu-norm-kernel: run each float32 layer norm and RMS norm as one
-  /// kernel, a warp per row (zb-gpu-norm-kernels); false: decompose them.
+  /// kernel, a warp per row (zb-gpu-norm-kernels); false (or
+  /// reductionThreads 0, the CPU backend's arithmetic): decompose them.
   bool normKernel = true;
   /// --gpu-report: write gpu_report.json and gpu_report.txt (every kernel
   /// and GEMM of every rank program with its grid, block, bytes, FLOPs and
