@@ -306,7 +306,7 @@ NB_MODULE(_zb, m) {
          const std::string &data, const std::string &profile, int optLevel,
          unsigned jobs, bool verbose, const std::string &precision,
          int64_t dataParallel, int64_t dpBucketBytes, bool fuseAttention,
-         bool fuseCrossEntropy) {
+         bool fuseCrossEntropy, bool gpuAttentionKernel, bool gpuNormKernel) {
         zb::driver::CompileOptions o;
         o.inputFile = model;
         o.outputDir = output;
@@ -329,6 +329,8 @@ NB_MODULE(_zb, m) {
         o.dpBucketBytes = dpBucketBytes;
         o.fuseAttention = fuseAttention;
         o.fuseCrossEntropy = fuseCrossEntropy;
+        o.cuda.attentionKernel = gpuAttentionKernel;
+        o.cuda.normKernel = gpuNormKernel;
         compileModel(o, verbose);
       },
       "model"_a, "output"_a, "stages"_a, "virtual_stages"_a,
@@ -339,5 +341,8 @@ NB_MODULE(_zb, m) {
       "dp_bucket_bytes"_a = zb::driver::CompileOptions().dpBucketBytes,
       "fuse_attention"_a = zb::driver::CompileOptions().fuseAttention,
       "fuse_cross_entropy"_a =
-          zb::driver::CompileOptions().fuseCrossEntropy);
+          zb::driver::CompileOptions().fuseCrossEntropy,
+      "gpu_attention_kernel"_a =
+          zb::driver::CompileOptions().cuda.attentionKernel,
+      "gpu_norm_kernel"_a = zb::driver::CompileOptions().cuda.normKernel);
 }

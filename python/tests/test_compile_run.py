@@ -141,3 +141,37 @@ def test_fuse_attention_keeps_less_activation_memory(tmp_path):
     # 32) instead of the probabilities (4 x 4 x 32 x 32); 2 layers a stage.
     per_layer = 4 * (4 * 4 * 32 * 32 - 4 * 4 * 32 * 16 - 4 * 4 * 32)
     assert [u - f for f, u in zip(m_fused, m_unfused)] == [2 * per_layer] * 2
+
+
+def test_gpu_kernel_options_equal_the_cli(tmp_path):
+    """A bfloat16 GPT (head dim 16) for cuda-emu with the fused attention and
+    norm kernels (the default) and without each: every kernel the options
+    turn off is replaced by several, so the plan's predicted T_F (the
+    kernel report's roofline of the stage) grows; the plan with both off
+    equals the CLI's --gpu-attention-kernel=false --gpu-norm-kernel=false."""
+    import subprocess
+    import sys
+    gpt = tmp_path / "gpt.mlir"
+    with open(gpt, "w") as f:
+        subprocess.run([sys.executable,
+                        os.path.join(EXAMPLES, "gpt", "make_model.py"),
+                        "--layers", "1", "--batch", "2", "--seq", "16",
+                        "--dim", "32", "--heads", "2"], stdout=f, check=True)
+    common = dict(stages=1, microbatches=1, schedule="1f1b",
+                  target="cuda-emu", precision="bf16")
+
+    def t_f(plan):
+        return plan.plan["stages"][0]["t_f"]
+
+    both = zb.compile(gpt, tmp_path / "both", **common)
+    no_norm = zb.compile(gpt, tmp_path / "no_norm", gpu_norm_kernel=False,
+                         **common)
+    neither = zb.compile(gpt, tmp_path / "neither", gpu_norm_kernel=False,
+                         gpu_attention_kernel=False, **common)
+    assert t_f(both) < t_f(no_norm) < t_f(neither)
+    run_tool(tool("zb-compile"), gpt, "--stages", 1, "--microbatches", 1,
+             "--schedule", "1f1b", "--target", "cuda-emu", "--precision",
+             "bf16", "--gpu-norm-kernel=false", "--gpu-attention-kernel=false",
+             "-o", tmp_path / "cli", "--quiet")
+    with open(tmp_path / "cli" / "plan.json") as f:
+        assert json.load(f)["stages"][0]["t_f"] == t_f(neither)

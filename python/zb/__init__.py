@@ -358,7 +358,9 @@ def compile(model: str, output: str, *, stages: int = 2,
             precision: str = "fp32", data_parallel: int = 1,
             dp_bucket_bytes: int = 4 << 20,
             fuse_attention: bool = True,
-            fuse_cross_entropy: bool = True) -> Plan:
+            fuse_cross_entropy: bool = True,
+            gpu_attention_kernel: bool = True,
+            gpu_norm_kernel: bool = True) -> Plan:
     """Compiles a model (.onnx, JAX StableHLO text, or zb .mlir) as
     zb-compile does, into ``output``.
 
@@ -368,7 +370,8 @@ def compile(model: str, output: str, *, stages: int = 2,
         data_args: StableHLO models: arguments that are batch inputs, not
             parameters (names or prefixes ending in '.'; integer arguments
             are always data).
-        target: "cpu", "cuda" (GPU kernels) or "h100" (CPU code, H100
+        target: "cpu", "cuda" (GPU kernels), "cuda-emu" (the GPU kernels
+            emulated on the CPU, to check them) or "h100" (CPU code, H100
             costs).
         precision: "fp32", or "bf16": torch.autocast's bfloat16 policy
             (bfloat16 matmuls with float32 accumulation and activations,
@@ -392,6 +395,14 @@ def compile(model: str, output: str, *, stages: int = 2,
             without the probabilities, and a bfloat16 model keeps bfloat16
             logits between F and B (zb-compile --fuse-cross-entropy;
             default on).
+        gpu_attention_kernel: with target "cuda"/"cuda-emu", each bfloat16
+            attention (head dims multiples of 16 up to 128, masked or not)
+            as fused FlashAttention-2 kernels on tensor cores (zb-compile
+            --gpu-attention-kernel; default on; off: decomposed into GEMMs
+            and softmax kernels).
+        gpu_norm_kernel: with target "cuda"/"cuda-emu", each float32 layer
+            norm and RMS norm as one kernel, a warp per row (zb-compile
+            --gpu-norm-kernel; default on; off: five kernels).
     Raises:
         ValueError: with zb-compile's diagnostics (file, op, node).
     """
@@ -401,7 +412,7 @@ def compile(model: str, output: str, *, stages: int = 2,
                 [str(d) for d in data_args], target, optimizer,
                 lr, data, profile, opt_level, jobs, verbose, precision,
                 data_parallel, dp_bucket_bytes, fuse_attention,
-                fuse_cross_entropy)
+                fuse_cross_entropy, gpu_attention_kernel, gpu_norm_kernel)
     with open(_os.path.join(output, "plan.json")) as f:
         plan = _json.load(f)
         ranks = plan["num_ranks"] * plan.get("data_parallel", 1)
