@@ -75,7 +75,8 @@ void lowerNorm(ModuleOp module, SymbolTable &symbols, int64_t &next,
 }
 
 /// Whether the kernel runs `op`: float32 input, weight, bias and result of
-/// static shape, rank >= 1.
+/// static shape, the input of rank >= 2 (rows; a single row is left to the
+/// decomposition).
 bool eligible(Operation *op) {
   if (!isa<zb::LayerNormOp, zb::RmsNormOp>(op))
     return false;
@@ -86,7 +87,7 @@ bool eligible(Operation *op) {
       return false;
   }
   auto x = cast<RankedTensorType>(op->getOperand(0).getType());
-  return x.getRank() >= 1 && x.getNumElements() > 0;
+  return x.getRank() >= 2 && x.getNumElements() > 0;
 }
 
 struct ZBGpuNormCallsPass
