@@ -17,6 +17,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
 #include <cmath>
@@ -52,52 +53,59 @@ std::optional<double> splatValue(Value v) {
 /// bfloat16 (-3.4e38), or anything <= -1e9.
 bool hidesKey(double fill) { return fill <= -1e9; }
 
-/// True when `mask`, an additive mask of scores [..., tq, tk], is a
-/// constant (through float casts, reshapes and broadcasts that keep its
-/// last two dimensions) that is the causal mask in every [tq, tk] slice: 0
-/// where key <= query, a fill that hides the key (hidesKey) after it. The
-/// exporters write the causal mask of a model called without an attention
-/// mask (transformers' causal LMs) as such a folded constant.
-bool isCausalConstant(Value mask, int64_t tq, int64_t tk) {
-  auto lastTwo = [&](Type type) {
-    auto t = dyn_cast<RankedTensorType>(type);
-    return t && t.getRank() >= 2 && t.getDimSize(t.getRank() - 2) == tq &&
-           t.getDimSize(t.getRank() - 1) == tk;
-  };
+/// The last two dimensions of a ranked tensor type.
+std::pair<int64_t, int64_t> lastTwoDims(Type type) {
+  auto t = cast<RankedTensorType>(type);
+  return {t.getDimSize(t.getRank() - 2), t.getDimSize(t.getRank() - 1)};
+}
+
+/// The constant `mask` comes from when it is one viewed through float
+/// casts, reshapes and broadcasts that keep its last two dimensions (those
+/// of the scores, [tq, tk]), else null.
+ConstantOp maskConstant(Value mask, std::pair<int64_t, int64_t> scores) {
   Value v = mask;
   while (Operation *def = v.getDefiningOp()) {
-    if (!lastTwo(v.getType()))
-      return false;
-    if (auto c = dyn_cast<ConstantOp>(def)) {
-      auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
-      if (!dense || dense.isSplat() ||
-          !isa<FloatType>(dense.getElementType()))
-        return false;
-      int64_t i = 0;
-      for (const APFloat &x : dense.getValues<APFloat>()) {
-        int64_t query = (i / tk) % tq, key = i % tk;
-        ++i;
-        double value = x.convertToDouble();
-        if (key <= query ? value != 0.0 : !hidesKey(value))
-          return false;
-      }
-      return true;
-    }
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || t.getRank() < 2 || lastTwoDims(t) != scores)
+      return ConstantOp();
+    if (auto c = dyn_cast<ConstantOp>(def))
+      return c;
     if (auto bc = dyn_cast<BroadcastInDimOp>(def)) {
       ArrayRef<int64_t> dims = bc.getDims();
       int64_t r = bc.getType().getRank();
       if (dims.size() < 2 || dims[dims.size() - 2] != r - 2 ||
           dims.back() != r - 1)
-        return false;
+        return ConstantOp();
     } else if (auto cast = dyn_cast<CastOp>(def)) {
       if (!isa<FloatType>(getElementTypeOrSelf(cast.getOperand().getType())))
-        return false;
+        return ConstantOp();
     } else if (!isa<ReshapeOp>(def)) {
-      return false;
+      return ConstantOp();
     }
     v = def->getOperand(0);
   }
-  return false;
+  return ConstantOp();
+}
+
+/// True when the constant `c` [..., tq, tk] holds the causal mask in every
+/// [tq, tk] slice: 0 where key <= query, a fill that hides the key
+/// (hidesKey) after it. The exporters write the causal mask of a model
+/// called without an attention mask (transformers' causal LMs) as such a
+/// folded constant.
+bool isCausalConstant(ConstantOp c) {
+  auto [tq, tk] = lastTwoDims(c.getResult().getType());
+  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+  if (!dense || dense.isSplat() || !isa<FloatType>(dense.getElementType()))
+    return false;
+  int64_t i = 0;
+  for (const APFloat &x : dense.getValues<APFloat>()) {
+    int64_t query = (i / tk) % tq, key = i % tk;
+    ++i;
+    double value = x.convertToDouble();
+    if (key <= query ? value != 0.0 : !hidesKey(value))
+      return false;
+  }
+  return true;
 }
 
 /// One attention found in the IR.
@@ -160,6 +168,19 @@ public:
 
 private:
   const llvm::DenseSet<Value> &fromParameters;
+  /// isCausalConstant of each constant seen (every layer's mask is a view
+  /// of the same one: it is read once).
+  llvm::DenseMap<Attribute, bool> causalConstants;
+
+  bool isCausal(Value mask, std::pair<int64_t, int64_t> scores) {
+    ConstantOp c = maskConstant(mask, scores);
+    if (!c)
+      return false;
+    auto [it, inserted] = causalConstants.try_emplace(c.getValue(), false);
+    if (inserted)
+      it->second = isCausalConstant(c);
+    return it->second;
+  }
 
   /// torch's guard after the softmax of scaled_dot_product_attention,
   /// `where(isnan(P), 0, P)` (zb.select of zb.compare "ne" P, P), when P
@@ -237,15 +258,12 @@ private:
       return false;
     }
     if (isa<AddOp>(def) && !seenMask) {
-      auto st = cast<RankedTensorType>(s.getType());
-      int64_t r = st.getRank();
       for (unsigned i = 0; i < 2; ++i) {
         Value mask = def->getOperand(i);
         if (fromParameters.contains(mask) || splatValue(mask))
           continue;
         // The causal mask as a constant: the causal flag (no mask to read).
-        if (isCausalConstant(mask, st.getDimSize(r - 2),
-                             st.getDimSize(r - 1))) {
+        if (isCausal(mask, lastTwoDims(s.getType()))) {
           bool before = m.causal;
           m.causal = true;
           if (step(def->getOperand(1 - i), seenScale, true, true, seenCast))
@@ -308,12 +326,6 @@ SmallVector<int64_t> swapLastTwo(int64_t rank) {
   auto perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
   std::swap(perm[rank - 1], perm[rank - 2]);
   return perm;
-}
-
-/// The last two dimensions of a ranked tensor type.
-std::pair<int64_t, int64_t> lastTwoDims(Type type) {
-  auto t = cast<RankedTensorType>(type);
-  return {t.getDimSize(t.getRank() - 2), t.getDimSize(t.getRank() - 1)};
 }
 
 /// `x` with its last two dimensions swapped: the operand of a zb.transpose

@@ -466,6 +466,15 @@ struct MaskReader {
   int64_t tq = 0, tk = 0;
 
   MaskReader() = default;
+  /// The reader of `kernel`'s mask (its last argument) when `s` has one,
+  /// else one that adds nothing.
+  static MaskReader of(KernelBuilder &e, gpu::GPUFuncOp kernel, Value bh,
+                       const AttentionShape &s) {
+    if (s.batchDims.empty())
+      return MaskReader();
+    unsigned last = kernel.getFunctionType().getNumInputs() - 1;
+    return MaskReader(e, kernel.getArgument(last), bh, s);
+  }
   /// The leading indices from bh: index i is (bh / inner_i) % n_i, or 0
   /// where the mask has 1 (divisions by constants, once per thread).
   MaskReader(KernelBuilder &e, Value mem, Value bh, const AttentionShape &s)
@@ -585,9 +594,7 @@ void buildForwardBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
   WarpRows w = warpRows(e, s.tq);
   Value bh = w.bh, g = w.g, t2 = w.t2;
   auto qa = e.loadA(q, bh, w.rows, t2, dSteps);
-  MaskReader mask;
-  if (!s.batchDims.empty())
-    mask = MaskReader(e, kernel.getArguments().back(), bh, s);
+  MaskReader mask = MaskReader::of(e, kernel, bh, s);
   Value kTile = addTile(kernel, s.d), vTile = addTile(kernel, s.dv);
 
   // Key blocks [0, end): all of them, or up to the diagonal when causal (a
@@ -702,9 +709,7 @@ void buildBackwardQueryBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
   Value bh = w.bh, g = w.g, t2 = w.t2;
   auto qa = e.loadA(q, bh, w.rows, t2, dSteps);
   auto doa = e.loadA(dO, bh, w.rows, t2, dvSteps);
-  MaskReader mask;
-  if (!s.batchDims.empty())
-    mask = MaskReader(e, kernel.getArguments().back(), bh, s);
+  MaskReader mask = MaskReader::of(e, kernel, bh, s);
   Value kTile = addTile(kernel, s.d), vTile = addTile(kernel, s.dv);
   Value diRow[2], lseRow[2];
   for (int64_t r = 0; r < 2; ++r) {
@@ -791,9 +796,7 @@ void buildBackwardKeyBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
   Value bh = w.bh, g = w.g, t2 = w.t2;
   auto ka = e.loadA(k, bh, w.rows, t2, dSteps);
   auto va = e.loadA(v, bh, w.rows, t2, dvSteps);
-  MaskReader mask;
-  if (!s.batchDims.empty())
-    mask = MaskReader(e, kernel.getArguments().back(), bh, s);
+  MaskReader mask = MaskReader::of(e, kernel, bh, s);
   Value qTile = addTile(kernel, s.d), doTile = addTile(kernel, s.dv);
   int64_t queryBlocks = (s.tq + kKeyBlock - 1) / kKeyBlock;
   // Causal: query block i holds no query after a key of key block j < i.
@@ -874,47 +877,24 @@ struct ZBGpuAttentionKernelsPass
   }
   int64_t next = 0;
 
-  /// A kernel of its own gpu.module (zb-gpu-merge-kernel-modules gathers
-  /// them) named after `parent`, with `types` as arguments, 128 threads and
-  /// a grid of (blocks, bh); `zb.kernel_kind` and `zb.flops` for the report.
-  gpu::GPUFuncOp createKernel(SymbolTable &symbols, func::FuncOp parent,
-                              StringRef what, TypeRange types, int64_t blocks,
-                              int64_t bh, double flops, Location loc) {
-    std::string name;
-    do
-      name = (parent.getName() + "_" + what + "_" + Twine(next++)).str();
-    while (symbols.lookup(name));
-    OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-    auto gpuModule = gpu::GPUModuleOp::create(mb, loc, name);
-    symbols.insert(gpuModule);
-    OpBuilder kb = OpBuilder::atBlockBegin(gpuModule.getBody());
-    auto kernel = gpu::GPUFuncOp::create(
-        kb, loc, name, kb.getFunctionType(SmallVector<Type>(types), {}));
-    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                    kb.getUnitAttr());
-    kernel.setKnownBlockSizeAttr(kb.getDenseI32ArrayAttr({kWarps * 32, 1, 1}));
-    kernel.setKnownGridSizeAttr(kb.getDenseI32ArrayAttr(
-        {static_cast<int32_t>(blocks), static_cast<int32_t>(bh), 1}));
-    kernel->setAttr("zb.kernel_kind", kb.getStringAttr("attention"));
-    kernel->setAttr("zb.flops", kb.getF64FloatAttr(flops));
+  /// A kernel of its own gpu.module named after `parent`, 128 threads, a
+  /// grid of (blocks, bh), with its FLOPs (`zb.flops`) for the report.
+  gpu::GPUFuncOp createAttentionKernel(SymbolTable &symbols,
+                                       func::FuncOp parent, StringRef what,
+                                       TypeRange types, int64_t blocks,
+                                       int64_t bh, double flops,
+                                       Location loc) {
+    auto kernel = createKernel(module, symbols, next, parent, what, types,
+                               blocks, bh, kWarps * 32, "attention", loc);
+    kernel->setAttr("zb.flops", OpBuilder(kernel).getF64FloatAttr(flops));
     return kernel;
   }
 
-  /// Ends `kernel`'s body and launches it before `call` with its operands.
-  void launch(func::CallOp call, gpu::GPUFuncOp kernel, int64_t blocks,
-              int64_t bh) {
-    Location loc = call.getLoc();
+  /// Ends `kernel`'s body and launches it before `call`.
+  static void launch(func::CallOp call, gpu::GPUFuncOp kernel) {
     OpBuilder eb = OpBuilder::atBlockEnd(&kernel.getBody().front());
-    gpu::ReturnOp::create(eb, loc);
-    OpBuilder b(call);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    Value gx = arith::ConstantIndexOp::create(b, loc, blocks);
-    Value gy = arith::ConstantIndexOp::create(b, loc, bh);
-    Value bx = arith::ConstantIndexOp::create(b, loc, kWarps * 32);
-    gpu::LaunchFuncOp::create(b, loc, kernel, gpu::KernelDim3{gx, gy, one},
-                              gpu::KernelDim3{bx, one, one},
-                              /*dynamicSharedMemorySize=*/Value(),
-                              call.getOperands());
+    gpu::ReturnOp::create(eb, call.getLoc());
+    launchBefore(call, kernel);
   }
 
   /// Sets s.batchDims from `zb.batch_dims`: true when their product is bh
@@ -994,33 +974,27 @@ struct ZBGpuAttentionKernelsPass
       double pairs = attentionPairs(s);
       if (!backward) {
         // Two GEMMs per (batch, head), 2 pairs (D + Dv) FLOPs.
-        auto kernel = createKernel(symbols, parent, "attention", types,
+        auto kernel = createAttentionKernel(symbols, parent, "attention", types,
                                    qBlocks, s.bh,
                                    2.0 * s.bh * pairs * (s.d + s.dv), loc);
         buildForwardBody(kernel, s, claimed());
-        launch(call, kernel, qBlocks, s.bh);
+        launch(call, kernel);
       } else {
         // dQ: S, dP and dQ; dK and dV: S^T, dV, dP^T and dK.
-        auto dq = createKernel(symbols, parent, "attention_grad_query", types,
+        auto dq = createAttentionKernel(symbols, parent, "attention_grad_query", types,
                                qBlocks, s.bh,
                                2.0 * s.bh * pairs * (2 * s.d + s.dv), loc);
         buildBackwardQueryBody(dq, s, hasLseGrad, claimed());
-        launch(call, dq, qBlocks, s.bh);
-        auto dkv = createKernel(symbols, parent, "attention_grad_key", types,
+        launch(call, dq);
+        auto dkv = createAttentionKernel(symbols, parent, "attention_grad_key", types,
                                 kBlocks, s.bh,
                                 2.0 * s.bh * pairs * (2 * s.d + 2 * s.dv),
                                 loc);
         buildBackwardKeyBody(dkv, s, hasLseGrad, claimed());
-        launch(call, dkv, kBlocks, s.bh);
+        launch(call, dkv);
       }
-      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
-      call.erase();
-      if (callee && callee.symbolKnownUseEmpty(module))
-        callee.erase();
+      eraseCall(module, symbols, call);
     }
-    if (!calls.empty())
-      module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                      UnitAttr::get(module.getContext()));
   }
 };
 

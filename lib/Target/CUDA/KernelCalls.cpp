@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "KernelCalls.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 using namespace mlir;
 
 namespace zb::gpu_calls {
@@ -80,6 +82,56 @@ std::string declareCallee(ModuleOp module, SymbolTable &symbols,
   decl.setPrivate();
   symbols.insert(decl);
   return name;
+}
+
+gpu::GPUFuncOp createKernel(ModuleOp module, SymbolTable &symbols,
+                            int64_t &next, func::FuncOp parent, StringRef what,
+                            TypeRange types, int64_t gridX, int64_t gridY,
+                            int64_t threads, StringRef kind, Location loc) {
+  std::string name;
+  do
+    name = (parent.getName() + "_" + what + "_" + Twine(next++)).str();
+  while (symbols.lookup(name));
+  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(mb, loc, name);
+  symbols.insert(gpuModule);
+  OpBuilder kb = OpBuilder::atBlockBegin(gpuModule.getBody());
+  auto kernel = gpu::GPUFuncOp::create(
+      kb, loc, name, kb.getFunctionType(SmallVector<Type>(types), {}));
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), kb.getUnitAttr());
+  kernel.setKnownBlockSizeAttr(
+      kb.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
+  kernel.setKnownGridSizeAttr(kb.getDenseI32ArrayAttr(
+      {static_cast<int32_t>(gridX), static_cast<int32_t>(gridY), 1}));
+  kernel->setAttr("zb.kernel_kind", kb.getStringAttr(kind));
+  return kernel;
+}
+
+void launchBefore(func::CallOp call, gpu::GPUFuncOp kernel) {
+  Location loc = call.getLoc();
+  OpBuilder b(call);
+  llvm::SmallDenseMap<int32_t, Value> constants;
+  auto dim = [&](ArrayRef<int32_t> sizes, int i) {
+    Value &c = constants[sizes[i]];
+    if (!c)
+      c = arith::ConstantIndexOp::create(b, loc, sizes[i]);
+    return c;
+  };
+  ArrayRef<int32_t> grid = *kernel.getKnownGridSize();
+  ArrayRef<int32_t> block = *kernel.getKnownBlockSize();
+  gpu::LaunchFuncOp::create(
+      b, loc, kernel, gpu::KernelDim3{dim(grid, 0), dim(grid, 1), dim(grid, 2)},
+      gpu::KernelDim3{dim(block, 0), dim(block, 1), dim(block, 2)},
+      /*dynamicSharedMemorySize=*/Value(), call.getOperands());
+}
+
+void eraseCall(ModuleOp module, SymbolTable &symbols, func::CallOp call) {
+  auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+  call.erase();
+  if (callee && callee.symbolKnownUseEmpty(module))
+    callee.erase();
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  UnitAttr::get(module.getContext()));
 }
 
 } // namespace zb::gpu_calls

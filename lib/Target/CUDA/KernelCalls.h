@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -45,6 +46,27 @@ void replaceByBuffer(mlir::OpBuilder &b, mlir::Location loc,
 std::string declareCallee(mlir::ModuleOp module, mlir::SymbolTable &symbols,
                           int64_t &next, llvm::StringRef prefix,
                           mlir::TypeRange types, mlir::Location loc);
+
+/// A kernel `<parent>_<what>_<N>` (N from `next`, the first free name) in
+/// a gpu.module of its own at the end of `module` (zb-gpu-merge-kernel-modules
+/// gathers them), with `types` as arguments, `threads` threads, a grid of
+/// (gridX, gridY) blocks and `zb.kernel_kind = kind`; its body is empty.
+mlir::gpu::GPUFuncOp createKernel(mlir::ModuleOp module,
+                                  mlir::SymbolTable &symbols, int64_t &next,
+                                  mlir::func::FuncOp parent,
+                                  llvm::StringRef what, mlir::TypeRange types,
+                                  int64_t gridX, int64_t gridY,
+                                  int64_t threads, llvm::StringRef kind,
+                                  mlir::Location loc);
+
+/// Launches `kernel` before `call` with the call's operands, on the grid
+/// and block sizes `kernel` states.
+void launchBefore(mlir::func::CallOp call, mlir::gpu::GPUFuncOp kernel);
+
+/// Erases `call` and, once it has no other call, its declaration; marks
+/// `module` as a gpu.container_module.
+void eraseCall(mlir::ModuleOp module, mlir::SymbolTable &symbols,
+               mlir::func::CallOp call);
 
 } // namespace zb::gpu_calls
 

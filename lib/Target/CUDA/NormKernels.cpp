@@ -154,10 +154,9 @@ void buildNormBody(gpu::GPUFuncOp kernel, int64_t rows, int64_t d,
     col = arith::MinUIOp::create(b, loc, col, idx(d - 1));
     Value xv = memref::LoadOp::create(b, loc, x, ValueRange{row, col});
     SmallVector<Value> next = body(col, inRange, xv, loop.getRegionIterArgs());
-    // Without loop-carried values the builder made the scf.yield already.
-    if (init.empty())
-      loop.getBody()->getTerminator()->moveAfter(&loop.getBody()->back());
-    else
+    // Without loop-carried values the builder made the scf.yield already
+    // (the body went before it).
+    if (!init.empty())
       scf::YieldOp::create(b, loc, next);
     return loop.getResults();
   };
@@ -264,41 +263,13 @@ struct ZBGpuNormKernelsPass
         return signalPassFailure();
       }
       auto parent = call->getParentOfType<func::FuncOp>();
-      std::string name;
-      do
-        name = (parent.getName() + "_norm_" + Twine(next++)).str();
-      while (symbols.lookup(name));
-      OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-      auto gpuModule = gpu::GPUModuleOp::create(mb, loc, name);
-      symbols.insert(gpuModule);
-      OpBuilder kb = OpBuilder::atBlockBegin(gpuModule.getBody());
-      auto kernel = gpu::GPUFuncOp::create(
-          kb, loc, name, kb.getFunctionType(SmallVector<Type>(types), {}));
-      kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                      kb.getUnitAttr());
       int64_t blocks = (rows + kWarps - 1) / kWarps;
-      kernel.setKnownBlockSizeAttr(kb.getDenseI32ArrayAttr({kWarps * 32, 1, 1}));
-      kernel.setKnownGridSizeAttr(
-          kb.getDenseI32ArrayAttr({static_cast<int32_t>(blocks), 1, 1}));
-      kernel->setAttr("zb.kernel_kind", kb.getStringAttr("row-norm"));
+      auto kernel = createKernel(module, symbols, next, parent, "norm", types,
+                                 blocks, 1, kWarps * 32, "row-norm", loc);
       buildNormBody(kernel, rows, d, eps.getValueAsDouble(), layer);
-      OpBuilder b(call);
-      Value one = arith::ConstantIndexOp::create(b, loc, 1);
-      gpu::LaunchFuncOp::create(
-          b, loc, kernel,
-          gpu::KernelDim3{arith::ConstantIndexOp::create(b, loc, blocks), one,
-                          one},
-          gpu::KernelDim3{arith::ConstantIndexOp::create(b, loc, kWarps * 32),
-                          one, one},
-          /*dynamicSharedMemorySize=*/Value(), call.getOperands());
-      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
-      call.erase();
-      if (callee && callee.symbolKnownUseEmpty(module))
-        callee.erase();
+      launchBefore(call, kernel);
+      eraseCall(module, symbols, call);
     }
-    if (!calls.empty())
-      module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                      UnitAttr::get(module.getContext()));
   }
 };
 
