@@ -37,6 +37,11 @@ static void setPipelineOptions(PipelineOptions &pipeline,
   pipeline.dpBucketBytes = options.dpBucketBytes;
   pipeline.fuseAttention = options.fuseAttention;
   pipeline.fuseCrossEntropy = options.fuseCrossEntropy;
+  // The attention kernels read the token-major q, k, v and result in
+  // place: B rebuilds its head views of them instead of F saving copies.
+  pipeline.attentionViews =
+      options.gpuKernels() && options.cuda.attentionKernel &&
+      options.cuda.attentionTokenMajor;
 }
 
 LogicalResult partitionModel(ModuleOp module, const CompileOptions &options) {

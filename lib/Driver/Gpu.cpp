@@ -26,6 +26,7 @@ GpuCodegenOptions gpuCodegenOptions(const CompileOptions &options) {
   gpu.blockSize = options.cuda.blockSize;
   gpu.reductionThreads = options.cuda.reductionThreads;
   gpu.attentionKernels = options.cuda.attentionKernel;
+  gpu.attentionTokenMajor = options.cuda.attentionTokenMajor;
   // --gpu-reduction-threads 0 asks for the CPU backend's arithmetic: the
   // norm kernel's warp sums are reassociated, so the norms are decomposed.
   gpu.normKernels = options.cuda.normKernel && options.cuda.reductionThreads;

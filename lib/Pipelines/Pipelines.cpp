@@ -33,7 +33,9 @@ void buildPartitionPipeline(OpPassManager &pm,
   if (options.fuseCrossEntropy)
     pm.addPass(createZBFuseCrossEntropy());
   pm.addPass(createZBAutodiff());
-  pm.addPass(createZBSplitBackward());
+  ZBSplitBackwardOptions split;
+  split.rebuildAttentionViews = options.attentionViews;
+  pm.addPass(createZBSplitBackward(split));
   ZBPartitionStagesOptions partition;
   partition.numStages = options.numStages;
   partition.virtualStages = options.virtualStages;
@@ -216,12 +218,16 @@ void buildTensorsToLLVMPipeline(OpPassManager &pm, bool runtimeAllocator,
 
 /// convert-zb-to-runtime, convert-zb-to-linalg, optional fusion.
 static void addZBToLinalgPasses(OpPassManager &pm, bool fuseElementwise,
-                                bool attentionKernels, bool normKernels) {
+                                bool attentionKernels, bool normKernels,
+                                bool tokenMajor) {
   // The attention the fused GPU kernel runs (zb-gpu-attention-kernels)
   // becomes a call on buffers; the rest is decomposed. Likewise the norms
   // of zb-gpu-norm-kernels.
-  if (attentionKernels)
-    pm.addPass(createZBGpuAttentionCalls());
+  if (attentionKernels) {
+    ZBGpuAttentionCallsOptions calls;
+    calls.tokenMajor = tokenMajor;
+    pm.addPass(createZBGpuAttentionCalls(calls));
+  }
   if (normKernels)
     pm.addPass(createZBGpuNormCalls());
   pm.addPass(createZBDecomposeAttention());
@@ -254,7 +260,8 @@ static void addZBToLinalgPasses(OpPassManager &pm, bool fuseElementwise,
 void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise,
                               const GpuCodegenOptions *gpu) {
   addZBToLinalgPasses(pm, fuseElementwise, gpu && gpu->attentionKernels,
-                      gpu && gpu->normKernels);
+                      gpu && gpu->normKernels,
+                      gpu && gpu->attentionTokenMajor);
   buildTensorsToLLVMPipeline(pm, /*runtimeAllocator=*/true, gpu);
   pm.addPass(createZBEmitRankEntry());
 }
@@ -262,7 +269,7 @@ void buildLowerToLLVMPipeline(OpPassManager &pm, bool fuseElementwise,
 void buildLowerToGpuKernelsPipeline(OpPassManager &pm, bool fuseElementwise,
                                     const GpuCodegenOptions &gpu) {
   addZBToLinalgPasses(pm, fuseElementwise, gpu.attentionKernels,
-                      gpu.normKernels);
+                      gpu.normKernels, gpu.attentionTokenMajor);
   addBufferizationPasses(pm);
   addGpuKernelPasses(pm, gpu);
 }

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "zb/Dialect/ZB/IR/ZBOps.h"
 #include "zb/Transforms/CostModel.h"
+#include "zb/Transforms/HeadViews.h"
 #include "zb/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -248,6 +249,75 @@ struct ZBSplitBackwardPass
     return count;
   }
 
+  /// Whether the fused attention kernels take `g` (zb-gpu-attention-calls'
+  /// test on types: bfloat16, head dimensions multiples of 16 up to 128).
+  static bool kernelCanRun(AttentionGradOp g) {
+    auto q = cast<RankedTensorType>(g.getQuery().getType());
+    auto v = cast<RankedTensorType>(g.getValue().getType());
+    auto headDim = [](RankedTensorType t) {
+      int64_t d = t.getDimSize(t.getRank() - 1);
+      return d > 0 && d % 16 == 0 && d <= 128;
+    };
+    return q.getElementType().isBF16() && v.getElementType().isBF16() &&
+           q.hasStaticShape() && v.hasStaticShape() && headDim(q) &&
+           headDim(v);
+  }
+
+  /// rebuild-attention-views (Passes.td). Returns how many operands now
+  /// read a view rebuilt in B.
+  int64_t rebuildViewsForAttention(Block &body, int64_t &numB) {
+    SmallVector<AttentionGradOp> grads;
+    for (Operation &op : body.without_terminator())
+      if (auto g = dyn_cast<AttentionGradOp>(op);
+          g && g->hasAttr(kOriginAttr) && kernelCanRun(g))
+        grads.push_back(g);
+    int64_t count = 0;
+    for (AttentionGradOp g : grads) {
+      // q, k, v: the forward's view ops, cloned before g.
+      for (Value operand : {g.getQuery(), g.getKey(), g.getValue()}) {
+        std::optional<HeadView> view = matchHeadView(operand);
+        if (!view || llvm::any_of(view->ops, [](Operation *op) {
+              return op->hasAttr(kOriginAttr);
+            }))
+          continue;
+        rebuildForUsers(
+            operand, view->ops, [&](Operation *u) { return u == g; },
+            [&](Operation *) { ++numB; });
+        ++count;
+      }
+      // result: the head view of the merged result the forward goes on
+      // with.
+      Value o = g.getResult();
+      if (!o.getDefiningOp<AttentionOp>())
+        continue;
+      Value merged;
+      for (Operation *u : o.getUsers())
+        if (!u->hasAttr(kOriginAttr) && (merged = mergedHeadsThrough(o, u)))
+          break;
+      if (!merged)
+        continue;
+      auto ot = cast<RankedTensorType>(o.getType());
+      OpBuilder b(g);
+      Location loc = g.getLoc();
+      auto heads = RankedTensorType::get(
+          {ot.getDimSize(0), ot.getDimSize(2), ot.getDimSize(1),
+           ot.getDimSize(3)},
+          ot.getElementType());
+      Operation *reshape = ReshapeOp::create(b, loc, heads, merged);
+      Operation *transpose = TransposeOp::create(
+          b, loc, ot, reshape->getResult(0),
+          b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+      for (Operation *c : {reshape, transpose}) {
+        c->setAttr(kPhaseAttr, g->getAttr(kPhaseAttr));
+        c->setAttr(kOriginAttr, g->getAttr(kOriginAttr));
+        ++numB;
+      }
+      g.getResultMutable().assign(transpose->getResult(0));
+      ++count;
+    }
+    return count;
+  }
+
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
@@ -287,6 +357,8 @@ struct ZBSplitBackwardPass
       (void)ret;
       if (!any)
         continue;
+      if (rebuildAttentionViews)
+        rebuildViewsForAttention(body, numB);
       int64_t numRecomputed = 0, bytesBefore = residualBytes(weightOps);
       if (recompute) {
         rebuildParameterCasts(func, numB, numW);

@@ -207,6 +207,15 @@ static cl::opt<bool, true> gpuAttentionKernel(
              "decomposed into GEMMs and softmax kernels)"),
     cl::location(options.cuda.attentionKernel),
     cl::init(defaults.cuda.attentionKernel), cl::cat(category));
+static cl::opt<bool, true> gpuAttentionTokenMajor(
+    "gpu-attention-token-major",
+    cl::desc("With --target cuda/cuda-emu and the attention kernels: read "
+             "q, k and v and write the result and its gradients in place in "
+             "the [B T, H D] projections the model's head transposes are "
+             "views of (as FlashAttention takes [B, T, H, D]; default true; "
+             "false: each transpose is a copy kernel)"),
+    cl::location(options.cuda.attentionTokenMajor),
+    cl::init(defaults.cuda.attentionTokenMajor), cl::cat(category));
 static cl::opt<bool, true> gpuNormKernel(
     "gpu-norm-kernel",
     cl::desc("With --target cuda/cuda-emu: run each float32 layer norm and "

@@ -105,6 +105,12 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("Run zb-fuse-attention before zb-autocast and "
                      "zb-autodiff"),
       llvm::cl::init(false)};
+  Option<bool> attentionViews{
+      *this, "attention-views",
+      llvm::cl::desc("zb-split-backward rebuild-attention-views: B rebuilds "
+                     "the head views that bfloat16 attention gradients read "
+                     "(for the GPU attention kernels)"),
+      llvm::cl::init(false)};
   Option<bool> fuseCrossEntropy{
       *this, "fuse-cross-entropy",
       llvm::cl::desc("Run zb-fuse-cross-entropy after zb-autocast, before "
@@ -186,6 +192,10 @@ struct GpuCodegenOptions {
   /// false: every zb.attention is decomposed (zb-compile
   /// --gpu-attention-kernel=false).
   bool attentionKernels = true;
+  /// The attention kernels read and write token-major tensors in place
+  /// (zb-gpu-attention-calls token-major; zb-compile
+  /// --gpu-attention-token-major).
+  bool attentionTokenMajor = true;
   /// float32 zb.layer_norm and zb.rms_norm run as one kernel each, a warp
   /// per row (zb-gpu-norm-calls, zb-gpu-norm-kernels); false: decomposed
   /// (zb-compile --gpu-norm-kernel=false).

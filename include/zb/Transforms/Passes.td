@@ -160,13 +160,28 @@ def ZBSplitBackward : Pass<"zb-split-backward", "mlir::ModuleOp"> {
     `zb.cast` of parameters (zb-autocast's bfloat16 weight copies) that
     backward ops read is rebuilt before them (one per origin and phase)
     instead of being saved per microbatch (torch.autocast keeps one copy per
-    step). With `report`, prints per
+    step). With `rebuild-attention-views` (zb-compile sets it for the CUDA
+    targets' fused attention kernels), each bfloat16 `zb.attention_grad`
+    (head dimensions multiples of 16 up to 128, as the kernels take) reads
+    its q, k and v as head views (zb/Transforms/HeadViews.h: transpose
+    [0, 2, 1, 3] of a reshape of a token-major tensor, or of its slice or
+    split on the last axis) rebuilt in B from the token-major tensor, and
+    its `result` as the head view of the forward's merged result (the
+    transpose and reshape back that the output projection reads), so that
+    what crosses from F to B is the token-major tensors, which the kernels
+    read in place (zb-gpu-attention-calls), not copies in the heads'
+    layout. With `report`, prints per
     function the number of B and W ops and the bytes of residuals crossing
     from B to W (zb-report prints them per stage as M_W).
   }];
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",
            "Print a summary of the split to stderr">,
+    Option<"rebuildAttentionViews", "rebuild-attention-views", "bool",
+           /*default=*/"false",
+           "Rebuild the head views that bfloat16 attention gradients read "
+           "in B from the token-major tensors they are views of (for the "
+           "GPU attention kernels, which read those in place)">,
     Option<"recompute", "recompute", "bool", /*default=*/"true",
            "Rebuild cheap residuals (elementwise ops and views of forward "
            "values, parameters, inputs and constants) in W instead of "

@@ -21,6 +21,7 @@
 #include "KernelCalls.h"
 #include "zb/Target/CUDA/Passes.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
+#include "zb/Transforms/HeadViews.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
@@ -137,30 +138,205 @@ void setCallAttrs(OpBuilder &b, func::CallOp call, FloatAttr scale,
                 b.getDenseI64ArrayAttr(shape.drop_back(2)));
 }
 
+/// Where the kernels read or write the [B, H, T, D] tensors of one call
+/// (q, k, v, o; then dO, dq, dk, dv for the backward): in the call's
+/// `zb.layout`, -1 for a [B H, T, D] buffer of the tensor itself, or the
+/// column at which its heads start in a token-major [B T, W] buffer (HeadView,
+/// zb/Transforms/HeadViews.h: the tensor the exporter's transpose and
+/// reshape are views of, read or written in place).
+struct Layouts {
+  int64_t batch = 0, heads = 0;
+  SmallVector<int64_t> columns;
+  bool any() const {
+    return llvm::any_of(columns, [](int64_t c) { return c >= 0; });
+  }
+  /// Whether a token-major tensor of `rows` x `width` can hold heads of
+  /// `t` [B, H, T, D] at column `column`: the same B and H as the call's
+  /// query, rows B T, 16-byte rows and heads (the kernels' 128-bit
+  /// accesses).
+  bool fits(RankedTensorType t, RankedTensorType x, int64_t column) const {
+    if (t.getRank() != 4 || x.getRank() < 2 || !x.hasStaticShape())
+      return false;
+    int64_t width = x.getDimSize(x.getRank() - 1);
+    return t.getDimSize(0) == batch && t.getDimSize(1) == heads &&
+           x.getNumElements() / width == batch * t.getDimSize(2) &&
+           width % 8 == 0 && column % 8 == 0 &&
+           column + heads * t.getDimSize(3) <= width;
+  }
+  void setOn(OpBuilder &b, func::CallOp call, RankedTensorType q,
+             RankedTensorType k, RankedTensorType v) const {
+    if (!any())
+      return;
+    call->setAttr("zb.layout", b.getDenseI64ArrayAttr(columns));
+    call->setAttr("zb.shape",
+                  b.getDenseI64ArrayAttr({batch, heads, q.getDimSize(2),
+                                          k.getDimSize(2), q.getDimSize(3),
+                                          v.getDimSize(3)}));
+  }
+};
+
+/// Erases `ops` (a view chain in dataflow order) from the last while
+/// unused.
+void eraseUnused(ArrayRef<Operation *> ops) {
+  for (Operation *op : llvm::reverse(ops))
+    if (op->use_empty())
+      op->erase();
+}
+
+/// The buffer the kernels read the [B, H, T, D] input `t` from: the
+/// token-major tensor of its head view when it has one the kernels can
+/// address (its column into `layouts`), else t's own [B H, T, D] (-1).
+Value inputBuffer(OpBuilder &b, Location loc, Value t, Layouts &layouts,
+                  SmallVectorImpl<Operation *> &views) {
+  auto tt = cast<RankedTensorType>(t.getType());
+  std::optional<zb::HeadView> view = zb::matchHeadView(t);
+  if (layouts.heads && view &&
+      layouts.fits(tt, cast<RankedTensorType>(view->source.getType()),
+                   view->offset)) {
+    layouts.columns.push_back(view->offset);
+    views.append(view->ops.begin(), view->ops.end());
+    return readOnlyBuffer(b, loc, view->source, 1);
+  }
+  layouts.columns.push_back(-1);
+  return readOnlyBuffer(b, loc, t, 2);
+}
+
+/// The buffers the kernels write the [B, H, T, D] `results` to, replacing
+/// them: where a result's only use is the transpose and reshape back to
+/// the token-major layout (matchMergedHeads), a [B T, H D] buffer replacing
+/// that reshape, and one [B T, W] buffer for a zb.concat on the last axis
+/// of several such results; else a [B H, T, D] buffer of the result's own.
+/// Their columns are appended to `layouts`. `finish`, after the call that
+/// writes them, replaces the views' results and erases the views.
+struct OutputBuffers {
+  SmallVector<Value> buffers;
+  /// (the token-major value a buffer replaces, the buffer)
+  SmallVector<std::pair<Value, Value>> replaced;
+  SmallVector<Operation *> views;
+
+  void finish(OpBuilder &b, Location loc) {
+    for (auto [value, buffer] : replaced)
+      replaceByBuffer(b, loc, value, buffer, 1);
+    eraseUnused(views);
+  }
+};
+OutputBuffers outputBuffers(OpBuilder &b, Location loc, ValueRange results,
+                            Layouts &layouts) {
+  OutputBuffers out;
+  SmallVector<Operation *> &views = out.views;
+  SmallVector<Value> buffers(results.size());
+  SmallVector<int64_t> columns(results.size(), -1);
+  SmallVector<Value> merged(results.size());
+  for (auto [i, r] : llvm::enumerate(results))
+    if (layouts.heads)
+      merged[i] = zb::matchMergedHeads(r);
+  // A concat of merged results on its last axis: one buffer for all.
+  for (auto [i, m] : llvm::enumerate(merged)) {
+    if (!m || buffers[i] || !m.hasOneUse())
+      continue;
+    auto concat = dyn_cast<zb::ConcatOp>(*m.user_begin());
+    auto ct = concat ? cast<RankedTensorType>(concat.getType())
+                     : RankedTensorType();
+    if (!ct || concat.getAxis() != ct.getRank() - 1)
+      continue;
+    SmallVector<std::pair<size_t, int64_t>> parts; // (result, column)
+    int64_t column = 0;
+    for (Value in : concat.getInputs()) {
+      auto *it = llvm::find(merged, in);
+      size_t j = it - merged.begin();
+      if (it == merged.end() || !in.hasOneUse() ||
+          !layouts.fits(cast<RankedTensorType>(results[j].getType()), ct,
+                        column))
+        break;
+      parts.push_back({j, column});
+      column += cast<RankedTensorType>(in.getType()).getDimSize(ct.getRank() - 1);
+    }
+    if (parts.size() != concat.getInputs().size())
+      continue;
+    int64_t width = ct.getDimSize(ct.getRank() - 1);
+    Value buffer = memref::AllocOp::create(
+        b, loc,
+        MemRefType::get({ct.getNumElements() / width, width},
+                        ct.getElementType()));
+    for (auto [j, c] : parts) {
+      buffers[j] = buffer;
+      columns[j] = c;
+      views.push_back(merged[j].getDefiningOp()->getOperand(0).getDefiningOp());
+      views.push_back(merged[j].getDefiningOp());
+    }
+    out.replaced.push_back({concat.getResult(), buffer});
+    views.push_back(concat);
+  }
+  for (auto [i, r] : llvm::enumerate(results)) {
+    if (buffers[i])
+      continue;
+    auto rt = cast<RankedTensorType>(r.getType());
+    if (Value m = merged[i];
+        m && layouts.fits(rt, cast<RankedTensorType>(m.getType()), 0)) {
+      auto mt = cast<RankedTensorType>(m.getType());
+      int64_t width = mt.getDimSize(mt.getRank() - 1);
+      buffers[i] = memref::AllocOp::create(
+          b, loc,
+          MemRefType::get({mt.getNumElements() / width, width},
+                          mt.getElementType()));
+      columns[i] = 0;
+      out.replaced.push_back({m, buffers[i]});
+      views.push_back(m.getDefiningOp()->getOperand(0).getDefiningOp());
+      views.push_back(m.getDefiningOp());
+      continue;
+    }
+    int64_t lead = rt.getNumElements() /
+                   (rt.getDimSize(rt.getRank() - 2) * rt.getDimSize(rt.getRank() - 1));
+    buffers[i] = memref::AllocOp::create(
+        b, loc,
+        MemRefType::get({lead, rt.getDimSize(rt.getRank() - 2),
+                         rt.getDimSize(rt.getRank() - 1)},
+                        rt.getElementType()));
+  }
+  llvm::append_range(layouts.columns, columns);
+  out.buffers = std::move(buffers);
+  return out;
+}
+
+/// The call's batch and heads when its query is [B, H, T, D] and
+/// `tokenMajor` (token-major buffers possible), else none.
+Layouts layoutsFor(Value query, bool tokenMajor) {
+  Layouts l;
+  auto qt = cast<RankedTensorType>(query.getType());
+  if (tokenMajor && qt.getRank() == 4) {
+    l.batch = qt.getDimSize(0);
+    l.heads = qt.getDimSize(1);
+  }
+  return l;
+}
+
 /// zb.attention_grad -> __zb_gpu_attention_backward_N(q, k, v, o, lse, dO,
-/// [lse_grad,] dq, dk, dv, di[, mask]) with `zb.scale`, `zb.causal` and
-/// `zb.lse_grad` (when the lse_grad operand is there); `di` is a float32
-/// scratch buffer [BH, Tq] for rowsum(dO * O) (- lse_grad).
+/// [lse_grad,] dq, dk, dv, di[, mask]) with `zb.scale`, `zb.causal`,
+/// `zb.lse_grad` (when the lse_grad operand is there) and, where some of
+/// the eight [B, H, T, D] tensors are token-major buffers, `zb.layout` and
+/// `zb.shape` (Layouts); `di` is a float32 scratch buffer [BH, Tq] for
+/// rowsum(dO * O) (- lse_grad).
 void lowerBackward(ModuleOp module, SymbolTable &symbols, int64_t &next,
-                   zb::AttentionGradOp op) {
+                   zb::AttentionGradOp op, bool tokenMajor) {
   OpBuilder b(op);
   Location loc = op.getLoc();
-  auto bufferOf = [&](Value t, int64_t keep) {
-    return readOnlyBuffer(b, loc, t, keep);
-  };
-  SmallVector<Value> args = {bufferOf(op.getQuery(), 2), bufferOf(op.getKey(), 2),
-                             bufferOf(op.getValue(), 2), bufferOf(op.getResult(), 2),
-                             bufferOf(op.getLse(), 1), bufferOf(op.getResultGrad(), 2)};
+  Layouts layouts = layoutsFor(op.getQuery(), tokenMajor);
+  SmallVector<Operation *> views;
+  auto input = [&](Value t) { return inputBuffer(b, loc, t, layouts, views); };
+  SmallVector<Value> args = {input(op.getQuery()), input(op.getKey()),
+                             input(op.getValue()), input(op.getResult()),
+                             readOnlyBuffer(b, loc, op.getLse(), 1)};
+  Value dO = input(op.getResultGrad());
+  args.push_back(dO);
   if (op.getLseGrad())
-    args.push_back(bufferOf(op.getLseGrad(), 1));
-  SmallVector<Value> grads;
-  for (int64_t i = 0; i < 3; ++i) {
-    auto mt = cast<MemRefType>(args[i].getType());
-    grads.push_back(memref::AllocOp::create(b, loc, mt));
-  }
-  auto qt = cast<MemRefType>(args[0].getType());
+    args.push_back(readOnlyBuffer(b, loc, op.getLseGrad(), 1));
+  Value results[3] = {op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()};
+  OutputBuffers outputs = outputBuffers(b, loc, results, layouts);
+  SmallVector<Value> &grads = outputs.buffers;
+  auto qt = cast<RankedTensorType>(op.getQuery().getType());
+  int64_t tq = qt.getDimSize(qt.getRank() - 2);
   Value di = memref::AllocOp::create(
-      b, loc, MemRefType::get({qt.getDimSize(0), qt.getDimSize(1)},
+      b, loc, MemRefType::get({qt.getNumElements() / (tq * qt.getDimSize(qt.getRank() - 1)), tq},
                               b.getF32Type()));
   llvm::append_range(args, grads);
   args.push_back(di);
@@ -171,30 +347,38 @@ void lowerBackward(ModuleOp module, SymbolTable &symbols, int64_t &next,
   auto call = func::CallOp::create(b, loc, name, TypeRange{}, args);
   setCallAttrs(b, call, op.getScaleAttr(), op.getCausal(), op.getMask(),
                op.getQuery());
+  layouts.setOn(b, call, qt, cast<RankedTensorType>(op.getKey().getType()),
+                cast<RankedTensorType>(op.getValue().getType()));
   if (op.getLseGrad())
     call->setAttr("zb.lse_grad", b.getUnitAttr());
-  Value results[3] = {op.getQueryGrad(), op.getKeyGrad(), op.getValueGrad()};
   for (int64_t i = 0; i < 3; ++i)
-    replaceByBuffer(b, loc, results[i], grads[i], 2);
+    if (layouts.columns[5 + i] < 0)
+      replaceByBuffer(b, loc, results[i], grads[i], 2);
+  outputs.finish(b, loc);
   op.erase();
+  eraseUnused(views);
 }
 
 /// zb.attention -> __zb_gpu_attention_forward_N(q, k, v, o, lse[, mask])
-/// with `zb.scale` and `zb.causal` (appendMask for the mask).
+/// with `zb.scale`, `zb.causal` (appendMask for the mask) and `zb.layout`
+/// / `zb.shape` where token-major buffers are read or written (Layouts).
 void lowerForward(ModuleOp module, SymbolTable &symbols, int64_t &next,
-                  zb::AttentionOp op) {
+                  zb::AttentionOp op, bool tokenMajor) {
   OpBuilder b(op);
   Location loc = op.getLoc();
-  Value q = readOnlyBuffer(b, loc, op.getQuery(), 2);
-  Value k = readOnlyBuffer(b, loc, op.getKey(), 2);
-  Value v = readOnlyBuffer(b, loc, op.getValue(), 2);
-  auto qt = cast<MemRefType>(q.getType());
-  auto vt = cast<MemRefType>(v.getType());
-  int64_t bh = qt.getDimSize(0), tq = qt.getDimSize(1);
-  Value o = memref::AllocOp::create(
-      b, loc, MemRefType::get({bh, tq, vt.getDimSize(2)}, vt.getElementType()));
+  Layouts layouts = layoutsFor(op.getQuery(), tokenMajor);
+  SmallVector<Operation *> views;
+  Value q = inputBuffer(b, loc, op.getQuery(), layouts, views);
+  Value k = inputBuffer(b, loc, op.getKey(), layouts, views);
+  Value v = inputBuffer(b, loc, op.getValue(), layouts, views);
+  OutputBuffers outputs = outputBuffers(b, loc, op.getResult(), layouts);
+  Value o = outputs.buffers[0];
+  auto qt = cast<RankedTensorType>(op.getQuery().getType());
+  int64_t tq = qt.getDimSize(qt.getRank() - 2);
   Value lse = memref::AllocOp::create(
-      b, loc, MemRefType::get({bh, tq}, b.getF32Type()));
+      b, loc,
+      MemRefType::get({qt.getNumElements() / (tq * qt.getDimSize(qt.getRank() - 1)), tq},
+                      b.getF32Type()));
   SmallVector<Value> args = {q, k, v, o, lse};
   appendMask(b, loc, op.getMask(), args);
   std::string name = declareCallee(module, symbols, next, kCalleePrefix,
@@ -202,15 +386,110 @@ void lowerForward(ModuleOp module, SymbolTable &symbols, int64_t &next,
   auto call = func::CallOp::create(b, loc, name, TypeRange{}, args);
   setCallAttrs(b, call, op.getScaleAttr(), op.getCausal(), op.getMask(),
                op.getQuery());
-  replaceByBuffer(b, loc, op.getResult(), o, 2);
+  layouts.setOn(b, call, qt, cast<RankedTensorType>(op.getKey().getType()),
+                cast<RankedTensorType>(op.getValue().getType()));
+  if (layouts.columns[3] < 0)
+    replaceByBuffer(b, loc, op.getResult(), o, 2);
   replaceByBuffer(b, loc, op.getLse(), lse, 1);
+  outputs.finish(b, loc);
   op.erase();
+  eraseUnused(views);
+}
+
+/// The axis on which `p` pads and the [begin, end) its operand covers
+/// there, when it pads on one axis only, without interior padding.
+std::optional<std::tuple<int64_t, int64_t, int64_t>> paddedRange(zb::PadOp p) {
+  std::optional<int64_t> axis;
+  for (int64_t d = 0; d < (int64_t)p.getLow().size(); ++d) {
+    if (p.getInterior()[d] != 0)
+      return std::nullopt;
+    if (p.getLow()[d] == 0 && p.getHigh()[d] == 0)
+      continue;
+    if (axis)
+      return std::nullopt;
+    axis = d;
+  }
+  if (!axis)
+    return std::nullopt;
+  int64_t begin = p.getLow()[*axis];
+  return std::make_tuple(
+      *axis, begin,
+      begin + cast<RankedTensorType>(p.getOperand().getType())
+                  .getDimSize(*axis));
+}
+
+/// zb.add of two zb.pads (each its only use) whose operands lie side by
+/// side on the one axis they pad becomes the pad of their zb.concat (exact:
+/// x + 0 = x), so that the gradient of q, k and v sliced from one
+/// projection (autodiff's sum of three zero-padded pieces) is one concat
+/// of the attention kernels' outputs, which they write in place
+/// (outputBuffers). Nested concats on the same axis are merged.
+void foldPadSums(ModuleOp module) {
+  SmallVector<zb::AddOp> adds;
+  module.walk([&](zb::AddOp add) { adds.push_back(add); });
+  for (zb::AddOp add : adds) {
+    auto x = add.getLhs().getDefiningOp<zb::PadOp>();
+    auto y = add.getRhs().getDefiningOp<zb::PadOp>();
+    if (!x || !y || x == y || !x->hasOneUse() || !y->hasOneUse() ||
+        x.getType() != add.getType() || y.getType() != add.getType())
+      continue;
+    auto rx = paddedRange(x), ry = paddedRange(y);
+    if (!rx || !ry || std::get<0>(*rx) != std::get<0>(*ry))
+      continue;
+    int64_t axis = std::get<0>(*rx);
+    zb::PadOp first = x, second = y;
+    if (std::get<2>(*ry) == std::get<1>(*rx))
+      std::swap(first, second);
+    else if (std::get<2>(*rx) != std::get<1>(*ry))
+      continue;
+    int64_t begin = std::min(std::get<1>(*rx), std::get<1>(*ry));
+    SmallVector<Value> inputs;
+    for (zb::PadOp p : {first, second}) {
+      auto inner = p.getOperand().getDefiningOp<zb::ConcatOp>();
+      if (inner && inner.getAxis() == axis && inner->hasOneUse())
+        llvm::append_range(inputs, inner.getInputs());
+      else
+        inputs.push_back(p.getOperand());
+    }
+    OpBuilder b(add);
+    auto at = cast<RankedTensorType>(add.getType());
+    SmallVector<int64_t> shape(at.getShape());
+    int64_t width = 0;
+    for (Value in : inputs)
+      width += cast<RankedTensorType>(in.getType()).getDimSize(axis);
+    shape[axis] = width;
+    Value concat = zb::ConcatOp::create(
+        b, add.getLoc(), RankedTensorType::get(shape, at.getElementType()),
+        inputs, b.getI64IntegerAttr(axis));
+    Value sum = concat;
+    if (width != at.getDimSize(axis)) {
+      SmallVector<int64_t> low(at.getRank(), 0), high(at.getRank(), 0),
+          interior(at.getRank(), 0);
+      low[axis] = begin;
+      high[axis] = at.getDimSize(axis) - begin - width;
+      sum = zb::PadOp::create(b, add.getLoc(), at, concat,
+                              b.getDenseI64ArrayAttr(low),
+                              b.getDenseI64ArrayAttr(high),
+                              b.getDenseI64ArrayAttr(interior));
+    }
+    add.getResult().replaceAllUsesWith(sum);
+    add.erase();
+    for (zb::PadOp p : {first, second}) {
+      Operation *inner = p.getOperand().getDefiningOp();
+      p.erase();
+      if (inner && isa<zb::ConcatOp>(inner) && inner->use_empty())
+        inner->erase();
+    }
+  }
 }
 
 struct ZBGpuAttentionCallsPass
     : public zb::impl::ZBGpuAttentionCallsBase<ZBGpuAttentionCallsPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (tokenMajor)
+      foldPadSums(module);
     SmallVector<zb::AttentionOp> ops;
     SmallVector<zb::AttentionGradOp> grads;
     module.walk([&](Operation *op) {
@@ -223,9 +502,9 @@ struct ZBGpuAttentionCallsPass
     SymbolTable symbols(module);
     int64_t next = 0;
     for (zb::AttentionGradOp op : grads)
-      lowerBackward(module, symbols, next, op);
+      lowerBackward(module, symbols, next, op, tokenMajor);
     for (zb::AttentionOp op : ops)
-      lowerForward(module, symbols, next, op);
+      lowerForward(module, symbols, next, op, tokenMajor);
   }
 };
 
@@ -272,9 +551,14 @@ struct KernelBuilder {
     return arith::MinUIOp::create(b, loc, x, idx(c));
   }
 
+  /// The token-major operands [B T, W] (zb.layout): the first row and
+  /// column of this block's (batch, head).
+  llvm::DenseMap<Value, std::pair<Value, Value>> tokenMajor;
+
   /// The indices of (row, col): [bh, row, col] of an operand in global
-  /// memory, [row, col] of a block staged in workgroup memory (row then
-  /// counted from the block's first).
+  /// memory, [b T + row, column + h D + col] of a token-major one, [row,
+  /// col] of a block staged in workgroup memory (row then counted from the
+  /// block's first).
   static bool isStaged(Value mem) {
     return isa_and_nonnull<gpu::AddressSpaceAttr>(
         cast<MemRefType>(mem.getType()).getMemorySpace());
@@ -282,6 +566,8 @@ struct KernelBuilder {
   SmallVector<Value, 3> indicesOf(Value mem, Value bh, Value row, Value col) {
     if (isStaged(mem))
       return {row, col};
+    if (auto it = tokenMajor.find(mem); it != tokenMajor.end())
+      return {add(it->second.first, row), add(it->second.second, col)};
     return {bh, row, col};
   }
   /// Two consecutive bfloat16 of `mem` at (row, col) as one i32 (col even:
@@ -299,7 +585,7 @@ struct KernelBuilder {
   /// block's 8-element vectors tid, tid + 128, ... (D / 16 of them).
   void stage(Value tid, Value mem, Value bh, Value base, int64_t limit,
              Value tile, llvm::MaybeAlign align) {
-    int64_t d = cast<MemRefType>(mem.getType()).getDimSize(2);
+    int64_t d = cast<MemRefType>(tile.getType()).getDimSize(1) - kPad;
     int64_t perRow = d / 8, threads = kWarps * 32;
     auto type = VectorType::get({8}, bf16);
     for (int64_t i = 0; i < kKeyBlock * perRow / threads; ++i) {
@@ -307,7 +593,8 @@ struct KernelBuilder {
       Value r = arith::DivUIOp::create(b, loc, v, idx(perRow));
       Value c = mul(arith::RemUIOp::create(b, loc, v, idx(perRow)), idx(8));
       Value x = vector::LoadOp::create(
-          b, loc, type, mem, ValueRange{bh, minIndex(add(base, r), limit - 1), c},
+          b, loc, type, mem,
+          indicesOf(mem, bh, minIndex(add(base, r), limit - 1), c),
           /*nontemporal=*/false, align);
       vector::StoreOp::create(b, loc, x, tile, ValueRange{r, c},
                               /*nontemporal=*/false, align);
@@ -421,12 +708,12 @@ struct KernelBuilder {
             b, loc, VectorType::get({2}, bf16),
             ValueRange{toBf16(acc[nt][2 * r]), toBf16(acc[nt][2 * r + 1])});
         vector::StoreOp::create(b, loc, pair, mem,
-                                ValueRange{bh, rows[r], addi(t2, nt * 8)});
+                                indicesOf(mem, bh, rows[r], addi(t2, nt * 8)));
       }
   }
-  /// The float32 value of a bfloat16 element of `mem`.
-  Value loadF32(Value mem, ValueRange indices) {
-    Value x = memref::LoadOp::create(b, loc, mem, indices);
+  /// The float32 value of a bfloat16 element (row, col) of `mem`.
+  Value loadF32(Value mem, Value bh, Value row, Value col) {
+    Value x = memref::LoadOp::create(b, loc, mem, indicesOf(mem, bh, row, col));
     return arith::ExtFOp::create(b, loc, f32, x);
   }
   /// lse with -inf as 0 (a row of hidden keys).
@@ -455,6 +742,38 @@ struct AttentionShape {
   bool causal;
   /// The scores' leading dimensions (product bh) when there is a mask.
   SmallVector<int64_t> batchDims;
+  /// zb.layout (q, k, v, o[, dO, dq, dk, dv]: -1 or the heads' first
+  /// column in a token-major buffer) and B, H from zb.shape; empty, 0
+  /// without.
+  SmallVector<int64_t> columns;
+  int64_t batch = 0, heads = 0;
+
+  /// Registers the token-major operands among `kernel`'s arguments with
+  /// `e` (their rows and columns for the block's `bh`). The [B, H, T, D]
+  /// tensors are arguments 0-3 (q, k, v, o), then 5 (dO) and base..base+2
+  /// (dq, dk, dv) in the backward.
+  void registerTokenMajor(KernelBuilder &e, gpu::GPUFuncOp kernel, Value bh,
+                          unsigned base) const {
+    if (columns.empty())
+      return;
+    Value b = arith::DivUIOp::create(e.b, e.loc, bh, e.idx(heads));
+    Value h = arith::RemUIOp::create(e.b, e.loc, bh, e.idx(heads));
+    // (argument, T, D) of each tensor in zb.layout's order.
+    const std::array<std::tuple<unsigned, int64_t, int64_t>, 8> roles = {
+        {{0, tq, d}, {1, tk, d}, {2, tk, dv}, {3, tq, dv}, {5, tq, dv},
+         {base, tq, d}, {base + 1, tk, d}, {base + 2, tk, dv}}};
+    for (auto [i, column] : llvm::enumerate(columns)) {
+      if (column < 0)
+        continue;
+      auto [arg, t, dim] = roles[i];
+      e.tokenMajor[kernel.getArgument(arg)] = {
+          e.mul(b, e.idx(t)), e.addi(e.mul(h, e.idx(dim)), column)};
+      // The kernel report's bytes: the heads' part of the buffer (2-byte
+      // elements), not all of it.
+      kernel.setArgAttr(arg, "zb.bytes",
+                        e.b.getF64FloatAttr(2.0 * this->bh * t * dim));
+    }
+  }
 };
 
 /// Reads an additive mask [batch..., Tq or 1, Tk or 1] (each leading
@@ -593,6 +912,7 @@ void buildForwardBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
   const int64_t keyTiles = kKeyBlock / 8, keySteps = kKeyBlock / 16;
   WarpRows w = warpRows(e, s.tq);
   Value bh = w.bh, g = w.g, t2 = w.t2;
+  s.registerTokenMajor(e, kernel, bh, 0);
   auto qa = e.loadA(q, bh, w.rows, t2, dSteps);
   MaskReader mask = MaskReader::of(e, kernel, bh, s);
   Value kTile = addTile(kernel, s.d), vTile = addTile(kernel, s.dv);
@@ -707,6 +1027,7 @@ void buildBackwardQueryBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
   const int64_t keyTiles = kKeyBlock / 8, keySteps = kKeyBlock / 16;
   WarpRows w = warpRows(e, s.tq);
   Value bh = w.bh, g = w.g, t2 = w.t2;
+  s.registerTokenMajor(e, kernel, bh, base);
   auto qa = e.loadA(q, bh, w.rows, t2, dSteps);
   auto doa = e.loadA(dO, bh, w.rows, t2, dvSteps);
   MaskReader mask = MaskReader::of(e, kernel, bh, s);
@@ -717,8 +1038,8 @@ void buildBackwardQueryBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
     for (int64_t nt = 0; nt < s.dv / 8; ++nt)
       for (int64_t j = 0; j < 2; ++j) {
         Value col = e.addi(t2, nt * 8 + j);
-        part = e.fadd(part, e.fmul(e.loadF32(dO, {bh, w.rows[r], col}),
-                                   e.loadF32(o, {bh, w.rows[r], col})));
+        part = e.fadd(part, e.fmul(e.loadF32(dO, bh, w.rows[r], col),
+                                   e.loadF32(o, bh, w.rows[r], col)));
       }
     diRow[r] = e.quad(part, /*isMax=*/false);
     if (hasLseGrad)
@@ -794,6 +1115,7 @@ void buildBackwardKeyBody(gpu::GPUFuncOp kernel, const AttentionShape &s,
   const int64_t queryTiles = kKeyBlock / 8, querySteps = kKeyBlock / 16;
   WarpRows w = warpRows(e, s.tk);
   Value bh = w.bh, g = w.g, t2 = w.t2;
+  s.registerTokenMajor(e, kernel, bh, base);
   auto ka = e.loadA(k, bh, w.rows, t2, dSteps);
   auto va = e.loadA(v, bh, w.rows, t2, dvSteps);
   MaskReader mask = MaskReader::of(e, kernel, bh, s);
@@ -897,6 +1219,62 @@ struct ZBGpuAttentionKernelsPass
     launchBefore(call, kernel);
   }
 
+  /// Sets `s` from `zb.shape` [B, H, Tq, Tk, D, Dv] and `zb.layout` (one
+  /// column per [B, H, T, D] tensor: AttentionShape::columns): true when
+  /// the call's `operands` (without the mask) match them: a -1 tensor
+  /// [B H, T, D], another [B T, W] with its heads at the column (16-byte
+  /// aligned: W and the column multiples of 8), the lse, lse_grad and di
+  /// [B H, Tq].
+  static bool validLayout(func::CallOp call, bool backward, bool hasLseGrad,
+                          unsigned operands, AttentionShape &s) {
+    auto layout = call->getAttrOfType<DenseI64ArrayAttr>("zb.layout");
+    auto shape = call->getAttrOfType<DenseI64ArrayAttr>("zb.shape");
+    if (!layout || !shape || shape.size() != 6 ||
+        layout.size() != (backward ? 8u : 4u) ||
+        llvm::any_of(shape.asArrayRef(), [](int64_t n) { return n <= 0; }))
+      return false;
+    ArrayRef<int64_t> n = shape.asArrayRef();
+    s = {n[0] * n[1], n[2], n[3], n[4], n[5],
+         call->getAttrOfType<FloatAttr>("zb.scale").getValueAsDouble(),
+         call->hasAttr("zb.causal"), {}};
+    s.batch = n[0];
+    s.heads = n[1];
+    s.columns.assign(layout.asArrayRef().begin(), layout.asArrayRef().end());
+    if (s.d % 16 || s.dv % 16 || s.d > 128 || s.dv > 128)
+      return false;
+    auto type = [&](unsigned i) {
+      return cast<MemRefType>(call.getOperandTypes()[i]);
+    };
+    unsigned base = hasLseGrad ? 7 : 6;
+    const std::array<std::tuple<unsigned, int64_t, int64_t>, 8> roles = {
+        {{0, s.tq, s.d}, {1, s.tk, s.d}, {2, s.tk, s.dv}, {3, s.tq, s.dv},
+         {5, s.tq, s.dv}, {base, s.tq, s.d}, {base + 1, s.tk, s.d},
+         {base + 2, s.tk, s.dv}}};
+    for (auto [i, column] : llvm::enumerate(s.columns)) {
+      auto [arg, t, d] = roles[i];
+      MemRefType m = type(arg);
+      if (column < 0) {
+        if (m.getShape() != ArrayRef<int64_t>{s.bh, t, d})
+          return false;
+        continue;
+      }
+      if (m.getRank() != 2 || m.getDimSize(0) != s.batch * t ||
+          m.getDimSize(1) % 8 || column % 8 ||
+          column + s.heads * d > m.getDimSize(1))
+        return false;
+    }
+    SmallVector<unsigned> rows = {4};
+    if (hasLseGrad)
+      rows.push_back(6);
+    if (backward)
+      rows.push_back(base + 3);
+    for (unsigned i : rows)
+      if (i >= operands ||
+          type(i).getShape() != ArrayRef<int64_t>{s.bh, s.tq})
+        return false;
+    return true;
+  }
+
   /// Sets s.batchDims from `zb.batch_dims`: true when their product is bh
   /// and `mask` [lead..., Tq or 1, Tk or 1] broadcasts to the scores.
   static bool validMask(func::CallOp call, MemRefType mask,
@@ -945,25 +1323,33 @@ struct ZBGpuAttentionKernelsPass
       bool valid = call.getNumOperands() == arity && scale;
       for (unsigned i = 0; valid && i < arity; ++i)
         valid = memref(i) && memref(i).hasStaticShape();
-      // lse, lse_grad and di [bh, Tq]; the others [bh, T, D].
-      for (unsigned i = 0; valid && i < arity - masked; ++i) {
+      // lse, lse_grad and di [bh, Tq]; the others [bh, T, D] (zb.layout:
+      // validLayout).
+      for (unsigned i = 0; valid && !call->hasAttr("zb.layout") &&
+                           !call->hasAttr("zb.shape") && i < arity - masked;
+           ++i) {
         bool rows = i == 4 || (hasLseGrad && i == 6) ||
                     (backward && i == arity - masked - 1);
         valid = memref(i).getRank() == (rows ? 2 : 3);
       }
       AttentionShape s;
-      if (valid) {
+      if (valid && (call->hasAttr("zb.layout") || call->hasAttr("zb.shape"))) {
+        valid = validLayout(call, backward, hasLseGrad, arity - masked, s);
+      } else if (valid) {
         s = {memref(0).getDimSize(0), memref(0).getDimSize(1),
              memref(1).getDimSize(1), memref(0).getDimSize(2),
              memref(2).getDimSize(2), scale.getValueAsDouble(),
              call->hasAttr("zb.causal"), {}};
-        if (masked)
-          valid = validMask(call, memref(arity - 1), s);
       }
+      if (valid && masked)
+        valid = validMask(call, memref(arity - 1), s);
       if (!valid) {
         call.emitError("zb-gpu-attention-kernels: expected a call of "
                        "zb-gpu-attention-calls (")
             << arity << " static memrefs, zb.scale"
+            << (call->hasAttr("zb.layout") || call->hasAttr("zb.shape")
+                    ? ", zb.layout and zb.shape matching them"
+                    : "")
             << (masked ? ", zb.batch_dims matching the mask" : "") << ")";
         return signalPassFailure();
       }

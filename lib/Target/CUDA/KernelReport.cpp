@@ -247,7 +247,12 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module,
             loads |= isa<memref::LoadOp, vector::LoadOp>(user);
             stores |= isa<memref::StoreOp, vector::StoreOp>(user);
           }
-          double bytes = bytesOf(launch.getKernelOperands()[i].getType());
+          // An argument with `zb.bytes` (the attention kernels' heads in a
+          // token-major buffer) is read or written in that part only.
+          auto part = kernel.getArgAttrOfType<FloatAttr>(i, "zb.bytes");
+          double bytes =
+              part ? part.getValueAsDouble()
+                   : bytesOf(launch.getKernelOperands()[i].getType());
           if (loads)
             g.bytesRead += bytes;
           if (stores)

@@ -72,3 +72,44 @@ func.func @malformed_lse(%q: memref<2x8x16xbf16>, %lse: memref<2x8x16xf32>) {
   call @__zb_gpu_attention_forward_0(%q, %q, %q, %q, %lse) {zb.scale = 0.25 : f64} : (memref<2x8x16xbf16>, memref<2x8x16xbf16>, memref<2x8x16xbf16>, memref<2x8x16xbf16>, memref<2x8x16xf32>) -> ()
   return
 }
+
+// -----
+
+// A token-major operand whose heads do not fit its buffer (column 96 +
+// 2 x 16 > 96).
+func.func private @__zb_gpu_attention_forward_0(memref<80x96xbf16>, memref<80x96xbf16>, memref<80x96xbf16>, memref<80x32xbf16>, memref<4x40xf32>)
+func.func @malformed_layout(%qkv: memref<80x96xbf16>, %o: memref<80x32xbf16>, %lse: memref<4x40xf32>) {
+  // expected-error @below {{zb-gpu-attention-kernels: expected a call of zb-gpu-attention-calls (5 static memrefs, zb.scale, zb.layout and zb.shape matching them)}}
+  call @__zb_gpu_attention_forward_0(%qkv, %qkv, %qkv, %o, %lse) {zb.layout = array<i64: 0, 32, 96, 0>, zb.scale = 2.500000e-01 : f64, zb.shape = array<i64: 2, 2, 40, 40, 16, 16>} : (memref<80x96xbf16>, memref<80x96xbf16>, memref<80x96xbf16>, memref<80x32xbf16>, memref<4x40xf32>) -> ()
+  return
+}
+
+// -----
+
+// zb.shape's B H (2 x 3 = 6) is not the lse's 4 rows.
+func.func private @__zb_gpu_attention_forward_0(memref<80x96xbf16>, memref<80x96xbf16>, memref<80x96xbf16>, memref<80x32xbf16>, memref<4x40xf32>)
+func.func @malformed_shape(%qkv: memref<80x96xbf16>, %o: memref<80x32xbf16>, %lse: memref<4x40xf32>) {
+  // expected-error @below {{zb-gpu-attention-kernels: expected a call of zb-gpu-attention-calls (5 static memrefs, zb.scale, zb.layout and zb.shape matching them)}}
+  call @__zb_gpu_attention_forward_0(%qkv, %qkv, %qkv, %o, %lse) {zb.layout = array<i64: 0, 32, 64, 0>, zb.scale = 2.500000e-01 : f64, zb.shape = array<i64: 2, 3, 40, 40, 16, 16>} : (memref<80x96xbf16>, memref<80x96xbf16>, memref<80x96xbf16>, memref<80x32xbf16>, memref<4x40xf32>) -> ()
+  return
+}
+
+// -----
+
+// Head views the kernels cannot address stay copies (token-major needs
+// 16-byte rows and heads): v sliced at column 4 of a 60-column tensor.
+func.func @misaligned_view(%qkv: tensor<80x96xbf16>, %x: tensor<80x60xbf16>) -> (tensor<2x2x40x16xbf16>, tensor<2x2x40xf32>) {
+  %qs = zb.slice %qkv [0, 0] to [80, 32] strides [1, 1] : tensor<80x96xbf16> -> tensor<80x32xbf16>
+  %qr = zb.reshape %qs : tensor<80x32xbf16> -> tensor<2x40x2x16xbf16>
+  %q = zb.transpose %qr permutation [0, 2, 1, 3] : tensor<2x40x2x16xbf16> -> tensor<2x2x40x16xbf16>
+  %vs = zb.slice %x [0, 4] to [80, 36] strides [1, 1] : tensor<80x60xbf16> -> tensor<80x32xbf16>
+  %vr = zb.reshape %vs : tensor<80x32xbf16> -> tensor<2x40x2x16xbf16>
+  %v = zb.transpose %vr permutation [0, 2, 1, 3] : tensor<2x40x2x16xbf16> -> tensor<2x2x40x16xbf16>
+  %o, %lse = zb.attention %q, %q, %v {scale = 0.25 : f64} : (tensor<2x2x40x16xbf16>, tensor<2x2x40x16xbf16>, tensor<2x2x40x16xbf16>) -> (tensor<2x2x40x16xbf16>, tensor<2x2x40xf32>)
+  return %o, %lse : tensor<2x2x40x16xbf16>, tensor<2x2x40xf32>
+}
+// CALLS-LABEL: func.func private @__zb_gpu_attention_forward_0(memref<80x96xbf16>, memref<80x96xbf16>, memref<4x40x16xbf16>, memref<4x40x16xbf16>, memref<4x40xf32>)
+// CALLS-LABEL: func.func @misaligned_view(
+// CALLS: zb.slice %{{.*}} [0, 4] to [80, 36]
+// CALLS: zb.transpose
+// CALLS: call @__zb_gpu_attention_forward_0({{.*}}) {zb.layout = array<i64: 0, 0, -1, -1>,

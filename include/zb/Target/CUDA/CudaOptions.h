@@ -45,6 +45,12 @@ struct CudaOptions {
   /// 128) as fused FlashAttention-2 kernels on tensor cores
   /// (zb-gpu-attention-kernels); false: decompose every one.
   bool attentionKernel = true;
+  /// --gpu-attention-token-major: the attention kernels read q, k, v and
+  /// write the result and the gradients in place in the token-major tensors
+  /// the exporter's head transposes are views of (zb/Transforms/HeadViews.h;
+  /// B rebuilds the views, zb-split-backward rebuild-attention-views);
+  /// false: each head view is a copy, as before.
+  bool attentionTokenMajor = true;
   /// --gpu-norm-kernel: run each float32 layer norm and RMS norm as one
   /// kernel, a warp per row (zb-gpu-norm-kernels); false (or
   /// reductionThreads 0, the CPU backend's arithmetic): decompose them.

@@ -113,7 +113,26 @@ def ZBGpuAttentionCalls : Pass<"zb-gpu-attention-calls", "mlir::ModuleOp"> {
     bufferization. Any other zb.attention or zb.attention_grad (float32, a
     float64 or dynamic mask, another head size) is left to
     zb-decompose-attention.
+
+    With `token-major` (default), a q, k, v or dO that is a head view of a
+    token-major tensor X [..., W] (zb/Transforms/HeadViews.h: zb.transpose
+    [0, 2, 1, 3] of a zb.reshape of X, or of X's zb.slice or zb.split on its
+    last axis; W and the heads' first column multiples of 8) is passed as
+    X's buffer [B T, W] itself, and a result or gradient whose only use is
+    the transpose and reshape back to [..., H D] is written into a [B T,
+    H D] buffer that replaces that reshape, or into one [B T, W] buffer for
+    a zb.concat on the last axis of several (sums of zb.pads of adjacent
+    pieces, the gradient of slices, are made concats first). The call then
+    has `zb.layout` (per tensor q, k, v, o[, dO, dq, dk, dv]: -1 for a
+    [B H, T, D] buffer, else the heads' first column) and `zb.shape` [B, H,
+    Tq, Tk, D, Dv]. No copy is made for those views (FlashAttention's
+    kernels read [B, T, H, D] likewise).
   }];
+  let options = [
+    Option<"tokenMajor", "token-major", "bool", /*default=*/"true",
+           "Read and write the token-major tensors that the heads are "
+           "views of in place">
+  ];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",
