@@ -306,7 +306,8 @@ NB_MODULE(_zb, m) {
          const std::string &data, const std::string &profile, int optLevel,
          unsigned jobs, bool verbose, const std::string &precision,
          int64_t dataParallel, int64_t dpBucketBytes, bool fuseAttention,
-         bool fuseCrossEntropy, bool gpuAttentionKernel, bool gpuNormKernel) {
+         bool fuseCrossEntropy, bool gpuAttentionKernel, bool gpuNormKernel,
+         bool gpuAttentionTokenMajor) {
         zb::driver::CompileOptions o;
         o.inputFile = model;
         o.outputDir = output;
@@ -331,6 +332,7 @@ NB_MODULE(_zb, m) {
         o.fuseCrossEntropy = fuseCrossEntropy;
         o.cuda.attentionKernel = gpuAttentionKernel;
         o.cuda.normKernel = gpuNormKernel;
+        o.cuda.attentionTokenMajor = gpuAttentionTokenMajor;
         compileModel(o, verbose);
       },
       "model"_a, "output"_a, "stages"_a, "virtual_stages"_a,
@@ -344,5 +346,7 @@ NB_MODULE(_zb, m) {
           zb::driver::CompileOptions().fuseCrossEntropy,
       "gpu_attention_kernel"_a =
           zb::driver::CompileOptions().cuda.attentionKernel,
-      "gpu_norm_kernel"_a = zb::driver::CompileOptions().cuda.normKernel);
+      "gpu_norm_kernel"_a = zb::driver::CompileOptions().cuda.normKernel,
+      "gpu_attention_token_major"_a =
+          zb::driver::CompileOptions().cuda.attentionTokenMajor);
 }

@@ -169,6 +169,11 @@ def test_gpu_kernel_options_equal_the_cli(tmp_path):
     neither = zb.compile(gpt, tmp_path / "neither", gpu_norm_kernel=False,
                          gpu_attention_kernel=False, **common)
     assert t_f(both) < t_f(no_norm) < t_f(neither)
+    # The heads copied to [B, H, T, D]: 4 more F kernels (q, k, v and the
+    # result transposed).
+    copied = zb.compile(gpt, tmp_path / "copied",
+                        gpu_attention_token_major=False, **common)
+    assert t_f(both) < t_f(copied)
     run_tool(tool("zb-compile"), gpt, "--stages", 1, "--microbatches", 1,
              "--schedule", "1f1b", "--target", "cuda-emu", "--precision",
              "bf16", "--gpu-norm-kernel=false", "--gpu-attention-kernel=false",

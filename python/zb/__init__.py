@@ -360,7 +360,8 @@ def compile(model: str, output: str, *, stages: int = 2,
             fuse_attention: bool = True,
             fuse_cross_entropy: bool = True,
             gpu_attention_kernel: bool = True,
-            gpu_norm_kernel: bool = True) -> Plan:
+            gpu_norm_kernel: bool = True,
+            gpu_attention_token_major: bool = True) -> Plan:
     """Compiles a model (.onnx, JAX StableHLO text, or zb .mlir) as
     zb-compile does, into ``output``.
 
@@ -403,6 +404,11 @@ def compile(model: str, output: str, *, stages: int = 2,
         gpu_norm_kernel: with target "cuda"/"cuda-emu", each float32 layer
             norm and RMS norm as one kernel, a warp per row (zb-compile
             --gpu-norm-kernel; default on; off: five kernels).
+        gpu_attention_token_major: with the attention kernels, q, k and v
+            read and the result and its gradients written in place in the
+            [B T, H D] projections the model's head transposes are views
+            of (zb-compile --gpu-attention-token-major; default on; off:
+            each transpose a copy kernel).
     Raises:
         ValueError: with zb-compile's diagnostics (file, op, node).
     """
@@ -412,7 +418,8 @@ def compile(model: str, output: str, *, stages: int = 2,
                 [str(d) for d in data_args], target, optimizer,
                 lr, data, profile, opt_level, jobs, verbose, precision,
                 data_parallel, dp_bucket_bytes, fuse_attention,
-                fuse_cross_entropy, gpu_attention_kernel, gpu_norm_kernel)
+                fuse_cross_entropy, gpu_attention_kernel, gpu_norm_kernel,
+                gpu_attention_token_major)
     with open(_os.path.join(output, "plan.json")) as f:
         plan = _json.load(f)
         ranks = plan["num_ranks"] * plan.get("data_parallel", 1)
