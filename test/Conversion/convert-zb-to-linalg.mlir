@@ -504,11 +504,14 @@ func.func @rms_norm(%x: tensor<2x3xf32>, %w: tensor<3xf32>) -> tensor<2x3xf32> {
 // CHECK: math.log
 // CHECK: %[[LSE:.*]] = linalg.generic {{.*}} ins(%[[LOG]], %[[M]] :
 // CHECK: arith.addf
-// CHECK: %[[OH:.*]] = linalg.generic {{.*}} ins(%arg1 : tensor<2xi64>)
-// CHECK: arith.cmpi eq
-// CHECK: %[[XT:.*]] = linalg.generic {{.*}} ins(%arg0, %[[OH]] :
-// CHECK: arith.mulf
-// CHECK: %[[PICK:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]} ins(%[[XT]] :
+// x[target] read once per row (a target outside [0, C) picks 0):
+// CHECK: %[[PICK:.*]] = linalg.generic {{.*}}iterator_types = ["parallel"]} ins(%arg1 : tensor<2xi64>)
+// CHECK: %[[I:.*]] = arith.index_cast
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[I]], %c3 : index
+// CHECK: %[[COL:.*]] = arith.select %[[IN]], %[[I]], %c0 : index
+// CHECK: %[[ROW:.*]] = linalg.index 0 : index
+// CHECK: %[[V:.*]] = tensor.extract %arg0[%[[ROW]], %[[COL]]] : tensor<2x3xf32>
+// CHECK: arith.select %[[IN]], %[[V]], %{{.*}} : f32
 // CHECK: %[[PS:.*]] = linalg.generic {{.*}} ins(%[[LSE]], %[[PICK]] :
 // CHECK: arith.subf
 // CHECK: %[[TOT:.*]] = linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%[[PS]] : tensor<2xf32>)

@@ -7,6 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 #include "../ConversionUtils.h"
+#include "LinalgBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "zb/Conversion/ZBToLinalg/ZBToLinalg.h"
 #include "zb/Dialect/ZB/IR/ZBBuilder.h"
 #include "zb/Dialect/ZB/IR/ZBOps.h"
@@ -56,6 +61,41 @@ Value decomposeRmsNorm(OpBuilder &b, RmsNormOp op, RmsNormOp::Adaptor a) {
                e.broadcast(a.getWeight(), t, {last}));
 }
 
+/// picked[i...] = logits[i..., targets[i...]] in `compute` (0 where the
+/// target is outside [0, C): an ignore_index position), reading one logit
+/// per row: a linalg.generic over the targets with a tensor.extract. The
+/// sum of the logits times the one-hot of the targets is the same value
+/// (x + 0 = x) but reads every logit once more: for GPT-2's 50257 classes a
+/// third pass over the largest tensor of the step. Null for a dynamic C.
+Value pickTargets(OpBuilder &b, Location loc, Value logits, Value targets,
+                  Type compute) {
+  auto xt = llvm::cast<RankedTensorType>(logits.getType());
+  auto tt = llvm::cast<RankedTensorType>(targets.getType());
+  int64_t c = xt.getDimSize(xt.getRank() - 1);
+  if (ShapedType::isDynamic(c) || !tt.hasStaticShape())
+    return Value();
+  auto resultTy = RankedTensorType::get(tt.getShape(), compute);
+  return linalg_lowering::elementwise(
+      b, loc, resultTy, ValueRange{targets},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value idx = linalg_lowering::toIndex(nb, l, args[0]);
+        Value inRange = arith::CmpIOp::create(
+            nb, l, arith::CmpIPredicate::ult, idx,
+            arith::ConstantIndexOp::create(nb, l, c));
+        Value col = arith::SelectOp::create(
+            nb, l, inRange, idx, arith::ConstantIndexOp::create(nb, l, 0));
+        SmallVector<Value> coords;
+        for (int64_t d = 0; d < tt.getRank(); ++d)
+          coords.push_back(linalg::IndexOp::create(nb, l, d));
+        coords.push_back(col);
+        Value v = tensor::ExtractOp::create(nb, l, logits, coords);
+        if (v.getType() != compute)
+          v = arith::ExtFOp::create(nb, l, compute, v);
+        return arith::SelectOp::create(
+            nb, l, inRange, v, linalg_lowering::floatConst(nb, l, compute, 0.0));
+      });
+}
+
 /// mean over the samples of logsumexp(logits) - logits[target], with the
 /// max subtracted inside the log-sum-exp, computed in the result's type
 /// (bfloat16 logits widen inside the fused reductions); the op's lse
@@ -72,10 +112,13 @@ SmallVector<Value> decomposeCrossEntropy(OpBuilder &b, CrossEntropyOp op,
   Value m = e.reduceMax(x, {last});
   Value sumExp = e.reduceSum(e.exp(e.sub(x, e.unreduce(m, t, {last}))), {last});
   Value lse = e.add(e.log(sumExp), m);
-  Value picked =
-      e.reduceSum(e.mul(x, e.oneHot(a.getTargets(), t.getDimSize(last),
-                                    t.getElementType())),
-                  {last});
+  Value picked = pickTargets(b, op.getLoc(), a.getLogits(), a.getTargets(),
+                             compute);
+  if (!picked)
+    picked =
+        e.reduceSum(e.mul(x, e.oneHot(a.getTargets(), t.getDimSize(last),
+                                      t.getElementType())),
+                    {last});
   Value perSample = e.sub(lse, picked);
   auto samples = llvm::to_vector(llvm::seq<int64_t>(0, last));
   Value loss;

@@ -16,6 +16,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -42,24 +43,60 @@ std::optional<int64_t> constantIndex(Value v) {
   return std::nullopt;
 }
 
+/// A constant index, also one that `launch` passes to `kernel` (outlining
+/// leaves constants defined outside the launch as kernel arguments).
+std::optional<int64_t> kernelConstant(Value v, gpu::GPUFuncOp kernel,
+                                      gpu::LaunchFuncOp launch) {
+  if (auto arg = dyn_cast<BlockArgument>(v);
+      arg && arg.getOwner() == &kernel.getBody().front() &&
+      arg.getArgNumber() < launch.getKernelOperands().size())
+    return constantIndex(launch.getKernelOperands()[arg.getArgNumber()]);
+  return constantIndex(v);
+}
+
 /// Executions of `op` per thread from the scf.for loops around it inside
-/// `kernel`.
-double tripCount(Operation *op, Operation *kernel) {
+/// `kernel`; none when a loop has no constant trip count.
+std::optional<double> tripCount(Operation *op, gpu::GPUFuncOp kernel,
+                                gpu::LaunchFuncOp launch) {
   double n = 1;
   for (Operation *p = op->getParentOp(); p && p != kernel;
        p = p->getParentOp()) {
     auto loop = dyn_cast<scf::ForOp>(p);
     if (!loop)
       continue;
-    std::optional<int64_t> ub = constantIndex(loop.getUpperBound()),
-                           step = constantIndex(loop.getStep());
+    std::optional<int64_t> ub = kernelConstant(loop.getUpperBound(), kernel, launch),
+                           step = kernelConstant(loop.getStep(), kernel, launch);
     if (!ub || !step || *step <= 0)
-      continue;
-    int64_t lb = constantIndex(loop.getLowerBound()).value_or(0);
+      return std::nullopt;
+    int64_t lb = kernelConstant(loop.getLowerBound(), kernel, launch).value_or(0);
     n *= static_cast<double>(std::max<int64_t>(0, (*ub - lb + *step - 1) /
                                                       *step));
   }
   return n;
+}
+
+/// Bytes that `access` (a load or store of a kernel argument) moves when
+/// `threads` threads run the kernel: its executions (tripCount) x the bytes
+/// of one access; infinity when a loop around it has no constant trip
+/// count.
+double accessBytes(Operation *access, gpu::GPUFuncOp kernel,
+                   gpu::LaunchFuncOp launch, double threads) {
+  std::optional<double> trips = tripCount(access, kernel, launch);
+  if (!trips)
+    return std::numeric_limits<double>::infinity();
+  double n = threads * *trips;
+  Type value = isa<memref::StoreOp, vector::StoreOp>(access)
+                   ? access->getOperand(0).getType()
+                   : access->getResult(0).getType();
+  double elements = 1;
+  if (auto v = dyn_cast<VectorType>(value)) {
+    elements = v.getNumElements();
+    value = v.getElementType();
+  }
+  if (!value.isIntOrIndexOrFloat())
+    return std::numeric_limits<double>::infinity();
+  unsigned bits = value.isIndex() ? 64 : value.getIntOrFloatBitWidth();
+  return n * elements * bits / 8.0;
 }
 
 double bytesOf(Type type) {
@@ -220,7 +257,8 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module,
         bool allReduce = false, innerLoop = false, barrier = false;
         kernel.walk([&](Operation *inner) {
           if (isFlop(inner))
-            g.flops += tripCount(inner, kernel) * threads;
+            // A loop without a constant trip count counted once.
+            g.flops += tripCount(inner, kernel, launch).value_or(1) * threads;
           allReduce |= isa<gpu::AllReduceOp>(inner);
           barrier |= isa<gpu::BarrierOp>(inner);
           innerLoop |= isa<scf::ForOp>(inner);
@@ -242,10 +280,21 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module,
           if (!isa<MemRefType>(arg.getType()) ||
               i >= launch.getKernelOperands().size())
             continue;
+          // Each load or store moves at most its executions x its bytes
+          // (a gather of one element per row, as the cross-entropy's pick of
+          // the target logit, reads that much of the buffer, not all of
+          // it), and the whole buffer at most.
           bool loads = false, stores = false;
+          double loaded = 0, stored = 0;
           for (Operation *user : arg.getUsers()) {
-            loads |= isa<memref::LoadOp, vector::LoadOp>(user);
-            stores |= isa<memref::StoreOp, vector::StoreOp>(user);
+            if (isa<memref::LoadOp, vector::LoadOp>(user)) {
+              loads = true;
+              loaded += accessBytes(user, kernel, launch, threads);
+            }
+            if (isa<memref::StoreOp, vector::StoreOp>(user)) {
+              stores = true;
+              stored += accessBytes(user, kernel, launch, threads);
+            }
           }
           // An argument with `zb.bytes` (the attention kernels' heads in a
           // token-major buffer) is read or written in that part only.
@@ -254,9 +303,9 @@ std::vector<GpuKernelLaunch> collectGpuKernelLaunches(ModuleOp module,
               part ? part.getValueAsDouble()
                    : bytesOf(launch.getKernelOperands()[i].getType());
           if (loads)
-            g.bytesRead += bytes;
+            g.bytesRead += std::min(bytes, loaded);
           if (stores)
-            g.bytesWritten += bytes;
+            g.bytesWritten += std::min(bytes, stored);
         }
         g.bytesRead += constantBytesRead(kernel);
       }
