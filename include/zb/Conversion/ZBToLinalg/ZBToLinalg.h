@@ -56,7 +56,9 @@ namespace zb {
 /// Adds the patterns that rewrite softmax, layer_norm, rms_norm and
 /// cross_entropy into simpler zb ops (reductions, broadcasts, elementwise
 /// ops), with the numerics of the ops' documentation (max-subtracted softmax
-/// and log-sum-exp).
+/// and log-sum-exp); the cross-entropy's target logits are read by index (a
+/// linalg.generic over the targets with tensor.extract, 0 for a target
+/// outside [0, C)), not as the sum of the logits times their one-hot.
 void populateZBDecomposeCompositePatterns(mlir::RewritePatternSet &patterns,
                                           mlir::PatternBenefit benefit = 1);
 
