@@ -51,7 +51,7 @@ std::optional<HeadView> matchHeadView(Value operand) {
     }
   } else if (auto split = s.getDefiningOp<SplitOp>()) {
     auto xt = cast<RankedTensorType>(split.getOperand().getType());
-    if (split.getAxis() == last && xt.hasStaticShape()) {
+    if (static_cast<int64_t>(split.getAxis()) == last && xt.hasStaticShape()) {
       view.source = split.getOperand();
       for (Value r : split.getResults()) {
         if (r == s)

@@ -237,7 +237,7 @@ OutputBuffers outputBuffers(OpBuilder &b, Location loc, ValueRange results,
     auto concat = dyn_cast<zb::ConcatOp>(*m.user_begin());
     auto ct = concat ? cast<RankedTensorType>(concat.getType())
                      : RankedTensorType();
-    if (!ct || concat.getAxis() != ct.getRank() - 1)
+    if (!ct || static_cast<int64_t>(concat.getAxis()) != ct.getRank() - 1)
       continue;
     SmallVector<std::pair<size_t, int64_t>> parts; // (result, column)
     int64_t column = 0;
@@ -446,7 +446,7 @@ void foldPadSums(ModuleOp module) {
     SmallVector<Value> inputs;
     for (zb::PadOp p : {first, second}) {
       auto inner = p.getOperand().getDefiningOp<zb::ConcatOp>();
-      if (inner && inner.getAxis() == axis && inner->hasOneUse())
+      if (inner && static_cast<int64_t>(inner.getAxis()) == axis && inner->hasOneUse())
         llvm::append_range(inputs, inner.getInputs());
       else
         inputs.push_back(p.getOperand());
