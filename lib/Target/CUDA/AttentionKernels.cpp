@@ -748,24 +748,27 @@ struct AttentionShape {
   SmallVector<int64_t> columns;
   int64_t batch = 0, heads = 0;
 
+  /// (argument, T, D) of each [B, H, T, D] tensor in zb.layout's order:
+  /// q, k, v, o are arguments 0-3, dO 5 and dq, dk, dv base..base+2 in the
+  /// backward (base 6, or 7 after a lse_grad).
+  std::array<std::tuple<unsigned, int64_t, int64_t>, 8>
+  roles(unsigned base) const {
+    return {{{0, tq, d}, {1, tk, d}, {2, tk, dv}, {3, tq, dv}, {5, tq, dv},
+             {base, tq, d}, {base + 1, tk, d}, {base + 2, tk, dv}}};
+  }
+
   /// Registers the token-major operands among `kernel`'s arguments with
-  /// `e` (their rows and columns for the block's `bh`). The [B, H, T, D]
-  /// tensors are arguments 0-3 (q, k, v, o), then 5 (dO) and base..base+2
-  /// (dq, dk, dv) in the backward.
+  /// `e` (their rows and columns for the block's `bh`; roles).
   void registerTokenMajor(KernelBuilder &e, gpu::GPUFuncOp kernel, Value bh,
                           unsigned base) const {
     if (columns.empty())
       return;
     Value b = arith::DivUIOp::create(e.b, e.loc, bh, e.idx(heads));
     Value h = arith::RemUIOp::create(e.b, e.loc, bh, e.idx(heads));
-    // (argument, T, D) of each tensor in zb.layout's order.
-    const std::array<std::tuple<unsigned, int64_t, int64_t>, 8> roles = {
-        {{0, tq, d}, {1, tk, d}, {2, tk, dv}, {3, tq, dv}, {5, tq, dv},
-         {base, tq, d}, {base + 1, tk, d}, {base + 2, tk, dv}}};
     for (auto [i, column] : llvm::enumerate(columns)) {
       if (column < 0)
         continue;
-      auto [arg, t, dim] = roles[i];
+      auto [arg, t, dim] = roles(base)[i];
       e.tokenMajor[kernel.getArgument(arg)] = {
           e.mul(b, e.idx(t)), e.addi(e.mul(h, e.idx(dim)), column)};
       // The kernel report's bytes: the heads' part of the buffer (2-byte
@@ -1246,12 +1249,8 @@ struct ZBGpuAttentionKernelsPass
       return cast<MemRefType>(call.getOperandTypes()[i]);
     };
     unsigned base = hasLseGrad ? 7 : 6;
-    const std::array<std::tuple<unsigned, int64_t, int64_t>, 8> roles = {
-        {{0, s.tq, s.d}, {1, s.tk, s.d}, {2, s.tk, s.dv}, {3, s.tq, s.dv},
-         {5, s.tq, s.dv}, {base, s.tq, s.d}, {base + 1, s.tk, s.d},
-         {base + 2, s.tk, s.dv}}};
     for (auto [i, column] : llvm::enumerate(s.columns)) {
-      auto [arg, t, d] = roles[i];
+      auto [arg, t, d] = s.roles(base)[i];
       MemRefType m = type(arg);
       if (column < 0) {
         if (m.getShape() != ArrayRef<int64_t>{s.bh, t, d})
